@@ -31,19 +31,8 @@ from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
 from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
-from annotation.machine.selectors import (
-    calibration_batch,
-    identities,
-    kept_report,
-    prelabel_runs,
-    report_version,
-)
-from annotation.machine.services.background import (
-    last_report_job,
-    report_with_figures,
-    start_calibration_report,
-    start_prelabel,
-)
+from annotation.machine.selectors import calibration_batch, identities, prelabel_runs
+from annotation.machine.services.background import report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
 from annotation.machine.services.routing import (
@@ -211,31 +200,6 @@ def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
 # --- the calibration report -------------------------------------------------------------------
 
 
-def _figures_or_job(request: HttpRequest, batch: Batch) -> tuple[dict[str, Any] | None, Job | None]:
-    """The report with its figures as the report's job kept them for the batch's state now, else the
-    job computing it (started here for a user who may act on the batch: a viewer only waits for one).
-
-    No long work in a request: the report (a bootstrap with the crowd model refitted in every draw,
-    the alt-test, PPI++) is computed by ``annotation.calibration_report``
-    (:mod:`annotation.machine.services.background`); the page shows its step and polls itself. With
-    the results cache off (``RESULTS_CACHE_SECONDS=0``) nothing can be kept: computed here, as asked.
-    """
-    version = report_version(batch)
-    if version is None or not settings.RESULTS_CACHE_SECONDS:
-        return report_with_figures(batch), None  # no sample (the service says so), or nothing kept
-    figures = kept_report(batch, version)
-    if figures is not None:
-        return figures, None
-    job = last_report_job(batch, version)
-    # Done yet not kept: the bounded cache let it go; computed again.
-    if (job is None or job.status == Job.Status.DONE) and may_act(request.user, batch):
-        job = start_calibration_report(batch, version)
-        job.refresh_from_db()
-        if job.status == Job.Status.DONE:  # run at its commit, in this thread (JOB_LOCAL_RUNNER=inline)
-            return kept_report(batch, version), job
-    return None, job
-
-
 def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
     """The report with its tables and figures, or why there is none yet (``waiting``), or the job
     computing it (``job``, its step and progress)."""
@@ -244,7 +208,7 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
     # The sample is still being answered: the page polls itself until its crowd work is in.
     context["live"] = sample is not None and sample.status == Batch.Status.PUBLISHED
     try:
-        figures, job = _figures_or_job(request, batch)
+        figures, job = report_or_job(batch, may_start=may_act(request.user, batch))
     except ServiceError as exc:
         context["waiting"] = str(exc)
         return context

@@ -27,6 +27,7 @@ from django.urls import reverse
 from annotation.machine.selectors import (
     REPORT_STEPS,
     calibration_report,
+    kept_report,
     report_generation,
     report_key,
     report_version,
@@ -115,6 +116,8 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
 # --- the calibration report -------------------------------------------------------------------
 
 CALIBRATION_REPORT_KIND = "annotation.calibration_report"
+#: Why a viewer finds no report (no job of the sample's state yet).
+NOT_COMPUTED = "the report of the latest answers is not computed yet; a researcher's view or the next sync starts it"
 #: The job's last step, after :data:`~annotation.machine.selectors.REPORT_STEPS`.
 DRAWING = "drawing the figures"
 
@@ -190,3 +193,33 @@ def start_calibration_report(batch: Batch, version: str | None = None) -> Job | 
         if live is not None:
             return live
         return calibration_report_job.start(f"Calibration report of {batch.name}", batch.pk, version, of=batch)
+
+
+def report_or_job(batch: Batch, *, may_start: bool) -> tuple[dict[str, Any] | None, Job | None]:
+    """What the page and the API show of ``batch``'s calibration report: ``(figures, None)`` as the
+    job kept them for the sample's state now, else ``(None, job)``: the job computing it (started here
+    when ``may_start``, the asking user may act on the batch: a viewer only waits for one) or the job
+    that refused it (``failed``: too few crowd labels, its message says), or ``(None, None)``.
+
+    No long work in a request: the report is computed by :func:`calibration_report_job`. With the
+    results cache off (``RESULTS_CACHE_SECONDS=0``) nothing can be kept: computed here, as asked.
+    No sample: :func:`~annotation.machine.selectors.calibration_report`'s refusal (``StateError``).
+    """
+    from django.conf import settings
+
+    version = report_version(batch)
+    if version is None or not settings.RESULTS_CACHE_SECONDS:
+        return report_with_figures(batch), None
+    figures = kept_report(batch, version)
+    if figures is not None:
+        return figures, None
+    job = last_report_job(batch, version)
+    # Done yet not kept: the bounded cache let it go; computed again.
+    if (job is None or job.status == Job.Status.DONE) and may_start:
+        job = start_calibration_report(batch, version)
+        job.refresh_from_db()
+        if job.status == Job.Status.DONE:  # run at its commit, in this thread (JOB_LOCAL_RUNNER=inline)
+            figures = kept_report(batch, version)
+            if figures is not None:
+                return figures, None
+    return None, job

@@ -100,15 +100,14 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(
     call_command("calibration", batch.name, "--json", stdout=out)  # 2000 resamples, as the API and the page
     from_command = json.loads(out.getvalue())
     client.force_login(researcher)
+    with django_capture_on_commit_callbacks(execute=True):  # the first ask starts the report's job: 202
+        assert client.get(f"/api/annotation/batches/{batch.name}/calibration/").status_code == 202
     from_api = client.get(f"/api/annotation/batches/{batch.name}/calibration/").json()
     for key in ("against_truth", "alt_test", "accuracy"):
         assert from_api[key] == from_command[key], key
     truth, alt = from_api["against_truth"], from_api["alt_test"]
 
-    with django_capture_on_commit_callbacks(execute=True):
-        client.get(reverse("annotation:batch-calibration", args=[batch.name]))  # starts the report's job
     page = client.get(reverse("annotation:batch-calibration", args=[batch.name])).content.decode()
-    assert client.get(f"/api/annotation/batches/{batch.name}/calibration/").json() == from_api  # now the kept one
     assert f'id="accuracy-true">{truth["accuracy_true"]:.3f}<' in page
     assert f'id="ceiling">{truth["ceiling"]:.3f}<' in page
     assert f'id="self-agreement">{truth["self_agreement"]:.3f}<' in page

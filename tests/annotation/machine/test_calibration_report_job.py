@@ -161,3 +161,31 @@ def test_a_sync_of_the_sample_starts_the_report_of_its_answers(
     client.force_login(researcher)
     shown = client.get(reverse("annotation:batch-calibration", args=["mb"])).context["report"]
     assert shown == calibration_report(sampled) and _report_jobs().count() == 1
+
+
+def test_the_api_answers_202_with_the_job_then_the_report_and_a_viewer_409(
+    calibrated,  # noqa: F811
+    researcher,
+    viewer,
+    client,
+    django_capture_on_commit_callbacks,
+):
+    _settle()
+    url = "/api/annotation/batches/mb/calibration/"
+    client.force_login(viewer)
+    refused = client.get(url)
+    assert refused.status_code == 409 and "not computed yet" in refused.json()["detail"] and not _report_jobs().exists()
+
+    client.force_login(researcher)
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.get(url)
+    job = _report_jobs().get()
+    assert started.status_code == 202 and started.json()["id"] == job.pk
+    assert started["Location"] == reverse("job-detail", args=[job.pk])
+    expected = calibration_report(calibrated)
+    assert client.get(url).json() == client.get(url).json()  # read, not computed again
+    assert _report_jobs().count() == 1
+    client.force_login(viewer)
+    served = client.get(url)
+    assert served.status_code == 200 and served.json()["accuracy"] == expected["accuracy"]
+    assert served.json()["against_truth"]["accuracy_true"] == expected["against_truth"]["accuracy_true"]
