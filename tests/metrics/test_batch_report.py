@@ -270,3 +270,24 @@ def test_the_report_job_says_each_step_with_its_counts(batch, runs, django_captu
     assert counts[0] == (0, fits) and counts[-1] == (fits, fits)
     assert [done for done, _ in counts] == sorted(done for done, _ in counts)  # it only moves forward
     assert Report.objects.get(name="stepped").on_batch
+
+
+@pytest.mark.django_db
+def test_the_command_draws_each_step_on_a_terminal(batch, runs, monkeypatch, capsys):
+    """``bias_report --from-batch`` on a terminal: a bar per step, the label-corrected ones included
+    (their descriptions on standard error, where tqdm draws)."""
+    from django.core.management import call_command
+
+    from core import progress
+    from metrics.label_uncertainty import FITTING, REFITTING, RESAMPLING
+
+    monkeypatch.setattr(progress, "_on_terminal", lambda: True)
+    call_command(
+        "bias_report", "--from-batch", batch.name, "--runs", "a,b", "--baseline", "a", "--cutoffs", "1,2",
+        "--bootstrap", "100", "--name", "bars",
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert "Intervals and tests over the queries (bootstrap)" in err
+    assert any(step[:1].upper() + step[1:] in err for step in (REFITTING, RESAMPLING))
+    fitting = FITTING[:1].upper() + FITTING[1:]
+    assert f"{fitting}:   0%|" in err and "| 0/3 [" in err, err  # two runs and one paired difference
