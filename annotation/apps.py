@@ -8,6 +8,7 @@ from django.apps import AppConfig
 PLUG_INS = (
     "annotation.quality.services.training",  # a new batch's training queries (created)
     "annotation.quality.services.loop",  # every sync ends with the quality loop (sync_steps)
+    "annotation.machine.services.after_sync",  # then a calibration sample's sync starts its report (sync_steps)
 )
 
 

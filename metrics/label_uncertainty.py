@@ -155,6 +155,10 @@ def design_draws(probabilities: pd.DataFrame, draws: np.ndarray) -> tuple[np.nda
     return draws @ t, None
 
 
+#: Draws per block in :func:`class_means` (bounds its temporary arrays: a block × N × K of weighted probabilities).
+DRAW_BLOCK = 64
+
+
 def class_means(
     probabilities: np.ndarray,
     values: np.ndarray,
@@ -166,44 +170,60 @@ def class_means(
     ``probabilities``: ``[N × K]`` label probabilities, or ``[B × N × K]`` one matrix per draw (the
     crowd model refitted in each: :func:`combined_summary`'s ``draws``); ``values``: ``[N × C]``,
     NaN where a query has no value for that column (it is left out of that column's fit).
-    ``row_weights``: ``[N]`` or ``[B × N]``. Columns sharing a missing-value pattern are solved
-    together. A singular fit (a label with no mass in a draw) gives NaN for that draw.
+    ``row_weights``: ``[N]`` or ``[B × N]``. A singular fit (a label with no mass in a draw) gives
+    NaN for that draw.
+
+    Computed as matrix products, by blocks of :data:`DRAW_BLOCK` draws: per draw, Pᵀ W P and
+    Pᵀ W v for every column at once over all queries (a missing value counts as 0 in v), then for
+    each pattern of missing values the rows it lacks taken out of Pᵀ W P and of the labels' mass
+    (or, when it lacks most rows, its own rows summed). The same sums as a fit on each column's
+    present rows, in another order (equal within rounding: ``tests/metrics/test_class_means.py``).
     """
     p = np.asarray(probabilities, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     single = weights is None
-    n = p.shape[-2]
+    n, k = p.shape[-2], p.shape[-1]
     w = np.ones((1, n)) if single else np.asarray(weights, dtype=np.float64)
     if row_weights is not None:  # weighted least squares (the π_n-weighted mean of :func:`design`)
         w = w * np.asarray(row_weights, dtype=np.float64).reshape(-1, n)
     per_draw = p.ndim == 3
-    out = np.full((w.shape[0], p.shape[-1], values.shape[1]), np.nan)
+    draws = w.shape[0]
+    out = np.full((draws, k, values.shape[1]), np.nan)
     present = ~np.isnan(values)
+    filled = np.where(present, values, 0.0)
     patterns: dict[bytes, list[int]] = {}
     for j in range(values.shape[1]):
         patterns.setdefault(present[:, j].tobytes(), []).append(j)
-    for columns in patterns.values():
-        rows = present[:, columns[0]]
-        wr, vr = w[:, rows], values[rows][:, columns]
-        if per_draw:
-            pr = p[:, rows, :]
-            gram = np.einsum("bq,bqi,bqj->bij", wr, pr, pr)  # [B × K × K]
-            moments = np.einsum("bq,bqi,qc->bic", wr, pr, vr)  # [B × K × C']
-            mass = np.einsum("bq,bqi->bi", wr, pr)
-        else:
-            pr = p[rows]
-            gram = np.einsum("bq,qi,qj->bij", wr, pr, pr)  # [B × K × K]
-            # Pᵀ W v for every column of the pattern at once: [B × K × C']
-            moments = (wr @ (pr[:, :, None] * vr[:, None, :]).reshape(rows.sum(), -1)).reshape(
-                w.shape[0], p.shape[1], len(columns)
-            )
-            mass = wr @ pr  # [B × K]
-        # A draw in which a label has (almost) no mass cannot estimate its mean: left out (NaN).
-        solvable = (mass >= MIN_DRAW_MASS).all(axis=1) & (np.linalg.cond(gram) < MAX_CONDITION)
-        if solvable.any():
-            out[np.ix_(solvable, np.arange(p.shape[-1]), columns)] = np.linalg.solve(gram[solvable], moments[solvable])
+    groups = [(present[:, columns[0]], columns) for columns in patterns.values()]
+    for first in range(0, draws, DRAW_BLOCK):
+        block = slice(first, min(first + DRAW_BLOCK, draws))
+        wb = w[block]  # [b × N]
+        pb = p[block] if per_draw else p[None]  # [b × N × K] or [1 × N × K]
+        wp = wb[:, :, None] * pb  # [b × N × K]: each query's weighted probabilities
+        wpt = wp.transpose(0, 2, 1)  # [b × K × N]
+        gram = wpt @ pb  # [b × K × K]
+        mass = wp.sum(axis=1)  # [b × K]
+        moments = wpt @ filled  # [b × K × C]: a missing value adds nothing
+        for rows, columns in groups:
+            absent = ~rows
+            if not absent.any():
+                g, m = gram, mass
+            elif absent.sum() * 2 <= n:  # few rows lacking: take them out
+                pa = pb[:, absent, :]
+                wpa = wp[:, absent, :]
+                g, m = gram - wpa.transpose(0, 2, 1) @ pa, mass - wpa.sum(axis=1)
+            else:  # most lacking: sum the present ones
+                pr, wpr = pb[:, rows, :], wp[:, rows, :]
+                g, m = wpr.transpose(0, 2, 1) @ pr, wpr.sum(axis=1)
+            # A draw in which a label has (almost) no mass cannot estimate its mean: left out (NaN).
+            solvable = (m >= MIN_DRAW_MASS).all(axis=1) & (np.linalg.cond(g) < MAX_CONDITION)
+            if solvable.any():
+                target = np.arange(block.start, block.stop)[solvable]
+                out[np.ix_(target, np.arange(k), columns)] = np.linalg.solve(
+                    g[solvable], moments[solvable][:, :, columns]
+                )
     return out[0] if single else out
 
 
@@ -343,6 +363,12 @@ def label_share(query_width: np.ndarray, combined_width: np.ndarray) -> np.ndarr
     return np.where(np.isnan(query_width) | np.isnan(combined_width), np.nan, share)
 
 
+#: :func:`combined_summary`'s steps, as its ``progress`` names them.
+REFITTING = "refitting the crowd model in every bootstrap draw"
+RESAMPLING = "resampling the queries"
+FITTING = "label-corrected means and intervals (runs and paired differences)"
+
+
 def combined_summary(
     wide: Mapping[str, pd.DataFrame],
     probabilities: pd.DataFrame,
@@ -355,6 +381,7 @@ def combined_summary(
     draws: Callable[[np.ndarray], np.ndarray] | None = None,
     leave_out: Callable[[str], np.ndarray] | None = None,
     difficulty: Callable[[], tuple[np.ndarray, np.ndarray] | None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> pd.DataFrame:
     """``summary`` (one row per run × metric × variant × cutoff, as
     :func:`metrics.significance.summarise` made it over the point-estimate set S) with
@@ -368,17 +395,28 @@ def combined_summary(
     on the draw (:meth:`annotation.machine.label_probabilities.LabelModel.draws`), so that its
     estimation error enters every interval; without it the probabilities are held fixed.
     ``difficulty``: :class:`CorrectedFit`'s (the intervals extended by the bias item difficulty makes).
+    ``progress``: told ``(step, done, total)`` as the work goes (:data:`REFITTING`, then
+    :data:`FITTING` once per run and per paired difference).
     """
+    say = progress or (lambda step, done, total: None)
     qids = list(probabilities.index.astype(str))
+    say(REFITTING if draws is not None else RESAMPLING, 0, 1)
     fitter = CorrectedFit(probabilities, samples, seed, draws, leave_out=leave_out, difficulty=difficulty)
     members = sorted(in_set)
     runs = list(wide)
+    fits = len(runs) + (len(runs) - 1 if baseline is not None and baseline in wide else 0)
+    fitted = 0
     columns = sorted({key for table in wide.values() for key in table.columns})
     aligned = {run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) for run in runs}
     rows: dict[tuple, dict] = {}
 
     def fit(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return fitter.interval(values, level)
+        nonlocal fitted
+        say(FITTING, fitted, fits)
+        interval = fitter.interval(values, level)
+        fitted += 1
+        say(FITTING, fitted, fits)
+        return interval
 
     for run in runs:
         point, low, high, _ = fit(aligned[run])

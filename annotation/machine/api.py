@@ -11,7 +11,7 @@
   publish?, extend?}``: the blind sample as a batch of its own, published unless ``publish`` is
   false (201); 409 while the batch has one, unless ``extend`` (a further draw that continues it);
 - ``GET /api/annotation/batches/<name>/calibration/``: the calibration report (409 until the
-  sample has enough crowd labels);
+  sample has enough crowd labels), computed by a background job: 202 with the job until it is kept;
 - ``GET /api/annotation/batches/<name>/routing/?target_accuracy=&risk=&no_guarantee=&budget=``: the
   plan, nothing created (``qids=1`` adds the query ids); ``POST`` the same fields: route and
   publish the routed queries (201).
@@ -45,14 +45,16 @@ from annotation.machine.serializers import (
     RoutingRequestSerializer,
     RoutingSerializer,
 )
-from annotation.machine.services.background import start_prelabel
+from annotation.machine.services.background import NOT_COMPUTED, report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
 from annotation.machine.services.routing import plan_routing, plan_summary, route_and_publish, routing_request
 from annotation.models import Batch
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
-from core.errors import ServiceError
+from core.errors import ServiceError, StateError
+from core.models import Job
 from core.serializers import JobSerializer
+from core.templatetags.roles import may_act
 
 #: The plan's query id lists, left out of a preview unless ``?qids=1``.
 QID_LISTS = ("accepted", "to_humans", "over_budget", "in_training", "no_machine_label")
@@ -177,16 +179,30 @@ def _reference_with_text(record: dict | None) -> dict | None:
 class CalibrationReportView(_BatchView):
     @extend_schema(
         parameters=[OpenApiParameter("labeller", str, description="Assess this pre-labeller (default: the sample's).")],
-        responses={200: dict, 404: ErrorSerializer, 409: ErrorSerializer},
+        responses={200: dict, 202: JobSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
     )
     def get(self, request, name: str, format=None):
         """The machine against the crowd on the blind sample (as ``manage.py calibration --json``): the figures
         against the crowd majority, ``against_truth`` (the machine's de-noised accuracy against the true label,
         the ceiling and the crowd's self-agreement, from the crowd's measured reliability) and ``alt_test``
         (with ``verdict`` "not informative" and ``needed_sample`` when too few annotators qualify); 409 until
-        the sample has enough crowd labels."""
-        report = calibration_report(self.batch(name), request.query_params.get("labeller") or None)
-        return Response(report)
+        the sample has enough crowd labels.
+
+        The sample's own labeller's report is computed by a background job (as on the page), kept for the
+        sample's state: 200 with the report once kept; until then 202 with the job computing it (started by a
+        researcher's or owner's request; poll it, then ask again), and 409 for a viewer when none is under way.
+        Another ``labeller``'s report is computed as asked."""
+        batch, labeller = self.batch(name), request.query_params.get("labeller") or None
+        if labeller is not None:
+            return Response(calibration_report(batch, labeller))
+        figures, job = report_or_job(batch, may_start=may_act(request.user, batch))
+        if figures is not None:
+            return Response(figures["report"])
+        if job is None:
+            raise StateError(NOT_COMPUTED)
+        if job.status == Job.Status.FAILED:
+            raise StateError(job.message or "the calibration report's computation failed")
+        return job_started(job)
 
 
 class RoutingView(_BatchView):

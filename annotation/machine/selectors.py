@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from annotation.results.selectors import (
     labels_with_sources,
     latest_routing,
     machine_accepted,
+    remembered,
 )
 from core.errors import StateError
 
@@ -323,12 +325,59 @@ def report_version(batch: Batch) -> str | None:
     return hashlib.sha256(state.encode()).hexdigest()[:32]
 
 
+def report_key(batch: Batch, version: str) -> str:
+    """The results cache's key of ``batch``'s calibration report (with its figures) at ``version``
+    (:func:`report_version`); "v4": the report's keys changed (never serve an older shape)."""
+    return f"calibration-report:v4:{batch.pk}:{version}"
+
+
+def report_generation(batch: Batch, version: str) -> tuple[str, str]:
+    """The results cache's generation of that report: storing it drops the batch's older versions."""
+    return (f"calibration-report-{batch.pk}", version)
+
+
+class _NotKept(Exception):
+    """Raised in place of computing: :func:`kept_report` only reads."""
+
+
+def kept_report(batch: Batch, version: str) -> dict[str, Any] | None:
+    """The calibration report with its figures (``report``, ``reliability_svg``, ``proportions_svg``)
+    computed at ``version`` and kept in the results cache by the report's job
+    (:mod:`annotation.machine.services.background`), or None: a read, never the computation."""
+
+    def missing() -> dict[str, Any]:
+        raise _NotKept
+
+    try:
+        return remembered(report_key(batch, version), missing, generation=report_generation(batch, version))
+    except _NotKept:
+        return None
+
+
 #: Fewer crowd-labelled sample queries than this and no figure is computed.
 MIN_CALIBRATED = 10
 
 
-def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: int = 2000) -> dict[str, Any]:
+#: The steps of :func:`calibration_report`, in order, as its ``progress`` names them (a job's page shows them).
+REPORT_STEPS = (
+    "reading the sample's answers",
+    "the machine against the crowd (accuracy, κ, calibration; bootstrap)",
+    "the Alternative Annotator Test",
+    "the crowd's measured reliability (the crowd model refitted in every bootstrap draw)",
+    "each category's share of the batch (PPI++)",
+)
+
+
+def calibration_report(
+    batch: Batch,
+    labeller: str | None = None,
+    *,
+    bootstrap: int = 2000,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """The machine against the crowd on the blind sample; see the module docstring.
+
+    ``progress``: called with each of :data:`REPORT_STEPS` as the step begins.
 
     JSON-ready. Keys: ``labeller``, ``model``, ``prompt_version``, ``sample_batch``, ``n``,
     ``pending``, ``accuracy``, ``kappa``, ``kappa_ci``, ``per_category`` (label -> precision,
@@ -340,6 +389,8 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
     from annotation.machine.calibration_statistics import calibration_figures
     from annotation.machine.proportions import category_proportions
 
+    step = progress or (lambda name: None)
+    step(REPORT_STEPS[0])
     sample = read_sample(batch, labeller)
     report: dict[str, Any] = sample.identity.as_dict() | {
         "batch": batch.name,
@@ -354,14 +405,18 @@ def calibration_report(batch: Batch, labeller: str | None = None, *, bootstrap: 
             f"the calibration sample {sample.sample_batch.name!r} has {len(sample.qids)} crowd-labelled "
             f"queries ({sample.pending} still without a label); at least {MIN_CALIBRATED} are needed"
         )
+    step(REPORT_STEPS[1])
     figures = calibration_figures(
         sample.machine, sample.confidence, sample.human, weights=sample.weights, bootstrap=bootstrap
     )
     report |= figures.as_dict()
     report["n"] = len(sample.qids)
+    step(REPORT_STEPS[2])
     report["alt_test"] = _alt_test(batch, sample)
+    step(REPORT_STEPS[3])
     report["against_truth"] = _against_truth(batch, sample, bootstrap=bootstrap)
     report["routing_ceiling"] = routing_ceiling_of(batch, sample, report["against_truth"])
+    step(REPORT_STEPS[4])
     rest_labels = [m.label for m in sample.rest.values()]
     report["proportions"] = category_proportions(sample.human, sample.machine, rest_labels, weights=sample.weights)
     return report

@@ -3,13 +3,15 @@
 - ``/batches/<name>/machine/``: pre-label (a background job), each stored run, the chat
   labeller's prompt, the blind calibration sample (created and published from here);
 - ``/batches/<name>/calibration/``: the machine against the crowd on that sample, with its
-  plots; it refreshes itself while the sample is being answered;
+  plots, computed by a background job (``annotation.calibration_report``) whose step the page
+  shows; it refreshes itself while the sample is being answered or the report computed;
 - ``/batches/<name>/routing/``: the routing plan previewed by GET (nothing is created), then
   confirmed by POST, which records it and publishes the routed queries.
 
 Thin shells over :mod:`.services` (prelabels, calibration, routing) and :mod:`.selectors`,
 as :mod:`.researcher`: researchers only, a refusal is a message on the page, never a 500.
-The two figures come from :mod:`annotation.machine.calibration_plots` (inline SVG that follows dark mode).
+The two figures come from :mod:`annotation.machine.calibration_plots` (inline SVG that follows dark mode),
+drawn by the report's job.
 """
 
 from __future__ import annotations
@@ -28,16 +30,9 @@ from django.views.decorators.http import require_POST
 from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
 from annotation.labels import LABEL_NAMES, LABELS
-from annotation.machine import calibration_plots
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
-from annotation.machine.selectors import (
-    calibration_batch,
-    calibration_report,
-    identities,
-    prelabel_runs,
-    report_version,
-)
-from annotation.machine.services.background import start_prelabel
+from annotation.machine.selectors import calibration_batch, identities, prelabel_runs
+from annotation.machine.services.background import report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
 from annotation.machine.services.routing import (
@@ -49,10 +44,12 @@ from annotation.machine.services.routing import (
     routing_request,
 )
 from annotation.models import Batch
-from annotation.results.selectors import latest_routing, remembered
+from annotation.results.selectors import latest_routing
 from core.errors import ServiceError
 from core.forms import add_service_error
+from core.models import Job
 from core.services.uploads import staged_uploads
+from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
 
 # --- reads shared by the pages and the API ---------------------------------------------------
@@ -203,76 +200,67 @@ def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
 # --- the calibration report -------------------------------------------------------------------
 
 
-def _report_with_figures(batch: Batch) -> dict[str, Any]:
-    """The report and its two SVG figures, computed again only when what they depend on changed
-    (:func:`report_version`): the page polls itself every few seconds while the sample is answered."""
-
-    def compute() -> dict[str, Any]:
-        report = calibration_report(batch)
-        return {
-            "report": report,
-            "reliability_svg": calibration_plots.reliability_svg(report.get("reliability") or []),
-            "proportions_svg": calibration_plots.proportions_svg(report["proportions"]),
-        }
-
-    version = report_version(batch)
-    if version is None:
-        return compute()  # no sample: the service says so
-    # "v2": the report's keys changed (against_truth, the alt-test's verdict); never serve an older shape.
-    # In the results cache, shared by every worker: a worker's first view reads what another computed.
-    return remembered(f"calibration-report:v3:{batch.pk}:{version}", compute)
-
-
-def _calibration_context(batch: Batch) -> dict[str, Any]:
-    """The report with its tables and figures, or why there is none yet (``waiting``)."""
+def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
+    """The report with its tables and figures, or why there is none yet (``waiting``), or the job
+    computing it (``job``, its step and progress)."""
     sample = calibration_batch(batch)
-    context: dict[str, Any] = {"batch": batch, "sample": sample, "report": None, "waiting": None}
-    try:
-        figures = _report_with_figures(batch)
-    except ServiceError as exc:
-        context["waiting"] = str(exc)
-    else:
-        report = figures["report"]
-        names = [LABEL_NAMES[code] for code in LABELS]
-        per_category = report["per_category"]
-        proportions = report["proportions"]
-        # numpy's module: not loaded as the URLconf loads this view
-        from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence  # start-up
-
-        vote = (report.get("against_truth") or {}).get("vote") or {}  # true label -> given label -> probability
-        context |= {
-            "report": report,
-            "label_names": names,
-            "per_category": [(LABEL_NAMES[code], per_category.get(code, {})) for code in LABELS],
-            "confusion": [
-                (LABEL_NAMES[code], row)
-                for code, row in zip(report.get("labels", LABELS), report["confusion"], strict=True)
-            ],
-            "proportions": [(LABEL_NAMES[code], proportions.get(code, {})) for code in LABELS],
-            "crowd_vote": [
-                (LABEL_NAMES[code], [vote[code][given] for given in LABELS]) for code in LABELS if code in vote
-            ],
-            "shared_errors": shared_errors_sentence((report.get("against_truth") or {}).get("shared_errors")),
-            "denoised_quality": quality_sentence((report.get("against_truth") or {}).get("quality")),
-            "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
-            "proportions_svg": mark_safe(figures["proportions_svg"]),
-        }
+    context: dict[str, Any] = {"batch": batch, "sample": sample, "report": None, "waiting": None, "job": None}
     # The sample is still being answered: the page polls itself until its crowd work is in.
     context["live"] = sample is not None and sample.status == Batch.Status.PUBLISHED
+    try:
+        figures, job = report_or_job(batch, may_start=may_act(request.user, batch))
+    except ServiceError as exc:
+        context["waiting"] = str(exc)
+        return context
+    if figures is None:
+        if job is not None and job.status == Job.Status.FAILED:
+            context["waiting"] = job.message or "the report's computation failed"
+        elif job is not None:
+            context["job"] = job
+            context["percent"] = round(100 * (job.fraction or 0.0))
+            context["polling"] = True  # until the job is done
+        else:
+            context["waiting"] = (
+                "the report of the latest answers is not computed yet; a researcher's view or the next sync starts it"
+            )
+        return context
+    report = figures["report"]
+    names = [LABEL_NAMES[code] for code in LABELS]
+    per_category = report["per_category"]
+    proportions = report["proportions"]
+    # numpy's module: not loaded as the URLconf loads this view
+    from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence  # start-up
+
+    vote = (report.get("against_truth") or {}).get("vote") or {}  # true label -> given label -> probability
+    context |= {
+        "report": report,
+        "label_names": names,
+        "per_category": [(LABEL_NAMES[code], per_category.get(code, {})) for code in LABELS],
+        "confusion": [
+            (LABEL_NAMES[code], row)
+            for code, row in zip(report.get("labels", LABELS), report["confusion"], strict=True)
+        ],
+        "proportions": [(LABEL_NAMES[code], proportions.get(code, {})) for code in LABELS],
+        "crowd_vote": [(LABEL_NAMES[code], [vote[code][given] for given in LABELS]) for code in LABELS if code in vote],
+        "shared_errors": shared_errors_sentence((report.get("against_truth") or {}).get("shared_errors")),
+        "denoised_quality": quality_sentence((report.get("against_truth") or {}).get("quality")),
+        "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
+        "proportions_svg": mark_safe(figures["proportions_svg"]),
+    }
     return context
 
 
 @researcher_required
 def batch_calibration(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch, name=name)
-    return render(request, "annotation/prelabelling/calibration.html", _calibration_context(batch))
+    return render(request, "annotation/prelabelling/calibration.html", _calibration_context(request, batch))
 
 
 @researcher_required
 def batch_calibration_live(request: HttpRequest, name: str) -> HttpResponse:
-    """The report's live part (htmx polls it while the calibration sample is published)."""
+    """The report's live part (htmx polls it while the calibration sample is published or its report is computed)."""
     batch = get_object_or_404(Batch, name=name)
-    return render(request, "annotation/prelabelling/_calibration_report.html", _calibration_context(batch))
+    return render(request, "annotation/prelabelling/_calibration_report.html", _calibration_context(request, batch))
 
 
 # --- routing ----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from core.errors import FieldError, ServiceError
 from core.files import write_parquet_atomic
 from core.jobs import background_job
 from core.models import Job
+from core.progress import Progress
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 from core.version import software_version
@@ -283,9 +284,11 @@ def _compute(
             unreturned = {run: [q for q in found if q in members] for run, found in unreturned.items()}
     measured = per_query if members is None else per_query[per_query["qid"].isin(members)]
     base_name = baseline.name if baseline else None
-    summary = significance.summarise(
-        measured, baseline=base_name, samples=report_settings.bootstrap_samples, seed=report_settings.seed
-    )
+    job, bar = inputs.get("job"), inputs.get("bar", True)
+    with Progress("Intervals and tests over the queries (bootstrap)", None, job=job, bar=bar):
+        summary = significance.summarise(
+            measured, baseline=base_name, samples=report_settings.bootstrap_samples, seed=report_settings.seed
+        )
     if labels is not None and len(summary):
         from ..label_uncertainty import combined_summary
 
@@ -302,6 +305,7 @@ def _compute(
             else None,
             leave_out=labels.model.leave_out_draws if labels.model else None,
             difficulty=(lambda: labels.model.difficulty_draws(report_settings.seed)) if labels.model else None,
+            progress=_StepProgress(job, bar),
         )
     ranges, tied_queries = tie_summary(measured)
     if len(summary):
@@ -318,6 +322,23 @@ def _compute(
         labels,
         tied_queries,
     )
+
+
+class _StepProgress:
+    """``progress(step, done, total)`` of pure code (:func:`metrics.label_uncertainty.combined_summary`)
+    shown as :class:`core.progress.Progress`: a bar on a terminal and the Job's step, one per step."""
+
+    def __init__(self, job: Job | None, bar: bool) -> None:
+        self.job, self.bar, self.step, self.current = job, bar, None, None
+
+    def __call__(self, step: str, done: int, total: int) -> None:
+        if step != self.step:
+            if self.current is not None:
+                self.current.close()
+            self.step, self.current = step, Progress(step[:1].upper() + step[1:], total, job=self.job, bar=self.bar)
+        self.current.update_to(done)
+        if done >= total:
+            self.current.close()
 
 
 def _word_lists(report_settings: ReportSettings, inputs: ReportInputs) -> tuple[GenderWords, GenderWords]:

@@ -236,3 +236,58 @@ def test_a_report_on_the_batchs_labels_is_a_use_its_answers_are_not_corrected_af
     assert list(AnswerUse.objects.filter(batch=built.label_batch).values_list("action", flat=True)) == [
         "A report on its labels"
     ]
+
+
+@pytest.mark.django_db
+def test_the_report_job_says_each_step_with_its_counts(batch, runs, django_capture_on_commit_callbacks):
+    """The page of a report on a batch's labels follows its Job: every step is said, the
+    label-corrected fits counted one per run and per paired difference (issue 57)."""
+    from django.db.models.signals import post_save
+
+    from core.models import Job
+    from metrics.label_uncertainty import FITTING, REFITTING, RESAMPLING
+
+    seen: list[tuple[str, int, int | None]] = []
+
+    def record(sender, instance, **kwargs):
+        if instance.kind == "report" and (instance.result or {}).get("step"):
+            seen.append((instance.result["step"], instance.done, instance.total))
+
+    post_save.connect(record, sender=Job)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            job = services.start_report("stepped", None, runs, SETTINGS, baseline=runs[0], label_batch=batch)
+    finally:
+        post_save.disconnect(record, sender=Job)
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.message
+    steps = list(dict.fromkeys(step for step, _, _ in seen))
+    label_step = next(s for s in steps if s.lower() in (REFITTING, RESAMPLING))
+    fitting = FITTING[:1].upper() + FITTING[1:]
+    assert steps[-3:] == ["Intervals and tests over the queries (bootstrap)", label_step, fitting]
+    counts = [(done, total) for step, done, total in seen if step == fitting]
+    fits = len(runs) + len(runs) - 1  # each run, then each run against the baseline
+    assert counts[0] == (0, fits) and counts[-1] == (fits, fits)
+    assert [done for done, _ in counts] == sorted(done for done, _ in counts)  # it only moves forward
+    assert Report.objects.get(name="stepped").on_batch
+
+
+@pytest.mark.django_db
+def test_the_command_draws_each_step_on_a_terminal(batch, runs, monkeypatch, capsys):
+    """``bias_report --from-batch`` on a terminal: a bar per step, the label-corrected ones included
+    (their descriptions on standard error, where tqdm draws)."""
+    from django.core.management import call_command
+
+    from core import progress
+    from metrics.label_uncertainty import FITTING, REFITTING, RESAMPLING
+
+    monkeypatch.setattr(progress, "_on_terminal", lambda: True)
+    call_command(
+        "bias_report", "--from-batch", batch.name, "--runs", "a,b", "--baseline", "a", "--cutoffs", "1,2",
+        "--bootstrap", "100", "--name", "bars",
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert "Intervals and tests over the queries (bootstrap)" in err
+    assert any(step[:1].upper() + step[1:] in err for step in (REFITTING, RESAMPLING))
+    fitting = FITTING[:1].upper() + FITTING[1:]
+    assert f"{fitting}:   0%|" in err and "| 0/3 [" in err, err  # two runs and one paired difference

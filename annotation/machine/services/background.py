@@ -1,4 +1,14 @@
-"""Pre-labelling as a background job (``annotation.prelabel``), declared once here beside its service.
+"""Pre-labelling and the calibration report as background jobs, declared once here beside their services.
+
+The calibration report (``annotation.calibration_report``): a bootstrap, the crowd model
+refitted in each of its draws, the alt-test and PPI++ take seconds to minutes, too long for a
+request. The job computes it with its two figures, says which step it is at (``job.result["step"]``,
+``job.done`` of ``job.total``) and keeps it in the results cache under the batch's
+:func:`~annotation.machine.selectors.report_version`, where the page reads it
+(:func:`~annotation.machine.selectors.kept_report`). It is started by the page's first view of a
+new version (researchers only: a viewer waits) and by every sync of the calibration sample
+(:func:`annotation.machine.services.after_sync.report_after_sync`, a sync step), so the first view after new answers finds it done or
+under way. One job per batch and version at a time (:func:`core.services.once.live_job`).
 
 Pre-labelling is a job because a chat model may take minutes; a redelivery reruns it, which costs
 nothing: the chat model's answers are cached and the labels of the same labeller are replaced,
@@ -9,15 +19,26 @@ declared its own jobs).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.urls import reverse
 
+from annotation.machine.selectors import (
+    REPORT_STEPS,
+    calibration_report,
+    kept_report,
+    report_generation,
+    report_key,
+    report_version,
+)
 from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, live_prelabel, prelabel_batch
 from annotation.models import Batch
+from annotation.results.selectors import remembered
 from core.errors import InputError, ServiceError
 from core.jobs import background_job
 from core.models import Job
-from core.services.once import claim
+from core.services.once import claim, live_job
 
 
 def _machine_url(batch: Batch) -> str:
@@ -90,3 +111,115 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
     with transaction.atomic():  # one job per batch and machine at a time (decided under the batch's row lock)
         claim(batch, lambda: live_prelabel(batch, labeller, train))
         return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args, of=batch)
+
+
+# --- the calibration report -------------------------------------------------------------------
+
+CALIBRATION_REPORT_KIND = "annotation.calibration_report"
+#: Why a viewer finds no report (no job of the sample's state yet).
+NOT_COMPUTED = "the report of the latest answers is not computed yet; a researcher's view or the next sync starts it"
+#: The job's last step, after :data:`~annotation.machine.selectors.REPORT_STEPS`.
+DRAWING = "drawing the figures"
+
+
+def report_with_figures(batch: Batch, progress=None) -> dict[str, Any]:
+    """The calibration report of ``batch`` and its two SVG figures (computed, not read)."""
+    from annotation.machine import calibration_plots
+
+    report = calibration_report(batch, progress=progress)
+    if progress is not None:
+        progress(DRAWING)
+    return {
+        "report": report,
+        "reliability_svg": calibration_plots.reliability_svg(report.get("reliability") or []),
+        "proportions_svg": calibration_plots.proportions_svg(report["proportions"]),
+    }
+
+
+class _Steps:
+    """A job's progress through named steps: ``job.result["step"]`` and ``done`` of ``total``, saved at each."""
+
+    def __init__(self, job: Job, names: tuple[str, ...]) -> None:
+        self.job, self.names = job, names
+
+    def __call__(self, name: str) -> None:
+        done = self.names.index(name)
+        self.job.result = {**(self.job.result or {}), "step": f"{name} (step {done + 1} of {len(self.names)})"}
+        self.job.total, self.job.done = len(self.names), done
+        self.job.save(update_fields=["result", "total", "done", "updated"])
+
+
+# StateError (a ServiceError): too few crowd labels yet; the page shows the job's message as why.
+@background_job(CALIBRATION_REPORT_KIND, task="annotation.tasks.calibration_report_task", failures=(ServiceError,))
+def calibration_report_job(job: Job, batch_id: int, version: str) -> dict:
+    """Compute ``batch``'s calibration report and keep it under ``version``, the state the job was
+    started for; what was kept for it already (a redelivery, a second job) is not computed again."""
+    batch = Batch.objects.get(pk=batch_id)
+    remembered(
+        report_key(batch, version),
+        lambda: report_with_figures(batch, _Steps(job, (*REPORT_STEPS, DRAWING))),
+        generation=report_generation(batch, version),
+    )
+    url = reverse("annotation:batch-calibration", args=[batch.name])
+    job.result = {"batch": batch.name, "version": version, "url": url}
+    job.message = f"Calibration report of {batch.name} computed"
+    return job.result
+
+
+def live_report_job(batch: Batch, version: str) -> Job | None:
+    """The queued or running report job of ``batch`` at ``version``, if any."""
+    return live_job(CALIBRATION_REPORT_KIND, [batch.pk, version])
+
+
+def last_report_job(batch: Batch, version: str) -> Job | None:
+    """The latest report job of ``batch`` at ``version`` (live, done or failed), if any."""
+    return (
+        Job._base_manager.filter(kind=CALIBRATION_REPORT_KIND, arguments__0=batch.pk, arguments__1=version)
+        .order_by("-pk")
+        .first()
+    )
+
+
+def start_calibration_report(batch: Batch, version: str | None = None) -> Job | None:
+    """Compute ``batch``'s calibration report in the background for its state now (``version``:
+    :func:`report_version`, read here when not given); the live job for that state if one is under
+    way (decided under the batch's row lock: two first views start one job); None without a sample."""
+    version = version or report_version(batch)
+    if version is None:
+        return None
+    with transaction.atomic():
+        claim(batch, lambda: None)  # the lock: a concurrent start commits its Job before this reads
+        live = live_report_job(batch, version)
+        if live is not None:
+            return live
+        return calibration_report_job.start(f"Calibration report of {batch.name}", batch.pk, version, of=batch)
+
+
+def report_or_job(batch: Batch, *, may_start: bool) -> tuple[dict[str, Any] | None, Job | None]:
+    """What the page and the API show of ``batch``'s calibration report: ``(figures, None)`` as the
+    job kept them for the sample's state now, else ``(None, job)``: the job computing it (started here
+    when ``may_start``, the asking user may act on the batch: a viewer only waits for one) or the job
+    that refused it (``failed``: too few crowd labels, its message says), or ``(None, None)``.
+
+    No long work in a request: the report is computed by :func:`calibration_report_job`. With the
+    results cache off (``RESULTS_CACHE_SECONDS=0``) nothing can be kept: computed here, as asked.
+    No sample: :func:`~annotation.machine.selectors.calibration_report`'s refusal (``StateError``).
+    """
+    from django.conf import settings
+
+    version = report_version(batch)
+    if version is None or not settings.RESULTS_CACHE_SECONDS:
+        return report_with_figures(batch), None
+    figures = kept_report(batch, version)
+    if figures is not None:
+        return figures, None
+    job = last_report_job(batch, version)
+    # Done yet not kept: the bounded cache let it go; computed again.
+    if (job is None or job.status == Job.Status.DONE) and may_start:
+        job = start_calibration_report(batch, version)
+        job.refresh_from_db()
+        if job.status == Job.Status.DONE:  # run at its commit, in this thread (JOB_LOCAL_RUNNER=inline)
+            figures = kept_report(batch, version)
+            if figures is not None:
+                return figures, None
+    return None, job

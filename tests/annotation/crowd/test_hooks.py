@@ -18,7 +18,10 @@ def test_the_app_registers_the_sub_domains_hooks_when_ready():
     """annotation.apps.PLUG_INS is imported by AnnotationConfig.ready(): no caller imports them first
     (Prolific's own: tests/platforms/prolific/test_prolific_in_the_kernel.py)."""
     assert _names(hooks.created.for_provider("local")) == ["annotation.quality.services.training.store_training"]
-    assert _names(hooks.sync_steps.for_provider("mturk")) == ["annotation.quality.services.loop.close_the_loop"]
+    assert _names(hooks.sync_steps.for_provider("mturk")) == [
+        "annotation.quality.services.loop.close_the_loop",
+        "annotation.machine.services.after_sync.report_after_sync",  # after the loop: it reads what the loop settled
+    ]
     assert hooks.published.for_provider("mturk") == []
     assert hooks.platform_syncs.get("mturk") is None and hooks.platform_syncs.get("local") is None
 

@@ -34,6 +34,7 @@ def test_the_report_renders_its_svg_and_fits_a_phone(calibrated, researcher, pag
             page.set_viewport_size({"width": width, "height": 900})
             page.goto("/annotation/batches/mb/calibration/")
             figures = page.locator("figure.machine-plot svg")
+            figures.first.wait_for()  # the report's job: done at the first view's commit here, else polled for
             assert figures.count() == 2
             for i in range(2):
                 box = figures.nth(i).bounding_box()

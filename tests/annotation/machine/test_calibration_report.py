@@ -83,7 +83,9 @@ def test_the_report_measures_the_machine_against_the_truth_too(answered):
     assert abs(truth["accuracy_true"] - true_accuracy) < 0.16
 
 
-def test_command_api_and_page_show_the_same_figures_with_full_label_names(answered, researcher, client):
+def test_command_api_and_page_show_the_same_figures_with_full_label_names(
+    answered, researcher, client, django_capture_on_commit_callbacks
+):
     import json
     from io import StringIO
 
@@ -98,6 +100,8 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(answer
     call_command("calibration", batch.name, "--json", stdout=out)  # 2000 resamples, as the API and the page
     from_command = json.loads(out.getvalue())
     client.force_login(researcher)
+    with django_capture_on_commit_callbacks(execute=True):  # the first ask starts the report's job: 202
+        assert client.get(f"/api/annotation/batches/{batch.name}/calibration/").status_code == 202
     from_api = client.get(f"/api/annotation/batches/{batch.name}/calibration/").json()
     for key in ("against_truth", "alt_test", "accuracy"):
         assert from_api[key] == from_command[key], key
@@ -208,27 +212,33 @@ def test_after_an_extension_the_alt_test_and_the_truth_figures_use_the_whole_sam
 
 
 def test_the_page_computes_the_report_once_for_every_worker_and_again_after_a_new_answer(
-    answered, researcher, client, monkeypatch
+    answered, researcher, client, monkeypatch, django_capture_on_commit_callbacks
 ):
-    """The report (a 2,000-resample bootstrap, the alt-test, PPI++) is kept in the shared results
-    cache under the sample's version (issue 31): a new worker (here: the per-process cache
-    emptied) reads it, never computes it again; a new answer in the sample is a new version."""
+    """The report (a 2,000-resample bootstrap, the alt-test, PPI++) is computed by its job and kept in
+    the shared results cache under the sample's version (issue 31, issue 57): a new worker (here: the
+    per-process cache emptied) reads it, never computes it again; a new answer in the sample is a new
+    version."""
     from django.core.cache import cache
     from django.urls import reverse
 
-    from annotation.machine import views
+    from annotation.machine.services import background
 
     batch, sample_batch = answered
     computed = []
-    original = views.calibration_report
-    monkeypatch.setattr(views, "calibration_report", lambda *a, **k: computed.append(1) or original(*a, **k))
+    original = background.calibration_report
+    monkeypatch.setattr(background, "calibration_report", lambda *a, **k: computed.append(1) or original(*a, **k))
     client.force_login(researcher)
     url = reverse("annotation:batch-calibration", args=[batch.name])
 
     def report_part(page: str) -> str:  # the page without its per-request token
         return page[page.index("<main") :]
 
-    first = report_part(client.get(url).content.decode())
+    def shown() -> str:
+        with django_capture_on_commit_callbacks(execute=True):  # the job a first view starts, at its commit
+            client.get(url)
+        return report_part(client.get(url).content.decode())
+
+    first = shown()
     cache.clear()  # what a new process has: nothing of its own
     assert report_part(client.get(url).content.decode()) == first and len(computed) == 1
     # A ruling on a sampled query changes the sample's version: the report is computed again.
@@ -236,5 +246,5 @@ def test_the_page_computes_the_report_once_for_every_worker_and_again_after_a_ne
 
     qid = sample_batch.queries.filter(is_gold=False).order_by("position").first().qid
     adjudicate(sample_batch, qid, "o", "a ruling after the first view", researcher)
-    again = report_part(client.get(url).content.decode())
+    again = shown()
     assert len(computed) == 2 and again != first

@@ -159,11 +159,17 @@ def test_the_whole_path_on_the_site(machine_batch, researcher, client, django_ca
     child_page = client.get(reverse("annotation:batch-detail", args=["mb-part-1"])).content.decode()
     assert 'id="derived-from"' in child_page and "Calibration sample of" in child_page
 
-    # While the sample is answered the report waits and polls itself.
+    # While the sample is answered the report waits and polls itself: the report's job (started by the
+    # first view, computed at its commit) says why there is no report yet.
+    with django_capture_on_commit_callbacks(execute=True):
+        page = client.get(reverse("annotation:batch-calibration", args=["mb"])).content.decode()
+    assert 'id="calibration-computing"' in page and 'hx-trigger="every 2s"' in page
     page = client.get(reverse("annotation:batch-calibration", args=["mb"])).content.decode()
     assert 'id="calibration-waiting"' in page and 'hx-trigger="every 5s"' in page
 
-    answer_until_in(machine_batch)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer_until_in(machine_batch)  # its syncs start the report of the answers so far
+        client.get(reverse("annotation:batch-calibration", args=["mb"]))  # of the last ones, if not yet
     page = client.get(reverse("annotation:batch-calibration", args=["mb"])).content.decode()
     for part in ("accuracy", "kappa", "kappa-ci", "ece", "brier", "per-category", "confusion", "reliability"):
         assert f'id="{part}"' in page, part
@@ -255,10 +261,10 @@ def test_the_samples_hit_page_shows_no_machine_label(sampled, researcher, client
 
 
 def test_the_polled_report_is_computed_again_only_when_the_crowd_work_changes(
-    calibrated, researcher, client, monkeypatch
+    calibrated, researcher, client, monkeypatch, django_capture_on_commit_callbacks
 ):
     from annotation.machine import selectors as calibration_service
-    from annotation.machine import views as prelabelling
+    from annotation.machine.services import background
 
     computed = []
 
@@ -266,13 +272,17 @@ def test_the_polled_report_is_computed_again_only_when_the_crowd_work_changes(
         computed.append(batch.name)
         return calibration_service.calibration_report(batch, *args, **kwargs)
 
-    monkeypatch.setattr(prelabelling, "calibration_report", counting)
+    monkeypatch.setattr(background, "calibration_report", counting)
+    Job.objects.filter(kind=background.CALIBRATION_REPORT_KIND).delete()  # queued by the fixture's syncs, never run
     client.force_login(researcher)
     live = reverse("annotation:batch-calibration-live", args=["mb"])
+    with django_capture_on_commit_callbacks(execute=True):
+        client.get(live)  # starts the report's job, computed at the commit
     first = client.get(live).content
     assert client.get(live).content == first and client.get(reverse("annotation:batch-calibration", args=["mb"]))
-    assert computed == ["mb"]  # three requests, one computation
+    assert computed == ["mb"]  # four requests, one computation
     assignment = Assignment.objects.filter(hit__batch=calibration_batch(calibrated)).first()
     Assignment.objects.filter(pk=assignment.pk).update(reviewed_at=timezone.now())  # new work reviewed
-    client.get(live)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.get(live)
     assert computed == ["mb", "mb"]

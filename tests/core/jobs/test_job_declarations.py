@@ -25,6 +25,7 @@ RECORDED = {
     "annotation.escalate": "annotation.tasks.escalate_batch_task",
     "annotation.pay_bonuses": "annotation.tasks.pay_bonuses_task",
     "annotation.prelabel": "annotation.tasks.prelabel_task",
+    "annotation.calibration_report": "annotation.tasks.calibration_report_task",
     "annotation.prolific.resync": "annotation.tasks.prolific_resync_task",
     "annotation.prolific.rehearse": "annotation.tasks.prolific_rehearse_task",
     "pool": "pooling.tasks.build_pool_task",

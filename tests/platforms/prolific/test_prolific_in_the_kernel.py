@@ -17,7 +17,10 @@ def _names(functions) -> list[str]:
 
 def test_the_prolific_app_plugs_its_hooks_in_when_ready():
     """platforms.prolific.PLUG_INS are imported as the apps are ready: no caller imports them first."""
-    assert _names(hooks.sync_steps.for_provider("prolific")) == ["annotation.quality.services.loop.close_the_loop"]
+    assert _names(hooks.sync_steps.for_provider("prolific")) == [
+        "annotation.quality.services.loop.close_the_loop",
+        "annotation.machine.services.after_sync.report_after_sync",
+    ]
     assert _names(hooks.published.for_provider("prolific")) == [
         "platforms.prolific.webhooks.services.subscriptions.follow_published"
     ]

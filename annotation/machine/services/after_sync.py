@@ -1,0 +1,30 @@
+"""A sync of a calibration sample starts its batch's calibration report (a sync step).
+
+Registered in :data:`annotation.crowd.services.hooks.sync_steps` by ``annotation.apps.PLUG_INS``,
+after the quality loop (its re-offers and escalations change the answers the report reads): a
+module of its own that nothing else imports, so the plug-ins' order is the steps' order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotation.crowd.services.hooks import sync_steps
+from annotation.machine.selectors import kept_report, report_version
+from annotation.machine.services.background import last_report_job, start_calibration_report
+from annotation.models import Batch
+
+
+@sync_steps.register
+def report_after_sync(batch: Batch, provider: Any, result: Any) -> None:
+    """After a sync of a calibration sample, start its batch's report for the answers now in, so the
+    researcher's first view finds it done or under way (nothing when that state's report is kept, under
+    way or refused: too few labels)."""
+    if batch.purpose != Batch.Purpose.CALIBRATION or batch.parent_id is None:
+        return
+    parent = batch.parent
+    version = report_version(parent)
+    if version is None or last_report_job(parent, version) is not None:
+        return
+    if kept_report(parent, version) is None:
+        start_calibration_report(parent, version)
