@@ -120,6 +120,14 @@ def top_rankings(runs: Sequence[Run], qids, depth: int, source: str, *, through_
     return frames
 
 
+def top_docids(runs: Sequence[Run], depth: int) -> pl.Series:
+    """The docids the ``runs`` rank within ``depth`` (any query), each once."""
+    import polars as pl
+
+    top = [_scan(run).filter(pl.col("rank") <= depth).select("docid") for run in runs]
+    return pl.concat(pl.collect_all(top))["docid"].unique() if top else pl.Series("docid", [], dtype=pl.String)
+
+
 def _scan(run: Run):
     import polars as pl
 
