@@ -52,13 +52,21 @@ def collection_docids(collection: Collection) -> pl.Series:
     return pl.read_parquet(docid_index(collection), columns=["docid"])["docid"].cast(pl.String)
 
 
+def has_spans(collection: Collection) -> bool:
+    """Whether the collection's docid index holds each passage's span in the file (not for a
+    gzipped file, nor an index written before spans were kept)."""
+    import polars as pl
+
+    return "start" in pl.read_parquet_schema(docid_index(collection))
+
+
 def passage_spans(collection: Collection, docids: pl.Series) -> pl.DataFrame | None:
     """``docid, start, length`` of those ``docids`` in the collection's file; ``None`` when its
-    index has no spans (a gzipped file, or an index written before spans were kept)."""
+    index has no spans (:func:`has_spans`)."""
     import polars as pl
 
     index_path = docid_index(collection)
-    if "start" not in pl.read_parquet_schema(index_path):
+    if not has_spans(collection):
         return None
     wanted = docids.cast(pl.String).to_frame("docid").lazy()
     index = pl.scan_parquet(index_path).with_columns(pl.col("docid").cast(pl.String))

@@ -26,7 +26,7 @@ from core.services.names import validate_name
 from ..analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from ..models import Pool, PoolEntry, QuerySet, Run, WordList
 from ..queryfiles import write_queries
-from ..selectors import passage_spans, top_docids, top_rankings, wordlist_of
+from ..selectors import has_spans, top_docids, top_rankings, wordlist_of
 from ..tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from ..wordlists import GenderWords, default_wordlist, load_wordlist
 from .common import collector_paused
@@ -95,9 +95,9 @@ def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
         by_collection.setdefault(run.collection_id, []).append(run)
     for group in by_collection.values():
         collection = group[0].collection
-        docids = top_docids(group, cutoff)
-        if not len(docids) or passage_spans(collection, docids.head(1)) is None:
+        if not has_spans(collection):
             continue
+        docids = top_docids(group, cutoff)
         for tokenizer in TOKENIZERS:
             document_counts_for(collection, docids, words, tokenizer, lengths=False, bar=bar)
         counted += len(docids)
