@@ -305,3 +305,15 @@ def test_first_pool_from_files_in_one_command_equals_pool_by_names(files, tmp_pa
     assert pooled["from-files"] == pooled["by-names"] and pooled["by-names"]
     with pytest.raises(CommandError, match="give --collection"):
         run("pool", name="nope", queries="queries", runs=str(files["run_a"]))
+
+
+@pytest.mark.django_db
+def test_rows_inserted_in_bulk_come_back_as_given():
+    """``insert_rows`` (``executemany`` on SQLite, ``COPY`` on PostgreSQL) keeps every character:
+    tabs, newlines, backslashes, quotes, the copy format's own ``\\N`` and end marker ``\\.``, and non-ASCII."""
+    from pooling.services import create_query_set
+
+    texts = ["a\tb", "line\nbreak\r\n", "back\\slash", "\\N", "\\.", "'quoted' \"both\"", "ünïcödé ✓", "", " "]
+    queries = [(f"q{i}", text) for i, text in enumerate(texts)]
+    query_set = create_query_set("tricky", queries, origin=QuerySet.Origin.POOL)
+    assert list(query_set.queries.order_by("position").values_list("qid", "text")) == queries
