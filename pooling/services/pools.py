@@ -30,7 +30,7 @@ from ..selectors import has_spans, top_docids, top_rankings, wordlist_of
 from ..tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from ..wordlists import GenderWords, default_wordlist, load_wordlist
 from .common import collector_paused
-from .counts import document_counts_for
+from .counts import count_ahead, document_counts_for
 from .imports import create_query_set, register_wordlist
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def build_pool(
 def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
     """Count ahead what a pool of ``runs`` with the default settings reads: the gender words, of
     the built-in word list and under every tokenizer, in the passages the runs rank within the
-    default rank cutoff, into the counts cache (:func:`.counts.document_counts_for`; not their
+    default rank cutoff, into the counts cache (:func:`.counts.count_ahead`; not their
     lengths, as a pool counts them). ``import_run`` calls it once for all the runs it imported:
     the runs are registered once and pooled many times, and a pool then reads those counts
     rather than the passages. Returns the passages counted: none for a collection whose docid
@@ -98,8 +98,7 @@ def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
         if not has_spans(collection):
             continue
         docids = top_docids(group, cutoff)
-        for tokenizer in TOKENIZERS:
-            document_counts_for(collection, docids, words, tokenizer, lengths=False, bar=bar)
+        count_ahead(collection, docids, words, TOKENIZERS, bar=bar)
         counted += len(docids)
     return counted
 

@@ -317,3 +317,37 @@ def test_rows_inserted_in_bulk_come_back_as_given():
     queries = [(f"q{i}", text) for i, text in enumerate(texts)]
     query_set = create_query_set("tricky", queries, origin=QuerySet.Origin.POOL)
     assert list(query_set.queries.order_by("position").values_list("qid", "text")) == queries
+
+
+@pytest.mark.django_db
+def test_counting_ahead_fills_each_cache_with_what_it_lacks(world, settings):
+    """``count_ahead`` reads each passage once for every tokenizer, adds to each cache only the
+    passages it lacks (a row with its length is kept, never replaced by one without), and gives
+    the counts the reference's whitespace split gives, and for ``words`` what one call counts alone."""
+    import shutil
+    from collections import Counter
+    from pathlib import Path
+
+    import polars as pl
+
+    from pooling.services import document_counts_for
+    from pooling.services.counts import count_ahead
+    from pooling.wordlists import default_wordlist
+    from tests.pooling.conftest import PASSAGES
+
+    cache = Path(settings.CACHE_DIR, "counts")
+    shutil.rmtree(cache)
+    collection, words, docids = Collection.objects.get(name="tiny"), default_wordlist(), sorted(PASSAGES)
+    document_counts_for(collection, ["d1", "d2"], words, "words", bar=False)  # with their lengths
+    count_ahead(collection, docids, words, ["words", "whitespace"], bar=False)
+    ahead = {
+        tok: pl.read_parquet(next(cache.glob(f"*-{tok}.parquet"))).sort("docid") for tok in ("words", "whitespace")
+    }
+    assert ahead["words"]["docid"].to_list() == docids == ahead["whitespace"]["docid"].to_list()
+    assert ahead["words"].filter(pl.col("length").is_not_null())["docid"].to_list() == ["d1", "d2"]
+    tokens = {doc: Counter(PASSAGES[doc].lower().split(" ")) for doc in docids}
+    reference = [(d, sum(tokens[d][w] for w in words.female), sum(tokens[d][w] for w in words.male)) for d in docids]
+    assert ahead["whitespace"].select("docid", "f", "m").rows() == reference
+    shutil.rmtree(cache)
+    alone = document_counts_for(collection, docids, words, "words", lengths=False, bar=False).sort("docid")
+    assert ahead["words"].select("docid", "f", "m").equals(alone.select("docid", "f", "m"))
