@@ -5,7 +5,7 @@ queries, 14 rankers' runs 1,000 deep (97.7M run lines). Synthetic data of those 
 (:mod:`pooling.synthetic`'s collection and queries, runs written here in blocks) is registered
 and pooled as the README tells a user to do (``import_collection``, ``import_queries``, one
 ``import_run`` given every run, ``pool``), each command a fresh ``manage.py`` process on a new
-SQLite database; for every step the wall time, the process's CPU time, its peak
+SQLite database (or an empty PostgreSQL database given by URL); for every step the wall time, the process's CPU time, its peak
 memory (``ru_maxrss`` of the child, from ``wait4``) and the disk the site's data folder and
 database hold after it.
 
@@ -138,9 +138,12 @@ def run_command(arguments: list[str], env: dict, cwd: Path) -> tuple[float, floa
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def register_and_pool(work: Path, files: dict, cutoff: int = 10, depth: int = 500) -> Iterator[str | Step]:
-    """Every command a user types, in order, on a new SQLite database in ``work/site``: yields a
-    progress line before each step and its :class:`Step` after it."""
+def register_and_pool(
+    work: Path, files: dict, cutoff: int = 10, depth: int = 500, database_url: str | None = None
+) -> Iterator[str | Step]:
+    """Every command a user types, in order, on a new SQLite database in ``work/site`` (or on
+    ``database_url``, an empty PostgreSQL database): yields a progress line before each step and
+    its :class:`Step` after it (its disk: the site's data folder and the database)."""
     site = work / "site"
     if site.exists():
         import shutil
@@ -148,6 +151,8 @@ def register_and_pool(work: Path, files: dict, cutoff: int = 10, depth: int = 50
         shutil.rmtree(site)
     site.mkdir(parents=True)
     database = site / "db.sqlite3"
+    if database_url:
+        check_empty(database_url)
     import secrets
 
     # As in production (bin/_bench.sh): debug off, the keys it then requires made for this run.
@@ -155,7 +160,7 @@ def register_and_pool(work: Path, files: dict, cutoff: int = 10, depth: int = 50
     env = dict(
         os.environ,
         VAR_DIR=str(site / "var"),
-        DATABASE_URL=f"sqlite:///{database}",
+        DATABASE_URL=database_url or f"sqlite:///{database}",
         DJANGO_DEBUG="0",
     )
     env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
@@ -187,7 +192,27 @@ def register_and_pool(work: Path, files: dict, cutoff: int = 10, depth: int = 50
     for name, arguments in steps:
         yield f"  {name} …"
         seconds, cpu, peak = run_command(arguments, env, root)
-        yield Step(name, seconds, cpu, peak, _disk_mb(site))
+        yield Step(name, seconds, cpu, peak, _disk_mb(site) + (_database_mb(database_url) if database_url else 0.0))
+
+
+def check_empty(database_url: str) -> None:
+    """Refuse a PostgreSQL database that has tables: the benchmark measures a new site's first commands."""
+    import psycopg
+
+    with psycopg.connect(database_url) as connection:
+        tables = connection.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchone()[0]
+    if tables:
+        raise ValueError(f"{database_url}: the database has {tables} table(s); give a new, empty one (createdb)")
+
+
+def _database_mb(database_url: str) -> float:
+    """What the PostgreSQL database holds on disk (``pg_database_size``), in MB."""
+    import psycopg
+
+    with psycopg.connect(database_url) as connection:
+        return connection.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20
 
 
 def reference_on_prefix(work: Path, files: dict, passages: int, cutoff: int = 10, depth: int = 500) -> dict:

@@ -200,18 +200,37 @@ def document_counts_at(
     slicing overlaps another's counting. The counts come back in file order.
     ``lengths=False``: ``length`` is left null (:func:`count_frame`).
     """
+    return document_counts_at_each(collection_path, spans, wordlist, [tokenizer], progress, batch, lengths)[tokenizer]
+
+
+def document_counts_at_each(
+    collection_path: str | Path,
+    spans: pl.DataFrame,
+    wordlist: GenderWords,
+    tokenizers: Iterable[str],
+    progress: Callable[[int], None] | None = None,
+    batch: int = 40_000,
+    lengths: bool = True,
+) -> dict[str, pl.DataFrame]:
+    """:func:`document_counts_at` under each of ``tokenizers`` (tokenizer → counts), every
+    passage read once for all of them."""
+    tokenizers = list(dict.fromkeys(tokenizers))
     spans = spans.sort("start")
     parts = [spans.slice(offset, batch) for offset in range(0, len(spans), batch)]
 
-    def count(part: pl.DataFrame) -> pl.DataFrame:
-        return count_frame(read_passage_texts(collection_path, part), wordlist, tokenizer, lengths)
+    def count(part: pl.DataFrame) -> list[pl.DataFrame]:
+        texts = read_passage_texts(collection_path, part)
+        return [count_frame(texts, wordlist, tokenizer, lengths) for tokenizer in tokenizers]
 
-    counted = []
+    counted: list[list[pl.DataFrame]] = []
     for part, counts in zip(parts, parallel_map(count, parts), strict=True):
         counted.append(counts)
         if progress:
             progress(int(part["start"][-1] + part["length"][-1]))
-    return pl.concat(counted) if counted else pl.DataFrame(schema=COUNT_SCHEMA)
+    return {
+        tokenizer: pl.concat([counts[i] for counts in counted]) if counted else pl.DataFrame(schema=COUNT_SCHEMA)
+        for i, tokenizer in enumerate(tokenizers)
+    }
 
 
 def parallel_map(function: Callable, items: list) -> Iterator:

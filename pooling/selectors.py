@@ -52,13 +52,21 @@ def collection_docids(collection: Collection) -> pl.Series:
     return pl.read_parquet(docid_index(collection), columns=["docid"])["docid"].cast(pl.String)
 
 
+def has_spans(collection: Collection) -> bool:
+    """Whether the collection's docid index holds each passage's span in the file (not for a
+    gzipped file, nor an index written before spans were kept)."""
+    import polars as pl
+
+    return "start" in pl.read_parquet_schema(docid_index(collection))
+
+
 def passage_spans(collection: Collection, docids: pl.Series) -> pl.DataFrame | None:
     """``docid, start, length`` of those ``docids`` in the collection's file; ``None`` when its
-    index has no spans (a gzipped file, or an index written before spans were kept)."""
+    index has no spans (:func:`has_spans`)."""
     import polars as pl
 
     index_path = docid_index(collection)
-    if "start" not in pl.read_parquet_schema(index_path):
+    if not has_spans(collection):
         return None
     wanted = docids.cast(pl.String).to_frame("docid").lazy()
     index = pl.scan_parquet(index_path).with_columns(pl.col("docid").cast(pl.String))
@@ -118,6 +126,14 @@ def top_rankings(runs: Sequence[Run], qids, depth: int, source: str, *, through_
         if through_ties:
             frames[run.name] = _through_ties(run, frames[run.name], wanted, depth)
     return frames
+
+
+def top_docids(runs: Sequence[Run], depth: int) -> pl.Series:
+    """The docids the ``runs`` rank within ``depth`` (any query), each once."""
+    import polars as pl
+
+    top = [_scan(run).filter(pl.col("rank") <= depth).select("docid") for run in runs]
+    return pl.concat(pl.collect_all(top))["docid"].unique() if top else pl.Series("docid", [], dtype=pl.String)
 
 
 def _scan(run: Run):

@@ -38,14 +38,17 @@ def engine_import(work: Path, collection: Path, queries: Path, runs: list[Path])
     t = time.perf_counter()
     services.import_queries(queries, "q")
     known = services.known_docids(collection_obj)  # as `import_run r1 r2 ...` does: prepared once
-    for i, path in enumerate(runs):
-        services.import_run(path, f"run{i}", collection_obj, order=Run.Order.FILE, known=known)
+    imported = [
+        services.import_run(path, f"run{i}", collection_obj, order=Run.Order.FILE, known=known).obj
+        for i, path in enumerate(runs)
+    ]
+    services.count_pool_passages(imported, bar=False)  # as `import_run` does after its files
     phases["import_queries_and_runs"] = time.perf_counter() - t
     return phases
 
 
 def engine_pool(work: Path, cutoff: int, depth: int) -> list[str]:
-    """This project's ``pool``, on what ``engine_import`` registered (cold word-count cache)."""
+    """This project's ``pool``, on what ``engine_import`` registered (the counts ``import_run`` made ahead)."""
     _django(work)
     from pooling import services
     from pooling.models import QuerySet, Run
@@ -87,7 +90,7 @@ def engine_first_pool(
 
 def engine_pool_phases(work: Path, cutoff: int, depth: int) -> dict[str, dict[str, float]]:
     """Where a ``pool`` command's work goes: the steps of ``services.build_pool`` one by one, in a
-    fresh process on what ``engine_import`` registered (cold word-count cache), each step's CPU
+    fresh process on what ``engine_import`` registered (with the counts it made ahead), each step's CPU
     seconds (user + system, all threads) and wall seconds, Django's start-up and the heavy
     libraries' imports included; nothing is stored (the last step's transaction is rolled back)."""
     import resource
@@ -96,9 +99,6 @@ def engine_pool_phases(work: Path, cutoff: int, depth: int) -> dict[str, dict[st
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime, time.perf_counter()
 
-    import shutil
-
-    shutil.rmtree(work / "cache" / "counts", ignore_errors=True)  # cold, as the pool measured before it
     phases: dict[str, dict[str, float]] = {}
     cpu, wall = 0.0, time.perf_counter()  # CPU from the process's start: the interpreter's own too
 
@@ -121,7 +121,7 @@ def engine_pool_phases(work: Path, cutoff: int, depth: int) -> dict[str, dict[st
     from pooling import magnitudes
     from pooling.models import QuerySet, Run
     from pooling.pool import pool_queries, rank_bias_by_run
-    from pooling.selectors import passage_spans, top_rankings
+    from pooling.selectors import top_rankings
     from pooling.services import pools
     from pooling.services.counts import document_counts_for
     from pooling.wordlists import default_wordlist
@@ -135,10 +135,8 @@ def engine_pool_phases(work: Path, cutoff: int, depth: int) -> dict[str, dict[st
     frames = top_rankings(runs, pl.Series("qid", list(texts), dtype=pl.String), cutoff, "q")
     step("top rankings of the runs")
     docids = pl.concat([f["docid"] for f in frames.values()])
-    passage_spans(runs[0].collection, docids.unique())
-    step("passage spans looked up (docid index)")
     counts = document_counts_for(runs[0].collection, docids, words, "whitespace", lengths=False, bar=False)
-    step("passages read and counted (spans again), cache written")
+    step("counts read (import_run counted them ahead)")
     rank_bias = rank_bias_by_run(frames, magnitudes.magnitudes_frame(counts, "tf"), cutoff)
     step("RaB of every query and run")
     result = pool_queries(rank_bias, depth)

@@ -20,6 +20,7 @@ same file reuses them. Grouped by topic:
   workers (``count_scan_chunk`` is the body of one chunk's task);
 - :mod:`.pools` -- pools built (read, computed by :mod:`pooling.pool`, stored in one
   transaction), built as a background job (``pool_job``, ``start_pool``), written as query files;
+  what a default pool of new runs reads counted ahead (``count_pool_passages``);
 - :mod:`.common` -- what they share: ``ImportResult``, the byte progress of a pass over a
   file, the wait on a split job's chunk rows.
 
@@ -51,7 +52,7 @@ from .named import (
     named_set_outcome,
     start_named_set,
 )
-from .pools import PoolSettings, build_pool, pool_job, start_pool, write_query_file
+from .pools import PoolSettings, build_pool, count_pool_passages, pool_job, start_pool, write_query_file
 from .qrels import import_qrels
 from .runs import import_run, known_docids, parse_run_chunk, read_run_chunked
 
@@ -63,6 +64,7 @@ __all__ = [
     "build_pool",
     "check_named_import",
     "check_named_set",
+    "count_pool_passages",
     "count_scan_chunk",
     "create_query_set",
     "document_counts_chunked",

@@ -58,7 +58,7 @@ def document_counts_for(
 
     check_tokenizer(tokenizer)
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
-    cache = cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
+    cache = _cache_path(collection, wordlist, tokenizer)
     cached = pl.read_parquet(cache) if cache.exists() else None
     if cached is None and not len(wanted):
         return pl.DataFrame(schema=mag.COUNT_SCHEMA)
@@ -83,6 +83,57 @@ def document_counts_for(
     cached = pl.concat([kept, fresh])
     write_parquet_atomic(cached, cache, compression="lz4")
     return cached.join(wanted.to_frame(), on="docid", how="semi")
+
+
+def count_ahead(
+    collection: Collection,
+    docids: Iterable[str] | pl.Series,
+    wordlist: GenderWords,
+    tokenizers: Iterable[str],
+    *,
+    bar: bool = True,
+) -> None:
+    """Fill the counts cache of each of ``tokenizers`` with ``docids``' ``f`` and ``m`` (not their
+    lengths), as :func:`document_counts_for` with ``lengths=False`` would for each, every passage
+    missing from any of them read once (:func:`~pooling.magnitudes.document_counts_at_each`). A
+    collection without spans in its index is counted a tokenizer at a time, as that function does.
+    """
+    import polars as pl
+
+    from .. import magnitudes as mag
+
+    tokenizers = list(dict.fromkeys(tokenizers))
+    for tokenizer in tokenizers:
+        check_tokenizer(tokenizer)
+    wanted = pl.Series("docid", docids, dtype=pl.String).unique()
+    caches = {tokenizer: _cache_path(collection, wordlist, tokenizer) for tokenizer in tokenizers}
+    cached = {tokenizer: pl.read_parquet(path) if path.exists() else None for tokenizer, path in caches.items()}
+    missing = {
+        tokenizer: wanted
+        if rows is None
+        else wanted.to_frame().join(rows.select("docid"), on="docid", how="anti")["docid"]
+        for tokenizer, rows in cached.items()
+    }
+    union = pl.concat(list(missing.values())).unique() if missing else wanted.head(0)
+    if not len(union):
+        return
+    path = _check_unchanged(collection)
+    spans = passage_spans(collection, union)
+    if spans is None:
+        for tokenizer in tokenizers:
+            document_counts_for(collection, missing[tokenizer], wordlist, tokenizer, lengths=False, bar=bar)
+        return
+    with byte_progress(path, f"Counting gender words in {len(union):,} passages", None, bar) as progress:
+        fresh = mag.document_counts_at_each(path, spans, wordlist, tokenizers, progress.update_to, lengths=False)
+    for tokenizer in tokenizers:
+        counts = fresh[tokenizer].join(missing[tokenizer].to_frame(), on="docid", how="semi")
+        rows = counts if cached[tokenizer] is None else pl.concat([cached[tokenizer], counts])
+        write_parquet_atomic(rows, caches[tokenizer], compression="lz4")
+
+
+def _cache_path(collection: Collection, wordlist: GenderWords, tokenizer: str) -> Path:
+    """The counts cache of a (collection content, word list content, tokenizer)."""
+    return cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
 
 
 def _check_unchanged(collection: Collection) -> Path:

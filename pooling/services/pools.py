@@ -26,11 +26,11 @@ from core.services.names import validate_name
 from ..analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from ..models import Pool, PoolEntry, QuerySet, Run, WordList
 from ..queryfiles import write_queries
-from ..selectors import top_rankings, wordlist_of
-from ..tokenize import DEFAULT_TOKENIZER
+from ..selectors import has_spans, top_docids, top_rankings, wordlist_of
+from ..tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from ..wordlists import GenderWords, default_wordlist, load_wordlist
 from .common import collector_paused
-from .counts import document_counts_for
+from .counts import count_ahead, document_counts_for
 from .imports import create_query_set, register_wordlist
 
 if TYPE_CHECKING:
@@ -76,6 +76,31 @@ def build_pool(
         rank_bias = _rank_bias_by_run(query_set, list(texts), runs, pool_settings, words, job=job, bar=bar)
         result = pool_queries(rank_bias, pool_settings.depth)
         return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result)
+
+
+def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
+    """Count ahead what a pool of ``runs`` with the default settings reads: the gender words, of
+    the built-in word list and under every tokenizer, in the passages the runs rank within the
+    default rank cutoff, into the counts cache (:func:`.counts.count_ahead`; not their
+    lengths, as a pool counts them). ``import_run`` calls it once for all the runs it imported:
+    the runs are registered once and pooled many times, and a pool then reads those counts
+    rather than the passages. Returns the passages counted: none for a collection whose docid
+    index has no spans (a gzipped file), where counting would read the whole collection again.
+    """
+    cutoff = PoolSettings().rank_cutoff
+    words = default_wordlist()
+    counted = 0
+    by_collection: dict[int, list[Run]] = {}
+    for run in runs:
+        by_collection.setdefault(run.collection_id, []).append(run)
+    for group in by_collection.values():
+        collection = group[0].collection
+        if not has_spans(collection):
+            continue
+        docids = top_docids(group, cutoff)
+        count_ahead(collection, docids, words, TOKENIZERS, bar=bar)
+        counted += len(docids)
+    return counted
 
 
 def _check_pool_request(name: str, runs: Sequence[Run], pool_settings: PoolSettings) -> None:

@@ -28,7 +28,7 @@ def test_benchmark_pooling_engine_and_naive_give_the_same_pool(tmp_path):
     assert "first pool in one command (pool given the files)" in text
     # Where pool's work goes: every step of build_pool, each with its CPU and wall seconds.
     phases = text.split("where pool's work goes", 1)[1].split("first pool in one command", 1)[0]
-    for step in ("django.setup()", "top rankings", "passages read and counted", "RaB", "pool stored"):
+    for step in ("django.setup()", "top rankings", "counts read", "RaB", "pool stored"):
         assert step in phases
     assert float(startup[0].split("start-up")[1].split("s")[0]) > 0
     pooled = [line for line in text.splitlines() if line.startswith("| 3,000 | pool |")]

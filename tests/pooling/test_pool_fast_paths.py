@@ -103,13 +103,13 @@ def test_a_pool_leaves_lengths_uncounted_and_a_report_counts_them_as_a_cold_cach
     call_command("pool", name="p", queries="q", runs="a,b", tokenizer=tokenizer, verbosity=0)
     collection, words, docids = Collection.objects.get(name="tiny"), default_wordlist(), sorted(PASSAGES)
     cache = Path(settings.CACHE_DIR, "counts")
-    [cached] = [pl.read_parquet(path) for path in cache.glob("*.parquet")]
+    [cached] = [pl.read_parquet(path) for path in cache.glob(f"*-{tokenizer}.parquet")]
     assert len(cached) and cached["length"].null_count() == len(cached)  # the pool counted no lengths
     pooled = document_counts_for(collection, docids, words, tokenizer, lengths=False, bar=False).sort("docid")
     after_pool = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")
     assert after_pool["length"].null_count() == 0
     assert after_pool.select("docid", "f", "m").equals(pooled.select("docid", "f", "m"))
-    [cached] = [pl.read_parquet(path) for path in cache.glob("*.parquet")]
+    [cached] = [pl.read_parquet(path) for path in cache.glob(f"*-{tokenizer}.parquet")]
     assert sorted(cached["docid"]) == docids and cached["length"].null_count() == 0  # one row each, complete
     shutil.rmtree(cache)
     cold = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")

@@ -109,8 +109,10 @@ def test_pool_errors(world):
 
 @pytest.mark.django_db
 def test_counts_are_cached_between_pools(world, settings):
+    import shutil
     from pathlib import Path
 
+    shutil.rmtree(Path(settings.CACHE_DIR, "counts"))  # as if import_run had not counted ahead
     run("pool", name="p1", queries="q", runs="a,b", depth=1)
     caches = list(Path(settings.CACHE_DIR, "counts").glob("*.parquet"))
     assert len(caches) == 1
@@ -156,13 +158,59 @@ def test_unwritable_out_fails_before_the_pool_is_built(world, tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_collection_changed_after_import_is_not_counted(world):
+def test_a_collection_changed_after_import_is_not_counted(world, settings):
+    import shutil
     from pathlib import Path
 
+    shutil.rmtree(Path(settings.CACHE_DIR, "counts"))  # the counts made ahead are gone: the pool must count
     Path(world["collection"]).write_text("d1\tsomething else entirely, and longer than before\n")
     with pytest.raises(CommandError, match="missing or changed since it was imported"):
         run("pool", name="p", queries="q", runs="a", depth=1)
     assert not Pool.objects.exists()
+
+
+@pytest.mark.django_db
+def test_import_run_counts_ahead_what_a_default_pool_reads(world, settings):
+    """After ``import_run`` the counts cache holds, for the built-in word list and each tokenizer,
+    the passages the runs rank in their top 10: the reference's whitespace counts (lower-case,
+    ``split(" ")``), and for ``words`` what a pool counting them itself gets. A default pool then
+    reads no passage: it succeeds on a collection file gone since, and equals the pool of a cold cache."""
+    import shutil
+    from collections import Counter
+    from pathlib import Path
+
+    import polars as pl
+
+    from pooling.services import document_counts_for
+    from pooling.wordlists import default_wordlist
+    from tests.pooling.conftest import PASSAGES, RUN_A, RUN_B
+
+    words = default_wordlist()
+    top = sorted({doc for run_ in (RUN_A, RUN_B) for docs in run_.values() for doc in docs[:10]})
+    cache = Path(settings.CACHE_DIR, "counts")
+    ahead = {path.name.rsplit("-", 1)[1]: pl.read_parquet(path).sort("docid") for path in cache.glob("*.parquet")}
+    assert sorted(ahead) == ["whitespace.parquet", "words.parquet"]
+    tokens = {doc: Counter(PASSAGES[doc].lower().split(" ")) for doc in top}
+    reference = [
+        (doc, sum(tokens[doc][w] for w in words.female), sum(tokens[doc][w] for w in words.male)) for doc in top
+    ]
+    assert ahead["whitespace.parquet"].select("docid", "f", "m").rows() == reference
+    shutil.rmtree(cache)
+    collection = Collection.objects.get(name="tiny")
+    cold = document_counts_for(collection, top, words, "words", lengths=False, bar=False).sort("docid")
+    assert ahead["words.parquet"].equals(cold)
+
+    run("pool", name="cold", queries="q", runs="a,b", depth=2, tokenizer="whitespace")
+    shutil.rmtree(cache)
+    run("import_run", str(world["run_a"]), str(world["run_b"]), collection="tiny")  # already imported: counts again
+    Path(world["collection"]).unlink()
+    run("pool", name="ahead", queries="q", runs="a,b", depth=2, tokenizer="whitespace")
+
+    def entries(name: str) -> list[tuple]:
+        rows = PoolEntry.objects.filter(pool__name=name)
+        return sorted(rows.values_list("query__qid", "run__name", "rank_bias", "female_position", "male_position"))
+
+    assert entries("ahead") == entries("cold") and len(entries("cold")) > 0
 
 
 def _cache_files(folder: str) -> list[str]:
@@ -257,3 +305,49 @@ def test_first_pool_from_files_in_one_command_equals_pool_by_names(files, tmp_pa
     assert pooled["from-files"] == pooled["by-names"] and pooled["by-names"]
     with pytest.raises(CommandError, match="give --collection"):
         run("pool", name="nope", queries="queries", runs=str(files["run_a"]))
+
+
+@pytest.mark.django_db
+def test_rows_inserted_in_bulk_come_back_as_given():
+    """``insert_rows`` (``executemany`` on SQLite, ``COPY`` on PostgreSQL) keeps every character:
+    tabs, newlines, backslashes, quotes, the copy format's own ``\\N`` and end marker ``\\.``, and non-ASCII."""
+    from pooling.services import create_query_set
+
+    texts = ["a\tb", "line\nbreak\r\n", "back\\slash", "\\N", "\\.", "'quoted' \"both\"", "ünïcödé ✓", "", " "]
+    queries = [(f"q{i}", text) for i, text in enumerate(texts)]
+    query_set = create_query_set("tricky", queries, origin=QuerySet.Origin.POOL)
+    assert list(query_set.queries.order_by("position").values_list("qid", "text")) == queries
+
+
+@pytest.mark.django_db
+def test_counting_ahead_fills_each_cache_with_what_it_lacks(world, settings):
+    """``count_ahead`` reads each passage once for every tokenizer, adds to each cache only the
+    passages it lacks (a row with its length is kept, never replaced by one without), and gives
+    the counts the reference's whitespace split gives, and for ``words`` what one call counts alone."""
+    import shutil
+    from collections import Counter
+    from pathlib import Path
+
+    import polars as pl
+
+    from pooling.services import document_counts_for
+    from pooling.services.counts import count_ahead
+    from pooling.wordlists import default_wordlist
+    from tests.pooling.conftest import PASSAGES
+
+    cache = Path(settings.CACHE_DIR, "counts")
+    shutil.rmtree(cache)
+    collection, words, docids = Collection.objects.get(name="tiny"), default_wordlist(), sorted(PASSAGES)
+    document_counts_for(collection, ["d1", "d2"], words, "words", bar=False)  # with their lengths
+    count_ahead(collection, docids, words, ["words", "whitespace"], bar=False)
+    ahead = {
+        tok: pl.read_parquet(next(cache.glob(f"*-{tok}.parquet"))).sort("docid") for tok in ("words", "whitespace")
+    }
+    assert ahead["words"]["docid"].to_list() == docids == ahead["whitespace"]["docid"].to_list()
+    assert ahead["words"].filter(pl.col("length").is_not_null())["docid"].to_list() == ["d1", "d2"]
+    tokens = {doc: Counter(PASSAGES[doc].lower().split(" ")) for doc in docids}
+    reference = [(d, sum(tokens[d][w] for w in words.female), sum(tokens[d][w] for w in words.male)) for d in docids]
+    assert ahead["whitespace"].select("docid", "f", "m").rows() == reference
+    shutil.rmtree(cache)
+    alone = document_counts_for(collection, docids, words, "words", lengths=False, bar=False).sort("docid")
+    assert ahead["words"].select("docid", "f", "m").equals(alone.select("docid", "f", "m"))

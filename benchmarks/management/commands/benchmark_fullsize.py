@@ -12,7 +12,7 @@ class Command(BaseCommand):
         "The design card's study at MS MARCO's full size (8,841,823 passages, 6,980 queries, 14 runs x "
         "1,000): writes synthetic data of those sizes (kept in --work for reruns), then registers and "
         "pools it as the README types it (one import_run given every run), each command a fresh manage.py "
-        "process on a new SQLite database, "
+        "process on a new SQLite database (or an empty PostgreSQL one, --database-url), "
         "printing wall time, CPU time, peak memory and disk per step beside the reference notebooks' "
         "approach (measured on a prefix of the collection and scaled); then the collection scan and a "
         "run's import over 1 and 2 real Celery workers (--workers; 0 to skip)."
@@ -35,9 +35,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--workers", default="1,2", help="Celery worker counts for the scan and a run's import (0 skips)"
         )
+        parser.add_argument(
+            "--database-url",
+            default=None,
+            help="an empty PostgreSQL database to register and pool on (postgres://…; default: a new SQLite file)",
+        )
         parser.add_argument("--redis-port", type=int, default=56507, help="loopback port of the benchmark's Redis")
 
-    def handle(self, work, passages, queries, runs, depth, reference_passages, workers, redis_port, **options):
+    def handle(
+        self, work, passages, queries, runs, depth, reference_passages, workers, redis_port, database_url, **options
+    ):
         from benchmarks.fullsize import Step, reference_on_prefix, register_and_pool, scale_reference, table, write_data
         from benchmarks.scan import run_scan_benchmark
 
@@ -50,9 +57,17 @@ class Command(BaseCommand):
                 files = item
             else:
                 self.stdout.write(item)
-        self.stdout.write(f"Registration and pool, as the README types them (load average {_loadavg()}):")
+        where = "PostgreSQL" if database_url else "SQLite"
+        self.stdout.write(f"Registration and pool on {where}, as the README types them (load average {_loadavg()}):")
         steps = []
-        for item in register_and_pool(work, files):
+        if database_url:
+            from benchmarks.fullsize import check_empty
+
+            try:
+                check_empty(database_url)
+            except ValueError as error:
+                raise CommandError(str(error)) from None
+        for item in register_and_pool(work, files, database_url=database_url):
             if isinstance(item, Step):
                 steps.append(item)
                 self.stdout.write(

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from core.errors import ServiceError
 from core.management.cli import ProjectCommand, command_errors, get_named, report_import, whole_number
 from core.services.names import validate_name
 from pooling import services
@@ -55,6 +56,7 @@ class Command(ProjectCommand):
             for n in names:
                 validate_name(n, "run")
             known = None if chunks else services.known_docids(collection_obj)  # prepared once for every file
+        imported = []
         for path, run_name_ in zip(paths, names, strict=True):
             with command_errors():
                 result = services.import_run(
@@ -68,6 +70,7 @@ class Command(ProjectCommand):
                     known=known,
                 )
             run = result.obj
+            imported.append(run)
             report_import(self, result, f"run {run.name!r}: {run.queries:,} queries, {run.rows:,} rows")
             for note in result.notes:
                 self.stdout.write(f"  {note}")
@@ -79,6 +82,18 @@ class Command(ProjectCommand):
                 )
                 self.stdout.write(
                     f"Tied scores: {run.reordered_ties:,} queries had ties that the file ordered differently; {how}."
+                )
+
+        known = None  # the collection's docids, no longer needed
+        try:
+            counted = services.count_pool_passages(imported, bar=options["verbosity"] > 0)
+        except ServiceError as error:  # the runs are imported; only the counting ahead is missing
+            self.stderr.write(f"Gender words not counted ahead for pooling: {error}")
+        else:
+            if counted:
+                self.stdout.write(
+                    f"Counted gender words ahead for pooling in {counted:,} passages (the runs' top "
+                    f"{services.PoolSettings().rank_cutoff}, the built-in word list, every tokenizer)."
                 )
 
 
