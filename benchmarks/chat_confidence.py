@@ -52,6 +52,7 @@ class SimulatedClient:
     def __init__(self, pi: np.ndarray, seed: int, *, logprobs: bool) -> None:
         self.pi, self.seed, self.logprobs = pi, seed, logprobs
         self.model, self.prompt = "simulated", DEFAULT_PROMPT
+        self.prompt_version = DEFAULT_PROMPT.version  # free-text answers, as ChatClient's without a format
         self.drawn: dict[int, int] = {}
 
     def sample(self, query: str, k: int, temperature: float, *, deadline: float | None = None) -> Sampled:
