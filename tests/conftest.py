@@ -50,6 +50,43 @@ def _fast_password_hasher(request, settings):
         settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _static_files_listed_once():
+    """WhiteNoise lists every static file through the finders (about 180 files: their stats, types
+    and headers) each time Django builds its middleware, that is once per test client; the files do
+    not change during a run, so each worker lists them once for a given configuration (the settings
+    that decide which files and which headers) and later middleware take the same entries."""
+    from django.conf import settings
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    original = WhiteNoiseMiddleware.add_files_from_finders
+    listed: dict[tuple, dict] = {}
+
+    def add_files_from_finders(self) -> None:
+        key = (
+            self.static_prefix,
+            self.max_age,
+            self.charset,
+            self.allow_all_origins,
+            self.add_headers_function,
+            self.index_file,
+            tuple(settings.INSTALLED_APPS),
+            tuple(map(str, settings.STATICFILES_DIRS)),
+            tuple(settings.STATICFILES_FINDERS),
+        )
+        if key not in listed:
+            before = dict(self.files)
+            original(self)
+            listed[key] = {url: found for url, found in self.files.items() if before.get(url) is not found}
+        else:
+            self.files.update(listed[key])
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(WhiteNoiseMiddleware, "add_files_from_finders", add_files_from_finders)
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache_dir(settings, tmp_path_factory):
     """Every test writes caches and exports under its own temporary directory."""
