@@ -50,6 +50,43 @@ def _fast_password_hasher(request, settings):
         settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _static_files_listed_once():
+    """WhiteNoise lists every static file through the finders (about 180 files: their stats, types
+    and headers) each time Django builds its middleware, that is once per test client; the files do
+    not change during a run, so each worker lists them once for a given configuration (the settings
+    that decide which files and which headers) and later middleware take the same entries."""
+    from django.conf import settings
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    original = WhiteNoiseMiddleware.add_files_from_finders
+    listed: dict[tuple, dict] = {}
+
+    def add_files_from_finders(self) -> None:
+        key = (
+            self.static_prefix,
+            self.max_age,
+            self.charset,
+            self.allow_all_origins,
+            self.add_headers_function,
+            self.index_file,
+            tuple(settings.INSTALLED_APPS),
+            tuple(map(str, settings.STATICFILES_DIRS)),
+            tuple(settings.STATICFILES_FINDERS),
+        )
+        if key not in listed:
+            before = dict(self.files)
+            original(self)
+            listed[key] = {url: found for url, found in self.files.items() if before.get(url) is not found}
+        else:
+            self.files.update(listed[key])
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(WhiteNoiseMiddleware, "add_files_from_finders", add_files_from_finders)
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache_dir(settings, tmp_path_factory):
     """Every test writes caches and exports under its own temporary directory."""
@@ -163,14 +200,50 @@ def _touches_no_database(item) -> bool:
 _MODULE_TEXT: dict[str, bool] = {}
 
 
+#: Slow tests whose database use is incidental: rows written and read back through the ORM the
+#: ordinary way, while the minutes go to something no database changes (pdflatex, a parser fed
+#: hostile bytes, a simulation's arithmetic). The PostgreSQL stage leaves them to the SQLite stage
+#: like the pure ones. A key is a test file under tests/ or a node id's beginning; the value says
+#: why the database does not matter there. Keep here nothing that imports, bulk-writes, locks,
+#: migrates, filters JSON or text by case, or runs raw SQL: that is what PostgreSQL can change.
+DATABASE_INCIDENTAL: dict[str, str] = {
+    "tests/publishing/test_paper_templates.py": "pdflatex compiles each venue's paper from a bundle"
+    " whose rows are a small study read back once",
+    "tests/publishing/test_paper_pages.py": "pdflatex and poppler read the compiled pages; the database only"
+    " holds the small study the bundle is built from",
+    "tests/publishing/test_paper.py": "the paper bundle is written from a report's files and compiled with"
+    " pdflatex; its rows (a small study) are read back through the ORM the ordinary way",
+    "tests/pooling/test_preview_fuzz.py": "the import preview parses the upload's first bytes and writes"
+    " nothing; its one query looks a collection up by name",
+    "tests/metrics/test_label_sensitivity.py": "the sensitivity tables, rankings and matplotlib plot are"
+    " computed from labels read once; the job and API around them are the ordinary ones",
+    "tests/annotation/test_api_fuzz.py": "Schemathesis sends the schema's shapes (types, missing fields),"
+    " which the serializers answer before any query; the values PostgreSQL refuses and SQLite takes (NUL,"
+    " integers past 64 bits, 1e309, 3,000-character names) are test_api_sweep.py's, over every route and"
+    " real rows, which stays on PostgreSQL",
+}
+
+
+def _database_incidental(item) -> bool:
+    return any(item.nodeid.startswith(key) for key in DATABASE_INCIDENTAL)
+
+
 def _leave_to_the_sqlite_stage(config, items) -> None:
     """bin/test's PostgreSQL stage deselects what the SQLite stage runs alike: tests that touch no
     database (pure computation: the same on any database; half the suite, its statistical
-    simulations among them) and ``embedded`` tests (their own processes on SQLite whatever
-    DATABASE_URL says). ``ALL_STAGES_RUN_EVERYTHING=1`` keeps them."""
+    simulations among them), ``embedded`` tests (their own processes on SQLite whatever
+    DATABASE_URL says) and the slow tests whose database use is incidental
+    (:data:`DATABASE_INCIDENTAL`). ``ALL_STAGES_RUN_EVERYTHING=1`` keeps them."""
     if os.environ.get("ALL_STAGES_RUN_EVERYTHING") == "1":
         return
-    left = [item for item in items if item.get_closest_marker("embedded") or _touches_no_database(item)]
+    gone = [key for key in DATABASE_INCIDENTAL if not (config.rootpath / key.split("::")[0]).is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py DATABASE_INCIDENTAL names no test file: {', '.join(gone)}")
+    left = [
+        item
+        for item in items
+        if item.get_closest_marker("embedded") or _database_incidental(item) or _touches_no_database(item)
+    ]
     if left:
         kept = set(map(id, left))
         config.hook.pytest_deselected(items=left)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Libraries whose import costs a worker's first view noticeable time (numpy-and-up).
 HEAVY = (
@@ -44,6 +46,7 @@ def _heavy_imports() -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_master_has_imported_every_heavy_module_the_site_imports():
     """In a fresh interpreter: Django set up, then gunicorn's ``when_ready`` as the master runs it."""
     script = (
@@ -59,6 +62,7 @@ def test_the_master_has_imported_every_heavy_module_the_site_imports():
     assert not missing, f"add to config.gunicorn.PRELOADED: {missing}"
 
 
+@pytest.mark.slow
 def test_the_master_compiles_the_sites_templates_once_for_every_worker():
     """In a fresh interpreter with DEBUG off (the cached loader, as served): after ``when_ready`` the
     pages' templates are compiled and kept, so a new worker's first view compiles none."""

@@ -345,6 +345,7 @@ def test_every_url_pattern_is_classified():
     assert set(PATTERNS) - names == set(), "PATTERNS names URL patterns that no longer exist"
 
 
+@pytest.mark.slow
 def test_a_second_groups_researcher_reaches_nothing_of_the_first_group(first_group, second_group):
     client = Client(raise_request_exception=False)
     values = _values(first_group)

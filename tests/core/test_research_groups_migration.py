@@ -14,6 +14,7 @@ BEFORE = [
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_existing_studies_and_people_go_to_the_default_group():
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)

@@ -53,6 +53,7 @@ def test_bad_parameters_are_refused_and_nothing_is_stored(report, researcher_cli
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_a_report_built_again_under_the_same_name_gets_new_figures(report, researcher_client):
     from metrics.models import Report
 

@@ -42,6 +42,7 @@ def test_a_number_not_in_ascii_digits_is_refused_naming_the_field(typed):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_one_figure_for_every_spelling_of_one_cutoff(report, researcher_client, monkeypatch):
     drawn = []
     original = plots.distribution_figure

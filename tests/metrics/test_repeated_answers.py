@@ -175,6 +175,7 @@ def recompute_from_export(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_report_and_label_sensitivity_from_the_site(
     repeated, client, django_user_model, django_capture_on_commit_callbacks
 ):

@@ -206,6 +206,7 @@ def admin_per_query(report):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_methods_text_and_bundle_state_the_order_of_ties_and_the_preset(tied_world):
     from publishing.services.paper import paper_files
 

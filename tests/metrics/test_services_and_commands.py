@@ -135,6 +135,7 @@ def test_exact_nfairr_normaliser_is_the_background_alone(world, tmp_path):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_bias_report_command_writes_csv_table_and_plot(world, tmp_path):
     out, per_query, plot = tmp_path / "r.csv", tmp_path / "pq.csv", tmp_path / "r.png"
     stdout = io.StringIO()

@@ -99,6 +99,7 @@ def test_the_registry_reads_each_labellers_declaration():
     assert not is_language_model("no-such-labeller")  # a labeller no longer registered is not assumed one
 
 
+@pytest.mark.slow
 def test_a_language_models_kept_labels_are_declared(db):
     batch, routing = _machine_first(ChatMachine(), "llm")
     assert routing.labeller == "test-chat" and _kept(routing) > 0  # the records: an LLM's labels are kept
@@ -110,6 +111,7 @@ def test_a_language_models_kept_labels_are_declared(db):
         assert f"test-chat (a language model; {_kept(routing)} labels kept)" in items[key].text
 
 
+@pytest.mark.slow
 def test_the_rules_labeller_is_no_language_model_even_with_labels_kept(db):
     from annotation.machine.prelabellers.interface import get_prelabeller
 
@@ -122,6 +124,7 @@ def test_the_rules_labeller_is_no_language_model_even_with_labels_kept(db):
     assert "any use of AI assistants for coding or writing" in items["E"].researcher
 
 
+@pytest.mark.slow
 def test_a_language_model_whose_labels_were_all_discarded_is_not_declared(db):
     batch, routing = _machine_first(ChatMachine(), "llm-none", target=0.999, risk=0.05)
     assert _kept(routing) == 0  # the routing accepted none of its labels
@@ -198,6 +201,7 @@ def test_an_in_house_reward_is_nominal_the_same_way_in_methods_card_and_checklis
     assert f"paid {reward} USD" not in methods
 
 
+@pytest.mark.slow
 def test_the_card_says_per_query_who_saw_it(db):
     batch, routing = _machine_first(ChatMachine(), "percard")
     facts = annotation_selectors.study_facts(batch)

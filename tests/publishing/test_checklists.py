@@ -142,6 +142,7 @@ def test_prolific_pay_is_the_batch_pages_figure(server, provider, study):  # noq
     assert "Compensation: " + items["D2"].text.split(" Spent")[0].split(": ", 1)[1] in items["14"].text
 
 
+@pytest.mark.slow
 def test_a_machine_first_batch_names_its_machine_and_its_crowd_batches(four_sources):  # noqa: F811
     batch, routing, sample, routed = four_sources
     page, files = task_page(batch, screenshots=False)

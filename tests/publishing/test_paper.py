@@ -159,6 +159,7 @@ def _cites_and_bib(files: dict[str, bytes]) -> tuple[list[str], list[str]]:
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_given_queries_bundle_cites_what_it_uses(judged):
     report = build(baseline="a")
     files = paper_files(report)
@@ -183,6 +184,7 @@ def test_given_queries_bundle_cites_what_it_uses(judged):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_path):
     """A report on the query set a batch's export registered is described by that batch's facts,
     each figure as ``study_facts`` gives it."""
@@ -217,6 +219,7 @@ def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_pa
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_report_on_a_batch_uses_its_combined_marks_and_cites_dawid_skene(batch, world):
     from metrics import services
     from pooling.models import Run
@@ -342,6 +345,7 @@ def test_command_refuses_a_folder_that_is_not_a_bundle(judged, tmp_path):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_page_link_and_api_give_the_zip_to_researchers_only(
     judged, client, django_user_model, django_capture_on_commit_callbacks, monkeypatch
 ):
@@ -393,6 +397,7 @@ def test_page_link_and_api_give_the_zip_to_researchers_only(
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_bias_only_report_without_baseline(world):
     """No qrels, no baseline: the tables say which columns are missing, carry no marks or p, cite no test."""
     call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="bare", verbosity=0)
@@ -406,6 +411,7 @@ def test_bias_only_report_without_baseline(world):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_out_replaces_only_its_own_bundle(judged, tmp_path, monkeypatch):
     """A folder holding a ``main.tex`` of the researcher's is not a bundle: refused, the files named
     and kept. An earlier bundle (its ``.paper-bundle`` marker) with LaTeX's build outputs is replaced;
@@ -456,6 +462,7 @@ def test_out_replaces_only_its_own_bundle(judged, tmp_path, monkeypatch):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, monkeypatch):
     report = build()
     bundle = write_paper_bundle(report, tmp_path / "bundle")
@@ -476,6 +483,7 @@ def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, mo
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_the_bundle_reads_the_per_query_file_once(judged, monkeypatch):
     """Three tables and the figures from one read of each stored file (a large report's file is read
     in seconds; the old bundle read it four times)."""
@@ -488,6 +496,7 @@ def test_the_bundle_reads_the_per_query_file_once(judged, monkeypatch):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_methods_say_when_the_labels_changed_after_the_report(batch, tmp_path, django_user_model):
     """A ruling after the export (or after a report on the batch's labels) changes the batch's facts
     but not the report: methods.tex says so (a comment and a sentence) and the command warns."""
@@ -514,6 +523,7 @@ def test_methods_say_when_the_labels_changed_after_the_report(batch, tmp_path, d
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_methods_state_the_effectiveness_rule_the_report_was_built_with(judged):
     """A report built before unreturned judged queries counted as 0 (``unreturned`` null) left them out."""
     report = build()
@@ -557,6 +567,7 @@ def test_escaped_names_keep_type1_fonts(tmp_path):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_the_cutoff_figure_caption_says_what_is_drawn(world):
     call_command("bias_report", queries="q", runs="a,c", cutoffs="2", bootstrap=20, name="one", verbosity=0)
     caption = paper_files(Report.objects.get(name="one"))["fig-cutoffs.tex"].decode()
@@ -566,6 +577,7 @@ def test_the_cutoff_figure_caption_says_what_is_drawn(world):
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_the_tradeoff_figure_has_the_pages_default_axes(judged, client, django_user_model):
     """One choice of axes (``selectors.tradeoff_axes``): nDCG@1 against NFaiRR at nDCG's cutoff, on the
     page and in the bundle (the bundle used to take NFaiRR at the table's cutoff, 2)."""

@@ -38,6 +38,7 @@ def test_the_checklist_with_the_task_pages_screenshot_compiles_in_both_templates
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_without_chromium_the_command_warns_and_writes_the_page(batch, tmp_path, monkeypatch, settings):
     settings.PAPER_SCREENSHOTS = True  # as in production: only the missing browser stops it
     monkeypatch.setenv("CHROMIUM_PATH", str(tmp_path / "no-chromium"))

@@ -4,6 +4,8 @@ errors as JSON 4xx; and a 5,000-query batch publishes in seconds (so the request
 import io
 import zipfile
 
+import pytest
+
 from annotation.results.selectors import query_results
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -82,6 +84,7 @@ def test_the_api_answers_the_zip_and_json_errors(annotated, researcher, annotato
     assert nowhere.status_code == 404 and nowhere.json()
 
 
+@pytest.mark.slow
 def test_publishing_a_batch_costs_the_same_statements_at_any_size(db, tmp_path):
     """The request is synchronous because it is bounded: the statements it sends do not grow with the
     batch (100 or 2,000 queries, three judgments each). Its time is no test's to assert (5,000 queries

@@ -125,6 +125,7 @@ def test_prolifics_fee_is_rounded_once_per_charge_as_the_docs_say():
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_the_older_bonus_rows_and_option_become_the_one_system_counted_once(query_set):
     """Migration 0023: a batch's --bonus becomes the flat rule paid at sync, each Bonus row a
     BonusPayment with its amount, bulk, pay time and state; spent counts each once."""

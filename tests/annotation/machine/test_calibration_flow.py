@@ -97,6 +97,7 @@ def machine_batch(db):
     return batch
 
 
+@pytest.mark.slow
 def test_the_machine_first_path(machine_batch, tmp_path):
     batch = machine_batch
     sample_batch = create_calibration_sample(batch, 60, seed=1)
@@ -226,6 +227,7 @@ def test_calibration_command_prints_the_report_as_json(machine_batch):
     assert "Cohen's kappa" in text.getvalue() and "PPI++" in text.getvalue()
 
 
+@pytest.mark.slow
 def test_route_command_shows_the_plan_and_creates_the_routed_batch(machine_batch, monkeypatch):
     sample_batch = create_calibration_sample(machine_batch, 60, seed=1)
     services.publish_batch(sample_batch)

@@ -34,6 +34,7 @@ def test_kept_pages_slice_as_the_list_does(batch):
     assert pages[3] == every[3] and pages[-1] == every[-1]
 
 
+@pytest.mark.slow
 def test_every_page_search_and_order_shows_what_the_page_without_a_cache_shows(batch, researcher, client, settings):
     client.force_login(researcher)
     url = f"/annotation/batches/{batch.name}/agreement/"

@@ -55,6 +55,7 @@ def test_every_query_of_every_part_is_shown_as_without_a_cache(batch, researcher
     assert "Disputed query 4 of 5" in page(client, url + "?status=disputed&qid=105")
 
 
+@pytest.mark.slow
 def test_a_ruling_and_an_escalation_are_on_the_next_view_of_every_part(batch, researcher, client, settings):
     client.force_login(researcher)
     url = f"/annotation/batches/{batch.name}/review/"

@@ -6,6 +6,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_job_rows_survive_the_move_to_core():
     executor = MigrationExecutor(connection)
     before = [("pooling", "0001_initial"), ("core", None)]

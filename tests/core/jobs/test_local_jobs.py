@@ -131,6 +131,7 @@ def runserver(tmp_path):
 
 
 @pytest.mark.embedded
+@pytest.mark.slow
 def test_jobs_started_at_once_on_runserver_without_a_broker_all_finish(runserver):
     """Three imports and a publish started through the API at once reach ``done``; a bad file's
     import ends ``failed`` with its line. (Old: the publish, from a request thread, went to

@@ -226,6 +226,7 @@ def test_the_admin_lists_tokens_without_any_part_of_the_key(researcher, django_u
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_existing_drf_tokens_are_hashed_and_keep_working(django_user_model):
     from django.db.migrations.executor import MigrationExecutor
 

@@ -254,6 +254,7 @@ def test_four_browsers_accepting_one_link_at_once_set_one_password():
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_epochs_raised_before_move_to_every_accounts_row(django_user_model):
     """Migration 0017: the epochs kept on worker identities become the accounts' rows (no ended session returns)."""
     from django.db import connection

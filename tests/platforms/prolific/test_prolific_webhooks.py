@@ -250,6 +250,7 @@ def test_a_returned_place_is_freed_for_the_next_participant_within_seconds_where
         assert poll_prolific().interval == settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS
 
 
+@pytest.mark.slow
 def test_forged_stale_duplicated_replayed_reordered_and_dropped_deliveries(
     hooked, provider, batch, client_class, live_server, settings
 ):
