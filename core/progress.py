@@ -52,21 +52,23 @@ class Progress:
         job=None,
         bar: bool = True,
         unit_scale: bool = False,
+        done: int = 0,
     ) -> None:
+        """``done``: the amount already done when the step begins (a step of several, shown as one count)."""
         self.description = description
         self.total = total
         self.job = job
-        self._done = 0
+        self._done = done
         self._last_saved = 0.0
         self._bar = None
         if bar and _on_terminal():
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=description, unit=unit, unit_scale=unit_scale, leave=False)
+            self._bar = tqdm(total=total, initial=done, desc=description, unit=unit, unit_scale=unit_scale, leave=False)
         if job is not None:
             job.result = {**(job.result or {}), "step": shown(job, description)[:500]}
             job.total = total
-            job.done = 0
+            job.done = done
             job.status = job.Status.RUNNING
             job.save(update_fields=["result", "total", "done", "status", "updated"])
 

@@ -38,6 +38,7 @@ from annotation.results.selectors import remembered
 from core.errors import InputError, ServiceError
 from core.jobs import background_job
 from core.models import Job
+from core.progress import Progress
 from core.services.once import claim, live_job
 
 
@@ -137,16 +138,15 @@ def report_with_figures(batch: Batch, progress=None) -> dict[str, Any]:
 
 
 class _Steps:
-    """A job's progress through named steps: ``job.result["step"]`` and ``done`` of ``total``, saved at each."""
+    """A job's progress through named steps, each shown by the project's one progress writer
+    (:class:`core.progress.Progress`: ``job.result["step"]`` and ``done`` of ``total``)."""
 
     def __init__(self, job: Job, names: tuple[str, ...]) -> None:
         self.job, self.names = job, names
 
     def __call__(self, name: str) -> None:
-        done = self.names.index(name)
-        self.job.result = {**(self.job.result or {}), "step": f"{name} (step {done + 1} of {len(self.names)})"}
-        self.job.total, self.job.done = len(self.names), done
-        self.job.save(update_fields=["result", "total", "done", "updated"])
+        done, total = self.names.index(name), len(self.names)
+        Progress(f"{name} (step {done + 1} of {total})", total, job=self.job, bar=False, done=done)
 
 
 # StateError (a ServiceError): too few crowd labels yet; the page shows the job's message as why.
