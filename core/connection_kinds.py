@@ -14,10 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CHAT_API_URL_DEFAULT = "https://api.openai.com/v1/"
-#: The request field that caps a chat answer's length (the chat labeller's TOKEN_LIMIT_FIELDS).
-CHAT_TOKEN_LIMIT_DEFAULT = "max_tokens"
-#: How a chat answer is asked to be written (the chat labeller's ANSWER_FORMATS): free text by default.
-CHAT_ANSWER_FORMAT_DEFAULT = "text"
+#: The request fields that can cap a chat answer's length, the first the default: what the Connections page
+#: accepts and what the chat labeller sends (its TOKEN_LIMIT_FIELDS are these).
+CHAT_TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+CHAT_TOKEN_LIMIT_DEFAULT = CHAT_TOKEN_LIMIT_FIELDS[0]
+#: How a chat answer can be asked to be written, the first (free text) the default: what the Connections page
+#: accepts and what the chat labeller knows how to ask for (its ANSWER_FORMATS are these).
+CHAT_ANSWER_FORMATS = ("text", "json_schema", "json_object")
+CHAT_ANSWER_FORMAT_DEFAULT = CHAT_ANSWER_FORMATS[0]
 HUGGINGFACE_URL_DEFAULT = "https://huggingface.co"
 #: Zenodo's REST API (its sandbox, for a trial deposit: https://sandbox.zenodo.org/api/).
 ZENODO_API_URL_DEFAULT = "https://zenodo.org/api/"
@@ -27,7 +31,8 @@ ZENODO_API_URL_DEFAULT = "https://zenodo.org/api/"
 class ConnectionField:
     """One field of a connection: ``name`` in the API and form, ``setting`` the environment
     variable (and Django setting) that takes precedence when set, ``default`` its value when
-    neither is set, ``secret`` whether it is sealed at rest and never shown again in full."""
+    neither is set, ``secret`` whether it is sealed at rest and never shown again in full, ``choices``
+    the only values it takes (empty: any text), checked where a value is saved."""
 
     name: str
     label: str
@@ -36,6 +41,7 @@ class ConnectionField:
     secret: bool = False
     url: bool = False
     help: str = ""
+    choices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ CHAT = ConnectionKind(
             "Answer-length field",
             "PRELABEL_TOKEN_LIMIT_FIELD",
             CHAT_TOKEN_LIMIT_DEFAULT,
+            choices=CHAT_TOKEN_LIMIT_FIELDS,
             help="The request field that caps each answer: max_tokens (llama.cpp, vLLM, most servers) or "
             "max_completion_tokens (OpenAI's reasoning models); a refusal that names the other switches to it.",
         ),
@@ -87,6 +94,7 @@ CHAT = ConnectionKind(
             "Answer format",
             "PRELABEL_ANSWER_FORMAT",
             CHAT_ANSWER_FORMAT_DEFAULT,
+            choices=CHAT_ANSWER_FORMATS,
             help="text (the model writes the label), json_schema (structured outputs: OpenAI, vLLM, llama.cpp's "
             "llama-server) or json_object (with a schema: llama-cpp-python's server, llama-server); the structured "
             "ones hold the model to one of the four labels.",

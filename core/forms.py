@@ -107,6 +107,19 @@ class ConnectionForm(forms.Form):
                 self.fields[f"clear_{spec.name}"] = forms.BooleanField(
                     label=f"Remove the stored {spec.label.lower()}", required=False
                 )
+            elif spec.choices:
+                # A choice, not a box: the values the connection takes, or "" for its default. The
+                # service checks them again (the API's values come the same way).
+                self.fields[spec.name] = forms.CharField(
+                    label=spec.label,
+                    required=False,
+                    max_length=2000,
+                    help_text=spec.help,
+                    initial=stored.get(spec.name, ""),
+                    widget=forms.Select(
+                        choices=[("", f"default ({spec.default})"), *((choice, choice) for choice in spec.choices)]
+                    ),
+                )
             else:
                 self.fields[spec.name] = forms.CharField(
                     label=spec.label,

@@ -89,6 +89,9 @@ class ConnectionFieldSerializer(serializers.Serializer):
     shown = serializers.CharField(help_text="The value in force; a secret's last four characters only.")
     source = serializers.ChoiceField(choices=["environment", "site", "default", "unset"])
     stored = serializers.BooleanField(help_text="Whether this site stores a value (in force or overridden).")
+    choices = serializers.ListField(
+        child=serializers.CharField(), help_text="The only values the field takes; empty: any text."
+    )
 
 
 class ConnectionSerializer(serializers.Serializer):
@@ -112,6 +115,7 @@ class ConnectionSerializer(serializers.Serializer):
                     "shown": f.shown,
                     "source": f.source,
                     "stored": f.stored,
+                    "choices": list(f.spec.choices),
                 }
                 for f in state.fields
             ],

@@ -76,6 +76,8 @@ def _checked(kind, values: Mapping[str, object]) -> dict[str, str]:
                 good = False
             if not good:
                 raise ServiceError(f"{name}: an http(s) address such as {spec.default or 'https://host/v1/'}")
+        if spec.choices and value and value not in spec.choices:
+            raise ServiceError(f"{name}: one of {', '.join(spec.choices)}, got {value[:60]!r}")
         checked[name] = value
     return checked
 

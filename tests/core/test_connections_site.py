@@ -115,6 +115,8 @@ def test_the_api_stores_a_connection_and_never_returns_its_secret(owner, key):
         ({"values": {"model": {"a": 1}}}, "values"),
         ({"clear": ["model"]}, "model"),
         ({"clear": "api_key"}, "clear"),
+        ({"values": {"answer_format": "yaml"}}, "answer_format: one of text, json_schema, json_object"),
+        ({"values": {"token_limit": "max_length"}}, "token_limit: one of max_tokens, max_completion_tokens"),
     ],
 )
 def test_bad_input_is_a_json_400_naming_the_field_and_changes_nothing(owner, key, body, named):
@@ -196,6 +198,12 @@ def test_a_refused_value_is_shown_on_the_form_and_nothing_is_stored(owner, key):
     assert "api_url: an http(s) address" in page and SECRET not in page
     assert not Connection.objects.exists()
     assert owner.post(PAGE, {"kind": "nosuch"}).status_code == 400
+    response = owner.post(PAGE, {"kind": "chat", "chat-answer_format": "yaml"})
+    assert (
+        response.status_code == 400
+        and "answer_format: one of text, json_schema, json_object" in response.content.decode()
+    )
+    assert not Connection.objects.exists()
 
 
 @pytest.mark.django_db

@@ -96,6 +96,7 @@ from typing import Any, Protocol
 
 from annotation.labels import LABELS, VOCABULARY, label_code
 from annotation.machine.prelabellers.interface import Prediction, PreLabelError, PreLabeller, PreLabelStopped, register
+from core.connection_kinds import CHAT_ANSWER_FORMATS, CHAT_TOKEN_LIMIT_FIELDS
 from core.http import HttpError, JsonClient
 
 PROMPT_VERSION = "gender-v2"
@@ -447,13 +448,15 @@ DEFAULT_MAX_ANSWER_TOKENS = 16
 #: The request fields that cap an answer's length. ``max_tokens``: the chat API's first one, which
 #: llama.cpp's server, vLLM and most OpenAI-compatible servers read; ``max_completion_tokens``:
 #: OpenAI's newer one, which its reasoning models require (they refuse ``max_tokens`` with HTTP 400).
-TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+#: Declared once with the connection's field (its choices), which the Connections page checks.
+TOKEN_LIMIT_FIELDS = CHAT_TOKEN_LIMIT_FIELDS
 #: How an answer is asked to be written (the connection's ``PRELABEL_ANSWER_FORMAT``): ``text`` (free text,
 #: the prompt asks for the letter); ``json_schema``, OpenAI's structured outputs (``response_format:
 #: {type: json_schema, json_schema: {name, strict, schema}}``; OpenAI, vLLM, llama.cpp's own ``llama-server``);
 #: ``json_object`` with a ``schema`` (llama-cpp-python's server, which refuses ``json_schema``, and
 #: ``llama-server``). The schema is :data:`LABEL_SCHEMA`: the server holds the model to ``{"label": <code>}``.
-ANSWER_FORMATS = ("text", "json_schema", "json_object")
+#: Declared once with the connection's field (its choices), which the Connections page checks.
+ANSWER_FORMATS = CHAT_ANSWER_FORMATS
 #: The structured answer's name (OpenAI requires one: letters, digits, ``_`` and ``-``, at most 64).
 SCHEMA_NAME = "gender_label"
 

@@ -203,6 +203,34 @@ def test_the_format_is_a_declared_option_of_the_connection(fake, query_set, sett
         ChatClient(fake.url, KEY, fake.model, answer_format="grammar")
 
 
+@pytest.mark.django_db
+def test_the_connections_page_takes_exactly_the_formats_and_caps_the_labeller_sends(fake):
+    """What the Connections page offers and saves for the answer format and the cap's field, the labeller
+    puts in its requests (the fake holds them to OpenAI's published shapes); a value it would refuse is
+    refused at the save, naming the field, and nothing is stored."""
+    from core.errors import ServiceError
+    from core.models import Connection
+    from core.services.connections import save_connection
+
+    sent = {"json_schema": "json_schema", "json_object": "json_object", "text": None}
+    assert set(KINDS["chat"].field("answer_format").choices) == set(sent)
+    for choice, request_type in sent.items():
+        save_connection("chat", {"answer_format": choice})
+        fake.requests.clear()
+        labeller(fake, choice).label([("q", "q")])
+        assert [(r.get("response_format") or {}).get("type") for r in fake.requests] == [request_type]
+    for field in KINDS["chat"].field("token_limit").choices:
+        save_connection("chat", {"token_limit": field})
+        fake.requests.clear()
+        labeller(fake, "text", token_limit=field).label([("q", "q")])
+        assert [field in r for r in fake.requests] == [True]
+    stored = dict(Connection.objects.get(kind="chat").values)
+    for name, value in (("answer_format", "grammar"), ("token_limit", "max_length")):
+        with pytest.raises(ServiceError, match=f"^{name}: one of "):
+            save_connection("chat", {name: value})
+        assert dict(Connection.objects.get(kind="chat").values) == stored
+
+
 # --- A real llama.cpp server (llama-cpp-python's), when installed -----------------------------------------
 
 
