@@ -699,6 +699,95 @@ def _tilted_mean(
     return float(class_means(p, values, row_weights=w)[0, 0])
 
 
+#: The dependence check reads the batch's labels in bands of the baseline's standardised value z, of
+#: equal counts, each with class shares of its own (:func:`dependent_posteriors`): at most this many
+#: bands, and at least :data:`MIN_BAND_QUERIES` queries in each.
+DEPENDENCE_BANDS = 10
+MIN_BAND_QUERIES = 50
+#: Class shares of a band: half a query per label on top of its queries' probabilities (the crowd model's).
+BAND_SHARE_PRIOR = 0.5
+#: EM of the bands' shares stops when no share moves by more than this, or after the iterations.
+BAND_TOLERANCE = 1e-8
+BAND_ITERATIONS = 500
+
+
+def _answer_rates(answers: pd.DataFrame, confusion: Mapping[str, pd.DataFrame], labels: list) -> np.ndarray:
+    """[answers × true label × answer]: each answer's worker's fitted row."""
+    matrices = {w: c.reindex(index=labels, columns=labels).to_numpy(dtype=np.float64) for w, c in confusion.items()}
+    return np.stack([matrices[w] for w in answers["worker"].astype(str)])
+
+
+def _tilted_rates(rates: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """[answers × true label × answer]: each row with its odds of a wrong answer × ``factor`` (per
+    answer), the wrong answers keeping their proportions (D's definition, ``Crowd.dependence``)."""
+    k = rates.shape[-1]
+    diagonal = np.eye(k, dtype=bool)
+    right = np.clip(rates[:, diagonal], 1e-12, 1 - 1e-12)  # answers × true label
+    wrong = np.where(diagonal, 0.0, rates)
+    wrong /= np.maximum(wrong.sum(axis=2, keepdims=True), 1e-300)
+    p_right = 1.0 / (1.0 + (1.0 - right) / right * np.asarray(factor, dtype=np.float64)[:, None])
+    return np.where(diagonal, p_right[:, :, None], (1.0 - p_right)[:, :, None] * wrong)
+
+
+def dependent_posteriors(
+    answers: pd.DataFrame,
+    confusion: Mapping[str, pd.DataFrame],
+    probabilities: pd.DataFrame,
+    z: np.ndarray,
+    dependence: float,
+    fitted: list[str] | None = None,
+) -> pd.DataFrame:
+    """The label probabilities of the queries in ``fitted`` (default: every row of ``probabilities``
+    with an answer) if the batch's crowd erred with dependence ``dependence`` (every answer's error
+    odds × exp(D·z), ``Crowd.dependence``): each query's answers (``answers``: ``item, worker, label``;
+    other items ignored) read through its workers' fitted rows ``confusion[worker]`` so tilted, and
+    class shares of their own in each band of z (:data:`DEPENDENCE_BANDS` of equal counts, at least
+    :data:`MIN_BAND_QUERIES` queries each), estimated by EM with the rows held. The other rows are
+    returned as they are. ``z`` [N]: in the order of ``probabilities``' rows.
+
+    Why the bands: the labels' shares move with the rankings' values (a gendered query has other
+    values than a non-gendered one), and where errors grow with z the answers on the high-z queries
+    say little; one share for the whole batch then reads them as the crowd said, and the truth drawn
+    from that reading already carries the dependent errors (measured: docs/quality.md, item 5)."""
+    labels = list(probabilities.columns)
+    qids = list(probabilities.index.astype(str))
+    row_of = {q: i for i, q in enumerate(qids)}
+    items = answers["item"].astype(str).map(row_of)
+    answered = items.notna().to_numpy()
+    chosen = set(qids if fitted is None else map(str, fitted))
+    keep = answered & answers["item"].astype(str).isin(chosen).to_numpy()
+    if not keep.any():
+        return probabilities.copy()
+    subset = answers.loc[keep]
+    rows = items[keep].to_numpy(dtype=np.int64)
+    z = np.asarray(z, dtype=np.float64)
+    rates = _tilted_rates(_answer_rates(subset, confusion, labels), np.exp(dependence * z[rows]))
+    given = subset["label"].map({label: i for i, label in enumerate(labels)}).to_numpy(dtype=np.int64)
+    log_rate = np.log(np.maximum(rates[np.arange(len(subset)), :, given], 1e-300))  # answers × true label
+    targets, local = np.unique(rows, return_inverse=True)
+    log_lik = np.zeros((len(targets), len(labels)))
+    np.add.at(log_lik, local, log_rate)
+    bands = max(1, min(DEPENDENCE_BANDS, len(targets) // MIN_BAND_QUERIES))
+    order = np.argsort(z[targets], kind="stable")
+    band = np.empty(len(targets), dtype=np.int64)
+    band[order] = np.arange(len(targets)) * bands // len(targets)
+    pi = probabilities.to_numpy(dtype=np.float64)
+    shares = np.tile(pi[targets].mean(axis=0), (bands, 1))
+    for _ in range(BAND_ITERATIONS):
+        log_post = log_lik + np.log(np.maximum(shares[band], 1e-300))
+        post = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+        post /= post.sum(axis=1, keepdims=True)
+        counts = np.zeros_like(shares)
+        np.add.at(counts, band, post)
+        counts += BAND_SHARE_PRIOR
+        moved, shares = shares, counts / counts.sum(axis=1, keepdims=True)
+        if np.abs(shares - moved).max() <= BAND_TOLERANCE:
+            break
+    out = pi.copy()
+    out[targets] = post
+    return pd.DataFrame(out, index=probabilities.index, columns=probabilities.columns)
+
+
 def simulated_shift(
     answers: pd.DataFrame,
     gold: Mapping[str, str],
@@ -710,26 +799,31 @@ def simulated_shift(
     refit: Callable[[pd.DataFrame], pd.DataFrame],
     draws: int = 4,
     seed: int = DEFAULT_SEED,
+    fitted: list[str] | None = None,
 ) -> tuple[float | np.ndarray, float | np.ndarray]:
-    """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd, as
-    fitted, erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
+    """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd
+    erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
     ``benchmarks/crowd_simulation.py``: every answer's odds of being wrong × exp(D·z)):
     ``(shift, its Monte-Carlo standard error)``, ``shift`` = mean over ``draws`` replicate batches of
     (corrected mean when the crowd errs independently − corrected mean when it errs with D), the
     replicates paired (same true labels, same uniforms).
 
-    A parametric simulation from the batch's fitted model: each replicate draws every query's true
-    label from ``probabilities`` (rows: the queries, in the order of ``z`` and ``values``), and answers
-    each of the batch's own (item, worker) pairs in ``answers`` (``item, worker, label``; the items of
-    ``gold``, gold question → its known label, are answered untilted from that label) from the worker's fitted row ``confusion[worker]`` (true label × answer) with its error
-    odds × exp(D·z_q) and the wrong answers keeping their proportions; ``refit`` (the batch's crowd
-    model: answers → probabilities over the same items and labels) is run on each, and the corrected
-    mean taken with the untilted fit's columns (:func:`label_map`). D = 0 gives 0 exactly. ``values``
-    ``[N]`` gives floats; ``[N × C]`` (several runs' differences; NaN where a query has no value) arrays
-    ``[C]``, every column from the same replicates.
+    A parametric simulation from the batch's fitted model read as erring with D: each replicate draws
+    the true label of every query in ``fitted`` (default: every row with an answer) from
+    :func:`dependent_posteriors` (its answers read through the tilted rows, class shares per band of
+    z), the other rows from ``probabilities`` (rows: the queries, in the order of ``z`` and
+    ``values``; rulings and machine-accepted rows are certain), and answers each of the batch's own
+    (item, worker) pairs in ``answers`` (``item, worker, label``; the items of ``gold``, gold
+    question → its known label, are answered untilted from that label) from the worker's fitted row
+    ``confusion[worker]`` (true label × answer) as it is and with its error odds × exp(D·z_q), the
+    wrong answers keeping their proportions; ``refit`` (the batch's crowd model: answers →
+    probabilities over the same items and labels) is run on each, and the corrected mean taken with
+    the fit's columns (:func:`label_map`). D = 0 gives 0 exactly. ``values`` ``[N]`` gives floats;
+    ``[N × C]`` (several runs' differences; NaN where a query has no value) arrays ``[C]``, every
+    column from the same replicates.
 
-    It answers the question for the crowd as fitted; a crowd that did err with D is fitted as if it
-    had not, and from such a fit the check sees less of the move (tests/metrics/test_label_dependence_simulated.py).
+    Measured against simulated studies whose crowd erred with a known D
+    (tests/metrics/test_label_dependence_simulated.py): the truth's sign and about 0.7 of its size.
     """
     matrix = np.asarray(values, dtype=np.float64)
     single = matrix.ndim == 1
@@ -744,32 +838,27 @@ def simulated_shift(
     is_query = items.notna().to_numpy()
     rows = items.fillna(0).to_numpy(dtype=np.int64)
     gold_truth = answers["item"].astype(str).map(gold).map(position).fillna(0).to_numpy(dtype=np.int64)
-    matrices = {w: c.reindex(index=labels, columns=labels).to_numpy(dtype=np.float64) for w, c in confusion.items()}
-    rates = np.stack([matrices[w] for w in answers["worker"]])  # answers × true label × answer
-    pi = probabilities.to_numpy(dtype=np.float64)
-    t, weighted = label_map(probabilities)
+    rates = _answer_rates(answers, confusion, labels)  # answers × true label × answer
     z = np.asarray(z, dtype=np.float64)
-    factor = np.where(is_query, np.exp(dependence * z[rows]), 1.0)
+    pi = dependent_posteriors(answers, confusion, probabilities, z, dependence, fitted).to_numpy(dtype=np.float64)
+    t, weighted = label_map(probabilities)
     every = np.arange(len(answers))
+    answer_rates = {
+        tilt: _tilted_rates(rates, np.where(is_query, np.exp(d * z[rows]), 1.0))
+        for tilt, d in ((False, 0.0), (True, dependence))
+    }
     rng = np.random.default_rng(seed)
     shifts = []
     for _ in range(draws):
         truth = (rng.random(len(pi))[:, None] > np.cumsum(pi, axis=1)[:, :-1]).sum(axis=1)
         true_label = np.where(is_query, truth[rows], gold_truth)
-        row = rates[every, true_label]
-        right = np.clip(row[every, true_label], 1e-12, 1 - 1e-12)
-        wrong = row.copy()
-        wrong[every, true_label] = 0.0
-        wrong /= np.maximum(wrong.sum(axis=1, keepdims=True), 1e-300)
         uniforms = rng.random(len(answers))[:, None]
         corrected = []
-        for f in (np.ones(len(answers)), factor):
-            p_right = 1.0 / (1.0 + (1.0 - right) / right * f)
-            chances = (1.0 - p_right)[:, None] * wrong
-            chances[every, true_label] = p_right
+        for tilt in (False, True):
+            chances = answer_rates[tilt][every, true_label]
             given = (uniforms > np.cumsum(chances, axis=1)[:, :-1]).sum(axis=1)
-            fitted = refit(answers.assign(label=[labels[i] for i in given]))
-            fitted_pi = fitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
+            refitted = refit(answers.assign(label=[labels[i] for i in given]))
+            fitted_pi = refitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
             p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
             corrected.append(class_means(p, matrix, row_weights=w)[0])
         shifts.append(corrected[0] - corrected[1])

@@ -268,7 +268,7 @@ def dependence_simulation(model, seed: int):
     def simulate(z: np.ndarray, differences: np.ndarray, dependence: float) -> np.ndarray:
         shift, _ = label_uncertainty.simulated_shift(
             answers, gold, crowd.confusion, table, z, differences, dependence, refit,
-            draws=DEPENDENCE_REPLICATES, seed=seed,
+            draws=DEPENDENCE_REPLICATES, seed=seed, fitted=rows,
         )  # fmt: skip
         return shift
 
