@@ -1,5 +1,6 @@
 """The sensitivity check for ranking-dependent labelling errors (issue 40, item 2):
-:func:`metrics.label_uncertainty.dependence_table` on hand-computed cases."""
+:func:`metrics.label_uncertainty.dependence_table` on hand-computed cases, and the reading of a batch's
+answers as erring with D (:func:`metrics.label_uncertainty.dependent_posteriors`) against a computation written out."""
 
 from __future__ import annotations
 
@@ -80,3 +81,53 @@ def test_tilt_keeps_rows_summing_to_one_and_certain_rows_certain():
     top = 1 / (1 + 0.4 / 0.6 * math.e)
     assert out.iloc[0, 0] == pytest.approx(top)
     assert out.iloc[0, 1] / out.iloc[0, 2] == pytest.approx(3.0)
+
+
+def test_dependent_posteriors_read_each_answer_through_its_tilted_row_with_shares_per_band():
+    """:func:`lu.dependent_posteriors` against a computation written out here: each answer's probability under
+    true label t is θ_w(t, t) with its error odds × exp(D·z) when the answer is t, else the rest in θ_w's
+    proportions of the wrong answers (D's definition); 120 queries make two bands (under and over the median
+    z, at least MIN_BAND_QUERIES each), whose shares are the unique maximum of the likelihood with half a query
+    per label (concave: found here by plain fixed-point iteration from uniform shares, not the code's start).
+    A ruled row outside ``fitted`` and the answers on a gold item are left as they are."""
+    labels = ["n", "f", "m", "o"]
+    rng = np.random.default_rng(7)
+    n, k, d = 120, len(labels), 1.3
+    qids = [f"q{i}" for i in range(n)]
+    rows = {}
+    for w in ("w1", "w2", "w3"):
+        raw = rng.dirichlet(np.ones(k), size=k) + 3 * np.eye(k)
+        rows[w] = pd.DataFrame(raw / raw.sum(axis=1, keepdims=True), index=labels, columns=labels)
+    z = rng.normal(size=n)
+    answers = pd.DataFrame(
+        [(q, w, labels[rng.integers(k)]) for q in qids[:-1] for w in rows] + [("g0", "w1", "f")],
+        columns=["item", "worker", "label"],
+    )
+    probabilities = pd.DataFrame(rng.dirichlet(np.ones(k), size=n), index=qids, columns=labels)
+    probabilities.loc[qids[-1]] = [0.0, 1.0, 0.0, 0.0]  # a ruling, no answers, not fitted
+    fitted = qids[:-1]
+
+    likelihood = np.ones((n - 1, k))
+    for item, worker, given in answers.itertuples(index=False):
+        if item not in fitted:
+            continue
+        q, g, theta = qids.index(item), labels.index(given), rows[worker].to_numpy()
+        for t in range(k):
+            odds = (1 - theta[t, t]) / theta[t, t] * math.exp(d * z[q])
+            right = 1 / (1 + odds)
+            likelihood[q, t] *= right if g == t else (1 - right) * theta[t, g] / (1 - theta[t, t])
+    band = (z[: n - 1] > np.median(z[: n - 1])).astype(int)
+    assert np.bincount(band).tolist() == [60, 59]
+    shares = np.full((2, k), 1 / k)
+    for _ in range(20_000):
+        post = likelihood * shares[band]
+        post /= post.sum(axis=1, keepdims=True)
+        new = np.stack([post[band == b].sum(axis=0) + 0.5 for b in (0, 1)])
+        new /= new.sum(axis=1, keepdims=True)
+        if np.abs(new - shares).max() < 1e-14:
+            break
+        shares = new
+    got = lu.dependent_posteriors(answers, rows, probabilities, z, d, fitted=fitted)
+    np.testing.assert_allclose(got.loc[fitted].to_numpy(), post, atol=1e-6)
+    assert got.loc[qids[-1]].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert list(got.index) == qids and list(got.columns) == labels
