@@ -699,16 +699,21 @@ def _tilted_mean(
     return float(class_means(p, values, row_weights=w)[0, 0])
 
 
-#: The dependence check reads the batch's labels in bands of the baseline's standardised value z, of
-#: equal counts, each with class shares of its own (:func:`dependent_posteriors`): at most this many
-#: bands, and at least :data:`MIN_BAND_QUERIES` queries in each.
+#: The dependence check refits the batch's crowd as erring with D (:func:`dependent_fit`) with class
+#: shares of their own in bands of the baseline's standardised value z, of equal counts: at most this
+#: many bands, and at least :data:`MIN_BAND_QUERIES` queries in each.
 DEPENDENCE_BANDS = 10
 MIN_BAND_QUERIES = 50
 #: Class shares of a band: half a query per label on top of its queries' probabilities (the crowd model's).
 BAND_SHARE_PRIOR = 0.5
-#: EM of the bands' shares stops when no share moves by more than this, or after the iterations.
-BAND_TOLERANCE = 1e-8
-BAND_ITERATIONS = 500
+#: A worker's row for a true label: its odds of a wrong answer (at z = 0) with these pseudo-answers, right
+#: and wrong, and its wrong answers' proportions with this many per cell.
+ROW_PRIOR_RIGHT, ROW_PRIOR_WRONG, PATTERN_PSEUDO = 2.0, 1.0, 1.0
+#: EM of :func:`dependent_fit` stops when no query's probability moves by more than this, or after the
+#: iterations; each M-step takes this many Newton steps on the rows' log odds.
+DEPENDENT_TOLERANCE = 1e-6
+DEPENDENT_ITERATIONS = 200
+NEWTON_STEPS = 5
 
 
 def _answer_rates(answers: pd.DataFrame, confusion: Mapping[str, pd.DataFrame], labels: list) -> np.ndarray:
@@ -729,63 +734,102 @@ def _tilted_rates(rates: np.ndarray, factor: np.ndarray) -> np.ndarray:
     return np.where(diagonal, p_right[:, :, None], (1.0 - p_right)[:, :, None] * wrong)
 
 
-def dependent_posteriors(
+def dependent_fit(
     answers: pd.DataFrame,
-    confusion: Mapping[str, pd.DataFrame],
+    gold: Mapping[str, str],
     probabilities: pd.DataFrame,
     z: np.ndarray,
     dependence: float,
     fitted: list[str] | None = None,
-) -> pd.DataFrame:
-    """The label probabilities of the queries in ``fitted`` (default: every row of ``probabilities``
-    with an answer) if the batch's crowd erred with dependence ``dependence`` (every answer's error
-    odds × exp(D·z), ``Crowd.dependence``): each query's answers (``answers``: ``item, worker, label``;
-    other items ignored) read through its workers' fitted rows ``confusion[worker]`` so tilted, and
-    class shares of their own in each band of z (:data:`DEPENDENCE_BANDS` of equal counts, at least
-    :data:`MIN_BAND_QUERIES` queries each), estimated by EM with the rows held. The other rows are
-    returned as they are. ``z`` [N]: in the order of ``probabilities``' rows.
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The batch's crowd refitted as erring with dependence ``dependence`` (D's definition,
+    ``Crowd.dependence``: every answer's odds of being wrong × exp(D·z_q)): ``(label probabilities,
+    each worker's untilted row)`` — the probabilities of the queries in ``fitted`` (default: every row
+    of ``probabilities`` with an answer) re-estimated, the other rows as they are; the rows (true label
+    × answer) those a crowd erring with D has at z = 0.
 
-    Why the bands: the labels' shares move with the rankings' values (a gendered query has other
-    values than a non-gendered one), and where errors grow with z the answers on the high-z queries
-    say little; one share for the whole batch then reads them as the crowd said, and the truth drawn
-    from that reading already carries the dependent errors (measured: docs/quality.md, item 5)."""
+    Dawid–Skene EM with each answer's error odds × exp(D·z_q) in the model: a worker's row for true label
+    t is its odds of a wrong answer o_wt (MAP, :data:`ROW_PRIOR_RIGHT` and :data:`ROW_PRIOR_WRONG`
+    pseudo-answers at z = 0, Newton steps on log o_wt) and the proportions of its wrong answers
+    (:data:`PATTERN_PSEUDO` per cell, untilted); the class shares are estimated in each band of z
+    (:data:`DEPENDENCE_BANDS` of equal counts, at least :data:`MIN_BAND_QUERIES` queries each, with
+    :data:`BAND_SHARE_PRIOR`). Gold questions (``gold``) keep their label and are not tilted; the other
+    rows of ``probabilities`` (rulings, machine-accepted labels) keep theirs and their answers are read
+    with the tilt; answers on other items are ignored. Starts from ``probabilities``.
+
+    Why the bands and the refit (docs/quality.md, item 5): the labels' shares move with the rankings'
+    values, and where errors grow with z the answers on the high-z queries say little; the batch's own
+    posteriors read them as the crowd said, and a truth drawn from them already carries the dependent
+    errors; the rows fitted as if the crowd erred independently are an average over z."""
     labels = list(probabilities.columns)
+    k = len(labels)
     qids = list(probabilities.index.astype(str))
-    row_of = {q: i for i, q in enumerate(qids)}
-    items = answers["item"].astype(str).map(row_of)
-    answered = items.notna().to_numpy()
-    chosen = set(qids if fitted is None else map(str, fitted))
-    keep = answered & answers["item"].astype(str).isin(chosen).to_numpy()
-    if not keep.any():
-        return probabilities.copy()
-    subset = answers.loc[keep]
+    gold = {str(item): str(label) for item, label in gold.items()}
+    gold_items = sorted(set(gold) - set(qids))
+    item_row = {q: i for i, q in enumerate(qids + gold_items)}
+    items = answers["item"].astype(str).map(item_row)
+    keep = items.notna().to_numpy()
+    frame = answers.loc[keep]
     rows = items[keep].to_numpy(dtype=np.int64)
+    if not len(frame):
+        return probabilities.copy(), {}
+    position = {label: i for i, label in enumerate(labels)}
+    given = frame["label"].astype(str).map(position).to_numpy(dtype=np.int64)
+    workers, worker = np.unique(frame["worker"].astype(str).to_numpy(), return_inverse=True)
     z = np.asarray(z, dtype=np.float64)
-    rates = _tilted_rates(_answer_rates(subset, confusion, labels), np.exp(dependence * z[rows]))
-    given = subset["label"].map({label: i for i, label in enumerate(labels)}).to_numpy(dtype=np.int64)
-    log_rate = np.log(np.maximum(rates[np.arange(len(subset)), :, given], 1e-300))  # answers × true label
-    targets, local = np.unique(rows, return_inverse=True)
-    log_lik = np.zeros((len(targets), len(labels)))
-    np.add.at(log_lik, local, log_rate)
+    is_query = rows < len(qids)
+    factor = np.where(is_query, np.exp(dependence * z[np.minimum(rows, len(qids) - 1)]), 1.0)
+    posteriors = np.vstack(
+        [probabilities.to_numpy(dtype=np.float64), np.eye(k)[[position[gold[g]] for g in gold_items]].reshape(-1, k)]
+    )
+    chosen = set(qids if fitted is None else map(str, fitted))
+    free = np.array([q in chosen for q in qids] + [False] * len(gold_items)) & np.isin(np.arange(len(posteriors)), rows)
+    targets = np.flatnonzero(free)
     bands = max(1, min(DEPENDENCE_BANDS, len(targets) // MIN_BAND_QUERIES))
-    order = np.argsort(z[targets], kind="stable")
     band = np.empty(len(targets), dtype=np.int64)
-    band[order] = np.arange(len(targets)) * bands // len(targets)
-    pi = probabilities.to_numpy(dtype=np.float64)
-    shares = np.tile(pi[targets].mean(axis=0), (bands, 1))
-    for _ in range(BAND_ITERATIONS):
-        log_post = log_lik + np.log(np.maximum(shares[band], 1e-300))
-        post = np.exp(log_post - log_post.max(axis=1, keepdims=True))
-        post /= post.sum(axis=1, keepdims=True)
-        counts = np.zeros_like(shares)
-        np.add.at(counts, band, post)
-        counts += BAND_SHARE_PRIOR
-        moved, shares = shares, counts / counts.sum(axis=1, keepdims=True)
-        if np.abs(shares - moved).max() <= BAND_TOLERANCE:
+    band[np.argsort(z[targets], kind="stable")] = np.arange(len(targets)) * bands // max(len(targets), 1)
+    right = (given[:, None] == np.arange(k)[None, :]).astype(np.float64)  # answers × true label
+    log_odds = np.zeros((len(workers), k))
+    every = np.arange(len(frame))
+    for _ in range(DEPENDENT_ITERATIONS):
+        weight = posteriors[rows]  # answers × true label
+        shares = np.full((bands, k), BAND_SHARE_PRIOR)
+        np.add.at(shares, band, posteriors[targets])
+        shares /= shares.sum(axis=1, keepdims=True)
+        wrong = np.full((len(workers), k, k), PATTERN_PSEUDO)
+        np.add.at(wrong, (worker, slice(None), given), weight * (1.0 - right))
+        wrong[:, np.eye(k, dtype=bool)] = 0.0
+        wrong /= wrong.sum(axis=2, keepdims=True)
+        for _ in range(NEWTON_STEPS):
+            odds = np.exp(log_odds)
+            p_wrong = odds[worker] * factor[:, None] / (1.0 + odds[worker] * factor[:, None])
+            prior_wrong = odds / (1.0 + odds)
+            score = ROW_PRIOR_WRONG - (ROW_PRIOR_RIGHT + ROW_PRIOR_WRONG) * prior_wrong
+            curvature = (ROW_PRIOR_RIGHT + ROW_PRIOR_WRONG) * prior_wrong * (1.0 - prior_wrong)
+            np.add.at(score, worker, weight * ((1.0 - right) - p_wrong))
+            np.add.at(curvature, worker, weight * p_wrong * (1.0 - p_wrong))
+            log_odds += np.clip(score / curvature, -3.0, 3.0)
+        p_right = 1.0 / (1.0 + np.exp(log_odds)[worker] * factor[:, None])  # answers × true label
+        rate = np.where(right > 0, p_right, (1.0 - p_right) * wrong[worker, :, given][every])
+        log_lik = np.zeros((len(targets), k))
+        local = np.searchsorted(targets, rows)
+        counted = free[rows]
+        np.add.at(log_lik, local[counted], np.log(np.maximum(rate[counted], 1e-300)))
+        log_post = log_lik + np.log(shares[band])
+        new = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+        new /= new.sum(axis=1, keepdims=True)
+        moved = np.abs(new - posteriors[targets]).max() if len(targets) else 0.0
+        posteriors[targets] = new
+        if moved <= DEPENDENT_TOLERANCE:
             break
-    out = pi.copy()
-    out[targets] = post
-    return pd.DataFrame(out, index=probabilities.index, columns=probabilities.columns)
+    accuracy = 1.0 / (1.0 + np.exp(log_odds))  # workers × true label
+    confusion = {
+        str(w): pd.DataFrame(
+            (1.0 - accuracy[i])[:, None] * wrong[i] + np.diag(accuracy[i]), index=labels, columns=labels
+        )
+        for i, w in enumerate(workers)
+    }
+    return pd.DataFrame(posteriors[: len(qids)], index=probabilities.index, columns=labels), confusion
 
 
 def simulated_shift(
@@ -808,22 +852,23 @@ def simulated_shift(
     (corrected mean when the crowd errs independently − corrected mean when it errs with D), the
     replicates paired (same true labels, same uniforms).
 
-    A parametric simulation from the batch's fitted model read as erring with D: each replicate draws
-    the true label of every query in ``fitted`` (default: every row with an answer) from
-    :func:`dependent_posteriors` (its answers read through the tilted rows, class shares per band of
-    z), the other rows from ``probabilities`` (rows: the queries, in the order of ``z`` and
-    ``values``; rulings and machine-accepted rows are certain), and answers each of the batch's own
-    (item, worker) pairs in ``answers`` (``item, worker, label``; the items of ``gold``, gold
-    question → its known label, are answered untilted from that label) from the worker's fitted row
-    ``confusion[worker]`` (true label × answer) as it is and with its error odds × exp(D·z_q), the
-    wrong answers keeping their proportions; ``refit`` (the batch's crowd model: answers →
-    probabilities over the same items and labels) is run on each, and the corrected mean taken with
-    the fit's columns (:func:`label_map`). D = 0 gives 0 exactly. ``values`` ``[N]`` gives floats;
-    ``[N × C]`` (several runs' differences; NaN where a query has no value) arrays ``[C]``, every
-    column from the same replicates.
+    A parametric simulation from the batch's crowd refitted as erring with D (:func:`dependent_fit`, with
+    ``gold`` and ``fitted``): each replicate draws the true label of every query in ``fitted`` (default:
+    every row with an answer) from that refit's probabilities, the other rows from ``probabilities``
+    (rows: the queries, in the order of ``z`` and ``values``; rulings and machine-accepted rows are
+    certain), and answers each of the batch's own (item, worker) pairs in ``answers`` (``item, worker,
+    label``; the items of ``gold``, gold question → its known label, are answered untilted from that
+    label) from the worker's row of that refit (true label × answer; ``confusion[worker]``, the batch's
+    fit, for a worker it does not cover) as it is and with its error odds × exp(D·z_q), the wrong answers
+    keeping their proportions; ``refit`` (the batch's crowd model: answers → probabilities over the same
+    items and labels) is run on each, and the corrected mean taken with the batch's columns
+    (:func:`label_map`). D = 0 gives 0 exactly. ``values`` ``[N]`` gives floats; ``[N × C]`` (several
+    runs' differences; NaN where a query has no value) arrays ``[C]``, every column from the same
+    replicates.
 
     Measured against simulated studies whose crowd erred with a known D
-    (tests/metrics/test_label_dependence_simulated.py): the truth's sign and about 0.7 of its size.
+    (tests/metrics/test_label_dependence_simulated.py): the truth's sign and about 0.7 of its size (about
+    half with 35% spammers).
     """
     matrix = np.asarray(values, dtype=np.float64)
     single = matrix.ndim == 1
@@ -838,9 +883,10 @@ def simulated_shift(
     is_query = items.notna().to_numpy()
     rows = items.fillna(0).to_numpy(dtype=np.int64)
     gold_truth = answers["item"].astype(str).map(gold).map(position).fillna(0).to_numpy(dtype=np.int64)
-    rates = _answer_rates(answers, confusion, labels)  # answers × true label × answer
     z = np.asarray(z, dtype=np.float64)
-    pi = dependent_posteriors(answers, confusion, probabilities, z, dependence, fitted).to_numpy(dtype=np.float64)
+    reading, rows_at_d = dependent_fit(answers, gold, probabilities, z, dependence, fitted)
+    pi = reading.to_numpy(dtype=np.float64)
+    rates = _answer_rates(answers, {**confusion, **rows_at_d}, labels)  # answers × true label × answer
     t, weighted = label_map(probabilities)
     every = np.arange(len(answers))
     answer_rates = {

@@ -230,10 +230,10 @@ DEPENDENCE_REPLICATES = 4
 
 def dependence_simulation(model, seed: int):
     """The shift as D is defined (:func:`metrics.label_uncertainty.simulated_shift`) for the batch's fitted
-    crowd (``model``: :class:`annotation.machine.label_probabilities.LabelModel`): the true labels of the
-    crowd's queries drawn from its answers read as erring with D
-    (:func:`metrics.label_uncertainty.dependent_posteriors`), its answers redrawn from the fitted rows,
-    refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows held as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
+    crowd (``model``: :class:`annotation.machine.label_probabilities.LabelModel`): the crowd refitted as
+    erring with D (:func:`metrics.label_uncertainty.dependent_fit`), true labels and answers redrawn from
+    that refit, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows held
+    as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
     import numpy as np
     import pandas as pd
 
