@@ -63,7 +63,8 @@ def _tool_shift(probabilities: pd.DataFrame, a: np.ndarray, b: np.ndarray, d: fl
     return float(lu.dependence_table(wide, probabilities, combined, "A", [d], simulate=simulate).iloc[0]["shift"])
 
 
-def _draws(base: cs.Crowd, name: str) -> pd.DataFrame:
+def _draws(base: cs.Crowd, name: str, on_independent: bool = True) -> pd.DataFrame:
+    """The studies' figures per D (``simulated_on_independent`` only with ``on_independent``: NaN else)."""
     rows = []
     for study in range(STUDIES):
         rng = np.random.default_rng(58_000 + study)
@@ -95,7 +96,9 @@ def _draws(base: cs.Crowd, name: str) -> pd.DataFrame:
                         b,
                         d,
                         dependence_simulation(LabelModel(independent, independent_fit, qids), study),
-                    ),
+                    )
+                    if on_independent
+                    else np.nan,
                     "tilt": _tool_shift(probabilities, a, b, d),
                     "tilt_on_independent": _tool_shift(independent, a, b, d),
                 }
@@ -118,7 +121,7 @@ def draws() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def heavy_draws() -> pd.DataFrame:
-    return _draws(cs.HEAVY, "heavy (35% spammers)")
+    return _draws(cs.HEAVY, "heavy (35% spammers)", on_independent=False)
 
 
 def _means(frame: pd.DataFrame, column: str) -> tuple[pd.Series, pd.Series]:
