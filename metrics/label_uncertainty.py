@@ -791,6 +791,8 @@ def dependent_fit(
     right = (given[:, None] == np.arange(k)[None, :]).astype(np.float64)  # answers × true label
     log_odds = np.zeros((len(workers), k))
     every = np.arange(len(frame))
+    counted = free[rows]  # the answers on the queries being estimated, and their rows among them
+    local = np.searchsorted(targets, rows[counted])
     for _ in range(DEPENDENT_ITERATIONS):
         weight = posteriors[rows]  # answers × true label
         shares = np.full((bands, k), BAND_SHARE_PRIOR)
@@ -812,9 +814,7 @@ def dependent_fit(
         p_right = 1.0 / (1.0 + np.exp(log_odds)[worker] * factor[:, None])  # answers × true label
         rate = np.where(right > 0, p_right, (1.0 - p_right) * wrong[worker, :, given][every])
         log_lik = np.zeros((len(targets), k))
-        local = np.searchsorted(targets, rows)
-        counted = free[rows]
-        np.add.at(log_lik, local[counted], np.log(np.maximum(rate[counted], 1e-300)))
+        np.add.at(log_lik, local, np.log(np.maximum(rate[counted], 1e-300)))
         log_post = log_lik + np.log(shares[band])
         new = np.exp(log_post - log_post.max(axis=1, keepdims=True))
         new /= new.sum(axis=1, keepdims=True)
