@@ -390,10 +390,11 @@ def dependence_text(result: LabelSensitivity) -> str:
         f"If labelling errors depend on the rankings (odds of a wrong label x exp(D*z), z = {result.baseline}'s "
         "standardised value): the label-corrected difference against it, its combined interval moved by the "
         "shift, and whether the interval excludes 0.",
-        "  The shift: the batch's answers redrawn from its fitted crowd with every answer's error odds x exp(D*z) "
-        "and without, refitted (mean of a few replicates). It asks what changes if the crowd, as fitted, erred "
-        "that way; a crowd that did is fitted as if it had not, and then the shift understates the move "
-        "(docs/metrics.md). Without a crowd fit, the label probabilities are tilted instead, which understates it more.",
+        "  The shift: the batch's crowd refitted as if it erred that way (label shares per band of z), true labels "
+        "and answers redrawn from that refit with every answer's error odds x exp(D*z) and without, refitted "
+        "(mean of a few replicates). On simulated crowds that erred so it has the truth's sign and about 0.7 of "
+        "its size, half with many spammers: a lower bound (docs/metrics.md). Without a crowd fit, the label "
+        "probabilities are tilted instead, which understates it more.",
         f"  {'run':<12} {'metric':<18} {'D':>6} {'difference':>11} {'shift':>9}  interval",
     ]
 

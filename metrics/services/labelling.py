@@ -230,9 +230,10 @@ DEPENDENCE_REPLICATES = 4
 
 def dependence_simulation(model, seed: int):
     """The shift as D is defined (:func:`metrics.label_uncertainty.simulated_shift`) for the batch's fitted
-    crowd (``model``: :class:`annotation.machine.label_probabilities.LabelModel`): its answers redrawn from
-    the fitted rows, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows
-    held as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
+    crowd (``model``: :class:`annotation.machine.label_probabilities.LabelModel`): the crowd refitted as
+    erring with D (:func:`metrics.label_uncertainty.dependent_fit`), true labels and answers redrawn from
+    that refit, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows held
+    as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
     import numpy as np
     import pandas as pd
 
@@ -268,7 +269,7 @@ def dependence_simulation(model, seed: int):
     def simulate(z: np.ndarray, differences: np.ndarray, dependence: float) -> np.ndarray:
         shift, _ = label_uncertainty.simulated_shift(
             answers, gold, crowd.confusion, table, z, differences, dependence, refit,
-            draws=DEPENDENCE_REPLICATES, seed=seed,
+            draws=DEPENDENCE_REPLICATES, seed=seed, fitted=rows,
         )  # fmt: skip
         return shift
 

@@ -1,5 +1,6 @@
 """The sensitivity check for ranking-dependent labelling errors (issue 40, item 2):
-:func:`metrics.label_uncertainty.dependence_table` on hand-computed cases."""
+:func:`metrics.label_uncertainty.dependence_table` on hand-computed cases, and the reading of a batch's
+answers as erring with D (:func:`metrics.label_uncertainty.dependent_fit`) against the model written out."""
 
 from __future__ import annotations
 
@@ -80,3 +81,65 @@ def test_tilt_keeps_rows_summing_to_one_and_certain_rows_certain():
     top = 1 / (1 + 0.4 / 0.6 * math.e)
     assert out.iloc[0, 0] == pytest.approx(top)
     assert out.iloc[0, 1] / out.iloc[0, 2] == pytest.approx(3.0)
+
+
+def test_dependent_fit_is_the_fixed_point_of_the_tilted_model_written_out():
+    """:func:`lu.dependent_fit` checked at its answer against the model written out here: (1) each band's class
+    shares are its queries' probabilities plus half a query per label (120 queries: two bands, under and over
+    the median z); (2) each query's probabilities are Bayes' rule with those shares and every answer's
+    probability under true label t: the returned row's θ(t, t) with its error odds × exp(D·z) when the answer
+    is t, the rest in the row's proportions of the wrong answers (D's definition); (3) each row is the MAP of
+    the tilted likelihood (score of its log odds 0 with 2 right and 1 wrong pseudo-answers; wrong proportions
+    = the expected wrong counts plus 1 per cell). A gold question is read untilted with its label, a ruled row
+    outside ``fitted`` keeps its probabilities and its answers count for the rows."""
+    labels = ["n", "f", "m", "o"]
+    rng = np.random.default_rng(7)
+    n, k, d = 120, len(labels), 1.3
+    qids = [f"q{i}" for i in range(n)]
+    truth = rng.integers(k, size=n)
+    z = rng.normal(size=n) + 0.5 * truth
+    answers = []
+    for w, accuracy in (("w1", 0.9), ("w2", 0.75), ("w3", 0.6)):
+        for q in range(n):
+            wrong_odds = (1 - accuracy) / accuracy * math.exp(d * z[q])
+            ok = rng.random() < 1 / (1 + wrong_odds)
+            answers.append((qids[q], w, labels[truth[q] if ok else (truth[q] + rng.integers(1, k)) % k]))
+        answers.append(("g0", w, "f" if w != "w3" else "m"))
+    answers = pd.DataFrame(answers, columns=["item", "worker", "label"])
+    gold = {"g0": "f"}
+    probabilities = pd.DataFrame(np.full((n, k), 1 / k), index=qids, columns=labels)
+    probabilities.loc[qids[-1]] = np.eye(k)[truth[-1]]  # a ruling, not fitted
+    fitted = qids[:-1]
+
+    got, rows = lu.dependent_fit(answers, gold, probabilities, z, d, fitted=fitted)
+    post = got.to_numpy()
+    assert got.loc[qids[-1]].tolist() == np.eye(k)[truth[-1]].tolist()
+    band = (z[: n - 1] > np.median(z[: n - 1])).astype(int)
+    shares = np.stack([post[: n - 1][band == b].sum(axis=0) + 0.5 for b in (0, 1)])
+    shares /= shares.sum(axis=1, keepdims=True)
+    likelihood = np.ones((n - 1, k))
+    score = {w: np.full(k, 1.0) - 3.0 * (1 - rows[w].to_numpy().diagonal()) for w in rows}
+    wrong_counts = {w: np.ones((k, k)) - np.eye(k) for w in rows}
+    for item, worker, given in answers.itertuples(index=False):
+        theta, g = rows[worker].to_numpy(), labels.index(given)
+        weights = np.eye(k)[labels.index(gold[item])] if item in gold else post[qids.index(item)]
+        factor = 1.0 if item in gold else math.exp(d * z[qids.index(item)])
+        for t in range(k):
+            odds = (1 - theta[t, t]) / theta[t, t] * factor
+            right = 1 / (1 + odds)
+            p = right if g == t else (1 - right) * theta[t, g] / (1 - theta[t, t])
+            score[worker][t] += weights[t] * ((g != t) - (1 - right))
+            if g != t:
+                wrong_counts[worker][t, g] += weights[t]
+            if item in fitted:
+                likelihood[qids.index(item), t] *= p
+    expected = likelihood * shares[band]
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(post[: n - 1], expected, atol=1e-4)
+    for w, theta in rows.items():
+        np.testing.assert_allclose(score[w], 0.0, atol=1e-3)
+        pattern = theta.to_numpy() * (1 - np.eye(k))
+        np.testing.assert_allclose(
+            pattern / pattern.sum(axis=1, keepdims=True), wrong_counts[w] / wrong_counts[w].sum(axis=1, keepdims=True),
+            atol=1e-4,
+        )  # fmt: skip

@@ -14,9 +14,11 @@ a batch's labels computes) and the true difference (mean of B − A over the tru
 The truth's move at D = mean over studies of (true − corrected at D) − (true − corrected at D = 0): how far
 the truth sits from the report because of the dependence. The tool's figure (``simulated``): the command's
 ``shift`` at D (``dependence_table`` with the service's :func:`metrics.services.labelling.dependence_simulation`,
-four replicate batches) on the study drawn with D = 0, the crowd erring as the label model assumes: the check
-asks what would change if it had not. Printed beside it, the posterior tilt that ``dependence_table`` falls back
-to without a crowd fit, on the study drawn with D (``tilt``) and with D = 0 (``tilt_on_independent``).
+four replicate batches) on the study whose crowd erred with that D (what the check is for: where the truth
+would stand if the batch's crowd erred so). Printed beside it: the same check on the study drawn with D = 0
+(``simulated_on_independent``: a crowd that did not err so, the check's premise false), and the posterior tilt
+that ``dependence_table`` falls back to without a crowd fit, on the study drawn with D (``tilt``) and with
+D = 0 (``tilt_on_independent``).
 
 Monte-Carlo error: the standard error of each mean over the studies (paired), printed with ``-s``.
 """
@@ -61,7 +63,8 @@ def _tool_shift(probabilities: pd.DataFrame, a: np.ndarray, b: np.ndarray, d: fl
     return float(lu.dependence_table(wide, probabilities, combined, "A", [d], simulate=simulate).iloc[0]["shift"])
 
 
-def _draws(base: cs.Crowd, name: str) -> pd.DataFrame:
+def _draws(base: cs.Crowd, name: str, on_independent: bool = True) -> pd.DataFrame:
+    """The studies' figures per D (``simulated_on_independent`` only with ``on_independent``: NaN else)."""
     rows = []
     for study in range(STUDIES):
         rng = np.random.default_rng(58_000 + study)
@@ -77,28 +80,35 @@ def _draws(base: cs.Crowd, name: str) -> pd.DataFrame:
             probabilities = fit.held_out.loc[qids, list(cs.LABELS)]
             if d == 0.0:
                 independent, independent_fit = probabilities, fit
-            # what the command computes: the service's simulation from the independently-erring study's fit
-            simulated = _tool_shift(
-                independent, a, b, d, dependence_simulation(LabelModel(independent, independent_fit, qids), study)
-            )
             rows.append(
                 {
                     "study": study,
                     "dependence": d,
                     "gap": true_difference - _corrected(probabilities, b - a),
-                    "tilt": _tool_shift(probabilities, a, b, d),
+                    # what the command computes on this study: the service's simulation from its own fit
+                    "simulated": _tool_shift(
+                        probabilities, a, b, d, dependence_simulation(LabelModel(probabilities, fit, qids), study)
+                    ),
                     # the same question asked of the study whose crowd erred independently (D = 0)
+                    "simulated_on_independent": _tool_shift(
+                        independent,
+                        a,
+                        b,
+                        d,
+                        dependence_simulation(LabelModel(independent, independent_fit, qids), study),
+                    )
+                    if on_independent
+                    else np.nan,
+                    "tilt": _tool_shift(probabilities, a, b, d),
                     "tilt_on_independent": _tool_shift(independent, a, b, d),
-                    # the parametric simulation from the independently-erring study's fitted model
-                    "simulated": simulated,
                 }
             )
     frame = pd.DataFrame(rows)
     at_zero = frame[frame["dependence"] == 0.0].set_index("study")["gap"]
     frame["truth_move"] = frame["gap"] - frame["study"].map(at_zero)
-    summary = frame.groupby("dependence")[["truth_move", "tilt", "tilt_on_independent", "simulated"]].agg(
-        ["mean", "sem"]
-    )
+    summary = frame.groupby("dependence")[
+        ["truth_move", "simulated", "simulated_on_independent", "tilt", "tilt_on_independent"]
+    ].agg(["mean", "sem"])
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(f"\n{STUDIES} studies of {QUERIES} queries, {name} crowd (mean, MC s.e.):\n{summary.round(4)}")
     return frame
@@ -111,7 +121,7 @@ def draws() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def heavy_draws() -> pd.DataFrame:
-    return _draws(cs.HEAVY, "heavy (35% spammers)")
+    return _draws(cs.HEAVY, "heavy (35% spammers)", on_independent=False)
 
 
 def _means(frame: pd.DataFrame, column: str) -> tuple[pd.Series, pd.Series]:
@@ -151,9 +161,11 @@ def test_the_posterior_tilt_moves_with_the_truth(draws):
 @pytest.mark.slow
 def test_the_simulated_shift_moves_with_the_truth(draws):
     """The command's shift (:func:`metrics.label_uncertainty.simulated_shift` as the service builds it from a
-    batch's fitted crowd) on the study whose crowd erred independently (the model's own assumption; the
-    counterfactual the check asks): same sign as the truth's move, and within a
-    quarter of it plus 3 Monte-Carlo standard errors (the studies' spread, which includes the replicates')."""
+    batch's fitted crowd) on the studies whose crowd truly erred with D: same sign as the truth's move, and
+    within a quarter of it plus 3 Monte-Carlo standard errors (the studies' spread, which includes the
+    replicates'). Measured (6 studies; mean, MC s.e.): the truth −0.0194 (0.0025) at D = 1 and −0.0566 (0.0032)
+    at D = 3, the shift −0.0137 (0.0015) and −0.0414 (0.0045); before the check refitted the crowd as erring
+    with D (:func:`metrics.label_uncertainty.dependent_fit`) it said −0.004 and +0.025 (docs/quality.md, item 5)."""
     move, move_se = _means(draws, "truth_move")
     simulated, simulated_se = _means(draws, "simulated")
     assert simulated[0.0] == 0.0
@@ -164,9 +176,30 @@ def test_the_simulated_shift_moves_with_the_truth(draws):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="on a crowd that did not err with D, the check (which reads the answers as if it had) has the wrong "
+    "sign at D = 3 (+0.014 against the truth's move −0.057 had the same truth been answered with D; "
+    "docs/metrics.md, 'The sensitivity check on one's own batch')",
+)
+def test_the_simulated_shift_on_an_independent_crowd_moves_with_the_truth(draws):
+    """The other counterfactual, held to the same standard: the check on the study drawn with D = 0 against the
+    move the truth makes when the same queries are answered with D. It fails at D = 3: the check's premise (this
+    crowd erred with D) is false there, and it reads the high-z answers as less trustworthy than they were."""
+    move, move_se = _means(draws, "truth_move")
+    simulated, simulated_se = _means(draws, "simulated_on_independent")
+    for d in (1.0, 3.0):
+        assert np.sign(simulated[d]) == np.sign(move[d]), (d, simulated[d], move[d])
+        tolerance = 0.25 * abs(move[d]) + 3 * float(np.hypot(move_se[d], simulated_se[d]))
+        assert abs(simulated[d] - move[d]) <= tolerance, (d, simulated[d], move[d], tolerance)
+
+
+@pytest.mark.slow
 def test_the_simulated_shift_keeps_the_sign_on_a_heavy_crowd(heavy_draws):
-    """On the heavy crowd (35% spammers) the shift keeps the truth's sign, at least 3 MC s.e. from 0, but
-    falls short of its size (a third: docs/metrics.md states it), so only the sign is held here."""
+    """On the heavy crowd (35% spammers) whose crowd erred with D, the shift keeps the truth's sign, at least
+    3 MC s.e. from 0, but falls short of its size (about half: docs/metrics.md states it), so only the sign is
+    held here. Measured (6 studies; mean, MC s.e.): the truth −0.0345 (0.0026) and −0.0584 (0.0040), the shift
+    −0.0169 (0.0025) and −0.0305 (0.0025)."""
     move, move_se = _means(heavy_draws, "truth_move")
     simulated, simulated_se = _means(heavy_draws, "simulated")
     for d in (1.0, 3.0):
