@@ -29,8 +29,10 @@ def figures_once():
     and per-query frames and the tables' cutoff only, not of the template or the report's row) drawn by
     the real code once per distinct input in the session, then the same bytes handed out again: a test
     that writes the bundle in three templates, or twice over, or a module that builds the same report
-    in several tests, draws its figures once. For tests where the figures' drawing is not what is
-    tested; a test of the bytes of two builds (reproducibility) must not use it."""
+    in several tests (``queries="q", runs="a,c", cutoffs="1,2"`` is built in three), draws its figures
+    once. Every PDF, caption and description handed out is the real code's for that input, so a test
+    reading them (fonts, words off the page, captions) reads what the bundle holds; a test comparing
+    the bytes of two builds (reproducibility) must not use it: it would compare the memo with itself."""
     from publishing.services import paper
 
     draw = paper._figures

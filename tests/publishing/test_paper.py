@@ -398,7 +398,7 @@ def test_page_link_and_api_give_the_zip_to_researchers_only(
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_bias_only_report_without_baseline(world):
+def test_bias_only_report_without_baseline(world, figures_once):
     """No qrels, no baseline: the tables say which columns are missing, carry no marks or p, cite no test."""
     call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="bare", verbosity=0)
     files = paper_files(Report.objects.get(name="bare"))
@@ -568,7 +568,7 @@ def test_escaped_names_keep_type1_fonts(tmp_path):
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_the_cutoff_figure_caption_says_what_is_drawn(world):
+def test_the_cutoff_figure_caption_says_what_is_drawn(world, figures_once):
     call_command("bias_report", queries="q", runs="a,c", cutoffs="2", bootstrap=20, name="one", verbosity=0)
     caption = paper_files(Report.objects.get(name="one"))["fig-cutoffs.tex"].decode()
     assert "at cutoff 2" in caption and "no band is drawn" in caption and "as bands" not in caption
