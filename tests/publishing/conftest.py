@@ -38,7 +38,10 @@ def figures_once():
     draw = paper._figures
 
     def once(report, summary, per_query, cutoff):
-        key = (_frame_digest(summary), _frame_digest(per_query), cutoff)
+        # The report's own choices a figure could one day follow (its runs' order, its baseline) are in
+        # the key too; its name and primary key are not (the same study built under another name shares).
+        baseline = report.baseline.name if report.baseline_id else None
+        key = (_frame_digest(summary), _frame_digest(per_query), cutoff, tuple(report.run_order or ()), baseline)
         if key not in _DRAWN:
             _DRAWN[key] = draw(report, summary, per_query, cutoff)
         return list(_DRAWN[key])
