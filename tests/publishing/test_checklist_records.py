@@ -100,15 +100,29 @@ def test_the_registry_reads_each_labellers_declaration():
 
 
 @pytest.mark.slow
-def test_a_language_models_kept_labels_are_declared(db):
+def test_a_language_models_kept_labels_are_declared_and_the_card_says_per_query_who_saw_it(db):
     batch, routing = _machine_first(ChatMachine(), "llm")
     assert routing.labeller == "test-chat" and _kept(routing) > 0  # the records: an LLM's labels are kept
-    _, items = _items(batch)
+    facts, items = _items(batch)
     assert _llm_answers(items) == ("Yes", "Yes", "Yes")
     for key in ("E", "E1", "16"):
         assert items[key].section and items[key].text.startswith(f"In {items[key].section}: ")
         assert "test-chat-model" in items[key].text
         assert f"test-chat (a language model; {_kept(routing)} labels kept)" in items[key].text
+    # The same batch's dataset card says per query who saw it (one machine-first study built for both).
+    queries = batch.queries.filter(is_gold=False).count()
+    # Who saw which query, from the judgments themselves (the batch's and its crowd batches').
+    parts = [batch.pk, *Batch.objects.filter(parent=batch).values_list("pk", flat=True)]
+    seen = set(
+        Judgment.objects.filter(batch_query__batch__in=parts, batch_query__is_gold=False).values_list(
+            "batch_query__qid", flat=True
+        )
+    )
+    assert 0 < len(seen) < queries and _kept(routing) > 0
+    text = statements.protocol(facts)
+    assert "Each query was shown" not in text
+    assert f"{len(seen)} of the {queries} queries were shown to people" in text
+    assert f"the other {queries - len(seen)} were shown to no one" in text
 
 
 @pytest.mark.slow
@@ -199,22 +213,3 @@ def test_an_in_house_reward_is_nominal_the_same_way_in_methods_card_and_checklis
     methods = annotation_paragraph(facts, {})
     assert f"with a nominal reward of {reward} USD per task, which the platform does not pay" in methods
     assert f"paid {reward} USD" not in methods
-
-
-@pytest.mark.slow
-def test_the_card_says_per_query_who_saw_it(db):
-    batch, routing = _machine_first(ChatMachine(), "percard")
-    facts = annotation_selectors.study_facts(batch)
-    queries = batch.queries.filter(is_gold=False).count()
-    # Who saw which query, from the judgments themselves (the batch's and its crowd batches').
-    parts = [batch.pk, *Batch.objects.filter(parent=batch).values_list("pk", flat=True)]
-    seen = set(
-        Judgment.objects.filter(batch_query__batch__in=parts, batch_query__is_gold=False).values_list(
-            "batch_query__qid", flat=True
-        )
-    )
-    assert 0 < len(seen) < queries and _kept(routing) > 0
-    text = statements.protocol(facts)
-    assert "Each query was shown" not in text
-    assert f"{len(seen)} of the {queries} queries were shown to people" in text
-    assert f"the other {queries - len(seen)} were shown to no one" in text

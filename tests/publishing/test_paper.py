@@ -185,7 +185,7 @@ def test_given_queries_bundle_cites_what_it_uses(judged):
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_path):
+def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_path, figures_once):
     """A report on the query set a batch's export registered is described by that batch's facts,
     each figure as ``study_facts`` gives it."""
     export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
@@ -220,7 +220,7 @@ def test_methods_state_the_batchs_facts_for_a_report_on_its_export(batch, tmp_pa
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_report_on_a_batch_uses_its_combined_marks_and_cites_dawid_skene(batch, world):
+def test_report_on_a_batch_uses_its_combined_marks_and_cites_dawid_skene(batch, world, figures_once):
     from metrics import services
     from pooling.models import Run
 
@@ -296,7 +296,7 @@ needs_pdflatex = pytest.mark.skipif(
 @needs_pdflatex
 @pytest.mark.slow
 @pytest.mark.django_db
-def test_command_writes_a_bundle_that_compiles(judged, tmp_path):
+def test_command_writes_a_bundle_that_compiles(judged, tmp_path, figures_once):
     build(baseline="a")
     out = io.StringIO()
     call_command("paper", "tab", out=str(tmp_path / "bundle"), stdout=out)
@@ -315,7 +315,7 @@ def test_command_writes_a_bundle_that_compiles(judged, tmp_path):
 @needs_pdflatex
 @pytest.mark.slow
 @pytest.mark.django_db
-def test_bundles_of_an_annotated_study_compile(batch, tmp_path):
+def test_bundles_of_an_annotated_study_compile(batch, tmp_path, figures_once):
     """On the set the batch's export registered, and on the batch's labels (with the labels' table)."""
     export_queries(batch, "non-gendered", tmp_path / "ng.tsv", as_query_set="ng")
     call_command("bias_report", queries="ng", runs="a,c", cutoffs="1,2", bootstrap=20, name="ng-rep", verbosity=0)
@@ -347,7 +347,7 @@ def test_command_refuses_a_folder_that_is_not_a_bundle(judged, tmp_path):
 @pytest.mark.django_db
 @pytest.mark.slow
 def test_page_link_and_api_give_the_zip_to_researchers_only(
-    judged, client, django_user_model, django_capture_on_commit_callbacks, monkeypatch
+    judged, client, django_user_model, django_capture_on_commit_callbacks, monkeypatch, figures_once
 ):
     """The zip is built once, in a background job (the request only starts it: 202 with the job from
     the API, the job's page from the site), then served as a file on every download."""
@@ -398,7 +398,7 @@ def test_page_link_and_api_give_the_zip_to_researchers_only(
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_bias_only_report_without_baseline(world):
+def test_bias_only_report_without_baseline(world, figures_once):
     """No qrels, no baseline: the tables say which columns are missing, carry no marks or p, cite no test."""
     call_command("bias_report", queries="q", runs="a,c", cutoffs="1,2", bootstrap=20, name="bare", verbosity=0)
     files = paper_files(Report.objects.get(name="bare"))
@@ -412,7 +412,7 @@ def test_bias_only_report_without_baseline(world):
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_out_replaces_only_its_own_bundle(judged, tmp_path, monkeypatch):
+def test_out_replaces_only_its_own_bundle(judged, tmp_path, monkeypatch, figures_once):
     """A folder holding a ``main.tex`` of the researcher's is not a bundle: refused, the files named
     and kept. An earlier bundle (its ``.paper-bundle`` marker) with LaTeX's build outputs is replaced;
     one holding anything else is refused; ``--out .`` is refused."""
@@ -463,7 +463,7 @@ def test_out_replaces_only_its_own_bundle(judged, tmp_path, monkeypatch):
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, monkeypatch):
+def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, monkeypatch, figures_once):
     report = build()
     bundle = write_paper_bundle(report, tmp_path / "bundle")
     before = {path.name: path.read_bytes() for path in bundle.iterdir()}
@@ -484,7 +484,7 @@ def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, mo
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_the_bundle_reads_the_per_query_file_once(judged, monkeypatch):
+def test_the_bundle_reads_the_per_query_file_once(judged, monkeypatch, figures_once):
     """Three tables and the figures from one read of each stored file (a large report's file is read
     in seconds; the old bundle read it four times)."""
     report = build(baseline="a")
@@ -497,7 +497,7 @@ def test_the_bundle_reads_the_per_query_file_once(judged, monkeypatch):
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_methods_say_when_the_labels_changed_after_the_report(batch, tmp_path, django_user_model):
+def test_methods_say_when_the_labels_changed_after_the_report(batch, tmp_path, django_user_model, figures_once):
     """A ruling after the export (or after a report on the batch's labels) changes the batch's facts
     but not the report: methods.tex says so (a comment and a sentence) and the command warns."""
     from annotation.quality.services.adjudication import adjudicate
@@ -524,7 +524,7 @@ def test_methods_say_when_the_labels_changed_after_the_report(batch, tmp_path, d
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_methods_state_the_effectiveness_rule_the_report_was_built_with(judged):
+def test_methods_state_the_effectiveness_rule_the_report_was_built_with(judged, figures_once):
     """A report built before unreturned judged queries counted as 0 (``unreturned`` null) left them out."""
     report = build()
     assert "a judged query a run did not return counts as 0" in paper_files(report)["methods.tex"].decode()
@@ -568,7 +568,7 @@ def test_escaped_names_keep_type1_fonts(tmp_path):
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_the_cutoff_figure_caption_says_what_is_drawn(world):
+def test_the_cutoff_figure_caption_says_what_is_drawn(world, figures_once):
     call_command("bias_report", queries="q", runs="a,c", cutoffs="2", bootstrap=20, name="one", verbosity=0)
     caption = paper_files(Report.objects.get(name="one"))["fig-cutoffs.tex"].decode()
     assert "at cutoff 2" in caption and "no band is drawn" in caption and "as bands" not in caption
