@@ -24,6 +24,11 @@ TEST_ENVIRONMENT = {
     # Without a broker a Job runs at the commit, in the test's thread, so a test can assert on it
     # at once; tests of the background threads (tests/core/jobs/test_local_jobs.py) switch it back.
     "JOB_LOCAL_RUNNER": "inline",
+    # All of the site's calls to Prolific start at most 10 a second by default, evenly spread: each call
+    # to the tests' fake Prolific waited its 0.1 s turn (issue 55: 164 calls, 12.8 s idle in
+    # test_prolific_webhooks alone). The tests of the pace set it themselves (test_prolific_arrivals_hostile:
+    # 5 a second in-process, 10 for its gunicorn).
+    "PROLIFIC_API_CALLS_PER_SECOND": "1000",
 }
 
 for _name, _value in TEST_ENVIRONMENT.items():

@@ -161,10 +161,14 @@ def test_sweep_jobs_command_reports_what_it_sent(batch, settings, capsys):
 def unreachable_broker():
     """A real (non-eager) Celery configuration whose broker refuses connections."""
     conf = app.conf
-    saved = {key: conf[key] for key in ("task_always_eager", "broker_url", "task_publish_retry_policy")}
+    keys = ("task_always_eager", "broker_url", "task_publish_retry_policy", "broker_transport_options")
+    saved = {key: conf[key] for key in keys}
     conf.task_always_eager = False
     conf.broker_url = "redis://127.0.0.1:9/0"
-    conf.task_publish_retry_policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0}
+    once = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0}
+    conf.task_publish_retry_policy = once
+    # The sweeper's connection retries by the transport's options: kombu's default waited 1 s six times.
+    conf.broker_transport_options = {**(conf.broker_transport_options or {}), **once}
     _forget_connections()
     yield
     for key, value in saved.items():

@@ -9,7 +9,8 @@ in by itself, the check honours each 429's ``Retry-After``, a failure delays onl
 link (issue 41: no pause for everyone), what Prolific refused is remembered, and new checks
 stay within the per-client and per-study rates and the pace of all calls. The flood test
 runs the site as deployed (gunicorn, gthread, few threads) and shows a login from another
-client answered in normal time while the flood is in flight.
+client answered while the flood is in flight. No assertion reads a clock (issue 55): an arrival that
+waited for its check is seen by its answer (the check's failure, not "check under way").
 """
 
 from __future__ import annotations
@@ -45,11 +46,10 @@ from tests.platforms.prolific.test_prolific import (  # noqa: F401
 
 TIMEOUT = 0.5  # PROLIFIC_ARRIVAL_TIMEOUT_SECONDS in these tests
 DEADLINE = 2.0  # PROLIFIC_ARRIVAL_DEADLINE_SECONDS
-#: How long a bounded arrival may take on a busy test machine (the old one took 15.5 s or more).
-PROMPT = TIMEOUT + 1.5
-#: A login page while a flood is in flight, on a busy 2-core test machine (measured: about 1 s at
-#: worst, when every thread has just taken an arrival that waits the 0.5 s timeout; before: timed out).
-NORMAL_TIME = 3.0
+#: Storms whose check ends at its first call (a Retry-After past the deadline; an answer of the wrong
+#: shape, which no retry mends): the request's short wait sees the check's failure. Every other storm's
+#: check asks again or waits until its deadline, long after the request's wait.
+ENDS_AT_ONCE = ("throttle:30", "garbled")
 WAITING = (202, 503)  # the page that waits: a check under way, or none begun yet
 REFRESH = re.compile(rb'<meta http-equiv="refresh" content="(\d+)">')
 
@@ -138,20 +138,23 @@ def test_an_arrival_while_prolific_misbehaves_answers_at_once_and_pauses_nobody(
     _publish(batch, provider)
     session, _ = server.start(batch.hit_type_id, hexid("PID1"))
     server.standing["get_submission"] = storm
-    first, took = _arrive(client_class(), batch, hexid("PID1"), session)
-    assert took < PROMPT, f"{storm}: the arrival waited {took:.1f} s"
+    first, _ = _arrive(client_class(), batch, hexid("PID1"), session)
     _waits(first)
+    checking = _Link(batch.hit_type_id, hexid("PID1"), session).key("checking")
+    if storm in ENDS_AT_ONCE:  # the check's one call failed at once: its outcome is the answer
+        assert first.status_code == 503 and _asks(server) == 1, f"{storm}: {first.status_code}"
+    else:  # answered while the check still runs (it lasts until its deadline): the request never waited for it
+        assert first.status_code == 202 and shared_cache().get(checking) is not None, f"{storm}: {first.status_code}"
     if storm == "throttle:30":  # Prolific's Retry-After is past the deadline: the check ends and it is honoured
         assert first.status_code == 503 and first["Retry-After"] == "30" and _asks(server) == 1
-    checking = _Link(batch.hit_type_id, hexid("PID1"), session).key("checking")
     ends = time.monotonic() + DEADLINE + 1
     while shared_cache().get(checking) is not None and time.monotonic() < ends:
         time.sleep(0.05)
     assert shared_cache().get(checking) is None, f"{storm}: the check outlived its deadline"
     asked = _asks(server)
-    again, took = _arrive(client_class(), batch, hexid("PID1"), session)
+    again, _ = _arrive(client_class(), batch, hexid("PID1"), session)
     assert again.status_code == 503 and _waits(again) >= 1
-    assert took < NORMAL_TIME and _asks(server) == asked  # the link's failure is remembered: not asked again
+    assert _asks(server) == asked  # the link's failure is remembered: not asked again, nothing to wait for
     other, _ = _arrive(client_class(), batch, hexid("SYBIL2"), hexid("made-up-2"))
     _waits(other)
     ends = time.monotonic() + DEADLINE + 1
@@ -451,11 +454,18 @@ def test_the_client_key_is_an_ipv4_address_or_an_ipv6_64():
     assert client_key("") == ""  # no address: counted together, as before
 
 
-def test_new_sessions_checked_per_study_are_limited(server, provider, batch, client_class, settings):
+def test_new_sessions_checked_per_study_are_limited(server, provider, batch, client_class, settings, monkeypatch):
+    from types import SimpleNamespace
+
+    from core.services import ratelimit
+
     settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = 2
     _publish(batch, provider)
-    if time.time() % 60 > 40:  # the window is a calendar minute (core.services.ratelimit): start inside one
-        time.sleep(60.5 - time.time() % 60)
+    # The window is a calendar minute (core.services.ratelimit): its clock stands 10 s into one, so the
+    # four arrivals are counted in the same window (before, the test waited for the next minute when
+    # less than 20 s of this one were left: 6.7 s a run on average, up to 20 s).
+    minute = (time.time() // 60 + 1) * 60
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: minute + 10.0))
     codes = [
         _arrive(client_class(), batch, hexid(f"SYBIL{i}"), hexid(f"made-up-{i}"), REMOTE_ADDR=f"10.0.1.{i}")[0]
         for i in range(4)
@@ -491,6 +501,7 @@ def test_genuine_participants_get_in_once_the_storm_passes(server, provider, bat
 # -- (b) a flood against the site as deployed -----------------------------------------------------
 ROOT = Path(__file__).resolve().parents[3]
 WORKERS, THREADS = 2, 2
+PACE = 10  # PROLIFIC_API_CALLS_PER_SECOND's default
 
 
 def _free_port() -> int:
@@ -501,17 +512,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _get(port: int, path: str, *, source: str = "127.0.0.1", timeout: float = 60) -> tuple[int, float, str]:
-    """One GET from ``source`` (any 127.x address is this machine: a client of its own); (status, seconds, Retry-After)."""
-    started = time.monotonic()
+def _get(port: int, path: str, *, source: str = "127.0.0.1", timeout: float = 60) -> tuple[int, str]:
+    """One GET from ``source`` (any 127.x address is this machine: a client of its own); (status, Retry-After)."""
     site = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(source, 0))
     try:
         site.request("GET", path)
         answer = site.getresponse()
         answer.read()
-        return answer.status, time.monotonic() - started, answer.getheader("Retry-After") or ""
+        return answer.status, answer.getheader("Retry-After") or ""
     except OSError:
-        return 0, time.monotonic() - started, ""
+        return 0, ""
     finally:
         site.close()
 
@@ -521,6 +531,10 @@ def site(transactional_db, server, tmp_path, settings):
     """gunicorn with the shipped configuration (WORKERS x THREADS), on this test's database, pointed at ``server``."""
     import subprocess
 
+    # The shipped pace, which the flood asserts (the suite's is faster), here and in gunicorn alike: the
+    # pace's hint is a slot number at one rate (core.services.ratelimit.reserve_start), so a hint left at
+    # the suite's rate (the database is gunicorn's too) would leave gunicorn no free start for minutes.
+    settings.PROLIFIC_API_CALLS_PER_SECOND = PACE
     env = {
         **os.environ,
         "VAR_DIR": str(tmp_path / "var"),
@@ -529,12 +543,16 @@ def site(transactional_db, server, tmp_path, settings):
         "PROLIFIC_ARRIVAL_TIMEOUT_SECONDS": str(TIMEOUT),
         "PROLIFIC_ARRIVAL_DEADLINE_SECONDS": str(DEADLINE),
         "PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE": "5",
+        "PROLIFIC_API_CALLS_PER_SECOND": str(PACE),
         "JOB_LOCAL_RUNNER": "threads",  # as deployed: the suite's "inline" would check in the request
         "GUNICORN_TIMEOUT": "120",
     }
     state = {"env": env, "port": _free_port(), "log": tmp_path / "gunicorn.log"}
 
     def start(workers: int = WORKERS, threads: int = THREADS):
+        # No memory of earlier tests: the shared cache's table is no model's, so a transactional test's
+        # rows outlive its flush (a pace hint at the suite's rate left gunicorn's calls no free start).
+        shared_cache().clear()
         if connection.vendor == "sqlite":  # the in-memory test database, copied to a file gunicorn opens
             path = tmp_path / "site.sqlite3"
             path.unlink(missing_ok=True)
@@ -554,23 +572,27 @@ def site(transactional_db, server, tmp_path, settings):
                 args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
         deadline = time.monotonic() + 60
-        while _get(state["port"], "/accounts/login/", timeout=5)[0] != 200:
-            assert state["process"].poll() is None and time.monotonic() < deadline, state["log"].read_text()[-3000:]
+        while (up := _get(state["port"], "/accounts/login/", timeout=5)[0]) != 200:
+            if state["process"].poll() is not None or time.monotonic() > deadline:
+                break
             time.sleep(0.2)
+        assert up == 200, state["log"].read_text()[-3000:]
         return state["port"]
 
-    state["start"] = start
-    yield state
-    process = state.get("process")
-    if process is not None:
+    def stop() -> None:
+        """The master and its workers killed at once (the process group): what the test asserts is
+        answered by then, and a graceful stop (SIGTERM) waited about 3.5 s a time, a quick one
+        (SIGQUIT) longer still, for the workers' check threads (issue 55: idle time)."""
         import signal
 
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
+        process = state.get("process")
+        if process is not None and process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
+
+    state["start"], state["stop"] = start, stop
+    yield state
+    stop()
 
 
 @pytest.mark.slow
@@ -578,8 +600,9 @@ def site(transactional_db, server, tmp_path, settings):
 def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_answering(server, provider, batch, site):
     """gunicorn 2 workers x 2 threads; Prolific answers every session check with 429 and
     Retry-After 30, then with a 5 s wait. 60 made-up arrivals from 30 client addresses, 12
-    at a time, while another client logs in: every login page is answered in normal time,
-    every arrival gets the page that waits at once (202 or 503), each link's check asks
+    at a time, while another client logs in: login pages are answered while the flood is in flight,
+    every arrival gets the page that waits (202 or 503) without waiting for its check (with a 5 s
+    Prolific: "check under way", never the check's failure), each link's check asks
     Prolific once (the 429's Retry-After is past the deadline) or twice (each attempt at a
     5 s answer times out at half the deadline), and the calls of both workers together start
     within the shared pace (10 a second). A client sending 8 arrivals is limited across both
@@ -589,7 +612,7 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
     port = site["start"]()
     path = reverse("annotation:prolific-start", args=[batch.name])
 
-    def made_up(i: int) -> tuple[int, float, str]:
+    def made_up(i: int) -> tuple[int, str]:
         query = urlencode(
             {"PROLIFIC_PID": hexid(f"SYBIL{i}"), "STUDY_ID": batch.hit_type_id, "SESSION_ID": hexid(f"made-up-{i}")}
         )
@@ -601,18 +624,22 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
         calls_before = len(server.call_times)
         with ThreadPoolExecutor(12) as pool:
             flood = [pool.submit(made_up, i) for i in range(60)]
-            logins = []
+            logins, during = [], 0  # the login pages, and how many came back with arrivals still unanswered
             while not all(f.done() for f in flood) or len(logins) < 3:
                 logins.append(_get(port, "/accounts/login/"))
+                during += not all(f.done() for f in flood)
                 time.sleep(0.05)
             results = [f.result() for f in flood]
-        statuses = {status for status, _, _ in results}
+        statuses = {status for status, _ in results}
         assert statuses <= set(WAITING), f"{storm}: {statuses}"
-        slowest_arrival = max(seconds for _, seconds, _ in results)
-        slowest_login = max(seconds for _, seconds, _ in logins)
-        assert all(status == 200 for status, _, _ in logins), logins
-        assert slowest_login < NORMAL_TIME, f"{storm}: a login waited {slowest_login:.2f} s during the flood"
-        assert slowest_arrival < PROMPT + TIMEOUT, f"{storm}: an arrival waited {slowest_arrival:.2f} s"
+        assert all(status == 200 for status, _ in logins), logins
+        assert during >= 1, f"{storm}: no login page came back while the flood was in flight"
+        if storm.startswith("slow"):
+            # Prolific holds every call 5 s, past the check's deadline: a request that waited for its
+            # check would carry the check's failure (503 and the refresh time). Every arrival answered
+            # "check under way" (202), or 503 with the view's 5 s where the database was busy.
+            waited = [r for r in results if r[0] != 202 and r != (503, "5")]
+            assert not waited, f"{storm}: arrivals that waited for their check: {waited}"
         ends = time.monotonic() + DEADLINE + 1  # the checks still under way end by their deadline
         while time.monotonic() < ends:
             time.sleep(0.1)
@@ -620,8 +647,7 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
         times = [at for name, at in server.call_times[calls_before:] if name == "get_submission"]
         assert max(sum(1 for t in times if start <= t < start + 1) for start in times) <= 10 + 2
         if connection.vendor == "sqlite":
-            site["process"].terminate()  # start again on a fresh copy: no link's memory carried over
-            site["process"].wait(20)
+            site["stop"]()  # start again on a fresh copy: no link's memory carried over
             site["start"]()
 
     # One client past its rate, whichever worker serves it: the count is shared between them.
@@ -638,27 +664,25 @@ def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_an
         )
         for i in range(8)
     ]
-    assert [status for status, _, _ in one_client].count(429) == 3, one_client
+    assert [status for status, _ in one_client].count(429) == 3, one_client
 
     # The storm passes: a genuine participant gets in.
     del server.standing["get_submission"]
     if connection.vendor == "sqlite":
-        site["process"].terminate()
-        site["process"].wait(20)
+        site["stop"]()
         site["start"]()
     _session, url = server.start(batch.hit_type_id, hexid("PIDREAL"))
     parts = url.split("/", 3)[3]
     # At once, or (where the flood's waits ran out in this process, so no request waits for a
     # check until one answers in time again: PostgreSQL keeps its site running) by the waiting
     # page's own refreshes, as the participant's browser follows them: within two of them.
-    status, waited, retry_after = _get(port, f"/{parts}", source="127.0.200.1")
+    status, retry_after = _get(port, f"/{parts}", source="127.0.200.1")
     refreshes = 0
     while status in WAITING and refreshes < 2:
-        pause = int(retry_after)
-        time.sleep(pause)
-        status, seconds, retry_after = _get(port, f"/{parts}", source="127.0.200.1")
-        waited, refreshes = waited + pause + seconds, refreshes + 1
-    assert status == 302 and waited < PROMPT + 2 * 2, (status, waited, refreshes)
+        time.sleep(int(retry_after))
+        status, retry_after = _get(port, f"/{parts}", source="127.0.200.1")
+        refreshes += 1
+    assert status == 302, (status, refreshes)  # at once or within two of the waiting page's refreshes
     log = site["log"].read_text()
     assert "Traceback" not in log, log[-3000:]
 

@@ -28,6 +28,7 @@ from collections import Counter
 from contextlib import contextmanager
 
 import pytest
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
@@ -534,10 +535,12 @@ def test_with_every_delivery_refused_polling_is_back_at_the_short_interval_at_th
     assert not status.active and status.interval == short and status.refused == "bad_signature"
     assert status.sentence.startswith("Polling every 5 min: a delivery was refused (bad signature) ")
     # The next poll: the short interval (the batch, last re-read by p1's event, is re-read once that is past);
-    # its reconciliation adopts the workspace's new secret.
-    later = timezone.now() + timezone.timedelta(seconds=short + 1)
+    # its reconciliation adopts the workspace's new secret. The past re-reads are moved back past the interval
+    # rather than the poll forward (now=): the recovery's re-read below is dated by the real clock, and with a
+    # poll dated ahead it counted as recent only if the poll's own calls to Prolific took over a second.
+    Job.objects.update(created=F("created") - timezone.timedelta(seconds=short + 1))
     with quietly(hooked):
-        result = poll_prolific(now=later)
+        result = poll_prolific()
     assert (result.interval, result.webhooks_active) == (short, False)
     # The refused deliveries are in Prolific's event log as failed: recovered from it (issue 56), they
     # re-read the batch; the interval's re-read is then not needed.
