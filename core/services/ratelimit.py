@@ -87,9 +87,13 @@ def reserve_start(key: str, per_second: float, within: float, *, now: float | No
     seconds to wait before starting the call, or ``None`` when no start is free within ``within``
     seconds (nothing is claimed then).
 
-    The slots already claimed are skipped with a hint (the slot after the last one claimed),
-    so a claim costs a read, an ``add`` and a write, plus one ``add`` per claim made at the same
-    instant; a stale hint only costs a few more ``add`` calls, never a second call in a slot.
+    The slots already claimed are skipped with a hint (the time the slot after the last one claimed
+    begins), so a claim costs a read, an ``add`` and a write, plus one ``add`` per claim made at the
+    same instant; a stale hint only costs a few more ``add`` calls, never a second call in a slot.
+    The hint is a time, not a slot's number, and the slots are numbered per rate: processes that
+    still run at a rate since changed (``PROLIFIC_API_CALLS_PER_SECOND`` lowered, say) read each
+    other's hint as the moment it is, where a number counted at another rate sent the others far
+    past their window, refusing every call until the hint expired.
     """
     now = time.time() if now is None else now
     width = 1.0 / per_second
@@ -97,11 +101,14 @@ def reserve_start(key: str, per_second: float, within: float, *, now: float | No
     last = math.floor((now + within) / width)
     cache = shared_cache()
     hint_key = f"pace:{key}:next"
-    slot = max(first, cache.get(hint_key) or first)
+    hinted = cache.get(hint_key)
+    # The first slot that begins at or after the hint (less a nanosecond: (n + 1) · width / width may
+    # come out a hair over n + 1).
+    slot = max(first, math.ceil(hinted / width - 1e-9)) if isinstance(hinted, float) else first
     while slot <= last:
         # Kept a little past the slot's end: a slot is claimed once, even by a clock a second behind.
-        if cache.add(f"pace:{key}:{slot}", 1, timeout=math.ceil((slot + 1) * width - now) + 2):
-            cache.set(hint_key, slot + 1, timeout=_HINT_SECONDS)
+        if cache.add(f"pace:{key}:{per_second!r}:{slot}", 1, timeout=math.ceil((slot + 1) * width - now) + 2):
+            cache.set(hint_key, (slot + 1) * width, timeout=_HINT_SECONDS)
             return max(0.0, slot * width - now)
         slot += 1
     return None

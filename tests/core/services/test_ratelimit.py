@@ -41,6 +41,19 @@ def test_a_slot_in_the_past_is_never_claimed_and_a_free_one_now_is_taken_at_once
     assert reserve_start("p", 10, 1, now=260.05) == pytest.approx(0.05)  # the slot of 260.0 is taken
 
 
+def test_processes_at_a_rate_since_changed_still_find_the_next_start():
+    """One process paces ``p`` at 1,000 calls a second, another (its setting since lowered) at 10: each
+    claims a start within its window, at or after the starts the other claimed, never one refused for
+    the other's count of slots (before: the hint, slot 100,002 at 1,000 a second, read at 10 a second
+    was 10,000 s ahead, so every call at 10 a second was refused until the hint expired)."""
+    fast = [reserve_start("p", 1000, 1, now=100.0) for _ in range(3)]
+    assert fast == pytest.approx([0.0, 0.001, 0.002])
+    slow = reserve_start("p", 10, 1, now=100.0)
+    assert slow is not None and slow == pytest.approx(0.1)  # the first slot of 0.1 s at or after 100.003
+    assert reserve_start("p", 1000, 1, now=100.0) == pytest.approx(0.2)  # the hint moves past the slow one's
+    assert reserve_start("p", 10, 1, now=100.0) == pytest.approx(0.3)
+
+
 CLAIMS = """
 import json, sys, time
 import django
