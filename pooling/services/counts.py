@@ -62,11 +62,7 @@ def document_counts_for(
     cached = pl.read_parquet(cache) if cache.exists() else None
     if cached is None and not len(wanted):
         return pl.DataFrame(schema=mag.COUNT_SCHEMA)
-    if cached is None:
-        missing = wanted
-    else:
-        complete = cached if not lengths else cached.filter(pl.col("length").is_not_null())
-        missing = wanted.to_frame().join(complete.select("docid"), on="docid", how="anti")["docid"]
+    missing = _missing(cached, wanted, lengths)
     if not len(missing):
         return cached.join(wanted.to_frame(), on="docid", how="semi")
     path = _check_unchanged(collection)
@@ -77,12 +73,9 @@ def document_counts_for(
         else:  # just the passages' bytes, found in the index
             fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress.update_to, lengths=lengths)
     if cached is None:  # the first counts of this (collection, word list, tokenizer): all were asked for
-        write_parquet_atomic(fresh, cache, compression="lz4")
+        _store(cache, None, fresh)
         return fresh
-    kept = cached.join(fresh.select("docid"), on="docid", how="anti")  # a row without its length is replaced
-    cached = pl.concat([kept, fresh])
-    write_parquet_atomic(cached, cache, compression="lz4")
-    return cached.join(wanted.to_frame(), on="docid", how="semi")
+    return _store(cache, cached, fresh).join(wanted.to_frame(), on="docid", how="semi")
 
 
 def count_ahead(
@@ -108,12 +101,7 @@ def count_ahead(
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
     caches = {tokenizer: _cache_path(collection, wordlist, tokenizer) for tokenizer in tokenizers}
     cached = {tokenizer: pl.read_parquet(path) if path.exists() else None for tokenizer, path in caches.items()}
-    missing = {
-        tokenizer: wanted
-        if rows is None
-        else wanted.to_frame().join(rows.select("docid"), on="docid", how="anti")["docid"]
-        for tokenizer, rows in cached.items()
-    }
+    missing = {tokenizer: _missing(rows, wanted, lengths=False) for tokenizer, rows in cached.items()}
     union = pl.concat(list(missing.values())).unique() if missing else wanted.head(0)
     if not len(union):
         return
@@ -127,8 +115,28 @@ def count_ahead(
         fresh = mag.document_counts_at_each(path, spans, wordlist, tokenizers, progress.update_to, lengths=False)
     for tokenizer in tokenizers:
         counts = fresh[tokenizer].join(missing[tokenizer].to_frame(), on="docid", how="semi")
-        rows = counts if cached[tokenizer] is None else pl.concat([cached[tokenizer], counts])
-        write_parquet_atomic(rows, caches[tokenizer], compression="lz4")
+        _store(caches[tokenizer], cached[tokenizer], counts)
+
+
+def _missing(cached: pl.DataFrame | None, wanted: pl.Series, lengths: bool) -> pl.Series:
+    """The docids of ``wanted`` the cache cannot answer: not in it, or (``lengths``) in it without their length."""
+    import polars as pl
+
+    if cached is None:
+        return wanted
+    complete = cached if not lengths else cached.filter(pl.col("length").is_not_null())
+    return wanted.to_frame().join(complete.select("docid"), on="docid", how="anti")["docid"]
+
+
+def _store(cache: Path, cached: pl.DataFrame | None, fresh: pl.DataFrame) -> pl.DataFrame:
+    """The cache's rows with ``fresh`` in (a row counted again, e.g. now with its length, replaces the
+    older one), written atomically: the one writer of the counts cache."""
+    import polars as pl
+
+    if cached is not None:
+        fresh = pl.concat([cached.join(fresh.select("docid"), on="docid", how="anti"), fresh])
+    write_parquet_atomic(fresh, cache, compression="lz4")
+    return fresh
 
 
 def _cache_path(collection: Collection, wordlist: GenderWords, tokenizer: str) -> Path:

@@ -532,8 +532,8 @@ def site(transactional_db, server, tmp_path, settings):
     import subprocess
 
     # The shipped pace, which the flood asserts (the suite's is faster), here and in gunicorn alike: the
-    # pace's hint is a slot number at one rate (core.services.ratelimit.reserve_start), so a hint left at
-    # the suite's rate (the database is gunicorn's too) would leave gunicorn no free start for minutes.
+    # slots of the pace are counted per rate (core.services.ratelimit.reserve_start), and the flood counts
+    # gunicorn's calls against the shipped one.
     settings.PROLIFIC_API_CALLS_PER_SECOND = PACE
     env = {
         **os.environ,
@@ -551,7 +551,7 @@ def site(transactional_db, server, tmp_path, settings):
 
     def start(workers: int = WORKERS, threads: int = THREADS):
         # No memory of earlier tests: the shared cache's table is no model's, so a transactional test's
-        # rows outlive its flush (a pace hint at the suite's rate left gunicorn's calls no free start).
+        # rows (links' checks, failures, paces) outlive its flush.
         shared_cache().clear()
         if connection.vendor == "sqlite":  # the in-memory test database, copied to a file gunicorn opens
             path = tmp_path / "site.sqlite3"
