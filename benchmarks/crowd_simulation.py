@@ -21,6 +21,8 @@ three workers per query:
 - optionally **item difficulty**: every worker's error odds on a query (or gold question) are
   multiplied by exp(``difficulty`` · d), d ~ N(0, 1) drawn per query and independent of the runs
   (the votes on a query are no longer independent given its label);
+- the **demo's crowd** (:data:`DEMO`): five annotators of accuracy 0.7 erring evenly on a pool nearly all
+  non-gendered, no gold;
 - optionally **gold selection** (``discard_failed_gold``): an assignment whose gold answer is wrong
   loses its other answers (a batch's default ``--failed-gold-answers discard``); its gold answer
   stays in what the crowd model reads (:func:`annotation.results.selectors.gold_judgments`).
@@ -74,16 +76,32 @@ class Crowd:
     dependence: float = 0.0  #: error odds multiplied by exp(dependence · z), z = run A's standardised value
     difficulty: float = 0.0  #: error odds multiplied by exp(difficulty · d), d ~ N(0, 1) per query
     discard_failed_gold: bool = False  #: an assignment with a wrong gold answer loses its other answers
+    #: The true labels' shares (default :data:`SHARES`, the SIGIR 2020 study's).
+    shares: tuple[float, ...] | None = None
+    #: A good worker's errors spread evenly over the other labels, not along :data:`ERRORS`.
+    even_errors: bool = False
+
+    @property
+    def label_shares(self) -> np.ndarray:
+        return SHARES if self.shares is None else np.asarray(self.shares, dtype=float)
 
 
 MODERATE = Crowd()
 HEAVY = Crowd(accuracy=(0.55, 0.85), spammers=0.35)
+#: The demo's crowd (issue 58): ``simulate_annotations --annotators 5 --accuracy 0.7`` on a pool nearly all
+#: non-gendered: 5 annotators, 3 a query, each right with probability 0.7 and otherwise naming one of the
+#: other three labels at random; no gold question, no spammer.
+DEMO = Crowd(
+    workers=5, accuracy=(0.7, 0.7), spammers=0.0, lazy=0, gold=0, zipf=0.0,
+    shares=(0.97, 0.015, 0.014, 0.001), even_errors=True,
+)  # fmt: skip
 #: The crowds ``crowd_coverage --crowd`` offers (``prolific``: :func:`prolific`, sized to the queries).
 CROWDS = {
     "moderate": MODERATE,
     "heavy": HEAVY,
     "difficulty": replace(MODERATE, difficulty=1.0),
     "gold-selected": replace(MODERATE, discard_failed_gold=True),
+    "demo": DEMO,
 }
 
 
@@ -97,9 +115,9 @@ def crowd_named(name: str, queries: int) -> Crowd:
     return prolific(queries) if name == "prolific" else CROWDS[name]
 
 
-def synthetic_truth(rng: np.random.Generator, n: int) -> np.ndarray:
-    """n labels with the study's shares, exactly (rounded), in random order."""
-    counts = np.floor(SHARES * n).astype(int)
+def synthetic_truth(rng: np.random.Generator, n: int, shares: np.ndarray = SHARES) -> np.ndarray:
+    """n labels with ``shares`` (default the study's), exactly (rounded), in random order."""
+    counts = np.floor(np.asarray(shares) * n).astype(int)
     counts[0] += n - counts.sum()
     return rng.permutation(np.repeat(np.arange(len(LABELS)), counts))
 
@@ -111,8 +129,12 @@ def values(rng: np.random.Generator, truth: np.ndarray) -> tuple[np.ndarray, np.
     return a, b
 
 
-def _confusion(accuracy: float) -> np.ndarray:
-    return accuracy * np.eye(len(LABELS)) + (1 - accuracy) * ERRORS
+#: Errors spread evenly over the other labels (:attr:`Crowd.even_errors`).
+EVEN_ERRORS = (1 - np.eye(len(LABELS))) / (len(LABELS) - 1)
+
+
+def _confusion(accuracy: float, errors: np.ndarray = ERRORS) -> np.ndarray:
+    return accuracy * np.eye(len(LABELS)) + (1 - accuracy) * errors
 
 
 def crowd_judgments(
@@ -132,7 +154,8 @@ def crowd_judgments(
     activity = 1.0 / np.arange(1, crowd.workers + 1) ** crowd.zipf
     activity = rng.permutation(activity / activity.sum())
     gold_truth = rng.choice(k - 1, size=crowd.gold, p=SHARES[:3] / SHARES[:3].sum())
-    confusions = np.stack([_confusion(x) for x in accuracy])
+    errors = EVEN_ERRORS if crowd.even_errors else ERRORS
+    confusions = np.stack([_confusion(x, errors) for x in accuracy])
     z = np.zeros(n) if a is None or crowd.dependence == 0 else (a - a.mean()) / a.std()
     # Hardness of each query and gold question (drawn only when asked: same seeds, same crowds).
     hardness = rng.standard_normal(n + crowd.gold) if crowd.difficulty else np.zeros(n + crowd.gold)
@@ -142,10 +165,10 @@ def crowd_judgments(
     rows: list[tuple[str, str, str]] = []
     for hit_number, hit in enumerate(hits):
         chosen = rng.choice(crowd.workers, size=crowd.votes, replace=False, p=activity)
-        gold_item = hit_number % crowd.gold
+        gold_items = (-1 - hit_number % crowd.gold,) if crowd.gold else ()
         for w in chosen:
             worker = f"w{w}"
-            for q in (*hit, -1 - gold_item):
+            for q in (*hit, *gold_items):
                 t = gold_truth[-1 - q] if q < 0 else truth[q]
                 if kinds[w] == 1:
                     given = rng.integers(k)
@@ -156,7 +179,7 @@ def crowd_judgments(
                     if (q >= 0 and crowd.dependence) or crowd.difficulty:  # gold index n + g
                         odds = (1 - row[t]) / row[t] * odds_factor[q if q >= 0 else n - 1 - q]
                         wrong = odds / (1 + odds)
-                        row = (1 - wrong) * np.eye(k)[t] + wrong * ERRORS[t]
+                        row = (1 - wrong) * np.eye(k)[t] + wrong * errors[t]
                     given = rng.choice(k, p=row)
                 rows.append((f"g{-1 - q}" if q < 0 else f"q{q}", worker, LABELS[given]))
     frame = pd.DataFrame(rows, columns=["item", "worker", "label"])
@@ -254,28 +277,24 @@ def coverage_study(
     − truth) and ``<figure>:shift`` (mean draw − estimate), each in bootstrap standard deviations,
     and ``<figure>:sd``.
     """
-    from annotation.machine.crowd_reliability import denoised_fit, leave_out_estimates, refitted_draws
+    from annotation.machine.crowd_reliability import denoised_bias, denoised_fit, leave_out_estimates, refitted_draws
     from annotation.machine.label_probabilities import LabelModel, crowd_quality
     from annotation.results.aggregation import dawid_skene
     from core import intervals
     from metrics.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
     from metrics.significance import LEVEL
 
-    drawn = answered(study(rng, synthetic_truth(rng, n), crowd))
+    drawn = answered(study(rng, synthetic_truth(rng, n, crowd.label_shares), crowd))
     qids = drawn.qids
     ds = dawid_skene(drawn.judgments, gold=drawn.gold)
     table = ds.held_out.loc[qids, list(LABELS)]
     names = intervals.CONSTRUCTIONS if constructions else (intervals.LABEL_INTERVAL,)
     jackknife = any(intervals.needs_jackknife(c) for c in names)
-    model = LabelModel(table, ds, qids)
+    model = LabelModel(table, ds, qids, drawn.discarded)
     fitter = CorrectedFit(
         table, samples, seed, model.draws, jackknife=jackknife, leave_out=model.leave_out_draws,
-        difficulty=lambda: model.difficulty_draws(seed),
+        recalibrated=lambda: model.recalibrated(seed),
     )  # fmt: skip
-    biases = {
-        "value": fitter.difficulty_bias(drawn.a[:, None]),
-        "difference": fitter.difficulty_bias((drawn.b - drawn.a)[:, None]),
-    }
     fitted = {
         "value": (*fitter.estimates(drawn.a[:, None]), MEAN_A[0]),
         "difference": (*fitter.estimates((drawn.b - drawn.a)[:, None]), MEAN_DIFFERENCE[0]),
@@ -306,6 +325,10 @@ def coverage_study(
         return cached[by][:, None]
 
     left_out["denoised"] = denoised_left_out
+    # The de-noised accuracy's interval reaches as far as its bias where the check of its fit warns
+    # (crowd_reliability.refitted_interval, what the calibration report shows).
+    bias = denoised_bias(denoised.ds, denoised.items, denoised.machine, denoised.weights, seed=seed)
+    denoised_reach = None if bias is None else np.array([bias])
     out: dict = {}
     for figure, (point, boot, jack, truth) in fitted.items():
         usable = MIN_USABLE_DRAWS if figure != "denoised" else 0.0
@@ -321,11 +344,14 @@ def coverage_study(
 
             out[f"{figure}:{name}"] = covers(low, high)
             if name == intervals.LABEL_INTERVAL:
-                # The product's interval: extended by the bias item difficulty makes where the model does not fit.
-                bias = biases.get(figure)
+                # The product's interval: extended by the bias of posteriors too sure where the model's check warns.
+                values = {"value": drawn.a, "difference": drawn.b - drawn.a}.get(figure)
+                bias = denoised_reach if values is None else fitter.reach(values[:, None], point, boot)
                 out[figure] = covers(*intervals.extended(low, high, bias))
                 out[f"{figure}:unextended"] = out[f"{figure}:{name}"]
-                out[f"{figure}:difficulty_bias"] = float(bias[0]) if bias is not None else 0.0
+                out[f"{figure}:reach"] = float(bias[0]) if bias is not None else 0.0
+                calibration = denoised_reach if values is None else fitter.calibration_bias(values[:, None])
+                out[f"{figure}:calibration_bias"] = float(calibration[0]) if calibration is not None else 0.0
         sd = float(np.nanstd(boot[:, 0], ddof=1))
         out[f"{figure}:sd"] = sd
         out[f"{figure}:error"] = (float(point[0]) - truth) / sd if sd > 0 else np.nan

@@ -69,7 +69,7 @@ CROSSED = {
 #: The construction of every label-based interval (report, command, API, methods text, calibration
 #: report's de-noised accuracy): chosen by the simulated coverage of docs/metrics.md, not tuned
 #: (the module docstring says why: the only one at ≥ 0.93 for every figure without going far wider).
-LABEL_INTERVAL = "crossed_net"
+LABEL_INTERVAL = "crossed"
 #: Blocks of the delete-a-group jackknives: ``bca``'s acceleration over the queries, the crossed
 #: constructions' over the workers and over the answers (G refits each).
 JACKKNIFE_BLOCKS = 20
@@ -342,7 +342,7 @@ def extended(low: np.ndarray, high: np.ndarray, bias: np.ndarray | None) -> tupl
     """The interval ``[low, high]`` joined with itself moved by −``bias`` (the estimate's expected error,
     estimate − truth): a positive bias lowers the low end by it, a negative one raises the high end. The
     bias is added to the side where the truth may lie, not removed from the point, for a bias that is
-    sized only roughly (:meth:`metrics.label_uncertainty.CorrectedFit.difficulty_bias`). None: unchanged."""
+    sized only roughly (:meth:`metrics.label_uncertainty.CorrectedFit.calibration_bias`). None: unchanged."""
     if bias is None:
         return low, high
     bias = np.nan_to_num(np.asarray(bias, dtype=np.float64))

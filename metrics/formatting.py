@@ -212,7 +212,11 @@ def crowd_quality_note(quality: dict | None) -> str:
                 "come from the assignments that passed: if a worker's attention varies between HITs, the kept "
                 "answers are better than the model's reading of that worker"
             )
-        return f"WARNING: the intervals with labels may be too narrow ({'; '.join(why)}; docs/quality.md). {said}."
+        return (
+            f"WARNING: the intervals with labels may be too narrow ({'; '.join(why)}; docs/quality.md); they reach "
+            "further towards where the truth lies, as far as the crowd model's posteriors proved too sure on "
+            f"crowds drawn from it and refitted. {said}."
+        )
     return said + "."
 
 

@@ -239,10 +239,10 @@ class CorrectedFit:
     delete-a-group jackknife ``[G × N × K]``
     (:meth:`annotation.machine.label_probabilities.LabelModel.leave_out_draws`), whose spread gives
     the workers' variance component (:meth:`extra_variance`; the ``crossed`` intervals); each read
-    once, when first needed. ``difficulty``: ``(truth, refitted)`` label probabilities of replicate crowds
-    ``[R × N × K]`` each, or None when the crowd model fits
-    (:meth:`annotation.machine.label_probabilities.LabelModel.difficulty_draws`), read once, when first
-    needed: the interval is extended by the bias they show (:meth:`difficulty_bias`).
+    once, when first needed. ``recalibrated``: the probabilities as sure as the crowd model is right to be
+    (``[N × K]``, rows as ``probabilities``), or None when the crowd model's check passes
+    (:meth:`annotation.machine.label_probabilities.LabelModel.recalibrated`), read once, when first
+    needed: the interval is extended by how far they move the estimate (:meth:`calibration_bias`).
     """
 
     def __init__(
@@ -253,10 +253,10 @@ class CorrectedFit:
         draws: Callable[..., np.ndarray] | None = None,
         jackknife: bool | None = None,
         leave_out: Callable[[str], np.ndarray] | None = None,
-        difficulty: Callable[[], tuple[np.ndarray, np.ndarray] | None] | None = None,
+        recalibrated: Callable[[], pd.DataFrame | None] | None = None,
     ) -> None:
         self._leave_out, self._p_left_out = leave_out, {}
-        self._difficulty, self._replicates = difficulty, None
+        self._recalibrated, self._calibrated = recalibrated, None
         self.p, self.column, self.row_weights = design(probabilities)
         self.probabilities, self.shape = probabilities, probabilities.shape
         n = len(probabilities)
@@ -305,29 +305,42 @@ class CorrectedFit:
             return None
         return intervals.extra_variance(construction, lambda by: self.left_out_values(values, by))
 
-    def difficulty_bias(self, values: np.ndarray) -> np.ndarray | None:
-        """``[C]``: the mean over the replicate crowds of ``difficulty`` of (corrected mean of ``values``
-        ``[N × C]`` with the refitted model's probabilities − the same with the replicate's true labels),
-        in the point estimate's columns (:func:`label_map`): the corrected mean's bias when the votes on a
-        query are not independent given its label, as the batch's own spread of difficulty makes it. None
-        without ``difficulty`` or when the crowd model fits."""
-        if self._difficulty is None:
+    def calibration_bias(self, values: np.ndarray) -> np.ndarray | None:
+        """``[C]``: the corrected mean of ``values`` ``[N × C]`` with the probabilities as given − the same
+        with ``recalibrated``'s (same labels' means, :func:`design_draws`): the estimate's bias from
+        posteriors more (or less) sure than the crowd model is right to be, where its check warns. None
+        without ``recalibrated`` or when the check passes."""
+        if self._recalibrated is None:
             return None
-        if self._replicates is None:
-            self._replicates = self._difficulty() or ()
-        if not self._replicates:
+        if self._calibrated is None:
+            table = self._recalibrated()
+            self._calibrated = () if table is None else design_draws(
+                self.probabilities, table.reindex(index=self.probabilities.index, columns=self.probabilities.columns)
+                .to_numpy(dtype=np.float64)[None]
+            )  # fmt: skip
+        if not self._calibrated:
             return None
         values = np.asarray(values, dtype=np.float64)
         if values.ndim == 1:
             values = values[:, None]
-        truth, refitted = self._replicates
-        means = []
-        for probabilities in (refitted, truth):
-            p, row_weights = design_draws(self.probabilities, probabilities)
-            means.append(class_means(p, values, np.ones(p.shape[:2]), row_weights)[:, self.column, :])
-        errors = means[0] - means[1]  # [R × C]; NaN where a replicate could not fit a label's mean
-        usable = np.isfinite(errors).sum(axis=0)
-        return np.where(usable > 0, np.nansum(errors, axis=0) / np.maximum(usable, 1), np.nan)
+        p, row_weights = self._calibrated
+        calibrated = class_means(p, values, np.ones(p.shape[:2]), row_weights)[0, self.column, :]
+        given = class_means(self.p, values, row_weights=self.row_weights)[self.column]
+        return given - calibrated
+
+    def reach(self, values: np.ndarray, point: np.ndarray, fitted: np.ndarray) -> np.ndarray | None:
+        """``[C]``: how far the interval of ``values`` reaches beyond the bootstrap's towards where the truth
+        lies, where the crowd model's check warns (None where it passes): the :meth:`calibration_bias` plus
+        twice the bootstrap's own estimate of the estimator's bias (mean of the draws ``fitted`` − ``point``),
+        the distance from the percentile interval to the basic (reverse-percentile) one. Where the check
+        passes the draws' drift over the estimate is not the estimator's bias (docs/metrics.md "Interval
+        constructions compared"); where it warns, on simulated crowds it is, in the same direction
+        (docs/quality.md "Too sure, and by how much")."""
+        bias = self.calibration_bias(values)
+        if bias is None:
+            return None
+        drift = np.nanmean(fitted, axis=0) - np.asarray(point, dtype=np.float64)
+        return bias + 2 * np.nan_to_num(drift)
 
     def interval(
         self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
@@ -336,7 +349,7 @@ class CorrectedFit:
         (:func:`core.intervals.bootstrap_interval`) and the two-sided p of "it is 0" that inverts it
         (:func:`core.intervals.bootstrap_p`), undefined (NaN) where fewer than
         :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit). Where the crowd model does
-        not fit (:meth:`difficulty_bias`), the interval is joined with itself moved by the bias
+        not fit (:meth:`reach`), the interval is joined with itself moved by that much
         (:func:`core.intervals.extended`) and p is the larger of the two intervals' (0 lies outside the
         joined interval when it lies outside both)."""
         point, fitted, jack = self.estimates(values)
@@ -344,7 +357,7 @@ class CorrectedFit:
         extra = self.extra_variance(values, construction)
         low, high = intervals.bootstrap_interval(fitted, point, level, construction, accel, MIN_USABLE_DRAWS, extra)
         p = intervals.bootstrap_p(fitted, point, construction, accel, MIN_USABLE_DRAWS, extra)
-        bias = self.difficulty_bias(values)
+        bias = self.reach(values, point, fitted)
         if bias is not None:
             low, high = intervals.extended(low, high, bias)
             shift = np.nan_to_num(bias)
@@ -380,7 +393,7 @@ def combined_summary(
     level: float = LEVEL,
     draws: Callable[[np.ndarray], np.ndarray] | None = None,
     leave_out: Callable[[str], np.ndarray] | None = None,
-    difficulty: Callable[[], tuple[np.ndarray, np.ndarray] | None] | None = None,
+    recalibrated: Callable[[], pd.DataFrame | None] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> pd.DataFrame:
     """``summary`` (one row per run × metric × variant × cutoff, as
@@ -394,14 +407,14 @@ def combined_summary(
     the label probabilities of every query in each draw ``[B × N × K]`` -- the crowd model refitted
     on the draw (:meth:`annotation.machine.label_probabilities.LabelModel.draws`), so that its
     estimation error enters every interval; without it the probabilities are held fixed.
-    ``difficulty``: :class:`CorrectedFit`'s (the intervals extended by the bias item difficulty makes).
+    ``recalibrated``: :class:`CorrectedFit`'s (the intervals extended by the bias of posteriors too sure).
     ``progress``: told ``(step, done, total)`` as the work goes (:data:`REFITTING`, then
     :data:`FITTING` once per run and per paired difference).
     """
     say = progress or (lambda step, done, total: None)
     qids = list(probabilities.index.astype(str))
     say(REFITTING if draws is not None else RESAMPLING, 0, 1)
-    fitter = CorrectedFit(probabilities, samples, seed, draws, leave_out=leave_out, difficulty=difficulty)
+    fitter = CorrectedFit(probabilities, samples, seed, draws, leave_out=leave_out, recalibrated=recalibrated)
     members = sorted(in_set)
     runs = list(wide)
     fits = len(runs) + (len(runs) - 1 if baseline is not None and baseline in wide else 0)

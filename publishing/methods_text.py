@@ -476,6 +476,12 @@ def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
                 "the labels come from the tasks that passed (the crowd model read every gold answer): if a worker's "
                 "attention varied between tasks, the label-corrected intervals may be too narrow."
             )
+        sentences.append(
+            "Because of this, each label-corrected interval was joined with itself moved towards where the truth "
+            "lies, by the estimate's change when the crowd model's posteriors were tempered as far as they proved "
+            "too sure on replicate crowds drawn from the fitted model and refitted, plus twice the bootstrap's "
+            "estimate of its bias."
+        )
         return sentences
     return [said + ".", *_model_check_sentences(quality)]
 

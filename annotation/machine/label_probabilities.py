@@ -94,11 +94,14 @@ class LabelModel:
     ``table``: qid × labels, the point estimate (rows sum to 1). ``crowd``: the gold-seeded
     Dawid–Skene fit (:func:`annotation.results.aggregation.dawid_skene`) whose posteriors fill the
     rows of ``crowd_qids``; the other rows (rulings, machine-accepted labels) are held as they are.
+    ``discarded``: assignments whose other answers the batch discarded for failing gold
+    (:func:`crowd_quality`'s ``selected``).
     """
 
     table: Any
     crowd: Any = None
     crowd_qids: Sequence[str] = ()
+    discarded: int = 0
 
     def draws(self, weights: np.ndarray, seed: int = 0, resample_others: bool = True) -> np.ndarray:
         """``[B × N × K]`` (float32): the table's rows, the crowd's refitted on each bootstrap draw.
@@ -154,18 +157,20 @@ class LabelModel:
         out = np.broadcast_to(self.table.to_numpy(dtype=np.float32)[None], (len(refitted), *self.table.shape)).copy()
         return self._place(refitted, out)
 
-    def difficulty_draws(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
-        """When the crowd-quality check finds the crowd's votes on a query not independent given its label
-        (:func:`crowd_quality`'s reason ``misfit``): ``(truth, refitted)``, each ``[R × N × K]`` (rows of
-        the table, the others held as they are), the true labels (one-hot) and the refitted crowd model's
-        held-out posteriors of replicate crowds drawn from the fit with the items' difficulty spread as the
-        batch's answers show it (:func:`annotation.results.crowd_model.difficulty_spread`,
-        :func:`annotation.results.crowd_model.difficulty_replicates`); what
-        :meth:`metrics.label_uncertainty.CorrectedFit.difficulty_bias` sizes the label-corrected figures'
-        bias from. None when the check passes (or the spread found is 0) or there is no crowd."""
+    def recalibrated(self, seed: int = 0) -> Any:
+        """Where the crowd-quality check warns (:func:`crowd_quality`, any reason): the table with the
+        crowd's rows as sure as the crowd model is right to be, else None (no crowd, or the check passes).
+
+        Replicate crowds are drawn from the fit with the items' difficulty spread as the batch's answers
+        show it and refitted; the temperature under which their held-out posteriors best predict their
+        true labels (:func:`annotation.results.crowd_model.replicate_temperature`) is applied to the
+        batch's (:func:`annotation.results.crowd_model.tempered`). ``attrs``: ``temperature`` and ``spread``.
+        What :meth:`metrics.label_uncertainty.CorrectedFit.calibration_bias` sizes the label-corrected
+        figures' bias from: on crowds with hard queries or many spammers the fitted posteriors are too
+        sure (docs/quality.md "Too sure, and by how much")."""
         if self.crowd is None or self.crowd.encoded is None or not len(self.crowd_qids):
             return None
-        if "misfit" not in crowd_quality(self.crowd)["reasons"]:
+        if not crowd_quality(self.crowd, discarded=self.discarded)["warning"]:
             return None
         encoded = self.crowd.encoded
         labels = list(encoded.labels)
@@ -175,13 +180,12 @@ class LabelModel:
             [self.crowd.confusion[str(w)].reindex(index=labels, columns=labels).to_numpy(dtype=np.float64)
              for w in encoded.workers]
         )  # fmt: skip
-        spread = crowd_model.difficulty_spread(encoded, posteriors, priors, confusion, seed=seed)
-        if spread == 0:
-            return None
-        truth, refitted = crowd_model.difficulty_replicates(encoded, posteriors, confusion, spread, seed=seed)
-        base = np.broadcast_to(self.table.to_numpy(dtype=np.float32)[None], (len(truth), *self.table.shape))
-        onehot = np.eye(len(labels), dtype=np.float32)[truth]
-        return self._place(onehot, base.copy()), self._place(refitted.astype(np.float32), base.copy())
+        temperature, spread = crowd_model.replicate_temperature(encoded, posteriors, priors, confusion, seed=seed)
+        table = self.table.copy()
+        rows = table.index.astype(str).isin({str(q) for q in self.crowd_qids})
+        table.loc[rows] = crowd_model.tempered(table.loc[rows].to_numpy(dtype=np.float64), temperature)
+        table.attrs = {"temperature": temperature, "spread": spread}
+        return table
 
     def _place(self, refitted: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out`` with the crowd's rows replaced by those of ``refitted`` (the fit's items, its labels)."""

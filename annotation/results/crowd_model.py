@@ -662,9 +662,16 @@ def _spread_statistic(encoded: Encoded, priors: np.ndarray, confusion: np.ndarra
 
 
 def _replicates(
-    encoded: Encoded, posteriors: np.ndarray, confusion: np.ndarray, spread: float, count: int, rng
+    encoded: Encoded,
+    posteriors: np.ndarray,
+    confusion: np.ndarray,
+    spread: float,
+    count: int,
+    rng,
+    exempt: Sequence[int] = (),
 ) -> tuple[np.ndarray, list[Fit], list[Encoded]]:
-    """``count`` replicate crowds of the batch as fitted, with item difficulty of spread ``spread``, refitted."""
+    """``count`` replicate crowds of the batch as fitted, with item difficulty of spread ``spread`` (not for
+    the workers of index ``exempt``: a machine whose errors do not follow the items' difficulty), refitted."""
     from dataclasses import replace
 
     k = len(encoded.labels)
@@ -674,6 +681,8 @@ def _replicates(
         truth[:, encoded.gold_rows] = encoded.gold_onehot.argmax(axis=1)[None, :]
     rows = confusion[encoded.worker_idx[None, :], truth[:, encoded.item_idx], :]
     factor = np.exp(spread * rng.standard_normal((count, encoded.n_items)))[:, encoded.item_idx]
+    if len(exempt):
+        factor[:, np.isin(encoded.worker_idx, exempt)] = 1.0
     drawn = _answers_with_difficulty(rng, rows, truth[:, encoded.item_idx], factor)
     refitted = [replace(encoded, label_idx=drawn[r]) for r in range(count)]
     return truth, [fit(e, max_iter=100) for e in refitted], refitted
@@ -723,6 +732,76 @@ def difficulty_spread(
     return float(spreads[i - 1] + share * (spreads[i] - spreads[i - 1]))
 
 
+#: Bounds of :func:`posterior_temperature`: sharper than half or flatter than four times is not a
+#: calibration but a model that says nothing.
+TEMPERATURES = (0.5, 4.0)
+
+
+def tempered(posteriors: np.ndarray, temperature: float) -> np.ndarray:
+    """``posteriors`` [… × K] raised to 1/``temperature`` and renormalised: T > 1 flattens them (less sure),
+    T < 1 sharpens them; a label with probability 0 keeps it."""
+    logs = np.log(np.clip(np.asarray(posteriors, dtype=np.float64), 1e-300, None)) / temperature
+    logs -= logs.max(axis=-1, keepdims=True)
+    out = np.exp(logs) * (np.asarray(posteriors) > 0)
+    return out / out.sum(axis=-1, keepdims=True)
+
+
+def posterior_temperature(truth: np.ndarray, posteriors: np.ndarray) -> float:
+    """The temperature T (:func:`tempered`) under which ``posteriors`` [R × N × K] best predict the labels
+    ``truth`` [R × N] (codes), by their mean log loss, within :data:`TEMPERATURES`: how much too sure
+    (T > 1) or too unsure (T < 1) a model's posteriors are of labels it was not told.
+
+    Read from replicate crowds (:func:`difficulty_replicates`), it is the model's own miscalibration where
+    the crowd is like the batch's; applied to the batch's posteriors it moves the label-corrected
+    figures as far as that miscalibration does (:meth:`annotation.machine.label_probabilities.LabelModel.recalibrated`).
+    Plain temperature scaling (Guo et al. 2017, "On calibration of modern neural networks"): one
+    parameter, so a few thousand replicate labels fix it well."""
+    from scipy.optimize import minimize_scalar
+
+    posteriors = np.asarray(posteriors, dtype=np.float64).reshape(-1, posteriors.shape[-1])
+    truth = np.asarray(truth).reshape(-1)
+    logs = np.log(np.clip(posteriors, 1e-300, None))
+
+    def loss(log_t: float) -> float:
+        scaled = logs / np.exp(log_t)
+        peak = scaled.max(axis=1)
+        norm = np.log(np.exp(scaled - peak[:, None]).sum(axis=1)) + peak
+        return float(np.mean(norm - scaled[np.arange(len(truth)), truth]))
+
+    low, high = np.log(TEMPERATURES[0]), np.log(TEMPERATURES[1])
+    return float(np.exp(minimize_scalar(loss, bounds=(low, high), method="bounded", options={"xatol": 1e-4}).x))
+
+
+def replicate_temperature(
+    encoded: Encoded, posteriors: np.ndarray, priors: np.ndarray, confusion: np.ndarray, *, seed: int = 0
+) -> tuple[float, float]:
+    """``(temperature, spread)``: how much too sure the fit's held-out posteriors are
+    (:func:`posterior_temperature` over the non-gold items of :func:`difficulty_replicates`' crowds, drawn
+    at the spread of difficulty the batch's answers show, :func:`difficulty_spread`, 0 where they show
+    none). Arguments as :func:`difficulty_spread` takes them."""
+    spread = difficulty_spread(encoded, posteriors, priors, confusion, seed=seed)
+    truth, refitted = difficulty_replicates(encoded, posteriors, confusion, spread, seed=seed)
+    free = np.setdiff1d(np.arange(encoded.n_items), encoded.gold_rows)
+    return posterior_temperature(truth[:, free], refitted[:, free]), spread
+
+
+def replicate_crowds(
+    encoded: Encoded,
+    posteriors: np.ndarray,
+    confusion: np.ndarray,
+    spread: float,
+    *,
+    replicates: int = BIAS_REPLICATES,
+    seed: int = 0,
+    exempt: Sequence[int] = (),
+) -> tuple[np.ndarray, list[Fit], list[Encoded]]:
+    """``(truth [R × N], fits, answers)`` of ``replicates`` crowds drawn from the fit as
+    :func:`difficulty_replicates` draws them (same seed, same crowds), each refitted (``answers``: the
+    replicate's judgments, the batch's own worker–item pairs); the workers of index ``exempt`` answer without
+    the items' difficulty."""
+    return _replicates(encoded, posteriors, confusion, spread, replicates, np.random.default_rng([seed, 1]), exempt)
+
+
 def difficulty_replicates(
     encoded: Encoded,
     posteriors: np.ndarray,
@@ -736,6 +815,5 @@ def difficulty_replicates(
     (``posteriors`` [N × K], ``confusion`` [W × K × K]) with item difficulty of spread ``spread`` (as :func:`difficulty_spread` draws them)
     and refitted: how far the model's posteriors sit from a truth it is not told when the votes on an item
     are not independent given its label."""
-    rng = np.random.default_rng([seed, 1])
-    truth, fits, _ = _replicates(encoded, posteriors, confusion, spread, replicates, rng)
+    truth, fits, _ = replicate_crowds(encoded, posteriors, confusion, spread, replicates=replicates, seed=seed)
     return truth, np.stack([f.held_out[0] for f in fits])

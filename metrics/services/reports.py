@@ -304,7 +304,7 @@ def _compute(
             if labels.model
             else None,
             leave_out=labels.model.leave_out_draws if labels.model else None,
-            difficulty=(lambda: labels.model.difficulty_draws(report_settings.seed)) if labels.model else None,
+            recalibrated=(lambda: labels.model.recalibrated(report_settings.seed)) if labels.model else None,
             progress=_StepProgress(job, bar),
         )
     ranges, tied_queries = tie_summary(measured)

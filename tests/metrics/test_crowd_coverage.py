@@ -11,9 +11,9 @@ refitted in every bootstrap draw; the report's estimator
 
 The full simulation (hundreds of studies at 1,000 queries, tens at 3,750, 200 resamples each) is run by
 ``manage.py crowd_coverage`` (docs/benchmarks.md, figures in docs/metrics.md). The bootstrap's own intervals
-(percentile, basic, normal, BC, BCa) stayed below 0.93 at 1,000 queries; the product's ``crossed_net`` (the
-bootstrap plus the workers' variance component, :func:`core.intervals.extra_variance`) reached it for the value,
-the difference and the de-noised accuracy (docs/metrics.md, "The workers' variance"). This test runs a smaller
+(percentile, basic, normal, BC, BCa) stayed below 0.93 at 1,000 queries; the crossed ones (the bootstrap plus the
+workers' variance component, :func:`core.intervals.extra_variance`) reach it; the product's is ``crossed`` since
+issue 58's crowd model, under which ``crossed_net`` fell short (docs/metrics.md, "The workers' variance"). This test runs a smaller
 set within CI's budget and asserts one-sided bounds that a coverage at the measured level passes and a gross
 failure does not.
 """
@@ -38,13 +38,13 @@ SAMPLES = 100
 def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     """10 moderate and 3 heavy studies of 1,000 queries, 100 resamples each (issue 55: 24 and 5 before, 2.4×
     the CPU for bounds that only catch a gross failure either way), with the product's interval
-    (:data:`core.intervals.LABEL_INTERVAL`, ``crossed_net``: its jackknives over the workers and the answers
-    cost 40 refits a figure, about 1.7 s a study (3.6 → 5.3 s), so the studies went from 30 + 10 to 24 + 5 to keep CI's
-    cost where it was).
+    (:data:`core.intervals.LABEL_INTERVAL`, ``crossed``: its jackknife over the workers costs 20 refits a
+    figure; when it was ``crossed_net``, with the answers' too, about 1.7 s a study (3.6 → 5.3 s), so the studies
+    went from 30 + 10 to 24 + 5 to keep CI's cost where it was).
 
     Measured with ``manage.py crowd_coverage`` (200 resamples; docs/metrics.md, "Coverage, as simulated"):
-    the product's ``crossed_net`` covered value, difference and de-noised accuracy in
-    0.966, 0.956 and 0.929 of 294 studies at 1,000 queries (s.e. 0.011–0.015; seeds [2040, 0…148] and [2040, 1000…1144];
+    ``crossed_net`` (the product's then, with the crowd model before issue 58) covered value, difference and
+    de-noised accuracy in 0.966, 0.956 and 0.929 of 294 studies at 1,000 queries (s.e. 0.011–0.015; seeds [2040, 0…148] and [2040, 1000…1144];
     the first block alone 0.940, 0.940, 0.919) and in 0.970, 0.990, 0.950 of 100 at 3,750. The 24 studies this test
     ran before (seeds [2040, 0…23], 100 resamples): 22, 21 and 20 of 24 (0.917, 0.875, 0.833), warned 6 of 24; its
     first 10 are these. Asserted, one-sided: each of value, difference and de-noised accuracy covered in ≥ 6 of the
@@ -59,9 +59,12 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     about 450), which is the benchmark's job (``manage.py crowd_coverage``), not CI's. The in-sample
     posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
 
-    Heavy crowd (35% spammers, accuracy 0.55–0.85): its coverage stays far below 0.90 (``crossed_net`` 0.73 and 0.69 over 51 studies of the benchmark, all warned;
-    2 and 2 of the 5 studies this test ran before, so at least 2 of the 6 figures of its first 3 miss); the crowd-quality warning is raised in ≥ 95%
-    of the studies whose interval missed the truth (measured: all of them).
+    Heavy crowd (35% spammers, accuracy 0.55–0.85): its corrected value and difference come out too high (by
+    1.9 and 1.6 bootstrap s.d. over 80 studies of the benchmark), beyond what the bootstrap's interval holds
+    (``crossed_net`` covered 0.73 and 0.69 over 51 studies, all warned). Every study is warned, and where it
+    is warned the interval reaches down (``<figure>:reach`` positive: the calibration bias plus twice the
+    draws' drift, :meth:`metrics.label_uncertainty.CorrectedFit.reach`), asserted in each of the 3 here; what
+    that does to coverage is the benchmark's to measure (docs/quality.md "Too sure, and by how much").
     """
     moderate = pd.DataFrame(
         [
@@ -79,9 +82,10 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     for figure in cs.COVERED:
         assert moderate[figure].sum() >= 6, moderate.mean(numeric_only=True)
     assert moderate["value"].sum() + moderate["difference"].sum() >= 15, moderate.mean(numeric_only=True)
-    assert heavy[["value", "difference"]].to_numpy().mean() < 0.90, heavy.mean(numeric_only=True)
-    missed = heavy[~(heavy["value"] & heavy["difference"])]
-    assert len(missed) and missed["warning"].mean() >= 0.95, heavy.mean(numeric_only=True)
+    # Every heavy study is warned, and its interval reaches towards where the truth lies: the corrected
+    # value and difference come out too high on this crowd (+1.9 and +1.6 bootstrap s.d. over 80 studies).
+    assert heavy["warning"].all(), heavy.mean(numeric_only=True)
+    assert (heavy["value:reach"] > 0).all() and (heavy["difference:reach"] > 0).all(), heavy.filter(like="reach")
     assert moderate["warning"].sum() <= 5, moderate.mean(
         numeric_only=True
     )  # 6 of 24 before; P(≥ 6 of 10 | 0.25) = 0.02
@@ -109,7 +113,10 @@ def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
 
     out = cs.coverage_study(np.random.default_rng([9, 0]), cs.MODERATE, 300, 0, samples=40)
     for figure in cs.COVERED:
-        assert out[figure] == out[f"{figure}:{intervals.LABEL_INTERVAL}"]
+        # The product's interval is its construction's, joined with a moved copy where the check warns.
+        assert out[figure] >= out[f"{figure}:{intervals.LABEL_INTERVAL}"]
+        if not out.get(f"{figure}:reach"):
+            assert out[figure] == out[f"{figure}:{intervals.LABEL_INTERVAL}"]
         assert all(isinstance(out[f"{figure}:{c}"], bool) for c in intervals.CONSTRUCTIONS)
         assert out[f"{figure}:sd"] > 0 and np.isfinite(out[f"{figure}:error"]) and np.isfinite(out[f"{figure}:shift"])
     table = cs.coverage_table(pd.DataFrame([out, out]))

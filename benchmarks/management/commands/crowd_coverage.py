@@ -23,7 +23,7 @@ class Command(ProjectCommand):
         parser.add_argument("--samples", type=int, default=200, help="bootstrap resamples per study (default 200)")
         parser.add_argument(
             "--crowd",
-            choices=("moderate", "heavy", "difficulty", "gold-selected", "prolific"),
+            choices=("moderate", "heavy", "difficulty", "gold-selected", "demo", "prolific"),
             default="moderate",
             help="benchmarks/crowd_simulation.py: CROWDS, or prolific (sized to --queries)",
         )
