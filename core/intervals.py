@@ -39,10 +39,13 @@ moderate crowd: the estimate is unbiased, the refitted draws sit about 0.25 s.d.
 same); the normal interval ignores the shift. None of those five widens an interval whose draws
 spread less than the estimate does from study to study, which kept the moderate crowd's value and
 difference below 0.93 at 1,000 queries (176 studies: percentile 0.920 and 0.903). The crossed
-constructions do: ``crossed_net`` is the product's (value, difference and de-noised accuracy
-covered 0.966, 0.956, 0.929 over 294 studies of 1,000 queries and 0.970, 0.990, 0.950 over 100 of 3,750,
-at 1.18, 1.18, 1.09 times the percentile interval's mean width; ``crossed`` covered 0.980, 0.986, 0.966 at
-1.56, 1.54, 1.39 times the width: the answers' noise counted twice is most of the workers' jackknife variance).
+constructions do. With the crowd model before issue 58, ``crossed_net`` covered value, difference and
+de-noised accuracy 0.966, 0.956, 0.929 over 294 studies of 1,000 queries at 1.18, 1.18, 1.09 times the
+percentile interval's mean width (``crossed`` 0.980, 0.986, 0.966 at 1.56, 1.54, 1.39: the answers' noise
+counted twice). With issue 58's model (rows a sparse crowd cannot identify shrunk to one coin per worker),
+``crossed_net`` fell short (paired, 40 studies each: moderate crowd 0.950, 0.875, 0.875; gold-selected 0.900,
+0.925, 0.875) where ``crossed`` did not (0.975, 0.975, 0.950 and 0.950, 0.950, 0.975, at 1.36–1.44 times the
+width), so ``crossed`` is the product's since 2026-11-26 (docs/quality.md "Too sure, and by how much").
 """
 
 from __future__ import annotations
@@ -67,8 +70,8 @@ CROSSED = {
     "crossed_net_normal": ("normal", True),
 }
 #: The construction of every label-based interval (report, command, API, methods text, calibration
-#: report's de-noised accuracy): chosen by the simulated coverage of docs/metrics.md, not tuned
-#: (the module docstring says why: the only one at ≥ 0.93 for every figure without going far wider).
+#: report's de-noised accuracy): chosen by the simulated coverage of docs/metrics.md and docs/quality.md,
+#: not tuned (the module docstring says why: with issue 58's crowd model the one at ≥ 0.93 for every figure).
 LABEL_INTERVAL = "crossed"
 #: Blocks of the delete-a-group jackknives: ``bca``'s acceleration over the queries, the crossed
 #: constructions' over the workers and over the answers (G refits each).

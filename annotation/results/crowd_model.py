@@ -629,7 +629,7 @@ def gold_check(encoded: Encoded, confusion: np.ndarray, min_answers: int = 5) ->
 #: Spreads σ of query difficulty :func:`difficulty_spread` tries: every answer's error odds on an item
 #: × exp(σ·d), d ~ N(0, 1) per item (the simulation's ``Crowd.difficulty``, benchmarks/crowd_simulation.py).
 SPREADS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
-#: Replicate crowds per spread, and for the bias at the chosen spread (:func:`difficulty_replicates`).
+#: Replicate crowds per spread, and for the bias at the chosen spread (:func:`replicate_crowds`).
 SPREAD_REPLICATES = 4
 BIAS_REPLICATES = 8
 
@@ -751,7 +751,7 @@ def posterior_temperature(truth: np.ndarray, posteriors: np.ndarray) -> float:
     ``truth`` [R × N] (codes), by their mean log loss, within :data:`TEMPERATURES`: how much too sure
     (T > 1) or too unsure (T < 1) a model's posteriors are of labels it was not told.
 
-    Read from replicate crowds (:func:`difficulty_replicates`), it is the model's own miscalibration where
+    Read from replicate crowds (:func:`replicate_crowds`), it is the model's own miscalibration where
     the crowd is like the batch's; applied to the batch's posteriors it moves the label-corrected
     figures as far as that miscalibration does (:meth:`annotation.machine.label_probabilities.LabelModel.recalibrated`).
     Plain temperature scaling (Guo et al. 2017, "On calibration of modern neural networks"): one
@@ -776,11 +776,12 @@ def replicate_temperature(
     encoded: Encoded, posteriors: np.ndarray, priors: np.ndarray, confusion: np.ndarray, *, seed: int = 0
 ) -> tuple[float, float]:
     """``(temperature, spread)``: how much too sure the fit's held-out posteriors are
-    (:func:`posterior_temperature` over the non-gold items of :func:`difficulty_replicates`' crowds, drawn
+    (:func:`posterior_temperature` over the non-gold items of :func:`replicate_crowds`' crowds, drawn
     at the spread of difficulty the batch's answers show, :func:`difficulty_spread`, 0 where they show
     none). Arguments as :func:`difficulty_spread` takes them."""
     spread = difficulty_spread(encoded, posteriors, priors, confusion, seed=seed)
-    truth, refitted = difficulty_replicates(encoded, posteriors, confusion, spread, seed=seed)
+    truth, fits, _ = replicate_crowds(encoded, posteriors, confusion, spread, seed=seed)
+    refitted = np.stack([f.held_out[0] for f in fits])
     free = np.setdiff1d(np.arange(encoded.n_items), encoded.gold_rows)
     return posterior_temperature(truth[:, free], refitted[:, free]), spread
 
@@ -795,25 +796,9 @@ def replicate_crowds(
     seed: int = 0,
     exempt: Sequence[int] = (),
 ) -> tuple[np.ndarray, list[Fit], list[Encoded]]:
-    """``(truth [R × N], fits, answers)`` of ``replicates`` crowds drawn from the fit as
-    :func:`difficulty_replicates` draws them (same seed, same crowds), each refitted (``answers``: the
-    replicate's judgments, the batch's own worker–item pairs); the workers of index ``exempt`` answer without
-    the items' difficulty."""
+    """``(truth [R × N], fits, answers)`` of ``replicates`` crowds drawn from the fit (true labels from its
+    ``posteriors`` [N × K], the batch's own worker–item pairs answered from its rows ``confusion`` [W × K × K])
+    with item difficulty of spread ``spread`` (as :func:`difficulty_spread` draws them), each refitted
+    (``answers``: the replicate's judgments): how far the model sits from a truth it is not told. The workers
+    of index ``exempt`` answer without the items' difficulty."""
     return _replicates(encoded, posteriors, confusion, spread, replicates, np.random.default_rng([seed, 1]), exempt)
-
-
-def difficulty_replicates(
-    encoded: Encoded,
-    posteriors: np.ndarray,
-    confusion: np.ndarray,
-    spread: float,
-    *,
-    replicates: int = BIAS_REPLICATES,
-    seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(truth [R × N], held-out posteriors [R × N × K])`` of ``replicates`` crowds drawn from the fit
-    (``posteriors`` [N × K], ``confusion`` [W × K × K]) with item difficulty of spread ``spread`` (as :func:`difficulty_spread` draws them)
-    and refitted: how far the model's posteriors sit from a truth it is not told when the votes on an item
-    are not independent given its label."""
-    truth, fits, _ = replicate_crowds(encoded, posteriors, confusion, spread, replicates=replicates, seed=seed)
-    return truth, np.stack([f.held_out[0] for f in fits])
