@@ -339,7 +339,9 @@ class CorrectedFit:
         bias = self.calibration_bias(values)
         if bias is None:
             return None
-        drift = np.nanmean(fitted, axis=0) - np.asarray(point, dtype=np.float64)
+        usable = np.isfinite(fitted).sum(axis=0)
+        means = np.where(usable > 0, np.nansum(fitted, axis=0) / np.maximum(usable, 1), np.nan)  # no all-NaN warning
+        drift = means - np.asarray(point, dtype=np.float64)
         return bias + 2 * np.nan_to_num(drift)
 
     def interval(
