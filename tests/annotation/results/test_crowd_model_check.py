@@ -80,8 +80,12 @@ def test_the_report_and_the_methods_text_say_why_they_warn():
     assert f"z = {quality['misfit']:.1f}" in note
     text = " ".join(_crowd_quality_sentences(quality))
     assert "does not fit the answers" in text and f"had {split['expected']:.0f}" in text
+    # Where it warns, both say the interval reaches further (CorrectedFit.reach); where it does not, neither.
+    assert "reach further" in note and "joined with itself moved" in text
     quiet = quality | {"warning": False, "reasons": []}
     assert not crowd_quality_note(quiet).startswith("WARNING")
+    assert "reach further" not in crowd_quality_note(quiet)
+    assert "joined with itself moved" not in " ".join(_crowd_quality_sentences(quiet))
     poor = quality | {"reasons": ["information"]}
     assert "too poor" in crowd_quality_note(poor) and "does not fit" not in crowd_quality_note(poor)
 
