@@ -290,7 +290,8 @@ def coverage_study(
     table = ds.held_out.loc[qids, list(LABELS)]
     names = intervals.CONSTRUCTIONS if constructions else (intervals.LABEL_INTERVAL,)
     jackknife = any(intervals.needs_jackknife(c) for c in names)
-    model = LabelModel(table, ds, qids, drawn.discarded)
+    quality = crowd_quality(ds, discarded=drawn.discarded)
+    model = LabelModel(table, ds, qids, quality)
     fitter = CorrectedFit(
         table, samples, seed, model.draws, jackknife=jackknife, leave_out=model.leave_out_draws,
         recalibrated=lambda: model.recalibrated(seed),
@@ -327,7 +328,10 @@ def coverage_study(
     left_out["denoised"] = denoised_left_out
     # The de-noised accuracy's interval reaches as far as its bias where the check of its fit warns
     # (crowd_reliability.refitted_interval, what the calibration report shows).
-    bias = denoised_bias(denoised.ds, denoised.items, denoised.machine, denoised.weights, seed=seed)
+    denoised_quality = crowd_quality(denoised.ds)
+    bias = denoised_bias(
+        denoised.ds, denoised.items, denoised.machine, denoised.weights, seed=seed, quality=denoised_quality
+    )
     denoised_reach = None if bias is None else np.array([bias])
     out: dict = {}
     for figure, (point, boot, jack, truth) in fitted.items():
@@ -360,8 +364,7 @@ def coverage_study(
             out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
     # The de-noised accuracy's own fit (the machine one of its annotators) is checked as the calibration
     # report checks it (crowd_reliability.CrowdReliability.quality).
-    out["denoised_warning"] = crowd_quality(denoised.ds)["warning"]
-    quality = crowd_quality(ds, discarded=drawn.discarded)
+    out["denoised_warning"] = denoised_quality["warning"]
     out["warning"] = quality["warning"]
     out["misfit"], out["information"], out["model"] = quality["misfit"], quality["information"], quality["model"]
     return out

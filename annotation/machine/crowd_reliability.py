@@ -295,7 +295,13 @@ MACHINE_WORKER = "\0machine"
 
 
 def denoised_bias(
-    ds: Any, items: Sequence[str], machine: np.ndarray, weights: np.ndarray, *, seed: int = 0
+    ds: Any,
+    items: Sequence[str],
+    machine: np.ndarray,
+    weights: np.ndarray,
+    *,
+    seed: int = 0,
+    quality: Mapping[str, Any] | None = None,
 ) -> float | None:
     """Where the crowd-quality check of the fit with the machine warns
     (:func:`annotation.machine.label_probabilities.crowd_quality`, any reason), A_true's bias as replicate
@@ -303,6 +309,7 @@ def denoised_bias(
     difficulty spread as the batch's show it (:func:`annotation.results.crowd_model.difficulty_spread`), the
     machine's without it, each replicate refitted and its A_true (held-out posteriors at the replicate
     machine's labels) less the share of the machine's replicate labels that are right, averaged.
+    ``quality``: the check's verdict on ``ds`` when already computed.
 
     Hard queries that the crowd answers alike and wrongly read as the machine's errors, so A_true comes out
     too low; a machine as troubled by hard queries as the crowd would show less of it, so where its errors
@@ -312,15 +319,10 @@ def denoised_bias(
     from annotation.machine.label_probabilities import crowd_quality
     from annotation.results import crowd_model
 
-    if not crowd_quality(ds)["warning"]:
+    if not (quality if quality is not None else crowd_quality(ds))["warning"]:
         return None
     encoded = ds.encoded
-    labels = list(encoded.labels)
-    posteriors = ds.posteriors.reindex(index=encoded.items, columns=labels).to_numpy(dtype=np.float64)
-    priors = ds.priors.reindex(labels).to_numpy(dtype=np.float64)
-    confusion = np.stack(
-        [ds.confusion[str(w)].reindex(index=labels, columns=labels).to_numpy(dtype=np.float64) for w in encoded.workers]
-    )
+    posteriors, priors, confusion = ds.arrays()
     spread = crowd_model.difficulty_spread(encoded, posteriors, priors, confusion, seed=seed)
     exempt = np.flatnonzero(np.asarray(encoded.workers) == MACHINE_WORKER)
     truth, fits, answers = crowd_model.replicate_crowds(
@@ -352,11 +354,12 @@ def refitted_interval(
     seed: int,
     alpha: float,
     construction: str = intervals.LABEL_INTERVAL,
+    quality: Mapping[str, Any] | None = None,
 ) -> tuple[float, float]:
     """The interval of A_true (``estimate``) from :func:`refitted_draws`, by ``construction``
     (:func:`core.intervals.bootstrap_interval`, the one choice of every label-based interval), joined
     with itself moved by :func:`denoised_bias` where the crowd-quality check warns
-    (:func:`core.intervals.extended`)."""
+    (:func:`core.intervals.extended`; ``quality``: its verdict on ``ds`` when already computed)."""
     if bootstrap == 0:
         return (math.nan, math.nan)
     jackknife = intervals.needs_jackknife(construction)
@@ -370,7 +373,7 @@ def refitted_interval(
             construction, lambda by: leave_out_estimates(ds, items, machine, weights, by)[:, None]
         )[0]
     low, high = intervals.bootstrap_interval(draws, estimate, 1.0 - alpha, construction, accel, extra=extra)
-    bias = denoised_bias(ds, items, machine, weights, seed=seed)
+    bias = denoised_bias(ds, items, machine, weights, seed=seed, quality=quality)
     if bias is None:
         return low, high
     low, high = intervals.extended(np.array([low]), np.array([high]), np.array([bias]))
@@ -462,7 +465,10 @@ def crowd_reliability(
     ds, items, m, w, accuracy = fitted.ds, fitted.items, fitted.machine, fitted.weights, fitted.accuracy
     index = {label: code for code, label in enumerate(labels)}
     posteriors = ds.posteriors.loc[items, list(labels)].to_numpy(dtype=float)
-    interval = refitted_interval(ds, items, m, w, fitted.strata, accuracy, bootstrap=bootstrap, seed=seed, alpha=alpha)
+    quality = crowd_quality(ds)
+    interval = refitted_interval(
+        ds, items, m, w, fitted.strata, accuracy, bootstrap=bootstrap, seed=seed, alpha=alpha, quality=quality
+    )
     shares = (w[:, None] * posteriors).sum(axis=0) / w.sum()
     row = {item: r for r, item in enumerate(ds.posteriors.index)}
     # The crowd's vote is pooled over the real items only: the gold answers kept are those of
@@ -493,7 +499,7 @@ def crowd_reliability(
         gold=len(gold or {}),
         class_shares={label: float(shares[t]) for t, label in enumerate(labels)},
         vote={t: {g: float(vote[a, b]) for b, g in enumerate(labels)} for a, t in enumerate(labels)},
-        quality=crowd_quality(ds),
+        quality=quality,
     )
 
 

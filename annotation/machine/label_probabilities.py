@@ -18,7 +18,7 @@ Pure (numpy, pandas; no Django). A report on a batch's labels
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,14 +94,14 @@ class LabelModel:
     ``table``: qid × labels, the point estimate (rows sum to 1). ``crowd``: the gold-seeded
     Dawid–Skene fit (:func:`annotation.results.aggregation.dawid_skene`) whose posteriors fill the
     rows of ``crowd_qids``; the other rows (rulings, machine-accepted labels) are held as they are.
-    ``discarded``: assignments whose other answers the batch discarded for failing gold
-    (:func:`crowd_quality`'s ``selected``).
+    ``quality``: the crowd-quality check as the batch reported it (:func:`crowd_quality`, told its
+    discarded assignments); computed from ``crowd`` when not given.
     """
 
     table: Any
     crowd: Any = None
     crowd_qids: Sequence[str] = ()
-    discarded: int = 0
+    quality: Mapping[str, Any] | None = None
 
     def draws(self, weights: np.ndarray, seed: int = 0, resample_others: bool = True) -> np.ndarray:
         """``[B × N × K]`` (float32): the table's rows, the crowd's refitted on each bootstrap draw.
@@ -170,17 +170,13 @@ class LabelModel:
         sure (docs/quality.md "Too sure, and by how much")."""
         if self.crowd is None or self.crowd.encoded is None or not len(self.crowd_qids):
             return None
-        if not crowd_quality(self.crowd, discarded=self.discarded)["warning"]:
+        quality = self.quality if self.quality is not None else crowd_quality(self.crowd)
+        if not quality["warning"]:
             return None
-        encoded = self.crowd.encoded
-        labels = list(encoded.labels)
-        posteriors = self.crowd.posteriors.reindex(index=encoded.items, columns=labels).to_numpy(dtype=np.float64)
-        priors = self.crowd.priors.reindex(labels).to_numpy(dtype=np.float64)
-        confusion = np.stack(
-            [self.crowd.confusion[str(w)].reindex(index=labels, columns=labels).to_numpy(dtype=np.float64)
-             for w in encoded.workers]
-        )  # fmt: skip
-        temperature, spread = crowd_model.replicate_temperature(encoded, posteriors, priors, confusion, seed=seed)
+        posteriors, priors, confusion = self.crowd.arrays()
+        temperature, spread = crowd_model.replicate_temperature(
+            self.crowd.encoded, posteriors, priors, confusion, seed=seed
+        )
         table = self.table.copy()
         rows = table.index.astype(str).isin({str(q) for q in self.crowd_qids})
         table.loc[rows] = crowd_model.tempered(table.loc[rows].to_numpy(dtype=np.float64), temperature)
@@ -251,8 +247,7 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
         return {"warning": False, "information": None, "accuracy": None, "uninformative": None,
                 "workers": 0, "answers": 0, "threshold": MIN_INFORMATION, "model": None, "misfit": None,
                 "reasons": [], "discarded": int(discarded)}  # fmt: skip
-    confusion = np.stack([fit.confusion[str(w)].to_numpy(dtype=np.float64) for w in encoded.workers])
-    priors = fit.priors.to_numpy(dtype=np.float64)
+    _, priors, confusion = fit.arrays()
     answers = np.bincount(encoded.worker_idx, minlength=encoded.n_workers).astype(np.float64)
     information = crowd_model.informativeness(confusion, priors)
     accuracy = crowd_model.worker_accuracy(confusion, priors)

@@ -677,7 +677,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
     final = labels_with_sources(batch, answers)
     parts = []
     frame = answers.frame
-    fitted, crowd, quality, discarded = None, [], None, 0
+    fitted, crowd, quality = None, [], None
     if not frame.empty:
         gold = gold_labels(batch)
         seeded = frame if not gold else pd.concat([frame, gold_judgments(batch)], ignore_index=True)
@@ -686,8 +686,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
         posteriors = fitted.held_out.reindex(columns=list(LABELS), fill_value=0.0)
         crowd = [q for q in posteriors.index.astype(str) if q not in gold]
         parts.append(posteriors.loc[crowd])
-        discarded = gold_discarded_assignments(batch)
-        quality = lp.crowd_quality(fitted, discarded=discarded)
+        quality = lp.crowd_quality(fitted, discarded=gold_discarded_assignments(batch))
     rulings = sorted(q for q, s in final.items() if s.source == ADJUDICATED)
     parts.append(pd.DataFrame(lp.one_hot(LABELS, [final[q].label for q in rulings]), index=rulings, columns=LABELS))
     accepted = sorted(q for q, s in final.items() if s.source == MACHINE)
@@ -717,7 +716,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
     replaced = set(rulings) | set(accepted)  # rows a ruling or an accepted machine label fills
     return LabelProbabilities(
         table=table,
-        model=lp.LabelModel(table, fitted, [q for q in crowd if q not in replaced], discarded),
+        model=lp.LabelModel(table, fitted, [q for q in crowd if q not in replaced], quality),
         quality=quality,
         source={q: s.source for q, s in final.items()},
         label={q: s.label for q, s in final.items()},

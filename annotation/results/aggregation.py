@@ -167,6 +167,18 @@ class DawidSkeneResult:
     #: over-confident in their own majority; every interval built on the labels uses these.
     held_out: pd.DataFrame | None = None
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(posteriors [N × K], priors [K], confusion [W × K × K])`` in the order of ``encoded``'s items,
+        workers and labels: what :mod:`.crowd_model`'s replicate crowds and checks take."""
+        labels = list(self.encoded.labels)
+        posteriors = self.posteriors.reindex(index=self.encoded.items, columns=labels).to_numpy(dtype=np.float64)
+        priors = self.priors.reindex(labels).to_numpy(dtype=np.float64)
+        confusion = np.stack(
+            [self.confusion[str(w)].reindex(index=labels, columns=labels).to_numpy(dtype=np.float64)
+             for w in self.encoded.workers]
+        )  # fmt: skip
+        return posteriors, priors, confusion
+
     def label_table(self) -> pd.DataFrame:
         """One row per item: ``label`` and ``posterior`` (Dawid-Skene's probability of that
         label), the confidence each exported label carries."""
