@@ -25,7 +25,7 @@ class AnnotationConfig(AppConfig):
         from annotation.accounts import watch_accounts  # start-up
         from annotation.crowd.providers.base import platform_plug_ins  # start-up
         from annotation.crowd.services.hooks import plug_in  # start-up
-        from annotation.labels import ACCEPTED_SPELLINGS, label_code  # start-up
+        from genderbias.labels import ACCEPTED_SPELLINGS, label_code  # start-up
         from pooling.queryfiles import LABELS  # start-up
 
         watch_accounts()

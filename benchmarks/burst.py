@@ -45,11 +45,11 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from annotation import services
-from annotation.labels import LABELS
 from annotation.models import Assignment, Judgment
 from benchmarks.site_load import PREFIX, format_table, free_port, percentiles, step_rows
 from benchmarks.site_server import benchmark_batch, start_gunicorn, stop
 from benchmarks.virtual_annotator import CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
+from genderbias.labels import LABELS
 from tests.platforms.prolific.fake_server import FaultShares, hexid
 
 STEPS = ("arrival", "HIT page", "submit")

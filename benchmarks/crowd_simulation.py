@@ -257,32 +257,32 @@ def coverage_study(
     cover its truth?
 
     - ``value`` / ``difference``: run A's label-corrected value and B − A with the crowd model
-      refitted in each of ``samples`` draws (:class:`metrics.label_uncertainty.CorrectedFit`, what
-      :func:`metrics.label_uncertainty.combined_summary` computes, same seed;
-      :meth:`annotation.machine.label_probabilities.LabelModel.draws`) against the true
+      refitted in each of ``samples`` draws (:class:`genderbias.crowd.label_uncertainty.CorrectedFit`, what
+      :func:`genderbias.crowd.label_uncertainty.combined_summary` computes, same seed;
+      :meth:`genderbias.crowd.label_probabilities.LabelModel.draws`) against the true
       non-gendered means :data:`MEAN_A` [n] and :data:`MEAN_DIFFERENCE` [n];
     - ``denoised``: the machine's de-noised accuracy
-      (:func:`annotation.machine.crowd_reliability.denoised_fit` and ``refitted_draws``, what
+      (:func:`genderbias.crowd.reliability.denoised_fit` and ``refitted_draws``, what
       ``crowd_reliability`` computes: every query sampled, one stratum) against :data:`MACHINE_ACCURACY`;
-    - ``warning``: the crowd-quality warning (:func:`annotation.machine.label_probabilities.crowd_quality`,
+    - ``warning``: the crowd-quality warning (:func:`genderbias.crowd.label_probabilities.crowd_quality`,
       told how many assignments gold selection discarded, as a batch's report tells it).
 
     ``value``, ``difference``, ``denoised``: the product's interval
-    (:data:`core.intervals.LABEL_INTERVAL`). With ``constructions``, from the same draws, also
-    ``<figure>:<construction>`` for every one of :data:`core.intervals.CONSTRUCTIONS` (``bca``'s
+    (:data:`genderbias.stats.intervals.LABEL_INTERVAL`). With ``constructions``, from the same draws, also
+    ``<figure>:<construction>`` for every one of :data:`genderbias.stats.intervals.CONSTRUCTIONS` (``bca``'s
     jackknife refits the crowd model 20 more times; the crossed ones' jackknives over the workers and over the
-    answers 20 more each, also for the de-noised accuracy, :func:`core.intervals.extra_variance`, with
+    answers 20 more each, also for the de-noised accuracy, :func:`genderbias.stats.intervals.extra_variance`, with
     ``<figure>:extra_<construction>`` the variance added and ``<figure>:widening_<construction>`` the factor
     the interval is widened by) and the diagnostics ``<figure>:error`` (estimate
     − truth) and ``<figure>:shift`` (mean draw − estimate), each in bootstrap standard deviations,
     and ``<figure>:sd``.
     """
-    from annotation.machine.crowd_reliability import denoised_bias, denoised_fit, leave_out_estimates, refitted_draws
-    from annotation.machine.label_probabilities import LabelModel, crowd_quality
-    from annotation.results.aggregation import dawid_skene
-    from core import intervals
-    from metrics.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
-    from metrics.significance import LEVEL
+    from genderbias.crowd.aggregation import dawid_skene
+    from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
+    from genderbias.crowd.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
+    from genderbias.crowd.reliability import denoised_bias, denoised_fit, leave_out_estimates, refitted_draws
+    from genderbias.stats import intervals
+    from genderbias.stats.significance import LEVEL
 
     drawn = answered(study(rng, synthetic_truth(rng, n, crowd.label_shares), crowd))
     qids = drawn.qids
@@ -375,7 +375,7 @@ def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
     de-noised accuracy's own fit's) and, where present, each
     ``<figure>:<construction>``: the share of studies, its Monte-Carlo standard error
     √(p(1 − p)/studies) and the number of studies."""
-    from core import intervals
+    from genderbias.stats import intervals
 
     columns = [*COVERED, "warning", *(["denoised_warning"] if "denoised_warning" in results else [])]
     columns += [f"{f}:{c}" for f in COVERED for c in intervals.CONSTRUCTIONS if f"{f}:{c}" in results]

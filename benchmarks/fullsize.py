@@ -313,7 +313,7 @@ def _reference_main(argv: list[str]) -> None:
     """In the subprocess: the reference's pooling with its two phases timed."""
     from benchmarks.measure import peak_memory_mb
     from benchmarks.pooling.naive import naive_pool
-    from pooling.wordlists import default_wordlist
+    from genderbias.text.wordlists import default_wordlist
 
     collection, queries, cutoff, depth, *runs = argv
     phases: dict[str, float] = {}

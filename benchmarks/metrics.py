@@ -1,4 +1,4 @@
-"""Benchmark of the metrics: the reference notebooks' loops against the vectorised measures (:mod:`metrics.measures`).
+"""Benchmark of the metrics: the reference notebooks' loops against the vectorised measures (:mod:`genderbias.ranking.measures`).
 
 Run as ``python manage.py benchmark_metrics``; every mode runs in a fresh process
 (``python -m benchmarks.metrics MODE ...``) so that its peak memory (``VmHWM``) is its own.
@@ -12,9 +12,9 @@ Modes:
   prefixes per query and cutoff; ARaB recomputes every prefix);
 - ``naive``: a lean pure-Python loop — dictionaries ``docid → (mag_f, mag_m)`` and
   ``qid → [docids]``, a running sum per query and cutoff;
-- ``vector``: RaB/ARaB (TF and Boolean) through :mod:`metrics.measures`;
-- ``full``: every metric (RaB, ARaB, NFaiRR, TExFAIR) through :func:`metrics.measures.evaluate_run`,
-  plus the means with bootstrap CIs (:func:`metrics.significance.summarise`).
+- ``vector``: RaB/ARaB (TF and Boolean) through :mod:`genderbias.ranking.measures`;
+- ``full``: every metric (RaB, ARaB, NFaiRR, TExFAIR) through :func:`genderbias.ranking.measures.evaluate_run`,
+  plus the means with bootstrap CIs (:func:`genderbias.stats.significance.summarise`).
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ def _count_frames(counts: dict, collection: int):
 def vector(queries: int, docs: int, runs: int, collection: int, seed: int, full: bool = False) -> dict:
     import pandas as pd
 
-    from metrics import measures, significance
+    from genderbias.ranking import measures
+    from genderbias.stats import significance
 
     counts = synthetic_counts(collection, seed)
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """The routing benchmark's world: true labels, a chat model sampled 16 times, a paid platform's crowd.
 
 Pure (numpy, no Django). ``manage.py benchmark_routing`` runs the machine path against it twice:
-simulated (:func:`annotation.machine.routing_forecast.simulate_path`, hundreds of redraws) and for
+simulated (:func:`genderbias.machine.routing_forecast.simulate_path`, hundreds of redraws) and for
 real over HTTP (the chat labeller against :mod:`benchmarks.fakes.openai_chat` scripted with the
 answers :func:`chat_answers` draws; the crowd as in-house annotators posting the HIT form, each
 voting as its worker in :func:`platform_crowd` does).
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation.labels import LABELS
+from genderbias.labels import LABELS
 
 #: The study's labelled queries, beside the checkout (``../shared/reference/``).
 STUDY_FILE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "queries_gender_annotated.csv"
@@ -65,8 +65,8 @@ def label_and_confidence(answers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def platform_crowd(class_shares: np.ndarray | None = None):
-    """The benchmark's crowd (:func:`annotation.machine.crowd_simulation.noisy_crowd`'s defaults)."""
-    from annotation.machine.crowd_simulation import noisy_crowd
+    """The benchmark's crowd (:func:`genderbias.crowd.simulation.noisy_crowd`'s defaults)."""
+    from genderbias.crowd.simulation import noisy_crowd
 
     return noisy_crowd(tuple(LABELS), class_shares=class_shares)
 

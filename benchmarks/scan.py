@@ -168,11 +168,11 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
     from benchmarks.measure import peak_memory_mb
 
     django.setup()
-    from pooling import magnitudes as mag
+    from genderbias.files.readers import byte_ranges
+    from genderbias.text import magnitudes as mag
+    from genderbias.text.wordlists import default_wordlist
     from pooling import services
     from pooling.models import Run, ScanChunk
-    from pooling.readers import byte_ranges
-    from pooling.wordlists import default_wordlist
 
     collection = services.import_collection(collection_path, "scan-bench", bar=False).obj
     ScanChunk.objects.all().delete()

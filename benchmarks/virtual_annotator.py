@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode, urlsplit
 
-from annotation.labels import LABELS
+from genderbias.labels import LABELS
 
 CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 QUESTION_INPUT = re.compile(r'<input type="radio" name="(q-\d+)"')

@@ -255,7 +255,7 @@ IMPORT_ROOTS = env_paths("IMPORT_ROOTS")
 #: Largest file accepted as an upload (bytes); larger ones are registered by path instead.
 IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 2 * 1024**3, minimum=1)
 
-# --- Input limits (core.textfiles; docs/deployment.md, "Input limits") ----------------------
+# --- Input limits (genderbias.files.textfiles; docs/deployment.md, "Input limits") ----------------------
 #: The most bytes a collection or run may expand to once decompressed (a plain file: its
 #: size); those readers stream, so this bounds work and disk, not memory.
 IMPORT_MAX_DECOMPRESSED_BYTES = env_int("IMPORT_MAX_DECOMPRESSED_BYTES", 32 * 1024**3, minimum=1)

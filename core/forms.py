@@ -7,11 +7,11 @@ from datetime import timedelta
 from django import forms
 
 from core.amounts import AmountError, parse_amount
-from core.numbers import NumberError, parse_count
+from genderbias.numbers import NumberError, parse_count
 
 
 def add_service_error(form: forms.Form, exc: Exception) -> None:
-    """A service's refusal shown on the page's form: a :class:`~core.errors.FieldError` (the
+    """A service's refusal shown on the page's form: a :class:`~genderbias.errors.FieldError` (the
     service's one check of a field's rule) under its field when the form has that field, any
     other refusal above the fields."""
     field = getattr(exc, "field", None)
@@ -22,7 +22,7 @@ def add_service_error(form: forms.Form, exc: Exception) -> None:
 
 
 class CountField(forms.IntegerField):
-    """A whole number typed by a person: ASCII digits only (:func:`core.numbers.parse_count`:
+    """A whole number typed by a person: ASCII digits only (:func:`genderbias.numbers.parse_count`:
     ``forms.IntegerField`` took ``١٠`` as 10); the range is the field's ``min_value``/``max_value``."""
 
     def to_python(self, value):
@@ -36,11 +36,11 @@ class CountField(forms.IntegerField):
 
 
 class DecimalNumberField(forms.FloatField):
-    """A number with a fraction typed by a person: a plain ASCII decimal (:func:`core.numbers.parse_decimal`:
+    """A number with a fraction typed by a person: a plain ASCII decimal (:func:`genderbias.numbers.parse_decimal`:
     ``forms.FloatField`` took ``١.٥`` and ``1e3``); the range is the field's ``min_value``/``max_value``."""
 
     def to_python(self, value):
-        from core.numbers import NumberError, parse_decimal
+        from genderbias.numbers import NumberError, parse_decimal
 
         if value in self.empty_values:
             return None

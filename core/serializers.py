@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from core.amounts import AmountError, parse_amount
 from core.models import Job
-from core.numbers import NumberError, parse_count
+from genderbias.numbers import NumberError, parse_count
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -49,7 +49,7 @@ class MoneyField(serializers.DecimalField):
 
 class CountField(serializers.IntegerField):
     """A whole number in a request: a JSON integer, or a string of ASCII digits
-    (:func:`core.numbers.parse_count`: ``serializers.IntegerField`` took ``"١٠"`` as 10 and ``10.0``
+    (:func:`genderbias.numbers.parse_count`: ``serializers.IntegerField`` took ``"١٠"`` as 10 and ``10.0``
     as 10); the range is the field's ``min_value``/``max_value``, and a 400 names the field."""
 
     def to_internal_value(self, data):
@@ -65,11 +65,11 @@ class CountField(serializers.IntegerField):
 
 class DecimalNumberField(serializers.FloatField):
     """A number with a fraction in a request: a finite JSON number, or a string that is a plain ASCII
-    decimal (:func:`core.numbers.parse_decimal`: ``serializers.FloatField`` took ``"nan"``, ``"1e3"``
+    decimal (:func:`genderbias.numbers.parse_decimal`: ``serializers.FloatField`` took ``"nan"``, ``"1e3"``
     and ``"١.٥"``); the range is the field's ``min_value``/``max_value``."""
 
     def to_internal_value(self, data):
-        from core.numbers import NumberError, parse_decimal
+        from genderbias.numbers import NumberError, parse_decimal
 
         if isinstance(data, str) and len(data) > self.MAX_STRING_LENGTH:
             self.fail("max_string_length")

@@ -9,7 +9,6 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 
 from core.connection_kinds import KINDS
-from core.errors import ServiceError
 from core.forms import ApiTokenForm, ConnectionForm
 from core.models import Job, Membership, chosen_group_id, roles_of
 from core.selectors import (
@@ -25,6 +24,7 @@ from core.services import groups as group_services
 from core.services.api_tokens import api_token, revoke_api_token, token_of
 from core.services.connections import delete_connection, save_connection, start_test_connection
 from core.web.permissions import connections_manager_required, researcher_required
+from genderbias.errors import ServiceError
 
 
 def _job_context(job: Job) -> dict:

@@ -9,23 +9,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api import form_data, form_errors, job_started
-from core.errors import ServiceError
-from core.numbers import NumberError, parse_count
 from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
-from metrics.forms import LabelSensitivityForm, PlanForm
-from metrics.selectors import report_contributions, report_per_query, report_table
-
-from .counterfactual import HER_CHOICES
-from .defaults import (
-    CRBO_DEPTH,
-    CRBO_P,
-    MAX_CUTOFF,
-    TABLE_LAYOUTS,
-    VARIANT_VERSIONS,
-)
-from .forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm, ReportForm
-from .models import Report, Result
-from .report_options import (
+from genderbias.errors import ServiceError
+from genderbias.numbers import NumberError, parse_count
+from genderbias.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     CUT_STEP_OPTION,
@@ -39,6 +26,20 @@ from .report_options import (
     TIES_OPTION,
     TOKENIZER_OPTION,
 )
+from genderbias.ranking.counterfactual import HER_CHOICES
+from genderbias.ranking.defaults import (
+    CRBO_DEPTH,
+    CRBO_P,
+    MAX_CUTOFF,
+    TABLE_LAYOUTS,
+    VARIANT_VERSIONS,
+)
+from genderbias.ranking.vocabulary import BY_NAME
+from metrics.forms import LabelSensitivityForm, PlanForm
+from metrics.selectors import report_contributions, report_per_query, report_table
+
+from .forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm, ReportForm
+from .models import Report, Result
 from .serializers import (
     LabelSensitivitySerializer,
     PerQuerySerializer,
@@ -46,7 +47,6 @@ from .serializers import (
     ReportSerializer,
     option_field,
 )
-from .vocabulary import BY_NAME
 
 
 class ReportRequestSerializer(serializers.Serializer):
@@ -221,7 +221,7 @@ class LabelSensitivityView(APIView):
     """Label sensitivity of a batch (``?batch=&runs=a,b&cutoffs=5,10,20&threshold=0.9&background=&bootstrap=``).
 
     Computed on request, not stored, within bounds (at most ``REQUEST_SENSITIVITY_RUNS`` runs and
-    ``REQUEST_SENSITIVITY_CUTOFFS`` cutoffs of :mod:`metrics.defaults`, 5 each; bootstrap at most
+    ``REQUEST_SENSITIVITY_CUTOFFS`` cutoffs of :mod:`genderbias.ranking.defaults`, 5 each; bootstrap at most
     2000; more: 400 naming the field, and the page runs it as a job): ``rows`` (aggregation, disputed, run, metric, variant,
     cutoff, value, ci_low, ci_high, n_queries), ``rankings`` (Kendall's tau against
     majority/drop and the swapped pairs), ``set_sizes`` (non-gendered queries per

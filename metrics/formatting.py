@@ -12,15 +12,19 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from core.p_values import p_value_text
 from core.spreadsheet import csv_text
-from metrics.vocabulary import RAB_LIKE
-
-from .defaults import AGGREGATIONS, DISPUTED_POLICIES, LABEL_SOURCE, LABEL_SOURCES, LABEL_UNCERTAINTY_COLUMNS
-from .vocabulary import metric_position, variant_position
+from genderbias.ranking.defaults import (
+    AGGREGATIONS,
+    DISPUTED_POLICIES,
+    LABEL_SOURCE,
+    LABEL_SOURCES,
+    LABEL_UNCERTAINTY_COLUMNS,
+)
+from genderbias.ranking.vocabulary import RAB_LIKE, metric_position, variant_position
+from genderbias.stats.p_values import p_value_text
 
 if TYPE_CHECKING:
-    from .sensitivity import LabelSensitivity
+    from genderbias.crowd.sensitivity import LabelSensitivity
 
 CSV_HEADER = ["run", "metric", "variant", "cutoff", "value", "queries"]
 PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
@@ -57,7 +61,7 @@ def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
     return order.drop(columns=["_run", "_metric", "_variant"]).reset_index(drop=True)
 
 
-#: What the results CSV of a report on a batch's labels adds (:mod:`metrics.label_uncertainty`).
+#: What the results CSV of a report on a batch's labels adds (:mod:`genderbias.crowd.label_uncertainty`).
 LABEL_CSV_COLUMNS = ["ci_low", "ci_high", "p_value", *LABEL_UNCERTAINTY_COLUMNS]
 
 
@@ -69,7 +73,7 @@ TIE_CSV_COLUMNS = ["tie_low", "tie_high", "ties"]
 def results_csv(summary: pd.DataFrame, ties: str | None = None) -> str:
     """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision);
     a report on a batch's labels adds :data:`LABEL_CSV_COLUMNS` (empty where undefined); with the
-    report's ``ties`` (:mod:`metrics.ties`), :data:`TIE_CSV_COLUMNS`."""
+    report's ``ties`` (:mod:`genderbias.ranking.ties`), :data:`TIE_CSV_COLUMNS`."""
     extra = LABEL_CSV_COLUMNS if "combined_low" in summary.columns else []
     if ties is not None:
         summary = summary.assign(ties=ties)
@@ -177,7 +181,7 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -
 
 def crowd_quality_note(quality: dict | None) -> str:
     """The crowd's informativeness in one line, and the warning when the label-corrected intervals
-    are not to be trusted (:func:`annotation.machine.label_probabilities.crowd_quality`)."""
+    are not to be trusted (:func:`genderbias.crowd.label_probabilities.crowd_quality`)."""
     if not quality or quality.get("information") is None:
         return ""
     said = (
@@ -227,7 +231,7 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, 
     carries the figures the report shows for its run: ``mean`` (over the run's queries), its
     bootstrap 95% CI ``ci_low, ci_high`` and ``p_value`` against the baseline, empty where
     undefined, so the file alone is enough to redraw the report's table; ``significance`` states
-    how that p was made (``policy``: :func:`metrics.significance.policy_text`) on rows with one.
+    how that p was made (``policy``: :func:`genderbias.stats.significance.policy_text`) on rows with one.
 
     A report on a batch's labels (``per_query`` from :func:`metrics.selectors.report_per_query_export`:
     every judged query, with ``in_set`` and the label probabilities) adds :data:`PER_QUERY_LABEL_COLUMNS`;
@@ -281,7 +285,7 @@ def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
 def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
     """A plain-text table like Table 3 of the SIGIR 2020 paper: one block per metric and variant,
     rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline and a ``p`` line
-    under a run gives its p-values (:mod:`metrics.significance`'s policy, Holm-adjusted)."""
+    under a run gives its p-values (:mod:`genderbias.stats.significance`'s policy, Holm-adjusted)."""
     if not len(summary):
         return "(no results)"
     runs = list(dict.fromkeys(summary["run"]))
@@ -335,30 +339,30 @@ def order_sensitivity(table: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
 
 
 def sensitivity_csv(table: pd.DataFrame) -> str:
-    """CSV with the header of :data:`metrics.sensitivity.CSV_COLUMNS` (values in full precision,
+    """CSV with the header of :data:`genderbias.crowd.sensitivity.CSV_COLUMNS` (values in full precision,
     empty where undefined; run names neutralised)."""
-    from .sensitivity import CSV_COLUMNS
+    from genderbias.crowd.sensitivity import CSV_COLUMNS
 
     rows = table[CSV_COLUMNS].itertuples(index=False, name=None)
     return csv_text(CSV_COLUMNS, ([*row[:5], int(row[5]), *row[6:9], int(row[9])] for row in rows))
 
 
 def dependence_csv(table: pd.DataFrame) -> str:
-    """CSV of :func:`metrics.label_uncertainty.dependence_table` (empty where undefined; run names neutralised)."""
-    from .label_uncertainty import DEPENDENCE_COLUMNS
+    """CSV of :func:`genderbias.crowd.label_uncertainty.dependence_table` (empty where undefined; run names neutralised)."""
+    from genderbias.crowd.label_uncertainty import DEPENDENCE_COLUMNS
 
     return csv_text(DEPENDENCE_COLUMNS, table[DEPENDENCE_COLUMNS].itertuples(index=False, name=None))
 
 
 def rankings_csv(rankings: pd.DataFrame) -> str:
-    """CSV of :func:`metrics.sensitivity.ranking_changes` (τ empty where undefined)."""
+    """CSV of :func:`genderbias.crowd.sensitivity.ranking_changes` (τ empty where undefined)."""
     columns = list(rankings.columns)
     return csv_text(columns, rankings.itertuples(index=False, name=None))
 
 
 def rankings_text(result: LabelSensitivity) -> str:
     """Plain-text summary: per configuration, metric and cutoff, τ against majority/drop and the swaps."""
-    from .sensitivity import BASELINE
+    from genderbias.crowd.sensitivity import BASELINE
 
     lines = [
         f"Label sensitivity of batch {result.batch!r}: runs {', '.join(result.runs)}; NFaiRR normalised "
@@ -416,7 +420,7 @@ def dependence_text(result: LabelSensitivity) -> str:
 
 
 def sensitivity_result(result: LabelSensitivity) -> dict:
-    """JSON-safe form of a :class:`~metrics.sensitivity.LabelSensitivity` (NaN as ``None``): what the
+    """JSON-safe form of a :class:`~genderbias.crowd.sensitivity.LabelSensitivity` (NaN as ``None``): what the
     API returns and what a label-sensitivity job keeps as its result for the page."""
 
     def plain(records):

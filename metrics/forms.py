@@ -8,25 +8,10 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 
 from annotation import selectors as annotation_selectors
-from core.errors import ServiceError
 from core.forms import CountField, DecimalNumberField, MoneyField, add_service_error
 from core.models import Job
-from metrics.defaults import REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
-from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
-
-from . import services
-from .counterfactual import HER_CHOICES
-from .defaults import (
-    CONFIDENCE_THRESHOLD,
-    CRBO_DEPTH,
-    CRBO_P,
-    DEFAULT_SAMPLES,
-    MAX_CUTOFF,
-    VARIANT_VERSIONS,
-)
-from .models import Report
-from .power import DEFAULT_DRAWS
-from .report_options import (
+from genderbias.errors import ServiceError
+from genderbias.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     CUT_STEP_OPTION,
@@ -43,15 +28,31 @@ from .report_options import (
     OptionError,
     ReportOption,
 )
+from genderbias.ranking.counterfactual import HER_CHOICES
+from genderbias.ranking.defaults import (
+    CONFIDENCE_THRESHOLD,
+    CRBO_DEPTH,
+    CRBO_P,
+    DEFAULT_SAMPLES,
+    MAX_CUTOFF,
+    REQUEST_SENSITIVITY_CUTOFFS,
+    REQUEST_SENSITIVITY_RUNS,
+    VARIANT_VERSIONS,
+)
+from genderbias.ranking.vocabulary import BY_NAME, METRICS
+from genderbias.stats.power import DEFAULT_DRAWS
+from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
+
+from . import services
+from .models import Report
 from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
-from .vocabulary import BY_NAME, METRICS
 
 if TYPE_CHECKING:
-    from .sensitivity import LabelSensitivity
+    from genderbias.crowd.sensitivity import LabelSensitivity
 
 
 def option_field(option: ReportOption) -> forms.Field:
-    """A page's field of a declared report setting (:mod:`metrics.report_options`): its label, its help
+    """A page's field of a declared report setting (:mod:`genderbias.options`): its label, its help
     with its bounds and default, its initial value. Empty takes the default; the value is checked by the
     declaration's one check (:func:`clean_options`), not by the field."""
     common = {
@@ -142,7 +143,7 @@ class ReportForm(forms.Form):
         clean_options(self, data, {name: REPORT_OPTIONS[name] for name in self.OPTIONS})
         return data
 
-    #: The declared settings the form takes (:mod:`metrics.report_options`).
+    #: The declared settings the form takes (:mod:`genderbias.options`).
     OPTIONS = (
         "cutoffs",
         "tokenizer",

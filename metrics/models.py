@@ -12,11 +12,7 @@ from __future__ import annotations
 from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
-from metrics.presets import preset_lines
-from pooling.models import Qrels, QuerySet, Run, WordList
-
-from .defaults import COLLECTION_BACKGROUND
-from .report_options import (
+from genderbias.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     CUT_STEP_OPTION,
@@ -30,7 +26,10 @@ from .report_options import (
     TOKENIZER_OPTION,
     ReportOption,
 )
-from .vocabulary import EXPOSURE, FORM_DEFINITIONS, form_statement
+from genderbias.presets import preset_lines
+from genderbias.ranking.defaults import COLLECTION_BACKGROUND
+from genderbias.ranking.vocabulary import EXPOSURE, FORM_DEFINITIONS, form_statement
+from pooling.models import Qrels, QuerySet, Run, WordList
 
 
 def _option_field(option: ReportOption, max_length: int = 20) -> models.CharField:
@@ -63,7 +62,7 @@ class Report(GroupOwned):
         related_name="+",
         help_text="NFaiRR's background; empty means the whole collection.",
     )
-    # Each setting's choices, default and help are its declaration's (metrics.report_options).
+    # Each setting's choices, default and help are its declaration's (genderbias.options).
     nfairr_normaliser = _option_field(NORMALISER_OPTION)
     awrf_weights = _option_field(AWRF_WEIGHTS_OPTION)
     awrf_p = models.FloatField(default=AWRF_P_OPTION.default, help_text=AWRF_P_OPTION.help)
@@ -121,7 +120,7 @@ class Report(GroupOwned):
         blank=True,
         related_name="+",
         help_text="A report on a batch's labels: the batch whose non-gendered queries are the query set; "
-        "its intervals carry the labels' uncertainty (metrics.label_uncertainty).",
+        "its intervals carry the labels' uncertainty (genderbias.crowd.label_uncertainty).",
     )
     labels_file = models.CharField(
         max_length=1000,
@@ -139,7 +138,7 @@ class Report(GroupOwned):
         null=True,
         blank=True,
         help_text="A report on a batch's labels: how much the crowd's answers say and whether the "
-        "label-corrected intervals are to be trusted (annotation.machine.label_probabilities.crowd_quality).",
+        "label-corrected intervals are to be trusted (genderbias.crowd.label_probabilities.crowd_quality).",
     )
     created = models.DateTimeField(auto_now_add=True)
 
@@ -196,7 +195,7 @@ class Report(GroupOwned):
     @property
     def exposure_definition(self) -> str:
         """Which form the exposure metrics were computed in and how it differs from the cited papers
-        (:func:`metrics.vocabulary.form_statement`): the report page, the methods text, the tables."""
+        (:func:`genderbias.ranking.vocabulary.form_statement`): the report page, the methods text, the tables."""
         return form_statement(self.exposure_form, EXPOSURE)
 
 
@@ -215,14 +214,14 @@ class Result(models.Model):
     p_value = models.FloatField(
         null=True,
         help_text="Paired t-test against the baseline, Holm-adjusted within its family "
-        "(every run against the baseline for this metric, variant and cutoff): metrics.significance. "
-        "A report on a batch's labels: the combined test's (metrics.label_uncertainty).",
+        "(every run against the baseline for this metric, variant and cutoff): genderbias.stats.significance. "
+        "A report on a batch's labels: the combined test's (genderbias.crowd.label_uncertainty).",
     )
     tie_low = models.FloatField(
         null=True, help_text="The lowest value over the orders of tied documents (null: no order of ties moves it)."
     )
     tie_high = models.FloatField(null=True, help_text="The highest value over the orders of tied documents.")
-    # A report on a batch's labels (metrics.label_uncertainty): null otherwise.
+    # A report on a batch's labels (genderbias.crowd.label_uncertainty): null otherwise.
     corrected = models.FloatField(null=True, help_text="Label-corrected mean (class mean of the non-gendered).")
     combined_low = models.FloatField(null=True, help_text="Interval with label and query uncertainty.")
     combined_high = models.FloatField(null=True)

@@ -25,10 +25,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes, svg_settings
+from genderbias.ranking.vocabulary import is_rab_like, metric_position, note, variant_position
 
 from .names import header_lines
 from .svg_markup import lighten
-from .vocabulary import is_rab_like, metric_position, note, variant_position
 
 
 def _png(figure: Figure) -> bytes:

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from annotation.labels import LABELS
 from annotation.selectors import query_texts, remembered
-from core.errors import ServiceError
-from metrics.defaults import LABEL_UNCERTAINTY_COLUMNS
-from metrics.vocabulary import BY_NAME
+from genderbias.errors import ServiceError
+from genderbias.labels import LABELS
+from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
+from genderbias.ranking.vocabulary import BY_NAME
 from pooling.models import QuerySet
 
 from .models import Report
@@ -35,7 +35,7 @@ SUMMARY_FIELDS = [
 
 def report_summary(report: Report) -> pd.DataFrame:
     """The report's results as a frame (``run, metric, variant, cutoff, value, queries, ci_low, ci_high,
-    p_value``; a report on a batch's labels adds :data:`metrics.defaults.LABEL_UNCERTAINTY_COLUMNS`)."""
+    p_value``; a report on a batch's labels adds :data:`genderbias.ranking.defaults.LABEL_UNCERTAINTY_COLUMNS`)."""
     import pandas as pd
 
     fields = list(SUMMARY_FIELDS)
@@ -165,12 +165,12 @@ def recent_reports(limit: int = 5):
 
 
 def report_policy_text(report: Report) -> str:
-    """How the report's p-values were made, in one sentence (:func:`metrics.significance.policy_text`)."""
-    from .significance import policy_text
+    """How the report's p-values were made, in one sentence (:func:`genderbias.stats.significance.policy_text`)."""
+    from genderbias.stats.significance import policy_text
 
     baseline = report.baseline.name if report.baseline_id else None
     if report.on_batch:
-        from .label_uncertainty import policy_text as combined_text
+        from genderbias.crowd.label_uncertainty import policy_text as combined_text
 
         return combined_text(baseline)
     return policy_text(baseline)
@@ -178,12 +178,12 @@ def report_policy_text(report: Report) -> str:
 
 def report_policy(report: Report) -> dict | None:
     """The report's significance policy as the API and CSV state it (None without a baseline)."""
-    from . import significance
+    from genderbias.stats import significance
 
     baseline = report.baseline.name if report.baseline_id else None
     if baseline is None or not report.on_batch:
         return significance.policy(baseline)
-    from .label_uncertainty import COMBINED_POLICY
+    from genderbias.crowd.label_uncertainty import COMBINED_POLICY
 
     return {**COMBINED_POLICY, "baseline": baseline}
 
@@ -273,12 +273,12 @@ def _combined_marks(table: dict, summary: pd.DataFrame, policy: dict) -> None:
 def report_contributions(report: Report, run: str, metric: str, variant: str, cutoff: int, limit: int = 50) -> dict:
     """A report on a batch's labels: the queries that move ``run``'s paired difference against the
     baseline on one metric, and whose labels are least certain
-    (:func:`metrics.label_uncertainty.contributions`), with the figures the page and the API show.
+    (:func:`genderbias.crowd.label_uncertainty.contributions`), with the figures the page and the API show.
 
     ServiceError for a report not on a batch, without a baseline, or an unknown column or run.
     """
 
-    from .label_uncertainty import contributions
+    from genderbias.crowd.label_uncertainty import contributions
 
     if not report.baseline_id:
         raise ServiceError(f"report {report.name!r} has no baseline: there is no paired difference to explain")

@@ -4,16 +4,16 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.serializers import CountField, DecimalNumberField
+from genderbias.options import ReportOption
+from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from metrics.selectors import report_policy
 
-from .defaults import LABEL_UNCERTAINTY_COLUMNS
 from .models import Report, Result
-from .report_options import ReportOption
 from .selectors import SUMMARY_FIELDS
 
 
 def option_field(option: ReportOption) -> serializers.Field:
-    """The API's field of a declared report setting (:mod:`metrics.report_options`): its help with its
+    """The API's field of a declared report setting (:mod:`genderbias.options`): its help with its
     bounds and default; the value is checked by the declaration's one check (the report form's)."""
     default = {"default": option.default_text if option.kind == "cutoffs" else option.default}
     common = {**(default if option.default not in (None, "") else {"required": False}), "help_text": option.describe()}
@@ -33,7 +33,7 @@ class ResultSerializer(serializers.ModelSerializer):
     class Meta:
         model = Result
         # The summary's columns (one list: the CSV, the page and the API), and those of a report on a batch's
-        # labels (null otherwise): metrics.label_uncertainty.
+        # labels (null otherwise): genderbias.crowd.label_uncertainty.
         fields = ["run", *SUMMARY_FIELDS, *LABEL_UNCERTAINTY_COLUMNS]
 
 
@@ -56,7 +56,7 @@ class SignificanceSerializer(serializers.Serializer):
     baseline = serializers.CharField()
     interval = serializers.CharField(
         required=False,
-        help_text="A report on a batch's labels: the combined interval's construction (core.intervals.LABEL_INTERVAL).",
+        help_text="A report on a batch's labels: the combined interval's construction (genderbias.stats.intervals.LABEL_INTERVAL).",
     )
 
 

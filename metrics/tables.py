@@ -11,15 +11,15 @@ Layouts (:data:`LAYOUTS`):
 - ``sigir2020`` (Rekabsaz & Schedl, SIGIR 2020, Table 3): MRR, Recall, then RaB and ARaB with
   ``tf`` and ``bool`` magnitudes at every cutoff of the report.
 - ``exposure``: nDCG (the effectiveness TREC Fair Ranking pairs with AWRF), NFaiRR and TExFAIR,
-  then the exposure metrics AWRF, rKL, rND, rRD (:mod:`metrics.exposure`) at the cutoff, and per
+  then the exposure metrics AWRF, rKL, rND, rRD (:mod:`genderbias.ranking.exposure`) at the cutoff, and per
   run Pearson's r and Kendall's τ between AWRF and NFaiRR.
 
 An effectiveness measure is taken at the table's cutoff when the report has it there, otherwise at
 the report's first cutoff of that measure (the column names the cutoff used). A column the report
 lacks (no qrels, say) is left out and named in ``missing``.
 
-**Marks.** The project's one significance policy (:mod:`metrics.significance`): ``*``: the run
-differs from the baseline, p from :func:`metrics.significance.against_baseline` (paired t-test;
+**Marks.** The project's one significance policy (:mod:`genderbias.stats.significance`): ``*``: the run
+differs from the baseline, p from :func:`genderbias.stats.significance.against_baseline` (paired t-test;
 family: every run against the baseline for the column's metric, variant and cutoff; Holm), the
 same p the report's results hold for that comparison, p < ``alpha``. ``†`` on a correlation:
 Holm-adjusted p < ``alpha``, family: that statistic of that pair of metrics across the runs.
@@ -38,15 +38,20 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from core.numbers import DIGITS
-from core.p_values import p_value_text
-from metrics.vocabulary import MEASURE_ALIASES
+from genderbias.numbers import DIGITS
+from genderbias.ranking.defaults import TABLE_LAYOUTS
+from genderbias.ranking.vocabulary import (
+    BY_NAME,
+    EXPOSURE,
+    MEASURE_ALIASES,
+    form_statement,
+    variant_form,
+    variant_position,
+)
+from genderbias.stats.p_values import p_value_text
+from genderbias.stats.significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
 
-from .defaults import TABLE_LAYOUTS
-from .significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
-from .vocabulary import BY_NAME, EXPOSURE, form_statement, variant_form, variant_position
-
-ALPHA = 0.05  # the policy's (metrics.significance.ALPHA)
+ALPHA = 0.05  # the policy's (genderbias.stats.significance.ALPHA)
 #: How the papers name a run's mean of a per-query measure.
 MEAN_NAMES = {"RR": "MRR", "R": "Recall", "AP": "MAP"}
 KEYS = ["metric", "variant", "cutoff"]
@@ -309,7 +314,7 @@ def build_table(
 
 def definitions(columns: Sequence[dict]) -> list[str]:
     """How the table's exposure metrics are defined and how that differs from the papers cited for
-    them, one note per form their variants were computed in (:func:`metrics.vocabulary.form_statement`)."""
+    them, one note per form their variants were computed in (:func:`genderbias.ranking.vocabulary.form_statement`)."""
     forms: dict[str, list[str]] = {}
     for column in columns:
         if column["metric"] in EXPOSURE:
@@ -356,7 +361,7 @@ def table_text(table: dict) -> str:
 
 
 def significance_note(policy: dict) -> str:
-    """A table's footnote on its p-values (``policy``: :func:`metrics.significance.policy`)."""
+    """A table's footnote on its p-values (``policy``: :func:`genderbias.stats.significance.policy`)."""
     return (
         f"* p < {policy['alpha']} against {policy['baseline']}. Test: {policy['test']}; "
         f"family: {policy['family']}; correction: {policy['correction']} (p shown adjusted)"

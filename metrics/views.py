@@ -15,14 +15,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import selectors as annotation_selectors
 from annotation.models import Batch
-from core.errors import ServiceError
 from core.models import Job
-from core.numbers import parse_count
 from core.selectors import jobs_for
 from core.spreadsheet import csv_text
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
-from metrics.defaults import MAX_CUTOFF, TABLE_LAYOUTS
+from genderbias.errors import ServiceError
+from genderbias.numbers import parse_count
+from genderbias.ranking.defaults import MAX_CUTOFF, TABLE_LAYOUTS
 from metrics.services.plot_cache import PlotParameterError, cached_plot, drawn_plot, plot_key, png_size
 from metrics.svg_markup import inline
 from pooling import selectors as pooling_selectors
@@ -42,7 +42,7 @@ from .models import Report
 
 
 def _cutoff(value: str | int) -> int:
-    """A cutoff of a link's parameters (:func:`core.numbers.parse_count`); a ``ValueError`` (its
+    """A cutoff of a link's parameters (:func:`genderbias.numbers.parse_count`); a ``ValueError`` (its
     ``NumberError``) names it, which the views turn into their message or a 404."""
 
     return parse_count(value, "cutoff", minimum=1, maximum=MAX_CUTOFF)
@@ -175,7 +175,7 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
     (``?lcutoff=``, default 10 or the largest), and whether the batch's answers moved since."""
     from urllib.parse import urlencode
 
-    from core.intervals import describe as describe_interval
+    from genderbias.stats.intervals import describe as describe_interval
 
     if not report.on_batch:
         return {}

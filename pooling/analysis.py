@@ -12,13 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from core.errors import ServiceError
-
-from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
-
-#: Gender magnitude of a document: term count, ``ln(1 + count)`` (the reference's), or any-occurrence.
-MAGNITUDES = ("tc", "tf", "bool")
-DEFAULT_MAGNITUDE = "tf"
+from genderbias.errors import ServiceError
+from genderbias.text import DEFAULT_MAGNITUDE, MAGNITUDES
+from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 __all__ = [
     "DEFAULT_MAGNITUDE",

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from core.api import StagedUploadsMixin, body_object, form_data, form_errors, job_started
 from core.serializers import CountField, JobSerializer
+from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from . import services
 from .analysis import MAGNITUDES
@@ -28,7 +29,6 @@ from .serializers import (
     QuerySetSerializer,
     RunSerializer,
 )
-from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 #: ``?q=``: the API's counterpart of the pages' search box.
 SEARCH = OpenApiParameter("q", str, description="Keep rows whose qid or query text contains this (any case).")

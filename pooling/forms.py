@@ -2,10 +2,11 @@
 
 from django import forms
 
-from core.errors import ServiceError
 from core.forms import CountField, add_service_error
 from core.models import Job
 from core.services.uploads import check_import_path, keep_upload, upload_too_large_message
+from genderbias.errors import ServiceError
+from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.models import Pool
 
 from . import services
@@ -13,7 +14,6 @@ from .analysis import MAGNITUDES
 from .irdatasets import check_dataset_id
 from .models import Collection, QuerySet, Run, WordList
 from .named_sets import NAMED_SETS
-from .tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 
 class PoolForm(forms.Form):

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import ServiceError
-from core.files import atomic_write
+from genderbias.errors import ServiceError
+from genderbias.files.atomic import atomic_write
 
 #: What an ir_datasets id looks like (``msmarco-passage/dev/small``, ``beir/scifact/test``).
 DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9_.\-]+)*$")

@@ -96,7 +96,7 @@ class Query(models.Model):
         max_length=1,
         blank=True,
         default="",
-        help_text="The gender label a labelled query file gave (a code of annotation.labels), else empty.",
+        help_text="The gender label a labelled query file gave (a code of genderbias.labels), else empty.",
     )
     categories = models.CharField(
         max_length=500,

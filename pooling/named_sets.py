@@ -16,7 +16,7 @@ The readers repair the sets' known faults and report each with file and line
 naming both genders, no F/M/N wording) and its typo ``botrh``; CPJKU's category typos
 (``Social Inequaltiy``, ``career``, ``Violence and exploitation``), empty categories and the comma
 inside a Domains cell (``Health (status, access)``: one domain, not two). A file that is not the
-set at all (a header missing a column) is an :class:`~core.errors.InputError`.
+set at all (a header missing a column) is an :class:`~genderbias.errors.InputError`.
 
 Texts that cannot be shipped (MS MARCO passages: Microsoft's terms) are not here: a set says what
 the user must bring (:attr:`NamedSet.needs`). Pure (standard library only).
@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import InputError
+from genderbias.errors import InputError
 
 from .queryfiles import normalise_text
 
@@ -38,7 +38,7 @@ from .queryfiles import normalise_text
 DATA_DIR = Path(__file__).resolve().parent / "data" / "named_sets"
 
 #: The three wordings of a Grep-BiasIR document, as the data set writes them, and as the
-#: project's variant preference names them (``metrics.defaults.VARIANT_VERSIONS``: m, f, n).
+#: project's variant preference names them (``genderbias.ranking.defaults.VARIANT_VERSIONS``: m, f, n).
 WORDINGS = {"F": "f", "M": "m", "N": "n"}
 
 

@@ -2,7 +2,7 @@
 
 - :func:`preview_head`: the first whole lines of a file (its first bytes, gunzipped when
   gzipped, at most :data:`PREVIEW_BYTES`), parsed by the real readers of
-  :mod:`pooling.readers`, :mod:`pooling.queryfiles` and :mod:`pooling.wordlists`: the first
+  :mod:`genderbias.files.readers`, :mod:`pooling.queryfiles` and :mod:`genderbias.text.wordlists`: the first
   rows with the columns the import keeps, the run format detected, and every problem of
   those lines (up to :data:`MAX_PROBLEMS`) with its line number. Bounded: never more than
   the head is read or decompressed, whatever the file's size.
@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import InputError, Skipped
-from core.textfiles import GZIP_MAGIC, safe_basename
+from genderbias.errors import InputError, Skipped
+from genderbias.files.textfiles import GZIP_MAGIC, safe_basename
+from genderbias.text.wordlists import load_wordlist
 from pooling.qrelfiles import read_qrels
 from pooling.queryfiles import ROLES, ColumnChoiceError, first_table, read_query_table, with_columns
-from pooling.wordlists import load_wordlist
 
 #: How much of a file a preview reads (uncompressed bytes; an upload's first bytes, sliced by the browser).
 PREVIEW_BYTES = 256 * 1024
@@ -211,7 +211,7 @@ def preview_head(
 
     ``known_docids``: for a run, which of the given docids its collection holds (without
     it, docids are not checked). The lines are written to a temporary file named like the
-    user's file (its safe base name, :func:`core.textfiles.safe_basename`: no name can be
+    user's file (its safe base name, :func:`genderbias.files.textfiles.safe_basename`: no name can be
     a folder or lead out of the temporary one), so the real readers read them as they read
     any file.
     """
@@ -236,7 +236,7 @@ def preview_head(
 def _collection(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
     import polars as pl
 
-    from .readers import iter_blocks, parse_passages, scan_collection
+    from genderbias.files.readers import iter_blocks, parse_passages, scan_collection
 
     preview.columns = ["line", "docid", "text"]
     frames = [parse_passages(path, lines, skipped) for lines, _ in iter_blocks(path)]
@@ -276,7 +276,7 @@ def _queries(preview: Preview, path: Path, skipped: Skipped, known, rows: int, w
 def _run(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
     import polars as pl
 
-    from .readers import check_run_file, finish_run, parse_run_lines
+    from genderbias.files.readers import check_run_file, finish_run, parse_run_lines
 
     preview.columns = ["line", "qid", "docid", "score"]
     path, preview.run_format = check_run_file(path, "score", "auto")

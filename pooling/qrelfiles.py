@@ -5,8 +5,8 @@ as trec_eval ignores it; relevance is a graded integer (``0`` not relevant, nega
 as some TREC tracks use them, read as not relevant by trec_eval), written as trec_eval reads
 it: ASCII digits with an optional minus sign, within :data:`REL_RANGE` (a 32-bit integer; Python-only
 forms such as ``1_0`` or ``٣`` are bad lines, not 10 and 3). Streamed line by line
-through :func:`core.textfiles.open_text` (``.gz`` accepted); a bad line is an
-:class:`~core.errors.InputError` ``file:line: problem``, or recorded in ``skipped``.
+through :func:`genderbias.files.textfiles.open_text` (``.gz`` accepted); a bad line is an
+:class:`~genderbias.errors.InputError` ``file:line: problem``, or recorded in ``skipped``.
 
 Pure (no Django): polars and the standard library.
 """
@@ -18,8 +18,8 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import InputError, Skipped, raise_or_skip
-from core.textfiles import open_text
+from genderbias.errors import InputError, Skipped, raise_or_skip
+from genderbias.files.textfiles import open_text
 
 if TYPE_CHECKING:
     import polars as pl

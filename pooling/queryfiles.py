@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import InputError, Skipped, raise_or_skip
-from core.files import atomic_write
-from core.numbers import DIGITS
-from core.textfiles import csv_records, open_text
+from genderbias.errors import InputError, Skipped, raise_or_skip
+from genderbias.files.atomic import atomic_write
+from genderbias.files.textfiles import csv_records, open_text
+from genderbias.numbers import DIGITS
 
 #: What :func:`normalise_text` replaces: C0 controls (tab and line breaks included), DEL, C1
 #: controls (U+0085 among them) and the line and paragraph separators.
@@ -121,7 +121,7 @@ class LabelVocabulary:
     """How a label value of a file is read (registered by the app that owns the labels).
 
     Pooling keeps labels without knowing them: the one vocabulary of gender labels lives in
-    ``annotation.labels``, above this app, and plugs its reader in here at start-up
+    ``genderbias.labels``, above this app, and plugs its reader in here at start-up
     (``annotation.apps``), so a labelled query file is read with it and nothing else.
     """
 

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 
-from core.errors import ServiceError, Skipped
-from core.files import file_sha256, write_parquet_atomic
+from genderbias.errors import ServiceError, Skipped
+from genderbias.files.atomic import file_sha256, write_parquet_atomic
+from genderbias.text.wordlists import GenderWords, wordlist_from_mapping
 from pooling.models import Query
 from pooling.qrelfiles import read_qrels
 
 from .models import Collection, Pool, Qrels, QuerySet, Run, WordList
-from .wordlists import GenderWords, wordlist_from_mapping
 
 if TYPE_CHECKING:
     import polars as pl
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 def docid_index(collection: Collection) -> Path:
     """The collection's docid index (``docid``, and for plain files ``start, length``), rebuilt
     if the cache was cleared."""
-    from .readers import scan_collection
+    from genderbias.files.readers import scan_collection
 
     index_path = Path(collection.docid_index)
     if not index_path.exists():
@@ -85,7 +85,7 @@ def run_frame(run: Run) -> pl.DataFrame:
     """
     import polars as pl
 
-    from .readers import read_run
+    from genderbias.files.readers import read_run
 
     data = Path(run.data)
     if data.exists():
@@ -229,7 +229,7 @@ def wordlist_of(record: WordList) -> GenderWords:
 def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
     """Rows for the pool page and download: one per pooled query, with its RaB per run and
     where each run's lists put it (``selected``: run → (female position, male position))."""
-    from .pool import sort_qids
+    from genderbias.ranking.pool import sort_qids
 
     runs = [run.name for run in pool.runs.order_by("name")]
     rows: dict[str, dict] = {}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .wordlists import DEFAULT_FEMALE, DEFAULT_MALE
+from genderbias.text.wordlists import DEFAULT_FEMALE, DEFAULT_MALE
 
 NEUTRAL = [
     "the",

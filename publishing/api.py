@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 
 from annotation.models import Batch
 from core.api import ErrorSerializer, body_object, checked, job_started
-from core.errors import ServiceError
 from core.serializers import JobSerializer
+from genderbias.errors import ServiceError
 from metrics.models import Report
 from publishing.latex import TEMPLATES
 from publishing.latex import template as latex_template

@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from annotation.labels import LABEL_NAMES
+from genderbias.labels import LABEL_NAMES
 from publishing import statements
 from publishing.hub_card import license_file
 from publishing.tables import CLASS, CLASS_NAMES, PROVENANCE_COLUMNS, Column, Config

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from annotation.labels import LABEL_NAMES, LABELS
+from genderbias.labels import LABEL_NAMES, LABELS
 from publishing import statements
 from publishing.tables import CLASS, CLASS_NAMES, Config
 from publishing.zenodo.metadata import AUTHORS_TO_FILL, zenodo_metadata

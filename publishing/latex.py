@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.p_values import p_value_text
+from genderbias.stats.p_values import p_value_text
 from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
 from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
@@ -123,7 +123,7 @@ def prose(text: object) -> str:
 
 
 def p_value_tex(value: float | None) -> str:
-    """A p-value as :func:`core.p_values.p_value_text` writes it, in LaTeX text (``$<$ 0.0001``)."""
+    """A p-value as :func:`genderbias.stats.p_values.p_value_text` writes it, in LaTeX text (``$<$ 0.0001``)."""
     return p_value_text(value).replace("<", "$<$")
 
 
@@ -566,7 +566,7 @@ def uncertainty_tex(
     layout: str | Template | None = None,
 ) -> str:
     """A report on a batch's labels at one cutoff (``rows``: its results there, as dicts with the
-    fields of :data:`metrics.defaults.LABEL_UNCERTAINTY_COLUMNS`), as the report page and
+    fields of :data:`genderbias.ranking.defaults.LABEL_UNCERTAINTY_COLUMNS`), as the report page and
     :func:`metrics.formatting.uncertainty_table` show it: per metric and variant, each run's value with
     ± half its query-only 95% interval, the label-corrected value with ± half the interval that also
     carries the labels' uncertainty, and the labels' share of that width; against the baseline, the

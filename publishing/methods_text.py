@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from metrics.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
-from metrics.vocabulary import form_statement
+from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
+from genderbias.ranking.vocabulary import form_statement
 from publishing.latex import breakable, escape, prose
 from publishing.statements import reward_clause
 
@@ -366,7 +366,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
             "the calibration sample's for a machine label), and its interval carries that uncertainty as well as "
             "the queries' sampling, the crowd model being refitted in every bootstrap resample."
         )
-        from core import intervals
+        from genderbias.stats import intervals
 
         # Only what was measured on this study: the construction, and the crowd model's own check on
         # its answers (simulated coverages are the docs' business, not this paper's).
@@ -397,7 +397,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         exposure.append("rKL, rND and rRD \\cite{yang2017}")
     if exposure:
         sentences.append(f"Exposure: {_list(exposure)}; {prose(settings['exposure_settings'])}.")
-        # Which form was used and how it differs from the papers just cited (metrics.vocabulary).
+        # Which form was used and how it differs from the papers just cited (genderbias.ranking.vocabulary).
         sentences.append(prose(form_statement(settings.get("exposure_form", DEFAULT_EXPOSURE_FORM), metrics)))
     if settings.get("qrels") and settings.get("measures"):
         unjudged = settings.get("unjudged") or 0

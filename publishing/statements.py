@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from annotation.labels import LABEL_NAMES, LABELS
+from genderbias.labels import LABEL_NAMES, LABELS
 
 #: What no platform can know and the researcher writes before publishing: Croissant's RAI
 #: fields left empty, and why (listed in the card and by the command).

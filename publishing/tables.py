@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotation.labels import LABEL_NAMES, LABELS
+from genderbias.labels import LABEL_NAMES, LABELS
 
 #: The label whose queries make the ``non_gendered`` configuration.
 NON_GENDERED = "n"

@@ -9,8 +9,8 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from annotation.models import Batch
-from core.errors import ServiceError
 from core.web.permissions import researcher_required
+from genderbias.errors import ServiceError
 from metrics.models import Report
 from publishing.forms import PublishDatasetForm
 from publishing.latex import template as latex_template

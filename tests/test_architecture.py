@@ -3,7 +3,7 @@
 docs/architecture.md draws the picture these tests keep true. A module's place decides its
 layer; nobody keeps a list.
 
-**Apps**, bottom to top: ``core`` < ``pooling`` < ``annotation`` < the crowd platforms < ``metrics`` <
+**Apps**, bottom to top: ``genderbias`` (the library: every computation, installable alone, no Django) < ``core`` < ``pooling`` < ``annotation`` < the crowd platforms < ``metrics`` <
 ``publishing`` (data flows pooling -> annotation -> metrics -> publishing: what a study publishes reads the
 annotations and the measurements, and nothing below it reads a publication).
 Each crowd platform is an app of its own, ``platforms.<name>`` (``platforms/<name>/``: in-house,
@@ -20,7 +20,7 @@ may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annota
 the app's name is one of :data:`LAYERS` (``annotation.crowd.services.sync``,
 ``core.jobs.sweeper``, ``annotation.models.crowd``, ``core.management.cli``,
 ``platforms.mturk.provider``); every other module is *pure*
-(``annotation.machine.routing_statistics``, ``core.http``, ``metrics.rbo``): it computes or
+(``genderbias.machine.routing_statistics``, ``core.http``, ``genderbias.ranking.rbo``): it computes or
 reads files and runs without a Django project. Among the layer names, :data:`SHELLS` are
 what a person or a script talks to (pages, API, commands, tasks, admin, template tags);
 ``models``, ``services``, ``selectors`` and ``providers`` hold the state and its changes
@@ -75,7 +75,7 @@ grimp = pytest.importorskip("grimp")
 ROOT = Path(__file__).resolve().parents[1]
 #: The product's apps, bottom to top: an app imports only apps below it. ``platforms`` holds one app per
 #: crowd platform (``platforms.<name>``, :func:`_app`), all on its level.
-APPS = ("core", "pooling", "annotation", "platforms", "metrics", "publishing")
+APPS = ("genderbias", "core", "pooling", "annotation", "platforms", "metrics", "publishing")
 #: The package whose every sub-package is an app (a crowd platform).
 APP_FOLDERS = ("platforms",)
 #: Above the apps and free to import anything.
@@ -273,13 +273,13 @@ def test_the_layer_vocabulary_sorts_known_modules():
     """The vocabulary itself: a few modules whose layer nobody doubts."""
     for module in (
         "core.http",
-        "core.errors",
-        "pooling.readers",
-        "annotation.labels",
-        "annotation.machine.routing_statistics",
+        "genderbias.errors",
+        "genderbias.files.readers",
+        "genderbias.labels",
+        "genderbias.machine.routing_statistics",
         "annotation.machine.prelabellers.openai_chat",
-        "annotation.results.aggregation",
-        "metrics.rbo",
+        "genderbias.crowd.aggregation",
+        "genderbias.ranking.rbo",
     ):
         assert is_pure(module), module
     for module in (

@@ -3,7 +3,7 @@ and everything it names exists.
 
 The doc names
 
-- a module by its path from the checkout, in backticks: `` `annotation/machine/routing_statistics.py` ``
+- a module by its path from the checkout, in backticks: `` `genderbias/machine/routing_statistics.py` ``
   (every ``.py`` file of ``core``, ``pooling``, ``annotation``, ``platforms``, ``metrics``, ``publishing`` and ``benchmarks`` but
   ``__init__.py``, ``apps.py``, migrations and the commands themselves);
 - a command as `` `manage.py NAME` `` (every module of a ``management/commands/`` folder not

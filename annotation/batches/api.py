@@ -39,7 +39,6 @@ from annotation.crowd.serializers import (
 from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch
 from annotation.exports.services import export_for_download
-from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services import adjudication as adjudication_services
@@ -50,8 +49,9 @@ from annotation.results.selectors import query_results
 from annotation.results.serializers import ExportRequestSerializer
 from annotation.results.views import export_file_response
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
-from core.errors import StateError
 from core.serializers import JobSerializer
+from genderbias.errors import StateError
+from genderbias.labels import LABELS
 
 #: Filters of the per-query rows: ``?q=`` (qid or text) and ``?label=`` (a label, or ``none``: set aside).
 QUERY_FILTERS = [

@@ -30,7 +30,6 @@ from annotation.crowd.services.background import start_publish, start_sync
 from annotation.crowd.services.batches import cancel_batch, price_comparison
 from annotation.crowd.services.publishing import render_hit_html
 from annotation.exports.services import export_for_download
-from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Worker
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.quality.selectors import worker_quality
@@ -50,12 +49,13 @@ from annotation.results.selectors import (
     set_aside_rows,
 )
 from annotation.results.views import export_file_response
-from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted
 from core.services.uploads import staged_uploads
 from core.web import paging
 from core.web.paging import TablePage, table_page
 from core.web.permissions import researcher_required
+from genderbias.errors import ServiceError
+from genderbias.labels import LABEL_NAMES, LABELS
 
 
 @login_required
@@ -227,9 +227,9 @@ def batch_cancel(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _count_or(text: str, field: str, default: int | None) -> int | None:
-    """``text`` as an ASCII whole number (:func:`core.numbers.parse_count`), else ``default``
+    """``text`` as an ASCII whole number (:func:`genderbias.numbers.parse_count`), else ``default``
     (a link's parameter the form then asks for again)."""
-    from core.numbers import NumberError, parse_count
+    from genderbias.numbers import NumberError, parse_count
 
     try:
         return parse_count(text, field, maximum=10**9)

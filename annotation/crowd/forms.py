@@ -10,12 +10,12 @@ from annotation.crowd.providers.base import all_batch_options, provider_class
 from annotation.crowd.providers.options import BatchOption, OptionError
 from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery, settings_from_options
 from annotation.crowd.services.batches import create_batch, estimate_cost, labelled_query_set, read_gold_file
-from annotation.labels import LABEL_CHOICES
 from annotation.models import Batch, HitQuery
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
-from core.errors import InputError, ServiceError
 from core.forms import CountField
 from core.services.uploads import upload_too_large_message
+from genderbias.errors import InputError, ServiceError
+from genderbias.labels import LABEL_CHOICES
 from pooling.models import Pool, QuerySet
 
 
@@ -56,7 +56,7 @@ class TrainingAnswerForm(HitAnswerForm):
 
 
 class EscalateForm(forms.Form):
-    max_assignments = CountField(  # core.numbers: forms.IntegerField read "1_0" as 10 and "٣" as 3
+    max_assignments = CountField(  # genderbias.numbers: forms.IntegerField read "1_0" as 10 and "٣" as 3
         min_value=1,
         max_value=50,
         initial=DEFAULT_MAX_ASSIGNMENTS,

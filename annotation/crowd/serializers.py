@@ -12,11 +12,11 @@ from rest_framework import serializers
 
 from annotation.crowd.providers.base import batch_options, provider_class, provider_names
 from annotation.crowd.providers.options import BatchOption, OptionError
-from annotation.labels import CATEGORY_SLUGS, LABELS
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from core.amounts import AMOUNT
 from core.serializers import CountField, JobSerializer, MoneyField
+from genderbias.labels import CATEGORY_SLUGS, LABELS
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -186,7 +186,7 @@ class AdjudicationSerializer(serializers.Serializer):
 
 
 class AgreementSerializer(serializers.Serializer):
-    """The agreement report (see ``annotation.results.agreement.agreement_report``), documented for the schema."""
+    """The agreement report (see ``genderbias.crowd.agreement.agreement_report``), documented for the schema."""
 
     batch = serializers.CharField()
     krippendorff_alpha = serializers.FloatField(allow_null=True)
@@ -367,7 +367,7 @@ class SyncRequestSerializer(serializers.Serializer):
 
 
 class EscalateRequestSerializer(serializers.Serializer):
-    max_assignments = CountField(  # core.numbers: DRF's IntegerField read "1_0" as 10 and "٣" as 3
+    max_assignments = CountField(  # genderbias.numbers: DRF's IntegerField read "1_0" as 10 and "٣" as 3
         min_value=1, max_value=50, default=DEFAULT_MAX_ASSIGNMENTS, help_text="Cap on assignments per HIT."
     )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.crowd.selectors import crowd_batch_ids
-from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.prelabellers.interface import is_language_model
 from annotation.machine.selectors import calibration_report
 from annotation.models import Batch, Escalation, Judgment
@@ -33,7 +32,8 @@ from annotation.results.selectors import (
     query_results,
     usable_judgments,
 )
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
+from genderbias.labels import LABEL_NAMES, LABELS
 from pooling.selectors import named_set_facts
 
 #: The confidence level of every interval :func:`study_facts` states.
@@ -170,7 +170,7 @@ def quality_facts(batch: Batch) -> dict[str, Any]:
 
 def share_interval(count: int, total: int) -> dict[str, Any]:
     """A share with its Wilson score interval at :data:`LEVEL` (``estimate`` and ``ci`` None for no data)."""
-    from annotation.machine.routing_statistics import wilson_interval
+    from genderbias.machine.routing_statistics import wilson_interval
 
     if total <= 0:
         return {"count": count, "total": total, "estimate": None, "ci": [None, None], "method": "Wilson score"}

@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from annotation.crowd.services.locking import reads_answers
 from annotation.exports.selectors import batch_facts, routing_facts
-from annotation.labels import EXPORT_CATEGORIES
 from annotation.models import Batch, Export
 from annotation.results.export_formats import (
     EXPORT_FORMATS,
@@ -26,9 +25,10 @@ from annotation.results.export_formats import (
     write_dataset_card,
 )
 from annotation.results.selectors import CITATION, BatchAnswers, agreement, min_votes, query_results
-from core.errors import ServiceError
-from core.files import check_writable, file_sha256
 from core.services.storage import cache_dir
+from genderbias.errors import ServiceError
+from genderbias.files.atomic import check_writable, file_sha256
+from genderbias.labels import EXPORT_CATEGORIES
 from pooling import services as pooling_services
 from pooling.models import QuerySet
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from annotation.labels import LABEL_NAMES, LABELS
+from genderbias.labels import LABEL_NAMES, LABELS
 
 
 def inline_svg(figure) -> str:

@@ -29,7 +29,6 @@ from typing import Any
 from django.db.models import Avg, Count, Max, Q
 
 from annotation.crowd.selectors import counts_answers
-from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Judgment, PreLabel
 from annotation.results.selectors import (
     ADJUDICATED,
@@ -41,7 +40,8 @@ from annotation.results.selectors import (
     machine_accepted,
     remembered,
 )
-from core.errors import StateError
+from genderbias.errors import StateError
+from genderbias.labels import LABEL_NAMES, LABELS
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def machine_labels(batch: Batch, identity: Identity) -> dict[str, MachineLabel]:
 def machine_gold_labels(batch: Batch, identity: Identity) -> dict[str, str]:
     """``qid -> label`` of the batch's gold questions as ``identity`` labelled them (pre-labelling labels
     every query of a batch, its gold questions too): where the machine's errors meet the crowd's on a
-    known label (:func:`annotation.machine.crowd_reliability.shared_errors`)."""
+    known label (:func:`genderbias.crowd.reliability.shared_errors`)."""
     rows = PreLabel.objects.filter(batch_query__batch=batch, batch_query__is_gold=True, **identity.as_dict())
     return dict(rows.values_list("batch_query__qid", "label"))
 
@@ -137,7 +137,7 @@ def drawn_order(chain: list[Batch]) -> list[str]:
     return order
 
 
-#: ``derivation["design"]`` of a sample drawn by :func:`annotation.machine.calibration_statistics.random_sample`.
+#: ``derivation["design"]`` of a sample drawn by :func:`genderbias.machine.calibration_statistics.random_sample`.
 RANDOM_DESIGN = "simple random"
 #: ``derivation["draw"]``: every link reads one permutation of the population (the first draw's seed).
 PERMUTATION_DRAW = "permutation"
@@ -191,9 +191,9 @@ class CalibrationSample:
 
 def reference_rule(first: dict[str, Any], votes: int) -> Any:
     """The reference rule a sample was drawn with (its first link's ``derivation["reference"]``): a
-    :class:`annotation.machine.crowd_simulation.ReferenceRule`. A sample drawn before the rule was
+    :class:`genderbias.crowd.simulation.ReferenceRule`. A sample drawn before the rule was
     recorded: ``votes`` votes, no escalation, a strict majority (splits count against the machine)."""
-    from annotation.machine.crowd_simulation import ReferenceRule
+    from genderbias.crowd.simulation import ReferenceRule
 
     recorded = first.get("reference")
     if not recorded:
@@ -218,7 +218,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
     """The calibration sample of ``batch`` with the crowd's labels and ``labeller``'s (default: the
     machine the sample was drawn by); ``sample_batch``: the sample as it was when a routing recorded
     it (its link), not the one in force."""
-    from annotation.machine.calibration_statistics import Stratum, stratum_weights
+    from genderbias.machine.calibration_statistics import Stratum, stratum_weights
 
     sample_batch = sample_batch or calibration_batch(batch)
     if sample_batch is None:
@@ -384,10 +384,10 @@ def calibration_report(
     recall, support), ``confusion`` (rows: crowd, columns: machine, in :data:`LABELS` order),
     ``ece``, ``brier``, ``reliability``, ``alt_test``, ``proportions``, ``against_truth`` (the
     crowd's measured reliability: the machine's de-noised accuracy against the true label,
-    the ceiling and the crowd's self-agreement; :mod:`annotation.machine.crowd_reliability`).
+    the ceiling and the crowd's self-agreement; :mod:`genderbias.crowd.reliability`).
     """
-    from annotation.machine.calibration_statistics import calibration_figures
-    from annotation.machine.proportions import category_proportions
+    from genderbias.machine.calibration_statistics import calibration_figures
+    from genderbias.machine.proportions import category_proportions
 
     step = progress or (lambda name: None)
     step(REPORT_STEPS[0])
@@ -423,13 +423,13 @@ def calibration_report(
 
 
 def routing_ceiling_of(batch: Batch, sample: CalibrationSample, figures: dict[str, Any]) -> dict[str, Any]:
-    """The ceiling as routing counts it (:func:`annotation.machine.crowd_simulation.routing_ceiling`): the best
+    """The ceiling as routing counts it (:func:`genderbias.crowd.simulation.routing_ceiling`): the best
     agreement with the sample's reference label any machine can expect, a query without a decisive label
     an error, under the crowd model fitted to the sample (``figures``: ``against_truth``), with the sample's
     rule and, beside it, with the first votes alone. None without a fitted model."""
     from dataclasses import replace
 
-    from annotation.machine.crowd_simulation import ceiling_by_label, crowd_from_figures
+    from genderbias.crowd.simulation import ceiling_by_label, crowd_from_figures
 
     rule = sample.reference
     try:
@@ -471,7 +471,7 @@ def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
     is kept, since the test compares annotators with each other, not with the majority. The
     annotators' rates are taken over the whole sample, for the sample size it would need.
     """
-    from annotation.machine.alternative_annotator import alt_test
+    from genderbias.machine.alternative_annotator import alt_test
 
     machine = {q: m.label for q, m in _sample_machine(batch, sample).items()}
     humans: dict[str, dict[str, str]] = {}
@@ -520,7 +520,7 @@ def fitted_crowd(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
 
 
 def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -> dict[str, Any]:
-    """What the crowd's measured reliability says (:func:`annotation.machine.crowd_reliability.crowd_reliability`).
+    """What the crowd's measured reliability says (:func:`genderbias.crowd.reliability.crowd_reliability`).
 
     Every sampled query with a vote and a machine label counts, disputed ones too, each
     weighted N_s / n_s over the stratum's queries with a vote; k is the batch's votes per
@@ -528,7 +528,7 @@ def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -
     """
     import pandas as pd
 
-    from annotation.machine.crowd_reliability import crowd_reliability, shared_errors
+    from genderbias.crowd.reliability import crowd_reliability, shared_errors
 
     stratum_of = _stratum_of(sample)
     voted = set(sample.votes["item"].astype(str))
@@ -615,7 +615,7 @@ def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
     ``crowd only`` (the crowd's labels, rulings first), ``machine only`` (the machine routing
     used, else the latest, for every query), ``hybrid`` (the crowd where it labelled, else an
     accepted machine label: :func:`annotation.results.selectors.labels_with_sources`). Empty for
-    a batch no machine labelled. Keys as :data:`metrics.defaults.LABEL_SOURCES`.
+    a batch no machine labelled. Keys as :data:`genderbias.ranking.defaults.LABEL_SOURCES`.
     """
     found = identities(batch)
     if not found:
@@ -637,7 +637,7 @@ def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class LabelProbabilities:
-    """Every labelled query's probability of each label (:mod:`annotation.machine.label_probabilities`)."""
+    """Every labelled query's probability of each label (:mod:`genderbias.crowd.label_probabilities`)."""
 
     table: Any  #: pandas frame, qid × :data:`LABELS`, rows summing to 1
     source: dict[str, str]  #: qid -> the source of its final label (:data:`annotation.results.selectors.SOURCES`)
@@ -645,10 +645,10 @@ class LabelProbabilities:
     calibrated: bool  #: machine-accepted labels were calibrated on a blind sample (else: the machine's confidence)
     texts: dict[str, str]  #: qid -> query text, every query of the batch (gold left out), batch order
     version: str  #: the batch's answers version when read (:func:`annotation.results.selectors.answers_version`)
-    #: The crowd model behind ``table`` (:class:`annotation.machine.label_probabilities.LabelModel`):
+    #: The crowd model behind ``table`` (:class:`genderbias.crowd.label_probabilities.LabelModel`):
     #: its ``draws`` refit the crowd's Dawid-Skene per bootstrap draw.
     model: Any = None
-    #: How far the crowd's intervals can be trusted (:func:`annotation.machine.label_probabilities.crowd_quality`),
+    #: How far the crowd's intervals can be trusted (:func:`genderbias.crowd.label_probabilities.crowd_quality`),
     #: None without crowd answers.
     quality: dict[str, Any] | None = None
 
@@ -669,9 +669,9 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
     """
     import pandas as pd
 
-    from annotation.machine import label_probabilities as lp
-    from annotation.results.aggregation import dawid_skene
     from annotation.results.selectors import gold_discarded_assignments, gold_judgments, gold_labels
+    from genderbias.crowd import label_probabilities as lp
+    from genderbias.crowd.aggregation import dawid_skene
 
     answers = BatchAnswers(batch)
     final = labels_with_sources(batch, answers)

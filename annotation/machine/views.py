@@ -29,7 +29,6 @@ from django.views.decorators.http import require_POST
 
 from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
-from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
 from annotation.machine.selectors import calibration_batch, identities, prelabel_runs
 from annotation.machine.services.background import report_or_job, start_prelabel
@@ -45,12 +44,13 @@ from annotation.machine.services.routing import (
 )
 from annotation.models import Batch
 from annotation.results.selectors import latest_routing
-from core.errors import ServiceError
 from core.forms import add_service_error
 from core.models import Job
 from core.services.uploads import staged_uploads
 from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
+from genderbias.errors import ServiceError
+from genderbias.labels import LABEL_NAMES, LABELS
 
 # --- reads shared by the pages and the API ---------------------------------------------------
 
@@ -229,7 +229,7 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
     per_category = report["per_category"]
     proportions = report["proportions"]
     # numpy's module: not loaded as the URLconf loads this view
-    from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence  # start-up
+    from genderbias.crowd.reliability import quality_sentence, shared_errors_sentence  # start-up
 
     vote = (report.get("against_truth") or {}).get("vote") or {}  # true label -> given label -> probability
     context |= {

@@ -21,8 +21,8 @@ from django.db.models import Q
 from django.utils.functional import lazy
 
 from annotation.crowd.providers.registry import PLATFORMS, platform_choices, platform_label
-from annotation.labels import LABEL_CHOICES
 from core.models import GroupOwned, GroupScopedManager
+from genderbias.labels import LABEL_CHOICES
 from pooling.models import Pool, Query, QuerySet
 
 #: The most assignments a HIT is escalated to unless the researcher says otherwise (``Batch.escalation_cap``,

@@ -7,9 +7,9 @@ from decimal import Decimal
 from django.db import models
 from django.db.models import Q
 
-from annotation.labels import LABEL_CHOICES
 from annotation.models.crowd import Batch, BatchQuery
 from core.models import GroupScopedManager
+from genderbias.labels import LABEL_CHOICES
 
 
 class PreLabel(models.Model):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from annotation.labels import LABEL_CHOICES
 from annotation.models.crowd import Assignment, Batch, BatchQuery, FormPosition, Hit, Worker
 from core.models import GroupScopedManager
+from genderbias.labels import LABEL_CHOICES
 
 
 class Escalation(models.Model):

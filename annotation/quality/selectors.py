@@ -2,7 +2,7 @@
 
 - gold accuracy: right gold answers / gold questions answered, over every scored
   assignment (failed ones included: that is what the number is for);
-- agreement: the per-worker agreement of :mod:`annotation.results.agreement` (``rate``: share of
+- agreement: the per-worker agreement of :mod:`genderbias.crowd.agreement` (``rate``: share of
   the worker's judgments that match the majority of the *other* workers on the item,
   leaving the worker's own vote out; items where the others tie are skipped);
 - Dawid-Skene accuracy: the estimated probability that the worker's label is the true

@@ -17,7 +17,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from annotation.crowd.forms import AdjudicateForm
-from annotation.labels import LABEL_NAMES, VOCABULARY
 from annotation.models import Batch
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.review import (
@@ -29,8 +28,9 @@ from annotation.results.review import (
     with_status,
 )
 from annotation.results.selectors import following_query, review_queue
-from core.errors import ServiceError
 from core.web.permissions import researcher_required
+from genderbias.errors import ServiceError
+from genderbias.labels import LABEL_NAMES, VOCABULARY
 
 
 def _status(request: HttpRequest) -> str:

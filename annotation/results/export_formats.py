@@ -25,9 +25,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-from annotation.labels import ALL_CATEGORIES, CATEGORY_SLUGS, LABEL_NAMES, LABELS
-from core.files import atomic_write
 from core.spreadsheet import write_csv
+from genderbias.files.atomic import atomic_write
+from genderbias.labels import ALL_CATEGORIES, CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from pooling.queryfiles import single_line, write_queries
 
 #: Agreement facts a dataset card shows, in order, with their headings.
@@ -427,7 +427,7 @@ def guarantee_fact(routing: Mapping[str, Any]) -> str:
     """What the routing behind a card promises, in the words the docs use (``routing``: ``risk``,
     ``target_accuracy``, ``threshold``, ``conservative``): a routing made with a risk δ holds
     its target with probability at least 1 - δ over the draw of the blind sample (a
-    fixed-sequence test, :mod:`annotation.machine.routing_statistics`); one made on the point estimate promises
+    fixed-sequence test, :mod:`genderbias.machine.routing_statistics`); one made on the point estimate promises
     nothing, and the card says so rather than let a reader take its target for a guarantee."""
     risk = routing.get("risk")
     target = routing["target_accuracy"]

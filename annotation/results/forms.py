@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from annotation.labels import EXPORT_CATEGORIES
 from annotation.results.export_formats import EXPORT_FORMATS
+from genderbias.labels import EXPORT_CATEGORIES
 
 
 class ExportForm(forms.Form):

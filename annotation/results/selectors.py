@@ -47,10 +47,10 @@ from annotation.crowd.selectors import (
     query_texts,
     spent,
 )
-from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from annotation.results.review import next_query, review_rows
 from core.version import code_key
+from genderbias.labels import LABEL_NAMES, LABELS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -132,7 +132,7 @@ def usable_judgments(batch: Batch):
 def judgments_frame(batch: Batch) -> pd.DataFrame:
     """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``, in the order
     answered (by assignment): a worker's repeated answer to a query counts once, the latest
-    (:func:`annotation.results.aggregation.one_answer_per_worker`, applied by every aggregator)."""
+    (:func:`genderbias.crowd.aggregation.one_answer_per_worker`, applied by every aggregator)."""
     import pandas as pd
 
     rows = (
@@ -352,7 +352,7 @@ class BatchAnswers:
         """Majority vote per judged query; ``label`` is None (``disputed`` True) for ties and too few votes."""
         import pandas as pd
 
-        from annotation.results.aggregation import majority_vote
+        from genderbias.crowd.aggregation import majority_vote
 
         if self.frame.empty:
             return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
@@ -364,8 +364,8 @@ class BatchAnswers:
 
     @cached_property
     def dawid_skene(self):
-        """Dawid-Skene's estimate (:class:`annotation.results.aggregation.DawidSkeneResult`), None without judgments."""
-        from annotation.results.aggregation import dawid_skene
+        """Dawid-Skene's estimate (:class:`genderbias.crowd.aggregation.DawidSkeneResult`), None without judgments."""
+        from genderbias.crowd.aggregation import dawid_skene
 
         # Through the shared cache too: every report of these answers (with or without a
         # bootstrap, per query) starts from the same fit.
@@ -494,7 +494,7 @@ def agreement(
     answers: BatchAnswers | None = None,
     progress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The agreement report of :mod:`annotation.results.agreement` plus what the batch's records add.
+    """The agreement report of :mod:`genderbias.crowd.agreement` plus what the batch's records add.
 
     ``bootstrap`` resamples give alpha's 95% CI: by default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``,
     the one number behind every interval shown (command, data card, page, API), so the
@@ -543,8 +543,8 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
     import numpy as np
     import pandas as pd
 
-    from annotation.results.aggregation import compare_methods, majority_vote
-    from annotation.results.agreement import agreement_report
+    from genderbias.crowd.aggregation import compare_methods, majority_vote
+    from genderbias.crowd.agreement import agreement_report
 
     frame = answers.frame
     if frame.empty:
@@ -708,7 +708,7 @@ def gold_discarded_assignments(batch: Batch) -> int:
     """How many assignments of ``batch`` and its crowd batches lost their answers to real queries for
     failing gold (the batches that discard them, ``Batch.failed_gold_answers``): the crowd model still
     reads their gold answers (:func:`gold_judgments`), and the crowd-quality warning says the labels are
-    a selection (:func:`annotation.machine.label_probabilities.crowd_quality`, reason ``selected``)."""
+    a selection (:func:`genderbias.crowd.label_probabilities.crowd_quality`, reason ``selected``)."""
     return (
         Judgment.objects.filter(
             batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False

@@ -2,8 +2,8 @@
 
 from rest_framework import serializers
 
-from annotation.labels import EXPORT_CATEGORIES
 from annotation.results.export_formats import DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS
+from genderbias.labels import EXPORT_CATEGORIES
 
 
 class ExportRequestSerializer(serializers.Serializer):

@@ -1,11 +1,11 @@
 """``{{ code|label_name }}``: a label's full name (Non-gendered, Female, ...) from the one vocabulary
-(:mod:`annotation.labels`), so no page shows the stored codes n/f/m/o."""
+(:mod:`genderbias.labels`), so no page shows the stored codes n/f/m/o."""
 
 from __future__ import annotations
 
 from django import template
 
-from annotation.labels import LABEL_NAMES
+from genderbias.labels import LABEL_NAMES
 
 register = template.Library()
 

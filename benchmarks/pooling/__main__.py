@@ -15,7 +15,7 @@ from pathlib import Path
 
 from benchmarks.pooling import engine
 from benchmarks.pooling.naive import measure, naive_pool
-from pooling.wordlists import default_wordlist
+from genderbias.text.wordlists import default_wordlist
 
 
 def _main(argv: list[str]) -> None:

@@ -118,13 +118,13 @@ def engine_pool_phases(work: Path, cutoff: int, depth: int) -> dict[str, dict[st
     step("import numpy")
     from django.db import transaction
 
-    from pooling import magnitudes
+    from genderbias.ranking.pool import pool_queries, rank_bias_by_run
+    from genderbias.text import magnitudes
+    from genderbias.text.wordlists import default_wordlist
     from pooling.models import QuerySet, Run
-    from pooling.pool import pool_queries, rank_bias_by_run
     from pooling.selectors import top_rankings
     from pooling.services import pools
     from pooling.services.counts import document_counts_for
-    from pooling.wordlists import default_wordlist
 
     step("the pooling modules")
     runs = list(Run.objects.order_by("name"))

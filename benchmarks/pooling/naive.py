@@ -61,7 +61,7 @@ def naive_pool(
                 continue
             top = docs[:cutoff]
             rab[qid] = sum(magnitudes[d][1] - magnitudes[d][0] for d in top) / len(top)
-        # The project's tie rule (pooling.pool): values equal to 12 decimals are ties, by qid.
+        # The project's tie rule (genderbias.ranking.pool): values equal to 12 decimals are ties, by qid.
         female_list = sorted(rab, key=lambda q: (round(rab[q], 12), int(q)))[:depth]
         male_list = sorted(rab, key=lambda q: (-round(rab[q], 12), int(q)))[:depth]
         pooled.update(female_list, male_list)

@@ -16,10 +16,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Model, QuerySet
 
 from core.db.scope import acting_in
-from core.errors import FieldError, InputError, ServiceError
 from core.jobs.in_process import inline_jobs
 from core.models import ResearchGroup, group_id_by_slug
-from core.numbers import NumberError, parse_count
+from genderbias.errors import FieldError, InputError, ServiceError
+from genderbias.numbers import NumberError, parse_count
 
 
 class ProjectCommand(BaseCommand):
@@ -68,7 +68,7 @@ def _group_id(slug: str) -> int:
 def command_errors(*also: type[Exception], flags: Mapping[str, str] | None = None) -> Iterator[None]:
     """Bad input, refused requests, unwritable files (and ``also``) become ``CommandError``.
 
-    A :class:`~core.errors.FieldError` (a service's check of one field's rule) names the command's
+    A :class:`~genderbias.errors.FieldError` (a service's check of one field's rule) names the command's
     option: ``--target-accuracy: …``. The option is the field's name
     with dashes unless ``flags`` maps the field to another (``{"target_accuracy": "--size-for"}``).
     """
@@ -137,7 +137,7 @@ def get_named_list(model: type[Model], names: Iterable[str], what: str) -> list[
 
 
 def whole_number(text: str) -> int:
-    """An ``add_argument(type=...)`` for a whole number: ASCII digits only (:func:`core.numbers.parse_count`;
+    """An ``add_argument(type=...)`` for a whole number: ASCII digits only (:func:`genderbias.numbers.parse_count`;
     ``type=int`` took ``١٠`` and ``1_0``); argparse names the option in its refusal. Ranges: the service's."""
     import argparse
 
@@ -148,11 +148,11 @@ def whole_number(text: str) -> int:
 
 
 def decimal_number(text: str) -> float:
-    """An ``add_argument(type=...)`` for a number with a fraction (:func:`core.numbers.parse_decimal`;
+    """An ``add_argument(type=...)`` for a number with a fraction (:func:`genderbias.numbers.parse_decimal`;
     ``type=float`` took ``nan``, ``inf``, ``1e3`` and ``١.٥``). Ranges: the service's."""
     import argparse
 
-    from core.numbers import NumberError, parse_decimal
+    from genderbias.numbers import NumberError, parse_decimal
 
     try:
         return parse_decimal(text, "value")

@@ -1,4 +1,4 @@
-"""The site's input limits handed to the pure readers (:mod:`core.textfiles`).
+"""The site's input limits handed to the pure readers (:mod:`genderbias.files.textfiles`).
 
 The readers are pure and read no settings; this applies ``IMPORT_MAX_DECOMPRESSED_BYTES``
 ``IMPORT_MAX_HELD_BYTES``, ``IMPORT_MAX_EXPANSION_RATIO`` and
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from core.textfiles import configure_limits
+from genderbias.files.textfiles import configure_limits
 
 SETTINGS = (
     "IMPORT_MAX_DECOMPRESSED_BYTES",

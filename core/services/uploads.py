@@ -24,14 +24,14 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
-from core.errors import ServiceError
 from core.services.storage import cache_dir, staging_path
-from core.textfiles import safe_basename
+from genderbias.errors import ServiceError
+from genderbias.files.textfiles import safe_basename
 
 
 def safe_filename(name: str) -> str:
     """The last component of a client-given file name, reduced to safe characters (``.gz`` kept):
-    never empty, ``.``, ``..``, hidden or a path (:func:`core.textfiles.safe_basename`)."""
+    never empty, ``.``, ``..``, hidden or a path (:func:`genderbias.files.textfiles.safe_basename`)."""
     return safe_basename(name, "upload")
 
 

@@ -18,6 +18,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='result',
             name='p_value',
-            field=models.FloatField(help_text='Paired t-test against the baseline, Holm-adjusted within its family (every run against the baseline for this metric, variant and cutoff): metrics.significance.', null=True),
+            field=models.FloatField(help_text='Paired t-test against the baseline, Holm-adjusted within its family (every run against the baseline for this metric, variant and cutoff): genderbias.stats.significance.', null=True),
         ),
     ]

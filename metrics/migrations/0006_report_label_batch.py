@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='report',
             name='label_batch',
-            field=models.ForeignKey(blank=True, help_text="A report on a batch's labels: the batch whose non-gendered queries are the query set; its intervals carry the labels' uncertainty (metrics.label_uncertainty).", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.batch'),
+            field=models.ForeignKey(blank=True, help_text="A report on a batch's labels: the batch whose non-gendered queries are the query set; its intervals carry the labels' uncertainty (genderbias.crowd.label_uncertainty).", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.batch'),
         ),
         migrations.AddField(
             model_name='report',
@@ -90,6 +90,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='result',
             name='p_value',
-            field=models.FloatField(help_text="Paired t-test against the baseline, Holm-adjusted within its family (every run against the baseline for this metric, variant and cutoff): metrics.significance. A report on a batch's labels: the combined test's (metrics.label_uncertainty).", null=True),
+            field=models.FloatField(help_text="Paired t-test against the baseline, Holm-adjusted within its family (every run against the baseline for this metric, variant and cutoff): genderbias.stats.significance. A report on a batch's labels: the combined test's (genderbias.crowd.label_uncertainty).", null=True),
         ),
     ]

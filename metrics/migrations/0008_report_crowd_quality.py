@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
             name="crowd_quality",
             field=models.JSONField(
                 blank=True,
-                help_text="A report on a batch's labels: how much the crowd's answers say and whether the label-corrected intervals are to be trusted (annotation.machine.label_probabilities.crowd_quality).",
+                help_text="A report on a batch's labels: how much the crowd's answers say and whether the label-corrected intervals are to be trusted (genderbias.crowd.label_probabilities.crowd_quality).",
                 null=True,
             ),
         ),

@@ -2,9 +2,9 @@
 
 Views, the API, forms, management commands and Celery tasks call these functions; they read
 runs through :mod:`pooling.services` and the crowd through :mod:`annotation.selectors` only,
-and leave the computing to the pure modules beside them (:mod:`metrics.measures`,
-:mod:`metrics.significance`, :mod:`metrics.sensitivity`, :mod:`metrics.rbo`,
-:mod:`metrics.preference`, :mod:`metrics.counterfactual`). One module per topic, named
+and leave the computing to the pure modules beside them (:mod:`genderbias.ranking.measures`,
+:mod:`genderbias.stats.significance`, :mod:`genderbias.crowd.sensitivity`, :mod:`genderbias.ranking.rbo`,
+:mod:`genderbias.stats.preference`, :mod:`genderbias.ranking.counterfactual`). One module per topic, named
 so that it is never taken for the pure module it drives:
 
 - :mod:`.reports` -- bias reports: settings, computing, storing (one transaction), starting as a job;
@@ -20,10 +20,10 @@ A report's paper bundle is the publishing app's (:mod:`publishing.services.paper
 
 Everything is re-exported here: ``from metrics import services; services.build_report(...)``.
 ``LabelSensitivity``, the result type of :func:`label_sensitivity`, lives beside the pure
-computation (:mod:`metrics.sensitivity`, which loads numpy and pandas, so it is imported from there).
+computation (:mod:`genderbias.crowd.sensitivity`, which loads numpy and pandas, so it is imported from there).
 """
 
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
 
 from .counterfactual_collection import (
     counterfactual_job,

@@ -1,7 +1,7 @@
 """The counterfactual collection as a service: a registered collection with every gendered
 word and first name swapped, written and registered as a new collection for the ranker's
 second run (what CRBO compares against). The swapping itself is pure
-(:mod:`metrics.counterfactual`); this module adds the cache folder, the registration and the job.
+(:mod:`genderbias.ranking.counterfactual`); this module adds the cache folder, the registration and the job.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from pathlib import Path
 
 from django.urls import reverse
 
-from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
 from core.services.names import validate_name
 from core.services.storage import cache_dir
-from metrics.counterfactual import Swapper, swap_table, write_counterfactual
+from genderbias.errors import ServiceError
+from genderbias.ranking.counterfactual import Swapper, swap_table, write_counterfactual
 from metrics.services.reports import default_representative_wordlist
 from pooling.models import Collection, WordList
 from pooling.services import import_collection, wordlist_of
@@ -33,7 +33,7 @@ def write_counterfactual_collection(
     """Write the counterfactual of ``collection`` (gendered words and first names swapped) into
     the cache folder and register it as collection ``name``, ready for the ranker's second run.
 
-    The file is written whole before it is registered (:func:`metrics.counterfactual.write_counterfactual`
+    The file is written whole before it is registered (:func:`genderbias.ranking.counterfactual.write_counterfactual`
     renames a finished temporary file), so a failure leaves neither file nor collection.
     """
 
@@ -49,7 +49,7 @@ def write_counterfactual_collection(
     return import_collection(destination, name, job=job, bar=False).obj
 
 
-@background_job("metrics.counterfactual", task="metrics.tasks.counterfactual_collection_task")
+@background_job("genderbias.ranking.counterfactual", task="metrics.tasks.counterfactual_collection_task")
 def counterfactual_job(job: Job, collection_id: int, name: str, wordlist_id: int | None, her: str) -> None:
     """Write and register a counterfactual collection; a redelivery finds one an earlier delivery registered.
 

@@ -1,5 +1,5 @@
 """CRBO as a service: a run against the same ranker's run on the counterfactual collection
-(Abolghasemi et al., ECIR 2024); the measure itself is pure (:func:`metrics.rbo.crbo`).
+(Abolghasemi et al., ECIR 2024); the measure itself is pure (:func:`genderbias.ranking.rbo.crbo`).
 
 No table of its own: a measurement is a :class:`core.models.Job` whose ``result`` holds the
 mean and each query's RBO (plain JSON), so the command, the page and the API read one
@@ -13,14 +13,13 @@ import math
 
 from django.urls import reverse
 
-from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
+from genderbias.errors import ServiceError
+from genderbias.ranking.defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES, TIES
 from pooling.models import Run
 from pooling.selectors import collection_docids
 from pooling.services import run_frame
-
-from ..defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES, TIES
 
 
 def _finite(value: float) -> float | None:
@@ -32,7 +31,7 @@ def counterfactual_warnings(run: Run, counterfactual_run: Run, per_query: dict) 
 
     A counterfactual run is the same ranker's run on the counterfactual collection: the
     original collection with gendered words and first names swapped passage by passage
-    (:mod:`metrics.counterfactual`), so **the same docids, in the same order, with other
+    (:mod:`genderbias.ranking.counterfactual`), so **the same docids, in the same order, with other
     content**. Warned, not refused (a counterfactual made elsewhere passes the same check):
 
     - both runs rank the same collection (or two registrations of one file);
@@ -70,11 +69,11 @@ def crbo_summary(
     Keys: ``run``, ``counterfactual_run``, ``depth``, ``p``, ``crbo`` (None without a common
     query), ``queries``, ``per_query`` (``[[qid, rbo], ...]`` in the runs' qid order) and
     ``warnings`` (why the second run may not be a counterfactual: :func:`counterfactual_warnings`);
-    ``ties``, the order of tied documents (:mod:`metrics.ties`; tie-aware: each query's RBO is its mean
+    ``ties``, the order of tied documents (:mod:`genderbias.ranking.ties`; tie-aware: each query's RBO is its mean
     over the orders of both runs' ties), and ``tied_queries``, how many common queries' tops hold a tie.
     """
 
-    from ..rbo import crbo
+    from genderbias.ranking.rbo import crbo
 
     if run.pk == counterfactual_run.pk:
         raise ServiceError("choose two different runs: the run and its counterfactual run")
@@ -103,7 +102,7 @@ def crbo_summary(
 
 def _tied_queries(first, second, depth: int, common: set) -> int:
     """How many of the ``common`` queries have a tied document in either run's top ``depth``."""
-    from ..ties import TIE_AWARE, group_matrix, order_run, tied_within
+    from genderbias.ranking.ties import TIE_AWARE, group_matrix, order_run, tied_within
 
     tied = set()
     for frame in (first, second):

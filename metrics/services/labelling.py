@@ -2,7 +2,7 @@
 with its disputed queries, moves the runs' bias.
 
 A service because it reads the crowd (through :mod:`annotation.selectors` alone) and the
-runs; the computation itself is pure (:mod:`metrics.sensitivity`). Nothing is stored: the
+runs; the computation itself is pure (:mod:`genderbias.crowd.sensitivity`). Nothing is stored: the
 command writes files, the page keeps the result in its :class:`core.models.Job`, and the API
 computes on request. The per-query values come from :func:`.reports.per_query_values`, so
 majority/drop equals a report on the exported non-gendered set.
@@ -19,19 +19,19 @@ from django.urls import reverse
 from annotation import selectors
 from annotation import selectors as annotation_selectors
 from annotation.services import reading_answers
-from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
-from core.numbers import NumberError, parse_decimal
+from genderbias.errors import ServiceError
+from genderbias.numbers import NumberError, parse_decimal
+from genderbias.ranking.defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
+from genderbias.text.wordlists import GenderWords
 from metrics.services.reports import compute_batch_report
 from pooling.models import Run
-from pooling.wordlists import GenderWords
 
-from ..defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
 from .reports import DEFAULT_REPORT_SETTINGS, ReportSettings, per_query_values
 
 if TYPE_CHECKING:
-    from ..sensitivity import LabelSensitivity
+    from genderbias.crowd.sensitivity import LabelSensitivity
 
 
 #: At most this many dependences in one sensitivity check (each is a recomputation of the figures),
@@ -43,7 +43,7 @@ MAX_DEPENDENCE = 5.0
 
 def parse_dependences(text: str) -> tuple[float, ...]:
     """``"0,0.5,1"`` → ``(0.0, 0.5, 1.0)``: each a plain decimal read by the project's one number
-    reader (:func:`core.numbers.parse_decimal`), within the bounds above; ServiceError naming the bad
+    reader (:func:`genderbias.numbers.parse_decimal`), within the bounds above; ServiceError naming the bad
     part otherwise."""
 
     parts = [part for part in text.split(",") if part.strip()]
@@ -93,14 +93,16 @@ def _label_sensitivity(
     rulings first).
 
     ``dependence``: also the sensitivity check for labelling errors that depend on the rankings
-    (:func:`metrics.label_uncertainty.dependence_table`): the report on the batch's labels
+    (:func:`genderbias.crowd.label_uncertainty.dependence_table`): the report on the batch's labels
     (:func:`metrics.services.reports.compute_batch_report`, against ``baseline``, default the first
     run) and how far each label-corrected difference, its combined interval and its significance
     move if every answer's odds of being wrong grew by exp(D·z) with the baseline's standardised
     value z, for each D (simulated from the batch's fitted crowd: :func:`dependence_simulation`).
     """
 
-    from .. import measures, sensitivity
+    from genderbias.crowd import sensitivity
+    from genderbias.ranking import measures
+
     from ..formatting import order_sensitivity
 
     report_settings.validate()
@@ -147,7 +149,8 @@ def _label_sensitivity(
         normalisation = f"by {background.name} together with every run given"
     dependence_rows, baseline_name = None, None
     if dependence:
-        from .. import label_uncertainty, significance
+        from genderbias.crowd import label_uncertainty
+        from genderbias.stats import significance
 
         base = baseline or runs[0]
         baseline_name = base.name
@@ -229,17 +232,16 @@ DEPENDENCE_REPLICATES = 4
 
 
 def dependence_simulation(model, seed: int):
-    """The shift as D is defined (:func:`metrics.label_uncertainty.simulated_shift`) for the batch's fitted
-    crowd (``model``: :class:`annotation.machine.label_probabilities.LabelModel`): the crowd refitted as
-    erring with D (:func:`metrics.label_uncertainty.dependent_fit`), true labels and answers redrawn from
+    """The shift as D is defined (:func:`genderbias.crowd.label_uncertainty.simulated_shift`) for the batch's fitted
+    crowd (``model``: :class:`genderbias.crowd.label_probabilities.LabelModel`): the crowd refitted as
+    erring with D (:func:`genderbias.crowd.label_uncertainty.dependent_fit`), true labels and answers redrawn from
     that refit, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows held
     as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
     import numpy as np
     import pandas as pd
 
-    from annotation.results.aggregation import dawid_skene
-
-    from .. import label_uncertainty
+    from genderbias.crowd import label_uncertainty
+    from genderbias.crowd.aggregation import dawid_skene
 
     crowd = model.crowd
     if crowd is None or crowd.encoded is None or not len(model.crowd_qids):

@@ -1,5 +1,5 @@
 """A study plan before the crowd is paid: how many non-gendered queries, pooled queries and dollars
-a comparison of two runs needs (:func:`plan_study`; the computation is :mod:`metrics.power`).
+a comparison of two runs needs (:func:`plan_study`; the computation is :mod:`genderbias.stats.power`).
 
 Reads only (no state changes), in three steps:
 
@@ -32,17 +32,17 @@ from django.db.models import Q
 
 from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
-from annotation.labels import LABELS, NON_GENDERED
 from annotation.models import Batch, Export, Provider
-from core.errors import ServiceError
-from metrics.report_options import CUTOFF_OPTION
+from genderbias.errors import ServiceError
+from genderbias.labels import LABELS, NON_GENDERED
+from genderbias.options import CUTOFF_OPTION
+from genderbias.ranking.vocabulary import BY_NAME
+from genderbias.stats import power
 from metrics.selectors import report_per_query
 from metrics.services.reports import ReportSettings, compute_report
 from pooling.models import Pool, QuerySet, Run
 
-from .. import power
 from ..models import Report
-from ..vocabulary import BY_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -379,7 +379,7 @@ def plan_study(
             "mean_difference": float(np.mean(d)),
             "sd_difference": sd,
         },
-        "test": "two-sided paired t-test of A against B (metrics.significance.paired_t_test), a family of one",
+        "test": "two-sided paired t-test of A against B (genderbias.stats.significance.paired_t_test), a family of one",
         "note": _test_note(pilot),
         "delta": float(delta),
         "power": power_target,

@@ -24,12 +24,12 @@ import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from core.errors import ServiceError
-from core.files import atomic_write_bytes
-from core.numbers import NumberError, parse_count
 from core.services.storage import cache_dir
 from core.version import software_version
-from metrics.defaults import MAX_CUTOFF
+from genderbias.errors import ServiceError
+from genderbias.files.atomic import atomic_write_bytes
+from genderbias.numbers import NumberError, parse_count
+from genderbias.ranking.defaults import MAX_CUTOFF
 
 from ..models import Report
 
@@ -47,7 +47,7 @@ class PlotParameterError(ServiceError):
 
 def normalised(params: Mapping[str, str]) -> dict[str, str | int]:
     """The parameters as the figure reads them: text stripped, numbers (:data:`NUMBER_PARAMETERS`)
-    read by the project's one number reader (:func:`core.numbers.parse_count`: ASCII digits only,
+    read by the project's one number reader (:func:`genderbias.numbers.parse_count`: ASCII digits only,
     ``010`` is 10, at most the report's deepest cutoff); anything else is refused, naming it."""
 
     values: dict[str, str | int] = {}

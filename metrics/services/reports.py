@@ -23,31 +23,15 @@ from django.urls import reverse
 
 from annotation import selectors
 from annotation.services import reading_answers
-from core.errors import FieldError, ServiceError
-from core.files import write_parquet_atomic
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 from core.version import software_version
-from metrics import effectiveness
-from metrics.effectiveness import DEFAULT_MEASURES
-from metrics.effectiveness import parse_measures as parse
-from metrics.presets import PRESETS
-from pooling import services as pooling_services
-from pooling.analysis import check_same_collection
-from pooling.models import Qrels, QuerySet, Run
-from pooling.services import document_counts_for, qrels_frame, register_wordlist, run_frame, top_rankings
-from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
-
-from ..defaults import (
-    BACKGROUND_DEPTH,
-    DEFAULT_CUTOFFS,
-    LABEL_UNCERTAINTY_COLUMNS,
-)
-from ..models import COLLECTION_BACKGROUND, Report, Result
-from ..report_options import (
+from genderbias.errors import FieldError, ServiceError
+from genderbias.files.atomic import write_parquet_atomic
+from genderbias.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     BOOTSTRAP_OPTION,
@@ -65,6 +49,22 @@ from ..report_options import (
     OptionError,
     ReportOption,
 )
+from genderbias.presets import PRESETS
+from genderbias.ranking import effectiveness
+from genderbias.ranking.defaults import (
+    BACKGROUND_DEPTH,
+    DEFAULT_CUTOFFS,
+    LABEL_UNCERTAINTY_COLUMNS,
+)
+from genderbias.ranking.effectiveness import DEFAULT_MEASURES
+from genderbias.ranking.effectiveness import parse_measures as parse
+from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
+from pooling import services as pooling_services
+from pooling.analysis import check_same_collection
+from pooling.models import Qrels, QuerySet, Run
+from pooling.services import document_counts_for, qrels_frame, register_wordlist, run_frame, top_rankings
+
+from ..models import COLLECTION_BACKGROUND, Report, Result
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,7 +80,7 @@ def default_representative_wordlist() -> GenderWords:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """A report's settings; each one's default and rule are its declaration's (:mod:`metrics.report_options`)."""
+    """A report's settings; each one's default and rule are its declaration's (:mod:`genderbias.options`)."""
 
     cutoffs: tuple[int, ...] = CUTOFFS_OPTION.default
     tokenizer: str = TOKENIZER_OPTION.default
@@ -90,18 +90,18 @@ class ReportSettings:
     nfairr_normaliser: str = NORMALISER_OPTION.default
     #: Effectiveness measures (ir_measures names, ``RR@10``…), computed against the report's qrels.
     measures: tuple[str, ...] = ()
-    #: The exposure metrics' choices (:mod:`metrics.exposure`): AWRF's position weights and the
+    #: The exposure metrics' choices (:mod:`genderbias.ranking.exposure`): AWRF's position weights and the
     #: geometric weights' p, the target's female share, rKL/rND/rRD's protected group and cut step.
     awrf_weights: str = AWRF_WEIGHTS_OPTION.default
     awrf_p: float = AWRF_P_OPTION.default
     exposure_target: float = EXPOSURE_TARGET_OPTION.default
     protected_group: str = PROTECTED_OPTION.default
     cut_step: int = CUT_STEP_OPTION.default
-    #: ``adapted`` (the platform's) or ``reference`` (the cited papers' code): :mod:`metrics.exposure`.
+    #: ``adapted`` (the platform's) or ``reference`` (the cited papers' code): :mod:`genderbias.ranking.exposure`.
     exposure_form: str = EXPOSURE_FORM_OPTION.default
-    #: How tied documents are ordered for the bias metrics (:mod:`metrics.ties`; effectiveness follows trec_eval).
+    #: How tied documents are ordered for the bias metrics (:mod:`genderbias.ranking.ties`; effectiveness follows trec_eval).
     ties: str = TIES_OPTION.default
-    #: A paper preset (:mod:`metrics.presets`): its settings win over these (:meth:`resolved`); "" for none.
+    #: A paper preset (:mod:`genderbias.presets`): its settings win over these (:meth:`resolved`); "" for none.
     preset: str = ""
 
     def resolved(self) -> ReportSettings:
@@ -115,8 +115,8 @@ class ReportSettings:
         return replace(self, **PRESETS[self.preset].settings)
 
     def exposure(self):
-        """The :class:`metrics.exposure.ExposureSettings` of these settings (τ is NFaiRR's)."""
-        from ..exposure import ExposureSettings
+        """The :class:`genderbias.ranking.exposure.ExposureSettings` of these settings (τ is NFaiRR's)."""
+        from genderbias.ranking.exposure import ExposureSettings
 
         return ExposureSettings(
             self.awrf_weights,
@@ -129,8 +129,8 @@ class ReportSettings:
         )
 
     def validate(self) -> None:
-        """Each setting by its declaration's one check (:meth:`metrics.report_options.ReportOption.check`):
-        a :class:`core.errors.FieldError` naming the setting; then the preset and the measures."""
+        """Each setting by its declaration's one check (:meth:`genderbias.options.ReportOption.check`):
+        a :class:`genderbias.errors.FieldError` naming the setting; then the preset and the measures."""
         for option in REPORT_OPTIONS.values():
             if option.kind == "file":
                 continue
@@ -177,14 +177,14 @@ class Computed:
     #: A report on a batch's labels: every judged query's label probabilities
     #: (:class:`annotation.selectors.LabelProbabilities`); ``per_query`` then covers every judged query.
     labels: object | None = None
-    #: Per run, per cutoff: how many of its queries' top k hold a tied document (:func:`metrics.ties.tie_summary`).
+    #: Per run, per cutoff: how many of its queries' top k hold a tied document (:func:`genderbias.ranking.ties.tie_summary`).
     tied_queries: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int, ...]:
-    """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (:data:`metrics.report_options.CUTOFFS_OPTION`:
+    """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (:data:`genderbias.options.CUTOFFS_OPTION`:
     whole numbers within its bounds, at most its number of them; empty: its default), or a
-    :class:`core.errors.FieldError` naming ``cutoffs``."""
+    :class:`genderbias.errors.FieldError` naming ``cutoffs``."""
     try:
         return tuple(option.parse(text))
     except OptionError as exc:
@@ -218,7 +218,7 @@ def compute_batch_report(
 
     The values are the means over the point-estimate set (the queries whose final label is
     non-gendered: what the export writes); the per-query values cover every judged query, so
-    that :func:`metrics.label_uncertainty.combined_summary` can estimate the class means from
+    that :func:`genderbias.crowd.label_uncertainty.combined_summary` can estimate the class means from
     every query's label probabilities (no writes).
     """
 
@@ -239,9 +239,10 @@ def _compute(
     *,
     labels=None,
 ) -> Computed:
-    from .. import significance
+    from genderbias.ranking.ties import tie_summary
+    from genderbias.stats import significance
+
     from ..formatting import order_summary
-    from ..ties import tie_summary
 
     report_settings.validate()
     report_settings = report_settings.resolved()
@@ -290,7 +291,7 @@ def _compute(
             measured, baseline=base_name, samples=report_settings.bootstrap_samples, seed=report_settings.seed
         )
     if labels is not None and len(summary):
-        from ..label_uncertainty import combined_summary
+        from genderbias.crowd.label_uncertainty import combined_summary
 
         summary = combined_summary(
             significance.wide_values(per_query),
@@ -325,7 +326,7 @@ def _compute(
 
 
 class _StepProgress:
-    """``progress(step, done, total)`` of pure code (:func:`metrics.label_uncertainty.combined_summary`)
+    """``progress(step, done, total)`` of pure code (:func:`genderbias.crowd.label_uncertainty.combined_summary`)
     shown as :class:`core.progress.Progress`: a bar on a terminal and the Job's step, one per step."""
 
     def __init__(self, job: Job | None, bar: bool) -> None:
@@ -344,7 +345,7 @@ class _StepProgress:
 def _word_lists(report_settings: ReportSettings, inputs: ReportInputs) -> tuple[GenderWords, GenderWords]:
     """RaB/ARaB's word list and NFaiRR/TExFAIR's: the given ones, else the defaults; a preset's choice wins,
     and a preset that normalises NFaiRR by a background run refuses to run without one."""
-    from ..presets import PRESETS, REPRESENTATIVE
+    from genderbias.presets import PRESETS, REPRESENTATIVE
 
     words = inputs.get("wordlist") or default_wordlist()
     representative = inputs.get("representative") or default_representative_wordlist()
@@ -380,7 +381,7 @@ def effectiveness_values(
 ) -> tuple[pd.DataFrame, list[str], dict[str, list[str]]]:
     """Long frame ``run, qid, metric, variant, cutoff, value`` of the effectiveness ``measures``
     (variant: the qrels' name) of every run over every one of the ``qids``, computed by
-    :func:`metrics.effectiveness.effectiveness` (ir_measures); the ``qids`` the qrels do not
+    :func:`genderbias.ranking.effectiveness.effectiveness` (ir_measures); the ``qids`` the qrels do not
     judge, in query-set order; and per run the judged ``qids`` it does not return.
 
     The field's convention (ir_measures' default, ``trec_eval -c``): a judged query a run does
@@ -426,7 +427,7 @@ def per_query_values(
     import pandas as pd
     import polars as pl
 
-    from .. import measures
+    from genderbias.ranking import measures
 
     check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
     words = wordlist or default_wordlist()
@@ -526,14 +527,15 @@ def _store(
 ) -> Report:
     import polars as pl
 
-    from .. import measures
+    from genderbias.ranking import measures
 
     background, baseline, qrels = inputs.get("background"), inputs.get("baseline"), inputs.get("qrels")
     batch, labels = inputs.get("label_batch"), computed.labels
     stem = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}"
     path, labels_path = stem.with_suffix(".parquet"), stem.with_name(stem.name + "-labels.parquet")
+    from genderbias.ranking.ties import TIE_COLUMNS
+
     from ..formatting import PER_QUERY_COLUMNS
-    from ..ties import TIE_COLUMNS
 
     stored = computed.per_query.reindex(columns=PER_QUERY_COLUMNS + TIE_COLUMNS)
     stored["tied"] = stored["tied"].fillna(False).astype(bool)

@@ -1,6 +1,6 @@
 """The same runs on several query sets (named sets, most often): each set's ranking of the runs and
 the agreement between the sets' orders (Kendall's τ with a bootstrap interval); the statistics
-are pure (:mod:`metrics.run_agreement`).
+are pure (:mod:`genderbias.stats.run_agreement`).
 
 A set is scored by a stored report (:class:`metrics.models.Report`): its per-query values are
 read, never computed again, so a comparison takes every setting the reports were built with.
@@ -21,17 +21,17 @@ from collections.abc import Sequence
 
 from django.urls import reverse
 
-from core.errors import FieldError, ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.natural import natural_sorted
 from core.services.names import validate_name
+from genderbias.errors import FieldError, ServiceError
+from genderbias.ranking.vocabulary import BY_NAME
 from metrics import selectors
 from metrics.services.reports import ReportSettings, build_report
 from pooling.models import QuerySet, Run
 
 from ..models import Report, Result
-from ..vocabulary import BY_NAME
 
 #: The bootstrap replicates of a comparison unless told.
 DEFAULT_SAMPLES = 1000
@@ -90,7 +90,7 @@ def check_comparison(reports: Sequence[Report], metric: str, variant: str, cutof
 
 
 def _set_values(report: Report, runs: list[str], metric: str, variant: str, cutoff: int):
-    from ..run_agreement import SetValues
+    from genderbias.stats.run_agreement import SetValues
 
     frame = selectors.report_per_query(report)
     frame = frame[(frame["metric"] == metric) & (frame["variant"] == variant) & (frame["cutoff"] == cutoff)]
@@ -113,9 +113,9 @@ def compare_reports(
     seed: int = 0,
 ) -> dict:
     """Each report's ranking of the runs by ``metric@cutoff`` (``variant``) and Kendall's τ between
-    every two reports' orders with a bootstrap interval over queries (:func:`metrics.run_agreement.compare_sets`),
+    every two reports' orders with a bootstrap interval over queries (:func:`genderbias.stats.run_agreement.compare_sets`),
     plus each report's query set and where it came from."""
-    from ..run_agreement import compare_sets
+    from genderbias.stats.run_agreement import compare_sets
 
     reports = list(dict.fromkeys(reports))
     variant = check_comparison(reports, metric, variant, cutoff, samples)

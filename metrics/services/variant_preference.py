@@ -1,6 +1,6 @@
 """Paired-variant preference as a service (Sundararaman & Subramanian 2022): which of the
 male, female and neutral versions of each document a run scores highest; the counting itself
-is pure (:mod:`metrics.preference`).
+is pure (:mod:`genderbias.stats.preference`).
 
 Like CRBO (:mod:`.crbo`), a measurement is a :class:`core.models.Job` whose ``result`` holds
 the wins (plain JSON): the ``variant_preference`` command computes inline with
@@ -14,15 +14,14 @@ from collections.abc import Sequence
 
 from django.urls import reverse
 
-from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.natural import natural_key
+from genderbias.errors import ServiceError
+from genderbias.ranking.defaults import VARIANT_VERSIONS
 from pooling.models import Run
 from pooling.named_sets import wording_variants
 from pooling.services import run_frame
-
-from ..defaults import VARIANT_VERSIONS
 
 
 def _finite(value: float) -> float | None:
@@ -78,7 +77,7 @@ def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str
     put each version).
     """
 
-    from ..preference import known_versions, split_versions, variant_cases, variant_preference
+    from genderbias.stats.preference import known_versions, split_versions, variant_cases, variant_preference
 
     versions = list(dict.fromkeys(v.strip() for v in versions if v.strip()))
     if len(versions) < 2:
@@ -125,7 +124,7 @@ def _natural(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda row: (natural_key(row["qid"]), row["item"]))
 
 
-@background_job("metrics.preference", task="metrics.tasks.preference_task")
+@background_job("genderbias.stats.preference", task="metrics.tasks.preference_task")
 def preference_job(job: Job, run_id: int, separator: str, versions: list[str]) -> None:
     """Variant preference of a run (read-only: a redelivery computes it again).
 

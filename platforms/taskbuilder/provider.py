@@ -9,7 +9,7 @@ again by its name after an interruption, so :meth:`TaskBuilderProvider.prepare` 
    the HIT and the query's field (``q-<position>``) are kept as ``metadata`` to tie each answer back;
 2. a **batch** whose one page shows the query beside the four-category question (a
    multiple-choice instruction, one answer: Non-gendered, Female, Male, Other or multiple genders,
-   with their definitions from :mod:`annotation.labels`), set up into tasks;
+   with their definitions from :mod:`genderbias.labels`), set up into tasks;
 3. a **study** (``data_collection_method`` ``AI_TASK_BUILDER_BATCH``) with a place for every
    assignment of every HIT, published by :meth:`~TaskBuilderProvider.launch`.
 
@@ -35,8 +35,8 @@ from django.conf import settings
 from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
-from annotation.labels import VOCABULARY
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
+from genderbias.labels import VOCABULARY
 from platforms.prolific.provider import ProlificProvider
 from platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,

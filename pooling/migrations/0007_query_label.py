@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='query',
             name='label',
-            field=models.CharField(blank=True, default='', help_text='The gender label a labelled query file gave (a code of annotation.labels), else empty.', max_length=1),
+            field=models.CharField(blank=True, default='', help_text='The gender label a labelled query file gave (a code of genderbias.labels), else empty.', max_length=1),
         ),
     ]

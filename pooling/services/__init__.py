@@ -18,7 +18,7 @@ same file reuses them. Grouped by topic:
 - :mod:`.qrels` -- relevance judgments (TREC qrels) read, checked and normalised into Parquet;
 - :mod:`.counts` -- gender-word counts of passages, cached, or one scan split over
   workers (``count_scan_chunk`` is the body of one chunk's task);
-- :mod:`.pools` -- pools built (read, computed by :mod:`pooling.pool`, stored in one
+- :mod:`.pools` -- pools built (read, computed by :mod:`genderbias.ranking.pool`, stored in one
   transaction), built as a background job (``pool_job``, ``start_pool``), written as query files;
   what a default pool of new runs reads counted ahead (``count_pool_passages``);
 - :mod:`.common` -- what they share: ``ImportResult``, the byte progress of a pass over a

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import Skipped
 from core.models import Job
 from core.progress import Progress
+from genderbias.errors import Skipped
 from pooling.models import Collection, Qrels, QuerySet, Run, WordList
 
 from ..models import ScanChunk

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from core.errors import ServiceError
-from core.files import write_parquet_atomic
 from core.models import Job
 from core.services.storage import cache_dir
+from genderbias.errors import ServiceError
+from genderbias.files.atomic import write_parquet_atomic
+from genderbias.text.tokenize import DEFAULT_TOKENIZER
+from genderbias.text.wordlists import GenderWords
 
 from ..analysis import check_tokenizer
 from ..models import Collection, ScanChunk, WordList
 from ..selectors import passage_spans, wordlist_of
-from ..tokenize import DEFAULT_TOKENIZER
-from ..wordlists import GenderWords
 from .common import byte_progress, wait_for_chunks
 from .imports import register_wordlist
 
@@ -54,7 +54,7 @@ def document_counts_for(
     """
     import polars as pl
 
-    from .. import magnitudes as mag
+    from genderbias.text import magnitudes as mag
 
     check_tokenizer(tokenizer)
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
@@ -88,12 +88,12 @@ def count_ahead(
 ) -> None:
     """Fill the counts cache of each of ``tokenizers`` with ``docids``' ``f`` and ``m`` (not their
     lengths), as :func:`document_counts_for` with ``lengths=False`` would for each, every passage
-    missing from any of them read once (:func:`~pooling.magnitudes.document_counts_at_each`). A
+    missing from any of them read once (:func:`~genderbias.text.magnitudes.document_counts_at_each`). A
     collection without spans in its index is counted a tokenizer at a time, as that function does.
     """
     import polars as pl
 
-    from .. import magnitudes as mag
+    from genderbias.text import magnitudes as mag
 
     tokenizers = list(dict.fromkeys(tokenizers))
     for tokenizer in tokenizers:
@@ -178,8 +178,7 @@ def document_counts_chunked(
     from celery import group
 
     from core.tasks import task_named
-
-    from ..readers import byte_ranges
+    from genderbias.files.readers import byte_ranges
 
     check_tokenizer(tokenizer)
     path = _check_unchanged(collection)
@@ -218,7 +217,7 @@ def count_scan_chunk(chunk_id: int, collection_id: int, wordlist_id: int, tokeni
     """
     import polars as pl
 
-    from .. import magnitudes as mag
+    from genderbias.text import magnitudes as mag
 
     chunk = ScanChunk.objects.get(pk=chunk_id)
     if chunk.status == ScanChunk.Status.DONE and Path(chunk.result).exists():

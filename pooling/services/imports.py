@@ -19,19 +19,19 @@ from django.db import transaction
 from django.urls import reverse
 
 from core.db import insert_rows
-from core.errors import InputError, ServiceError, Skipped
-from core.files import file_sha256
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress, shown
 from core.services.names import validate_name
 from core.services.storage import cache_dir, staging_path
+from genderbias.errors import InputError, ServiceError, Skipped
+from genderbias.files.atomic import file_sha256
+from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 from pooling.queryfiles import ColumnChoiceError, read_query_table
 
 from ..irdatasets import check_dataset_id, folder_name, write_dataset_files
 from ..models import Collection, Query, QuerySet, Run, WordList
 from ..preview import LineProblems
-from ..wordlists import GenderWords, default_wordlist, load_wordlist
 from .common import DatasetImport, ImportResult, byte_progress
 from .qrels import import_qrels
 from .runs import import_run
@@ -63,7 +63,7 @@ def import_collection(
     for different content is refused, and leaves no docid index behind. The index is
     written to a staging file and moved into place only once the import is accepted.
     """
-    from ..readers import scan_collection
+    from genderbias.files.readers import scan_collection
 
     validate_name(name, "collection")
     path = Path(path).resolve()

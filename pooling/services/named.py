@@ -26,12 +26,12 @@ from pathlib import Path
 from django.db import transaction
 from django.urls import reverse
 
-from core.errors import FieldError, InputError, ServiceError, Skipped
-from core.files import atomic_write, file_sha256
 from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
+from genderbias.errors import FieldError, InputError, ServiceError, Skipped
+from genderbias.files.atomic import atomic_write, file_sha256
 from pooling.queryfiles import read_query_table
 
 from ..models import Collection, QuerySet

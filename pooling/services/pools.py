@@ -2,7 +2,7 @@
 
 :func:`build_pool` reads before it writes: the runs' top rankings and the passages'
 gender-word counts (the slow part, cached by :mod:`.counts`) are read and the pool
-computed (:mod:`pooling.pool`, pure) before one transaction stores the pooled queries as
+computed (:mod:`genderbias.ranking.pool`, pure) before one transaction stores the pooled queries as
 a new query set named like the pool, the pool's settings and one entry per (query, run).
 An interruption leaves no half-made pool, so the same request can simply run again.
 """
@@ -18,23 +18,23 @@ from django.db import transaction
 from django.urls import reverse
 
 from core.db import insert_rows
-from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
+from genderbias.errors import ServiceError
+from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 
 from ..analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from ..models import Pool, PoolEntry, QuerySet, Run, WordList
 from ..queryfiles import write_queries
 from ..selectors import has_spans, top_docids, top_rankings, wordlist_of
-from ..tokenize import DEFAULT_TOKENIZER, TOKENIZERS
-from ..wordlists import GenderWords, default_wordlist, load_wordlist
 from .common import collector_paused
 from .counts import count_ahead, document_counts_for
 from .imports import create_query_set, register_wordlist
 
 if TYPE_CHECKING:
-    from ..pool import PoolResult
+    from genderbias.ranking.pool import PoolResult
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def build_pool(
     two lists, and their union; stores the pooled queries as a new query set named like
     the pool, with provenance per (query, run).
     """
-    from ..pool import pool_queries
+    from genderbias.ranking.pool import pool_queries
 
     _check_pool_request(name, runs, pool_settings)
     words = wordlist or default_wordlist()
@@ -126,12 +126,12 @@ def _rank_bias_by_run(
     """RaB@cutoff of each run's queries among ``qids``: run name → qid → RaB.
 
     Reads the runs' top ``rank_cutoff`` documents, counts gender words in those passages
-    only (cached; not their lengths, which RaB does not use), and leaves the arithmetic to :func:`pooling.pool.rank_bias_by_run`.
+    only (cached; not their lengths, which RaB does not use), and leaves the arithmetic to :func:`genderbias.ranking.pool.rank_bias_by_run`.
     """
     import polars as pl
 
-    from .. import magnitudes as mag
-    from ..pool import rank_bias_by_run
+    from genderbias.ranking.pool import rank_bias_by_run
+    from genderbias.text import magnitudes as mag
 
     frames = top_rankings(
         runs, pl.Series("qid", qids, dtype=pl.String), pool_settings.rank_cutoff, repr(query_set.name)
@@ -155,7 +155,7 @@ def _store_pool(
     result: PoolResult,
 ) -> Pool:
     """Write the pool in one transaction: its query set, its record, and one entry per (query, run)."""
-    from ..pool import pool_provenance
+    from genderbias.ranking.pool import pool_provenance
 
     provenance = pool_provenance(result, rank_bias)
     with transaction.atomic():

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from core.errors import InputError, ServiceError, Skipped
-from core.files import file_sha256, write_parquet_atomic
 from core.services.names import validate_name
 from core.services.storage import cache_dir
+from genderbias.errors import InputError, ServiceError, Skipped
+from genderbias.files.atomic import file_sha256, write_parquet_atomic
 
 from ..models import Collection, Run, ScanChunk
 from ..preview import LineProblems
@@ -28,7 +28,7 @@ from ..selectors import collection_docids
 from .common import ImportResult, wait_for_chunks
 
 if TYPE_CHECKING:
-    from ..readers import KnownDocids, RunTable
+    from genderbias.files.readers import KnownDocids, RunTable
 
 
 def known_docids(collection: Collection) -> KnownDocids:
@@ -43,7 +43,7 @@ def known_docids(collection: Collection) -> KnownDocids:
     with the docid index gone (the cache cleared) the docids are read as before, the
     collection's file checked again (:func:`pooling.selectors.docid_index`).
     """
-    from ..readers import KnownDocids
+    from genderbias.files.readers import KnownDocids
 
     try:
         stat = Path(collection.docid_index).stat()
@@ -86,7 +86,7 @@ def import_run(
     ``known`` (:func:`known_docids` of ``collection``) saves preparing the collection's
     docids again for each of several runs.
     """
-    from ..readers import read_run
+    from genderbias.files.readers import read_run
 
     validate_name(name, "run")
     path = Path(path).resolve()
@@ -141,7 +141,7 @@ def read_run_chunked(
     chunks: int = 2,
     timeout: float = 3600.0,
 ) -> RunTable:
-    """:func:`pooling.readers.read_run`, its line parsing and checking split over Celery workers.
+    """:func:`genderbias.files.readers.read_run`, its line parsing and checking split over Celery workers.
 
     The file (content ``sha``) is cut into ``chunks`` byte ranges at line starts (a
     gzipped file is one chunk), each a :class:`ScanChunk` row that records the file's
@@ -158,8 +158,7 @@ def read_run_chunked(
     from celery import group
 
     from core.tasks import task_named
-
-    from ..readers import byte_ranges, check_run_file, finish_run, line_numbers_at
+    from genderbias.files.readers import byte_ranges, check_run_file, finish_run, line_numbers_at
 
     path, run_format = check_run_file(path, order, run_format)
     ranges = byte_ranges(path, chunks)
@@ -215,7 +214,7 @@ def parse_run_chunk(chunk_id: int, collection_id: int, path: str, run_format: st
     """
     import polars as pl
 
-    from ..readers import parse_run_lines
+    from genderbias.files.readers import parse_run_lines
 
     chunk = ScanChunk.objects.filter(pk=chunk_id).first()
     if chunk is None or chunk.status == ScanChunk.Status.FAILED:  # gone: read and removed already

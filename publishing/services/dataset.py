@@ -8,7 +8,7 @@
 row is written to the database.
 
 The folder is written whole or not at all: into a temporary folder beside the target, then
-swapped into place (:func:`core.files.replace_folder`: rolled back if the swap fails), so a reader (or an upload) never sees half a dataset and a failure leaves
+swapped into place (:func:`genderbias.files.atomic.replace_folder`: rolled back if the swap fails), so a reader (or an upload) never sees half a dataset and a failure leaves
 the previous folder as it was. Beside the dataset's files it writes a manifest,
 ``.publish_dataset.json``, with each file's SHA-256. A folder that exists is replaced only
 when it is empty or holds nothing but the manifest's files, unchanged: a folder holding
@@ -42,8 +42,8 @@ from django.utils import timezone
 from annotation.models import Batch
 from annotation.selectors import CITATION, study_facts
 from annotation.services import reading_answers
-from core.errors import ProviderError, ServiceError
-from core.files import file_sha256, replace_folder
+from genderbias.errors import ProviderError, ServiceError
+from genderbias.files.atomic import file_sha256, replace_folder
 from publishing import croissant, hub_card, statements, tables
 
 CROISSANT = "croissant.json"

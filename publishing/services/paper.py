@@ -40,15 +40,15 @@ from typing import Any
 from annotation import selectors as annotation_selectors
 from annotation.models import Assignment, Batch, Export, Hit
 from annotation.services import reading_answers, render_hit_html
-from core.errors import ServiceError
-from core.files import replace_folder
 from core.jobs import background_job
 from core.models import Job
 from core.version import software_version
+from genderbias.errors import ServiceError
+from genderbias.files.atomic import replace_folder
+from genderbias.presets import preset_lines
+from genderbias.ranking.defaults import TABLE_LAYOUTS
 from metrics import selectors
-from metrics.defaults import TABLE_LAYOUTS
 from metrics.models import Report
-from metrics.presets import preset_lines
 from metrics.services import cached_plot, plot_key, plot_path
 from pooling.models import Collection
 from pooling.selectors import named_set_facts

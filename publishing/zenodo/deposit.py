@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import ProviderError
 from core.http import HttpError, JsonClient
+from genderbias.errors import ProviderError
 
 from .metadata import check_metadata
 

@@ -19,11 +19,11 @@ def test_a_superscript_escalation_cap_in_the_link_is_ignored_not_a_500(local_bat
 
 
 def test_a_cascade_floor_is_a_plain_decimal():
-    """``float()`` read ``rules:٠.٥`` as a floor of 0.5; every number is plain ASCII (core.numbers)."""
+    """``float()`` read ``rules:٠.٥`` as a floor of 0.5; every number is plain ASCII (genderbias.numbers)."""
     import pytest
 
     from annotation.machine.services.routing import parse_cascade
-    from core.errors import ServiceError
+    from genderbias.errors import ServiceError
 
     assert parse_cascade(["rules:0.5", "trained"]) == [("rules", 0.5), ("trained", None)]
     assert parse_cascade(["rules:5e-1", "trained:.75"]) == [("rules", 0.5), ("trained", 0.75)]  # as pasted (issue 53)
@@ -36,7 +36,7 @@ def test_an_escalations_posterior_is_a_plain_decimal():
     import pytest
 
     from annotation.quality.services.escalation import parse_until
-    from core.errors import ServiceError
+    from genderbias.errors import ServiceError
 
     assert parse_until("posterior:0.9") == 0.9 and parse_until("majority") is None
     assert parse_until("posterior:9e-1") == 0.9 and parse_until("posterior:.95") == 0.95  # as pasted (issue 53)
@@ -50,7 +50,7 @@ def test_the_escalate_page_and_api_refuse_a_cap_python_would_read(
     cap, local_batch, annotators, researcher, client, django_capture_on_commit_callbacks
 ):
     """Issue 53: the page's ``forms.IntegerField`` and the API's DRF field read ``1_0`` as 10 and
-    ``٣`` as 3, and started the paid escalation; both now read through ``core.numbers``."""
+    ``٣`` as 3, and started the paid escalation; both now read through ``genderbias.numbers``."""
     from annotation.models import Hit
     from core.models import Job
     from platforms.inhouse.services.handout import next_assignment, submit_local_assignment

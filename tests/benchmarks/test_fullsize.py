@@ -7,8 +7,8 @@ import numpy as np
 
 from benchmarks.fullsize import scale_reference, write_runs_fast
 from benchmarks.pooling.naive import naive_pool
+from genderbias.text.wordlists import default_wordlist
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries
-from pooling.wordlists import default_wordlist
 
 
 def test_written_runs_rank_distinct_passages_in_score_order(tmp_path: Path):

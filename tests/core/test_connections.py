@@ -7,7 +7,6 @@ import pytest
 from django.db import connection as db
 
 from benchmarks.fakes import huggingface, openai_chat
-from core.errors import ServiceError
 from core.models import Connection, Job
 from core.sealing import SealError, new_key, reseal, seal, unseal
 from core.selectors import (
@@ -20,6 +19,7 @@ from core.selectors import (
     huggingface_settings,
 )
 from core.services.connections import delete_connection, reseal_connections, save_connection, start_test_connection
+from genderbias.errors import ServiceError
 from platforms.prolific.connection.selectors import prolific_settings
 from tests.platforms.prolific import fake_server as prolific
 

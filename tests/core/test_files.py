@@ -1,11 +1,11 @@
-"""core.files: writes are atomic, output folders are never invented, one streaming hash."""
+"""genderbias.files.atomic: writes are atomic, output folders are never invented, one streaming hash."""
 
 import hashlib
 import stat
 
 import pytest
 
-from core.files import atomic_path, atomic_write, check_writable, file_sha256
+from genderbias.files.atomic import atomic_path, atomic_write, check_writable, file_sha256
 
 
 def test_atomic_write_replaces_the_file_and_leaves_it_readable(tmp_path):

@@ -1,4 +1,4 @@
-"""The bootstrap interval constructions of :mod:`core.intervals`, against hand-computed values.
+"""The bootstrap interval constructions of :mod:`genderbias.stats.intervals`, against hand-computed values.
 
 The draws are the skewed set k², k = 1..20 (sorted; numpy's linear quantile: position p·19), the
 point estimate 50: 7 of the 20 draws (1, 4, …, 49) lie below it.
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from core import intervals
+from genderbias.stats import intervals
 
 DRAWS = np.arange(1, 21, dtype=np.float64) ** 2
 POINT = 50.0

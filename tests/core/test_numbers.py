@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.numbers import NumberError, parse_count, parse_counts
+from genderbias.numbers import NumberError, parse_count, parse_counts
 
 
 @pytest.mark.parametrize("text", ["²", "①", "١٠", "１０", "+10", "-1", "1_0", "1e3", "10.0", "", " ", "0x10", "9" * 19])
@@ -62,7 +62,7 @@ REFUSED_DECIMALS = [
 
 @pytest.mark.parametrize("text", REFUSED_DECIMALS)
 def test_a_decimal_is_ascii_digits_a_point_and_an_exponent_only(text):
-    from core.numbers import parse_decimal
+    from genderbias.numbers import parse_decimal
 
     with pytest.raises(NumberError, match=r"^risk: .*not a decimal number"):
         parse_decimal(text, "risk")
@@ -76,14 +76,14 @@ PASTED = ["0.055174522848548305", ".5", "1e-3", "+0.5", "5E-2", "1.", "-.25", "2
 def test_a_decimal_reads_what_people_paste(text):
     from decimal import Decimal
 
-    from core.numbers import parse_decimal
+    from genderbias.numbers import parse_decimal
 
     # The expected value: the decimal module's reading of the same ASCII text, an independent reader.
     assert parse_decimal(text, "risk") == float(Decimal(text.strip()))
 
 
 def test_a_decimal_out_of_the_floats_range_names_the_field():
-    from core.numbers import parse_decimal
+    from genderbias.numbers import parse_decimal
 
     with pytest.raises(NumberError, match=r"^delta: .*too large"):
         parse_decimal("1e400", "delta")
@@ -94,7 +94,7 @@ def test_a_decimal_out_of_the_floats_range_names_the_field():
 
 
 def test_a_decimal_within_its_range():
-    from core.numbers import parse_decimal
+    from genderbias.numbers import parse_decimal
 
     assert parse_decimal(" 0.05 ", "risk", minimum=0, maximum=1) == 0.05
     assert parse_decimal("-2", "shift") == -2.0 and parse_decimal(0.5, "risk") == 0.5

@@ -245,7 +245,7 @@ def test_the_report_job_says_each_step_with_its_counts(batch, runs, django_captu
     from django.db.models.signals import post_save
 
     from core.models import Job
-    from metrics.label_uncertainty import FITTING, REFITTING, RESAMPLING
+    from genderbias.crowd.label_uncertainty import FITTING, REFITTING, RESAMPLING
 
     seen: list[tuple[str, int, int | None]] = []
 
@@ -279,7 +279,7 @@ def test_the_command_draws_each_step_on_a_terminal(batch, runs, monkeypatch, cap
     from django.core.management import call_command
 
     from core import progress
-    from metrics.label_uncertainty import FITTING, REFITTING, RESAMPLING
+    from genderbias.crowd.label_uncertainty import FITTING, REFITTING, RESAMPLING
 
     monkeypatch.setattr(progress, "_on_terminal", lambda: True)
     call_command(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics import label_uncertainty as lu
+from genderbias.crowd import label_uncertainty as lu
 
 
 def _plain(p: np.ndarray, values: np.ndarray, weights: np.ndarray, row_weights: np.ndarray | None) -> np.ndarray:

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from scipy.stats import kendalltau
 
+from genderbias.stats.run_agreement import SetValues, compare_sets, kendall_tau_b
 from metrics.models import Report
-from metrics.run_agreement import SetValues, compare_sets, kendall_tau_b
 
 PASSAGES = {
     "d1": "she and her sister",

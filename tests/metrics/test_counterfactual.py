@@ -4,8 +4,8 @@ import gzip
 
 import pytest
 
-from metrics.counterfactual import PAIRS, Swapper, match_case, swap_table, write_counterfactual
-from pooling.wordlists import DEFAULT_FEMALE, DEFAULT_MALE
+from genderbias.ranking.counterfactual import PAIRS, Swapper, match_case, swap_table, write_counterfactual
+from genderbias.text.wordlists import DEFAULT_FEMALE, DEFAULT_MALE
 
 NAMES = [("mary", "f"), ("anna", "f"), ("john", "m"), ("bob", "m"), ("he", "m")]
 

@@ -4,15 +4,15 @@ Studies from :func:`benchmarks.crowd_simulation.coverage_study`: a *synthetic* t
 2020 study's class shares (so the test runs without the reference data), 1,000 queries, three
 workers per query out of 40 with class confusion, unequal accuracy and activity, spammers, a lazy
 worker and a gold question in every HIT; the crowd model fitted with gold, each query read through
-its *held-out* posterior (:func:`annotation.results.crowd_model.held_out_posteriors`) and the model
+its *held-out* posterior (:func:`genderbias.crowd.crowd_model.held_out_posteriors`) and the model
 refitted in every bootstrap draw; the report's estimator
-(:func:`metrics.label_uncertainty.combined_summary`) and the calibration report's de-noised accuracy
-(:func:`annotation.machine.crowd_reliability.crowd_reliability`).
+(:func:`genderbias.crowd.label_uncertainty.combined_summary`) and the calibration report's de-noised accuracy
+(:func:`genderbias.crowd.reliability.crowd_reliability`).
 
 The full simulation (hundreds of studies at 1,000 queries, tens at 3,750, 200 resamples each) is run by
 ``manage.py crowd_coverage`` (docs/benchmarks.md, figures in docs/metrics.md). The bootstrap's own intervals
 (percentile, basic, normal, BC, BCa) stayed below 0.93 at 1,000 queries; the crossed ones (the bootstrap plus the
-workers' variance component, :func:`core.intervals.extra_variance`) reach it; the product's is ``crossed`` since
+workers' variance component, :func:`genderbias.stats.intervals.extra_variance`) reach it; the product's is ``crossed`` since
 issue 58's crowd model, under which ``crossed_net`` fell short (docs/metrics.md, "The workers' variance"). This test runs a smaller
 set within CI's budget and asserts one-sided bounds that a coverage at the measured level passes and a gross
 failure does not.
@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.machine.label_probabilities import crowd_quality
-from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
+from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.label_probabilities import crowd_quality
 
 MODERATE_STUDIES = 10
 HEAVY_STUDIES = 3
@@ -38,7 +38,7 @@ SAMPLES = 100
 def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     """10 moderate and 3 heavy studies of 1,000 queries, 100 resamples each (issue 55: 24 and 5 before, 2.4×
     the CPU for bounds that only catch a gross failure either way), with the product's interval
-    (:data:`core.intervals.LABEL_INTERVAL`, ``crossed``: its jackknife over the workers costs 20 refits a
+    (:data:`genderbias.stats.intervals.LABEL_INTERVAL`, ``crossed``: its jackknife over the workers costs 20 refits a
     figure; when it was ``crossed_net``, with the answers' too, about 1.7 s a study (3.6 → 5.3 s), so the studies
     went from 30 + 10 to 24 + 5 to keep CI's cost where it was).
 
@@ -66,7 +66,7 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     1.9 and 1.6 bootstrap s.d. over 80 studies of the benchmark), beyond what the bootstrap's interval holds
     (``crossed_net`` covered 0.73 and 0.69 over 51 studies, all warned). Every study is warned, and where it
     is warned the interval reaches down (``<figure>:reach`` positive: the calibration bias plus twice the
-    draws' drift, :meth:`metrics.label_uncertainty.CorrectedFit.reach`), asserted in each of the 3 here; what
+    draws' drift, :meth:`genderbias.crowd.label_uncertainty.CorrectedFit.reach`), asserted in each of the 3 here; what
     that does to coverage is the benchmark's to measure (docs/quality.md "Too sure, and by how much").
     """
     moderate = pd.DataFrame(
@@ -107,12 +107,12 @@ def test_a_spammer_only_crowd_warns_and_a_good_crowd_does_not():
 
 
 def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
-    """One small study: every construction of core.intervals is scored, the unsuffixed figure is the
+    """One small study: every construction of genderbias.stats.intervals is scored, the unsuffixed figure is the
     product's construction's, and the coverage study's interval is the report's
-    (:func:`metrics.label_uncertainty.combined_summary` on the same draws)."""
-    from annotation.machine.label_probabilities import LabelModel
-    from core import intervals
-    from metrics import label_uncertainty, significance
+    (:func:`genderbias.crowd.label_uncertainty.combined_summary` on the same draws)."""
+    from genderbias.crowd import label_uncertainty
+    from genderbias.crowd.label_probabilities import LabelModel
+    from genderbias.stats import intervals, significance
 
     out = cs.coverage_study(np.random.default_rng([9, 0]), cs.MODERATE, 300, 0, samples=40)
     for figure in cs.COVERED:

@@ -1,9 +1,9 @@
 """Posteriors too sure, carried into the label-corrected intervals (issue 58, item 2): where the crowd
 model's check warns, replicate crowds drawn from the fit with the batch's spread of difficulty, refitted,
 show how much too sure the model is (a temperature); the batch's posteriors tempered by it move the
-corrected figures by their bias (:meth:`annotation.machine.label_probabilities.LabelModel.recalibrated`,
-:meth:`metrics.label_uncertainty.CorrectedFit.calibration_bias`) and the interval reaches that far
-(:func:`core.intervals.extended`). The truth is the simulation's (``benchmarks/crowd_simulation.py``,
+corrected figures by their bias (:meth:`genderbias.crowd.label_probabilities.LabelModel.recalibrated`,
+:meth:`genderbias.crowd.label_uncertainty.CorrectedFit.calibration_bias`) and the interval reaches that far
+(:func:`genderbias.stats.intervals.extended`). The truth is the simulation's (``benchmarks/crowd_simulation.py``,
 ``Crowd.difficulty``): hard truly gendered queries get unanimous "n" votes, so the corrected value of
 run A (non-gendered class mean) is too high."""
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotation.machine.label_probabilities import LabelModel, crowd_quality
-from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
-from core import intervals
-from metrics import label_uncertainty
+from genderbias.crowd import label_uncertainty
+from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
+from genderbias.stats import intervals
 
 
 def _drawn(crowd: cs.Crowd, seed: int, n: int = 1000):

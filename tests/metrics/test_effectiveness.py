@@ -7,7 +7,7 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from metrics import effectiveness as eff
+from genderbias.ranking import effectiveness as eff
 
 # Graded judgments. q1: three relevant documents (gains 2, 1, 3; dD never retrieved) and one
 # judged non-relevant; q2: one relevant, never retrieved; q4: judged, nothing relevant;

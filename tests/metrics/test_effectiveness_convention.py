@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 from django.core.management import call_command
 
-from metrics import effectiveness as eff
+from genderbias.ranking import effectiveness as eff
 from metrics.models import Report
 
 ir_measures = pytest.importorskip("ir_measures")

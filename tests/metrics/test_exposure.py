@@ -1,4 +1,4 @@
-"""AWRF and rKL/rND/rRD (metrics.exposure): hand-computed examples from the papers' definitions,
+"""AWRF and rKL/rND/rRD (genderbias.ranking.exposure): hand-computed examples from the papers' definitions,
 edge cases, the vectorised code against a plain per-query loop, and FairRankTune where its
 definitions coincide with ours (crisp groups)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from metrics import exposure, measures
-from metrics.exposure import ExposureSettings
+from genderbias.ranking import exposure, measures
+from genderbias.ranking.exposure import ExposureSettings
 
 # The worked example of docs/metrics.md ("Exposure-based group fairness"): one query, four
 # documents with representative counts (f, m), τ = 1:
@@ -157,7 +157,7 @@ def test_settings_are_checked():
 
 
 def naive(f_row, m_row, n, cutoff, measure, settings):
-    """One query, straight from the definitions in metrics/exposure.py's docstring."""
+    """One query, straight from the definitions in genderbias/ranking/exposure.py's docstring."""
     docs = [(f_row[r], m_row[r]) for r in range(min(cutoff, n))]
     aligned = [(f / (f + m), m / (f + m)) if f + m > settings.threshold else None for f, m in docs]
     if measure == "AWRF":

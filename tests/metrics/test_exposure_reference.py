@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics import exposure
-from metrics.exposure import ExposureSettings
+from genderbias.ranking import exposure
+from genderbias.ranking.exposure import ExposureSettings
 
 # --- the reference code (FairRank fb8a5c5), ported ------------------------------------------------
 
@@ -315,7 +315,7 @@ def test_the_variant_records_the_form_and_the_adapted_form_is_unchanged():
     assert ExposureSettings(target=0.4, step=5).rank_variant() == "female,t=0.4,step=5"
     with pytest.raises(ValueError, match="unknown exposure form"):
         ExposureSettings(form="paper").validate()
-    from metrics.vocabulary import variant_form
+    from genderbias.ranking.vocabulary import variant_form
 
     assert variant_form("female,reference,step=5") == "reference"
     assert variant_form("female,t=0.4") == variant_form("dcg") == "adapted"

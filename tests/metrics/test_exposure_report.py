@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from core.models import Job
+from genderbias.ranking.vocabulary import FORM_DEFINITIONS
 from metrics import services
 from metrics.models import Report
-from metrics.vocabulary import FORM_DEFINITIONS
 from pooling.models import QuerySet, Run
 
 

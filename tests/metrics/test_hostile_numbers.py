@@ -5,7 +5,7 @@
 import pytest
 from django.urls import reverse
 
-from metrics.defaults import MAX_CUTOFFS, REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
+from genderbias.ranking.defaults import MAX_CUTOFFS, REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
 from metrics.models import Report
 
 

@@ -1,6 +1,6 @@
 """The sensitivity check for ranking-dependent labelling errors (issue 40, item 2):
-:func:`metrics.label_uncertainty.dependence_table` on hand-computed cases, and the reading of a batch's
-answers as erring with D (:func:`metrics.label_uncertainty.dependent_fit`) against the model written out."""
+:func:`genderbias.crowd.label_uncertainty.dependence_table` on hand-computed cases, and the reading of a batch's
+answers as erring with D (:func:`genderbias.crowd.label_uncertainty.dependent_fit`) against the model written out."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics import label_uncertainty as lu
+from genderbias.crowd import label_uncertainty as lu
 
 KEY = ("ARaB", "tf", 10)
 

@@ -9,7 +9,7 @@ label-corrected difference B − A stands against the truth when the batch's cro
 The truth's move, computed here independently of the code under test: studies of 1,000 queries on the
 moderate crowd, each drawn once per D with the same truth, the same values and the same random stream for
 the crowd (so the draws are paired); in each, the report's corrected difference (Dawid–Skene held-out
-posteriors, :func:`metrics.label_uncertainty.class_means` with :func:`label_map`'s columns: what a report on
+posteriors, :func:`genderbias.crowd.label_uncertainty.class_means` with :func:`label_map`'s columns: what a report on
 a batch's labels computes) and the true difference (mean of B − A over the truly non-gendered queries).
 The truth's move at D = mean over studies of (true − corrected at D) − (true − corrected at D = 0): how far
 the truth sits from the report because of the dependence. The tool's figure (``simulated``): the command's
@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.machine.label_probabilities import LabelModel
-from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
-from metrics import label_uncertainty as lu
+from genderbias.crowd import label_uncertainty as lu
+from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.label_probabilities import LabelModel
 from metrics.services.labelling import dependence_simulation
 
 KEY = ("ARaB", "tf", 10)
@@ -160,12 +160,12 @@ def test_the_posterior_tilt_moves_with_the_truth(draws):
 
 @pytest.mark.slow
 def test_the_simulated_shift_moves_with_the_truth(draws):
-    """The command's shift (:func:`metrics.label_uncertainty.simulated_shift` as the service builds it from a
+    """The command's shift (:func:`genderbias.crowd.label_uncertainty.simulated_shift` as the service builds it from a
     batch's fitted crowd) on the studies whose crowd truly erred with D: same sign as the truth's move, and
     within a quarter of it plus 3 Monte-Carlo standard errors (the studies' spread, which includes the
     replicates'). Measured (6 studies; mean, MC s.e.): the truth −0.0194 (0.0025) at D = 1 and −0.0566 (0.0032)
     at D = 3, the shift −0.0137 (0.0015) and −0.0414 (0.0045); before the check refitted the crowd as erring
-    with D (:func:`metrics.label_uncertainty.dependent_fit`) it said −0.004 and +0.025 (docs/quality.md, item 5)."""
+    with D (:func:`genderbias.crowd.label_uncertainty.dependent_fit`) it said −0.004 and +0.025 (docs/quality.md, item 5)."""
     move, move_se = _means(draws, "truth_move")
     simulated, simulated_se = _means(draws, "simulated")
     assert simulated[0.0] == 0.0

@@ -15,7 +15,8 @@ from annotation import services as annotation_services
 from annotation.exports.services import export_queries
 from annotation.quality.services.adjudication import adjudicate
 from core.models import Job
-from metrics import sensitivity, services
+from genderbias.crowd import sensitivity
+from metrics import services
 from metrics.models import Result
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
@@ -383,7 +384,7 @@ def test_label_sensitivity_command_dependence_check(batch, tmp_path):
      ("١", "not a decimal number"), ("6", "at most 5"), ("-5.5", "at least -5"), (",".join("0" * 11), "at most 10")],
 )  # fmt: skip
 def test_dependences_are_plain_bounded_decimals(typed, problem):
-    from core.errors import ServiceError
+    from genderbias.errors import ServiceError
 
     with pytest.raises(ServiceError, match=problem):
         services.parse_dependences(typed)

@@ -1,4 +1,4 @@
-"""Label uncertainty in bias figures (metrics.label_uncertainty): the corrected class mean, its
+"""Label uncertainty in bias figures (genderbias.crowd.label_uncertainty): the corrected class mean, its
 combined interval, and the promise that the combined interval covers the true-set value.
 
 The simulation makes its own truth: queries of four classes (n, f, m, o) whose per-query values
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics import label_uncertainty as lu
-from metrics import significance
+from genderbias.crowd import label_uncertainty as lu
+from genderbias.stats import significance
 
 LABELS = ["n", "f", "m", "o"]
 PRIOR = np.array([0.6, 0.15, 0.15, 0.10])

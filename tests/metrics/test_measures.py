@@ -5,8 +5,8 @@ import math
 import polars as pl
 import pytest
 
-from metrics import measures
-from metrics.significance import summarise
+from genderbias.ranking import measures
+from genderbias.stats.significance import summarise
 
 
 def log2(x):

@@ -16,8 +16,8 @@ from django.core.management.base import CommandError
 from annotation import services as annotation_services
 from annotation.models import Routing
 from annotation.quality.services.adjudication import adjudicate
-from core.errors import ServiceError
-from metrics import power
+from genderbias.errors import ServiceError
+from genderbias.stats import power
 from metrics.models import Report
 from metrics.services import planning
 from metrics.services.reports import default_representative_wordlist

@@ -1,4 +1,4 @@
-"""The study plan's computation (metrics.power): the normal formula by hand, the simulated sample size
+"""The study plan's computation (genderbias.stats.power): the normal formula by hand, the simulated sample size
 held to its promise by fresh simulated studies, the minimum detectable difference as the power's
 inverse, the non-gendered share's interval and the pooled count."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from metrics import power
+from genderbias.stats import power
 
 # Standard normal quantiles, from tables: z_0.975 and z_0.8.
 Z975, Z80 = 1.959964, 0.841621

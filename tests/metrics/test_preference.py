@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from metrics.preference import split_versions, variant_preference
+from genderbias.stats.preference import split_versions, variant_preference
 
 
 def test_preference_counts_wins_ties_and_incomplete_cases():

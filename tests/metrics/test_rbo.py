@@ -5,7 +5,7 @@ import random
 import polars as pl
 import pytest
 
-from metrics.rbo import crbo, rank_biased_overlap, rbo_table
+from genderbias.ranking.rbo import crbo, rank_biased_overlap, rbo_table
 
 
 def run_frame(rankings):

@@ -6,10 +6,10 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from metrics import measures
+from genderbias.ranking import measures
+from genderbias.text.magnitudes import count_frame, magnitude
+from genderbias.text.wordlists import load_wordlist
 from metrics.services import REPRESENTATIVE_WORDLIST
-from pooling.magnitudes import count_frame, magnitude
-from pooling.wordlists import load_wordlist
 
 PASSAGES = {
     "p1": "She said her mother and her sister visited him.",

@@ -2,7 +2,7 @@
 
 Real batches do this: an annotator meets the batch's gold question in every HIT, and a query can
 be answered again by the same worker (a re-offered place). The rule
-(:func:`annotation.results.aggregation.one_answer_per_worker`): the latest answer to a real query
+(:func:`genderbias.crowd.aggregation.one_answer_per_worker`): the latest answer to a real query
 counts, every answer to a gold question counts. Before it, the report on the batch's labels and
 label sensitivity failed with "N judgments repeat an (item, worker) pair".
 
@@ -26,7 +26,7 @@ from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Assignment, Judgment
 from annotation.results.selectors import gold_judgments, judgments_frame
 from core.models import Job
-from metrics import label_uncertainty as lu
+from genderbias.crowd import label_uncertainty as lu
 from metrics import services
 from metrics.models import Report
 from metrics.selectors import report_labels, report_summary

@@ -1,4 +1,4 @@
-"""Each report setting is declared once (metrics.report_options): its default, bounds and help.
+"""Each report setting is declared once (genderbias.options): its default, bounds and help.
 
 The command, the form, the API's serializer and the model read the declaration, and a value is
 checked by the declaration's one check. The scan below fails when a default or a bound of a report
@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from metrics.report_options import (
+from genderbias.options import (
     AWRF_P_OPTION,
     CUT_STEP_OPTION,
     CUTOFFS_OPTION,
@@ -31,7 +31,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("core", "pooling", "annotation", "metrics", "publishing", "config")
 #: Where a setting's values may be written: its declaration, the defaults it reads, the papers' presets
 #: (a paper's own settings, which may equal a default) and the migrations (history).
-ALLOWED = {"metrics/report_options.py", "metrics/defaults.py", "metrics/presets.py", "pooling/tokenize.py"}
+ALLOWED = {
+    "genderbias/options.py",
+    "genderbias/ranking/defaults.py",
+    "genderbias/presets.py",
+    "genderbias/text/tokenize.py",
+}
 #: Settings whose names no other setting of the product shares (``threshold`` and ``seed`` are also
 #: label sensitivity's confidence and other bootstraps'; ``tokenizer`` is pooling's too).
 NAMES = {

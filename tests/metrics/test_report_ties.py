@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from genderbias.options import PRESET_OPTION, TIES_OPTION
+from genderbias.presets import PRESETS
 from metrics.models import Report, Result
-from metrics.presets import PRESETS
-from metrics.report_options import PRESET_OPTION, TIES_OPTION
 
 LN4 = math.log(4)
 PASSAGES = {

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics.significance import against_baseline, bootstrap_ci, holm, paired_t_test, summarise, wide_values
+from genderbias.stats.significance import against_baseline, bootstrap_ci, holm, paired_t_test, summarise, wide_values
 
 
 def test_paired_t_test_by_hand():

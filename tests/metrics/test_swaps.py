@@ -66,7 +66,7 @@ def test_crbo_form_refuses_the_same_run_twice_and_p_of_one(staff, world):
 def test_preference_page_counts_wins_ties_and_incomplete(staff, variants, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         staff.post("/metrics/preference/", {"run": "v", "separator": "-", "versions": "m,f,n"})
-    job = Job.objects.get(kind="metrics.preference")
+    job = Job.objects.get(kind="genderbias.stats.preference")
     assert job.status == Job.Status.DONE, job.message
     result = job.result
     # (1,x): f; (1,y): m; (2,x): f; (2,y): lacks n.
@@ -104,7 +104,7 @@ def test_preference_page_refuses_an_ordinary_run_with_the_form_error(staff, vari
     response = staff.post("/metrics/preference/", {"run": "a", "separator": "-", "versions": "m,f,n"})
     assert response.status_code == 400
     assert "no docid of run &#x27;a&#x27; ends in -&lt;m|f|n&gt;" in response.content.decode()
-    assert not Job.objects.filter(kind="metrics.preference").exists()
+    assert not Job.objects.filter(kind="genderbias.stats.preference").exists()
     # Another separator that no docid uses is refused the same way; the right one is accepted.
     assert staff.post("/metrics/preference/", {"run": "v", "separator": "_", "versions": "m,f,n"}).status_code == 400
 
@@ -124,7 +124,7 @@ def test_counterfactual_collection_is_written_and_registered_as_a_job(staff, wor
 
     with django_capture_on_commit_callbacks(execute=True):
         response = staff.post("/metrics/crbo/counterfactual/", {"collection": "tiny", "name": "tiny-cf", "her": "his"})
-    job = Job.objects.get(kind="metrics.counterfactual")
+    job = Job.objects.get(kind="genderbias.ranking.counterfactual")
     assert response.status_code == 302 and job.status == Job.Status.DONE, job.message
     swapped = Collection.objects.get(name="tiny-cf")
     assert job.result == {"collection": "tiny-cf", "passages": 4, "url": "/metrics/crbo/"}
@@ -140,7 +140,7 @@ def test_counterfactual_collection_is_written_and_registered_as_a_job(staff, wor
         content_type="application/json",
     )
     assert api.status_code == 400 and api.json() == {"name": ["a collection with this name exists"]}
-    assert Job.objects.filter(kind="metrics.counterfactual").count() == 1
+    assert Job.objects.filter(kind="genderbias.ranking.counterfactual").count() == 1
 
 
 def test_crbo_warns_when_the_counterfactual_run_is_not_one(

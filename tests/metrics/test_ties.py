@@ -10,9 +10,9 @@ from statistics import mean
 import polars as pl
 import pytest
 
-from metrics import measures
-from metrics.defaults import TIE_DRAWS
-from metrics.ties import order_run
+from genderbias.ranking import measures
+from genderbias.ranking.defaults import TIE_DRAWS
+from genderbias.ranking.ties import order_run
 
 W = [1 / math.log2(r + 1) for r in range(1, 40)]
 
@@ -186,7 +186,7 @@ def test_a_straddling_group_is_averaged_over_all_its_members_below_the_cutoff():
 
 def test_drawn_orders_estimate_the_mean_within_their_monte_carlo_error():
     """Seven tied documents in the top 7 have 5,040 orders, more than a non-linear measure draws
-    (:data:`metrics.defaults.TIE_DRAWS`, D): over 40 seeds each estimate of TExFAIR@7 is within
+    (:data:`genderbias.ranking.defaults.TIE_DRAWS`, D): over 40 seeds each estimate of TExFAIR@7 is within
     4 standard errors (σ/√D, σ over all 5,040 orders) of the exact mean, and their spread is σ/√D
     within a factor of 2 (a spread estimated from 40 values is within ±45% with probability > 0.99)."""
     docs = [(d, 1.0) for d in "abcdghi"]
@@ -204,8 +204,8 @@ def test_drawn_orders_estimate_the_mean_within_their_monte_carlo_error():
 
 def test_tie_aware_crbo_is_the_mean_rbo_over_both_runs_orders_of_ties():
     """RBO of every pair of orders (the first run's ties × the counterfactual's), by the plain
-    loop-per-depth RBO (:func:`metrics.rbo.rank_biased_overlap`), averaged, against ``crbo``."""
-    from metrics.rbo import crbo, rank_biased_overlap
+    loop-per-depth RBO (:func:`genderbias.ranking.rbo.rank_biased_overlap`), averaged, against ``crbo``."""
+    from genderbias.ranking.rbo import crbo, rank_biased_overlap
 
     first = {"1": [("a", 3.0), ("b", 2.0), ("c", 2.0), ("d", 2.0), ("e", 1.0)], "2": [("a", 1.0), ("b", 0.5)]}
     second = {"1": [("c", 5.0), ("a", 5.0), ("e", 4.0), ("b", 1.0), ("d", 1.0)], "2": [("b", 1.0), ("a", 0.5)]}

@@ -14,8 +14,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from metrics import measures
-from pooling.wordlists import default_wordlist
+from genderbias.ranking import measures
+from genderbias.text.wordlists import default_wordlist
 
 TOKEN = re.compile(r"[a-z0-9]+")
 

@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from pooling import readers
+from genderbias.files import readers
 
 
 @pytest.mark.parametrize("packed", [False, True])

@@ -18,13 +18,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from benchmarks.upload_memory import write_repeated
-from core.errors import InputError
-from core.textfiles import MAX_LINE_BYTES, open_text
+from genderbias.errors import InputError
+from genderbias.files.textfiles import MAX_LINE_BYTES, open_text
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = f"is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader)"
 #: A bomb compresses about a thousand times: the gzip reader refuses it for its expansion
-#: (core.textfiles.EXPANSION) after its first few megabytes, before any line is gathered.
+#: (genderbias.files.textfiles.EXPANSION) after its first few megabytes, before any line is gathered.
 BOMB = "the gzip file expands more than 100 times its compressed size"
 
 
@@ -56,25 +56,25 @@ def bombs(tmp_path_factory):
 
 # Each reader through its public function: (module, call) as run in the child interpreter.
 READERS = {
-    "collection": "from pooling.readers import scan_collection; scan_collection(PATH, INDEX)",
+    "collection": "from genderbias.files.readers import scan_collection; scan_collection(PATH, INDEX)",
     "counts": (
-        "from pooling.magnitudes import document_counts; from pooling.wordlists import default_wordlist; "
+        "from genderbias.text.magnitudes import document_counts; from genderbias.text.wordlists import default_wordlist; "
         "document_counts(PATH, None, default_wordlist(), 'words')"
     ),
     "queries": "from pooling.queryfiles import read_queries; read_queries(PATH)",
-    "run": "from pooling.readers import read_run; read_run(PATH)",
-    "run-trec": "from pooling.readers import read_run; read_run(PATH, run_format='trec')",
-    "wordlist": "from pooling.wordlists import load_wordlist; load_wordlist(PATH)",
-    "open_text": "from core.textfiles import open_text\nwith open_text(PATH) as lines:\n    for line in lines: pass",
+    "run": "from genderbias.files.readers import read_run; read_run(PATH)",
+    "run-trec": "from genderbias.files.readers import read_run; read_run(PATH, run_format='trec')",
+    "wordlist": "from genderbias.text.wordlists import load_wordlist; load_wordlist(PATH)",
+    "open_text": "from genderbias.files.textfiles import open_text\nwith open_text(PATH) as lines:\n    for line in lines: pass",
     "counterfactual": (
-        "from metrics.counterfactual import Swapper, swap_table, write_counterfactual; "
+        "from genderbias.ranking.counterfactual import Swapper, swap_table, write_counterfactual; "
         "write_counterfactual(PATH, INDEX, Swapper(swap_table()))"
     ),
 }
 
 CHILD = """
 import json, sys
-from core.errors import InputError
+from genderbias.errors import InputError
 PATH, INDEX = sys.argv[1], sys.argv[2]
 try:
 {call}
@@ -112,8 +112,8 @@ def test_every_reader_refuses_a_gzip_bomb_at_flat_memory(reader, bomb, bombs, tm
 
 
 def test_a_long_line_in_a_plain_file_is_named_and_one_at_the_limit_is_read(tmp_path):
+    from genderbias.files.readers import read_run, scan_collection
     from pooling.queryfiles import read_queries
-    from pooling.readers import read_run, scan_collection
 
     at_limit = "x" * (MAX_LINE_BYTES - 3)  # "p2\t" + text: exactly the limit
     good = tmp_path / "good.tsv"
@@ -137,9 +137,9 @@ def test_a_long_line_in_a_plain_file_is_named_and_one_at_the_limit_is_read(tmp_p
 
 def test_open_text_streams_lines_across_its_reads(tmp_path, monkeypatch):
     """Small reads: lines, their numbers in errors and the byte-order mark survive the cuts."""
-    import core.textfiles
+    import genderbias.files.textfiles
 
-    monkeypatch.setattr(core.textfiles, "READ_SIZE", 7)
+    monkeypatch.setattr(genderbias.files.textfiles, "READ_SIZE", 7)
     path = tmp_path / "q.tsv.gz"
     path.write_bytes(gzip.compress("\ufeffq1\tcafé\r\n\nq2\tnaïve query\nq3\tlast".encode()))
     with open_text(path) as lines:

@@ -1,4 +1,4 @@
-"""The one gzip reader (``core.textfiles.GunzipStream``): decompressed in fixed-size blocks, a file
+"""The one gzip reader (``genderbias.files.textfiles.GunzipStream``): decompressed in fixed-size blocks, a file
 expanding more than ``IMPORT_MAX_EXPANSION_RATIO`` times its compressed size is refused while
 it is read, every kind of file naming itself, the limit's setting and the line reached; a file
 of blank lines is refused at its start (issue 44.1).
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from core.errors import InputError
-from core.textfiles import EXPANSION, MAX_BLANK_LINES, GunzipStream, open_text
+from genderbias.errors import InputError
+from genderbias.files.textfiles import EXPANSION, MAX_BLANK_LINES, GunzipStream, open_text
 
 RATIO = "IMPORT_MAX_EXPANSION_RATIO"
 
@@ -55,11 +55,11 @@ def _read_all(path):
 
 # Every kind of file: its reader and a line it would accept (10 ordinary lines lead, then repeats).
 KINDS = {
-    "collection": (lambda p: __import__("pooling.readers").readers.scan_collection(p), "d{i}\tpassage {i}\n"),
+    "collection": (lambda p: __import__("genderbias.files.readers").files.readers.scan_collection(p), "d{i}\tpassage {i}\n"),
     "queries": (lambda p: __import__("pooling.queryfiles").queryfiles.read_queries(p), "{i}\tquery {i}\n"),
-    "run": (lambda p: __import__("pooling.readers").readers.read_run(p), "q1 Q0 d{i} {i} 1.0 t\n"),
+    "run": (lambda p: __import__("genderbias.files.readers").files.readers.read_run(p), "q1 Q0 d{i} {i} 1.0 t\n"),
     "qrels": (lambda p: __import__("pooling.qrelfiles").qrelfiles.read_qrels(p), "q1 0 d{i} 1\n"),
-    "wordlist": (lambda p: __import__("pooling.wordlists").wordlists.load_wordlist(p), "word{i},f\n"),
+    "wordlist": (lambda p: __import__("genderbias.text.wordlists").text.wordlists.load_wordlist(p), "word{i},f\n"),
     "labelled": (_read_labelled, "{i}\tquery {i}\tm\n"),
     "open_text": (_read_all, "line {i}\n"),
 }
@@ -133,9 +133,9 @@ def test_a_file_of_blank_lines_is_refused_where_they_begin(tmp_path, kind, gzipp
 
 
 def test_blank_lines_split_across_blocks_are_counted_together_and_the_limit_itself_is_read(tmp_path, monkeypatch):
-    import core.textfiles
+    import genderbias.files.textfiles
 
-    monkeypatch.setattr(core.textfiles, "READ_SIZE", 1000)  # the blank lines span many reads
+    monkeypatch.setattr(genderbias.files.textfiles, "READ_SIZE", 1000)  # the blank lines span many reads
     path = tmp_path / "q.tsv"
     path.write_text("1\tone\n" + "\n" * MAX_BLANK_LINES + "2\ttwo\n")
     assert _read_all(path)[-1] == "2\ttwo"

@@ -8,8 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
-from core.errors import InputError
 from core.models import Job
+from genderbias.errors import InputError
 from pooling.models import QuerySet, Run
 from pooling.preview import MAX_PROBLEMS, PREVIEW_BYTES, BadLines, head_lines, preview_head
 

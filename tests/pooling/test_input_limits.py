@@ -1,5 +1,5 @@
 """One rule for decompressed input: every reader stops at its expanded-size limit with the
-same ``file:line: problem`` (issue 27, "What to build"; ``core.textfiles.InputLimit``).
+same ``file:line: problem`` (issue 27, "What to build"; ``genderbias.files.textfiles.InputLimit``).
 
 Limits are set small (settings overrides) so small files show what huge ones would do.
 """
@@ -9,12 +9,12 @@ import gzip
 import pytest
 from django.core.management import CommandError, call_command
 
-from core.errors import InputError
-from core.textfiles import DECOMPRESSED, HELD, open_text
+from genderbias.errors import InputError
+from genderbias.files.readers import read_run, scan_collection
+from genderbias.files.textfiles import DECOMPRESSED, HELD, open_text
+from genderbias.text.wordlists import load_wordlist
 from pooling.qrelfiles import read_qrels
 from pooling.queryfiles import read_queries
-from pooling.readers import read_run, scan_collection
-from pooling.wordlists import load_wordlist
 
 
 def gz(path, text: str):
@@ -85,7 +85,7 @@ def test_runs_and_collections_stop_at_the_decompressed_limit(tmp_path, settings)
 
 
 def test_a_range_of_a_plain_run_counts_from_where_the_range_starts(tmp_path, settings):
-    from pooling.readers import byte_ranges, line_numbers_at, parse_run_lines
+    from genderbias.files.readers import byte_ranges, line_numbers_at, parse_run_lines
 
     run = tmp_path / "r.trec"
     run.write_text("".join(f"q1 Q0 d{i:03d} 1 {100 - i:03d} t\n" for i in range(100)))  # 19 bytes a line

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from core.errors import InputError
+from genderbias.errors import InputError
+from genderbias.files.readers import known_index_source, load_known_index
 from pooling import selectors, services
 from pooling.models import Collection, Run
-from pooling.readers import known_index_source, load_known_index
 from pooling.services.runs import known_index_path
 
 from .conftest import RUN_A, write_run

@@ -16,8 +16,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from core.errors import InputError
 from core.models import Job
+from genderbias.errors import InputError
 from pooling.models import QuerySet
 from pooling.queryfiles import read_query_table
 

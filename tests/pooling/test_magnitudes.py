@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import InputError
-from pooling.magnitudes import count_frame, document_counts, magnitude
-from pooling.tokenize import tokenize
-from pooling.wordlists import GenderWords, default_wordlist, load_wordlist
+from genderbias.errors import InputError
+from genderbias.text.magnitudes import count_frame, document_counts, magnitude
+from genderbias.text.tokenize import tokenize
+from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 
 WORDS = GenderWords(frozenset({"she", "her", "woman"}), frozenset({"he", "his", "man"}), name="tiny")
 

@@ -11,10 +11,10 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from pooling import readers
-from pooling.magnitudes import document_counts, document_counts_at
-from pooling.readers import iter_blocks, parse_passages, read_passage_texts, scan_collection
-from pooling.wordlists import GenderWords
+from genderbias.files import readers
+from genderbias.files.readers import iter_blocks, parse_passages, read_passage_texts, scan_collection
+from genderbias.text.magnitudes import document_counts, document_counts_at
+from genderbias.text.wordlists import GenderWords
 
 WORDS = GenderWords(frozenset({"she", "her", "woman"}), frozenset({"he", "his", "man"}), name="tiny")
 

@@ -14,9 +14,9 @@ import polars as pl
 import pytest
 from django.core.management import call_command
 
+from genderbias.ranking.rank_bias import rank_bias_columns, rank_bias_columns_by_run
 from pooling import selectors
 from pooling.models import Pool
-from pooling.rank_bias import rank_bias_columns, rank_bias_columns_by_run
 from pooling.services.common import collector_paused
 
 
@@ -95,9 +95,9 @@ def test_a_pool_leaves_lengths_uncounted_and_a_report_counts_them_as_a_cold_cach
     import shutil
     from pathlib import Path
 
+    from genderbias.text.wordlists import default_wordlist
     from pooling.models import Collection
     from pooling.services import document_counts_for
-    from pooling.wordlists import default_wordlist
     from tests.pooling.conftest import PASSAGES
 
     call_command("pool", name="p", queries="q", runs="a,b", tokenizer=tokenizer, verbosity=0)
@@ -119,7 +119,7 @@ def test_a_pool_leaves_lengths_uncounted_and_a_report_counts_them_as_a_cold_cach
 def test_texts_read_a_window_at_a_time_including_empty_ones(tmp_path):
     """Windows of the mapping begin at any passage, empty ones included (an empty window
     cannot be mapped), and every text comes back whole, in file order."""
-    from pooling.readers import read_passage_texts, scan_collection
+    from genderbias.files.readers import read_passage_texts, scan_collection
 
     rng = random.Random(5)
     texts = ["", *("" if rng.random() < 0.2 else " ".join(["wörd"] * rng.randint(1, 50)) for _ in range(400))]
@@ -136,7 +136,7 @@ def test_texts_read_a_window_at_a_time_including_empty_ones(tmp_path):
 def test_an_empty_text_on_a_page_boundary_is_read(tmp_path):
     import mmap
 
-    from pooling.readers import read_passage_texts, scan_collection
+    from genderbias.files.readers import read_passage_texts, scan_collection
 
     granularity = mmap.ALLOCATIONGRANULARITY
     first = "x" * (granularity - len("d0\t\nd1\t"))  # d1's (empty) text starts on the boundary

@@ -9,8 +9,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from core.errors import InputError, Skipped
 from core.models import Job
+from genderbias.errors import InputError, Skipped
 from pooling import services
 from pooling.models import Collection, Qrels, QuerySet
 from pooling.qrelfiles import read_qrels

@@ -6,8 +6,8 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from pooling.pool import pool_queries, sort_qids
-from pooling.rank_bias import rank_bias_table
+from genderbias.ranking.pool import pool_queries, sort_qids
+from genderbias.ranking.rank_bias import rank_bias_table
 
 
 def run_frame(rankings: dict[str, list[str]]) -> pl.DataFrame:

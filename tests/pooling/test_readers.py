@@ -7,9 +7,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from core.errors import InputError, Skipped
+from genderbias.errors import InputError, Skipped
+from genderbias.files.readers import parse_passages, read_run, scan_collection
 from pooling.queryfiles import read_queries, single_line
-from pooling.readers import parse_passages, read_run, scan_collection
 
 
 def docids(tmp_path) -> list[str]:
@@ -63,7 +63,7 @@ def test_collection_duplicate_pid(tmp_path):
 
 
 def test_collection_errors_across_block_boundaries_keep_file_line_numbers(tmp_path, monkeypatch):
-    import pooling.readers as readers
+    import genderbias.files.readers as readers
 
     monkeypatch.setattr(readers, "BLOCK_SIZE", 16)
     lines = "".join(f"{i}\tpassage number {i}\n" for i in range(50)) + "50 missing tab\n"

@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 from django.core.management import call_command
 
-from core.errors import InputError, ServiceError, Skipped
+from genderbias.errors import InputError, ServiceError, Skipped
+from genderbias.files.readers import byte_ranges, line_numbers_at, read_run
 from pooling import selectors, services
 from pooling.models import Collection, Run, ScanChunk
-from pooling.readers import byte_ranges, line_numbers_at, read_run
 
 DOCS = [f"d{i}" for i in range(400)]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from core.errors import InputError, Skipped
-from pooling import readers
+from genderbias.errors import InputError, Skipped
+from genderbias.files import readers
 
 
 def _trec(rng: random.Random, n: int) -> list[str]:

@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from core.errors import InputError, Skipped
-from pooling import readers
+from genderbias.errors import InputError, Skipped
+from genderbias.files import readers
 
 
 def _pattern_fields(lines: pl.DataFrame, run_format: str) -> pl.DataFrame:

@@ -6,11 +6,11 @@ import itertools
 import polars as pl
 import pytest
 
+from genderbias.files.readers import byte_ranges
+from genderbias.text.magnitudes import document_counts
+from genderbias.text.wordlists import default_wordlist
 from pooling import services
-from pooling.magnitudes import document_counts
 from pooling.models import Collection, ScanChunk
-from pooling.readers import byte_ranges
-from pooling.wordlists import default_wordlist
 
 WORDS = ["she", "he", "her", "his", "man", "woman", "mother", "father", "the", "a"]
 
@@ -77,7 +77,7 @@ def test_a_lost_chunk_is_redone_and_a_done_chunk_not_counted_twice(tmp_path, mon
     lost = ScanChunk.objects.get(index=1)
     ScanChunk.objects.filter(pk=lost.pk).update(status=ScanChunk.Status.PENDING, result="")
     counted = []
-    from pooling import magnitudes
+    from genderbias.text import magnitudes
 
     real = magnitudes.document_counts
 

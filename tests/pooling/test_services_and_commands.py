@@ -181,8 +181,8 @@ def test_import_run_counts_ahead_what_a_default_pool_reads(world, settings):
 
     import polars as pl
 
+    from genderbias.text.wordlists import default_wordlist
     from pooling.services import document_counts_for
-    from pooling.wordlists import default_wordlist
     from tests.pooling.conftest import PASSAGES, RUN_A, RUN_B
 
     words = default_wordlist()
@@ -330,9 +330,9 @@ def test_counting_ahead_fills_each_cache_with_what_it_lacks(world, settings):
 
     import polars as pl
 
+    from genderbias.text.wordlists import default_wordlist
     from pooling.services import document_counts_for
     from pooling.services.counts import count_ahead
-    from pooling.wordlists import default_wordlist
     from tests.pooling.conftest import PASSAGES
 
     cache = Path(settings.CACHE_DIR, "counts")

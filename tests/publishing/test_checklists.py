@@ -13,8 +13,8 @@ import pytest
 from annotation import selectors as annotation_selectors
 from annotation.crowd.services.publishing import render_hit_html
 from annotation.crowd.services.sync import sync_batch
-from annotation.labels import VOCABULARY
 from annotation.models import Assignment, Hit, Worker, WorkerIdentity
+from genderbias.labels import VOCABULARY
 from platforms.prolific.selectors import submissions as prolific_submissions
 from publishing.checklists import (
     QUESTIONS,

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from annotation.exports.selectors import study_facts
-from core.files import file_sha256
+from genderbias.files.atomic import file_sha256
 from publishing.croissant import CONFORMS_TO, CONTEXT
 from publishing.services.dataset import publish_dataset
 from publishing.statements import RESEARCHER_FIELDS

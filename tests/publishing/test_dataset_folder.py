@@ -8,10 +8,10 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.labels import LABEL_NAMES
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.selectors import query_results
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
+from genderbias.labels import LABEL_NAMES
 from publishing.services.dataset import publish_dataset
 from publishing.tables import CLASS_NAMES as CLASSES
 from publishing.tables import CONFIGS

@@ -18,8 +18,8 @@ from django.core.management import CommandError, call_command
 
 from annotation import selectors as annotation_selectors
 from annotation.exports.services import export_queries
+from genderbias.ranking.defaults import TABLE_LAYOUTS
 from metrics import selectors, tables
-from metrics.defaults import TABLE_LAYOUTS
 from metrics.models import Report
 from publishing.bibliography import ENTRIES, bibtex, cited_keys
 from publishing.latex import escape, table_tex
@@ -467,7 +467,7 @@ def test_a_failed_final_rename_puts_the_earlier_bundle_back(judged, tmp_path, mo
     report = build()
     bundle = write_paper_bundle(report, tmp_path / "bundle")
     before = {path.name: path.read_bytes() for path in bundle.iterdir()}
-    rename = os.rename  # core.files.replace_folder's
+    rename = os.rename  # genderbias.files.atomic.replace_folder's
 
     def failing(source, target):
         name = Path(source).name

@@ -104,7 +104,7 @@ def test_pool_and_machine_are_stated_and_cited(facts):
     # The guarantee in machine_facts' own words, its signs as LaTeX, with the method cited.
     assert r"with probability $\geq$ 0.95 (1 $-$ $\delta$) over the blind sample" in tex
     assert r"\cite{angelopoulos2021ltt}" in tex and r"\cite{angelopoulos2023ppi}" in tex
-    # The shares are PPI++ estimates (annotation.machine.proportions): cited as such.
+    # The shares are PPI++ estimates (genderbias.machine.proportions): cited as such.
     assert r"PPI++ \cite{angelopoulos2023ppiplus}" in tex and "2311.01453" in bibtex(cited_keys(tex))
     assert r"estimated accuracy is 0.970 (95\% CI $[0.930, 0.990]$)" in tex
     # Only the metrics the report holds: no NFaiRR, no test without a baseline.

@@ -26,7 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from core.amounts import AmountError, parse_amount
-from core.numbers import NumberError, parse_count, parse_decimal
+from genderbias.numbers import NumberError, parse_count, parse_decimal
 
 #: The kinds of option, and what a value of each is once read.
 KINDS = {

@@ -18,10 +18,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.crowd.providers import CrowdProvider
-from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Assignment, BatchQuery, HitQuery, Judgment
 from core.db import insert_few_rows
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
+from genderbias.labels import LABEL_NAMES, LABELS
 
 
 @dataclass

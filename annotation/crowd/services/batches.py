@@ -16,11 +16,11 @@ from annotation.crowd.hit_groups import group_into_hits
 from annotation.crowd.providers import CrowdProvider, get_provider, provider_class
 from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery, bonus_rule_of
 from annotation.crowd.services.hooks import cancelled, created
-from annotation.labels import label_code
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
-from core.errors import InputError, ServiceError, StateError
 from core.services.names import validate_name
-from core.textfiles import MAX_LINE_BYTES, csv_records, open_text
+from genderbias.errors import InputError, ServiceError, StateError
+from genderbias.files.textfiles import MAX_LINE_BYTES, csv_records, open_text
+from genderbias.labels import label_code
 from pooling.models import Pool, QuerySet
 from pooling.queryfiles import normalise_text
 

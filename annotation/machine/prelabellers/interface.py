@@ -1,6 +1,6 @@
 """The interface every pre-labeller implements, and the registry that finds one by name.
 
-A pre-labeller labels queries with one of the study's labels (:mod:`annotation.labels`)
+A pre-labeller labels queries with one of the study's labels (:mod:`genderbias.labels`)
 and a confidence in [0, 1]. It is identified, in what is stored, by its ``name``
 (``rules``, ``openai``), its ``model`` (a word list's name, an LLM's name) and its
 ``prompt_version`` (the version of its rules or prompt): change any of them and the
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from core.errors import ProviderError
 from core.lazy_registry import LazyRegistry
+from genderbias.errors import ProviderError
 
 
 class PreLabelError(ProviderError):
@@ -49,7 +49,7 @@ class PreLabelStopped(PreLabelError):
 
 @dataclass(frozen=True)
 class Prediction:
-    """One query's pre-label: ``label`` (a code of :data:`annotation.labels.LABELS`, or ``None``
+    """One query's pre-label: ``label`` (a code of :data:`genderbias.labels.LABELS`, or ``None``
     when the labeller could not say, e.g. every answer of a model was unparseable), its
     ``confidence`` in [0, 1], and ``detail`` (JSON: the rule that fired, the votes ...)."""
 

@@ -94,10 +94,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
-from annotation.labels import LABELS, VOCABULARY, label_code
 from annotation.machine.prelabellers.interface import Prediction, PreLabelError, PreLabeller, PreLabelStopped, register
 from core.connection_kinds import CHAT_ANSWER_FORMATS, CHAT_TOKEN_LIMIT_FIELDS
 from core.http import HttpError, JsonClient
+from genderbias.labels import LABELS, VOCABULARY, label_code
 
 PROMPT_VERSION = "gender-v2"
 SYSTEM_PROMPT = """\

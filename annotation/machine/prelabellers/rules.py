@@ -1,9 +1,9 @@
 """The rules pre-labeller: the study's gender-definitional words, no network.
 
-A query is tokenised like the study counts words (:func:`pooling.tokenize.tokenize`,
+A query is tokenised like the study counts words (:func:`genderbias.text.tokenize.tokenize`,
 ``words``: lower-cased runs of word characters) and looked up in a word list (default:
-:func:`pooling.wordlists.default_wordlist`, the 32 female + 32 male words of Rekabsaz &
-Schedl, SIGIR 2020). Optionally a first-name list (a :class:`~pooling.wordlists.GenderWords`
+:func:`genderbias.text.wordlists.default_wordlist`, the 32 female + 32 male words of Rekabsaz &
+Schedl, SIGIR 2020). Optionally a first-name list (a :class:`~genderbias.text.wordlists.GenderWords`
 of lower-case names) is consulted when no gendered word is found. The rules, in order,
 and the confidence each states:
 
@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from annotation.machine.prelabellers.interface import Prediction, PreLabeller, register
-from pooling.tokenize import tokenize
-from pooling.wordlists import GenderWords, default_wordlist
+from genderbias.text.tokenize import tokenize
+from genderbias.text.wordlists import GenderWords, default_wordlist
 
 #: Bump when a rule or a confidence changes: stored pre-labels of another version are kept apart.
 RULES_VERSION = "rules-v1"

@@ -39,8 +39,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from annotation.labels import LABELS
 from annotation.machine.prelabellers.interface import Prediction, PreLabeller, register
+from genderbias.labels import LABELS
 
 #: Bump when the features or the classifier change: stored pre-labels of another version are kept apart.
 TRAINED_VERSION = "trained-v1"
@@ -130,7 +130,7 @@ def cross_validate(
 
 @register("trained")
 class TrainedPreLabeller(PreLabeller):
-    """Fitted on ``texts`` and their ``labels`` (codes of :data:`~annotation.labels.LABELS`);
+    """Fitted on ``texts`` and their ``labels`` (codes of :data:`~genderbias.labels.LABELS`);
     ``source`` says where they came from (a file's name, ``batch:NAME``)."""
 
     prompt_version = TRAINED_VERSION

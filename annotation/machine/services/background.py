@@ -35,11 +35,11 @@ from annotation.machine.selectors import (
 from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, live_prelabel, prelabel_batch
 from annotation.models import Batch
 from annotation.results.selectors import remembered
-from core.errors import InputError, ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
 from core.services.once import claim, live_job
+from genderbias.errors import InputError, ServiceError
 
 
 def _machine_url(batch: Batch) -> str:

@@ -3,7 +3,7 @@
 A batch labelled by a machine first (:mod:`.prelabels`) stays a draft; its crowd work goes
 through *derived* batches (``Batch.parent``): first a calibration sample, then the routed
 queries (:mod:`.routing`). :func:`create_calibration_sample` draws a simple random sample
-of the machine-labelled queries in draw order (:func:`annotation.machine.calibration_statistics.random_sample`,
+of the machine-labelled queries in draw order (:func:`genderbias.machine.calibration_statistics.random_sample`,
 what routing's guarantee rests on) and makes it a batch of its own with the parent's
 settings, gold and training queries, on the parent's provider; a batch has one sample, which
 ``extend`` continues with the next queries of the same random permutation (the first draw's
@@ -28,7 +28,6 @@ from django.db import IntegrityError, transaction
 from annotation.crowd.providers.base import provider_class
 from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery
 from annotation.crowd.services.batches import create_batch
-from annotation.labels import LABELS
 from annotation.machine.selectors import (
     PERMUTATION_DRAW,
     RANDOM_DESIGN,
@@ -42,9 +41,10 @@ from annotation.machine.selectors import (
     sample_chain,
 )
 from annotation.models import Batch, BatchQuery
-from core.errors import ServiceError, StateError
 from core.services.names import validate_name
 from core.services.once import claim
+from genderbias.errors import ServiceError, StateError
+from genderbias.labels import LABELS
 
 #: The sample size when none is given: enough for kappa within about +-0.1.
 DEFAULT_SAMPLE = 200
@@ -52,11 +52,11 @@ DEFAULT_SAMPLE = 200
 
 def reference_record(batch: Batch, escalation_cap: int | None, until: str = "majority") -> dict[str, Any]:
     """The reference rule a new sample records (``derivation["reference"]``): ``votes`` (the batch's
-    assignments per query), ``cap`` (default :data:`annotation.machine.crowd_simulation.DEFAULT_CAP`,
+    assignments per query), ``cap`` (default :data:`genderbias.crowd.simulation.DEFAULT_CAP`,
     never below ``votes``; equal: no escalation), ``until`` and its ``posterior`` (None: a strict
     majority). Checked as escalation checks it (``ServiceError`` naming the setting)."""
-    from annotation.machine.crowd_simulation import DEFAULT_CAP
     from annotation.quality.services.escalation import parse_until
+    from genderbias.crowd.simulation import DEFAULT_CAP
 
     votes = batch.assignments_per_query
     cap = max(DEFAULT_CAP, votes) if escalation_cap is None else escalation_cap
@@ -174,7 +174,7 @@ def create_calibration_sample(
     ``extend``: take the next ``sample`` queries of the first draw's permutation (its seed, not
     ``seed``) and make them a batch that continues the sample in force
     (``derivation["extends"]``); the union in draw order is still one simple random sample, so
-    routing's guarantee stays valid (:mod:`annotation.machine.routing_statistics`). Refused when the
+    routing's guarantee stays valid (:mod:`genderbias.machine.routing_statistics`). Refused when the
     machine-labelled queries are no longer the population the first draw was drawn from.
     Race-free (:mod:`core.services.once`): the parent's row is locked while the sample in force is
     checked, the qids drawn and the name chosen, so two requests at once make one sample, and the
@@ -189,7 +189,7 @@ def create_calibration_sample(
     sample's queries without a decisive crowd label get more votes at every sync, up to the cap
     (recorded on the first draw; an extension follows it).
     """
-    from annotation.machine.calibration_statistics import random_sample
+    from genderbias.machine.calibration_statistics import random_sample
 
     if sample < 1:
         raise ServiceError(f"the calibration sample needs at least one query, got {sample}")

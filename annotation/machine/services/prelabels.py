@@ -30,13 +30,13 @@ from django.conf import settings
 from django.db import transaction
 
 from annotation.crowd.services.batches import LABELLED_SET_PREFIX, read_labelled, read_labelled_file
-from annotation.labels import LABELS
 from annotation.machine.prelabellers import PreLabeller, get_prelabeller
 from annotation.machine.prelabellers.interface import Prediction, PreLabelStopped, Usage
 from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from annotation.results.selectors import BatchAnswers
-from core.errors import InputError, ServiceError
+from genderbias.errors import InputError, ServiceError
+from genderbias.labels import LABELS
 
 CHUNK = 200
 

@@ -1,9 +1,9 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.labels import CATEGORY_SLUGS, LABELS
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.quality.services.adjudication import adjudicate
+from genderbias.labels import CATEGORY_SLUGS, LABELS
 
 
 class Command(BaseCommand):

@@ -1,9 +1,9 @@
 import json
 
-from annotation.labels import LABEL_NAMES
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.results.selectors import agreement
 from core.management.cli import ProjectCommand, whole_number
+from genderbias.labels import LABEL_NAMES
 
 
 def _number(value, digits: int = 3) -> str:

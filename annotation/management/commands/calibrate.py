@@ -1,9 +1,9 @@
 from annotation.crowd.services.publishing import publish_batch
-from annotation.labels import LABEL_NAMES
 from annotation.machine.services.calibration import DEFAULT_SAMPLE, create_calibration_sample, escalation_limit
 from annotation.machine.services.routing import DEFAULT_RISK, size_sample
 from annotation.management.commands._common import command_errors, format_cost, get_batch
 from core.management.cli import ProjectCommand, decimal_number, whole_number
+from genderbias.labels import LABEL_NAMES
 
 
 class Command(ProjectCommand):

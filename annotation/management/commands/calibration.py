@@ -1,9 +1,9 @@
 import json
 
-from annotation.labels import LABEL_NAMES, LABELS
 from annotation.machine.selectors import calibration_report
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand, whole_number
+from genderbias.labels import LABEL_NAMES, LABELS
 
 
 def _ci(pair) -> str:
@@ -76,7 +76,7 @@ class Command(ProjectCommand):
 def against_truth_lines(truth: dict) -> list[str]:
     """The crowd's measured reliability: the machine against the true label, and the ceiling."""
     # numpy's module: not loaded for the command's --help
-    from annotation.machine.crowd_reliability import quality_sentence, shared_errors_sentence  # start-up
+    from genderbias.crowd.reliability import quality_sentence, shared_errors_sentence  # start-up
 
     return [
         "",

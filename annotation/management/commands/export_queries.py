@@ -1,8 +1,8 @@
 from annotation.exports.services import export_queries
-from annotation.labels import EXPORT_CATEGORIES
 from annotation.management.commands._common import command_errors, get_batch
 from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
 from core.management.cli import ProjectCommand
+from genderbias.labels import EXPORT_CATEGORIES
 
 
 class Command(ProjectCommand):

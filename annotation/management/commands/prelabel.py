@@ -1,10 +1,10 @@
 from decimal import Decimal
 
-from annotation.labels import LABEL_NAMES
 from annotation.machine.prelabellers import prelabeller_names
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand, whole_number
+from genderbias.labels import LABEL_NAMES
 
 
 class Command(ProjectCommand):

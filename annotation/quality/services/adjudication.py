@@ -11,9 +11,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.labels import CATEGORY_SLUGS, LABELS
 from annotation.models import Adjudication, Batch, BatchQuery
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
+from genderbias.labels import CATEGORY_SLUGS, LABELS
 
 
 def adjudicate(batch: Batch, qid: str, label: str, reason: str, user) -> Adjudication:

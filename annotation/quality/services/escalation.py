@@ -41,8 +41,8 @@ from annotation.models import Assignment, Batch, Escalation, Hit
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.quality.services.budget import affordable, budget_left
 from annotation.results.selectors import BatchAnswers
-from core.errors import ServiceError
-from core.numbers import NumberError, parse_decimal
+from genderbias.errors import ServiceError
+from genderbias.numbers import NumberError, parse_decimal
 
 UNTIL_CHOICES = "majority or posterior:P (0.5 < P < 1)"
 
@@ -53,7 +53,7 @@ def parse_until(text: str) -> float | None:
     if text == "majority":
         return None
     kind, _, value = text.partition(":")
-    try:  # a plain ASCII decimal (core.numbers): float() took "posterior:٠.٩"
+    try:  # a plain ASCII decimal (genderbias.numbers): float() took "posterior:٠.٩"
         target = parse_decimal(value, "until")
     except NumberError:
         target = -1.0

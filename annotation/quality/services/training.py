@@ -23,9 +23,9 @@ from django.db.models import Exists, OuterRef, QuerySet
 from annotation.crowd.providers.base import platform_label, provider_class
 from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery
 from annotation.crowd.services.hooks import created
-from annotation.labels import LABEL_NAMES, LABELS
 from annotation.models import Batch, Qualification, TrainingQuery, Worker
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
+from genderbias.labels import LABEL_NAMES, LABELS
 
 #: Wrong answers named in the feedback (all of them for a short training set).
 FEEDBACK_MISSES = 20

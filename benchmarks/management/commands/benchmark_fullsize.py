@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from core.numbers import NumberError, parse_counts
+from genderbias.numbers import NumberError, parse_counts
 
 
 class Command(BaseCommand):

@@ -14,13 +14,13 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.crowd.services.pseudonyms import worker_for
-from annotation.labels import LABELS
 from annotation.models import Assignment, Batch, Hit, HitQuery, Judgment, Provider
 from benchmarks.measure import postmaster_pid, tree_cpu_seconds
 from benchmarks.site_load import format_table, free_port
 from benchmarks.site_server import start_gunicorn, stop
 from benchmarks.virtual_annotator import VirtualAnnotator
 from core.management.cli import ProjectCommand, command_errors
+from genderbias.labels import LABELS
 from metrics import services as metrics_services
 from metrics.models import Report
 from pooling.models import QuerySet, Run

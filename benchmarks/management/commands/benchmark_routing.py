@@ -12,7 +12,6 @@ from django.db import connection
 from django.test.utils import override_settings
 
 from annotation import services
-from annotation.labels import LABELS
 from annotation.models import Assignment, Batch
 from benchmarks.routing_path import (
     SAMPLES,
@@ -27,6 +26,7 @@ from benchmarks.site_load import free_port
 from benchmarks.site_server import start_gunicorn, stop
 from benchmarks.virtual_annotator import VirtualAnnotator
 from core.management.cli import ProjectCommand, command_errors
+from genderbias.labels import LABELS
 from platforms.inhouse.services.handout import create_annotator
 
 PREFIX = "routing-bench-"
@@ -42,7 +42,7 @@ class Command(ProjectCommand):
         "spammers, a lazy worker; benchmarks/routing_path.py) on the study's labelled queries: a chat model sampled "
         "16 times pre-labels the batch, a blind sample drawn whole is labelled by the crowd with its undecided "
         "queries escalated (up to 7 assignments), routing certifies the target, the rest goes to the crowd. "
-        "Simulated on --redraws redraws of the sample (annotation.machine.routing_forecast), then --http times for "
+        "Simulated on --redraws redraws of the sample (genderbias.machine.routing_forecast), then --http times for "
         "real: the chat labeller against a fake OpenAI-compatible server over HTTP, the crowd as in-house annotators "
         "posting the HIT form to gunicorn, synced and escalated by the services, beside crowd-only labelling of the "
         "same queries; and route_audit's forecast on the last real batch with the same crowd model. Prints the share "
@@ -89,8 +89,8 @@ class Command(ProjectCommand):
 
     # -- simulated ------------------------------------------------------------------------------------
     def _simulate(self, truth, label, confidence, o) -> dict:
-        from annotation.machine.crowd_simulation import ReferenceRule
-        from annotation.machine.routing_forecast import simulate_path
+        from genderbias.crowd.simulation import ReferenceRule
+        from genderbias.machine.routing_forecast import simulate_path
 
         crowd = platform_crowd(np.bincount(truth, minlength=len(LABELS)) / len(truth))
         size = len(truth)

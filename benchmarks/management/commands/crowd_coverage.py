@@ -11,9 +11,9 @@ class Command(ProjectCommand):
         "studies with the crowd-quality warning; prints the share covered with its Monte-Carlo standard error. "
         "--dependence makes the workers' errors depend on run A's values (the case no label model corrects): "
         "how far coverage falls if labelling errors depend on the rankings by that much. Every interval "
-        "construction of core.intervals (percentile, basic, normal, BC, BCa, and the crossed ones that add the "
+        "construction of genderbias.stats.intervals (percentile, basic, normal, BC, BCa, and the crossed ones that add the "
         "workers' variance from jackknives over the workers and the answers) is computed from the same draws of "
-        "each study, so the table compares them paired; the product's (core.intervals.LABEL_INTERVAL) is the "
+        "each study, so the table compares them paired; the product's (genderbias.stats.intervals.LABEL_INTERVAL) is the "
         "unsuffixed row, and the crossed ones' mean widening over the bootstrap interval is printed. --out writes one line per study as it finishes (a long run can be read part-way)."
     )
 
@@ -37,7 +37,7 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--product-only",
             action="store_true",
-            help="only the product's interval (core.intervals.LABEL_INTERVAL), not every construction: faster",
+            help="only the product's interval (genderbias.stats.intervals.LABEL_INTERVAL), not every construction: faster",
         )
         parser.add_argument("--first", type=int, default=0, help="index of the first study (seeds [seed, s])")
         parser.add_argument("--out", help="CSV file: one row per study, appended as each finishes")

@@ -1,7 +1,6 @@
 from django.core.management.base import CommandError
 
 from annotation import selectors as annotation_selectors
-from core.files import atomic_path, atomic_write, check_writable
 from core.management.cli import (
     ProjectCommand,
     command_errors,
@@ -10,12 +9,8 @@ from core.management.cli import (
     name_list,
     whole_number,
 )
-from metrics.defaults import (
-    COLLECTION_BACKGROUND,
-    TABLE_LAYOUTS,
-)
-from metrics.presets import PRESETS
-from metrics.report_options import (
+from genderbias.files.atomic import atomic_path, atomic_write, check_writable
+from genderbias.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     BOOTSTRAP_OPTION,
@@ -33,8 +28,13 @@ from metrics.report_options import (
     TOKENIZER_OPTION,
     WORDLIST_OPTION,
 )
+from genderbias.presets import PRESETS
+from genderbias.ranking.defaults import (
+    COLLECTION_BACKGROUND,
+    TABLE_LAYOUTS,
+)
+from genderbias.text.wordlists import load_wordlist
 from pooling.models import Qrels, QuerySet, Run
-from pooling.wordlists import load_wordlist
 
 
 class Command(ProjectCommand):

@@ -1,7 +1,7 @@
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
+from genderbias.options import BOOTSTRAP_OPTION, CUTOFF_OPTION, SEED_OPTION
 from metrics import services
 from metrics.models import Report
-from metrics.report_options import BOOTSTRAP_OPTION, CUTOFF_OPTION, SEED_OPTION
 from pooling.models import QuerySet, Run
 
 

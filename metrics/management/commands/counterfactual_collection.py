@@ -2,12 +2,12 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from core.files import check_writable
 from core.management.cli import ProjectCommand, command_errors, get_named
-from metrics.counterfactual import HER_CHOICES, Swapper, swap_table, write_counterfactual
+from genderbias.files.atomic import check_writable
+from genderbias.ranking.counterfactual import HER_CHOICES, Swapper, swap_table, write_counterfactual
+from genderbias.text.wordlists import load_wordlist
 from metrics.services import default_representative_wordlist
 from pooling.models import Collection
-from pooling.wordlists import load_wordlist
 
 
 class Command(ProjectCommand):

@@ -1,9 +1,9 @@
-from core.files import atomic_write, check_writable
 from core.management.cli import ProjectCommand, command_errors, decimal_number, get_named_list, whole_number
 from core.spreadsheet import write_csv
-from metrics.defaults import CRBO_DEPTH as DEFAULT_DEPTH
-from metrics.defaults import CRBO_P as DEFAULT_P
-from metrics.report_options import TIES_OPTION
+from genderbias.files.atomic import atomic_write, check_writable
+from genderbias.options import TIES_OPTION
+from genderbias.ranking.defaults import CRBO_DEPTH as DEFAULT_DEPTH
+from genderbias.ranking.defaults import CRBO_P as DEFAULT_P
 from metrics.services import crbo_summary
 from pooling.models import Run
 

@@ -1,7 +1,6 @@
 from django.core.management.base import CommandError
 
 from annotation import selectors as annotation_selectors
-from core.files import atomic_path, atomic_write, check_writable
 from core.management.cli import (
     ProjectCommand,
     command_errors,
@@ -11,10 +10,8 @@ from core.management.cli import (
     name_list,
     whole_number,
 )
-from metrics import services
-from metrics.defaults import CONFIDENCE_THRESHOLD
-from metrics.models import COLLECTION_BACKGROUND
-from metrics.report_options import (
+from genderbias.files.atomic import atomic_path, atomic_write, check_writable
+from genderbias.options import (
     BOOTSTRAP_OPTION,
     NORMALISER_OPTION,
     REPRESENTATIVE_WORDLIST_OPTION,
@@ -24,8 +21,11 @@ from metrics.report_options import (
     TOKENIZER_OPTION,
     WORDLIST_OPTION,
 )
+from genderbias.ranking.defaults import CONFIDENCE_THRESHOLD
+from genderbias.text.wordlists import load_wordlist
+from metrics import services
+from metrics.models import COLLECTION_BACKGROUND
 from pooling.models import Run
-from pooling.wordlists import load_wordlist
 
 
 class Command(ProjectCommand):

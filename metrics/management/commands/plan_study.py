@@ -5,8 +5,8 @@ from decimal import Decimal, InvalidOperation
 from django.core.management.base import CommandError
 
 from core.management.cli import ProjectCommand, command_errors, decimal_number, whole_number
-from metrics.power import DEFAULT_DRAWS
-from metrics.report_options import CUTOFF_OPTION
+from genderbias.options import CUTOFF_OPTION
+from genderbias.stats.power import DEFAULT_DRAWS
 from metrics.services import CostSettings, plan_study
 from metrics.services.planning import DEFAULT_ALPHA, DEFAULT_POWER
 

@@ -1,5 +1,5 @@
 from core.management.cli import ProjectCommand, command_errors, get_named, name_list
-from metrics.defaults import VARIANT_VERSIONS as VERSIONS
+from genderbias.ranking.defaults import VARIANT_VERSIONS as VERSIONS
 from metrics.services import preference_summary
 from pooling.models import Run
 

@@ -1,9 +1,9 @@
 import json
 
 from core.management.cli import ProjectCommand, command_errors, get_named, whole_number
+from genderbias.options import CUTOFF_OPTION
 from metrics import selectors
 from metrics.models import Report
-from metrics.report_options import CUTOFF_OPTION
 
 
 class Command(ProjectCommand):

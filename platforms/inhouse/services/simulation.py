@@ -12,12 +12,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from annotation.labels import LABELS
 from annotation.models import Batch, Provider
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
+from genderbias.labels import LABELS
+from genderbias.text.tokenize import tokenize
+from genderbias.text.wordlists import default_wordlist
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
-from pooling.tokenize import tokenize
-from pooling.wordlists import default_wordlist
 
 
 @dataclass

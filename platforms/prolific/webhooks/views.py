@@ -14,7 +14,7 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from core.numbers import NumberError, parse_count
+from genderbias.numbers import NumberError, parse_count
 from platforms.prolific.signatures import MAX_BODY_BYTES, DeliveryRefused
 from platforms.prolific.webhooks.services.deliveries import receive
 

@@ -2,14 +2,14 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from core.files import check_writable
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list, whole_number
+from genderbias.files.atomic import check_writable
+from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+from genderbias.text.wordlists import load_wordlist
 from pooling import selectors, services
 from pooling.analysis import MAGNITUDES
 from pooling.management.commands.import_run import run_name
 from pooling.models import Collection, QuerySet, Run
-from pooling.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
-from pooling.wordlists import load_wordlist
 
 
 class Command(ProjectCommand):

@@ -8,7 +8,7 @@ import pytest
 from annotation import services
 from annotation.crowd.services.batches import cancel_batch, read_gold_file
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
-from core.errors import InputError, ServiceError
+from genderbias.errors import InputError, ServiceError
 from tests.annotation.conftest import QUERIES, make_batch
 
 

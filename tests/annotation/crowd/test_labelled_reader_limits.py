@@ -17,7 +17,7 @@ from django.urls import reverse
 from annotation.crowd.services.batches import read_gold_file, read_labelled_file
 from annotation.machine.services.prelabels import training_data
 from annotation.models import Batch
-from core.errors import InputError
+from genderbias.errors import InputError
 from tests.annotation.crowd.test_site_batches import FORM
 
 LINE = "{i:07d},what is a query number {i:07d},n\n"  # 41 bytes, every qid different

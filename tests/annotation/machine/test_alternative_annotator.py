@@ -1,4 +1,4 @@
-"""The alt-test (annotation.machine.alternative_annotator) against hand arithmetic and synthetic crowds."""
+"""The alt-test (genderbias.machine.alternative_annotator) against hand arithmetic and synthetic crowds."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.labels import LABELS
-from annotation.machine.alternative_annotator import MIN_ANNOTATORS, MIN_ITEMS, NOT_INFORMATIVE, alt_test, needed_sample
+from genderbias.labels import LABELS
+from genderbias.machine.alternative_annotator import MIN_ANNOTATORS, MIN_ITEMS, NOT_INFORMATIVE, alt_test, needed_sample
 
 # Four annotators label six items; every item has three *other* labels when one is left out.
 #   item:      0  1  2  3  4  5

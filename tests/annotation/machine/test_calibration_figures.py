@@ -1,4 +1,4 @@
-"""annotation.machine.calibration_statistics: stratified sampling and the machine-vs-human calibration figures.
+"""genderbias.machine.calibration_statistics: stratified sampling and the machine-vs-human calibration figures.
 
 Expected numbers are worked out by hand in comments, or come from scikit-learn.
 """
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from annotation.labels import LABELS
-from annotation.machine.calibration_statistics import (
+from genderbias.labels import LABELS
+from genderbias.machine.calibration_statistics import (
     Stratum,
     _bootstrap_indices,
     allocate,

@@ -13,7 +13,6 @@ from annotation import services
 from annotation.crowd.services.publishing import check_publishable, render_hit_html
 from annotation.crowd.services.sync import sync_batch
 from annotation.exports.services import export_queries
-from annotation.labels import LABELS
 from annotation.machine.prelabellers.interface import Prediction, PreLabeller
 from annotation.machine.selectors import calibration_report, machine_labels, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
@@ -21,7 +20,8 @@ from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, Routing
 from annotation.results.selectors import MACHINE, BatchAnswers, labels_with_sources
-from core.errors import ServiceError, StateError
+from genderbias.errors import ServiceError, StateError
+from genderbias.labels import LABELS
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -93,7 +93,7 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(
     from django.urls import reverse
     from django.utils.html import escape
 
-    from annotation.labels import LABEL_NAMES
+    from genderbias.labels import LABEL_NAMES
 
     batch, _ = answered
     out = StringIO()
@@ -112,13 +112,13 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(
     assert f'id="ceiling">{truth["ceiling"]:.3f}<' in page
     assert f'id="self-agreement">{truth["self_agreement"]:.3f}<' in page
     # The de-noised figure's assumption, tested on the gold questions: this batch has none, and says so.
-    from annotation.machine.crowd_reliability import shared_errors_sentence
+    from genderbias.crowd.reliability import shared_errors_sentence
 
     assert truth["shared_errors"]["questions"] == 0
     said = shared_errors_sentence(truth["shared_errors"])
     assert said.startswith("assumption not tested") and f'id="shared-errors">{escape(said)}<' in page
     # The crowd-quality check of the same fit, beside it: 3 annotators of accuracy 0.55 on 60 queries.
-    from annotation.machine.crowd_reliability import quality_sentence
+    from genderbias.crowd.reliability import quality_sentence
 
     checked = quality_sentence(truth["quality"])
     assert truth["quality"]["workers"] == 4  # three annotators and the machine

@@ -1,4 +1,4 @@
-"""Against the crowd, against the truth (annotation.machine.crowd_reliability): hand arithmetic, and a
+"""Against the crowd, against the truth (genderbias.crowd.reliability): hand arithmetic, and a
 simulated crowd with a known truth."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.labels import LABELS
-from annotation.machine.crowd_reliability import (
+from genderbias.crowd.aggregation import dawid_skene, majority_vote
+from genderbias.crowd.reliability import (
     crowd_reliability,
     crowd_vote,
     denoised_accuracy,
     majority_figures,
     majority_outcomes,
 )
-from annotation.results.aggregation import dawid_skene, majority_vote
+from genderbias.labels import LABELS
 
 
 def test_majority_of_three_votes_by_hand():

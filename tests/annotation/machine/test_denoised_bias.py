@@ -1,7 +1,7 @@
 """The de-noised accuracy where the crowd model's check warns (issue 58): replicate crowds drawn from the fit
 with the machine, with the items' difficulty spread as the answers show it for the crowd and none for the
-machine, size A_true's bias (:func:`annotation.machine.crowd_reliability.denoised_bias`), and the interval
-reaches that far (:func:`annotation.machine.crowd_reliability.refitted_interval`). The truth is the
+machine, size A_true's bias (:func:`genderbias.crowd.reliability.denoised_bias`), and the interval
+reaches that far (:func:`genderbias.crowd.reliability.refitted_interval`). The truth is the
 simulation's (``benchmarks/crowd_simulation.py``: the difficulty crowd, σ = 1; its machine's errors do not
 follow the items' difficulty): hard queries the crowd answers alike and wrongly read as the machine's
 errors, so A_true is too low."""
@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotation.machine import crowd_reliability
-from annotation.machine.label_probabilities import crowd_quality
 from benchmarks import crowd_simulation as cs
-from core import intervals
+from genderbias.crowd import reliability as crowd_reliability
+from genderbias.crowd.label_probabilities import crowd_quality
+from genderbias.stats import intervals
 
 
 def _fitted(crowd: cs.Crowd, seed: int):

@@ -1,9 +1,9 @@
-"""Each machine-accepted label's probabilities from the blind sample (annotation.machine.label_probabilities)."""
+"""Each machine-accepted label's probabilities from the blind sample (genderbias.crowd.label_probabilities)."""
 
 import numpy as np
 import pytest
 
-from annotation.machine import label_probabilities as lp
+from genderbias.crowd import label_probabilities as lp
 
 LABELS = ["n", "f", "m", "o"]
 

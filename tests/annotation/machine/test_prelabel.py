@@ -16,8 +16,8 @@ from annotation.machine.prelabellers.rules import RulesPreLabeller
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
 from benchmarks.fakes.openai_chat import KEY, PROMPT_TOKENS, FakeOpenAI, serve
-from core.errors import ServiceError
-from pooling.wordlists import GenderWords
+from genderbias.errors import ServiceError
+from genderbias.text.wordlists import GenderWords
 from tests.annotation.conftest import QUERIES, make_batch
 
 TEXT = {qid: text for qid, text, _ in QUERIES}

@@ -1,4 +1,4 @@
-"""Batch category shares by PPI++ (annotation.machine.proportions): worked examples and coverage simulations."""
+"""Batch category shares by PPI++ (genderbias.machine.proportions): worked examples and coverage simulations."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotation.labels import LABELS
-from annotation.machine.proportions import category_proportions, stratified_weights
+from genderbias.labels import LABELS
+from genderbias.machine.proportions import category_proportions, stratified_weights
 
 HUMAN = list("nnfmnfnnmn")
 MACHINE_SAMPLE = list("nffnnfnnmn")

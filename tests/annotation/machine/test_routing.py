@@ -1,4 +1,4 @@
-"""annotation.machine.routing_statistics: threshold choice on the calibration sample, and the split of a batch.
+"""genderbias.machine.routing_statistics: threshold choice on the calibration sample, and the split of a batch.
 
 Intervals are checked against statsmodels; the rest is worked out by hand in comments.
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from annotation.machine.routing_statistics import (
+from genderbias.machine.routing_statistics import (
     RoutingSplit,
     accuracy_at,
     choose_threshold,

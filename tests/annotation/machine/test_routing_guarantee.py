@@ -1,4 +1,4 @@
-"""annotation.machine.routing_statistics's guarantee: the betting test against a plain scalar re-implementation, the
+"""genderbias.machine.routing_statistics's guarantee: the betting test against a plain scalar re-implementation, the
 worked example of docs/prelabelling.md, and simulations that show the risk is held.
 
 The simulations draw a known-truth population (confidence that tracks correctness imperfectly,
@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from annotation.machine.calibration_statistics import random_sample
-from annotation.machine.routing_statistics import (
+from genderbias.machine.calibration_statistics import random_sample
+from genderbias.machine.routing_statistics import (
     DEFAULT_RISK,
     audit,
     candidate_thresholds,

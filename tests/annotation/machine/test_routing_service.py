@@ -14,17 +14,17 @@ from django.core.management import CommandError, call_command
 
 from annotation import services
 from annotation.crowd.services.batches import cancel_batch
-from annotation.labels import LABELS
-from annotation.machine.calibration_statistics import random_sample
 from annotation.machine.prelabellers.interface import Prediction, PreLabeller
-from annotation.machine.routing_statistics import audit
 from annotation.machine.selectors import calibration_batch, identity_for, machine_labels, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, plan_summary, route_batch
 from annotation.machine.services.routing.plan import _cost
 from annotation.models import Batch, PreLabel
-from core.errors import ServiceError, StateError
+from genderbias.errors import ServiceError, StateError
+from genderbias.labels import LABELS
+from genderbias.machine.calibration_statistics import random_sample
+from genderbias.machine.routing_statistics import audit
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
-from annotation.results.aggregation import (
+from genderbias.crowd.aggregation import (
     DawidSkeneResult,
     compare_methods,
     dawid_skene,
@@ -15,6 +14,7 @@ from annotation.results.aggregation import (
     validate_judgments,
     wawa,
 )
+from genderbias.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS
 
 
 def judgments(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
@@ -316,7 +316,7 @@ def test_wawa_by_hand():
 
 def test_label_counts_equal_the_crosstab_definition_on_random_crowds():
     """The bincount in label_counts is the items × labels crosstab it replaced, cell for cell."""
-    from annotation.results.aggregation import LABELS, label_counts
+    from genderbias.crowd.aggregation import LABELS, label_counts
 
     rng = np.random.default_rng(7)
     for size in (0, 1, 5, 200):

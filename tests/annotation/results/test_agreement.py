@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.labels import LABELS
-from annotation.results.aggregation import label_counts, majority_vote
-from annotation.results.agreement import (
+from genderbias.crowd.aggregation import label_counts, majority_vote
+from genderbias.crowd.agreement import (
     _alpha_from_sums,
     _alpha_parts,
     agreement_report,
@@ -30,6 +29,7 @@ from annotation.results.agreement import (
     reliability_matrix,
     worker_agreement,
 )
+from genderbias.labels import LABELS
 
 nan = np.nan
 

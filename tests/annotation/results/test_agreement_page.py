@@ -54,8 +54,8 @@ def test_tables_name_labels_in_full_sort_qids_naturally_and_draw_each_bar_from_i
     query_set, annotators, researcher, client, settings
 ):
     """qids 2 and 10 set aside: 2 comes first in every table (string order would put 10 first)."""
-    from annotation.labels import LABEL_NAMES
     from annotation.results.selectors import BatchAnswers
+    from genderbias.labels import LABEL_NAMES
     from pooling.models import QuerySet
     from pooling.services import create_query_set
     from tests.annotation.conftest import make_batch

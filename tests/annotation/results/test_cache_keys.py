@@ -3,13 +3,13 @@ review of issue 31's caching: each test failed before its fix)."""
 
 import pytest
 
-from annotation.labels import LABELS
 from annotation.machine.prelabellers.interface import Prediction
 from annotation.machine.selectors import calibration_report, report_version
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import route_batch
 from annotation.models import Assignment
 from annotation.results import selectors as results
+from genderbias.labels import LABELS
 from tests.annotation.machine.test_routing_service import SureMachine, _answered_sample, routed_batch  # noqa: F401
 
 

@@ -1,4 +1,4 @@
-"""The crowd model's held-out posteriors (annotation.results.crowd_model.held_out_posteriors): each
+"""The crowd model's held-out posteriors (genderbias.crowd.crowd_model.held_out_posteriors): each
 item read through the model fitted on the other items, against a refit without it, and the bias of
 the label-corrected value they remove on a simulated crowd with a known truth."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotation.results import crowd_model
-from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
-from metrics import label_uncertainty as lu
+from genderbias.crowd import crowd_model
+from genderbias.crowd import label_uncertainty as lu
+from genderbias.crowd.aggregation import dawid_skene
 
 
 def test_a_held_out_posterior_is_the_e_step_of_the_model_fitted_without_the_item():
@@ -38,7 +38,7 @@ def test_a_held_out_posterior_is_the_e_step_of_the_model_fitted_without_the_item
 @pytest.mark.slow
 def test_held_out_posteriors_remove_the_in_sample_bias_of_the_corrected_value():
     """60 studies of 1,000 queries with the moderate crowd; each study's corrected value and
-    difference (:func:`metrics.label_uncertainty.class_means`, every label its own column) from the
+    difference (:func:`genderbias.crowd.label_uncertainty.class_means`, every label its own column) from the
     in-sample and from the held-out posteriors, minus the same estimator on the true labels (one-hot),
     so the queries' sampling cancels and only the labels' error is left.
 

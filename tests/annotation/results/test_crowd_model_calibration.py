@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.results.aggregation import dawid_skene, validate_judgments
 from benchmarks import crowd_simulation as cs
+from genderbias.crowd.aggregation import dawid_skene, validate_judgments
 
 pytestmark = pytest.mark.filterwarnings("ignore:::crowdkit")  # crowd-kit 1.4.2 on pandas 3: deprecation notices
 
@@ -181,7 +181,7 @@ def test_study_size_crowds_get_calibrated_posteriors(name, draw):
 def test_the_prolific_like_crowd_leaves_the_corrected_value_unbiased():
     """Issue 58, item 4, in small: 12 Prolific-like studies of 3,750 queries (740 participants, 11–22
     answers each; ``crowd_simulation.prolific``). Each study's corrected value of run A and paired
-    difference (:func:`metrics.label_uncertainty.class_means` on the held-out posteriors) minus the same
+    difference (:func:`genderbias.crowd.label_uncertainty.class_means` on the held-out posteriors) minus the same
     estimator on the true labels, so only the labels' error is left. The value's study-to-study s.d. at
     3,750 queries is about 0.0063 (docs/metrics.md), a quarter of it 0.0016. Measured (these 12
     studies), now that a sparse crowd gets one coin per worker (``crowd_model.choose_shrinkage``):
@@ -189,7 +189,7 @@ def test_the_prolific_like_crowd_leaves_the_corrected_value_unbiased():
     them) +0.0028 (0.0014) and +0.0013 (0.0006); the model before issue 58 +0.0067 (0.0011) and +0.0031
     (0.0005), which this test fails. Asserted: |mean| ≤ 0.0016 + 2 MC s.e. for both (item 4's bound, ¼
     s.e.: both point estimates are within it; that the value's is, is not shown beyond its MC error)."""
-    from metrics import label_uncertainty as lu
+    from genderbias.crowd import label_uncertainty as lu
 
     errors = []
     for s in range(12):

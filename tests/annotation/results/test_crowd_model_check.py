@@ -1,6 +1,6 @@
 """The crowd model's own check (issue 58, item 2): a posterior-predictive check of the fitted model
-(:func:`annotation.results.crowd_model.predictive_check`) whose misfit raises the crowd-quality
-warning (:func:`annotation.machine.label_probabilities.crowd_quality`). It must stay quiet on crowds
+(:func:`genderbias.crowd.crowd_model.predictive_check`) whose misfit raises the crowd-quality
+warning (:func:`genderbias.crowd.label_probabilities.crowd_quality`). It must stay quiet on crowds
 that answer as the model assumes and fire where the votes on a query are not independent given its
 label (item difficulty: ``benchmarks/crowd_simulation.py``, ``Crowd.difficulty``), where the
 label-corrected intervals covered 0.6–0.7 (docs/quality.md)."""
@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation.machine.label_probabilities import MAX_MISFIT_Z, crowd_quality
-from annotation.results import crowd_model
-from annotation.results.aggregation import dawid_skene
 from benchmarks import crowd_simulation as cs
+from genderbias.crowd import crowd_model
+from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.label_probabilities import MAX_MISFIT_Z, crowd_quality
 
 HARD = replace(cs.MODERATE, difficulty=1.0)
 
@@ -95,7 +95,7 @@ def test_a_crowd_of_participants_with_few_answers_each_is_warned_and_the_study_c
     """Prolific-like (``crowd_simulation.prolific``: 1.5 HITs of 11 answers a participant on average)
     against the study's crowd (40 workers, Zipf activity), 1,000 queries each: the share of answers from
     workers with fewer than 30 answers, counted here from the answers themselves, decides the reason."""
-    from annotation.machine.label_probabilities import MAX_SPARSE_SHARE, MIN_WORKER_ANSWERS
+    from genderbias.crowd.label_probabilities import MAX_SPARSE_SHARE, MIN_WORKER_ANSWERS
     from metrics.formatting import crowd_quality_note
 
     for crowd, warned in ((cs.prolific(1000), True), (cs.MODERATE, False)):

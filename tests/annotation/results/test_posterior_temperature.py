@@ -1,5 +1,5 @@
-"""How sure the crowd model is right to be (:func:`annotation.results.crowd_model.posterior_temperature`,
-:func:`annotation.results.crowd_model.tempered`), checked against posteriors whose miscalibration is
+"""How sure the crowd model is right to be (:func:`genderbias.crowd.crowd_model.posterior_temperature`,
+:func:`genderbias.crowd.crowd_model.tempered`), checked against posteriors whose miscalibration is
 made, not fitted: labels drawn from calibrated probabilities, then the probabilities sharpened or
 flattened by a known temperature."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotation.results import crowd_model
+from genderbias.crowd import crowd_model
 
 
 def _calibrated(rng: np.random.Generator, n: int, k: int = 4) -> tuple[np.ndarray, np.ndarray]:

@@ -12,10 +12,10 @@ from django.db import connection
 
 from annotation import services
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import aggregation
-from annotation.results import agreement as agreement_module
 from annotation.results import selectors as results
 from annotation.results.selectors import agreement, query_results
+from genderbias.crowd import aggregation
+from genderbias.crowd import agreement as agreement_module
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 

@@ -249,7 +249,7 @@ def test_keyboard_walk_rules_skips_and_rules_with_live_counts(disputed3, researc
 
 def test_the_panel_names_labels_in_full(disputed3, researcher, client):
     """The crowd's majority and Dawid-Skene's label by name (Female), never the stored code (f)."""
-    from annotation.labels import LABEL_NAMES
+    from genderbias.labels import LABEL_NAMES
 
     client.force_login(researcher)
     settled = query_results(disputed3)

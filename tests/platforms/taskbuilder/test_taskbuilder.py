@@ -15,9 +15,9 @@ from annotation import services
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.exports.services import export_queries
-from annotation.labels import LABELS
 from annotation.models import Assignment, Judgment, Worker
 from annotation.results.selectors import agreement_summary
+from genderbias.labels import LABELS
 from platforms.taskbuilder.client import TaskBuilder, TaskBuilderError
 from platforms.taskbuilder.provider import QUIET_SECONDS, SCHEMA, TaskBuilderProvider, batch_items
 from tests.annotation.conftest import TRUTH
@@ -308,7 +308,7 @@ def test_a_throttled_call_waits_as_long_as_prolific_asks_and_a_lost_creation_is_
 
 def test_its_option_is_refused_on_another_platform_naming_task_builder_alone(query_set):
     """Two platforms store provider options now: a refusal names the one whose option was given."""
-    from core.errors import ServiceError
+    from genderbias.errors import ServiceError
 
     settings = services.BatchSettings(provider="local", provider_options={"taskbuilder_minutes": 5})
     with pytest.raises(

@@ -28,9 +28,9 @@ import pytest
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
-from annotation.labels import LABELS
 from annotation.models import Assignment, BatchQuery
-from core.errors import ServiceError
+from genderbias.errors import ServiceError
+from genderbias.labels import LABELS
 from platforms.taskbuilder.provider import QUIET_SECONDS
 from pooling.models import QuerySet
 from pooling.services import create_query_set

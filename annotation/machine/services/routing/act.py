@@ -37,8 +37,8 @@ from annotation.machine.services.routing.plan import (
     reference_state,
 )
 from annotation.models import Batch, Routing
-from core.errors import ServiceError, StateError
 from core.services.once import claim
+from genderbias.errors import ServiceError, StateError
 
 
 def _check_routable(batch: Batch) -> None:

@@ -24,7 +24,7 @@ from annotation.machine.services.routing.plan import (
     parse_cascade,
 )
 from annotation.models import Batch
-from core.errors import FieldError, StateError
+from genderbias.errors import FieldError, StateError
 
 
 def audit_routing(
@@ -48,12 +48,12 @@ def audit_routing(
     on each and compare with ``labels_file``'s labels, read as the true labels. Reads only.
 
     ``crowd``: who labels the sample and the routed queries. ``"none"``: nobody errs, the file's labels
-    are the crowd's (the vectorised :func:`annotation.machine.routing_statistics.audit`); ``"fitted"``:
+    are the crowd's (the vectorised :func:`genderbias.machine.routing_statistics.audit`); ``"fitted"``:
     the crowd model fitted to the batch's calibration sample; a path: a crowd model in JSON
-    (:func:`annotation.machine.crowd_simulation.crowd_from_dict`). Default: fitted when the batch has
+    (:func:`genderbias.crowd.simulation.crowd_from_dict`). Default: fitted when the batch has
     a sample with votes, else none. With a crowd, each redraw simulates it labelling the sample (with
     the reference rule: the sample's own, else ``escalation_cap`` and ``until``), the rest and a
-    crowd-only labelling (:func:`annotation.machine.routing_forecast.simulate_path`): the forecast
+    crowd-only labelling (:func:`genderbias.machine.routing_forecast.simulate_path`): the forecast
     the real path is measured against. ``extendable``: the sample's design (default: drawn whole, as
     ``calibrate`` draws it). ``cascade``: labellers in sequence as ``route --cascade``.
 
@@ -64,12 +64,12 @@ def audit_routing(
     import numpy as np
 
     from annotation.crowd.services.batches import read_labelled
-    from annotation.labels import LABELS
-    from annotation.machine.calibration_statistics import random_sample
-    from annotation.machine.routing_forecast import simulate_path
-    from annotation.machine.routing_statistics import audit
     from annotation.machine.selectors import identity_for, machine_labels
-    from core.errors import InputError
+    from genderbias.errors import InputError
+    from genderbias.labels import LABELS
+    from genderbias.machine.calibration_statistics import random_sample
+    from genderbias.machine.routing_forecast import simulate_path
+    from genderbias.machine.routing_statistics import audit
 
     check_target_accuracy(target_accuracy)
     check_risk(risk)
@@ -159,11 +159,11 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
     import json
     from pathlib import Path
 
-    from annotation.labels import LABELS
-    from annotation.machine.crowd_simulation import ReferenceRule, crowd_from_dict, crowd_from_figures
     from annotation.machine.selectors import fitted_crowd
     from annotation.machine.services.calibration import reference_record
-    from core.errors import InputError
+    from genderbias.crowd.simulation import ReferenceRule, crowd_from_dict, crowd_from_figures
+    from genderbias.errors import InputError
+    from genderbias.labels import LABELS
 
     sample = None
     if calibration_batch(batch) is not None:

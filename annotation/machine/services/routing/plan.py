@@ -1,11 +1,11 @@
 """Routing: accept the machine's labels where it is sure enough, send the rest to the crowd.
 
 From the blind calibration sample (:mod:`.calibration`), :func:`plan_routing` chooses the
-threshold by default with a finite-sample guarantee (:func:`annotation.machine.routing_statistics.certify_threshold`):
+threshold by default with a finite-sample guarantee (:func:`genderbias.machine.routing_statistics.certify_threshold`):
 with probability at least 1 − ``risk`` over the draw of the sample, the queries at or above
 it are labelled by the machine at least ``target_accuracy`` as the crowd majority would
 label them. ``risk=None`` uses the old point-estimate rule instead
-(:func:`annotation.machine.routing_statistics.choose_threshold`), which every place that shows it labels "no
+(:func:`genderbias.machine.routing_statistics.choose_threshold`), which every place that shows it labels "no
 guarantee". When nothing can be certified, the plan says so and how many more sample
 queries the first candidate that failed would need (``calibrate --extend``). The guarantee is
 refused when the routable queries are not the population the sample was drawn from; nothing
@@ -45,8 +45,8 @@ from annotation.machine.services.calibration import (
     settings_of,
 )
 from annotation.models import Batch, Routing
-from core.errors import FieldError, StateError
-from core.numbers import NumberError, parse_decimal
+from genderbias.errors import FieldError, StateError
+from genderbias.numbers import NumberError, parse_decimal
 
 #: The risk δ when none is given.
 DEFAULT_RISK = 0.05
@@ -107,7 +107,7 @@ def check_routing(
     """Every rule of a routing request, checked once: the page's form, the API's serializer and
     ``manage.py route`` only read the values and hand them here (through :func:`plan_routing`,
     :func:`route_batch` or :func:`route_and_publish`), so each refuses bad input with the same
-    :class:`~core.errors.FieldError`, which each shows in its own words.
+    :class:`~genderbias.errors.FieldError`, which each shows in its own words.
 
     ``no_guarantee`` (or ``risk=None``) chooses the point estimate, with no guarantee; a risk
     given is checked either way. A cascade needs the guarantee: each labeller keeps only what
@@ -234,7 +234,7 @@ def _choose(
 ) -> dict[str, Any]:
     """The threshold by the guarantee (``risk``) or by the point estimate (``risk`` None); ``state``: the
     sample's :func:`reference_state`, when the caller has it."""
-    from annotation.machine.routing_statistics import accuracy_at, certify_threshold, choose_threshold
+    from genderbias.machine.routing_statistics import accuracy_at, certify_threshold, choose_threshold
 
     if risk is None:
         correct = [m == h for m, h in zip(sample.machine, sample.human, strict=True)]
@@ -509,8 +509,8 @@ def plan_routing(
 
     The request is checked first (:func:`check_routing`). ``cascade``: labellers in order (``name``
     or ``name:floor``, :func:`parse_cascade`), each keeping what it certifies at the target
-    (:mod:`annotation.machine.cascade_statistics`); the guarantee only (``risk`` set)."""
-    from annotation.machine.routing_statistics import split_by_threshold
+    (:mod:`genderbias.machine.cascade_statistics`); the guarantee only (``risk`` set)."""
+    from genderbias.machine.routing_statistics import split_by_threshold
 
     request = check_routing(
         target_accuracy=target_accuracy, risk=risk, no_guarantee=no_guarantee, budget=budget, cascade=cascade
@@ -600,13 +600,13 @@ def _rule_record(rule) -> dict[str, Any]:
 def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
     """``["rules:0.9", "trained", "openai"]`` -> ``[("rules", 0.9), ("trained", None), ("openai", None)]``:
     each labeller with its floor (the lowest confidence it may keep; below it, queries go on unread).
-    A :class:`~core.errors.FieldError` of ``cascade`` naming the bad item."""
+    A :class:`~genderbias.errors.FieldError` of ``cascade`` naming the bad item."""
     stages = []
     for item in names:
         name, _, floor = str(item).strip().partition(":")
         if not name:
             raise FieldError("cascade", f"{item!r} names no labeller")
-        try:  # a plain ASCII decimal (core.numbers): float() took "٠.٥" and "nan"
+        try:  # a plain ASCII decimal (genderbias.numbers): float() took "٠.٥" and "nan"
             value = parse_decimal(floor, "cascade", minimum=0, maximum=1) if floor else None
         except NumberError:
             raise FieldError(
@@ -626,11 +626,11 @@ def _choose_cascade(
     stages: list[tuple[str, float | None]],
     state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The cascade certified on the sample's first draw (:func:`annotation.machine.cascade_statistics.certify_cascade`)."""
+    """The cascade certified on the sample's first draw (:func:`genderbias.machine.cascade_statistics.certify_cascade`)."""
     import numpy as np
 
-    from annotation.machine.cascade_statistics import certify_cascade
     from annotation.machine.selectors import identity_for, machine_labels
+    from genderbias.machine.cascade_statistics import certify_cascade
 
     plain = _choose(sample, target, risk, state)  # the sample's checks (design, population, pending) and its state
     if plain.get("awaiting_votes") or sample.design != RANDOM_DESIGN:
@@ -739,8 +739,8 @@ def size_sample(
     and the machine labels kept, at an *assumed* accuracy profile: the machine's confidence taken as
     its agreement with the reference (a calibrated machine, a reliable reference; the plan after the
     sample uses the observed profile instead), with each size's crowd cost (escalations not included)."""
-    from annotation.machine.routing_forecast import size_first_draw
     from annotation.machine.selectors import identity_for, machine_labels
+    from genderbias.machine.routing_forecast import size_first_draw
 
     check_target_accuracy(target)
     check_risk(risk)
@@ -771,9 +771,9 @@ def _advice(batch: Batch, sample: CalibrationSample, target: float, risk: float,
     drawn whole would need at the observed accuracy profile, with its cost."""
     from dataclasses import replace as with_cap
 
-    from annotation.machine.crowd_simulation import ceiling_by_label, crowd_from_figures
-    from annotation.machine.routing_forecast import observed_profile, profile_at, size_first_draw
     from annotation.machine.selectors import fitted_crowd
+    from genderbias.crowd.simulation import ceiling_by_label, crowd_from_figures
+    from genderbias.machine.routing_forecast import observed_profile, profile_at, size_first_draw
 
     advice: dict[str, Any] = {}
     try:

@@ -1,0 +1,343 @@
+"""Inter-annotator agreement for crowd gender labels.
+
+Pure pandas/numpy (plus the ``krippendorff`` package), no Django. Judgments are
+the frame described in :mod:`genderbias.crowd.aggregation` (``item``, ``worker``,
+``label``).
+
+Krippendorff's alpha (nominal) is the headline number because it copes with
+what a crowd produces: many workers, each judging a different subset of items,
+and items with different numbers of judgments. Fleiss' kappa is only reported
+when the design is balanced (every item judged the same number of times),
+because that is the only case it is defined for.
+
+All nominal statistics here derive from per-item label counts. For nominal
+data Krippendorff's coincidence matrix, and hence alpha, depends only on those
+counts, which is what makes the vectorised bootstrap in :func:`bootstrap_alpha`
+cheap: a resample is a weighted sum of per-item contributions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import krippendorff
+import numpy as np
+import pandas as pd
+
+from genderbias.crowd.aggregation import label_counts, majority_vote, validate_judgments
+from genderbias.labels import LABELS
+
+
+def reliability_matrix(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> tuple[np.ndarray, list, list]:
+    """Workers × items matrix of label indices (``np.nan`` where a worker did not judge an item).
+
+    Returns the matrix with the sorted worker and item ids labelling its rows and columns.
+    """
+    frame = validate_judgments(judgments, labels)
+    codes = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(float)
+    table = (
+        frame.assign(code=codes).pivot(index="worker", columns="item", values="code").sort_index().sort_index(axis=1)
+    )
+    return table.to_numpy(dtype=float), list(table.index), list(table.columns)
+
+
+def krippendorff_alpha(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float:
+    """Nominal Krippendorff's alpha computed by the ``krippendorff`` package.
+
+    Returns ``nan`` when alpha is undefined: fewer than two pairable values, or
+    only one label used at all (no disagreement is *expected*, so the ratio is 0/0).
+    """
+    matrix, _, _ = reliability_matrix(judgments, labels)
+    counts = _pairable_counts(label_counts(judgments, labels).to_numpy())
+    if counts.sum() < 2 or np.count_nonzero(counts.sum(axis=0)) < 2:
+        return math.nan
+    value = krippendorff.alpha(
+        reliability_data=matrix,
+        level_of_measurement="nominal",
+        value_domain=np.arange(len(labels), dtype=float),
+    )
+    return float(value)
+
+
+def _pairable_counts(counts: np.ndarray) -> np.ndarray:
+    """Rows of an items × labels count table with at least two judgments (the only ones alpha uses)."""
+    counts = np.asarray(counts)
+    return counts[counts.sum(axis=1) >= 2]
+
+
+def _alpha_parts(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-item contributions to nominal alpha: values ``m_u``, coincidence diagonal ``d_u``, marginals ``n_uc``.
+
+    With ``n_uc`` judgments of label ``c`` on item ``u`` and ``m_u = sum_c n_uc``,
+    item ``u`` adds ``n_uc (n_uk - [c == k]) / (m_u - 1)`` to coincidence cell
+    ``(c, k)``; row sums of its contribution are ``n_uc``.
+    """
+    counts = _pairable_counts(counts).astype(float)
+    m = counts.sum(axis=1)
+    diagonal = (counts * (counts - 1)).sum(axis=1) / (m - 1)
+    return m, diagonal, counts
+
+
+def _alpha_from_sums(n: np.ndarray, observed_agreement: np.ndarray, marginals: np.ndarray) -> np.ndarray:
+    """Nominal alpha = 1 - (n - 1) (n - sum_c o_cc) / (n^2 - sum_c n_c^2); ``nan`` where undefined."""
+    expected = n**2 - (marginals**2).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = 1.0 - (n - 1.0) * (n - observed_agreement) / expected
+    return np.where((expected > 0) & (n >= 2), alpha, np.nan)
+
+
+def nominal_alpha_from_counts(counts: np.ndarray) -> float:
+    """Nominal Krippendorff's alpha from an items × labels table of judgment counts (the fast path).
+
+    Equal to :func:`krippendorff_alpha` on the same data (tested on
+    Krippendorff's own example) but needs no workers × items matrix.
+    """
+    m, diagonal, marginals = _alpha_parts(np.asarray(counts))
+    return float(_alpha_from_sums(m.sum(), diagonal.sum(), marginals.sum(axis=0)))
+
+
+def per_category_alpha(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> dict[str, float]:
+    """Binary nominal alpha of each label against all others.
+
+    Tells which categories the crowd finds hard: "o" (other or multiple
+    genders) is typically far less reliable than "n" even when overall alpha
+    looks fine. ``nan`` for a label nobody (or everybody) used.
+    """
+    counts = label_counts(judgments, labels).to_numpy()
+    total = counts.sum(axis=1)
+    result = {}
+    for i, label in enumerate(labels):
+        binary = np.column_stack([counts[:, i], total - counts[:, i]])
+        result[label] = nominal_alpha_from_counts(binary)
+    return result
+
+
+def percent_agreement(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float:
+    """Mean over items with at least two judgments of the share of agreeing judgment pairs.
+
+    Easy to explain but not chance-corrected: with 47% "n" labels two random
+    workers already agree often. ``nan`` when no item has two judgments.
+    """
+    counts = _pairable_counts(label_counts(judgments, labels).to_numpy()).astype(float)
+    if len(counts) == 0:
+        return math.nan
+    m = counts.sum(axis=1)
+    agreeing = (counts * (counts - 1)).sum(axis=1) / (m * (m - 1))
+    return float(agreeing.mean())
+
+
+def fleiss_kappa_from_counts(counts: np.ndarray) -> float | None:
+    """Fleiss' kappa from a subjects × categories count table (every row must have the same total ≥ 2).
+
+    ``None`` when rows differ in size or have fewer than two ratings; ``nan``
+    when everybody used one category (chance agreement is 1, kappa is 0/0).
+    """
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 2 or len(counts) == 0:
+        return None
+    raters = counts.sum(axis=1)
+    m = raters[0]
+    if m < 2 or not np.all(raters == m):
+        return None
+    p_item = ((counts**2).sum(axis=1) - m) / (m * (m - 1))
+    p_bar = p_item.mean()
+    p_category = counts.sum(axis=0) / counts.sum()
+    p_expected = (p_category**2).sum()
+    if math.isclose(p_expected, 1.0):
+        return math.nan
+    return float((p_bar - p_expected) / (1.0 - p_expected))
+
+
+def fleiss_kappa(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float | None:
+    """Fleiss' kappa, or ``None`` unless every item has the same number (≥ 2) of judgments."""
+    return fleiss_kappa_from_counts(label_counts(judgments, labels).to_numpy())
+
+
+def bootstrap_alpha(
+    judgments: pd.DataFrame,
+    n: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    labels: Sequence[str] = LABELS,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval for nominal alpha, resampling items with replacement.
+
+    Only pairable items (≥ 2 judgments) are resampled: the others contribute
+    nothing to alpha. Each resample is a multinomial weight vector over items,
+    and alpha follows from weighted sums of per-item coincidence contributions,
+    so 1,000 resamples of 4,000 items take a fraction of a second. Resamples in
+    which alpha is undefined are ignored; ``(nan, nan)`` when none is defined.
+    """
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    m, diagonal, marginals = _alpha_parts(label_counts(judgments, labels).to_numpy())
+    n_items = len(m)
+    if n_items == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    alphas = np.empty(n)
+    # Chunks keep the weight matrix small whatever n is.
+    chunk = max(1, 2_000_000 // n_items)
+    for start in range(0, n, chunk):
+        size = min(chunk, n - start)
+        weights = rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=size).astype(float)
+        alphas[start : start + size] = _alpha_from_sums(weights @ m, weights @ diagonal, weights @ marginals)
+    alphas = alphas[~np.isnan(alphas)]
+    if len(alphas) == 0:
+        return (math.nan, math.nan)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(alphas, [tail, 1.0 - tail])
+    return (float(low), float(high))
+
+
+def worker_agreement(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
+    """Per worker: how often their label equals the majority of the *other* workers on the item.
+
+    Leave-one-out: the worker's own vote is removed before the majority is taken, so a
+    worker cannot agree with themselves. Counting the own vote flattered exactly the
+    workers the figure is meant to flag: with three votes per item an always-"n" spammer
+    is part of every majority it helps to form (0.667 instead of 0.444 left out in the
+    issue's example), and a uniform-random worker scored 0.346 instead of 0.167.
+
+    Columns: ``judgments`` (all of the worker's judgments), ``compared`` (judgments on
+    items where the other workers' labels have a strict plurality; items where the others
+    tie, or where nobody else voted, are skipped), ``agreed`` and ``rate``
+    (``agreed / compared``, ``nan`` when nothing was compared).
+    """
+    frame = validate_judgments(judgments, labels)
+    counts = label_counts(frame, labels)
+    label_idx = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(np.int64)
+    others = counts.loc[frame["item"]].to_numpy().copy()
+    others[np.arange(len(frame)), label_idx] -= 1  # leave the worker's own vote out
+    top = others.max(axis=1) if len(others) else np.zeros(0, dtype=np.int64)
+    comparable = (top > 0) & ((others == top[:, None]).sum(axis=1) == 1)
+    agreed = comparable & (others.argmax(axis=1) == label_idx) if len(others) else comparable
+    grouped = pd.DataFrame(
+        {"worker": frame["worker"], "compared": comparable.astype(int), "agreed": agreed.astype(int)}
+    ).groupby("worker", sort=True)
+    table = grouped.agg(judgments=("compared", "size"), compared=("compared", "sum"), agreed=("agreed", "sum"))
+    table["rate"] = table["agreed"] / table["compared"].where(table["compared"] > 0)
+    return table.astype({"judgments": int, "compared": int, "agreed": int, "rate": float})
+
+
+def gwet_ac1_from_counts(counts: np.ndarray) -> float:
+    """Gwet's AC1 (Gwet 2008, multiple raters, nominal) from an items × labels count table.
+
+    p_a = mean over items with r_i ≥ 2 ratings of Σ_k r_ik (r_ik − 1) / (r_i (r_i − 1));
+    π_k = mean over items with r_i ≥ 1 of r_ik / r_i; p_e = Σ_k π_k (1 − π_k) / (Q − 1) with
+    Q labels; AC1 = (p_a − p_e) / (1 − p_e). Beside α because α (and κ) collapse when one
+    category is rare or dominant — the prevalence paradox — while AC1's chance term
+    shrinks there. ``nan`` when no item has two ratings or Q < 2.
+    """
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 2 or counts.shape[1] < 2:
+        return math.nan
+    rated = counts[counts.sum(axis=1) >= 1]
+    pairable = rated[rated.sum(axis=1) >= 2]
+    if len(pairable) == 0:
+        return math.nan
+    r = pairable.sum(axis=1)
+    p_a = ((pairable * (pairable - 1)).sum(axis=1) / (r * (r - 1))).mean()
+    pi = (rated / rated.sum(axis=1, keepdims=True)).mean(axis=0)
+    p_e = (pi * (1.0 - pi)).sum() / (counts.shape[1] - 1)
+    if math.isclose(p_e, 1.0):
+        return math.nan
+    return float((p_a - p_e) / (1.0 - p_e))
+
+
+def gwet_ac1(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float:
+    """Gwet's AC1 over all labels (see :func:`gwet_ac1_from_counts`)."""
+    return gwet_ac1_from_counts(label_counts(judgments, labels).to_numpy())
+
+
+def per_category_ac1(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> dict[str, float]:
+    """Binary AC1 of each label against all others, beside :func:`per_category_alpha`."""
+    counts = label_counts(judgments, labels).to_numpy()
+    total = counts.sum(axis=1)
+    return {
+        label: gwet_ac1_from_counts(np.column_stack([counts[:, i], total - counts[:, i]]))
+        for i, label in enumerate(labels)
+    }
+
+
+def annotator_confusion(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
+    """Label × label counts over all ordered pairs of different workers' judgments on the same item.
+
+    Cell ``(c, k)`` counts pairs where one worker said ``c`` and another ``k``;
+    the matrix is symmetric and its diagonal holds agreeing pairs. Off-diagonal
+    mass shows *which* categories get confused (e.g. "o" versus "f"/"m").
+    """
+    counts = label_counts(judgments, labels).to_numpy().astype(np.int64)
+    pairs = counts.T @ counts - np.diag(counts.sum(axis=0))
+    return pd.DataFrame(pairs, index=pd.Index(list(labels)), columns=pd.Index(list(labels)))
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe version of a number: Python int/float, ``None`` instead of NaN/inf."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def agreement_report(
+    judgments: pd.DataFrame,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    labels: Sequence[str] = LABELS,
+) -> dict[str, Any]:
+    """Everything the annotation dashboard and the dataset card show, as plain JSON-serialisable values.
+
+    Undefined statistics are ``None`` (never NaN, which is not valid JSON).
+    ``bootstrap=0`` skips the confidence interval (``alpha_ci`` is then ``[None, None]``);
+    ``bootstrap_resamples`` says how many resamples the interval rests on.
+    """
+    frame = validate_judgments(judgments, labels)
+    majority = majority_vote(frame, labels)
+    if bootstrap > 0:
+        low, high = bootstrap_alpha(frame, n=bootstrap, seed=seed, labels=labels)
+    else:
+        low, high = math.nan, math.nan
+    workers = worker_agreement(frame, labels)
+    confusion = annotator_confusion(frame, labels)
+    majority_labels = majority["label"].dropna().value_counts()
+    return {
+        "krippendorff_alpha": _plain(krippendorff_alpha(frame, labels)),
+        "alpha_ci": [_plain(low), _plain(high)],
+        "bootstrap_resamples": bootstrap,
+        "per_category_alpha": {label: _plain(value) for label, value in per_category_alpha(frame, labels).items()},
+        "gwet_ac1": _plain(gwet_ac1(frame, labels)),
+        "per_category_ac1": {label: _plain(value) for label, value in per_category_ac1(frame, labels).items()},
+        "percent_agreement": _plain(percent_agreement(frame, labels)),
+        "fleiss_kappa": _plain(fleiss_kappa(frame, labels)),
+        "queries": len(majority),
+        "judgments": len(frame),
+        "workers": int(frame["worker"].nunique()),
+        "judgments_per_query": {str(k): int(v) for k, v in majority["votes"].value_counts().sort_index().items()},
+        "labels": {label: int(majority_labels.get(label, 0)) for label in labels},
+        "disputed": sorted(str(item) for item in majority.index[majority["disputed"]]),
+        "per_worker": [
+            {
+                "worker": str(worker),
+                "judgments": int(row.judgments),
+                "compared": int(row.compared),
+                "agreed": int(row.agreed),
+                "rate": _plain(row.rate),
+            }
+            for worker, row in workers.iterrows()
+        ],
+        "confusion": {
+            "labels": list(labels),
+            "matrix": [[int(x) for x in row] for row in confusion.to_numpy()],
+        },
+    }

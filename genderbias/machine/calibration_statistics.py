@@ -1,0 +1,436 @@
+"""Calibration of a machine pre-labeller against a blind, stratified human sample.
+
+Pure numpy, no Django. A batch's queries each carry a machine label and a confidence in
+[0, 1]; a random sample, stratified by machine label, is labelled by people; the figures
+below compare the two and estimate how good the machine is on the *whole batch*.
+
+Sampling
+    The blind sample is a simple random sample in draw order (:func:`random_sample`), which
+    routing's guarantee needs (:mod:`genderbias.machine.routing_statistics`); its figures are post-stratified by
+    the machine's label: stratum s (machine label s) has N_s queries of the batch, n_s of
+    them sampled, and a sampled item of stratum s stands for w = N_s / n_s queries
+    (:func:`stratum_weights`). :func:`stratified_sample` (:func:`allocate`: proportional,
+    largest remainder, at least min(2, N_s) each) drew the samples made before that.
+
+Figures, for items i with machine label m_i, human label h_i, confidence c_i, weight w_i
+(w_i = 1 without weights), W = Σ_i w_i and correct_i = 1[m_i = h_i]:
+
+- confusion C[h, m] = Σ_i w_i·1[h_i = h, m_i = m] (rows human, columns machine);
+- accuracy = Σ_i w_i·correct_i / W = trace(C) / W;
+- Cohen's κ = (p_o − p_e) / (1 − p_e), p_o = trace(C) / W, p_e = Σ_k r_k·c_k / W²
+  (r, c the row and column sums of C); computed as 1 − (1 − p_o)/(1 − p_e), as
+  scikit-learn does. κ is undefined when p_e = 1, which happens only when machine and
+  human used one and the same label for every item: it is then ``nan`` (``None`` in
+  :meth:`CalibrationFigures.as_dict`), not 1, because "agreement beyond chance" cannot
+  be measured when chance already agrees perfectly;
+- κ's interval is a percentile bootstrap: items are resampled with replacement B times
+  (without weights, from the whole sample; with weights, within each machine-label
+  stratum keeping its size, which is how the sample was drawn) and κ recomputed on each
+  resample's weighted confusion matrix; resamples with undefined κ are dropped;
+- per category k: precision = C[k, k] / Σ_h C[h, k] (among machine = k, the weighted
+  share with human = k), recall = C[k, k] / Σ_m C[k, m] (among human = k, the share with
+  machine = k), each ``None`` when its denominator is 0; support = the number of sample
+  items with human = k (unweighted);
+- top-label ECE: B equal-width bins on [0, 1], bin b = [b/B, (b+1)/B) and 1.0 in the
+  last; with W_b the weight in bin b, conf_b and acc_b its weighted mean confidence and
+  weighted share correct, ECE = Σ_b (W_b / W)·|acc_b − conf_b|;
+- Brier = Σ_i w_i·(c_i − correct_i)² / W: the Brier score of the confidence as a
+  forecast of the event "the machine label is right" (top-label Brier), not the
+  multi-class Brier score over all four labels (the pre-labellers give one confidence).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from genderbias.labels import LABELS
+
+#: Bootstrap resamples are drawn in chunks of about this many index cells, so memory stays
+#: bounded whatever the sample size and number of resamples.
+_BOOTSTRAP_CELLS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Stratum:
+    label: str  #: machine label of the stratum
+    population: int  #: queries of the batch with this machine label
+    sampled: int  #: of them in the sample
+
+
+def _label_order(label: str) -> tuple[int, str]:
+    """Canonical labels first, in LABELS order; anything else after, by name."""
+    return (LABELS.index(label), "") if label in LABELS else (len(LABELS), label)
+
+
+def _largest_remainder(quotas: dict[str, float], sizes: Mapping[str, int]) -> dict[str, int]:
+    """Integer parts of ``quotas`` plus one place each to the largest fractional remainders.
+
+    Ties go to the larger stratum, then to the label order, so the result never depends on
+    the mapping's iteration order.
+    """
+    places = {label: math.floor(quota) for label, quota in quotas.items()}
+    left = round(sum(quotas.values())) - sum(places.values())
+    ranked = sorted(quotas, key=lambda s: (-(quotas[s] - places[s]), -sizes[s], _label_order(s)))
+    for label in ranked[:left]:
+        places[label] += 1
+    return places
+
+
+def allocate(population: Mapping[str, int], n: int) -> dict[str, int]:
+    """Proportional allocation of ``n`` sample places to strata, by largest remainder.
+
+    Every non-empty stratum gets at least min(2, its size) when n allows, so every machine
+    label is checked by people, and a rare label is not estimated from one item; when n is
+    too small for that, at least 1 each; when too small even for that, plain proportional.
+    Strata whose proportional share falls below the minimum get the minimum and the rest
+    is shared proportionally among the others (repeated until stable). Never more than a
+    stratum's size; the places sum to min(n, total). Every key of ``population`` is in the
+    result (0 for an empty stratum).
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    if any(size < 0 for size in population.values()):
+        raise ValueError("stratum sizes must not be negative")
+    places = dict.fromkeys(population, 0)
+    sizes = {label: int(size) for label, size in population.items() if size > 0}
+    total = sum(sizes.values())
+    if n >= total:
+        places.update(sizes)
+        return places
+    floors = {label: min(2, size) for label, size in sizes.items()}
+    if sum(floors.values()) > n:
+        floors = dict.fromkeys(sizes, 1) if len(sizes) <= n else dict.fromkeys(sizes, 0)
+    fixed: set[str] = set()
+    while True:
+        rest = [label for label in sizes if label not in fixed]
+        share = n - sum(floors[label] for label in fixed)
+        rest_total = sum(sizes[label] for label in rest)
+        quotas = {label: share * sizes[label] / rest_total for label in rest}
+        below = {label for label in rest if quotas[label] < floors[label]}
+        if not below:
+            break
+        fixed |= below
+    places.update({label: floors[label] for label in fixed})
+    for label, count in _largest_remainder(quotas, sizes).items():
+        places[label] = min(count, sizes[label])
+    return places
+
+
+def stratified_sample(machine: Mapping[str, str], n: int, *, seed: int) -> tuple[list[str], list[Stratum]]:
+    """A simple random sample of ``n`` queries within each machine-label stratum.
+
+    ``machine`` maps qid -> machine label. The allocation is :func:`allocate`'s; within a
+    stratum, qids are drawn without replacement by ``numpy.random.default_rng(seed)`` from
+    the sorted qids, so the sample depends on the seed and the data, never on the mapping's
+    iteration order. The sampled qids come back shuffled, so the order of HITs does not
+    reveal the strata to annotators (the sample is blind). Strata are in LABELS order, only
+    the non-empty ones.
+    """
+    unknown = sorted(set(machine.values()) - set(LABELS))
+    if unknown:
+        raise ValueError(f"machine labels not in {LABELS}: {unknown}")
+    by_label: dict[str, list[str]] = {label: [] for label in LABELS}
+    for qid in sorted(machine):
+        by_label[machine[qid]].append(qid)
+    population = {label: len(qids) for label, qids in by_label.items() if qids}
+    if not population:
+        raise ValueError("no queries to sample")
+    places = allocate(population, n)
+    rng = np.random.default_rng(seed)
+    sample: list[str] = []
+    strata = []
+    for label in population:
+        chosen = rng.choice(len(by_label[label]), size=places[label], replace=False)
+        sample.extend(by_label[label][i] for i in sorted(chosen))
+        strata.append(Stratum(label, population[label], places[label]))
+    order = rng.permutation(len(sample))
+    return [sample[i] for i in order], strata
+
+
+def random_sample(qids: Collection[str], n: int, *, seed: int, exclude: Collection[str] = ()) -> list[str]:
+    """A simple random sample without replacement of ``n`` of ``qids`` (those in ``exclude`` left
+    out), in draw order: the blind sample routing's guarantee rests on.
+
+    One fixed permutation of the whole population: ``numpy.random.default_rng(seed).permutation``
+    of the sorted ``qids`` (``exclude`` included or not, it is the same permutation), read from
+    the front, skipping the excluded ones. The first draw takes the first ``n``; an extension
+    with the *same* seed and the earlier draws in ``exclude`` takes the next ``n``, so the
+    union of all draws in draw order is a prefix of one uniformly random permutation of the
+    population: a simple random sample, every query included with the same probability
+    (:mod:`genderbias.machine.routing_statistics`). (A new ``choice`` from the same seed over the queries left
+    would pick the first draw's neighbours in qid order: not a random sample.) Depends on the
+    seed and the data only. Fewer than ``n`` when fewer are left.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    excluded = set(exclude)
+    population = sorted(set(qids) | excluded)
+    if not set(population) - excluded:
+        raise ValueError("no queries left to sample")
+    order = np.random.default_rng(seed).permutation(len(population))
+    drawn: list[str] = []
+    for i in order:
+        if population[i] not in excluded:
+            drawn.append(population[i])
+            if len(drawn) == n:
+                break
+    return drawn
+
+
+def stratum_weights(strata: Sequence[Stratum]) -> dict[str, float]:
+    """label -> N_s / n_s, how many batch queries each sampled item of the stratum stands for.
+
+    Strata with nothing sampled are left out: they have no item to weight (and the
+    figures then describe only the strata that were sampled).
+    """
+    return {s.label: s.population / s.sampled for s in strata if s.sampled > 0}
+
+
+@dataclass
+class CalibrationFigures:
+    n: int
+    accuracy: float
+    kappa: float
+    kappa_ci: tuple[float, float]
+    per_category: dict[str, dict[str, float | int | None]]
+    confusion: list[list[float]]  #: rows = human label, columns = machine label, in label order
+    ece: float
+    brier: float
+    reliability: list[dict]  #: per non-empty bin: low, high, count, confidence, accuracy
+    weighted: bool
+
+    def as_dict(self) -> dict:
+        """JSON-ready: tuples as lists, NaN and infinities as ``None`` (JSON has no NaN)."""
+        return _plain(asdict(self))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def _codes(values: Sequence[str], labels: Sequence[str], what: str) -> np.ndarray:
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = sorted({str(v) for v in values if v not in index})
+    if unknown:
+        raise ValueError(f"{what} labels not in {tuple(labels)}: {unknown}")
+    return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+
+
+def _validate(
+    machine: Sequence[str],
+    confidence: Sequence[float],
+    human: Sequence[str],
+    weights: Sequence[float] | None,
+    labels: Sequence[str],
+    bins: int,
+    bootstrap: int,
+    alpha: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Label codes, confidences and weights as arrays, or ValueError saying what is wrong."""
+    if len(machine) == 0:
+        raise ValueError("no items: calibration needs at least one human-labelled item")
+    lengths = {"machine": len(machine), "confidence": len(confidence), "human": len(human)}
+    if weights is not None:
+        lengths["weights"] = len(weights)
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"lengths differ: {lengths}")
+    if len(set(labels)) != len(labels) or not labels:
+        raise ValueError(f"labels must be distinct and not empty, got {tuple(labels)}")
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, got {bins}")
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must not be negative, got {bootstrap}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    m = _codes(machine, labels, "machine")
+    h = _codes(human, labels, "human")
+    c = np.asarray(confidence, dtype=float)
+    if not np.all((c >= 0) & (c <= 1)):  # also rejects NaN
+        raise ValueError("confidences must be in [0, 1]")
+    if weights is None:
+        w = np.ones(len(m))
+    else:
+        w = np.asarray(weights, dtype=float)
+        if not np.all(np.isfinite(w) & (w > 0)):
+            raise ValueError("weights must be positive and finite")
+    return m, c, h, w
+
+
+def _kappa(confusion: np.ndarray) -> np.ndarray:
+    """Cohen's κ of one ``[k × k]`` confusion matrix or a stack ``[B × k × k]`` of them.
+
+    ``nan`` where p_e = 1: a single non-zero cell, on the diagonal (both raters used one
+    label throughout). Detected structurally, not by comparing floats with 1.
+    """
+    total = confusion.sum(axis=(-2, -1))
+    rows, cols = confusion.sum(axis=-1), confusion.sum(axis=-2)
+    observed = total - np.trace(confusion, axis1=-2, axis2=-1)  # W·(1 − p_o)
+    expected = total - (rows * cols).sum(axis=-1) / total  # W·(1 − p_e)
+    single = (np.count_nonzero(confusion, axis=(-2, -1)) == 1) & (
+        np.count_nonzero(np.diagonal(confusion, axis1=-2, axis2=-1), axis=-1) == 1
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(single, np.nan, 1.0 - observed / np.where(single, 1.0, expected))
+
+
+def _confusions(cells: np.ndarray, w: np.ndarray, size: int) -> np.ndarray:
+    """Weighted confusion matrices of rows of cell codes (h·k + m): ``[rows × k × k]``."""
+    rows = cells.shape[0]
+    offsets = (np.arange(rows) * size * size)[:, None]
+    flat = np.bincount((cells + offsets).ravel(), weights=w.ravel(), minlength=rows * size * size)
+    return flat.reshape(rows, size, size)
+
+
+def _bootstrap_indices(rng: np.random.Generator, strata: list[np.ndarray], rows: int, n: int) -> np.ndarray:
+    """``[rows × n]`` item indices: each stratum's positions resampled within the stratum."""
+    indices = np.empty((rows, n), dtype=np.int64)
+    start = 0
+    for positions in strata:
+        draws = rng.integers(0, len(positions), size=(rows, len(positions)))
+        indices[:, start : start + len(positions)] = positions[draws]
+        start += len(positions)
+    return indices
+
+
+def _resampling_strata(m: np.ndarray, size: int, *, weighted: bool) -> list[np.ndarray]:
+    """Positions to resample within: by machine label for a weighted (stratified) sample,
+    since that is how it was drawn and the weights assume the strata's sizes; else all."""
+    if not weighted:
+        return [np.arange(len(m))]
+    return [np.flatnonzero(m == k) for k in range(size) if np.any(m == k)]
+
+
+def _bootstrap_kappa(
+    cells: np.ndarray,
+    w: np.ndarray,
+    size: int,
+    strata: list[np.ndarray],
+    *,
+    bootstrap: int,
+    seed: int,
+    alpha: float,
+) -> tuple[float, float]:
+    """Percentile interval of κ over ``bootstrap`` resamples; ``(nan, nan)`` when none is defined.
+
+    ``cells`` are the items' confusion cells (h·k + m), ``strata`` the item positions to
+    resample within (one array for a plain bootstrap). Vectorised: each chunk of resamples
+    is an index matrix, and its confusion matrices one ``bincount`` over offset cell codes.
+    """
+    if bootstrap == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    n = len(cells)
+    kappas = np.empty(bootstrap)
+    chunk = max(1, _BOOTSTRAP_CELLS // n)
+    for start in range(0, bootstrap, chunk):
+        rows = min(chunk, bootstrap - start)
+        indices = _bootstrap_indices(rng, strata, rows, n)
+        kappas[start : start + rows] = _kappa(_confusions(cells[indices], w[indices], size))
+    kappas = kappas[~np.isnan(kappas)]
+    if len(kappas) == 0:
+        return (math.nan, math.nan)
+    low, high = np.quantile(kappas, [alpha / 2, 1 - alpha / 2])
+    return (float(low), float(high))
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return float(numerator / denominator) if denominator > 0 else None
+
+
+def _per_category(confusion: np.ndarray, h: np.ndarray, labels: Sequence[str]) -> dict:
+    support = np.bincount(h, minlength=len(labels))
+    diagonal, predicted, actual = np.diag(confusion), confusion.sum(axis=0), confusion.sum(axis=1)
+    return {
+        label: {
+            "precision": _ratio(diagonal[k], predicted[k]),
+            "recall": _ratio(diagonal[k], actual[k]),
+            "support": int(support[k]),
+        }
+        for k, label in enumerate(labels)
+    }
+
+
+def _binned(confidence: np.ndarray, correct: np.ndarray, w: np.ndarray, bins: int) -> tuple[list[dict], float]:
+    """The reliability diagram's bins and the top-label ECE.
+
+    Equal-width bins on [0, 1] (1.0 in the last); per non-empty bin its edges, item count,
+    weighted mean confidence and weighted share correct. Edges are b / bins (correctly
+    rounded), and an item exactly on an edge goes to the bin above, so 0.3 is in
+    [0.3, 0.4) with 10 bins, not lost to ``0.3 * 10`` rounding.
+    """
+    edges = np.arange(bins + 1) / bins
+    which = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, bins - 1)
+    count = np.bincount(which, minlength=bins)
+    used = np.flatnonzero(count)  # weights are positive: a bin has weight iff it has items
+    weight = np.bincount(which, weights=w, minlength=bins)[used]
+    mean_confidence = np.bincount(which, weights=w * confidence, minlength=bins)[used] / weight
+    mean_correct = np.bincount(which, weights=w * correct, minlength=bins)[used] / weight
+    ece = float((weight / weight.sum() * np.abs(mean_correct - mean_confidence)).sum())
+    reliability = [
+        {
+            "low": float(edges[b]),
+            "high": float(edges[b + 1]),
+            "count": int(count[b]),
+            "confidence": float(mean_confidence[i]),
+            "accuracy": float(mean_correct[i]),
+        }
+        for i, b in enumerate(used)
+    ]
+    return reliability, ece
+
+
+def calibration_figures(
+    machine: Sequence[str],
+    confidence: Sequence[float],
+    human: Sequence[str],
+    *,
+    weights: Sequence[float] | None = None,
+    labels: Sequence[str] = LABELS,
+    bins: int = 10,
+    bootstrap: int = 2000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> CalibrationFigures:
+    """How far the machine labels and confidences can be trusted, from the human sample.
+
+    Items are aligned: ``machine[i]``, ``confidence[i]`` and ``human[i]`` describe one
+    sampled query. With ``weights`` (each item's stratum weight N_s / n_s) the figures
+    estimate the whole batch rather than the sample, and κ's bootstrap resamples within
+    machine-label strata; see the module docstring for every formula. ``bootstrap=0``
+    skips the interval (``(nan, nan)``).
+    """
+    m, c, h, w = _validate(machine, confidence, human, weights, labels, bins, bootstrap, alpha)
+    size = len(labels)
+    cells = h * size + m
+    confusion = np.bincount(cells, weights=w, minlength=size * size).reshape(size, size)
+    total = confusion.sum()
+    correct = (m == h).astype(float)
+    strata = _resampling_strata(m, size, weighted=weights is not None)
+    reliability, ece = _binned(c, correct, w, bins)
+    return CalibrationFigures(
+        n=len(m),
+        accuracy=float(np.trace(confusion) / total),
+        kappa=float(_kappa(confusion)),
+        kappa_ci=_bootstrap_kappa(cells, w, size, strata, bootstrap=bootstrap, seed=seed, alpha=alpha),
+        per_category=_per_category(confusion, h, labels),
+        confusion=confusion.tolist(),
+        ece=ece,
+        brier=float((w * (c - correct) ** 2).sum() / total),
+        reliability=reliability,
+        weighted=weights is not None,
+    )

@@ -1,0 +1,196 @@
+"""Counterfactual collections: every gendered word swapped for its other-gender counterpart.
+
+CRBO (Abolghasemi et al., ECIR 2024) re-runs a ranker on such a collection and compares the
+rankings. This module holds the swap table and the streaming rewrite; it imports nothing
+from Django.
+
+Rules
+-----
+- Word pairs in :data:`PAIRS` swap both ways (he ↔ she, himself ↔ herself, man ↔ woman, …).
+- Pronouns whose counterpart is ambiguous swap one way (:data:`ONE_WAY`): his → her, him → her,
+  hers → his, and her → **his** by default (possessive "her book" is more frequent in passages
+  than objective "saw her"); ``her="him"`` chooses the other reading. No rule can be right for
+  every sentence without parsing; the choice is recorded with the collection.
+- First names of a word list (its words not in the tables above, e.g. the 163 + 163-entry
+  representative list's names) are paired across genders in alphabetical order: the i-th
+  female name ↔ the i-th male name, cycling through the shorter list.
+- Case follows the source word: ``he → she``, ``He → She``, ``HE → SHE``. Matching is on
+  whole words (``\\b``), case-insensitive; everything else in a line — the passage id, the tab,
+  punctuation, spacing, line ending — is written back byte for byte.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from genderbias.files.atomic import atomic_path
+from genderbias.files.textfiles import MAX_LINE_BYTES, expanded, line_too_long
+
+#: (female, male) pairs swapped in both directions.
+PAIRS: tuple[tuple[str, str], ...] = (
+    ("she", "he"),
+    ("herself", "himself"),
+    ("woman", "man"),
+    ("women", "men"),
+    ("girl", "boy"),
+    ("girls", "boys"),
+    ("mother", "father"),
+    ("mothers", "fathers"),
+    ("daughter", "son"),
+    ("daughters", "sons"),
+    ("sister", "brother"),
+    ("sisters", "brothers"),
+    ("female", "male"),
+    ("females", "males"),
+    ("lady", "gentleman"),
+    ("ladies", "gentlemen"),
+    ("madam", "sir"),
+    ("mom", "dad"),
+    ("moms", "dads"),
+    ("mommy", "daddy"),
+    ("mama", "papa"),
+    ("grandmother", "grandfather"),
+    ("grandmothers", "grandfathers"),
+    ("grandma", "grandpa"),
+    ("granddaughter", "grandson"),
+    ("granddaughters", "grandsons"),
+    ("stepmother", "stepfather"),
+    ("stepdaughter", "stepson"),
+    ("fiancee", "fiance"),
+    ("gal", "guy"),
+    ("gals", "guys"),
+    ("lass", "lad"),
+    ("lasses", "lads"),
+    ("godmother", "godfather"),
+    ("wife", "husband"),
+    ("wives", "husbands"),
+    ("aunt", "uncle"),
+    ("aunts", "uncles"),
+    ("niece", "nephew"),
+    ("nieces", "nephews"),
+    ("queen", "king"),
+    ("queens", "kings"),
+    ("princess", "prince"),
+    ("princesses", "princes"),
+    ("actress", "actor"),
+    ("actresses", "actors"),
+    ("girlfriend", "boyfriend"),
+    ("girlfriends", "boyfriends"),
+    ("bride", "groom"),
+    ("brides", "grooms"),
+    ("heroine", "hero"),
+    ("waitress", "waiter"),
+    ("duchess", "duke"),
+    ("empress", "emperor"),
+    ("widow", "widower"),
+    ("mrs", "mr"),
+    ("motherhood", "fatherhood"),
+    ("sisterhood", "brotherhood"),
+    ("maternal", "paternal"),
+    ("feminine", "masculine"),
+)
+
+#: Pronouns whose counterpart depends on the sentence; ``her`` is set by :func:`swap_table`.
+ONE_WAY: dict[str, str] = {"his": "her", "him": "her", "hers": "his"}
+HER_CHOICES = ("his", "him")
+
+
+def swap_table(names: Iterable[tuple[str, str]] = (), her: str = "his") -> dict[str, str]:
+    """Lower-case word → lower-case replacement, for pairs, pronouns and ``(word, gender)`` names.
+
+    ``names`` are ``(word, 'f'|'m')`` entries (e.g. ``GenderWords.words.items()``); words already
+    covered by the fixed tables are ignored, the rest are paired across genders.
+    """
+    if her not in HER_CHOICES:
+        raise ValueError(f"her must be one of {HER_CHOICES}, got {her!r}")
+    table: dict[str, str] = {}
+    for female, male in PAIRS:
+        table[female] = male
+        table[male] = female
+    table.update(ONE_WAY)
+    table["her"] = her
+    female_names = sorted({w for w, g in names if g == "f" and w not in table})
+    male_names = sorted({w for w, g in names if g == "m" and w not in table})
+    if female_names and male_names:
+        for i, name in enumerate(female_names):
+            table[name] = male_names[i % len(male_names)]
+        for i, name in enumerate(male_names):
+            table.setdefault(name, female_names[i % len(female_names)])
+    return table
+
+
+def match_case(source: str, target: str) -> str:
+    """``target`` in the case pattern of ``source``: lower, Capitalised or UPPER."""
+    if len(source) > 1 and source.isupper():
+        return target.upper()
+    if source[:1].isupper():
+        return target[:1].upper() + target[1:]
+    return target
+
+
+class Swapper:
+    """Replaces whole words of a text according to a swap table, keeping case."""
+
+    def __init__(self, table: dict[str, str]) -> None:
+        self.table = table
+        alternation = "|".join(re.escape(w) for w in sorted(table, key=lambda w: (-len(w), w)))
+        self.pattern = re.compile(rf"\b(?:{alternation})\b", re.IGNORECASE)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        word = match.group(0)
+        return match_case(word, self.table[word.lower()])
+
+    def text(self, text: str) -> str:
+        return self.pattern.sub(self._replace, text)
+
+    def line(self, line: str) -> str:
+        """A ``pid<TAB>passage`` line with only the passage rewritten (no tab: unchanged)."""
+        pid, tab, passage = line.partition("\t")
+        if not tab:
+            return line
+        return pid + tab + self.text(passage)
+
+
+def _open_input(path: Path):
+    """The file and its expanded bytes, through the project's one bounded gzip reader."""
+    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned handle
+    return raw, expanded(path, raw)
+
+
+def write_counterfactual(
+    source: str | Path,
+    destination: str | Path,
+    swapper: Swapper,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Stream ``source`` into ``destination`` with words swapped; returns the lines written.
+
+    Input may be gzipped (detected by content); output is gzipped when ``destination`` ends in
+    ``.gz``. Written to a temporary file beside the destination and renamed at the end, so an
+    interruption never leaves half a collection. ``progress`` receives input bytes read.
+    """
+    source, destination = Path(source), Path(destination)
+    lines = 0
+    raw, stream = _open_input(source)
+    with atomic_path(destination) as tmp, raw, stream, open(tmp, "wb") as handle:
+        out = gzip.GzipFile(fileobj=handle, mode="wb") if destination.name.endswith(".gz") else handle
+        try:
+            # Lines are read with a bound: the source is a registered (checked) collection, but
+            # a line over the readers' limit must not be gathered whole here either.
+            while data := stream.readline(MAX_LINE_BYTES + 2):
+                if len(data.removesuffix(b"\n")) > MAX_LINE_BYTES:
+                    raise line_too_long(source, lines + 1)
+                # Decoding strictly keeps the bytes: "\n" and "\r\n" stay in the line.
+                out.write(swapper.line(data.decode("utf-8")).encode("utf-8"))
+                lines += 1
+                if progress and lines % 10_000 == 0:
+                    progress(raw.tell())
+        finally:
+            if out is not handle:
+                out.close()
+    if progress:
+        progress(source.stat().st_size)
+    return lines

@@ -1,0 +1,155 @@
+"""Retrieval effectiveness of a run against relevance judgments, per query, with ir_measures.
+
+The field's library computes the values (``ir_measures.iter_calc``, which runs pytrec_eval,
+i.e. trec_eval's code), never this module: RR@k (its mean over queries is MRR@k), nDCG@k
+(trec_eval's ``ndcg_cut``: gain = graded relevance, discount log2(rank + 1), ideal from every
+judgment of the query), R@k, P@k and AP@k; relevant means relevance ≥ 1, as trec_eval has it.
+
+Three rules, stated where they are applied:
+
+- **Our ranking, not trec_eval's re-sort.** trec_eval orders a query's documents by score
+  (ties by docid descending). The normalised run already holds the rank the project uses (by
+  score with trec_eval's tie rule, or the file's order with ``--order file``), so the score
+  handed over is ``-rank``: the library evaluates exactly the ranking the bias metrics see.
+- **A judged query the run did not return counts as 0** (ir_measures' default, ``trec_eval -c``):
+  its row holds the measure's value for an empty ranking (0 for RR, nDCG, R, P, AP), so it
+  enters the run's mean and the paired tests. Dropping it made a run that returns nothing for
+  the hard queries look better (RR@10 0.5 over one query where the field reports 0.25 over
+  two). Such queries are named per run by :func:`unreturned_queries`.
+- **Queries without judgments are reported, not dropped.** ir_measures (like trec_eval)
+  silently skips a query the qrels do not mention. Here every asked query has a row; one
+  without judgments has the value NaN, so it is listed in the per-query output, left out of
+  the mean (and of the ``queries`` count) and named by :func:`unjudged_queries`.
+  A query with judgments but no relevant document is judged: its values are 0.
+
+So a run's mean over the judged queries equals ``ir_measures.calc_aggregate`` on the same qrels
+(restricted to the asked queries) and run.
+
+Pure (no Django); ir_measures, pandas and polars are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from genderbias.ranking.vocabulary import EFFECTIVENESS, MEASURE_ALIASES
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+
+#: The measures a report adds when given qrels but no ``--measures``.
+DEFAULT_MEASURES: tuple[str, ...] = ("RR@10", "nDCG@10", "R@10", "P@10")
+
+_MEASURE = re.compile(r"^\s*([A-Za-z]+)\s*@\s*(\d+)\s*$")
+
+COLUMNS = ["qid", "metric", "cutoff", "value"]
+
+
+def parse_measure(text: str) -> tuple[str, int]:
+    """``"nDCG@10"`` → ``("nDCG", 10)``; ``MRR@10`` is ``RR@10``. ValueError naming the
+    supported measures for anything else (a measure needs a cutoff)."""
+    match = _MEASURE.match(text)
+    name = match and MEASURE_ALIASES.get(match[1], match[1])
+    if not match or name not in EFFECTIVENESS or int(match[2]) < 1:
+        raise ValueError(
+            f"unknown measure {text.strip()!r}: give NAME@k with NAME one of "
+            f"{', '.join(EFFECTIVENESS)} (or MRR) and k ≥ 1, e.g. RR@10,nDCG@10"
+        )
+    return name, int(match[2])
+
+
+def parse_measures(measures: str | Iterable[str]) -> tuple[str, ...]:
+    """Comma-separated (or listed) measures, canonical (``RR@10``), without repeats, in order."""
+    parts = measures.split(",") if isinstance(measures, str) else list(measures)
+    names = [f"{name}@{cutoff}" for name, cutoff in (parse_measure(p) for p in parts if p.strip())]
+    return tuple(dict.fromkeys(names))
+
+
+def measures_depth(measures: Sequence[str]) -> int:
+    """The deepest cutoff of ``measures``: how much of each ranking they read."""
+    return max(parse_measure(m)[1] for m in measures)
+
+
+def _polars(frame) -> pl.DataFrame:
+    import polars as pl
+
+    return frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
+
+
+def unjudged_queries(run, qrels) -> list[str]:
+    """The queries of ``run`` (``qid, …``) that ``qrels`` (``qid, docid, rel``) do not judge, in run order."""
+    import polars as pl
+
+    run, qrels = _polars(run), _polars(qrels)
+    qids = run.select(pl.col("qid").cast(pl.String)).unique(maintain_order=True)
+    judged = qrels.select(pl.col("qid").cast(pl.String)).unique()
+    return qids.join(judged, on="qid", how="anti", maintain_order="left")["qid"].to_list()
+
+
+def unreturned_queries(run, qrels, qids: Sequence[str] | None = None) -> list[str]:
+    """The judged queries (of ``qids``, default every query ``qrels`` judges) that ``run`` does not
+    return, in ``qids`` order: each counts as 0 in the run's effectiveness."""
+    import polars as pl
+
+    run, qrels = _polars(run), _polars(qrels)
+    judged = qrels.select(pl.col("qid").cast(pl.String)).unique(maintain_order=True)["qid"].to_list()
+    returned = set(run.select(pl.col("qid").cast(pl.String))["qid"].to_list())
+    judged_set = set(judged)
+    asked = judged if qids is None else [str(q) for q in qids]
+    return [qid for qid in asked if qid in judged_set and qid not in returned]
+
+
+def effectiveness(run, qrels, measures: Sequence[str], qids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per query of ``qids`` (default: the queries of ``run``), each measure of ``run`` (``qid,
+    docid, rank``) against ``qrels`` (``qid, docid, rel``).
+
+    Long frame ``qid, metric, cutoff, value`` (``metric``: the ir_measures name, ``RR``,
+    ``nDCG``, …), one row per asked query and measure: ir_measures' value for a judged query
+    (0 when the run does not return it), NaN for a query without judgments. Judgments of queries
+    not asked are left out, so they cannot enter a mean.
+    """
+    import ir_measures
+    import pandas as pd
+    import polars as pl
+
+    measures = parse_measures(measures)
+    run, qrels = _polars(run), _polars(qrels)
+    if qids is None:
+        qids = run.select(pl.col("qid").cast(pl.String)).unique(maintain_order=True)["qid"].to_list()
+    else:
+        qids = list(dict.fromkeys(str(q) for q in qids))
+        asked = pl.Series("qid", qids, dtype=pl.String).to_frame()
+        qrels = qrels.with_columns(pl.col("qid").cast(pl.String)).join(asked, on="qid", how="semi")
+    depth = measures_depth(measures)
+    ranked = run.filter(pl.col("rank") <= depth)
+    run_input = pd.DataFrame(
+        {
+            "query_id": ranked["qid"].cast(pl.String).to_list(),
+            "doc_id": ranked["docid"].cast(pl.String).to_list(),
+            "score": (-ranked["rank"].cast(pl.Float64)).to_list(),  # our rank, not trec_eval's re-sort
+        }
+    )
+    qrels_input = pd.DataFrame(
+        {
+            "query_id": qrels["qid"].cast(pl.String).to_list(),
+            "doc_id": qrels["docid"].cast(pl.String).to_list(),
+            "relevance": qrels["rel"].cast(pl.Int64).to_list(),
+        }
+    )
+    parsed = {str(ir_measures.parse_measure(m)): parse_measure(m) for m in measures}
+    values: dict[tuple[str, str], float] = {}
+    if len(qrels_input):  # ir_measures yields every judged query, 0 where the run has none
+        for result in ir_measures.iter_calc([ir_measures.parse_measure(m) for m in measures], qrels_input, run_input):
+            values[(str(result.query_id), str(result.measure))] = float(result.value)
+    rows = [
+        (qid, name, cutoff, values.get((qid, key), float("nan")))
+        for key, (name, cutoff) in parsed.items()
+        for qid in qids
+    ]
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame["cutoff"] = frame["cutoff"].astype("int64")
+    frame["value"] = frame["value"].astype("float64")
+    return frame

@@ -1,0 +1,143 @@
+"""Pooling the most gender-biased queries (Rekabsaz & Schedl, SIGIR 2020, Section 4).
+
+For every run, two lists of its queries: female-leaning, sorted by RaB ascending (most
+negative first), and male-leaning, sorted descending. Ties go to the smaller qid
+(numerically when every qid is an integer). The pool is the union of the top ``depth``
+of every list.
+
+Invariant: RaB values equal to :data:`TIE_DECIMALS` decimal places are ties. RaB is a mean
+of logarithms summed in whatever order the vectorised code chose, so two queries whose
+rankings have the same magnitudes can differ in their last bits; ordering by those bits
+put the pool boundary at the mercy of floating-point noise (one query of 444 at the
+depth-100 boundary on held-out data). Sorting on the value rounded to 12 decimals makes
+the documented qid rule decide, in the pool, its provenance (list positions) and its page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+#: RaB values that agree to this many decimal places are ties (broken by qid).
+TIE_DECIMALS = 12
+FEMALE_LIST = "female"
+MALE_LIST = "male"
+SELECTION_SCHEMA = {"run": pl.String, "list": pl.String, "position": pl.Int64, "qid": pl.String, "rab": pl.Float64}
+
+
+def qid_sort_keys(qids: list[str]) -> list[int] | list[str]:
+    """Numeric keys when every qid is an integer (``"10"``, ``"1.0"``), else the strings themselves."""
+    try:
+        numbers = [float(qid) for qid in qids]
+    except ValueError:
+        return qids
+    if all(number.is_integer() for number in numbers):
+        return [int(number) for number in numbers]
+    return qids
+
+
+def sort_qids(qids: Iterable[str]) -> list[str]:
+    """Qids in the pool's tie-breaking order."""
+    qids = [str(qid) for qid in qids]
+    keys = qid_sort_keys(qids)
+    return [qid for _, qid in sorted(zip(keys, qids, strict=True), key=lambda pair: pair[0])]
+
+
+@dataclass
+class PoolResult:
+    """``selections``: one row per (run, list, position) selected (:data:`SELECTION_SCHEMA`);
+    ``qids``: the union, in :func:`sort_qids` order."""
+
+    selections: pl.DataFrame
+    qids: list[str]
+
+
+def biased_lists(rank_bias: Mapping[str, float], depth: int) -> dict[str, pl.DataFrame]:
+    """The top ``depth`` of the female- and male-leaning lists of one run: frames ``qid, rab``.
+
+    ``rank_bias`` maps qid → RaB (anything with ``items()``); missing values (NaN) are left out.
+    """
+    items = [(str(qid), float(rab)) for qid, rab in rank_bias.items() if rab is not None and rab == rab]
+    qids = [qid for qid, _ in items]
+    rab = np.array([value for _, value in items], dtype=np.float64)
+    keys = qid_sort_keys(qids)
+    frame = pl.DataFrame(
+        {
+            "qid": pl.Series(qids, dtype=pl.String),
+            "rab": rab,
+            "key": pl.Series(keys, dtype=pl.Int64 if keys is not qids else pl.String),
+            "tied": np.round(rab, TIE_DECIMALS) + 0.0,  # + 0.0 turns -0.0 into 0.0
+        }
+    )
+    female = frame.sort(["tied", "key"], descending=[False, False], maintain_order=True).head(depth)
+    male = frame.sort(["tied", "key"], descending=[True, False], maintain_order=True).head(depth)
+    return {FEMALE_LIST: female.select("qid", "rab"), MALE_LIST: male.select("qid", "rab")}
+
+
+def pool_queries(rank_bias_by_run: Mapping[str, Mapping[str, float]], depth: int) -> PoolResult:
+    """Pool the top ``depth`` queries of both lists of every run."""
+    if depth < 1:
+        raise ValueError("depth must be at least 1")
+    parts = [pl.DataFrame(schema=SELECTION_SCHEMA)]
+    for run, rank_bias in rank_bias_by_run.items():
+        for list_name, selected in biased_lists(rank_bias, depth).items():
+            parts.append(
+                selected.select(
+                    pl.lit(run, dtype=pl.String).alias("run"),
+                    pl.lit(list_name, dtype=pl.String).alias("list"),
+                    pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("position"),
+                    "qid",
+                    "rab",
+                )
+            )
+    selections = pl.concat(parts)
+    return PoolResult(selections, sort_qids(selections["qid"].unique(maintain_order=True)))
+
+
+def rank_bias_by_run(
+    frames: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoff: int
+) -> dict[str, dict[str, float]]:
+    """RaB@``cutoff`` of every query of every run: run → qid → RaB, the input of :func:`pool_queries`.
+
+    ``frames``: each run's rankings (``qid, docid, rank``) by run name; ``magnitudes``: the
+    passages' gender magnitudes (:func:`genderbias.text.magnitudes.magnitudes_frame`).
+    """
+    from genderbias.ranking.rank_bias import rank_bias_columns_by_run
+
+    column = f"RaB@{cutoff}"
+    return {
+        run: dict(zip(qids, columns[column].tolist(), strict=True))
+        for run, (qids, columns) in rank_bias_columns_by_run(frames, magnitudes, [cutoff]).items()
+    }
+
+
+def pool_provenance(
+    result: PoolResult, rank_bias_by_run: Mapping[str, Mapping[str, float]]
+) -> list[tuple[str, str, float | None, int | None, int | None]]:
+    """One row per (run, pooled query), runs in the order given, queries in the pool's order:
+    ``(run, qid, RaB or None, position in the run's female list or None, in its male list or None)``.
+
+    A pooled query a run does not contain has no RaB for that run; a query the run did not
+    select has no positions in its lists (another run brought it into the pool).
+    """
+    positions = {
+        (run, list_name, qid): position
+        for run, list_name, qid, position in result.selections.select("run", "list", "qid", "position").iter_rows()
+    }
+    rows = []
+    for run, values in rank_bias_by_run.items():
+        for qid in result.qids:
+            value = values.get(qid)
+            rows.append(
+                (
+                    run,
+                    qid,
+                    None if value is None else float(value),
+                    positions.get((run, FEMALE_LIST, qid)),
+                    positions.get((run, MALE_LIST, qid)),
+                )
+            )
+    return rows

@@ -1,0 +1,146 @@
+"""Rank bias of a run, per query: RaB@t and ARaB@t (Rekabsaz & Schedl, SIGIR 2020).
+
+For a query with ranked documents d_1..d_n and gender magnitudes mag_f, mag_m:
+
+- RaB@t  = mean over r ≤ min(t, n) of (mag_m(d_r) − mag_f(d_r)); positive leans male;
+- ARaB@t = mean of RaB@1 … RaB@min(t, n).
+
+Computed for all queries and cutoffs at once from a dense [queries × ranks] matrix and
+cumulative sums: no Python loop per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def rank_matrices(
+    run: pl.DataFrame, values: pl.DataFrame, depth: int
+) -> tuple[list[str], dict[str, np.ndarray], np.ndarray]:
+    """Per-rank values of a run as dense ``[queries × depth]`` matrices.
+
+    ``run`` has ``qid, docid, rank`` (ranks 1..n per query); ``values`` has ``docid`` and
+    the columns to spread, one matrix each. Returns ``(qids, matrices, n)`` where ``n`` is
+    each query's number of documents within ``depth``. Cells past ``n``, and documents
+    missing from ``values``, are 0 (``False`` for boolean columns).
+    """
+    top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
+    qids = top["qid"].unique(maintain_order=True)
+    top = top.join(qids.to_frame().with_row_index("row"), on="qid", how="left")
+    top = top.join(values, on="docid", how="left")
+    rows = top["row"].to_numpy().astype(np.int64)
+    cols = top["rank"].to_numpy().astype(np.int64) - 1
+    matrices = {}
+    for name in values.columns:
+        if name == "docid":
+            continue
+        column = top[name]
+        if column.dtype == pl.Boolean:
+            data, dtype = column.fill_null(False).to_numpy(), np.bool_
+        else:
+            data, dtype = column.fill_null(0).cast(pl.Float64).to_numpy(), np.float64
+        matrix = np.zeros((len(qids), depth), dtype=dtype)
+        matrix[rows, cols] = data
+        matrices[name] = matrix
+    n = np.bincount(rows, minlength=len(qids))
+    return qids.to_list(), matrices, n
+
+
+def rank_bias_columns(
+    run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """RaB@t and ARaB@t for every query of ``run``: ``(qids, columns)``.
+
+    ``magnitudes`` has ``docid`` and float columns ``f`` and ``m`` (one magnitude variant).
+    ``columns`` holds ``RaB@t`` and ``ARaB@t`` per cutoff, and ``n`` (documents the run has
+    for the query, up to the largest cutoff), each aligned with ``qids``.
+    """
+    depth = _depth(cutoffs)
+    qids, matrices, n = rank_matrices(run, _differences(magnitudes), depth)
+    return qids, rank_bias_of(matrices["value"], n, cutoffs)
+
+
+def rank_bias_columns_by_run(
+    runs: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoffs: Sequence[int]
+) -> dict[str, tuple[list[str], dict[str, np.ndarray]]]:
+    """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), the same values.
+
+    The passages' magnitudes and the queries' numbers are joined to the rankings of all
+    runs at once (one hash table of the passages rather than one per run); each run's
+    matrix is then filled in numpy, its queries in the order they first appear in the run,
+    as :func:`rank_matrices` orders them.
+    """
+    depth = _depth(cutoffs)
+    if not runs:
+        return {}
+    tops = pl.concat(
+        run.select("qid", "docid", "rank", pl.lit(i, dtype=pl.UInt32).alias("run")).filter(pl.col("rank") <= depth)
+        for i, run in enumerate(runs.values())
+    )
+    joined = tops.join(_differences(magnitudes), on="docid", how="left", maintain_order="left")
+    union = joined["qid"].unique(maintain_order=True)
+    joined = joined.join(union.to_frame().with_row_index("code"), on="qid", how="left", maintain_order="left")
+    union_qids = union.to_list()
+    codes = joined["code"].to_numpy().astype(np.int64)
+    cols = joined["rank"].to_numpy().astype(np.int64) - 1
+    data = joined["value"].fill_null(0).cast(pl.Float64).to_numpy()
+    bounds = np.searchsorted(joined["run"].to_numpy(), np.arange(len(runs) + 1))  # runs are in order
+    row_of = np.empty(len(union_qids), dtype=np.int64)
+    result = {}
+    for i, name in enumerate(runs):
+        part = slice(bounds[i], bounds[i + 1])
+        found, first = np.unique(codes[part], return_index=True)
+        present = found[np.argsort(first)]  # the run's queries in order of first appearance
+        row_of[present] = np.arange(len(present))
+        rows = row_of[codes[part]]
+        matrix = np.zeros((len(present), depth), dtype=np.float64)
+        matrix[rows, cols[part]] = data[part]
+        n = np.bincount(rows, minlength=len(present))
+        result[name] = ([union_qids[code] for code in present.tolist()], rank_bias_of(matrix, n, cutoffs))
+    return result
+
+
+def _depth(cutoffs: Sequence[int]) -> int:
+    if not cutoffs or min(cutoffs) < 1:
+        raise ValueError("cutoffs must be positive integers")
+    return max(cutoffs)
+
+
+def _differences(magnitudes: pl.DataFrame) -> pl.DataFrame:
+    """``docid, value``: each passage's ``m − f``, the value RaB averages."""
+    return magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
+
+
+def rank_bias_of(matrix: np.ndarray, n: np.ndarray, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
+    """RaB@t, ARaB@t and ``n`` from the ``[queries × depth]`` values and each query's number of documents.
+
+    The one arithmetic of RaB/ARaB: the pool's paths above and the report's
+    (:mod:`genderbias.ranking.measures`, whose per-rank values may be expectations over orders of ties).
+    """
+    depth = matrix.shape[1]
+    ranks = np.arange(1, depth + 1)
+    rab_at = np.cumsum(matrix, axis=1) / ranks  # RaB@r for r = 1..depth, assuming r ≤ n
+    arab_sum = np.cumsum(rab_at, axis=1)
+    columns = {}
+    rows = np.arange(len(n))
+    for t in cutoffs:
+        k = np.minimum(t, n)  # ≥ 1 for every query present in the run
+        columns[f"RaB@{t}"] = rab_at[rows, k - 1]
+        columns[f"ARaB@{t}"] = arab_sum[rows, k - 1] / k
+    columns["n"] = np.minimum(n, depth) if len(n) else n
+    return columns
+
+
+def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
+    """:func:`rank_bias_columns` as a pandas frame indexed by ``qid`` (for the metrics' tables)."""
+    import pandas as pd
+
+    qids, columns = rank_bias_columns(run, magnitudes, cutoffs)
+    return pd.DataFrame(columns, index=pd.Index(qids, name="qid"))
