@@ -2,7 +2,7 @@
 
 Pure (numpy, no Django). ``manage.py benchmark_routing`` runs the machine path against it twice:
 simulated (:func:`genderbias.machine.routing_forecast.simulate_path`, hundreds of redraws) and for
-real over HTTP (the chat labeller against :mod:`benchmarks.fakes.openai_chat` scripted with the
+real over HTTP (the chat labeller against :mod:`tests.annotation.machine.openai_server` scripted with the
 answers :func:`chat_answers` draws; the crowd as in-house annotators posting the HIT form, each
 voting as its worker in :func:`platform_crowd` does).
 

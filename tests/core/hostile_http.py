@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, drip, send, serve_in_thread
+from tests.loopback import LoopbackServer, drip, send, serve_in_thread
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Hostile:
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)
     drip_every: float = 0.2
     drip_for: float = 6.0
-    #: Per ``drip`` answered, whether the client hung up before its end (benchmarks.fakes.loopback.drip).
+    #: Per ``drip`` answered, whether the client hung up before its end (tests.loopback.drip).
     drips: list[bool] = field(default_factory=list)
     huge_bytes: int = 5_000_000
     redirect_to: str = ""

@@ -4,8 +4,8 @@ scroll at 1280 or 390 px."""
 
 import pytest
 
-from benchmarks.fakes import openai_chat
 from core.sealing import new_key
+from tests.annotation.machine import openai_server as openai_chat
 
 SECRET_END = "9xYz"
 

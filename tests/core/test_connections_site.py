@@ -7,12 +7,12 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from benchmarks.fakes import openai_chat
 from core.models import Connection, Job
 from core.sealing import new_key
 from core.selectors import chat_settings
 from core.web.permissions import can_manage_connections
 from platforms.prolific.connection.selectors import prolific_settings
+from tests.annotation.machine import openai_server as openai_chat
 
 PAGE = "/connections/"
 API = "/api/connections/"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.fakes.loopback import drips_ended
 from core.http import HttpError, JsonClient
+from tests.loopback import drips_ended
 
 
 class FakeClock:

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
+from tests.loopback import LoopbackServer, send, serve_in_thread
 
 #: Zenodo's sandbox DOI prefix (DataCite's test prefix).
 PREFIX = "10.5072"

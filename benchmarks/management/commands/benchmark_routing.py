@@ -141,7 +141,7 @@ class Command(ProjectCommand):
 
     # -- over HTTP ------------------------------------------------------------------------------------
     def _over_http(self, rows, truth, answers, o):
-        from benchmarks.fakes.openai_chat import FakeOpenAI, serve
+        from tests.annotation.machine.openai_server import FakeOpenAI, serve
 
         crowd = platform_crowd()
         accounts = self._accounts(crowd)

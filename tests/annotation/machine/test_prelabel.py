@@ -15,10 +15,10 @@ from annotation.machine.prelabellers.openai_chat import ChatClient, ChatPreLabel
 from annotation.machine.prelabellers.rules import RulesPreLabeller
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
-from benchmarks.fakes.openai_chat import KEY, PROMPT_TOKENS, FakeOpenAI, serve
 from genderbias.errors import ServiceError
 from genderbias.text.wordlists import GenderWords
 from tests.annotation.conftest import QUERIES, make_batch
+from tests.annotation.machine.openai_server import KEY, PROMPT_TOKENS, FakeOpenAI, serve
 
 TEXT = {qid: text for qid, text, _ in QUERIES}
 

@@ -2,7 +2,7 @@
 answer (``max_tokens``, or ``max_completion_tokens`` where the server wants it: a declared option of the
 connection, switched when the server refuses the other); free-text answers that name no label are counted,
 never guessed; log-probabilities in llama-cpp-python's older text-completion shape are read as the chat
-shape. Against the project's test server over real HTTP (``benchmarks/fakes/openai_chat.py``), as harsh as
+shape. Against the project's test server over real HTTP (``tests/annotation/machine/openai_server.py``), as harsh as
 the servers it imitates; ``test_prelabel_structured.py`` runs a real llama.cpp server too."""
 
 import math
@@ -18,8 +18,8 @@ from annotation.machine.prelabellers.openai_chat import (
 )
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import PreLabel
-from benchmarks.fakes.openai_chat import KEY, FakeOpenAI, serve, tokens_of
 from tests.annotation.conftest import QUERIES, make_batch
+from tests.annotation.machine.openai_server import KEY, FakeOpenAI, serve, tokens_of
 
 TEXT = {qid: text for qid, text, _ in QUERIES}
 #: What a small local model wrote with no cap (about 225 tokens on llama.cpp): a label is in it, not first.

@@ -22,7 +22,7 @@ from annotation.machine.prelabellers.openai_chat import (
 )
 from annotation.machine.services.prelabels import DatabaseAnswerCache, _sha, prelabel_batch
 from annotation.models import PreLabelAnswer
-from benchmarks.fakes.openai_chat import KEY, FakeOpenAI, serve
+from tests.annotation.machine.openai_server import KEY, FakeOpenAI, serve
 from tests.annotation.machine.test_prelabel import TEXT, batch, fake_openai, stored  # noqa: F401  (fixtures)
 
 ln = math.log

@@ -16,11 +16,11 @@ from annotation.machine.prelabellers.interface import PreLabelStopped
 from annotation.machine.services.background import start_prelabel
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
-from benchmarks.fakes.loopback import drips_ended
 from core.models import Job
 from tests.annotation.machine.test_prelabel import batch, chat_labeller, fake_openai, stored  # noqa: F401  (fixtures)
 from tests.core.hostile_http import Hostile
 from tests.core.hostile_http import serve as serve_hostile
+from tests.loopback import drips_ended
 
 
 @pytest.fixture

@@ -30,9 +30,9 @@ from annotation.machine.prelabellers.openai_chat import (
 )
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import PreLabel
-from benchmarks.fakes.openai_chat import KEY, FakeOpenAI, serve
 from core.connection_kinds import KINDS
 from tests.annotation.conftest import QUERIES, make_batch
+from tests.annotation.machine.openai_server import KEY, FakeOpenAI, serve
 
 TEXT = {qid: text for qid, text, _ in QUERIES}
 #: What SmolLM2-135M wrote to the built-in prompt (benchmark_llama_cpp, text format).

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
+from tests.loopback import LoopbackServer, send, serve_in_thread
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 #: Masters' qualification type ids (production, sandbox), as MTurk documents them.

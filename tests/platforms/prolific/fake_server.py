@@ -74,7 +74,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 from urllib.parse import parse_qs, urlencode, urlparse
 
-from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
+from tests.loopback import LoopbackServer, send, serve_in_thread
 from tests.platforms.prolific import contract
 
 TOKEN = "test-token"

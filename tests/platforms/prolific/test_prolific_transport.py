@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from benchmarks.fakes.loopback import drips_ended
 from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
+from tests.loopback import drips_ended
 
 
 def prolific(fake, **options):

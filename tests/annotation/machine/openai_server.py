@@ -61,7 +61,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, drip, send, serve_in_thread
+from tests.loopback import LoopbackServer, drip, send, serve_in_thread
 
 KEY = "sk-test"
 PROMPT_TOKENS = 20

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from benchmarks.fakes.loopback import LoopbackServer, send, serve_in_thread
+from tests.loopback import LoopbackServer, send, serve_in_thread
 
 TOKEN = "hf_testtoken0000write"
 
