@@ -94,6 +94,11 @@ SKIPPED: list[tuple[str, object, str]] = [
         "runs the whole suite, this test included (about 18 minutes); CI runs exactly it (.ci/run)",
     ),
     (
+        "library install",
+        lambda w: w[:2] == ("pip", "install"),
+        "installs the library into your environment; tests/genderbias installs it the same way into a fresh venv",
+    ),
+    (
         "benchmarks",
         lambda w: w[0].startswith("bin/benchmark") or (_manage(w) and w[2].startswith("benchmark_")),
         "benchmarks take minutes to hours on millions of lines (their figures: docs/benchmarks.md)",
@@ -126,7 +131,7 @@ def rule_of(command: Command) -> str:
     for name, matches, _ in SKIPPED:
         if matches(words):
             return f"skip:{name}"
-    if words[0] in ("bin/demo", "bin/serve"):
+    if words[0] in ("bin/demo", "bin/serve", "bin/setup"):
         return "process"
     if words[0] in ("source", "export"):
         return "env"
@@ -292,6 +297,30 @@ def _get(opener, url: str) -> tuple[int, str]:
 
 @pytest.mark.slow
 @pytest.mark.embedded
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_bin_setup_sets_up_an_empty_database_and_nothing_else(tmp_path):
+    """``bin/setup`` as the README gives it: .venv and a migrated database, no synthetic data."""
+    (setup,) = [c for c in readme_commands() if c.words == ("bin/setup",)]
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_DEBUG")}
+    env.update(VAR_DIR=str(tmp_path / "var"))
+    done = subprocess.run(
+        list(setup.words), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "var" / "db.sqlite3") as db:
+        applied = db.execute("select count(*) from django_migrations").fetchone()[0]
+        tables = {name for (name,) in db.execute("select name from sqlite_master where type = 'table'")}
+        counts = {
+            t: db.execute(f'select count(*) from "{t}"').fetchone()[0]
+            for t in ("pooling_collection", "pooling_run", "auth_user")
+        }
+    assert applied > 0 and "pooling_pool" in tables
+    assert counts == {"pooling_collection": 0, "pooling_run": 0, "auth_user": 0}, counts
+
+
 def test_the_first_screen_gets_a_newcomer_to_the_site(tmp_path):
     first = [c for c in readme_commands() if c.section == "Start here"]
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_DEBUG")}
