@@ -17,9 +17,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from benchmarks.upload_memory import write_repeated
 from genderbias.errors import InputError
 from genderbias.files.textfiles import MAX_LINE_BYTES, open_text
+from tests.support.compression_bombs import write_repeated
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = f"is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader)"
