@@ -275,7 +275,7 @@ def test_the_layer_vocabulary_sorts_known_modules():
     for module in (
         "core.http",
         "genderbias.errors",
-        "genderbias.files.readers",
+        "genderbias.files.runs",
         "genderbias.labels",
         "genderbias.machine.routing_statistics",
         "annotation.machine.prelabellers.openai_chat",
