@@ -9,7 +9,7 @@ SQLite database (or an empty PostgreSQL database given by URL); for every step t
 memory (``ru_maxrss`` of the child, from ``wait4``) and the disk the site's data folder and
 database hold after it.
 
-The reference notebooks' approach (``benchmarks.pooling.naive``: a ``Counter`` per passage held
+The reference notebooks' approach (``tests.support.naive_pool``: a ``Counter`` per passage held
 in memory) needs about 5 GB per million passages, so it cannot run whole on a 24 GB machine: it
 runs on a prefix of the collection (``reference_passages``) with the run lines that rank those
 passages, its two phases timed apart, and each phase is scaled by its own size (passages, run
@@ -312,8 +312,8 @@ def table(steps: list[Step], reference: dict, scaled: dict, sizes: dict, run_lin
 def _reference_main(argv: list[str]) -> None:
     """In the subprocess: the reference's pooling with its two phases timed."""
     from benchmarks.measure import peak_memory_mb
-    from benchmarks.pooling.naive import naive_pool
     from genderbias.text.wordlists import default_wordlist
+    from tests.support.naive_pool import naive_pool
 
     collection, queries, cutoff, depth, *runs = argv
     phases: dict[str, float] = {}

@@ -168,7 +168,7 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
     from benchmarks.measure import peak_memory_mb
 
     django.setup()
-    from genderbias.files.readers import byte_ranges
+    from genderbias.files.blocks import byte_ranges
     from genderbias.text import magnitudes as mag
     from genderbias.text.wordlists import default_wordlist
     from pooling import services

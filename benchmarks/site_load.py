@@ -1,7 +1,7 @@
 """Many virtual annotators at once against a running site, and what they measured.
 
 Pure module (standard library only, no Django): :func:`run_annotators` starts one thread
-per account, each a :class:`~benchmarks.virtual_annotator.VirtualAnnotator` that logs in
+per account, each a :class:`~tests.support.virtual_annotator.VirtualAnnotator` that logs in
 once and then takes and answers HITs until the time is up or nothing is left;
 :func:`step_rows` turns the timings into percentiles per step and :func:`format_table`
 prints them. ``manage.py benchmark_load`` is the command around it.
@@ -9,24 +9,16 @@ prints them. ``manage.py benchmark_load`` is the command around it.
 
 from __future__ import annotations
 
-import socket
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from benchmarks.virtual_annotator import SiteError, VirtualAnnotator
+from tests.support.virtual_annotator import SiteError, VirtualAnnotator
 
 #: Names of everything a load benchmark creates (batches, users), so it can clean up after itself.
 PREFIX = "load-"
-
-
-def free_port() -> int:
-    """A free TCP port on loopback, for a server the benchmark starts."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 STEPS = ("login", "next", "submit")

@@ -1,4 +1,5 @@
-"""What the site's benchmarks share: a gunicorn with the shipped configuration, and a batch of made-up queries.
+"""What the site's benchmarks share: a gunicorn with the shipped configuration (their batches of made-up
+queries: :mod:`tests.support.batches`).
 
 ``benchmark_load`` (annotators, and ``--burst`` Prolific participants) and
 ``benchmark_cycle`` (server CPU per request) each start the site as it is deployed
@@ -15,11 +16,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import CommandError
-
-from annotation import services
-from annotation.models import Batch
-from pooling.models import QuerySet
-from pooling.services import create_query_set
 
 
 def site_answers(port: int) -> bool:
@@ -57,11 +53,3 @@ def stop(server: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
-
-
-def benchmark_batch(name: str, queries: int, batch_settings: services.BatchSettings) -> Batch:
-    """A batch called ``name`` over a new query set of ``queries`` made-up queries (not yet published)."""
-    query_set = create_query_set(
-        name, [(str(i), f"benchmark query {i}") for i in range(queries)], origin=QuerySet.Origin.IMPORTED
-    )
-    return services.create_batch(name, batch_settings, query_set=query_set)

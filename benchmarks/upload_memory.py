@@ -6,7 +6,7 @@ import_<KIND>`` as a user types it, ``site`` posts the file to ``/api/pooling/im
 with Django's test client as a logged-in researcher and waits for the import's Job (run inside
 this process, as a site without a broker runs it: the memory a gunicorn worker would hold).
 Prints one JSON line: the outcome and this process's peak resident memory (VmHWM).
-The files are written by :func:`write_repeated` (streamed, never held whole).
+The bombs are written by :func:`tests.support.compression_bombs.write_repeated` (streamed, never held whole).
 """
 
 from __future__ import annotations
@@ -21,18 +21,6 @@ from pathlib import Path
 from benchmarks.measure import peak_memory_mb
 
 COLLECTION = "bench-collection"
-
-
-def write_repeated(path: Path, line: bytes, total: int, head: bytes = b"") -> Path:
-    """``head`` then ``line`` repeated to ``total`` bytes, gzipped (level 9) in 16 MiB pieces."""
-    piece = line * (16 * 1024 * 1024 // len(line))
-    with gzip.open(path, "wb", compresslevel=9) as out:
-        out.write(head)
-        written = len(head)
-        while written < total:
-            out.write(piece[: total - written])
-            written += len(piece)
-    return path
 
 
 def write_ordinary_run(path: Path, queries: int = 2000, depth: int = 10, docs: int = 1000) -> Path:

@@ -2,7 +2,7 @@
 
 - :func:`preview_head`: the first whole lines of a file (its first bytes, gunzipped when
   gzipped, at most :data:`PREVIEW_BYTES`), parsed by the real readers of
-  :mod:`genderbias.files.readers`, :mod:`pooling.queryfiles` and :mod:`genderbias.text.wordlists`: the first
+  :mod:`genderbias.files.collection`, :mod:`genderbias.files.runs`, :mod:`pooling.queryfiles` and :mod:`genderbias.text.wordlists`: the first
   rows with the columns the import keeps, the run format detected, and every problem of
   those lines (up to :data:`MAX_PROBLEMS`) with its line number. Bounded: never more than
   the head is read or decompressed, whatever the file's size.
@@ -236,14 +236,14 @@ def preview_head(
 def _collection(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
     import polars as pl
 
-    from genderbias.files.readers import iter_blocks, parse_passages, scan_collection
+    from genderbias.files import blocks, collection
 
     preview.columns = ["line", "docid", "text"]
-    frames = [parse_passages(path, lines, skipped) for lines, _ in iter_blocks(path)]
+    frames = [collection.parse_passages(path, lines, skipped) for lines, _ in blocks.iter_blocks(path)]
     passages = pl.concat(frames) if frames else pl.DataFrame()
     preview.rows = [(line, docid, _short(text)) for line, docid, text in passages.head(rows).iter_rows()]
     try:  # the checks over all the lines: repeated ids, no passages at all
-        scan_collection(path, skipped=Skipped())
+        collection.scan_collection(path, skipped=Skipped())
     except InputError as exc:
         if whole or exc.line is not None:
             skipped.add(exc)
@@ -276,7 +276,7 @@ def _queries(preview: Preview, path: Path, skipped: Skipped, known, rows: int, w
 def _run(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
     import polars as pl
 
-    from genderbias.files.readers import check_run_file, finish_run, parse_run_lines
+    from genderbias.files.runs import check_run_file, finish_run, parse_run_lines
 
     preview.columns = ["line", "qid", "docid", "score"]
     path, preview.run_format = check_run_file(path, "score", "auto")

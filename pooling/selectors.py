@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 def docid_index(collection: Collection) -> Path:
     """The collection's docid index (``docid``, and for plain files ``start, length``), rebuilt
     if the cache was cleared."""
-    from genderbias.files.readers import scan_collection
+    from genderbias.files.collection import scan_collection
 
     index_path = Path(collection.docid_index)
     if not index_path.exists():
@@ -85,7 +85,7 @@ def run_frame(run: Run) -> pl.DataFrame:
     """
     import polars as pl
 
-    from genderbias.files.readers import read_run
+    from genderbias.files.runs import read_run
 
     data = Path(run.data)
     if data.exists():

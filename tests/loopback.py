@@ -10,6 +10,7 @@ byte at a time; it says whether the client hung up before its end (:func:`drips_
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +28,13 @@ class LoopbackServer(ThreadingHTTPServer):
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def free_port() -> int:
+    """A free TCP port on loopback, for a server started in its own process (gunicorn, llama.cpp)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def serve_in_thread(handler: type[BaseHTTPRequestHandler], fake: Any) -> LoopbackServer:

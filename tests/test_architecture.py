@@ -11,7 +11,7 @@ MTurk, Prolific, Task Builder), all on one level: a platform imports no other (b
 imports :data:`BETWEEN_PLATFORMS` lists), and of ``annotation`` only its kernel, results and quality
 (:data:`PLATFORM_INTERFACE`) and its app-level modules; ``annotation`` reaches a platform only
 through the registries the platform fills as Django starts (its ``apps.py``). Above them
-``benchmarks`` (benchmarks, load tests, the fake outside servers of no single platform) may import anything
+``benchmarks`` (benchmarks and load tests) may import anything
 (the tests included: a platform's fake server is beside its tests), and so
 may ``config`` (settings, URLs, the Celery app). ``core``, ``pooling``, ``annotation``, ``platforms``,
 ``metrics``, ``publishing`` and ``config`` are the *product*.
@@ -42,7 +42,8 @@ The rules (one test each; a failure lists the offending imports or modules):
   mechanisms, is exempt: its modules are there to be used by every app;
 - in an app split into sub-domains (``annotation``), those facades are for other apps only:
   its own modules import the sub-domain's module they need;
-- no product module imports ``tests`` or ``benchmarks``;
+- no product module imports ``tests`` or ``benchmarks``, and no test imports ``benchmarks`` (test support
+  lives under ``tests/``, and the benchmarks import it);
 - no import cycle between the project's modules, function-level imports included, and none
   even through ``if TYPE_CHECKING:`` imports;
 - no two modules of one app share a last name in different layers (a pure ``calibration``
@@ -274,7 +275,7 @@ def test_the_layer_vocabulary_sorts_known_modules():
     for module in (
         "core.http",
         "genderbias.errors",
-        "genderbias.files.readers",
+        "genderbias.files.runs",
         "genderbias.labels",
         "genderbias.machine.routing_statistics",
         "annotation.machine.prelabellers.openai_chat",
@@ -416,6 +417,40 @@ def test_no_product_module_imports_tests_or_benchmarks(graph):
         if _app(imported) in NOT_PRODUCT
     ]
     assert wrong == [], "product code importing test or benchmark code:" + _listing(wrong)
+
+
+#: Tests that still take the crowd simulator from ``benchmarks`` until h65crowd moves them onto the
+#: library's one simulator (``genderbias.crowd.simulation``); the lead empties this set at that merge.
+#: Kept exact: an entry that no longer imports fails the test as surely as a new import does.
+TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD = {
+    ("tests.annotation.machine.test_denoised_bias", "benchmarks.crowd_simulation"),
+    ("tests.annotation.results.test_crowd_model", "benchmarks.crowd_simulation"),
+    ("tests.annotation.results.test_crowd_model_calibration", "benchmarks.crowd_simulation"),
+    ("tests.annotation.results.test_crowd_model_check", "benchmarks.crowd_simulation"),
+    ("tests.metrics.test_crowd_coverage", "benchmarks.crowd_simulation"),
+    ("tests.metrics.test_difficulty_interval", "benchmarks.crowd_simulation"),
+    ("tests.metrics.test_label_dependence_simulated", "benchmarks.crowd_simulation"),
+}
+
+
+def test_no_test_imports_a_benchmark(graph):
+    """What a test needs to build its world (a virtual annotator, batches, big files, the URL patterns,
+    a reference oracle, the test servers) is test support under ``tests/``, which the benchmarks import;
+    a test never imports a benchmark, function-level imports included."""
+    found = {
+        (importer, imported)
+        for importer in graph.modules
+        if _app(importer) == "tests"
+        for imported in graph.find_modules_directly_imported_by(importer)
+        if _app(imported) == "benchmarks"
+    }
+    assert sorted(found - TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD) == [], "tests importing benchmark code:" + (
+        _listing(sorted(found - TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD))
+    )
+    assert sorted(TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD - found) == [], (
+        "TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD lists imports that are gone: remove them"
+        + _listing(sorted(TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD - found))
+    )
 
 
 def test_no_import_cycles(graph):

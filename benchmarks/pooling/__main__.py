@@ -11,11 +11,25 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.measure import peak_memory_mb
 from benchmarks.pooling import engine
-from benchmarks.pooling.naive import measure, naive_pool
 from genderbias.text.wordlists import default_wordlist
+from tests.support.naive_pool import naive_pool
+
+
+def measure(step: Callable[[], tuple[list[str], dict]]) -> dict:
+    """Run one benchmark step (returning its pooled qids and its phases' seconds) and what
+    the benchmark records of it: seconds, CPU seconds (user + system: the steadier figure on a
+    shared machine), this process's peak memory, the pool."""
+    start, cpu = time.perf_counter(), time.process_time()
+    qids, phases = step()
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak_mb = peak_memory_mb()
+    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak_mb, "pooled": len(qids), "qids": qids, "phases": phases}
 
 
 def _main(argv: list[str]) -> None:

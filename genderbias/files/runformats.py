@@ -1,4 +1,4 @@
-"""The run files' formats and orders, apart from :mod:`genderbias.files.readers` (which needs polars).
+"""The run files' formats and orders, apart from :mod:`genderbias.files.runs` (which needs polars).
 
 Commands offer them as choices; importing them must not cost a command's ``--help`` the
 0.4 s of polars and numpy (tests/core/test_startup.py).

@@ -154,7 +154,7 @@ def too_compressed(path: str | Path, line: int, limit: ExpansionLimit) -> InputE
 class GunzipStream(io.RawIOBase):
     """The expanded bytes of a gzip file, decompressed in fixed-size blocks (:data:`GZIP_BLOCK`).
 
-    The one gzip reader of the project (:func:`open_binary`, :func:`genderbias.files.readers.iter_blocks`,
+    The one gzip reader of the project (:func:`open_binary`, :func:`genderbias.files.blocks.iter_blocks`,
     the counterfactual writer): each ``read`` takes at most :data:`GZIP_BLOCK` compressed bytes at
     a time and expands at most what it was asked for, so memory is the caller's buffer, whatever
     the file expands to. It counts what it took and gave, and refuses the file past

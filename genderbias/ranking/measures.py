@@ -7,7 +7,7 @@ query (see ``docs/metrics.md``, "Benchmark").
 
 Inputs
 ------
-- ``run``: polars frame ``qid, docid, rank`` (``genderbias.files.readers.read_run``: ranks 1..n per
+- ``run``: polars frame ``qid, docid, rank`` (``genderbias.files.runs.read_run``: ranks 1..n per
   query), already limited to the queries of interest. The documents ranked ≤ the largest cutoff
   are taken and re-numbered 1, 2, … in rank order (closing gaps left by removed rows).
 - ``counts``: polars frame ``docid, f, m, length`` (``genderbias.text.magnitudes.document_counts``):

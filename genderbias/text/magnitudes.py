@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from genderbias.files.readers import iter_blocks, parse_passages, read_passage_texts
+from genderbias.files.blocks import iter_blocks
+from genderbias.files.collection import parse_passages, read_passage_texts
 from genderbias.text import MAGNITUDES
 from genderbias.text.tokenize import TOKENIZERS, non_word_character, word_character
 from genderbias.text.wordlists import GenderWords
@@ -157,7 +158,7 @@ def document_counts(
 
     One streaming pass; ``docids=None`` means every document. ``progress`` receives the
     number of (compressed) bytes read so far. ``byte_range`` (from
-    :func:`genderbias.files.readers.byte_ranges`) counts one chunk of the file, for workers
+    :func:`genderbias.files.blocks.byte_ranges`) counts one chunk of the file, for workers
     splitting the scan; the chunks' counts concatenated equal the whole file's.
     ``lengths=False``: ``length`` is left null (:func:`count_frame`).
     """

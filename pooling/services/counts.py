@@ -178,7 +178,7 @@ def document_counts_chunked(
     from celery import group
 
     from core.tasks import task_named
-    from genderbias.files.readers import byte_ranges
+    from genderbias.files.blocks import byte_ranges
 
     check_tokenizer(tokenizer)
     path = _check_unchanged(collection)

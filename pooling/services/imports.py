@@ -63,7 +63,7 @@ def import_collection(
     for different content is refused, and leaves no docid index behind. The index is
     written to a staging file and moved into place only once the import is accepted.
     """
-    from genderbias.files.readers import scan_collection
+    from genderbias.files.collection import scan_collection
 
     validate_name(name, "collection")
     path = Path(path).resolve()

@@ -28,7 +28,8 @@ from ..selectors import collection_docids
 from .common import ImportResult, wait_for_chunks
 
 if TYPE_CHECKING:
-    from genderbias.files.readers import KnownDocids, RunTable
+    from genderbias.files.known_docids import KnownDocids
+    from genderbias.files.runs import RunTable
 
 
 def known_docids(collection: Collection) -> KnownDocids:
@@ -43,7 +44,7 @@ def known_docids(collection: Collection) -> KnownDocids:
     with the docid index gone (the cache cleared) the docids are read as before, the
     collection's file checked again (:func:`pooling.selectors.docid_index`).
     """
-    from genderbias.files.readers import KnownDocids
+    from genderbias.files.known_docids import KnownDocids
 
     try:
         stat = Path(collection.docid_index).stat()
@@ -86,7 +87,7 @@ def import_run(
     ``known`` (:func:`known_docids` of ``collection``) saves preparing the collection's
     docids again for each of several runs.
     """
-    from genderbias.files.readers import read_run
+    from genderbias.files.runs import read_run
 
     validate_name(name, "run")
     path = Path(path).resolve()
@@ -141,7 +142,7 @@ def read_run_chunked(
     chunks: int = 2,
     timeout: float = 3600.0,
 ) -> RunTable:
-    """:func:`genderbias.files.readers.read_run`, its line parsing and checking split over Celery workers.
+    """:func:`genderbias.files.runs.read_run`, its line parsing and checking split over Celery workers.
 
     The file (content ``sha``) is cut into ``chunks`` byte ranges at line starts (a
     gzipped file is one chunk), each a :class:`ScanChunk` row that records the file's
@@ -158,14 +159,14 @@ def read_run_chunked(
     from celery import group
 
     from core.tasks import task_named
-    from genderbias.files.readers import byte_ranges, check_run_file, finish_run, line_numbers_at
+    from genderbias.files import blocks, runs
 
-    path, run_format = check_run_file(path, order, run_format)
-    ranges = byte_ranges(path, chunks)
+    path, run_format = runs.check_run_file(path, order, run_format)
+    ranges = blocks.byte_ranges(path, chunks)
     mode = "skip" if skipped is not None else "strict"
     key = f"run-{sha[:24]}-{collection.sha256[:16]}-{run_format}-{mode}-{len(ranges)}"
     if not ScanChunk.objects.filter(key=key).exists():
-        first_lines = line_numbers_at(path, [start for start, _ in ranges])
+        first_lines = blocks.line_numbers_at(path, [start for start, _ in ranges])
         with transaction.atomic():
             for index, ((start, end), first_line) in enumerate(zip(ranges, first_lines, strict=True)):
                 ScanChunk.objects.get_or_create(
@@ -194,7 +195,7 @@ def read_run_chunked(
             ):
                 skipped.add(InputError(path, line, problem))
         fields = pl.concat([pl.read_parquet(chunk.result) for chunk in done])
-        return finish_run(path, fields, order, skipped, run_format)
+        return runs.finish_run(path, fields, order, skipped, run_format)
     finally:  # read or refused: the chunks' rows and files are of no further use
         ScanChunk.objects.filter(key=key).delete()
         shutil.rmtree(cache_dir("scans", key), ignore_errors=True)
@@ -214,7 +215,7 @@ def parse_run_chunk(chunk_id: int, collection_id: int, path: str, run_format: st
     """
     import polars as pl
 
-    from genderbias.files.readers import parse_run_lines
+    from genderbias.files.runs import parse_run_lines
 
     chunk = ScanChunk.objects.filter(pk=chunk_id).first()
     if chunk is None or chunk.status == ScanChunk.Status.FAILED:  # gone: read and removed already

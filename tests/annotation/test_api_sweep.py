@@ -24,9 +24,9 @@ from django.test import Client
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 
 from annotation.models import Assignment, Export, Hit, Judgment
-from benchmarks.url_patterns import site_patterns
 from core.models import Job
 from tests.annotation.test_api_fuzz import seeded  # noqa: F401 (fixture)
+from tests.support.url_patterns import site_patterns
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"

@@ -22,7 +22,6 @@ from django.urls import reverse
 from annotation import services
 from annotation.exports.services import export_for_download
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
-from benchmarks.url_patterns import site_patterns
 from core.db.scope import acting_in
 from core.models import Job, Membership, ResearchGroup
 from core.services import groups as group_services
@@ -30,6 +29,7 @@ from platforms.inhouse.services.handout import create_annotator, next_assignment
 from pooling.models import QuerySet, Run
 from pooling.services import PoolSettings, build_pool, create_query_set
 from tests.annotation.conftest import answers_for
+from tests.support.url_patterns import site_patterns
 
 #: What each URL pattern (by name, namespaced) is, for the walk:
 #: ``study``: names one of a group's objects in its path: refused (403/404) for another group;

@@ -34,12 +34,6 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str, inter
         time.sleep(interval)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.2)

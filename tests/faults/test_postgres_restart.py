@@ -1,6 +1,6 @@
 """PostgreSQL restarted while in-house annotators post answers to a live server (gunicorn).
 
-Six virtual annotators (benchmarks.virtual_annotator: the real login form, next-HIT
+Six virtual annotators (tests.support.virtual_annotator: the real login form, next-HIT
 redirect and HIT form) work through a published local batch while the cluster is
 restarted under them (``pg_ctl restart -m fast`` cuts every session off).
 """
@@ -15,12 +15,13 @@ import pytest
 from django.db import connection, transaction
 
 from annotation.models import Assignment, Judgment
-from benchmarks.virtual_annotator import SiteError, VirtualAnnotator
 from core.jobs import start_job
 from core.models import Job
 from core.tasks import task_for
 from platforms.inhouse.services.handout import create_annotator
-from tests.faults.servers import free_port, gunicorn, port_open, wait_until
+from tests.faults.servers import gunicorn, port_open, wait_until
+from tests.loopback import free_port
+from tests.support.virtual_annotator import SiteError, VirtualAnnotator
 
 publish_batch_task = task_for("annotation.publish")
 

@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from genderbias.files import readers
+from genderbias.files import blocks, collection
 
 
 @pytest.mark.parametrize("packed", [False, True])
@@ -15,7 +15,7 @@ def test_the_scan_hashes_every_byte_in_order_across_blocks(tmp_path, packed):
     path = tmp_path / ("c.tsv.gz" if packed else "c.tsv")
     path.write_bytes(gzip.compress(text) if packed else text)
     digest = hashlib.sha256()
-    lines = sum(len(frame) for frame, _ in readers.iter_blocks(path, block_size=64, digest=digest))
+    lines = sum(len(frame) for frame, _ in blocks.iter_blocks(path, block_size=64, digest=digest))
     assert lines == 2000
     assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert readers.scan_collection(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert collection.scan_collection(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -17,9 +17,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from benchmarks.upload_memory import write_repeated
 from genderbias.errors import InputError
 from genderbias.files.textfiles import MAX_LINE_BYTES, open_text
+from tests.support.compression_bombs import write_repeated
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = f"is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader)"
@@ -56,14 +56,14 @@ def bombs(tmp_path_factory):
 
 # Each reader through its public function: (module, call) as run in the child interpreter.
 READERS = {
-    "collection": "from genderbias.files.readers import scan_collection; scan_collection(PATH, INDEX)",
+    "collection": "from genderbias.files.collection import scan_collection; scan_collection(PATH, INDEX)",
     "counts": (
         "from genderbias.text.magnitudes import document_counts; from genderbias.text.wordlists import default_wordlist; "
         "document_counts(PATH, None, default_wordlist(), 'words')"
     ),
     "queries": "from pooling.queryfiles import read_queries; read_queries(PATH)",
-    "run": "from genderbias.files.readers import read_run; read_run(PATH)",
-    "run-trec": "from genderbias.files.readers import read_run; read_run(PATH, run_format='trec')",
+    "run": "from genderbias.files.runs import read_run; read_run(PATH)",
+    "run-trec": "from genderbias.files.runs import read_run; read_run(PATH, run_format='trec')",
     "wordlist": "from genderbias.text.wordlists import load_wordlist; load_wordlist(PATH)",
     "open_text": "from genderbias.files.textfiles import open_text\nwith open_text(PATH) as lines:\n    for line in lines: pass",
     "counterfactual": (
@@ -112,7 +112,8 @@ def test_every_reader_refuses_a_gzip_bomb_at_flat_memory(reader, bomb, bombs, tm
 
 
 def test_a_long_line_in_a_plain_file_is_named_and_one_at_the_limit_is_read(tmp_path):
-    from genderbias.files.readers import read_run, scan_collection
+    from genderbias.files.collection import scan_collection
+    from genderbias.files.runs import read_run
     from pooling.queryfiles import read_queries
 
     at_limit = "x" * (MAX_LINE_BYTES - 3)  # "p2\t" + text: exactly the limit

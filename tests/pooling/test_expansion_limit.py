@@ -56,11 +56,11 @@ def _read_all(path):
 # Every kind of file: its reader and a line it would accept (10 ordinary lines lead, then repeats).
 KINDS = {
     "collection": (
-        lambda p: __import__("genderbias.files.readers").files.readers.scan_collection(p),
+        lambda p: __import__("genderbias.files.collection").files.collection.scan_collection(p),
         "d{i}\tpassage {i}\n",
     ),
     "queries": (lambda p: __import__("pooling.queryfiles").queryfiles.read_queries(p), "{i}\tquery {i}\n"),
-    "run": (lambda p: __import__("genderbias.files.readers").files.readers.read_run(p), "q1 Q0 d{i} {i} 1.0 t\n"),
+    "run": (lambda p: __import__("genderbias.files.runs").files.runs.read_run(p), "q1 Q0 d{i} {i} 1.0 t\n"),
     "qrels": (lambda p: __import__("pooling.qrelfiles").qrelfiles.read_qrels(p), "q1 0 d{i} 1\n"),
     "wordlist": (lambda p: __import__("genderbias.text.wordlists").text.wordlists.load_wordlist(p), "word{i},f\n"),
     "labelled": (_read_labelled, "{i}\tquery {i}\tm\n"),

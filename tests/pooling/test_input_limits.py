@@ -10,7 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from genderbias.errors import InputError
-from genderbias.files.readers import read_run, scan_collection
+from genderbias.files.collection import scan_collection
+from genderbias.files.runs import read_run
 from genderbias.files.textfiles import DECOMPRESSED, HELD, open_text
 from genderbias.text.wordlists import load_wordlist
 from pooling.qrelfiles import read_qrels
@@ -85,7 +86,8 @@ def test_runs_and_collections_stop_at_the_decompressed_limit(tmp_path, settings)
 
 
 def test_a_range_of_a_plain_run_counts_from_where_the_range_starts(tmp_path, settings):
-    from genderbias.files.readers import byte_ranges, line_numbers_at, parse_run_lines
+    from genderbias.files.blocks import byte_ranges, line_numbers_at
+    from genderbias.files.runs import parse_run_lines
 
     run = tmp_path / "r.trec"
     run.write_text("".join(f"q1 Q0 d{i:03d} 1 {100 - i:03d} t\n" for i in range(100)))  # 19 bytes a line

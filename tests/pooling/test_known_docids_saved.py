@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from genderbias.errors import InputError
-from genderbias.files.readers import known_index_source, load_known_index
+from genderbias.files.known_docids import known_index_source, load_known_index
 from pooling import selectors, services
 from pooling.models import Collection, Run
 from pooling.services.runs import known_index_path

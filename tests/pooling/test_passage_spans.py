@@ -11,8 +11,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from genderbias.files import readers
-from genderbias.files.readers import iter_blocks, parse_passages, read_passage_texts, scan_collection
+from genderbias.files import blocks
+from genderbias.files.blocks import iter_blocks
+from genderbias.files.collection import parse_passages, read_passage_texts, scan_collection
 from genderbias.text.magnitudes import document_counts, document_counts_at
 from genderbias.text.wordlists import GenderWords
 
@@ -43,7 +44,7 @@ def expected_texts(lines):
 @pytest.mark.parametrize("bom", [False, True])
 @pytest.mark.parametrize("final_newline", [True, False])
 def test_spans_point_at_each_text_exactly(tmp_path, monkeypatch, newline, bom, final_newline):
-    monkeypatch.setattr(readers, "BLOCK_SIZE", 16)  # many blocks: lines cross their boundaries
+    monkeypatch.setattr(blocks, "BLOCK_SIZE", 16)  # many blocks: lines cross their boundaries
     path = write(tmp_path / "c.tsv", TRICKY_LINES, newline, bom, final_newline)
     data = path.read_bytes()
     rows = pl.concat([parse_passages(path, lines) for lines, _ in iter_blocks(path, offsets=True)])

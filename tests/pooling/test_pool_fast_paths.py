@@ -119,7 +119,7 @@ def test_a_pool_leaves_lengths_uncounted_and_a_report_counts_them_as_a_cold_cach
 def test_texts_read_a_window_at_a_time_including_empty_ones(tmp_path):
     """Windows of the mapping begin at any passage, empty ones included (an empty window
     cannot be mapped), and every text comes back whole, in file order."""
-    from genderbias.files.readers import read_passage_texts, scan_collection
+    from genderbias.files.collection import read_passage_texts, scan_collection
 
     rng = random.Random(5)
     texts = ["", *("" if rng.random() < 0.2 else " ".join(["wörd"] * rng.randint(1, 50)) for _ in range(400))]
@@ -136,7 +136,7 @@ def test_texts_read_a_window_at_a_time_including_empty_ones(tmp_path):
 def test_an_empty_text_on_a_page_boundary_is_read(tmp_path):
     import mmap
 
-    from genderbias.files.readers import read_passage_texts, scan_collection
+    from genderbias.files.collection import read_passage_texts, scan_collection
 
     granularity = mmap.ALLOCATIONGRANULARITY
     first = "x" * (granularity - len("d0\t\nd1\t"))  # d1's (empty) text starts on the boundary

@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from genderbias.errors import InputError, Skipped
-from genderbias.files.readers import parse_passages, read_run, scan_collection
+from genderbias.files.collection import parse_passages, scan_collection
+from genderbias.files.runs import read_run
 from pooling.queryfiles import read_queries, single_line
 
 
@@ -63,9 +64,9 @@ def test_collection_duplicate_pid(tmp_path):
 
 
 def test_collection_errors_across_block_boundaries_keep_file_line_numbers(tmp_path, monkeypatch):
-    import genderbias.files.readers as readers
+    import genderbias.files.blocks as blocks
 
-    monkeypatch.setattr(readers, "BLOCK_SIZE", 16)
+    monkeypatch.setattr(blocks, "BLOCK_SIZE", 16)
     lines = "".join(f"{i}\tpassage number {i}\n" for i in range(50)) + "50 missing tab\n"
     path = write(tmp_path, "c.tsv", lines)
     with pytest.raises(InputError, match=r":51: no tab"):

@@ -14,7 +14,8 @@ import pytest
 from django.core.management import call_command
 
 from genderbias.errors import InputError, ServiceError, Skipped
-from genderbias.files.readers import byte_ranges, line_numbers_at, read_run
+from genderbias.files.blocks import byte_ranges, line_numbers_at
+from genderbias.files.runs import read_run
 from pooling import selectors, services
 from pooling.models import Collection, Run, ScanChunk
 

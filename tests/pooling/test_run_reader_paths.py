@@ -1,6 +1,6 @@
 """A regular run file is read by polars' CSV reader; anything else by the block parser, as before.
 
-The columnar path (``readers.read_regular_run``) must give exactly what the block parser gives,
+The columnar path (``runs.read_regular_run``) must give exactly what the block parser gives,
 and must never accept a line the block parser refuses: every file here is read both ways (the
 block parser forced by giving the whole file as a byte range), and the regular ones are also
 compared with an independent reading in this test (``str.split`` and ``float``).
@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from genderbias.errors import InputError, Skipped
-from genderbias.files import readers
+from genderbias.files import known_docids, runs
 
 
 def _trec(rng: random.Random, n: int) -> list[str]:
@@ -33,7 +33,7 @@ def _both(path: Path, run_format: str, known=None) -> tuple[pl.DataFrame | str, 
     results = []
     for byte_range in ((0, path.stat().st_size), None):
         try:
-            results.append(readers.parse_run_lines(path, run_format, known, byte_range=byte_range))
+            results.append(runs.parse_run_lines(path, run_format, known, byte_range=byte_range))
         except InputError as error:
             results.append(str(error))
     return results[0], results[1]
@@ -58,7 +58,7 @@ def test_a_regular_file_is_read_by_the_columnar_reader_as_the_block_parser_reads
     for name, run_format, lines, end in (("a.trec", "trec", trec, "\n"), ("b.tsv", "msmarco", msmarco, "")):
         path = tmp_path / name
         path.write_text("\n".join(lines) + end)  # the last line with and without its newline
-        assert readers.read_regular_run(path, run_format) is not None  # the columnar path was taken
+        assert runs.read_regular_run(path, run_format) is not None  # the columnar path was taken
         blocks, default = _both(path, run_format)
         assert default.equals(blocks)
         assert default.rows() == _independent(lines, run_format)
@@ -98,7 +98,7 @@ def test_any_irregular_line_sends_the_file_to_the_block_parser_with_the_same_out
         text = "\n".join(lines) + "\n"
     path = tmp_path / "odd.trec"
     path.write_bytes(text.encode())
-    assert readers.read_regular_run(path, "trec") is None
+    assert runs.read_regular_run(path, "trec") is None
     blocks, default = _both(path, "trec")
     assert default.equals(blocks) if isinstance(blocks, pl.DataFrame) else default == blocks, (blocks, default)
 
@@ -107,13 +107,13 @@ def test_invalid_utf8_and_gzip_take_the_block_parser(tmp_path):
     lines = _trec(random.Random(2), 100)
     bad = tmp_path / "latin1.trec"
     bad.write_bytes(("\n".join(lines[:10]) + "\nq1 Q0 d\xe9 1 2.5 tag\n").encode("latin-1"))
-    assert readers.read_regular_run(bad, "trec") is None
+    assert runs.read_regular_run(bad, "trec") is None
     blocks, default = _both(bad, "trec")
     assert default == blocks == f"{bad}:11: invalid UTF-8 (byte 0xe9)"
     packed = tmp_path / "run.trec.gz"
     packed.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
-    assert readers.read_regular_run(packed, "trec") is None
-    assert readers.parse_run_lines(packed, "trec").rows() == _independent(lines, "trec")
+    assert runs.read_regular_run(packed, "trec") is None
+    assert runs.parse_run_lines(packed, "trec").rows() == _independent(lines, "trec")
 
 
 def test_unknown_docids_are_refused_by_line_on_both_paths(tmp_path):
@@ -121,12 +121,12 @@ def test_unknown_docids_are_refused_by_line_on_both_paths(tmp_path):
     path = tmp_path / "run.trec"
     path.write_text("\n".join(lines) + "\n")
     held = sorted({line.split()[2] for line in lines})[::2]  # half the docids
-    known = readers.KnownDocids(pl.Series(held))
+    known = known_docids.KnownDocids(pl.Series(held))
     first_unknown = next(n for n, line in enumerate(lines, 1) if line.split()[2] not in set(held))
     blocks, default = _both(path, "trec", known)
     docid = lines[first_unknown - 1].split()[2]
     assert default == blocks == f"{path}:{first_unknown}: docid {docid!r} is not in the collection"
     skipped = Skipped()
-    kept = readers.parse_run_lines(path, "trec", known, skipped)
+    kept = runs.parse_run_lines(path, "trec", known, skipped)
     assert kept["line"].to_list() == [n for n, line in enumerate(lines, 1) if line.split()[2] in set(held)]
     assert all(math.isfinite(v) for v in kept["score"])

@@ -16,11 +16,11 @@ import polars as pl
 import pytest
 
 from genderbias.errors import InputError, Skipped
-from genderbias.files import readers
+from genderbias.files import known_docids, runs
 
 
 def _pattern_fields(lines: pl.DataFrame, run_format: str) -> pl.DataFrame:
-    pattern, columns = readers._RUN_LINES[run_format]
+    pattern, columns = runs._RUN_LINES[run_format]
     fields = lines.select("line", pl.col("text").str.extract_groups(pattern).alias("f")).unnest("f")
     fields.columns = ["line", *columns]
     return fields
@@ -41,11 +41,9 @@ def _trec_lines(rng: random.Random, n: int) -> list[str]:
 def test_splitting_plain_lines_gives_the_patterns_fields(seed):
     rng = random.Random(seed)
     trec = _lines(_trec_lines(rng, 2000))
-    assert readers._split_plain_lines(trec, readers._RUN_LINES["trec"][1]).equals(_pattern_fields(trec, "trec"))
+    assert runs._split_plain_lines(trec, runs._RUN_LINES["trec"][1]).equals(_pattern_fields(trec, "trec"))
     msmarco = _lines([f"{rng.randrange(99)} {rng.randrange(10**6)} {rng.randrange(1, 1001)}" for _ in range(2000)])
-    assert readers._split_plain_lines(msmarco, readers._RUN_LINES["msmarco"][1]).equals(
-        _pattern_fields(msmarco, "msmarco")
-    )
+    assert runs._split_plain_lines(msmarco, runs._RUN_LINES["msmarco"][1]).equals(_pattern_fields(msmarco, "msmarco"))
 
 
 @pytest.mark.parametrize(
@@ -63,10 +61,10 @@ def test_splitting_plain_lines_gives_the_patterns_fields(seed):
 )
 def test_a_block_with_any_other_whitespace_or_column_count_takes_the_pattern(odd_line):
     lines = _lines([*_trec_lines(random.Random(0), 100), odd_line])
-    assert readers._split_plain_lines(lines, readers._RUN_LINES["trec"][1]) is None
+    assert runs._split_plain_lines(lines, runs._RUN_LINES["trec"][1]) is None
     # and the reader still reads it as the pattern says (the bad ones refused by line)
     skipped = Skipped()
-    fields = readers._parse_run_block(Path("run.trec"), lines, None, skipped, "trec")
+    fields = runs._parse_run_block(Path("run.trec"), lines, None, skipped, "trec")
     pattern = _pattern_fields(lines, "trec").filter(pl.col("qid").is_not_null())
     assert fields["line"].to_list() == [
         line for line, rank in pattern.select("line", "rank").iter_rows() if rank.lstrip("-").isdigit()
@@ -80,8 +78,8 @@ def test_a_run_file_reads_the_same_whatever_whitespace_separates_its_fields(tmp_
     (tmp_path / "plain.trec").write_text("\n".join(plain) + "\n")
     (tmp_path / "spaced.trec").write_text("\n".join(spaced) + "\n")
     for order in ("score", "file"):
-        a = readers.read_run(tmp_path / "plain.trec", order=order)
-        b = readers.read_run(tmp_path / "spaced.trec", order=order)
+        a = runs.read_run(tmp_path / "plain.trec", order=order)
+        b = runs.read_run(tmp_path / "spaced.trec", order=order)
         assert a.frame.equals(b.frame)
         assert (a.reordered_ties, a.interleaved_queries) == (b.reordered_ties, b.interleaved_queries)
 
@@ -93,11 +91,11 @@ def test_known_docids_holds_exactly_the_collections_docids(seed):
     collection = pl.concat([collection, collection[:50]])  # a docid listed twice still counts once
     asked = pl.Series([f"d{i}" for i in rng.integers(0, 10**6, size=30_000)] + ["", "D1", "d", "d01"], dtype=pl.String)
     expected = asked.is_in(collection.implode()).to_numpy()
-    found = readers.KnownDocids(collection).contains(asked)
+    found = known_docids.KnownDocids(collection).contains(asked)
     assert found.dtype == bool and (found == expected).all()
     assert 0 < expected.sum() < len(asked)  # both kinds were asked
-    assert not readers.KnownDocids(collection[:0]).contains(asked).any()
-    assert len(readers.KnownDocids(collection).contains(asked[:0])) == 0
+    assert not known_docids.KnownDocids(collection[:0]).contains(asked).any()
+    assert len(known_docids.KnownDocids(collection).contains(asked[:0])) == 0
 
 
 def test_unknown_docids_are_refused_by_line_in_file_order(tmp_path):
@@ -107,10 +105,10 @@ def test_unknown_docids_are_refused_by_line_in_file_order(tmp_path):
     (tmp_path / "run.trec").write_text("\n".join(lines) + "\n")
     known = pl.Series([f"d{i}" for i in range(100)])
     with pytest.raises(InputError) as refused:
-        readers.read_run(tmp_path / "run.trec", known_docids=readers.KnownDocids(known))
+        runs.read_run(tmp_path / "run.trec", known_docids=known_docids.KnownDocids(known))
     assert (refused.value.line, refused.value.problem) == (4, "docid 'missing' is not in the collection")
     skipped = Skipped()
-    table = readers.read_run(tmp_path / "run.trec", known_docids=known, skipped=skipped)
+    table = runs.read_run(tmp_path / "run.trec", known_docids=known, skipped=skipped)
     assert [(e.line, e.problem) for e in skipped.errors] == [
         (4, "docid 'missing' is not in the collection"),
         (18, "docid 'nowhere' is not in the collection"),
@@ -121,8 +119,8 @@ def test_unknown_docids_are_refused_by_line_in_file_order(tmp_path):
 # --- the index kept between processes (a user types one import_run per file) -----------------
 
 
-def _saved(path: Path, docids: list[str], source: str = "collection A") -> readers.KnownDocids:
-    return readers.KnownDocids(pl.Series(docids, dtype=pl.String), saved=path, source=source, rows=len(docids))
+def _saved(path: Path, docids: list[str], source: str = "collection A") -> known_docids.KnownDocids:
+    return known_docids.KnownDocids(pl.Series(docids, dtype=pl.String), saved=path, source=source, rows=len(docids))
 
 
 def _no_docids() -> pl.Series:
@@ -135,7 +133,7 @@ def test_the_saved_index_is_used_by_the_next_process_and_answers_the_same(tmp_pa
     asked = pl.Series(["d5", "d999", "d1000", "x", "d05"], dtype=pl.String)
     first = _saved(saved, docids).contains(asked)
     assert saved.exists()
-    again = readers.KnownDocids(_no_docids, saved=saved, source="collection A", rows=1000)
+    again = known_docids.KnownDocids(_no_docids, saved=saved, source="collection A", rows=1000)
     assert (again.contains(asked) == first).all() and first.tolist() == [True, True, False, False, False]
 
 
@@ -156,7 +154,9 @@ def test_a_damaged_saved_index_is_rebuilt_not_trusted(tmp_path, damage):
     damage(saved)
     rebuilt = _saved(saved, docids)
     assert rebuilt.contains(pl.Series(["d1", "d999", "zz"], dtype=pl.String)).tolist() == [True, True, False]
-    assert readers.load_known_index(saved, readers.known_index_source("collection A"), 1000) is not None  # rewritten
+    assert (
+        known_docids.load_known_index(saved, known_docids.known_index_source("collection A"), 1000) is not None
+    )  # rewritten
 
 
 def test_a_saved_index_of_another_collection_or_size_is_not_used(tmp_path):
@@ -166,19 +166,19 @@ def test_a_saved_index_of_another_collection_or_size_is_not_used(tmp_path):
     other = _saved(saved, ["x", "y"], source="collection B")
     assert other.contains(pl.Series(["a", "x"], dtype=pl.String)).tolist() == [False, True]
     # The same source claimed with another number of docids, or rows out of hash order: refused.
-    source = readers.known_index_source("collection B")
-    assert readers.load_known_index(saved, source, rows=3) is None
-    assert readers.load_known_index(saved, source, rows=2) is not None
+    source = known_docids.known_index_source("collection B")
+    assert known_docids.load_known_index(saved, source, rows=3) is None
+    assert known_docids.load_known_index(saved, source, rows=2) is not None
     index = pl.read_parquet(saved).sort("hash", descending=True)
-    readers.save_known_index(index, saved, source)
-    assert readers.load_known_index(saved, source, rows=2) is None
+    known_docids.save_known_index(index, saved, source)
+    assert known_docids.load_known_index(saved, source, rows=2) is None
 
 
 def test_a_saved_index_of_another_polars_hash_is_not_used(tmp_path, monkeypatch):
     saved = tmp_path / "c.known.parquet"
     _saved(saved, ["a", "b"])
-    monkeypatch.setattr(readers.pl, "__version__", "0.0.0-other")
-    assert readers.load_known_index(saved, readers.known_index_source("collection A"), 2) is None
+    monkeypatch.setattr(pl, "__version__", "0.0.0-other")
+    assert known_docids.load_known_index(saved, known_docids.known_index_source("collection A"), 2) is None
 
 
 def test_docids_sharing_a_hash_are_told_apart_by_their_text():
@@ -186,7 +186,7 @@ def test_docids_sharing_a_hash_are_told_apart_by_their_text():
     compared, so the one the collection holds is found and the other is not."""
     held = pl.Series(["x", "z"], dtype=pl.String)
     x_hash, z_hash = held.hash(seed=0).to_list()
-    known = readers.KnownDocids(held)
+    known = known_docids.KnownDocids(held)
     # "y" in the index under x's hash, before "x": the first entry of that hash is not x.
     known.__dict__["_index"] = pl.DataFrame(
         {"hash": pl.Series([x_hash, x_hash, z_hash], dtype=pl.UInt64), "known": ["y", "x", "z"]}

@@ -6,7 +6,7 @@ import itertools
 import polars as pl
 import pytest
 
-from genderbias.files.readers import byte_ranges
+from genderbias.files.blocks import byte_ranges
 from genderbias.text.magnitudes import document_counts
 from genderbias.text.wordlists import default_wordlist
 from pooling import services

@@ -12,6 +12,7 @@ from pooling.services import create_query_set
 from publishing.services.dataset import publication_zip
 from publishing.tables import CLASS_NAMES
 from tests.publishing.test_dataset_folder import annotated  # noqa: F401 (fixture)
+from tests.support.batches import answered_batch
 
 FOLDER = [
     "queries.parquet",
@@ -92,14 +93,12 @@ def test_publishing_a_batch_costs_the_same_statements_at_any_size(db, tmp_path):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from benchmarks.management.commands.benchmark_pages import Command
-
     statements = {}
     for size in (100, 2000):
         query_set = create_query_set(
             f"big{size}", [(str(i), f"query number {i}") for i in range(size)], origin=QuerySet.Origin.IMPORTED
         )
-        batch = Command()._batch(f"big{size}", query_set)
+        batch = answered_batch(f"big{size}", query_set)
         with CaptureQueriesContext(connection) as sent:
             _, data = publication_zip(batch, "cc-by-4.0", with_judgments=True)
         statements[size] = len(sent)

@@ -19,13 +19,14 @@ from annotation import services
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.models import Assignment, Batch, Hit, Judgment, Provider
 from benchmarks.measure import postmaster_pid, sqlite_commit_seconds, tree_cpu_seconds
-from benchmarks.site_load import format_table, free_port, interleaved_multiple, interleaved_schedule
+from benchmarks.site_load import format_table, interleaved_multiple, interleaved_schedule
 from benchmarks.site_server import start_gunicorn, stop
-from benchmarks.virtual_annotator import ASSIGNMENT_PATH, CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
 from core.management.cli import ProjectCommand, command_errors
 from platforms.inhouse.services.handout import create_annotator
 from pooling.models import QuerySet
 from pooling.services import create_query_set
+from tests.loopback import free_port
+from tests.support.virtual_annotator import ASSIGNMENT_PATH, CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
 
 PREFIX = "cycle-"
 PASSWORD = "cycle-benchmark-password"

@@ -93,11 +93,11 @@ class Command(ProjectCommand):
         from annotation.machine.services.prelabels import prelabel_batch
         from annotation.machine.services.routing import reference_state
         from annotation.models import PreLabel
-        from benchmarks.routing_path import truth_queries
-        from benchmarks.site_load import free_port
         from platforms.inhouse.services.simulation import simulate_local_annotations
         from pooling.models import QuerySet
         from pooling.services import create_query_set
+        from tests.loopback import free_port
+        from tests.support.routing_path import truth_queries
 
         out = self.stdout.write
         folder = Path(tempfile.mkdtemp(prefix="llama-bench-"))

@@ -11,10 +11,12 @@ from django.db import connection
 
 from annotation import services
 from annotation.models import Assignment, Batch, Judgment
-from benchmarks.site_load import PREFIX, LoadResult, format_table, free_port, run_annotators, step_rows
-from benchmarks.site_server import benchmark_batch, start_gunicorn, stop
+from benchmarks.site_load import PREFIX, LoadResult, format_table, run_annotators, step_rows
+from benchmarks.site_server import start_gunicorn, stop
 from core.management.cli import ProjectCommand, command_errors
 from platforms.inhouse.services.handout import create_annotator
+from tests.loopback import free_port
+from tests.support.batches import made_up_batch
 
 PASSWORD = "load-benchmark-password"
 
@@ -119,7 +121,7 @@ class Command(ProjectCommand):
             create_annotator(name)
         get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        batch = benchmark_batch(
+        batch = made_up_batch(
             f"{PREFIX}{stamp}",
             hits * per_hit,
             services.BatchSettings(

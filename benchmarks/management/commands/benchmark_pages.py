@@ -4,27 +4,25 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection, transaction
-from django.utils import timezone
+from django.db import connection
 
 from annotation import services
-from annotation.crowd.services.pseudonyms import worker_for
-from annotation.models import Assignment, Batch, Hit, HitQuery, Judgment, Provider
+from annotation.models import Batch
 from benchmarks.measure import postmaster_pid, tree_cpu_seconds
-from benchmarks.site_load import format_table, free_port
+from benchmarks.site_load import format_table
 from benchmarks.site_server import start_gunicorn, stop
-from benchmarks.virtual_annotator import VirtualAnnotator
 from core.management.cli import ProjectCommand, command_errors
-from genderbias.labels import LABELS
 from metrics import services as metrics_services
 from metrics.models import Report
 from pooling.models import QuerySet, Run
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
+from tests.loopback import free_port
+from tests.support.batches import answered_batch
+from tests.support.virtual_annotator import VirtualAnnotator
 
 PREFIX = "pages-"
 PASSWORD = "pages-benchmark-password"
@@ -148,7 +146,7 @@ class Command(ProjectCommand):
         for path, run in zip(paths, run_names, strict=True):
             call_command("import_run", str(path), name=run, collection=name, verbosity=0)
         query_set = QuerySet.objects.get(name=name)
-        batch = self._batch(name, query_set)
+        batch = answered_batch(name, query_set, worker_prefix=PREFIX)
         report = metrics_services.build_report(
             name, query_set, list(Run.objects.filter(name__in=run_names)), baseline=None, bar=False
         )
@@ -181,51 +179,6 @@ class Command(ProjectCommand):
         self.stdout.write(
             f"Built machine-labelled batch {name} ({sample}-query sample) in {time.monotonic() - started:.0f} s"
         )
-        return batch
-
-    def _batch(self, name: str, query_set: QuerySet) -> Batch:
-        """A published in-house batch whose every HIT has three answers from a simulated crowd
-        (true labels 45% non-gendered; each annotator right 85% of the time)."""
-        rng = np.random.default_rng(0)
-        settings = services.BatchSettings(
-            provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
-        )
-        with transaction.atomic():
-            batch = services.create_batch(name, settings, query_set=query_set)
-            services.publish_batch(batch)
-            workers = [worker_for(Provider.LOCAL, f"{PREFIX}annotator-{i}") for i in range(30)]
-            hits = list(batch.hits.order_by("position"))
-            queries_of: dict[int, list[tuple[int, str]]] = {}
-            for hit_id, batch_query_id, qid in HitQuery.objects.filter(hit__batch=batch).values_list(
-                "hit_id", "batch_query_id", "batch_query__qid"
-            ):
-                queries_of.setdefault(hit_id, []).append((batch_query_id, qid))
-            now = timezone.now()
-            made = Assignment.objects.bulk_create(
-                [
-                    Assignment(
-                        hit=hit,
-                        worker=workers[(hit.position * 3 + k) % len(workers)],
-                        provider_assignment_id=f"{name}-{hit.pk}-{k}",
-                        status=Assignment.Status.SUBMITTED,
-                        accepted_at=now,
-                        submitted_at=now,
-                        valid=True,
-                    )
-                    for hit in hits
-                    for k in range(3)
-                ],
-                batch_size=2000,
-            )
-            truth = {}
-            judgments = []
-            for assignment in made:
-                for batch_query_id, qid in queries_of[assignment.hit_id]:
-                    true = truth.setdefault(qid, LABELS[0] if rng.random() < 0.45 else str(rng.choice(LABELS[1:])))
-                    label = true if rng.random() < 0.85 else str(rng.choice([x for x in LABELS if x != true]))
-                    judgments.append(Judgment(assignment=assignment, batch_query_id=batch_query_id, label=label))
-            Judgment.objects.bulk_create(judgments, batch_size=5000)
-            Hit.objects.filter(batch=batch).update(status=Hit.Status.COMPLETE)
         return batch
 
     # -- measuring ---------------------------------------------------------------------------

@@ -20,11 +20,11 @@ from django.test import Client
 
 from annotation import services
 from annotation.models import Batch
-from benchmarks.site_server import benchmark_batch
 from core.db import bounded_cache
 from core.management.cli import ProjectCommand
 from core.models import CacheEntry
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from tests.support.batches import made_up_batch
 
 PREFIX = "cache-"
 LABELS = ("n", "f", "m", "o")
@@ -53,7 +53,7 @@ class Command(ProjectCommand):
             batch_settings = services.BatchSettings(
                 provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
             )
-            batch = benchmark_batch(name, queries, batch_settings)
+            batch = made_up_batch(name, queries, batch_settings)
             services.publish_batch(batch)
         annotators = [
             create_annotator(f"{PREFIX}ann-{i}-{time.time_ns()}", password="cache-bench-pw-1") for i in range(3)

@@ -13,7 +13,12 @@ from django.test.utils import override_settings
 
 from annotation import services
 from annotation.models import Assignment, Batch
-from benchmarks.routing_path import (
+from benchmarks.site_server import start_gunicorn, stop
+from core.management.cli import ProjectCommand, command_errors
+from genderbias.labels import LABELS
+from platforms.inhouse.services.handout import create_annotator
+from tests.loopback import free_port
+from tests.support.routing_path import (
     SAMPLES,
     chat_answers,
     crowd_file_data,
@@ -22,12 +27,7 @@ from benchmarks.routing_path import (
     truth_queries,
     vote,
 )
-from benchmarks.site_load import free_port
-from benchmarks.site_server import start_gunicorn, stop
-from benchmarks.virtual_annotator import VirtualAnnotator
-from core.management.cli import ProjectCommand, command_errors
-from genderbias.labels import LABELS
-from platforms.inhouse.services.handout import create_annotator
+from tests.support.virtual_annotator import VirtualAnnotator
 
 PREFIX = "routing-bench-"
 PASSWORD = "routing-benchmark-password"
@@ -39,7 +39,7 @@ MACHINE_SEED = 5
 class Command(ProjectCommand):
     help = (
         "The whole machine path against a noisy crowd (three votes from twelve workers right 0.9 of the time, two "
-        "spammers, a lazy worker; benchmarks/routing_path.py) on the study's labelled queries: a chat model sampled "
+        "spammers, a lazy worker; tests/support/routing_path.py) on the study's labelled queries: a chat model sampled "
         "16 times pre-labels the batch, a blind sample drawn whole is labelled by the crowd with its undecided "
         "queries escalated (up to 7 assignments), routing certifies the target, the rest goes to the crowd. "
         "Simulated on --redraws redraws of the sample (genderbias.machine.routing_forecast), then --http times for "

@@ -30,7 +30,8 @@ class Command(ProjectCommand):
         parser.add_argument("--newlines", type=int, default=1024**3, help="the newline bomb's expanded bytes (1 GiB)")
 
     def handle(self, *args, workdir, expanded, newlines, **options):
-        from benchmarks.upload_memory import COLLECTION, write_ordinary_run, write_repeated
+        from benchmarks.upload_memory import COLLECTION, write_ordinary_run
+        from tests.support.compression_bombs import write_repeated
 
         work = Path(workdir)
         work.mkdir(parents=True, exist_ok=True)

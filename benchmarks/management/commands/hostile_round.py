@@ -25,8 +25,8 @@ import json
 import time
 from decimal import Decimal
 
-from benchmarks.url_patterns import site_patterns
 from core.management.cli import ProjectCommand
+from tests.support.url_patterns import site_patterns
 
 SECRETS = {
     "collection": "zq-lab-a-collection",

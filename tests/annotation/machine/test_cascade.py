@@ -17,7 +17,6 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.routing_path import chat_answers, label_and_confidence, truth_queries
 from genderbias.crowd.simulation import ReferenceRule, noisy_crowd
 from genderbias.labels import LABELS
 from genderbias.machine.cascade_statistics import certify_cascade
@@ -29,6 +28,7 @@ from genderbias.machine.routing_statistics import (
     perfect_record,
     split_by_threshold,
 )
+from tests.support.routing_path import chat_answers, label_and_confidence, truth_queries
 
 REDRAWS = 1000
 MC_SE = math.sqrt(DEFAULT_RISK * (1 - DEFAULT_RISK) / REDRAWS)  # 0.0069
@@ -37,13 +37,13 @@ ALLOWED = DEFAULT_RISK + 3 * MC_SE  # 0.0707
 
 def study_truth(size: int) -> tuple[np.ndarray, str]:
     """``size`` true labels (indices into LABELS): the study's first ``size`` queries, else synthetic ones
-    with the study's shares (:func:`benchmarks.routing_path.truth_queries`); and which it is."""
+    with the study's shares (:func:`tests.support.routing_path.truth_queries`); and which it is."""
     rows, source = truth_queries(size)
     return np.array([LABELS.index(label) for _, _, label in rows]), source
 
 
 def chat_machine(truth: np.ndarray, seed: int, *, easy: float = 0.7, samples: int = 16):
-    """The routing benchmark's chat model (:mod:`benchmarks.routing_path`): label and confidence per query."""
+    """The routing benchmark's chat model (:mod:`tests.support.routing_path`): label and confidence per query."""
     return label_and_confidence(chat_answers(truth, seed, easy=easy, samples=samples))
 
 

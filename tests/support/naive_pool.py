@@ -1,9 +1,10 @@
-"""The benchmark's pure part: the reference notebooks' pooling and the timing of one step.
+"""The reference notebooks' pooling: an independent oracle of the pool, and the pooling benchmark's baseline.
 
 The straightforward approach, as in the SIGIR 2020 notebooks: read the whole collection
 into a ``Counter`` per document (``text.lower().split(" ")``), keep dictionaries of
-tuples, then loop in Python per run and per query. Pure module (no Django): it is the
-baseline the engine (:mod:`.engine`) is measured against, and must give the same pool.
+tuples, then loop in Python per run and per query. Pure module (no Django): the engine
+(:mod:`pooling`, measured by ``manage.py benchmark_pooling`` and ``benchmark_fullsize``
+against it) must give the same pool.
 """
 
 from __future__ import annotations
@@ -11,10 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-
-from benchmarks.measure import peak_memory_mb
 
 
 def naive_pool(
@@ -68,14 +66,3 @@ def naive_pool(
     if phases is not None:
         phases.update(collection=collection_seconds, runs=time.perf_counter() - start - collection_seconds)
     return sorted(pooled, key=int)
-
-
-def measure(step: Callable[[], tuple[list[str], dict]]) -> dict:
-    """Run one benchmark step (returning its pooled qids and its phases' seconds) and what
-    the benchmark records of it: seconds, CPU seconds (user + system: the steadier figure on a
-    shared machine), this process's peak memory, the pool."""
-    start, cpu = time.perf_counter(), time.process_time()
-    qids, phases = step()
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    peak_mb = peak_memory_mb()
-    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak_mb, "pooled": len(qids), "qids": qids, "phases": phases}

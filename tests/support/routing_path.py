@@ -1,4 +1,6 @@
-"""The routing benchmark's world: true labels, a chat model sampled 16 times, a paid platform's crowd.
+"""The routing world: true labels, a chat model sampled 16 times, a paid platform's crowd.
+
+Support of the cascade tests (tests/annotation/machine/test_cascade.py) and world of the routing benchmark.
 
 Pure (numpy, no Django). ``manage.py benchmark_routing`` runs the machine path against it twice:
 simulated (:func:`genderbias.machine.routing_forecast.simulate_path`, hundreds of redraws) and for
@@ -28,7 +30,7 @@ import numpy as np
 from genderbias.labels import LABELS
 
 #: The study's labelled queries, beside the checkout (``../shared/reference/``).
-STUDY_FILE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference" / "queries_gender_annotated.csv"
+STUDY_FILE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "queries_gender_annotated.csv"
 #: The study's label counts (n, f, m, o of 3,750): the synthetic fallback's shares.
 STUDY_COUNTS = (1765, 742, 1202, 41)
 SAMPLES = 16

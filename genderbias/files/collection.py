@@ -1,0 +1,166 @@
+"""A passage collection (``docid<TAB>text`` per line): its scan, the passages of a block, texts by span.
+
+Every reader validates as it reads and reports bad input as an :class:`InputError` naming the
+file, the 1-based line and the problem. Read in large blocks (:mod:`genderbias.files.blocks`),
+so an 8.8M-passage collection streams through with flat memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from genderbias.errors import InputError, Skipped, raise_or_skip
+from genderbias.files.atomic import atomic_path
+from genderbias.files.blocks import BLOCK_SIZE, is_gzipped, iter_blocks
+
+
+def parse_passages(
+    path: Path, lines: pl.DataFrame, skipped: Skipped | None = None, wanted: pl.Series | None = None
+) -> pl.DataFrame:
+    """Split ``pid<TAB>passage`` lines on the first tab: frame ``line, docid, text``.
+
+    Whitespace around a passage id is stripped (``" c1 "`` is ``c1``), as run and query
+    readers do: runs are split on whitespace, so an id kept with its spaces could never
+    be matched. With ``wanted``, only those docids are kept. When ``lines`` has
+    ``offset`` (:func:`iter_blocks` with ``offsets=True``), the frame also has each
+    passage text's place in the file, ``start`` and ``length`` in bytes
+    (:func:`read_passage_texts` reads them back).
+    """
+    spans = "offset" in lines.columns
+    parts = pl.col("text").str.splitn("\t", 2).struct.rename_fields(["id", "passage"])
+    frame = lines.select("line", *(["offset"] if spans else []), parts.alias("parts")).unnest("parts")
+    frame = frame.with_columns(pl.col("id").str.strip_chars().alias("docid"))
+    no_tab = pl.col("passage").is_null() & (pl.col("id") != "")  # an empty line is no passage, and no error
+    empty_id = pl.col("passage").is_not_null() & (pl.col("docid") == "")
+    bad = frame.filter(no_tab | empty_id)
+    for line, passage in bad.select("line", "passage").iter_rows():
+        problem = "no tab between passage id and text" if passage is None else "empty passage id"
+        raise_or_skip(InputError(path, line, problem), skipped)
+    frame = frame.filter(pl.col("passage").is_not_null())
+    if len(bad):
+        frame = frame.filter(pl.col("docid") != "")
+    if wanted is not None:
+        frame = frame.filter(pl.col("docid").is_in(wanted.implode()))
+    columns = ["line", "docid", pl.col("passage").alias("text")]
+    if spans:  # the passage begins one byte (the tab) after the id, in bytes
+        start = pl.col("offset") + pl.col("id").str.len_bytes().cast(pl.Int64) + 1
+        columns += [start.alias("start"), pl.col("passage").str.len_bytes().cast(pl.Int64).alias("length")]
+    return frame.select(columns)
+
+
+def read_passage_texts(path: str | Path, spans: pl.DataFrame, block_size: int | None = None) -> pl.DataFrame:
+    """The texts at ``spans`` (``docid, start, length``, from a collection's docid index) of a plain file.
+
+    Up to ``block_size`` bytes of the file at a time are mapped, not read: each text is
+    sliced from the mapping, so the bytes no span needs (most of the file, for a pool's
+    passages) are never copied, and each window is unmapped before the next (the process
+    holds no more than one window of the file: a mapping of the whole 2.8 GB of MS MARCO
+    would count in its peak memory). The spans come from the import, which validated the
+    UTF-8 and whose file size the caller has checked. Returns ``docid, text`` in file order.
+    """
+    import mmap
+
+    block_size = block_size or BLOCK_SIZE
+    spans = spans.sort("start")
+    starts = spans["start"].to_numpy()
+    ends = starts + spans["length"].to_numpy()
+    texts: list[bytes] = []
+    with open(path, "rb") as file:
+        i, n = 0, len(starts)
+        while i < n:  # a window at a time: map it, slice its texts, unmap it
+            first = int(starts[i])
+            j = max(int(np.searchsorted(ends, first + block_size, side="right")), i + 1)
+            offset = first - first % mmap.ALLOCATIONGRANULARITY
+            size = int(ends[j - 1]) - offset
+            if size == 0:  # empty texts at the very start of a window
+                texts.extend([b""] * (j - i))
+            else:
+                with mmap.mmap(file.fileno(), size, offset=offset, access=mmap.ACCESS_READ) as window:
+                    window.madvise(mmap.MADV_WILLNEED)
+                    pairs = zip((starts[i:j] - offset).tolist(), (ends[i:j] - offset).tolist(), strict=True)
+                    texts.extend([window[s:e] for s, e in pairs])
+            i = j
+    text = pl.Series("text", texts, dtype=pl.Binary).cast(pl.String)
+    return pl.DataFrame([spans["docid"], text])
+
+
+@dataclass
+class CollectionScan:
+    """What registering a collection learns in one pass."""
+
+    passages: int
+    size: int
+    sha256: str
+
+
+def scan_collection(
+    path: str | Path,
+    index_path: str | Path | None = None,
+    progress: Callable[[int], None] | None = None,
+    skipped: Skipped | None = None,
+) -> CollectionScan:
+    """Validate a collection, hash it and (with ``index_path``) index its docids, in one pass.
+
+    Checks every line is ``pid<TAB>passage`` in UTF-8 and that no pid repeats. Memory
+    stays flat: docids stream into the Parquet index block by block, and repeats are
+    found from 8-byte hashes (confirmed exactly before an error is raised). For a plain
+    (not gzipped) file the index also holds where each passage's text is (``start``,
+    ``length`` in bytes), so counting words in some passages reads just those
+    (:func:`read_passage_texts`) instead of parsing the whole file. ``progress``
+    receives the number of (compressed) bytes read so far.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, None, "no such file")
+    digest = hashlib.sha256()
+    hashes: list[np.ndarray] = []
+    with atomic_path(index_path) if index_path else contextlib.nullcontext() as tmp:
+        writer = None
+        try:
+            spans = not is_gzipped(path)  # a gzipped file cannot be read at an offset
+            for lines, position in iter_blocks(path, digest=digest, offsets=spans and tmp is not None):
+                passages = parse_passages(path, lines, skipped)
+                docids = passages["docid"]
+                hashes.append(docids.hash(seed=0).to_numpy())
+                if tmp is not None:
+                    columns = {"docid": docids.to_arrow().cast(pa.large_string())}
+                    if "start" in passages.columns:
+                        columns |= {"start": passages["start"].to_arrow(), "length": passages["length"].to_arrow()}
+                    table = pa.table(columns)
+                    writer = writer or pq.ParquetWriter(tmp, table.schema)
+                    writer.write_table(table)
+                if progress:
+                    progress(position)
+        finally:
+            if writer is not None:
+                writer.close()
+        passages = sum(len(h) for h in hashes)
+        if not passages:
+            raise InputError(path, None, "no passages")
+        every = np.sort(np.concatenate(hashes))
+        repeated = every[1:][every[1:] == every[:-1]]
+        if len(repeated):
+            _raise_repeated_docid(path, set(repeated.tolist()), skipped)
+    return CollectionScan(passages, path.stat().st_size, digest.hexdigest())
+
+
+def _raise_repeated_docid(path: Path, candidates: set[int], skipped: Skipped | None) -> None:
+    """Second pass over the lines whose docid hash repeats: name the first real repeat."""
+    seen: dict[str, int] = {}
+    for lines, _ in iter_blocks(path):
+        frame = parse_passages(path, lines, skipped=Skipped())
+        frame = frame.filter(pl.col("docid").hash(seed=0).is_in(list(candidates)))
+        for line, docid in frame.select("line", "docid").iter_rows():
+            if docid in seen:
+                raise InputError(path, line, f"passage id {docid!r} repeats (first on line {seen[docid]})")
+            seen[docid] = line
