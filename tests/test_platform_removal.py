@@ -100,6 +100,7 @@ KERNEL_TESTS = (
 COPIED = (
     "annotation",
     "benchmarks",
+    "genderbias",
     "config",
     "core",
     "metrics",
@@ -121,7 +122,7 @@ import tests.pytest_environment  # noqa: F401 (what a deployment sets)
 import django
 django.setup()
 failed = []
-for top in ("config", "core", "pooling", "annotation", "platforms", "metrics", "publishing", "benchmarks"):
+for top in ("genderbias", "config", "core", "pooling", "annotation", "platforms", "metrics", "publishing", "benchmarks"):
     for path in sorted(Path(top).rglob("*.py")):
         name = ".".join(path.with_suffix("").parts).removesuffix(".__init__")
         try:
