@@ -91,6 +91,12 @@ class BiasMeasure(Measure):
                 raise MeasureError(self.NAME, name, exc.problem) from None
         return checked
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same measure, and to the string ir_measures writes it as (``figures["ARaB@10"]``)."""
+        return repr(self) == other if isinstance(other, str) else super().__eq__(other)
+
+    __hash__ = Measure.__hash__
+
     def validate_params(self) -> None:
         """Checked when built (:meth:`_checked`): ir_measures' providers call this."""
 
