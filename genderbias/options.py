@@ -440,7 +440,7 @@ EXPOSURE_OPTIONS = {
     "form": EXPOSURE_FORM_OPTION,
 }
 
-# --- the library's measures (genderbias.api.measures): settings a report computes in every variant ---
+# --- the library's measures (genderbias.api.notation): settings a report computes in every variant ---
 
 #: RaB/ARaB's gender magnitude (a report computes both, the paper's ``tf`` first).
 MAGNITUDE_OPTION = ReportOption(

@@ -16,8 +16,18 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+import pandas as pd
+import polars as pl
+from ir_measures import Metric as IrMetric
+
 from genderbias.api.inputs import Texts, load_run, load_texts
-from genderbias.api.measures import MEASURES, BiasMeasure, parse_measure
+from genderbias.api.notation import MEASURES, BiasMeasure, parse_measure
+from genderbias.options import EXPOSURE_OPTIONS, SEED_OPTION, THRESHOLD_OPTION
+from genderbias.ranking.exposure import ExposureSettings
+from genderbias.ranking.measures import evaluate_run
+from genderbias.ranking.rbo import crbo
+from genderbias.ranking.ties import TIE_AWARE, order_run, tie_summary
+from genderbias.text.wordlists import default_representative_wordlist, default_wordlist
 
 NAN = float("nan")
 
@@ -56,7 +66,24 @@ def measures_for(texts: Any, *, counterfactual: Any = None, measures: Iterable[s
     the prototypes (``ARaB``, ``NFaiRR``, …: give the cutoff with ``@``)."""
     source = load_texts(texts)
     chosen = [parse_measure(m) for m in measures] if measures is not None else list(MEASURES.values())
-    return [measure.bind(source, counterfactual) for measure in chosen]
+    return [_bound(type(measure))(texts=source, counterfactual=counterfactual, **measure.params) for measure in chosen]
+
+
+class _Bound:
+    """A measure bound to what it reads: ir_measures' runtime provider computes it (``runtime_impl``)."""
+
+    def runtime_impl(self, qrels, run):
+        yield from runtime_values(self, qrels, run)
+
+
+_BOUND: dict[type, type] = {}
+
+
+def _bound(kind: type) -> type:
+    """``kind`` bound (one class per measure, so ``ARaB(bound='low')@10`` of a bound ``ARaB`` stays bound)."""
+    if kind not in _BOUND:
+        _BOUND[kind] = type(kind.__name__, (_Bound, kind), {})
+    return _BOUND[kind]
 
 
 def per_query(
@@ -70,8 +97,6 @@ def per_query(
 ):
     """Long pandas frame ``measure, qid, value, low, high, tied`` (``measure`` as written, queries in
     the run's order): what :func:`iter_calc` and :func:`calc_aggregate` read."""
-    import pandas as pd
-
     measures = [parse_measure(m) for m in measures]
     for measure in measures:
         measure.cutoff  # noqa: B018 - refuses a measure without a cutoff before any work
@@ -99,7 +124,6 @@ def _group(measure: BiasMeasure) -> tuple:
     exposure settings (a measure without one of them takes its default)."""
     if measure.NAME == "CRBO":
         return ("CRBO",)
-    from genderbias.options import EXPOSURE_OPTIONS, SEED_OPTION, THRESHOLD_OPTION
 
     def setting(name, option):
         return measure[name] if name in measure.OPTIONS else option.default
@@ -110,14 +134,6 @@ def _group(measure: BiasMeasure) -> tuple:
 
 
 def _bias(members: list[BiasMeasure], run, texts: Texts, wordlist, representative) -> list:
-    import polars as pl
-
-    from genderbias.options import EXPOSURE_OPTIONS
-    from genderbias.ranking.exposure import ExposureSettings
-    from genderbias.ranking.measures import evaluate_run
-    from genderbias.ranking.ties import TIE_AWARE, order_run
-    from genderbias.text.wordlists import default_representative_wordlist, default_wordlist
-
     _, ties, tokenizer, threshold, exposure, seed = _group(members[0])
     cutoffs = sorted({m.cutoff for m in members})
     depth = max(cutoffs)
@@ -159,10 +175,6 @@ def _rows(measure: BiasMeasure, rows):
 
 
 def _crbo(measure: BiasMeasure, run, counterfactual):
-    import pandas as pd
-
-    from genderbias.ranking.rbo import crbo
-
     if counterfactual is None:
         raise ValueError(
             f"{measure} compares the run with the same ranker's run on the counterfactual collection (gendered "
@@ -192,8 +204,6 @@ def calc_aggregate(measures: Iterable[str | BiasMeasure], run: Any, texts: Any =
     ``inputs``: ``counterfactual`` (CRBO's second run), ``wordlist`` (RaB/ARaB's, default the 32 + 32
     definitional words) and ``representative`` (the others', default the 163 + 163 representative words).
     """
-    from genderbias.ranking.ties import tie_summary
-
     measures = {str(m): m for m in (parse_measure(m) for m in measures)}
     table = per_query(measures.values(), run, texts, **inputs)
     long = table.rename(columns={"measure": "run"}).assign(metric="", variant="", cutoff=0)
@@ -211,14 +221,8 @@ def calc_aggregate(measures: Iterable[str | BiasMeasure], run: Any, texts: Any =
 
 
 def runtime_values(measure: BiasMeasure, qrels, run) -> Iterator:
-    """ir_measures' runtime provider's call (:meth:`BiasMeasure.runtime_impl`): the figures of ``run``
+    """ir_measures' runtime provider's call (``runtime_impl`` of a bound measure): the figures of ``run``
     (pandas ``query_id, doc_id, score``) for the queries the qrels judge, as ir_measures' Metrics."""
-    from ir_measures import Metric as IrMetric
-
-    if measure.texts is None and measure.NAME != "CRBO":
-        raise ValueError(
-            f"{measure} reads texts: bind it first, genderbias.measures_for(texts) or {measure.NAME}.bind(texts)"
-        )
     judged = set(qrels["query_id"].astype(str))
     frame = run[run["query_id"].astype(str).isin(judged)].rename(columns={"query_id": "qid", "doc_id": "docno"})
     if not len(frame):

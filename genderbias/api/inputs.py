@@ -19,6 +19,9 @@ from typing import Any
 
 import polars as pl
 
+from genderbias.files.readers import iter_blocks, parse_passages, read_run
+from genderbias.text.magnitudes import count_frame
+
 RUN_SCHEMA = {"qid": pl.String, "docid": pl.String, "rank": pl.Int64, "score": pl.Float64}
 _QID = ("qid", "query_id")
 _DOCID = ("docno", "docid", "doc_id")
@@ -44,8 +47,6 @@ def load_run(run: Any) -> pl.DataFrame:
     are tie-aware by default, so no order of ties is chosen for them: :mod:`genderbias.ranking.ties`).
     """
     if isinstance(run, str | Path):
-        from genderbias.files.readers import read_run
-
         return read_run(run).frame.select(*RUN_SCHEMA).cast(RUN_SCHEMA)
     if isinstance(run, Mapping):
         rows = [(str(q), str(d), float(s)) for q, docs in run.items() for d, s in docs.items()]
@@ -99,15 +100,11 @@ class Texts:
     def counts(self, docids: Iterable[str], wordlist, tokenizer: str) -> pl.DataFrame:
         """``docid, f, m, length`` under ``wordlist`` and ``tokenizer``: the platform's counting
         (:func:`genderbias.text.magnitudes.count_frame`) of the same texts."""
-        from genderbias.text.magnitudes import count_frame
-
         return count_frame(self.frame(docids), wordlist, tokenizer)
 
     def _fetch(self, wanted: pl.Series) -> pl.DataFrame:
         source = self.source
         if isinstance(source, str | Path):
-            from genderbias.files.readers import iter_blocks, parse_passages
-
             path = Path(source)
             parts = [parse_passages(path, lines, wanted=wanted) for lines, _ in iter_blocks(path)]
             return pl.concat([p.select("docid", "text") for p in parts]) if parts else self._known.clear()

@@ -109,3 +109,16 @@ def test_crbo_reads_the_counterfactual_run():
     q1 = (1 - p) / p * (0 / 1 * p + 2 / 2 * p**2 + 3 / 3 * p**3) + 1.0 * p**3
     figure = genderbias.calc_aggregate(["CRBO(p=0.9)@3"], RUN, counterfactual=swapped)[genderbias.CRBO @ 3]
     assert figure == pytest.approx((q1 + 1.0) / 2)
+
+
+def test_ir_measures_computes_a_bound_measure_beside_its_own():
+    import ir_measures
+    from ir_measures import P
+
+    qrels = [ir_measures.Qrel("q1", "a", 1), ir_measures.Qrel("q2", "a", 1)]
+    (arab,) = genderbias.measures_for(TEXTS, measures=["ARaB@2"])
+    found = ir_measures.calc_aggregate([P @ 1, arab], qrels, RUN)
+    assert found[arab] == pytest.approx(expected_arab2())
+    assert found[P @ 1] == pytest.approx(0.5)  # q1 ranks a first, q2 ranks c first
+    with pytest.raises(ValueError, match=r"ARaB@2 reads the documents' texts: bind it first"):
+        ir_measures.calc_aggregate([genderbias.ARaB @ 2], qrels, RUN)

@@ -4,7 +4,7 @@ written, and a bad parameter is refused with its name (the expected strings are 
 import pytest
 
 import genderbias
-from genderbias.api.measures import MeasureError, parse_measure
+from genderbias.api.notation import MeasureError, parse_measure
 
 WRITTEN = [
     "ARaB@10",
@@ -80,3 +80,20 @@ def test_an_unknown_measure_or_a_missing_cutoff_is_refused():
         parse_measure("nDCG@10")
     with pytest.raises(MeasureError, match=r"give a cutoff: ARaB@10"):
         genderbias.calc_aggregate(["ARaB"], {"q": {"d": 1.0}}, {"d": "she"})
+
+
+def test_the_package_and_its_measures_load_no_numpy():
+    """Forms and settings import light modules of the library: the package and the measure
+    objects must not cost them numpy, pandas or polars (the computations load them)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import json, sys, genderbias; genderbias.parse_measure('ARaB@10'); genderbias.NFaiRR @ 5; "
+        "print(json.dumps([m for m in ('numpy', 'pandas', 'polars') if m in sys.modules]))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == []

@@ -5,8 +5,8 @@
 parameter left at its default is not written (``NFaiRR(threshold=1)@10`` is ``NFaiRR@10``), and the
 defaults are the platform's (tie-aware; :mod:`genderbias.options`). Each measure is an
 ``ir_measures`` measure (a subclass of :class:`ir_measures.measures.base.Measure`): ``ARaB@10``
-builds one, ``str`` writes it, and once bound to texts (:meth:`BiasMeasure.bind`,
-:func:`genderbias.api.calc.measures_for`) ir_measures' own ``calc_aggregate``/``iter_calc`` and
+builds one, ``str`` writes it, and once bound to texts (:func:`genderbias.api.calc.measures_for`)
+ir_measures' own ``calc_aggregate``/``iter_calc`` and
 PyTerrier's ``pt.Experiment`` compute it beside nDCG@10 through ir_measures' runtime provider, which
 takes any measure with a ``runtime_impl``.
 
@@ -67,7 +67,7 @@ class BiasMeasure(Measure):
 
     def __init__(self, texts: Any = None, counterfactual: Any = None, **params: Any) -> None:
         super().__init__(**params)
-        #: What the measure reads besides the run (:meth:`bind`): the texts; CRBO's counterfactual run.
+        #: What the measure reads besides the run (:func:`genderbias.api.calc.measures_for`): the texts; CRBO's counterfactual run.
         self.texts, self.counterfactual = texts, counterfactual
         self.params = self._checked(params)
         self.validated = True
@@ -110,10 +110,6 @@ class BiasMeasure(Measure):
             return self.params.get("cutoff")
         return self.params.get(name, self.OPTIONS[name].default)
 
-    def bind(self, texts: Any = None, counterfactual: Any = None) -> BiasMeasure:
-        """This measure reading ``texts`` (and CRBO a ``counterfactual`` run), for ir_measures and PyTerrier."""
-        return self(texts=texts if texts is not None else self.texts, counterfactual=counterfactual)
-
     @property
     def cutoff(self) -> int:
         if self.params.get("cutoff") is None:
@@ -124,11 +120,9 @@ class BiasMeasure(Measure):
         return _NaNSkippingMean()
 
     def runtime_impl(self, qrels, run):
-        """ir_measures' runtime provider: per query of the qrels, this measure of ``run`` (pandas
-        ``query_id, doc_id, score``) over the bound texts."""
-        from genderbias.api.calc import runtime_values
-
-        yield from runtime_values(self, qrels, run)
+        """ir_measures' runtime provider computes a measure that has this; a measure bound to texts
+        (:func:`genderbias.api.calc.measures_for`) computes itself, an unbound one says so."""
+        raise ValueError(f"{self} reads the documents' texts: bind it first, genderbias.measures_for(texts)")
 
 
 class _RankBias(BiasMeasure):
