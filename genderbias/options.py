@@ -25,6 +25,7 @@ from genderbias.numbers import NumberError, parse_count, parse_counts, parse_dec
 from genderbias.presets import PRESETS
 from genderbias.ranking.defaults import (
     AWRF_WEIGHTS,
+    CRBO_P,
     DEFAULT_AWRF_P,
     DEFAULT_AWRF_WEIGHTS,
     DEFAULT_CUT_STEP,
@@ -47,6 +48,7 @@ from genderbias.ranking.defaults import (
     TIE_DRAWS,
     TIES,
 )
+from genderbias.ranking.vocabulary import BY_NAME
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 #: The kinds of setting: one of ``choices``; a number (``float``) or a whole number (``count``) within
@@ -437,3 +439,49 @@ EXPOSURE_OPTIONS = {
     "threshold": THRESHOLD_OPTION,
     "form": EXPOSURE_FORM_OPTION,
 }
+
+# --- the library's measures (genderbias.api.notation): settings a report computes in every variant ---
+
+#: RaB/ARaB's gender magnitude (a report computes both, the paper's ``tf`` first).
+MAGNITUDE_OPTION = ReportOption(
+    "magnitude",
+    tuple((variant, variant) for variant in BY_NAME["RaB"].variants),
+    BY_NAME["RaB"].variants[0],
+    "RaB magnitude",
+    "RaB/ARaB's gender magnitude of a document: tf, ln(1 + count) (the paper's), or bool, any occurrence",
+    what="magnitude",
+)
+#: TExFAIR's variant (a report computes both): ``rbdf`` (the paper's, 1 − TED·RBDF) or ``plain`` (1 − TED).
+TEXFAIR_VARIANT_OPTION = ReportOption(
+    "variant",
+    tuple((variant, variant) for variant in BY_NAME["TExFAIR"].variants),
+    BY_NAME["TExFAIR"].variants[0],
+    "TExFAIR variant",
+    "TExFAIR's variant: rbdf, 1 − TED·RBDF (the paper's), or plain, 1 − TED",
+    what="TExFAIR variant",
+)
+#: CRBO's persistence p (its depth is the measure's cutoff, :data:`CUTOFF_OPTION`).
+CRBO_P_OPTION = ReportOption(
+    "p",
+    (),
+    CRBO_P,
+    "RBO persistence",
+    "RBO's persistence p: the weight of rank d+1 relative to rank d",
+    kind="number",
+    minimum=0,
+    maximum=1,
+    open_bounds=True,
+    what="RBO's p",
+)
+#: Which figure of a measure over the orders of tied documents: their expectation (under ``tie-aware``),
+#: or the lowest or highest value any order gives.
+BOUNDS = ("value", "low", "high")
+BOUND_OPTION = ReportOption(
+    "bound",
+    tuple((bound, bound) for bound in BOUNDS),
+    BOUNDS[0],
+    "Figure over tie orders",
+    "value: the figure (tie-aware: its expectation over the orders of tied documents); low, high: the "
+    "lowest and highest value an order of ties gives",
+    what="bound",
+)

@@ -987,3 +987,56 @@ def f(batch):
 HELP = dict(help_text="see TaskBuilder")
 '''
     assert [line for line, _ in names_in_code(source, pattern)] == [7, 8, 9, 10]
+
+
+#: The platform's frameworks, which the library installs without (pyproject.toml's dependencies).
+PLATFORM_PACKAGES = ("django", "rest_framework", "celery", "boto3", "botocore", "kombu")
+
+
+def _declared_dependencies() -> dict[str, str]:
+    """pyproject.toml's dependencies and optional ones, ``{normalised name: pinned version}``."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = list(project["dependencies"])
+    for extra in project.get("optional-dependencies", {}).values():
+        declared += extra
+    pins = {}
+    for requirement in declared:
+        name, _, version = requirement.partition("==")
+        pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_the_library_imports_only_what_pyproject_declares(graph):
+    """Every third-party package a module of ``genderbias`` imports (grimp: in functions too) is a
+    dependency of pyproject.toml, each declared one is imported, each pinned as requirements.txt pins
+    it; and none of the platform's frameworks is reachable from the library."""
+    from importlib.metadata import packages_distributions
+
+    library = {m for m in graph.modules if m == "genderbias" or m.startswith("genderbias.")}
+    imported = set()
+    for module in library:
+        for name in graph.find_modules_directly_imported_by(module):
+            top = name.split(".")[0]
+            if top not in APPS and top not in sys.stdlib_module_names and top != "tests":
+                imported.add(top)
+    distributions = packages_distributions()
+    used = {re.sub(r"[-_.]+", "-", distributions[top][0]).lower() for top in imported}
+    declared = _declared_dependencies()
+    # ir_measures computes nDCG and its kin through pytrec_eval: declared beside it, imported by it
+    assert used | {"pytrec-eval-terrier"} == set(declared), (used, set(declared))
+    pinned = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        name, _, version = line.split("#")[0].strip().partition("==")
+        if version:
+            pinned[re.sub(r"[-_.]+", "-", name.split("[")[0]).lower()] = version
+    assert {name: pinned.get(name) for name in declared} == declared
+    reached = [
+        " -> ".join(chain)
+        for framework in PLATFORM_PACKAGES
+        if framework in graph.modules
+        for module in library
+        if (chain := graph.find_shortest_chain(importer=module, imported=framework)) is not None
+    ]
+    assert reached == []

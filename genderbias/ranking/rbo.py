@@ -24,7 +24,7 @@ import pandas as pd
 import polars as pl
 
 from genderbias.ranking.defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES, TIE_DRAWS
-from genderbias.ranking.ties import TIE_AWARE, group_matrix, order_run, tie_orders
+from genderbias.ranking.ties import TIE_AWARE, group_matrix, order_run, tie_orders, tied_within
 
 DEFAULT_P = CRBO_P
 DEFAULT_DEPTH = CRBO_DEPTH
@@ -198,3 +198,17 @@ def tie_aware_rbo(
     values = plain.copy()
     values.loc[means.index] = means
     return values
+
+
+def tied_queries(first: pl.DataFrame, second: pl.DataFrame, depth: int, common: set) -> int:
+    """How many of the ``common`` queries have a tied document in either run's top ``depth``: the
+    queries whose RBO an order of ties can move (CRBO's note beside its figure)."""
+    tied = set()
+    for frame in (first, second):
+        ordered = order_run(frame, TIE_AWARE, depth)
+        qids = ordered["qid"].unique(maintain_order=True).to_list()
+        width = int(ordered["rank"].max() or 0)
+        n = ordered.group_by("qid", maintain_order=True).len()["len"].to_numpy()
+        flags = tied_within(group_matrix(ordered, qids, width), n, depth)
+        tied |= {qid for qid, flag in zip(qids, flags, strict=True) if flag}
+    return len(tied & common)

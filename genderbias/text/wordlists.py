@@ -118,6 +118,15 @@ def default_wordlist() -> GenderWords:
     return GenderWords(frozenset(DEFAULT_FEMALE), frozenset(DEFAULT_MALE), name="genderspecific-32+32")
 
 
+#: The 163 + 163 gender-representative words and names of NFaiRR and TExFAIR (``data/NOTICE``: source, licence).
+REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
+
+
+def default_representative_wordlist() -> GenderWords:
+    """The 163 + 163 gender-representative words and names of Rekabsaz, Kopeinik & Schedl (SIGIR 2021)."""
+    return load_wordlist(REPRESENTATIVE_WORDLIST, name="representative-163+163")
+
+
 def wordlist_from_mapping(words: dict[str, str], name: str) -> GenderWords:
     """Rebuild a word list stored as ``{word: 'f' | 'm'}``."""
     return GenderWords(

@@ -24,6 +24,7 @@ computation (:mod:`genderbias.crowd.sensitivity`, which loads numpy and pandas, 
 """
 
 from genderbias.errors import ServiceError
+from genderbias.text.wordlists import REPRESENTATIVE_WORDLIST, default_representative_wordlist
 
 from .counterfactual_collection import (
     counterfactual_job,
@@ -35,7 +36,6 @@ from .labelling import label_sensitivity, label_sensitivity_job, parse_dependenc
 from .planning import CostSettings, plan_study
 from .plot_cache import cached_plot, plot_key, plot_path
 from .reports import (
-    REPRESENTATIVE_WORDLIST,
     Computed,
     ReportInputs,
     ReportSettings,
@@ -43,7 +43,6 @@ from .reports import (
     build_report,
     compute_batch_report,
     compute_report,
-    default_representative_wordlist,
     parse_cutoffs,
     parse_measures,
     per_query_values,

@@ -16,7 +16,8 @@ from django.urls import reverse
 from core.jobs import background_job
 from core.models import Job
 from genderbias.errors import ServiceError
-from genderbias.ranking.defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES, TIES
+from genderbias.options import TIES_OPTION
+from genderbias.ranking.defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES
 from pooling.models import Run
 from pooling.selectors import collection_docids
 from pooling.services import run_frame
@@ -73,13 +74,12 @@ def crbo_summary(
     over the orders of both runs' ties), and ``tied_queries``, how many common queries' tops hold a tie.
     """
 
-    from genderbias.ranking.rbo import crbo
+    from genderbias.ranking.rbo import crbo, tied_queries
 
     if run.pk == counterfactual_run.pk:
         raise ServiceError("choose two different runs: the run and its counterfactual run")
     try:
-        if ties not in TIES:
-            raise ValueError(f"unknown order of ties {ties!r}; choose one of {', '.join(TIES)}")
+        TIES_OPTION.check(ties)
         first, second = run_frame(run), run_frame(counterfactual_run)
         mean, queries, per_query = crbo(first, second, p=p, depth=depth, ties=ties)
     except ValueError as exc:
@@ -96,23 +96,8 @@ def crbo_summary(
         "per_query": [[str(qid), float(value)] for qid, value in per_query.items()],
         "warnings": counterfactual_warnings(run, counterfactual_run, dict(per_query.items())),
         "ties": ties,
-        "tied_queries": _tied_queries(first, second, depth, set(per_query.index)),
+        "tied_queries": tied_queries(first, second, depth, set(per_query.index)),
     }
-
-
-def _tied_queries(first, second, depth: int, common: set) -> int:
-    """How many of the ``common`` queries have a tied document in either run's top ``depth``."""
-    from genderbias.ranking.ties import TIE_AWARE, group_matrix, order_run, tied_within
-
-    tied = set()
-    for frame in (first, second):
-        ordered = order_run(frame, TIE_AWARE, depth)
-        qids = ordered["qid"].unique(maintain_order=True).to_list()
-        width = int(ordered["rank"].max() or 0)
-        n = ordered.group_by("qid", maintain_order=True).len()["len"].to_numpy()
-        flags = tied_within(group_matrix(ordered, qids, width), n, depth)
-        tied |= {qid for qid, flag in zip(qids, flags, strict=True) if flag}
-    return len(tied & common)
 
 
 @background_job("metrics.crbo", task="metrics.tasks.crbo_task")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from django.db import transaction
@@ -58,7 +57,11 @@ from genderbias.ranking.defaults import (
 )
 from genderbias.ranking.effectiveness import DEFAULT_MEASURES
 from genderbias.ranking.effectiveness import parse_measures as parse
-from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
+from genderbias.text.wordlists import (
+    GenderWords,
+    default_representative_wordlist,
+    default_wordlist,
+)
 from pooling import services as pooling_services
 from pooling.analysis import check_same_collection
 from pooling.models import Qrels, QuerySet, Run
@@ -68,14 +71,6 @@ from ..models import COLLECTION_BACKGROUND, Report, Result
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parents[1] / "data" / "wordlist_gender_representative.txt"
-
-
-def default_representative_wordlist() -> GenderWords:
-    """The 163 + 163 gender-representative words and names of Rekabsaz, Kopeinik & Schedl (SIGIR 2021)."""
-    return load_wordlist(REPRESENTATIVE_WORDLIST, name="representative-163+163")
 
 
 @dataclass(frozen=True)

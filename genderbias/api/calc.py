@@ -1,0 +1,231 @@
+"""``calc_aggregate`` and ``iter_calc`` of the bias measures, as ir_measures computes effectiveness.
+
+Each figure is computed by the platform's own function: RaB, ARaB, NFaiRR, TExFAIR and the exposure
+measures by :func:`genderbias.ranking.measures.evaluate_run` (what ``bias_report`` computes per run),
+a run's mean as the report's summary takes it (over the queries with a value), its range over the
+orders of tied documents by :func:`genderbias.ranking.ties.tie_summary`, and CRBO by
+:func:`genderbias.ranking.rbo.crbo`. The figures are :class:`Figure` numbers: a float (the figure:
+under ``tie-aware`` its expectation over the orders of ties) with ``.low`` and ``.high``, the lowest
+and highest value an order of the run's ties gives (equal to the figure when no order moves it; NaN
+where the range is not computed: TExFAIR and the exposure measures unless tie-aware, and CRBO).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+import pandas as pd
+import polars as pl
+from ir_measures import Metric as IrMetric
+
+from genderbias.api.inputs import Texts, load_run, load_texts
+from genderbias.api.notation import MEASURES, BiasMeasure, parse_measure
+from genderbias.options import EXPOSURE_OPTIONS, SEED_OPTION, THRESHOLD_OPTION
+from genderbias.ranking.exposure import ExposureSettings
+from genderbias.ranking.measures import evaluate_run
+from genderbias.ranking.rbo import crbo
+from genderbias.ranking.ties import TIE_AWARE, order_run, tie_summary
+from genderbias.text.wordlists import default_representative_wordlist, default_wordlist
+
+NAN = float("nan")
+
+
+class Figure(float):
+    """A measure's figure (a float: the tie-aware expectation by default) with its range over the
+    orders of tied documents, ``low`` and ``high``."""
+
+    low: float
+    high: float
+
+    def __new__(cls, value: float, low: float = NAN, high: float = NAN) -> Figure:
+        figure = super().__new__(cls, value)
+        figure.low, figure.high = float(low), float(high)
+        return figure
+
+    @property
+    def value(self) -> float:
+        return float(self)
+
+    def __repr__(self) -> str:
+        return f"Figure({float(self)!r}, low={self.low!r}, high={self.high!r})"
+
+
+class Metric(NamedTuple):
+    """One query's figure of one measure: ir_measures' ``Metric(query_id, measure, value)``."""
+
+    query_id: str
+    measure: BiasMeasure
+    value: Figure
+
+
+def measures_for(texts: Any, *, counterfactual: Any = None, measures: Iterable[str] | None = None) -> list:
+    """The library's measures bound to ``texts`` (and CRBO to a ``counterfactual`` run), for ir_measures'
+    ``calc_aggregate`` and PyTerrier: each measure written as a string (``"ARaB@10"``), or by default
+    the prototypes (``ARaB``, ``NFaiRR``, …: give the cutoff with ``@``)."""
+    source = load_texts(texts)
+    chosen = [parse_measure(m) for m in measures] if measures is not None else list(MEASURES.values())
+    return [_bound(type(measure))(texts=source, counterfactual=counterfactual, **measure.params) for measure in chosen]
+
+
+class _Bound:
+    """A measure bound to what it reads: ir_measures' runtime provider computes it (``runtime_impl``)."""
+
+    def runtime_impl(self, qrels, run):
+        yield from runtime_values(self, qrels, run)
+
+
+_BOUND: dict[type, type] = {}
+
+
+def _bound(kind: type) -> type:
+    """``kind`` bound (one class per measure, so ``ARaB(bound='low')@10`` of a bound ``ARaB`` stays bound)."""
+    if kind not in _BOUND:
+        _BOUND[kind] = type(kind.__name__, (_Bound, kind), {})
+    return _BOUND[kind]
+
+
+def per_query(
+    measures: Iterable[str | BiasMeasure],
+    run: Any,
+    texts: Any = None,
+    *,
+    counterfactual: Any = None,
+    wordlist=None,
+    representative=None,
+):
+    """Long pandas frame ``measure, qid, value, low, high, tied`` (``measure`` as written, queries in
+    the run's order): what :func:`iter_calc` and :func:`calc_aggregate` read."""
+    measures = [parse_measure(m) for m in measures]
+    for measure in measures:
+        measure.cutoff  # noqa: B018 - refuses a measure without a cutoff before any work
+    frame = load_run(run)
+    groups: dict[tuple, list[BiasMeasure]] = {}
+    for measure in measures:
+        groups.setdefault(_group(measure), []).append(measure)
+    parts = []
+    for key, members in groups.items():
+        if key[0] == "CRBO":
+            parts += [
+                _crbo(m, frame, counterfactual if counterfactual is not None else m.counterfactual) for m in members
+            ]
+            continue
+        source = texts if texts is not None else members[0].texts
+        if source is None:
+            raise ValueError(f"{members[0]} reads the documents' texts: give texts (a file, dict, frame or docstore)")
+        parts += _bias(members, frame, load_texts(source), wordlist, representative)
+    columns = ["measure", "qid", "value", "low", "high", "tied"]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def _group(measure: BiasMeasure) -> tuple:
+    """Measures computed by one :func:`evaluate_run` call: the same order of ties, tokenizer, τ, seed and
+    exposure settings (a measure without one of them takes its default)."""
+    if measure.NAME == "CRBO":
+        return ("CRBO",)
+
+    def setting(name, option):
+        return measure[name] if name in measure.OPTIONS else option.default
+
+    exposure = tuple(setting(name, option) for name, option in EXPOSURE_OPTIONS.items() if name != "threshold")
+    threshold, seed = setting("threshold", THRESHOLD_OPTION), setting("seed", SEED_OPTION)
+    return ("bias", measure["ties"], measure["tokenizer"], threshold, exposure, seed)
+
+
+def _bias(members: list[BiasMeasure], run, texts: Texts, wordlist, representative) -> list:
+    _, ties, tokenizer, threshold, exposure, seed = _group(members[0])
+    cutoffs = sorted({m.cutoff for m in members})
+    depth = max(cutoffs)
+    # The documents the figures read: the top ``depth`` under the order of ties, and every member of a
+    # tie group reaching it (the tie-aware expectation and the range average over them).
+    docids = pl.concat([order_run(run, order, depth)["docid"] for order in {ties, TIE_AWARE}]).unique()
+    counts = texts.counts(docids, wordlist or default_wordlist(), tokenizer)
+    representative_counts = texts.counts(docids, representative or default_representative_wordlist(), tokenizer)
+    settings = ExposureSettings(
+        **dict(zip([n for n in EXPOSURE_OPTIONS if n != "threshold"], exposure, strict=True)), threshold=threshold
+    )
+    table = evaluate_run(
+        run, counts, representative_counts, cutoffs, threshold=threshold, exposure=settings, ties=ties, seed=seed
+    )
+    parts = []
+    for measure in members:
+        rows = table[(table["metric"] == measure.NAME) & (table["cutoff"] == measure.cutoff)]
+        variant = {"magnitude": measure.OPTIONS.get("magnitude"), "variant": measure.OPTIONS.get("variant")}
+        for name, option in variant.items():
+            if option is not None:
+                rows = rows[rows["variant"] == measure[name]]
+        parts.append(_rows(measure, rows))
+    return parts
+
+
+def _rows(measure: BiasMeasure, rows):
+    """``measure, qid, value, low, high, tied`` of ``rows`` (``evaluate_run``'s), the range filled with
+    the value where the query's top holds no tie (no order of ties moves it), and ``bound`` applied."""
+    rows = rows[["qid", "value", "low", "high", "tied"]].reset_index(drop=True).copy()
+    untied = ~rows["tied"].astype(bool)
+    for column in ("low", "high"):
+        rows.loc[untied & rows[column].isna(), column] = rows["value"]
+    bound = measure["bound"]
+    if bound != "value":  # the bound is the figure, and a range of its own it has not
+        rows["value"] = rows[bound]
+        rows["low"] = rows["high"] = rows[bound]
+    rows.insert(0, "measure", str(measure))
+    return rows
+
+
+def _crbo(measure: BiasMeasure, run, counterfactual):
+    if counterfactual is None:
+        raise ValueError(
+            f"{measure} compares the run with the same ranker's run on the counterfactual collection (gendered "
+            "words swapped): give it as counterfactual= (texts alone cannot give a ranker's second run)"
+        )
+    _, _, values = crbo(
+        run, load_run(counterfactual), p=measure["p"], depth=measure.cutoff, ties=measure["ties"], seed=measure["seed"]
+    )
+    return pd.DataFrame(
+        {"measure": str(measure), "qid": values.index.astype(str), "value": values.to_numpy(), "low": NAN, "high": NAN}
+    ).assign(tied=False)
+
+
+def iter_calc(measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, **inputs: Any) -> Iterator[Metric]:
+    """Every query's figure of every measure: ``Metric(query_id, measure, value)``, ``value`` a :class:`Figure`
+    (``.low``, ``.high``: its range over the orders of the query's tied documents)."""
+    measures = {str(m): m for m in (parse_measure(m) for m in measures)}
+    table = per_query(measures.values(), run, texts, **inputs)
+    for name, qid, value, low, high in table[["measure", "qid", "value", "low", "high"]].itertuples(index=False):
+        yield Metric(qid, measures[name], Figure(value, low, high))
+
+
+def calc_aggregate(measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, **inputs: Any) -> dict:
+    """``{measure: Figure}``: each measure's mean over the run's queries with a value, as the platform's
+    report, with ``.low``/``.high`` its range over the orders of tied documents (``tie_summary``'s).
+
+    ``inputs``: ``counterfactual`` (CRBO's second run), ``wordlist`` (RaB/ARaB's, default the 32 + 32
+    definitional words) and ``representative`` (the others', default the 163 + 163 representative words).
+    """
+    measures = {str(m): m for m in (parse_measure(m) for m in measures)}
+    table = per_query(measures.values(), run, texts, **inputs)
+    long = table.rename(columns={"measure": "run"}).assign(metric="", variant="", cutoff=0)
+    ranges, _ = tie_summary(long)
+    ranges = ranges.set_index("run")
+    result = {}
+    for name, measure in measures.items():
+        part = table[table["measure"] == name]
+        value = float(part["value"].mean()) if len(part) else NAN
+        low, high = (ranges.loc[name, "tie_low"], ranges.loc[name, "tie_high"]) if name in ranges.index else (NAN, NAN)
+        if math.isnan(low) and part["low"].notna().all():  # no order of ties moves the mean
+            low = high = value
+        result[measure] = Figure(value, low, high)
+    return result
+
+
+def runtime_values(measure: BiasMeasure, qrels, run) -> Iterator:
+    """ir_measures' runtime provider's call (``runtime_impl`` of a bound measure): the figures of ``run``
+    (pandas ``query_id, doc_id, score``) for the queries the qrels judge, as ir_measures' Metrics."""
+    judged = set(qrels["query_id"].astype(str))
+    frame = run[run["query_id"].astype(str).isin(judged)].rename(columns={"query_id": "qid", "doc_id": "docno"})
+    if not len(frame):
+        return
+    for metric in iter_calc([measure], frame[["qid", "docno", "score"]], measure.texts):
+        yield IrMetric(metric.query_id, measure, float(metric.value))

@@ -1,0 +1,243 @@
+"""The bias measures as objects, written and parsed as ir_measures writes its own measures.
+
+``ARaB@10``, ``RaB(magnitude='bool')@5``, ``NFaiRR(threshold=2.0)@10``, ``TExFAIR(variant='plain')@10``,
+``AWRF(weights='trec')@10``, ``CRBO(p=0.8)@10``: a name, keyword parameters, ``@`` the cutoff. A
+parameter left at its default is not written (``NFaiRR(threshold=1)@10`` is ``NFaiRR@10``), and the
+defaults are the platform's (tie-aware; :mod:`genderbias.options`). Each measure is an
+``ir_measures`` measure (a subclass of :class:`ir_measures.measures.base.Measure`): ``ARaB@10``
+builds one, ``str`` writes it, and once bound to texts (:func:`genderbias.api.calc.measures_for`)
+ir_measures' own ``calc_aggregate``/``iter_calc`` and
+PyTerrier's ``pt.Experiment`` compute it beside nDCG@10 through ir_measures' runtime provider, which
+takes any measure with a ``runtime_impl``.
+
+Every parameter's value is checked by its declaration's one check
+(:meth:`genderbias.options.ReportOption.check`); a bad one is a :class:`MeasureError` naming the
+measure and the parameter. Light: no numpy until a measure is computed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ir_measures.measures.base import MeanAgg, Measure, ParamInfo
+
+from genderbias.options import (
+    BOUND_OPTION,
+    CRBO_P_OPTION,
+    CUTOFF_OPTION,
+    EXPOSURE_OPTIONS,
+    MAGNITUDE_OPTION,
+    SEED_OPTION,
+    TEXFAIR_VARIANT_OPTION,
+    THRESHOLD_OPTION,
+    TIES_OPTION,
+    TOKENIZER_OPTION,
+    OptionError,
+    ReportOption,
+)
+
+
+class MeasureError(ValueError):
+    """A measure that cannot be built: ``measure`` as written, ``parameter`` the one at fault ("" if none)."""
+
+    def __init__(self, measure: str, parameter: str, problem: str) -> None:
+        self.measure, self.parameter, self.problem = measure, parameter, problem
+        where = f"{measure}: parameter {parameter!r}" if parameter else measure
+        super().__init__(f"{where}: {problem}")
+
+
+class _NaNSkippingMean(MeanAgg):
+    """The mean over the queries with a value, as the platform's reports take it (NFaiRR is
+    undefined, NaN, for a query whose ideal ranking has no neutral document)."""
+
+    def add(self, value: float) -> None:
+        if not math.isnan(value):
+            super().add(value)
+
+
+class BiasMeasure(Measure):
+    """A bias measure of the library; ``OPTIONS`` maps each parameter to its declaration."""
+
+    OPTIONS: dict[str, ReportOption] = {}
+    DEFAULT = float("nan")  # a query the run does not return has no value
+    #: What ir_measures writes a measure with (its own measures set ``__name__`` in the class body).
+    __name__ = property(lambda self: self.NAME)
+
+    def __init__(self, texts: Any = None, counterfactual: Any = None, **params: Any) -> None:
+        super().__init__(**params)
+        #: What the measure reads besides the run (:func:`genderbias.api.calc.measures_for`): the texts; CRBO's counterfactual run.
+        self.texts, self.counterfactual = texts, counterfactual
+        self.params = self._checked(params)
+        self.validated = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.SUPPORTED_PARAMS = {"cutoff": ParamInfo(dtype=int, desc="rank cutoff")} | {
+            name: ParamInfo(default=option.default, desc=option.help) for name, option in cls.OPTIONS.items()
+        }
+
+    def _checked(self, params: dict[str, Any]) -> dict[str, Any]:
+        checked = {}
+        for name, value in params.items():
+            option = CUTOFF_OPTION if name == "cutoff" else self.OPTIONS.get(name)
+            if option is None:
+                takes = ", ".join(["cutoff (@k)", *self.OPTIONS])
+                raise MeasureError(self.NAME, name, f"{self.NAME} takes no parameter {name!r}; it takes {takes}")
+            try:
+                checked[name] = option.check(value)
+            except OptionError as exc:
+                raise MeasureError(self.NAME, name, exc.problem) from None
+        return checked
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same measure, and to the string ir_measures writes it as (``figures["ARaB@10"]``)."""
+        return repr(self) == other if isinstance(other, str) else super().__eq__(other)
+
+    __hash__ = Measure.__hash__
+
+    def validate_params(self) -> None:
+        """Checked when built (:meth:`_checked`): ir_measures' providers call this."""
+
+    def __call__(self, **params: Any) -> BiasMeasure:
+        texts = params.pop("texts", self.texts)
+        counterfactual = params.pop("counterfactual", self.counterfactual)
+        return type(self)(texts=texts, counterfactual=counterfactual, **(self.params | params))
+
+    def __getitem__(self, name: str) -> Any:
+        if name == "cutoff":
+            return self.params.get("cutoff")
+        return self.params.get(name, self.OPTIONS[name].default)
+
+    @property
+    def cutoff(self) -> int:
+        if self.params.get("cutoff") is None:
+            raise MeasureError(str(self), "cutoff", f"give a cutoff: {self}@10")
+        return self.params["cutoff"]
+
+    def aggregator(self) -> MeanAgg:
+        return _NaNSkippingMean()
+
+    def runtime_impl(self, qrels, run):
+        """ir_measures' runtime provider computes a measure that has this; a measure bound to texts
+        (:func:`genderbias.api.calc.measures_for`) computes itself, an unbound one says so."""
+        raise ValueError(f"{self} reads the documents' texts: bind it first, genderbias.measures_for(texts)")
+
+
+class _RankBias(BiasMeasure):
+    OPTIONS = {
+        "magnitude": MAGNITUDE_OPTION,
+        "ties": TIES_OPTION,
+        "tokenizer": TOKENIZER_OPTION,
+        "bound": BOUND_OPTION,
+    }
+
+
+class _RaB(_RankBias):
+    NAME = "RaB"
+
+
+class _ARaB(_RankBias):
+    NAME = "ARaB"
+
+
+class _NFaiRR(BiasMeasure):
+    NAME = "NFaiRR"
+    OPTIONS = {"threshold": THRESHOLD_OPTION, "ties": TIES_OPTION, "tokenizer": TOKENIZER_OPTION, "bound": BOUND_OPTION}
+
+
+class _TExFAIR(BiasMeasure):
+    NAME = "TExFAIR"
+    OPTIONS = {
+        "variant": TEXFAIR_VARIANT_OPTION,
+        "ties": TIES_OPTION,
+        "tokenizer": TOKENIZER_OPTION,
+        "seed": SEED_OPTION,
+        "bound": BOUND_OPTION,
+    }
+
+
+class _Exposure(BiasMeasure):
+    OPTIONS = EXPOSURE_OPTIONS | {
+        "ties": TIES_OPTION,
+        "tokenizer": TOKENIZER_OPTION,
+        "seed": SEED_OPTION,
+        "bound": BOUND_OPTION,
+    }
+
+
+class _AWRF(_Exposure):
+    NAME = "AWRF"
+
+
+class _rKL(_Exposure):
+    NAME = "rKL"
+
+
+class _rND(_Exposure):
+    NAME = "rND"
+
+
+class _rRD(_Exposure):
+    NAME = "rRD"
+
+
+class _CRBO(BiasMeasure):
+    """CRBO@k: RBO of the run against the same ranker's run on the counterfactual collection
+    (gendered words swapped): it reads that second run, not texts, so it is bound to it."""
+
+    NAME = "CRBO"
+    OPTIONS = {"p": CRBO_P_OPTION, "ties": TIES_OPTION, "seed": SEED_OPTION}
+
+
+RaB, ARaB, NFaiRR, TExFAIR = _RaB(), _ARaB(), _NFaiRR(), _TExFAIR()
+AWRF, rKL, rND, rRD = _AWRF(), _rKL(), _rND(), _rRD()
+CRBO = _CRBO()
+#: Every measure of the library by name, unbound, without a cutoff.
+MEASURES: dict[str, BiasMeasure] = {m.NAME: m for m in (RaB, ARaB, NFaiRR, TExFAIR, AWRF, rKL, rND, rRD, CRBO)}
+
+_WRITTEN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?:\((?P<params>[^()]*)\))?\s*(?:@\s*(?P<cutoff>\S+?))?\s*$")
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _value(text: str) -> Any:
+    """A parameter's value as written: quoted text, a number, True/False, or a bare word (``bool``, ``tie-aware``)."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if _NUMBER.match(text):
+        number = float(text)
+        return int(number) if re.fullmatch(r"[+-]?\d+", text) else number
+    return {"True": True, "False": False}.get(text, text)
+
+
+def parse_measure(measure: str | BiasMeasure) -> BiasMeasure:
+    """The measure ``measure`` writes (``"RaB(magnitude=bool)@5"``), or a :class:`MeasureError` naming
+    the parameter at fault. ``str(parse_measure(text))`` writes it back as ir_measures does."""
+    if isinstance(measure, BiasMeasure):
+        return measure
+    if not isinstance(measure, str):
+        raise MeasureError(repr(measure), "", "a measure is a string such as 'ARaB@10' or a measure object")
+    found = _WRITTEN.match(measure)
+    if found is None:
+        raise MeasureError(
+            measure, "", "write a measure as Name(parameter=value, ...)@cutoff, e.g. RaB(magnitude=bool)@5"
+        )
+    name = found["name"]
+    if name not in MEASURES:
+        raise MeasureError(measure, "", f"unknown measure {name!r}; choose one of {', '.join(MEASURES)}")
+    params: dict[str, Any] = {}
+    for part in (found["params"] or "").split(","):
+        if not part.strip():
+            continue
+        key, equals, text = part.partition("=")
+        if not equals or not key.strip().isidentifier():
+            raise MeasureError(measure, key.strip(), "write each parameter as name=value")
+        params[key.strip()] = _value(text)
+    if found["cutoff"] is not None:
+        params["cutoff"] = _value(found["cutoff"])
+    try:
+        return MEASURES[name](**params)
+    except MeasureError as exc:
+        raise MeasureError(measure, exc.parameter, exc.problem) from None
