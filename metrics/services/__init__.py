@@ -31,7 +31,7 @@ from .counterfactual_collection import (
     write_counterfactual_collection,
 )
 from .crbo import crbo_job, crbo_summary, start_crbo
-from .labelling import label_sensitivity, label_sensitivity_job, parse_dependences, start_label_sensitivity
+from .labelling import ask_label_sensitivity, label_sensitivity, label_sensitivity_job, parse_dependences
 from .planning import CostSettings, plan_study
 from .plot_cache import cached_plot, plot_key, plot_path
 from .reports import (
@@ -62,6 +62,7 @@ from .set_comparison import (
 from .variant_preference import check_versioned_run, preference_job, preference_summary, start_preference
 
 __all__ = [
+    "ask_label_sensitivity",
     "REPRESENTATIVE_WORDLIST",
     "Computed",
     "CostSettings",
@@ -99,7 +100,6 @@ __all__ = [
     "start_compare_sets",
     "start_counterfactual_collection",
     "start_crbo",
-    "start_label_sensitivity",
     "start_preference",
     "start_report",
     "write_counterfactual_collection",
