@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
 
@@ -44,9 +44,6 @@ from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
 from . import services
 from .models import Report
 from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
-
-if TYPE_CHECKING:
-    from genderbias.crowd.sensitivity import LabelSensitivity
 
 
 def option_field(option: ReportOption) -> forms.Field:

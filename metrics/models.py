@@ -265,7 +265,9 @@ class LabelSensitivityResult(GroupOwned):
     job = models.ForeignKey(
         "core.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", help_text="The computing job."
     )
-    result = models.JSONField(null=True, blank=True, help_text="metrics.formatting.sensitivity_result; empty until done.")
+    result = models.JSONField(
+        null=True, blank=True, help_text="metrics.formatting.sensitivity_result; empty until done."
+    )
     created = models.DateTimeField(auto_now_add=True)
     computed = models.DateTimeField(null=True, blank=True)
 

@@ -480,7 +480,9 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
     context: dict = {"form": LabelSensitivityForm(initial=initial or None)}
     if "result" in request.GET:
         try:
-            kept = get_object_or_404(LabelSensitivityResult.objects.select_related("job"), pk=int(request.GET["result"]))
+            kept = get_object_or_404(
+                LabelSensitivityResult.objects.select_related("job"), pk=int(request.GET["result"])
+            )
         except ValueError:
             raise Http404("result must be an integer") from None
         if kept.result is None:

@@ -62,13 +62,13 @@ from .set_comparison import (
 from .variant_preference import check_versioned_run, preference_job, preference_summary, start_preference
 
 __all__ = [
-    "ask_label_sensitivity",
     "REPRESENTATIVE_WORDLIST",
     "Computed",
     "CostSettings",
     "ReportInputs",
     "ReportSettings",
     "ServiceError",
+    "ask_label_sensitivity",
     "build_batch_report",
     "build_report",
     "build_set_reports",

@@ -43,7 +43,9 @@ def test_label_sensitivity_cutoffs_are_bounded_and_the_rest_is_a_job(world, batc
     api = reverse("metrics-api-label-sensitivity")
     many = ",".join(str(c) for c in range(1, MAX_CUTOFFS + 2))
     answer = staff_client.get(api, {"batch": "sens", "runs": "a", "cutoffs": many, "bootstrap": "5"})
-    assert answer.status_code == 400 and answer.json()["detail"].startswith(f"cutoffs: cutoffs: at most {MAX_CUTOFFS} values")
+    assert answer.status_code == 400 and answer.json()["detail"].startswith(
+        f"cutoffs: cutoffs: at most {MAX_CUTOFFS} values"
+    )
     six = staff_client.get(api, {"batch": "sens", "runs": "a,b,c", "cutoffs": "1,2,3,4,5,6", "bootstrap": "5"})
     assert six.status_code == 202 and six.json()["kind"] == "label-sensitivity"
 

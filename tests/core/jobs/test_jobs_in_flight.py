@@ -47,7 +47,7 @@ def test_a_user_past_the_bound_is_refused_and_the_others_are_not(labs, settings)
     settings.JOB_MAX_IN_FLIGHT_PER_USER = 3
     settings.JOB_MAX_IN_FLIGHT_PER_GROUP = 100
     start_as(labs.ann, labs.a, 3)
-    with pytest.raises(TooManyJobs, match="you have 3 jobs waiting or running.*JOB_MAX_IN_FLIGHT_PER_USER"):
+    with pytest.raises(TooManyJobs, match=r"you have 3 jobs waiting or running.*JOB_MAX_IN_FLIGHT_PER_USER"):
         start_as(labs.ann, labs.a)
     assert Job.objects.filter(started_by=labs.ann).count() == 3  # the refused one left no row
     start_as(labs.amy, labs.a)  # another user of the same group
@@ -62,7 +62,7 @@ def test_a_group_past_the_bound_is_refused_and_another_group_is_not(labs, settin
     settings.JOB_MAX_IN_FLIGHT_PER_GROUP = 4
     start_as(labs.ann, labs.a, 2)
     start_as(labs.amy, labs.a, 2)
-    with pytest.raises(TooManyJobs, match="your research group has 4 jobs.*JOB_MAX_IN_FLIGHT_PER_GROUP"):
+    with pytest.raises(TooManyJobs, match=r"your research group has 4 jobs.*JOB_MAX_IN_FLIGHT_PER_GROUP"):
         start_as(labs.amy, labs.a)
     start_as(labs.bob, labs.b, 4)
     assert Job.objects.filter(group=labs.a).count() == 4 and Job.objects.filter(group=labs.b).count() == 4
