@@ -57,7 +57,7 @@ def two_labs(batch, django_user_model):
 def test_a_viewers_flood_is_bounded_and_another_labs_pages_and_job_go_first(
     two_labs, client, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
-    lab_a, lab_b, viewer, researcher = two_labs
+    _, lab_b, viewer, researcher = two_labs
     settings.JOB_LOCAL_RUNNER = "threads"  # as deployed without a broker: jobs wait for the pool
     pool = HeldPool()
     monkeypatch.setattr(in_process, "_pool", lambda: pool)
