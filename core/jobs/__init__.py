@@ -32,13 +32,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import Model
 
+from core.db.scope import current_request
 from core.jobs import registry as job_registry
 from core.jobs.registry import JobDeclaration
-from core.models import Job
+from core.models import Job, ResearchGroup
 from genderbias.errors import ServiceError
 
 if TYPE_CHECKING:
@@ -127,8 +129,6 @@ class TooManyJobs(ServiceError):
 
 def _requesting_user():
     """The signed-in user of the request being answered, if a request started this; else ``None``."""
-    from core.db.scope import current_request
-
     request = current_request.get()
     user = getattr(request, "user", None) if request is not None else None
     return user if user is not None and user.is_authenticated else None
@@ -146,10 +146,6 @@ def admit(job: Job) -> None:
     The group's row is locked first, so two requests of one group at the same moment are counted one
     after the other (on PostgreSQL the second counts the first's job once it commits; SQLite writes
     one at a time anyway)."""
-    from django.conf import settings
-
-    from core.models import ResearchGroup
-
     if job.group_id is not None:
         ResearchGroup.objects.select_for_update().filter(pk=job.group_id).values_list("pk").first()
     in_flight = Job._base_manager.filter(status__in=(Job.Status.PENDING, Job.Status.RUNNING))

@@ -30,6 +30,7 @@ from genderbias.errors import ServiceError
 from genderbias.numbers import NumberError, parse_decimal
 from genderbias.ranking.defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
 from genderbias.text.wordlists import GenderWords
+from metrics.models import LabelSensitivityResult
 from metrics.services.reports import compute_batch_report
 from pooling.models import Run
 
@@ -37,8 +38,6 @@ from .reports import DEFAULT_REPORT_SETTINGS, ReportSettings, per_query_values
 
 if TYPE_CHECKING:
     from genderbias.crowd.sensitivity import LabelSensitivity
-
-    from ..models import LabelSensitivityResult
 
 
 #: At most this many dependences in one sensitivity check (each is a recomputation of the figures),
@@ -197,7 +196,6 @@ def label_sensitivity_job(
     pure computation, a redelivery simply computes it again. ``job.result`` holds the page's URL."""
 
     from ..formatting import sensitivity_result
-    from ..models import LabelSensitivityResult
 
     runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
     report_settings = {**report_settings, "cutoffs": tuple(report_settings.get("cutoffs", DEFAULT_CUTOFFS))}
@@ -246,8 +244,6 @@ def ask_label_sensitivity(
     One computation per settings and state of the answers, however often and by whomever it is asked for:
     requests never compute it, and a flood of the same request starts one job. A job asked for past the
     bound on jobs in flight is refused (:class:`core.jobs.TooManyJobs`)."""
-    from ..models import LabelSensitivityResult
-
     report_settings.validate()
     if not 0 <= threshold <= 1:
         raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
