@@ -279,6 +279,12 @@ CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 #: "inline" also checks Prolific arrivals in the request's own thread (platforms.prolific.services).
 JOB_LOCAL_RUNNER = env_choice("JOB_LOCAL_RUNNER", "threads", ("threads", "inline"))
 JOB_LOCAL_THREADS = env_int("JOB_LOCAL_THREADS", 2, minimum=1)
+#: Jobs a request may have in flight (pending or running) per user and per research group: one
+#: more is refused with a 429 naming the bound (core.jobs.admit). Jobs started by commands and by
+#: other jobs are not counted (an operator's, not a visitor's). Where jobs wait (the background
+#: threads above), the next one is taken from each group in turn (core.jobs.in_process).
+JOB_MAX_IN_FLIGHT_PER_USER = env_int("JOB_MAX_IN_FLIGHT_PER_USER", 8, minimum=1)
+JOB_MAX_IN_FLIGHT_PER_GROUP = env_int("JOB_MAX_IN_FLIGHT_PER_GROUP", 16, minimum=1)
 CELERY_TASK_EAGER_PROPAGATES = True
 # At-least-once delivery (core.tasks makes a second delivery harmless): a message is
 # acknowledged after its task ran; a worker process killed mid-task puts it back at once;

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.connection_kinds import KINDS
+from core.jobs import TooManyJobs
 from core.models import Job
 from core.selectors import connection_state, connection_states, jobs_for
 from core.serializers import ConnectionSerializer, ConnectionUpdateSerializer, JobSerializer
@@ -120,6 +121,12 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "payload_too_large"
 
 
+class TooManyRequests(exceptions.APIException):
+    status_code = 429
+    default_detail = "Too many jobs in flight; ask again when one has finished."
+    default_code = "too_many_jobs"
+
+
 class BadGateway(exceptions.APIException):
     status_code = 502
     default_detail = "The crowd provider failed to answer."
@@ -161,6 +168,8 @@ def exception_handler(exc, context) -> Response | None:
         exc = exceptions.ParseError("JSON parse error - the body is nested too deeply")
     elif isinstance(exc, ProviderError) and exc.upstream:
         exc = BadGateway(str(exc))
+    elif isinstance(exc, TooManyJobs):
+        exc = TooManyRequests(str(exc))
     elif isinstance(exc, StateError):
         exc = Conflict(str(exc))
     elif isinstance(exc, FieldError):

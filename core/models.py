@@ -356,6 +356,10 @@ class Job(GroupOwned):
     attempts = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True)
     heartbeat = models.DateTimeField(null=True, blank=True)
+    # Who asked for it, when a request did: the bound on jobs in flight counts per user (core.jobs.admit).
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created"]

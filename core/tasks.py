@@ -290,7 +290,7 @@ def send_job(job: Job, task: Task | None = None) -> bool:
     Job.objects.filter(pk=job.pk).update(message_id=message_id, queued=timezone.now())
     arguments = (job.pk, *job.arguments)
     if task.app.conf.task_always_eager and not local_jobs.runs_inline():
-        local_jobs.submit(job.pk, lambda: task.apply(arguments, task_id=message_id, throw=True))
+        local_jobs.submit(job.pk, lambda: task.apply(arguments, task_id=message_id, throw=True), group=job.group_id)
         return True
     try:
         task.apply_async(arguments, task_id=message_id)

@@ -220,12 +220,14 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
 class LabelSensitivityView(APIView):
     """Label sensitivity of a batch (``?batch=&runs=a,b&cutoffs=5,10,20&threshold=0.9&background=&bootstrap=``).
 
-    Computed on request, not stored, within bounds (at most ``REQUEST_SENSITIVITY_RUNS`` runs and
-    ``REQUEST_SENSITIVITY_CUTOFFS`` cutoffs of :mod:`genderbias.ranking.defaults`, 5 each; bootstrap at most
-    2000; more: 400 naming the field, and the page runs it as a job): ``rows`` (aggregation, disputed, run, metric, variant,
-    cutoff, value, ci_low, ci_high, n_queries), ``rankings`` (Kendall's tau against
-    majority/drop and the swapped pairs), ``set_sizes`` (non-gendered queries per
-    aggregation/policy). Bad parameters: 400 with ``detail``; an unknown batch: 404.
+    Never computed in the request: the first ask starts a job and answers 202 with it (``Location``:
+    where to poll it); asking again while it runs answers the same job, and once it is done, 200 with
+    the result, kept for these settings and the batch's answers as they are
+    (:class:`~metrics.models.LabelSensitivityResult`): ``rows`` (aggregation, disputed, run, metric,
+    variant, cutoff, value, ci_low, ci_high, n_queries), ``rankings`` (Kendall's tau against
+    majority/drop and the swapped pairs), ``set_sizes`` (non-gendered queries per aggregation/policy).
+    Bad parameters: 400 with ``detail``; an unknown batch: 404; past the bound on jobs in flight
+    (``JOB_MAX_IN_FLIGHT_PER_USER``, ``JOB_MAX_IN_FLIGHT_PER_GROUP``): 429 saying so.
     """
 
     permission_classes = [permissions.IsAdminUser]
@@ -239,26 +241,19 @@ class LabelSensitivityView(APIView):
             OpenApiParameter("background", str, description="NFaiRR background run (default: the collection)"),
             OpenApiParameter("bootstrap", int, description="bootstrap resamples, at most 2000 (default 1000)"),
         ],
-        responses=LabelSensitivitySerializer,
+        responses={200: LabelSensitivitySerializer, 202: JobSerializer},
     )
     def get(self, request: Request) -> Response:
-        from .formatting import sensitivity_result
-
         form = LabelSensitivityForm.from_query(request.query_params)
         if not form.is_valid():
             if form.unknown_batch():
                 return Response({"detail": f"no batch named {form.data['batch']!r}"}, status=404)
             detail = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
             return Response({"detail": detail, "errors": form.errors}, status=400)
-        beyond = form.request_bound_errors()
-        if beyond:
-            detail = "; ".join(f"{field}: {error}" for field, error in beyond.items())
-            return Response({"detail": detail, "errors": {f: [e] for f, e in beyond.items()}}, status=400)
-        try:
-            result = form.compute()
-        except ServiceError as exc:
-            return Response({"detail": str(exc)}, status=400)
-        return Response(sensitivity_result(result))
+        kept = form.ask()  # a refusal (ServiceError, TooManyJobs) is the exception handler's 400 / 429
+        if kept.result is None:
+            return job_started(kept.job)
+        return Response(kept.result)
 
 
 class CrboRequestSerializer(serializers.Serializer):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
 
@@ -35,8 +35,6 @@ from genderbias.ranking.defaults import (
     CRBO_P,
     DEFAULT_SAMPLES,
     MAX_CUTOFF,
-    REQUEST_SENSITIVITY_CUTOFFS,
-    REQUEST_SENSITIVITY_RUNS,
     VARIANT_VERSIONS,
 )
 from genderbias.ranking.vocabulary import BY_NAME, METRICS
@@ -46,9 +44,6 @@ from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
 from . import services
 from .models import Report
 from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
-
-if TYPE_CHECKING:
-    from genderbias.crowd.sensitivity import LabelSensitivity
 
 
 def option_field(option: ReportOption) -> forms.Field:
@@ -197,8 +192,8 @@ class ReportForm(forms.Form):
 
 
 class LabelSensitivityForm(forms.Form):
-    """What the label-sensitivity page (POST: starts a job) and API (GET parameters: computed on
-    request) take: a batch and runs chosen from the existing ones, by name (the API's ``runs``
+    """What the label-sensitivity page (POST) and API (GET parameters) take to ask for it (a kept
+    result, or a job computing it): a batch and runs chosen from the existing ones, by name (the API's ``runs``
     may be one comma-separated value: :meth:`from_query`)."""
 
     batch = forms.ModelChoiceField(
@@ -252,35 +247,15 @@ class LabelSensitivityForm(forms.Form):
             data["bootstrap"] = DEFAULT_SAMPLES
         return data
 
-    def start(self) -> Job | None:
-        """Start label sensitivity as a job (the page). A refused request becomes an error of
-        this form, and the answer is None."""
-        try:
-            return self._call(services.start_label_sensitivity, self.cleaned_data["batch"])
-        except ServiceError as exc:
-            self.add_error(None, str(exc))
-            return None
-
-    def compute(self) -> LabelSensitivity:
-        """Compute label sensitivity now (the API), within the request's bounds
-        (:meth:`request_bound_errors`, checked first): a refused request is a ServiceError."""
-        return self._call(services.label_sensitivity, self.cleaned_data["batch"], bar=False)
-
-    def request_bound_errors(self) -> dict[str, str]:
-        """What a valid form asks past the bounds of one request, by field (empty: within them)."""
-
-        beyond = "in one request; the label-sensitivity page runs more as a job"
-        errors = {}
-        if len(self.cleaned_data["runs"]) > REQUEST_SENSITIVITY_RUNS:
-            errors["runs"] = f"at most {REQUEST_SENSITIVITY_RUNS} runs {beyond}"
-        if len(self.cleaned_data["cutoffs"]) > REQUEST_SENSITIVITY_CUTOFFS:
-            errors["cutoffs"] = f"at most {REQUEST_SENSITIVITY_CUTOFFS} cutoffs {beyond}"
-        return errors
+    def ask(self):
+        """Ask for label sensitivity (:func:`~metrics.services.ask_label_sensitivity`): the kept result of
+        these settings, or the job computing it. A refused request raises its ServiceError
+        (:class:`core.jobs.TooManyJobs` past the bound on jobs in flight)."""
+        return self._call(services.ask_label_sensitivity, self.cleaned_data["batch"])
 
     def _call(self, service, batch, **extra):
         """``service`` on ``batch`` with this form's runs and settings: the one place the form's
-        fields become the arguments of :func:`~metrics.services.label_sensitivity` and
-        :func:`~metrics.services.start_label_sensitivity`."""
+        fields become the arguments of :func:`~metrics.services.ask_label_sensitivity`."""
         data = self.cleaned_data
         report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
         return service(

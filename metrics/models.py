@@ -247,3 +247,32 @@ class Result(models.Model):
 
     def __str__(self) -> str:
         return f"{self.report_id}/{self.run_id} {self.metric}[{self.variant}]@{self.cutoff} = {self.value}"
+
+
+class LabelSensitivityResult(GroupOwned):
+    """Label sensitivity of a batch under one set of settings, computed once by a job and kept.
+
+    ``key`` digests everything the figures depend on (the batch and the state of its answers, the runs
+    in their order, the NFaiRR background, cutoffs, bootstrap, seed and the 'confident' threshold:
+    :func:`metrics.services.labelling.sensitivity_key`), so asking again with the same settings
+    returns this row instead of computing again. ``result`` is empty while its ``job`` runs (or after
+    it failed: the next ask starts another)."""
+
+    key = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the settings and the answers' state.")
+    batch = models.ForeignKey("annotation.Batch", on_delete=models.CASCADE, related_name="+")
+    settings = models.JSONField(help_text="Run names in order, background, cutoffs, bootstrap, seed, threshold.")
+    answers_version = models.CharField(max_length=64, help_text="The batch's answers when it was asked for.")
+    job = models.ForeignKey(
+        "core.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", help_text="The computing job."
+    )
+    result = models.JSONField(
+        null=True, blank=True, help_text="metrics.formatting.sensitivity_result; empty until done."
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    computed = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+
+    def __str__(self) -> str:
+        return f"label sensitivity of {self.batch_id} ({'done' if self.result is not None else 'computing'})"

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import selectors as annotation_selectors
 from annotation.models import Batch
+from core.jobs import TooManyJobs
 from core.models import Job
 from core.selectors import jobs_for
 from core.spreadsheet import csv_text
@@ -38,7 +39,7 @@ from .forms import (
     PreferenceForm,
     ReportForm,
 )
-from .models import Report
+from .models import LabelSensitivityResult, Report
 
 
 def _cutoff(value: str | int) -> int:
@@ -455,28 +456,45 @@ def report_create(request: HttpRequest) -> HttpResponse:
 def label_sensitivity(request: HttpRequest) -> HttpResponse:
     """How the aggregation and the handling of disputed queries move the runs' bias.
 
-    POST starts the computation as a Celery task (inline without a broker) and follows its job
-    (:meth:`LabelSensitivityForm.start`); ``?job=<id>`` shows a finished job's result with its
-    plot (``&cutoff=`` picks the plot's cutoff).
+    POST asks for it (:meth:`LabelSensitivityForm.ask`): a result kept for the same settings opens
+    at once, otherwise the page follows the job computing it (which links to the result when done);
+    past the bound on jobs in flight the form says so (429). ``?result=<id>`` shows a kept result
+    with its plot (``&cutoff=`` picks the plot's cutoff), or follows its job while it runs.
     """
     if request.method == "POST":
         form = LabelSensitivityForm(request.POST)
-        job = form.start() if form.is_valid() else None
-        if job is None:
+        if not form.is_valid():
             return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
-        return redirect("core:job-detail", pk=job.pk)
+        try:
+            kept = form.ask()
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+            status = 429 if isinstance(exc, TooManyJobs) else 400
+            return render(request, "metrics/label_sensitivity.html", {"form": form}, status=status)
+        if kept.result is None:
+            return redirect("core:job-detail", pk=kept.job.pk)
+        return redirect(f"{reverse('metrics:label-sensitivity')}?result={kept.pk}")
     initial = {key: request.GET.getlist(key) if key == "runs" else request.GET[key] for key in request.GET}
+    initial.pop("result", None)
+    initial.pop("cutoff", None)
     context: dict = {"form": LabelSensitivityForm(initial=initial or None)}
-    if "job" in request.GET:
-        job = get_object_or_404(Job, pk=request.GET["job"], kind=services.label_sensitivity_job.kind)
-        if job.status != Job.Status.DONE:
-            return redirect("core:job-detail", pk=job.pk)
-        context |= _sensitivity_result_context(job, request.GET.get("cutoff"))
+    if "result" in request.GET:
+        try:
+            kept = get_object_or_404(
+                LabelSensitivityResult.objects.select_related("job"), pk=int(request.GET["result"])
+            )
+        except ValueError:
+            raise Http404("result must be an integer") from None
+        if kept.result is None:
+            if kept.job is None:
+                raise Http404("this result was never computed; ask for it again")
+            return redirect("core:job-detail", pk=kept.job.pk)
+        context |= _sensitivity_result_context(kept, request.GET.get("cutoff"))
     return render(request, "metrics/label_sensitivity.html", context)
 
 
-def _sensitivity_result_context(job: Job, cutoff: str | None) -> dict:
-    """What the page shows of a finished label-sensitivity job: its result, the rankings that
+def _sensitivity_result_context(kept: LabelSensitivityResult, cutoff: str | None) -> dict:
+    """What the page shows of a kept label-sensitivity result: the result, the rankings that
     change, the set sizes and the plot at ``cutoff`` (default the largest; 404 if not one of them)."""
     import base64
 
@@ -484,7 +502,7 @@ def _sensitivity_result_context(job: Job, cutoff: str | None) -> dict:
 
     from . import plots
 
-    result = job.result
+    result = kept.result
     table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
     try:
         plot_cutoff = int(cutoff if cutoff is not None else max(result["cutoffs"]))
@@ -493,7 +511,7 @@ def _sensitivity_result_context(job: Job, cutoff: str | None) -> dict:
     if plot_cutoff not in result["cutoffs"]:
         raise Http404(f"the result has no cutoff {plot_cutoff}")
     return {
-        "job": job,
+        "kept": kept,
         "result": result,
         "changed": [r for r in result["rankings"] if r["swapped"]],
         "set_sizes": [{"configuration": key, "size": size} for key, size in result["set_sizes"].items()],

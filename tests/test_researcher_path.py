@@ -35,6 +35,7 @@ from core.sealing import new_key
 from metrics.models import Report
 from platforms.prolific.models import ProlificSubmission
 from pooling.models import Collection, Pool, QuerySet, Run
+from tests.browser_jobs import open_the_result, wait_for_job
 from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 
 #: README's screenshots are refreshed only on request (``UPDATE_SCREENSHOTS=1``): they hold
@@ -116,7 +117,7 @@ class Path:
 
     def follow_job(self) -> None:
         """On a job page: wait for the job to end (the page polls itself) and open its result."""
-        self.page.get_by_role("link", name="Open the result").click()
+        open_the_result(self.page)
         self.page.wait_for_load_state()
 
 
@@ -133,7 +134,7 @@ def _import(path: Path, kind: str, name: str, file: FilePath, **fields: str) -> 
     if kind == "collection":
         path.shot("1-import")
     path.page.get_by_role("button", name="Import").click()
-    assert path.page.locator("#status").inner_text() == "done"
+    wait_for_job(path.page)
     path.researcher_pages.append(path.page.url)  # the job's page, checked at the end (it may be reloading)
     path.follow_job()
 

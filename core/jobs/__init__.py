@@ -32,13 +32,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import Model
 
+from core.db.scope import current_request
 from core.jobs import registry as job_registry
 from core.jobs.registry import JobDeclaration
-from core.models import Job
+from core.models import Job, ResearchGroup
+from genderbias.errors import ServiceError
 
 if TYPE_CHECKING:
     from celery import Task
@@ -103,7 +106,13 @@ def start_job(task: Task | str, kind: str, description: str, *args: Any, of: Mod
         from core.selectors import group_of
 
         group = group_of(of)
-    job = Job.objects.create(kind=kind, description=description[:500], task=name, arguments=list(args), group=group)
+    user = _requesting_user()
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=kind, description=description[:500], task=name, arguments=list(args), group=group, started_by=user
+        )
+        if user is not None:
+            admit(job)
 
     def send() -> None:
         from core.tasks import send_job
@@ -112,3 +121,46 @@ def start_job(task: Task | str, kind: str, description: str, *args: Any, of: Mod
 
     transaction.on_commit(send)
     return job
+
+
+class TooManyJobs(ServiceError):
+    """A request would put its user or its group past the bound on jobs in flight (the API's 429)."""
+
+
+def _requesting_user():
+    """The signed-in user of the request being answered, if a request started this; else ``None``."""
+    request = current_request.get()
+    user = getattr(request, "user", None) if request is not None else None
+    return user if user is not None and user.is_authenticated else None
+
+
+def admit(job: Job) -> None:
+    """Refuse ``job`` (just recorded, in the caller's transaction) if it puts who asked for it or its group
+    past the bound on jobs in flight: ``JOB_MAX_IN_FLIGHT_PER_USER`` and ``JOB_MAX_IN_FLIGHT_PER_GROUP``.
+
+    Why a refusal and not a longer queue: a page or API client that asked for work is told at once
+    that it must wait, with the bound named, instead of a job that starts who knows when; what is
+    below the bound waits in a queue that takes each group in turn (:mod:`core.jobs.in_process`),
+    so a flood from one lab is at most its bound ahead of another lab's next job.
+
+    The group's row is locked first, so two requests of one group at the same moment are counted one
+    after the other (on PostgreSQL the second counts the first's job once it commits; SQLite writes
+    one at a time anyway)."""
+    if job.group_id is not None:
+        ResearchGroup.objects.select_for_update().filter(pk=job.group_id).values_list("pk").first()
+    in_flight = Job._base_manager.filter(status__in=(Job.Status.PENDING, Job.Status.RUNNING))
+    mine = in_flight.filter(started_by_id=job.started_by_id).count()
+    bound = settings.JOB_MAX_IN_FLIGHT_PER_USER
+    if mine > bound:
+        raise TooManyJobs(
+            f"you have {bound} jobs waiting or running, the most one user may have "
+            "(JOB_MAX_IN_FLIGHT_PER_USER): ask again when one of them has finished"
+        )
+    if job.group_id is not None:
+        theirs = in_flight.filter(group_id=job.group_id).count()
+        bound = settings.JOB_MAX_IN_FLIGHT_PER_GROUP
+        if theirs > bound:
+            raise TooManyJobs(
+                f"your research group has {bound} jobs waiting or running, the most one group may have "
+                "(JOB_MAX_IN_FLIGHT_PER_GROUP): ask again when one of them has finished"
+            )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -38,6 +39,10 @@ _local = threading.local()
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 _executor_pid: int | None = None
+#: Jobs waiting for a thread, by group, and the groups in the order of their next turn (:func:`submit`).
+_queue_lock = threading.Lock()
+_waiting: dict[int | None, deque[tuple[int, Callable[[], object]]]] = {}
+_turns: deque[int | None] = deque()
 
 
 @contextmanager
@@ -68,17 +73,50 @@ def _pool() -> ThreadPoolExecutor:
         if _executor is None or _executor_pid != os.getpid():
             _executor = ThreadPoolExecutor(max_workers=settings.JOB_LOCAL_THREADS, thread_name_prefix="local-job")
             _executor_pid = os.getpid()
+            with _queue_lock:  # what waited belonged to the parent's threads
+                _waiting.clear()
+                _turns.clear()
         return _executor
 
 
-def submit(job_id: int, run: Callable[[], object]) -> None:
+def submit(job_id: int, run: Callable[[], object], group: int | None = None) -> None:
     """Run ``run()`` (a Job's delivery) on a background thread of this process and return at once.
+
+    Jobs wait in one queue per research group (``group``: the Job's); a free thread takes the
+    next Job of each group in turn (round-robin), so a group with many Jobs waiting delays another
+    group's next Job by at most one Job per thread, not by its whole queue. Each submission puts one
+    turn on the pool, and each turn carries out whichever Job is next by that rule.
 
     The pool's threads end with the process: the interpreter waits for the Jobs already
     submitted before it exits (``concurrent.futures``), a killed process leaves them to
     the sweeper.
     """
-    _pool().submit(_deliver, job_id, run)
+    pool = _pool()
+    with _queue_lock:
+        waiting = _waiting.setdefault(group, deque())
+        if not waiting:
+            _turns.append(group)
+        waiting.append((job_id, run))
+    pool.submit(_take_next)
+
+
+def waiting_by_group() -> dict[int | None, list[int]]:
+    """The ids of the Jobs waiting for a thread of this process, by group, in the order each group's run."""
+    with _queue_lock:
+        return {group: [job_id for job_id, _ in _waiting[group]] for group in _turns}
+
+
+def _take_next() -> None:
+    """Carry out the next Job: the first waiting one of the group whose turn it is."""
+    with _queue_lock:
+        group = _turns.popleft()
+        waiting = _waiting[group]
+        job_id, run = waiting.popleft()
+        if waiting:
+            _turns.append(group)  # its next Job waits for every other group's
+        else:
+            del _waiting[group]
+    _deliver(job_id, run)
 
 
 def _deliver(job_id: int, run: Callable[[], object]) -> None:

@@ -16,11 +16,6 @@ SENSITIVITY_CUTOFFS = (5, 10, 20)
 #: at most :data:`MAX_CUTOFF` (the deepest rank a report reads).
 MAX_CUTOFFS = 20
 MAX_CUTOFF = 10000
-#: What label sensitivity computes inside one API request (``GET /api/metrics/label-sensitivity/``):
-#: at most this many runs and cutoffs (200 cutoffs held a thread for 150 s and answered 21 MB);
-#: more is the page's job (``metrics.services.start_label_sensitivity``).
-REQUEST_SENSITIVITY_RUNS = 5
-REQUEST_SENSITIVITY_CUTOFFS = 5
 #: How a run's tied documents (equal scores within a query) are ordered for the bias metrics
 #: (:mod:`genderbias.ranking.ties`): ``tie-aware`` (default) takes every figure's expectation over all orders
 #: of each tie group; ``trec_eval`` orders ties by docid descending (trec_eval's and ir_measures'

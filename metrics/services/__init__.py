@@ -32,7 +32,7 @@ from .counterfactual_collection import (
     write_counterfactual_collection,
 )
 from .crbo import crbo_job, crbo_summary, start_crbo
-from .labelling import label_sensitivity, label_sensitivity_job, parse_dependences, start_label_sensitivity
+from .labelling import ask_label_sensitivity, label_sensitivity, label_sensitivity_job, parse_dependences
 from .planning import CostSettings, plan_study
 from .plot_cache import cached_plot, plot_key, plot_path
 from .reports import (
@@ -67,6 +67,7 @@ __all__ = [
     "ReportInputs",
     "ReportSettings",
     "ServiceError",
+    "ask_label_sensitivity",
     "build_batch_report",
     "build_report",
     "build_set_reports",
@@ -98,7 +99,6 @@ __all__ = [
     "start_compare_sets",
     "start_counterfactual_collection",
     "start_crbo",
-    "start_label_sensitivity",
     "start_preference",
     "start_report",
     "write_counterfactual_collection",

@@ -2,19 +2,24 @@
 with its disputed queries, moves the runs' bias.
 
 A service because it reads the crowd (through :mod:`annotation.selectors` alone) and the
-runs; the computation itself is pure (:mod:`genderbias.crowd.sensitivity`). Nothing is stored: the
-command writes files, the page keeps the result in its :class:`core.models.Job`, and the API
-computes on request. The per-query values come from :func:`.reports.per_query_values`, so
+runs; the computation itself is pure (:mod:`genderbias.crowd.sensitivity`). The page and the API
+never compute it in the request: they ask for it (:func:`ask_label_sensitivity`), which returns the
+kept result of the same settings (:class:`metrics.models.LabelSensitivityResult`) or a job computing
+it; the command computes it itself and writes files. The per-query values come from :func:`.reports.per_query_values`, so
 majority/drop equals a report on the exported non-gendered set.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from django.db import transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation import selectors
 from annotation import selectors as annotation_selectors
@@ -25,6 +30,7 @@ from genderbias.errors import ServiceError
 from genderbias.numbers import NumberError, parse_decimal
 from genderbias.ranking.defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
 from genderbias.text.wordlists import GenderWords
+from metrics.models import LabelSensitivityResult
 from metrics.services.reports import compute_batch_report
 from pooling.models import Run
 
@@ -184,8 +190,10 @@ def label_sensitivity_job(
     report_settings: dict,
     threshold: float,
     background_id: int | None = None,
+    kept_id: int | None = None,
 ) -> int:
-    """Label sensitivity into ``job.result``: pure computation, a redelivery simply computes it again."""
+    """Label sensitivity into its kept row (``kept_id``: :class:`~metrics.models.LabelSensitivityResult`);
+    pure computation, a redelivery simply computes it again. ``job.result`` holds the page's URL."""
 
     from ..formatting import sensitivity_result
 
@@ -200,31 +208,72 @@ def label_sensitivity_job(
         job=job,
         bar=False,
     )
-    job.result = sensitivity_result(result) | {"url": reverse("metrics:label-sensitivity") + f"?job={job.pk}"}
+    LabelSensitivityResult.objects.filter(pk=kept_id).update(result=sensitivity_result(result), computed=timezone.now())
+    job.result = {"url": reverse("metrics:label-sensitivity") + f"?result={kept_id}", "kept": kept_id}
     job.message = f"Label sensitivity of {result.batch}: {len(result.table)} values"
     return job.pk
 
 
-def start_label_sensitivity(
+def sensitivity_key(
+    batch, answers: str, runs: Sequence[Run], report_settings: ReportSettings, threshold: float, background: Run | None
+) -> tuple[str, dict]:
+    """The key of a kept label-sensitivity result and the settings it stands for: everything the figures depend on."""
+    settings = {
+        "runs": [run.name for run in runs],
+        "background": background.name if background else None,
+        "threshold": float(threshold),
+        **asdict(report_settings),
+    }
+    settings["cutoffs"] = list(settings["cutoffs"])
+    identity = {"batch": batch.pk, "answers": answers, "runs": [run.pk for run in runs], "settings": settings}
+    identity["background"] = background.pk if background else None
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest(), settings
+
+
+def ask_label_sensitivity(
     batch,
     runs: Sequence[Run],
     report_settings: ReportSettings,
     *,
     threshold: float = CONFIDENCE_THRESHOLD,
     background: Run | None = None,
-) -> Job:
-    """Compute label sensitivity in the background once the caller's transaction commits; returns its Job
-    (whose result holds :func:`sensitivity_result` and the page's URL)."""
+) -> LabelSensitivityResult:
+    """The kept label sensitivity of these settings: computed already (``result`` filled), being computed
+    (its ``job`` in flight), or asked for now (a job started once the caller's transaction commits).
+
+    One computation per settings and state of the answers, however often and by whomever it is asked for:
+    requests never compute it, and a flood of the same request starts one job. A job asked for past the
+    bound on jobs in flight is refused (:class:`core.jobs.TooManyJobs`)."""
     report_settings.validate()
-    return label_sensitivity_job.start(
-        f"Label sensitivity of {batch.name}",
-        batch.pk,
-        [run.pk for run in runs],
-        asdict(report_settings),
-        threshold,
-        background.pk if background else None,
-        of=batch,
-    )
+    if not 0 <= threshold <= 1:
+        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
+    runs = list(runs)
+    if not runs:
+        raise ServiceError("give at least one run")
+    answers = annotation_selectors.answers_version(batch)
+    key, settings = sensitivity_key(batch, answers, runs, report_settings, threshold, background)
+    with transaction.atomic():
+        kept, _ = LabelSensitivityResult._base_manager.get_or_create(
+            key=key,
+            defaults={"batch": batch, "settings": settings, "answers_version": answers, "group_id": batch.group_id},
+        )
+        kept = LabelSensitivityResult._base_manager.select_for_update().select_related("job").get(pk=kept.pk)
+        if kept.result is not None:
+            return kept
+        if kept.job is not None and kept.job.status in (Job.Status.PENDING, Job.Status.RUNNING):
+            return kept
+        kept.job = label_sensitivity_job.start(
+            f"Label sensitivity of {batch.name}",
+            batch.pk,
+            [run.pk for run in runs],
+            asdict(report_settings),
+            threshold,
+            background.pk if background else None,
+            kept.pk,
+            of=batch,
+        )
+        kept.save(update_fields=["job"])
+    return kept
 
 
 #: Replicate batches per dependence in the sensitivity check (each a refit of the crowd model, twice).

@@ -1,11 +1,11 @@
-"""Cutoffs as a hostile client types them, and the bounds of label sensitivity in a request (issue 44.4/44.5):
+"""Cutoffs as a hostile client types them, and the bounds of label sensitivity (issue 44.4/44.5, 68):
 ``²`` and ``①`` gave a 500 on the report API, the report form and the label-sensitivity endpoint
 (``"²".isdigit()`` is true, ``int("²")`` raises); 200 cutoffs held a request for 150 s."""
 
 import pytest
 from django.urls import reverse
 
-from genderbias.ranking.defaults import MAX_CUTOFFS, REQUEST_SENSITIVITY_CUTOFFS, REQUEST_SENSITIVITY_RUNS
+from genderbias.ranking.defaults import MAX_CUTOFFS
 from metrics.models import Report
 
 
@@ -37,20 +37,17 @@ def test_cutoffs_are_bounded_in_number_everywhere(world, staff_client):
     assert deep.status_code == 400 and deep.json()["cutoffs"][0].startswith("cutoffs: must be at most 10000")
 
 
-def test_label_sensitivity_in_a_request_is_bounded(world, batch, staff_client):
+def test_label_sensitivity_cutoffs_are_bounded_and_the_rest_is_a_job(world, batch, staff_client):
+    """Issue 68: the API no longer computes in the request, so more cutoffs than the old request's five
+    are a job (202); past :data:`MAX_CUTOFFS` they are refused as everywhere."""
     api = reverse("metrics-api-label-sensitivity")
-    cutoffs = ",".join(str(c) for c in range(1, REQUEST_SENSITIVITY_CUTOFFS + 2))
-    answer = staff_client.get(api, {"batch": "sens", "runs": "a", "cutoffs": cutoffs, "bootstrap": "5"})
-    assert answer.status_code == 400
-    assert answer.json()["errors"] == {
-        "cutoffs": [
-            f"at most {REQUEST_SENSITIVITY_CUTOFFS} cutoffs in one request; the label-sensitivity page runs more as a job"
-        ]
-    }
-    runs = ",".join(["a", "b", "c"] * 2)  # the form keeps distinct runs: ask for more than exist
-    within = staff_client.get(api, {"batch": "sens", "runs": runs, "cutoffs": "1", "bootstrap": "5"})
-    assert within.status_code == 200  # three distinct runs: within the bound
-    assert REQUEST_SENSITIVITY_RUNS < 6
+    many = ",".join(str(c) for c in range(1, MAX_CUTOFFS + 2))
+    answer = staff_client.get(api, {"batch": "sens", "runs": "a", "cutoffs": many, "bootstrap": "5"})
+    assert answer.status_code == 400 and answer.json()["detail"].startswith(
+        f"cutoffs: cutoffs: at most {MAX_CUTOFFS} values"
+    )
+    six = staff_client.get(api, {"batch": "sens", "runs": "a,b,c", "cutoffs": "1,2,3,4,5,6", "bootstrap": "5"})
+    assert six.status_code == 202 and six.json()["kind"] == "label-sensitivity"
 
 
 def test_report_cutoff_parameters_refuse_unicode_digits(world, staff_client):

@@ -17,9 +17,10 @@ from annotation.quality.services.adjudication import adjudicate
 from core.models import Job
 from genderbias.crowd import sensitivity
 from metrics import services
-from metrics.models import Result
+from metrics.models import LabelSensitivityResult, Result
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
+from tests.browser_jobs import open_the_result
 
 
 def frame(rows):
@@ -207,8 +208,14 @@ def test_label_sensitivity_page_runs_a_job_and_shows_table_and_plot(
     job = Job.objects.get(kind="label-sensitivity")
     assert response.status_code == 302 and response["Location"] == reverse("core:job-detail", args=[job.pk])
     assert job.status == Job.Status.DONE, job.message
-    assert job.result["url"] == f"{url}?job={job.pk}"
-    assert job.result["set_sizes"]["majority/drop"] == 2
+    kept = LabelSensitivityResult.objects.get()
+    assert job.result["url"] == f"{url}?result={kept.pk}" and kept.job == job
+    assert kept.result["set_sizes"]["majority/drop"] == 2
+    assert kept.settings["runs"] == ["a", "b"] and kept.settings["bootstrap_samples"] == 20
+    # The same settings again: the kept result opens at once, nothing is computed again.
+    again = client.post(url, data)
+    assert again.status_code == 302 and again["Location"] == job.result["url"]
+    assert Job.objects.filter(kind="label-sensitivity").count() == 1
     page = client.get(job.result["url"])
     body = page.content.decode()
     assert page.status_code == 200
@@ -244,7 +251,7 @@ def test_label_sensitivity_form_offers_the_existing_batches_and_runs_with_errors
 
 
 @pytest.mark.django_db
-def test_label_sensitivity_api(batch, client, django_user_model):
+def test_label_sensitivity_api(batch, client, django_user_model, django_capture_on_commit_callbacks):
     staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
     plain = django_user_model.objects.create_user("someone", password="pw-secret-123")
     api = reverse("metrics-api-label-sensitivity")
@@ -252,8 +259,26 @@ def test_label_sensitivity_api(batch, client, django_user_model):
     client.force_login(plain)
     assert client.get(api, params).status_code == 403
     client.force_login(staff)
-    data = client.get(api, params).json()
+    # Never computed in the request: 202 with the job; the same request while it waits, the same job.
+    started = client.get(api, params)
+    job = Job.objects.get(kind="label-sensitivity")
+    assert started.status_code == 202 and started.json()["id"] == job.pk and started["Location"].endswith(f"/{job.pk}/")
+    assert started.json()["status"] == "pending"
+    assert client.get(api, params).json()["id"] == job.pk
+    assert LabelSensitivityResult.objects.get().result is None
+    with django_capture_on_commit_callbacks(execute=True):
+        run_job_again = client.get(api, {**params, "bootstrap": "21"})  # another setting, another job: run it
+    assert run_job_again.status_code == 202 and Job.objects.filter(kind="label-sensitivity").count() == 2
+    from core.tasks import send_job
+
+    send_job(job)  # what a worker does with the first
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE, job.message
+    answer = client.get(api, params)
+    assert answer.status_code == 200
+    data = answer.json()
     assert data["batch"] == "sens" and data["runs"] == ["a", "b"]
+    assert Job.objects.filter(kind="label-sensitivity").count() == 2
     assert {"aggregation", "disputed", "run", "metric", "cutoff", "value", "ci_low", "ci_high", "n_queries"} <= set(
         data["rows"][0]
     )
@@ -263,7 +288,7 @@ def test_label_sensitivity_api(batch, client, django_user_model):
     assert bad.json()["errors"] == {"runs": ["unknown run: zz"]}
     missing = client.get(api, {"batch": "nope", "runs": "a"})
     assert missing.status_code == 404 and missing.json()["detail"] == "no batch named 'nope'"
-    # Names still go in as text: comma-separated or repeated.
+    # Names still go in as text: comma-separated or repeated (the same settings: the kept result).
     repeated = client.get(api, {**params, "runs": ["a", "b"]}).json()
     assert repeated["runs"] == ["a", "b"]
     assert client.get(api, {"runs": "a"}).json()["errors"] == {"batch": ["This field is required."]}
@@ -285,8 +310,8 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
     page.get_by_label("Bootstrap").fill("20")
     page.get_by_role("button", name="Compute").click()
 
-    # The job page polls until the (eager) task is done and links to the result.
-    page.get_by_role("link", name="Open the result").click()
+    # The job page polls until the task is done (its state, not a clock) and links to the result.
+    open_the_result(page)
     assert "majority/drop" in page.locator("#set-sizes").inner_text()
     image = page.locator("img[alt^='Bias of every run']")
     image.scroll_into_view_if_needed()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
+from tests.browser_jobs import JOB_DEADLINE_MS
 
 SHOTS = Path(tempfile.gettempdir()) / "genderbias-screenshots" / "prelabelling"
 #: The two the README shows, refreshed on request like the others (tests/test_researcher_path.py).
@@ -34,7 +35,7 @@ def test_the_report_renders_its_svg_and_fits_a_phone(calibrated, researcher, pag
             page.set_viewport_size({"width": width, "height": 900})
             page.goto("/annotation/batches/mb/calibration/")
             figures = page.locator("figure.machine-plot svg")
-            figures.first.wait_for()  # the report's job: done at the first view's commit here, else polled for
+            figures.first.wait_for(timeout=JOB_DEADLINE_MS)  # the report's job: its state, not a clock
             assert figures.count() == 2
             for i in range(2):
                 box = figures.nth(i).bounding_box()
