@@ -1,7 +1,7 @@
 """What the measures read, in the shapes the field passes them around.
 
 A **run** (:func:`load_run`): a TREC run file (``qid Q0 docid rank score tag``, or MS MARCO's ``qid
-docid rank``; read by :func:`genderbias.files.readers.read_run`, as the platform imports runs), a
+docid rank``; read by :func:`genderbias.files.runs.read_run`, as the platform imports runs), a
 pandas or polars frame in the TREC/PyTerrier shape (``qid, docno, score[, rank]``; ir_measures'
 ``query_id, doc_id, score`` too), or a dict ``{qid: {docno: score}}`` as ir_measures takes it.
 
@@ -19,7 +19,9 @@ from typing import Any
 
 import polars as pl
 
-from genderbias.files.readers import iter_blocks, parse_passages, read_run
+from genderbias.files.blocks import iter_blocks
+from genderbias.files.collection import parse_passages
+from genderbias.files.runs import read_run
 from genderbias.text.magnitudes import count_frame
 
 RUN_SCHEMA = {"qid": pl.String, "docid": pl.String, "rank": pl.Int64, "score": pl.Float64}
