@@ -52,11 +52,11 @@ DEFAULT_SAMPLE = 200
 
 def reference_record(batch: Batch, escalation_cap: int | None, until: str = "majority") -> dict[str, Any]:
     """The reference rule a new sample records (``derivation["reference"]``): ``votes`` (the batch's
-    assignments per query), ``cap`` (default :data:`genderbias.crowd.simulation.DEFAULT_CAP`,
+    assignments per query), ``cap`` (default :data:`genderbias.crowd.simulation.escalation.DEFAULT_CAP`,
     never below ``votes``; equal: no escalation), ``until`` and its ``posterior`` (None: a strict
     majority). Checked as escalation checks it (``ServiceError`` naming the setting)."""
     from annotation.quality.services.escalation import parse_until
-    from genderbias.crowd.simulation import DEFAULT_CAP
+    from genderbias.crowd.simulation.escalation import DEFAULT_CAP
 
     votes = batch.assignments_per_query
     cap = max(DEFAULT_CAP, votes) if escalation_cap is None else escalation_cap
