@@ -137,7 +137,7 @@ def drawn_order(chain: list[Batch]) -> list[str]:
     return order
 
 
-#: ``derivation["design"]`` of a sample drawn by :func:`genderbias.machine.calibration_statistics.random_sample`.
+#: ``derivation["design"]`` of a sample drawn by :func:`genderbias.machine.calibration_sample.random_sample`.
 RANDOM_DESIGN = "simple random"
 #: ``derivation["draw"]``: every link reads one permutation of the population (the first draw's seed).
 PERMUTATION_DRAW = "permutation"
@@ -218,7 +218,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
     """The calibration sample of ``batch`` with the crowd's labels and ``labeller``'s (default: the
     machine the sample was drawn by); ``sample_batch``: the sample as it was when a routing recorded
     it (its link), not the one in force."""
-    from genderbias.machine.calibration_statistics import Stratum, stratum_weights
+    from genderbias.machine.calibration_sample import Stratum, stratum_weights
 
     sample_batch = sample_batch or calibration_batch(batch)
     if sample_batch is None:

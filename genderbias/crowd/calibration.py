@@ -53,10 +53,8 @@ def difficulty_spread(
     between the two spreads around it), 0 at or below σ = 0's, the largest σ above them all.
 
     The replicates are refitted because a fit absorbs part of the difficulty into its rows (workers look
-    more extreme than they are). Measured on the simulated difficulty crowd (σ = 1, 10 gold questions,
-    1,000 queries, 8 studies): 0.73 (s.e. 0.11) from the gold scatter, 0.61 (0.11) from the excess of
-    unanimous-or-split queries; on the moderate crowd (σ = 0) 0.08 (0.08) and 0.37 (0.13)
-    (docs/quality.md "Why the intervals miss on item difficulty")."""
+    more extreme than they are). How close it comes to the simulated crowds' true spread: docs/quality.md,
+    "Why the intervals miss on item difficulty"."""
     rng = np.random.default_rng(seed)
     observed = _spread_statistic(encoded, priors, confusion, seed)
     expected = []

@@ -178,8 +178,7 @@ def denoised_bias(
     Hard queries that the crowd answers alike and wrongly read as the machine's errors, so A_true comes out
     too low; a machine as troubled by hard queries as the crowd would show less of it, so where its errors
     follow the items' difficulty too the interval is the wider for it (docs/quality.md "Too sure, and by how
-    much"). Measured on the simulated difficulty crowd (8 studies of 1,000 queries): −0.0159 (s.e. 0.0034)
-    where the true error was −0.0186 (0.0031)."""
+    much", where the sized bias is set against the simulated crowds' true error)."""
     from genderbias.crowd.label_probabilities import crowd_quality
 
     if not (quality if quality is not None else crowd_quality(ds))["warning"]:

@@ -50,11 +50,9 @@ import numpy as np
 
 #: Answers' worth of the crowd's pooled accuracy in the Beta prior of each worker's accuracy a_w.
 #: A worker with few answers agrees with the posteriors its own votes helped make, so its accuracy
-#: read from them is too high and its votes too trusted: on a Prolific-like crowd (11–22 answers per
-#: participant, 3,750 queries, 8 studies, one coin forced) the corrected value came out +0.0049 (s.e.
-#: 0.0014) too high with a prior of 4 answers, +0.0019 with 12, +0.0006 (0.0015) with 25 (with the
-#: held-out choice, 12 studies: +0.0028 (0.0014)); the study's crowd (workers with hundreds of
-#: answers) moved by under 0.0006 (docs/quality.md, "The crowd model").
+#: read from them is too high and its votes too trusted; a prior worth 25 answers takes that bias off a
+#: Prolific-like crowd (11–22 answers per participant) and barely moves the study's crowd (workers with
+#: hundreds of answers). The measured biases by prior: docs/quality.md, "The crowd model".
 SKILL_PRIOR = 25.0
 #: The pooled accuracy's own prior: :data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT`
 #: of the time".

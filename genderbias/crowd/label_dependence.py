@@ -87,10 +87,9 @@ def dependence_table(
     interval is the report's combined interval moved by ``shift`` (its width is what the labels
     and the queries contribute, which the tilt does not change to first order); ``significant``:
     the moved interval excludes 0. D > 0: labels are less trustworthy where the baseline's value
-    is high (D < 0: where it is low). Measured against simulated crowds with a known D, the tilt
-    is not the move of the corrected difference (a sixth of it at D = 1 on a crowd that erred so,
-    the opposite sign on one that did not: ``tests/metrics/test_label_dependence_simulated.py``);
-    with ``simulate`` (below) the shift is computed as D is defined.
+    is high (D < 0: where it is low). Against simulated crowds with a known D the tilt is not the
+    move of the corrected difference (``tests/metrics/test_label_dependence_simulated.py``; the
+    figures: docs/metrics.md); with ``simulate`` (below) the shift is computed as D is defined.
 
     ``simulate``: the shift as D is defined, ``(z [N], differences [N × runs], D) → shifts [runs]``
     (:func:`simulated_shift` on the batch's answers and fitted crowd, what the service passes); without
@@ -328,9 +327,9 @@ def simulated_shift(
     runs' differences; NaN where a query has no value) arrays ``[C]``, every column from the same
     replicates.
 
-    Measured against simulated studies whose crowd erred with a known D
-    (tests/metrics/test_label_dependence_simulated.py): the truth's sign and about 0.7 of its size (about
-    half with 35% spammers).
+    Set against simulated studies whose crowd erred with a known D
+    (tests/metrics/test_label_dependence_simulated.py): the truth's sign, and part of its size (how much:
+    docs/metrics.md).
     """
     matrix = np.asarray(values, dtype=np.float64)
     single = matrix.ndim == 1

@@ -251,10 +251,8 @@ class LabelModel:
 #: Below this answer-weighted mean informativeness of the crowd's workers (bits: the mutual
 #: information between a query's true label and a worker's answer, :func:`crowd_quality`), the
 #: intervals built on the crowd's label probabilities are not to be trusted. Chosen by simulation
-#: (``genderbias/crowd/simulation/studies.py``; docs/metrics.md, "When the crowd is too poor"): with issue
-#: 58's crowd model, 20 heavy-noise studies of 1,000 queries (35% spammers, accuracy 0.55–0.85; seeds
-#: [2041, s]) scored 0.13–0.40 bits, 30 moderate ones ([2040, s]) 0.47–0.85. (The model before: heavy
-#: 0.17–0.55, moderate 0.43–0.89, threshold 0.55.)
+#: (``genderbias/crowd/simulation/studies.py``): between the heavy-noise crowds' scores and the moderate
+#: ones' (the scores: docs/metrics.md, "When the crowd is too poor").
 MIN_INFORMATION = 0.45
 #: A worker with fewer answers than :data:`MIN_WORKER_ANSWERS` has a reliability estimated from too
 #: few of them, and when more than :data:`MAX_SPARSE_SHARE` of the answers come from such workers the
@@ -289,10 +287,9 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
     Why ``selected`` is a fact of the batch, not a test: the model reads every gold answer, the failed
     ones too, but the labels then come only from the assignments that passed, and whether that selection
     is harmless (a worker as good in every HIT) or not (attention that comes and goes, so a passed HIT's
-    answers are better than the worker's record) is the one thing the kept answers cannot show: in the
-    simulated gold-selected crowd (every worker as good in every HIT; 8 studies of 1,000 queries, seeds
-    [9, s], 56–85 assignments discarded each) the posterior-predictive check's z was −0.5 to 2.1, above 2 in
-    2 of 8: no more often than on the crowds it fits, so no statistic of the kept answers fires on it."""
+    answers are better than the worker's record) is the one thing the kept answers cannot show: on the
+    simulated gold-selected crowd the posterior-predictive check fires no more often than on the crowds it
+    fits (docs/quality.md, "The crowd model")."""
 
     encoded = fit.encoded
     if encoded is None or encoded.n_items == 0:

@@ -33,12 +33,10 @@ FOLDS = 5
 MIN_WORKER_ANSWERS = 30
 #: ... and when more than this share of the answers come from such workers (a sparse crowd), full rows
 #: are not offered (:func:`choose_shrinkage`: one coin per worker) and the crowd-quality warning says the
-#: intervals may be too narrow (:func:`genderbias.crowd.label_probabilities.crowd_quality`). Measured
-#: shares: Prolific-like 0.52–0.64, the study's crowd at 1,000 queries 0.03–0.10, at 3,750 0.00. On the
-#: Prolific-like crowd at 3,750 queries the held-out choice took the full rows in about half the studies,
-#: and their label-corrected value sat +0.0025 above the one coin's on the same answers (11 of 11 studies,
-#: seeds [2040, s]; docs/quality.md, "The crowd model"): a row of 11–22 answers shrunk by
-#: :data:`SHRINKAGE` follows its worker's own votes, and so the items' majorities.
+#: intervals may be too narrow (:func:`genderbias.crowd.label_probabilities.crowd_quality`). On a
+#: Prolific-like crowd the held-out choice would take the full rows in some studies and bias the
+#: label-corrected value upwards: a row of 11–22 answers shrunk by :data:`SHRINKAGE` follows its worker's
+#: own votes, and so the items' majorities (the measured shares and bias: docs/quality.md, "The crowd model").
 MAX_SPARSE_SHARE = 0.3
 
 

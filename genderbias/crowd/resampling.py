@@ -64,8 +64,7 @@ def jackknife_groups(encoded: Encoded, by: str, blocks: int, fixed: Sequence[str
 
 #: EM's stopping rule for the jackknife refits (:func:`leave_out_posteriors`), tighter than the
 #: bootstrap's: a refit warm-started from the full fit and stopped early stays near it, and a
-#: jackknife's spread is multiplied by G − 1, so the shortfall shows: at 1,000 queries the
-#: workers' jackknife variance was 0.81 of the converged one with 50 rounds to 1e-5, 0.99 with 300 to 1e-8.
+#: jackknife's spread is multiplied by G − 1, so the shortfall shows (measured: docs/metrics.md).
 JACKKNIFE_MAX_ITER, JACKKNIFE_TOL = 300, 1e-8
 
 

@@ -19,7 +19,7 @@ The guarantee (:func:`certify_threshold`, the default rule)
     label, so the labels the batch ends with on A_t̂ are at least as right as the machine's).
 
     Design: the blind sample is a *simple random sample without replacement* of P, kept in
-    its draw order (:func:`genderbias.machine.calibration_statistics.random_sample`): one uniformly random
+    its draw order (:func:`genderbias.machine.calibration_sample.random_sample`): one uniformly random
     permutation of P (from the first draw's seed), the first draw its first ``planned``
     queries, each extension the next ones. The sample in draw order is a prefix of that
     permutation, and the sample items of A_t, in that order, a uniformly random ordering of a

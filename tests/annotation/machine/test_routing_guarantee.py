@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from genderbias.machine.calibration_statistics import random_sample
+from genderbias.machine.calibration_sample import random_sample
 from genderbias.machine.certification import (
     DEFAULT_RISK,
     candidate_thresholds,

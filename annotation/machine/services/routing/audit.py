@@ -67,7 +67,7 @@ def audit_routing(
     from annotation.machine.selectors import identity_for, machine_labels
     from genderbias.errors import InputError
     from genderbias.labels import LABELS
-    from genderbias.machine.calibration_statistics import random_sample
+    from genderbias.machine.calibration_sample import random_sample
     from genderbias.machine.routing_audit import audit
     from genderbias.machine.routing_forecast import simulate_path
 
