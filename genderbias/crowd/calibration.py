@@ -17,7 +17,7 @@ from genderbias.crowd.estimation import Encoded
 from genderbias.crowd.simulation.replicates import refitted_replicates, replicate_crowds
 
 #: Spreads σ of query difficulty :func:`difficulty_spread` tries: every answer's error odds on an item
-#: × exp(σ·d), d ~ N(0, 1) per item (the simulation's ``Crowd.difficulty``, benchmarks/crowd_simulation.py).
+#: × exp(σ·d), d ~ N(0, 1) per item (the simulation's ``Crowd.difficulty``, :mod:`genderbias.crowd.simulation.studies`).
 SPREADS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
 #: Replicate crowds per spread, and for the bias at the chosen spread (:func:`replicate_crowds`).
 SPREAD_REPLICATES = 4
