@@ -6,7 +6,7 @@ Run as ``python -m benchmarks.chat_confidence [--queries N] [--redraws R] [--see
 one line per configuration: distinct confidence levels, answers and calls per query (calls
 when the endpoint honours ``n``; without it, one call per answer), and the kept share of the
 oracle's at targets A: the largest set of the most confident queries whose expected accuracy
-meets A (:func:`genderbias.machine.routing_statistics.oracle_threshold`, ties taken together),
+meets A (:func:`genderbias.machine.routing_audit.oracle_threshold`, ties taken together),
 as a fraction of the same set ranked by the model's true probability of being right.
 
 The simulated model: each query's answer distribution π over the four labels has its top
@@ -29,7 +29,7 @@ import numpy as np
 
 from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatPreLabeller, MemoryCache, Sampled
 from genderbias.labels import LABELS
-from genderbias.machine.routing_statistics import oracle_threshold
+from genderbias.machine.routing_audit import oracle_threshold
 
 TARGETS = (0.85, 0.9, 0.95)
 

@@ -348,8 +348,8 @@ def sensitivity_csv(table: pd.DataFrame) -> str:
 
 
 def dependence_csv(table: pd.DataFrame) -> str:
-    """CSV of :func:`genderbias.crowd.label_uncertainty.dependence_table` (empty where undefined; run names neutralised)."""
-    from genderbias.crowd.label_uncertainty import DEPENDENCE_COLUMNS
+    """CSV of :func:`genderbias.crowd.label_dependence.dependence_table` (empty where undefined; run names neutralised)."""
+    from genderbias.crowd.label_dependence import DEPENDENCE_COLUMNS
 
     return csv_text(DEPENDENCE_COLUMNS, table[DEPENDENCE_COLUMNS].itertuples(index=False, name=None))
 

@@ -273,12 +273,12 @@ def _combined_marks(table: dict, summary: pd.DataFrame, policy: dict) -> None:
 def report_contributions(report: Report, run: str, metric: str, variant: str, cutoff: int, limit: int = 50) -> dict:
     """A report on a batch's labels: the queries that move ``run``'s paired difference against the
     baseline on one metric, and whose labels are least certain
-    (:func:`genderbias.crowd.label_uncertainty.contributions`), with the figures the page and the API show.
+    (:func:`genderbias.crowd.class_means.contributions`), with the figures the page and the API show.
 
     ServiceError for a report not on a batch, without a baseline, or an unknown column or run.
     """
 
-    from genderbias.crowd.label_uncertainty import contributions
+    from genderbias.crowd.class_means import contributions
 
     if not report.baseline_id:
         raise ServiceError(f"report {report.name!r} has no baseline: there is no paired difference to explain")

@@ -419,20 +419,6 @@ def test_no_product_module_imports_tests_or_benchmarks(graph):
     assert wrong == [], "product code importing test or benchmark code:" + _listing(wrong)
 
 
-#: Tests that still take the crowd simulator from ``benchmarks`` until h65crowd moves them onto the
-#: library's one simulator (``genderbias.crowd.simulation``); the lead empties this set at that merge.
-#: Kept exact: an entry that no longer imports fails the test as surely as a new import does.
-TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD = {
-    ("tests.annotation.machine.test_denoised_bias", "benchmarks.crowd_simulation"),
-    ("tests.annotation.results.test_crowd_model", "benchmarks.crowd_simulation"),
-    ("tests.annotation.results.test_crowd_model_calibration", "benchmarks.crowd_simulation"),
-    ("tests.annotation.results.test_crowd_model_check", "benchmarks.crowd_simulation"),
-    ("tests.metrics.test_crowd_coverage", "benchmarks.crowd_simulation"),
-    ("tests.metrics.test_difficulty_interval", "benchmarks.crowd_simulation"),
-    ("tests.metrics.test_label_dependence_simulated", "benchmarks.crowd_simulation"),
-}
-
-
 def test_no_test_imports_a_benchmark(graph):
     """What a test needs to build its world (a virtual annotator, batches, big files, the URL patterns,
     a reference oracle, the test servers) is test support under ``tests/``, which the benchmarks import;
@@ -444,13 +430,7 @@ def test_no_test_imports_a_benchmark(graph):
         for imported in graph.find_modules_directly_imported_by(importer)
         if _app(imported) == "benchmarks"
     }
-    assert sorted(found - TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD) == [], "tests importing benchmark code:" + (
-        _listing(sorted(found - TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD))
-    )
-    assert sorted(TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD - found) == [], (
-        "TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD lists imports that are gone: remove them"
-        + _listing(sorted(TESTS_IMPORTING_BENCHMARKS_UNTIL_H65CROWD - found))
-    )
+    assert sorted(found) == [], "tests importing benchmark code:" + _listing(sorted(found))
 
 
 def test_no_import_cycles(graph):

@@ -170,7 +170,7 @@ def _reference_with_text(record: dict | None) -> dict | None:
     """The sample's reference rule as recorded, with the sentence that states it."""
     if not record:
         return None
-    from genderbias.crowd.simulation import ReferenceRule
+    from genderbias.crowd.simulation.escalation import ReferenceRule
 
     rule = ReferenceRule(votes=record["votes"], cap=record["cap"], posterior=record.get("posterior"))
     return record | {"text": rule.describe()}

@@ -100,7 +100,7 @@ def machine_labels(batch: Batch, identity: Identity) -> dict[str, MachineLabel]:
 def machine_gold_labels(batch: Batch, identity: Identity) -> dict[str, str]:
     """``qid -> label`` of the batch's gold questions as ``identity`` labelled them (pre-labelling labels
     every query of a batch, its gold questions too): where the machine's errors meet the crowd's on a
-    known label (:func:`genderbias.crowd.reliability.shared_errors`)."""
+    known label (:func:`genderbias.crowd.shared_errors.shared_errors`)."""
     rows = PreLabel.objects.filter(batch_query__batch=batch, batch_query__is_gold=True, **identity.as_dict())
     return dict(rows.values_list("batch_query__qid", "label"))
 
@@ -137,7 +137,7 @@ def drawn_order(chain: list[Batch]) -> list[str]:
     return order
 
 
-#: ``derivation["design"]`` of a sample drawn by :func:`genderbias.machine.calibration_statistics.random_sample`.
+#: ``derivation["design"]`` of a sample drawn by :func:`genderbias.machine.calibration_sample.random_sample`.
 RANDOM_DESIGN = "simple random"
 #: ``derivation["draw"]``: every link reads one permutation of the population (the first draw's seed).
 PERMUTATION_DRAW = "permutation"
@@ -191,9 +191,9 @@ class CalibrationSample:
 
 def reference_rule(first: dict[str, Any], votes: int) -> Any:
     """The reference rule a sample was drawn with (its first link's ``derivation["reference"]``): a
-    :class:`genderbias.crowd.simulation.ReferenceRule`. A sample drawn before the rule was
+    :class:`genderbias.crowd.simulation.escalation.ReferenceRule`. A sample drawn before the rule was
     recorded: ``votes`` votes, no escalation, a strict majority (splits count against the machine)."""
-    from genderbias.crowd.simulation import ReferenceRule
+    from genderbias.crowd.simulation.escalation import ReferenceRule
 
     recorded = first.get("reference")
     if not recorded:
@@ -218,7 +218,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
     """The calibration sample of ``batch`` with the crowd's labels and ``labeller``'s (default: the
     machine the sample was drawn by); ``sample_batch``: the sample as it was when a routing recorded
     it (its link), not the one in force."""
-    from genderbias.machine.calibration_statistics import Stratum, stratum_weights
+    from genderbias.machine.calibration_sample import Stratum, stratum_weights
 
     sample_batch = sample_batch or calibration_batch(batch)
     if sample_batch is None:
@@ -423,13 +423,13 @@ def calibration_report(
 
 
 def routing_ceiling_of(batch: Batch, sample: CalibrationSample, figures: dict[str, Any]) -> dict[str, Any]:
-    """The ceiling as routing counts it (:func:`genderbias.crowd.simulation.routing_ceiling`): the best
+    """The ceiling as routing counts it (:func:`genderbias.crowd.simulation.escalation.routing_ceiling`): the best
     agreement with the sample's reference label any machine can expect, a query without a decisive label
     an error, under the crowd model fitted to the sample (``figures``: ``against_truth``), with the sample's
     rule and, beside it, with the first votes alone. None without a fitted model."""
     from dataclasses import replace
 
-    from genderbias.crowd.simulation import ceiling_by_label, crowd_from_figures
+    from genderbias.crowd.simulation.escalation import ceiling_by_label, crowd_from_figures
 
     rule = sample.reference
     try:
@@ -528,7 +528,8 @@ def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -
     """
     import pandas as pd
 
-    from genderbias.crowd.reliability import crowd_reliability, shared_errors
+    from genderbias.crowd.reliability import crowd_reliability
+    from genderbias.crowd.shared_errors import shared_errors
 
     stratum_of = _stratum_of(sample)
     voted = set(sample.votes["item"].astype(str))
@@ -671,22 +672,15 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
 
     from annotation.results.selectors import gold_discarded_assignments, gold_judgments, gold_labels
     from genderbias.crowd import label_probabilities as lp
-    from genderbias.crowd.aggregation import dawid_skene
 
     answers = BatchAnswers(batch)
     final = labels_with_sources(batch, answers)
-    parts = []
-    frame = answers.frame
-    fitted, crowd, quality = None, [], None
+    frame, gold, discarded = answers.frame, {}, 0
     if not frame.empty:
         gold = gold_labels(batch)
-        seeded = frame if not gold else pd.concat([frame, gold_judgments(batch)], ignore_index=True)
-        fitted = dawid_skene(seeded, gold=gold)
-        # Held out: each query's posterior under the model fitted on the others (calibrated).
-        posteriors = fitted.held_out.reindex(columns=list(LABELS), fill_value=0.0)
-        crowd = [q for q in posteriors.index.astype(str) if q not in gold]
-        parts.append(posteriors.loc[crowd])
-        quality = lp.crowd_quality(fitted, discarded=gold_discarded_assignments(batch))
+        frame = frame if not gold else pd.concat([frame, gold_judgments(batch)], ignore_index=True)
+        discarded = gold_discarded_assignments(batch)
+    parts = []
     rulings = sorted(q for q, s in final.items() if s.source == ADJUDICATED)
     parts.append(pd.DataFrame(lp.one_hot(LABELS, [final[q].label for q in rulings]), index=rulings, columns=LABELS))
     accepted = sorted(q for q, s in final.items() if s.source == MACHINE)
@@ -706,18 +700,18 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
             calibrated = False
             rows = lp.confidence_rows(LABELS, machine, confidence)
         parts.append(pd.DataFrame(rows, index=accepted, columns=LABELS))
-    table = pd.concat([part for part in parts if len(part)]) if any(len(p) for p in parts) else None
-    if table is None:
-        table = pd.DataFrame(columns=list(LABELS), dtype=float)
-    table = table[~table.index.duplicated(keep="last")]  # a ruling overrides the crowd's posterior
-    table.index = table.index.astype(str)
-    table.index.name = "qid"
-    table = table.astype(float)
-    replaced = set(rulings) | set(accepted)  # rows a ruling or an accepted machine label fills
+    others = [part for part in parts if len(part)]
+    model = lp.LabelModel.fit(
+        frame.rename(columns={"item": "task"}),
+        gold,
+        others=pd.concat(others) if others else None,
+        discarded=discarded,
+        labels=LABELS,
+    )
     return LabelProbabilities(
-        table=table,
-        model=lp.LabelModel(table, fitted, [q for q in crowd if q not in replaced], quality),
-        quality=quality,
+        table=model.table,
+        model=model,
+        quality=model.quality,
         source={q: s.source for q, s in final.items()},
         label={q: s.label for q, s in final.items()},
         calibrated=calibrated,

@@ -229,7 +229,8 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
     per_category = report["per_category"]
     proportions = report["proportions"]
     # numpy's module: not loaded as the URLconf loads this view
-    from genderbias.crowd.reliability import quality_sentence, shared_errors_sentence  # start-up
+    from genderbias.crowd.reliability import quality_sentence  # start-up
+    from genderbias.crowd.shared_errors import shared_errors_sentence  # start-up
 
     vote = (report.get("against_truth") or {}).get("vote") or {}  # true label -> given label -> probability
     context |= {

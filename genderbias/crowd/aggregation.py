@@ -37,14 +37,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from genderbias.crowd import crowd_model
+from genderbias.crowd import estimation, model_choice
 from genderbias.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS  # noqa: F401  (one definition, re-exported)
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("item", "worker", "label")
 
 #: Pseudo-count added to every cell of the crowd's pooled vote distribution
 #: (:func:`genderbias.crowd.reliability.crowd_vote`), so that a label nobody gave
-#: keeps a small probability instead of zero. (Dawid-Skene's own priors: :mod:`.crowd_model`.)
+#: keeps a small probability instead of zero. (Dawid-Skene's own priors: :mod:`.estimation`.)
 DS_SMOOTHING: float = 0.01
 
 
@@ -160,16 +160,16 @@ class DawidSkeneResult:
     priors: pd.Series
     iterations: int
     converged: bool
-    #: The judgments as the model read them (:mod:`.crowd_model`): what a bootstrap refits.
-    encoded: crowd_model.Encoded | None = None
+    #: The judgments as the model read them (:mod:`.model_choice`): what a bootstrap refits (:mod:`.resampling`).
+    encoded: estimation.Encoded | None = None
     #: Each item's posterior under the model fitted on the other items
-    #: (:func:`.crowd_model.held_out_posteriors`): calibrated where ``posteriors`` are
+    #: (:func:`.estimation.held_out_posteriors`): calibrated where ``posteriors`` are
     #: over-confident in their own majority; every interval built on the labels uses these.
     held_out: pd.DataFrame | None = None
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(posteriors [N × K], priors [K], confusion [W × K × K])`` in the order of ``encoded``'s items,
-        workers and labels: what :mod:`.crowd_model`'s replicate crowds and checks take."""
+        workers and labels: what the replicate crowds (:mod:`.simulation.replicates`) and :mod:`.checks` take."""
         labels = list(self.encoded.labels)
         posteriors = self.posteriors.reindex(index=self.encoded.items, columns=labels).to_numpy(dtype=np.float64)
         priors = self.priors.reindex(labels).to_numpy(dtype=np.float64)
@@ -197,7 +197,7 @@ def dawid_skene(
     model: str = "auto",
 ) -> DawidSkeneResult:
     """Dawid & Skene (1979) EM aggregation of categorical crowd labels, with the priors of
-    :mod:`genderbias.crowd.crowd_model` (maximum a posteriori: each worker's confusion rows
+    :mod:`genderbias.crowd.estimation` (maximum a posteriori: each worker's confusion rows
     shrunk towards the pooled crowd's, class shares with half a query per label).
 
     Initialised from majority-vote *soft* counts (each item's vote shares), so
@@ -214,20 +214,20 @@ def dawid_skene(
     the confusion matrices against the truth rather than against the crowd
     (semi-supervised EM). Gold items keep posterior 1 for their label.
 
-    ``model``: ``"auto"`` (the judgments choose, :func:`.crowd_model.choose_shrinkage`),
-    ``"one-coin"`` or ``"full"`` (:mod:`.crowd_model`).
+    ``model``: ``"auto"`` (the judgments choose, :func:`.model_choice.choose_shrinkage`),
+    ``"one-coin"`` or ``"full"`` (:mod:`.estimation`).
     """
     if max_iter < 1:
         raise ValueError("max_iter must be at least 1")
-    if model not in crowd_model.MODELS:
-        raise ValueError(f"model {model!r}: expected one of {', '.join(crowd_model.MODELS)}")
+    if model not in estimation.MODELS:
+        raise ValueError(f"model {model!r}: expected one of {', '.join(estimation.MODELS)}")
     labels = tuple(labels)
     gold = {str(item): str(label) for item, label in (gold or {}).items()}
     frame = validate_judgments(judgments, labels, repeatable=gold)
     unknown = sorted(set(gold.values()) - set(labels))
     if unknown:
         raise ValueError(f"unknown gold label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(labels)}")
-    encoded = crowd_model.encode(frame, labels, gold, model=model)
+    encoded = model_choice.encode(frame, labels, gold, model=model)
     items, workers, n_labels = encoded.items, encoded.workers, len(labels)
 
     if encoded.n_items == 0:
@@ -243,7 +243,7 @@ def dawid_skene(
             converged=True,
             held_out=empty,
         )
-    fitted = crowd_model.fit(encoded, max_iter=max_iter, tol=tol)
+    fitted = estimation.fit(encoded, max_iter=max_iter, tol=tol)
     posteriors, priors, confusion = fitted.posteriors[0], fitted.priors[0], fitted.confusion[0]
     iterations, converged = fitted.iterations, fitted.converged
 
@@ -270,16 +270,9 @@ def dawid_skene(
     )
 
 
-def wawa(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """Worker Agreement With Aggregate (Wawa; crowd-kit's ``Wawa``), one row per item.
-
-    1. Majority vote (:func:`majority_vote`); 2. a worker's *skill* is the share of their
-    labels on undisputed items with at least two votes that equal the majority label (a
-    worker with no such label gets the mean skill of the others); 3. each item's label is the label with the largest
-    sum of its voters' skills. Columns: ``label`` (``None`` when the top weights tie to 12
-    decimals, ``disputed`` True), ``confidence`` (the winning label's share of the item's
-    total weight) and ``disputed``.
-    """
+def wawa_weights(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
+    """Items × ``labels``: each label's sum of its voters' Wawa skills (:func:`wawa`'s steps 1 and 2);
+    ``attrs["skills"]``: each worker's skill."""
     frame = validate_judgments(judgments, labels)
     majority = majority_vote(frame, labels)
     # A single vote is its own majority: only items with two or more votes measure a skill.
@@ -293,6 +286,23 @@ def wawa(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFram
     label_idx = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(np.int64)
     weights = np.zeros((len(items), len(labels)))
     np.add.at(weights, (item_idx, label_idx), frame["worker"].map(skill).to_numpy(dtype=float))
+    out = pd.DataFrame(weights, index=pd.Index(items.astype(object), name="item"), columns=list(labels))
+    out.attrs["skills"] = skill
+    return out
+
+
+def wawa(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
+    """Worker Agreement With Aggregate (Wawa; crowd-kit's ``Wawa``), one row per item.
+
+    1. Majority vote (:func:`majority_vote`); 2. a worker's *skill* is the share of their
+    labels on undisputed items with at least two votes that equal the majority label (a
+    worker with no such label gets the mean skill of the others); 3. each item's label is the label with the largest
+    sum of its voters' skills. Columns: ``label`` (``None`` when the top weights tie to 12
+    decimals, ``disputed`` True), ``confidence`` (the winning label's share of the item's
+    total weight) and ``disputed``.
+    """
+    table = wawa_weights(judgments, labels)
+    items, weights = table.index.to_numpy(dtype=str), table.to_numpy()
     top = weights.max(axis=1) if len(items) else np.zeros(0)
     tied = (np.round(weights, 12) == np.round(top, 12)[:, None]).sum(axis=1) > 1
     total = weights.sum(axis=1)

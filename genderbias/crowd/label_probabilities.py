@@ -19,12 +19,14 @@ Pure (numpy, pandas; no Django). A report on a batch's labels
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from genderbias.crowd import crowd_model
+from genderbias.crowd import calibration, checks, model_choice, resampling
+from genderbias.crowd.aggregation import dawid_skene
+from genderbias.labels import LABELS
 
 #: Confidence bands per machine label (quantile bands of the calibration sample).
 BANDS = 4
@@ -96,12 +98,57 @@ class LabelModel:
     rows of ``crowd_qids``; the other rows (rulings, machine-accepted labels) are held as they are.
     ``quality``: the crowd-quality check as the batch reported it (:func:`crowd_quality`, told its
     discarded assignments); computed from ``crowd`` when not given.
+
+    A report takes it whole (:func:`genderbias.crowd.label_uncertainty.combined_summary`): the table
+    is the point estimate, :meth:`draws` the bootstrap's refits, :meth:`leave_out_draws` the
+    jackknives' and :meth:`recalibrated` the posteriors as sure as the model is right to be.
+    :meth:`fit` makes one from a batch's answers.
     """
 
     table: Any
     crowd: Any = None
     crowd_qids: Sequence[str] = ()
     quality: Mapping[str, Any] | None = None
+    _recalibrated: dict[int, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def fit(
+        cls,
+        answers: Any,
+        gold: Mapping[str, str] | None = None,
+        *,
+        others: Any = None,
+        discarded: int = 0,
+        labels: Sequence[str] = LABELS,
+    ) -> LabelModel:
+        """The label model of a batch: the crowd's answers ``answers`` (a frame of ``task, worker, label``,
+        crowd-kit's columns; the gold questions' answers included) fitted by the gold-seeded Dawid–Skene
+        (:func:`genderbias.crowd.aggregation.dawid_skene`, ``gold``: task → known label), each
+        non-gold task's row its held-out posterior; ``others`` (qid × ``labels``: rulings, accepted
+        machine labels) override the crowd's rows and are held as they are. ``quality``: the
+        crowd-quality check (:func:`crowd_quality`) told the ``discarded`` assignments; None without answers."""
+        import pandas as pd
+
+        gold = dict(gold or {})
+        parts = []
+        fitted, crowd, quality = None, [], None
+        if len(answers):
+            fitted = dawid_skene(answers.rename(columns={"task": "item"}), labels, gold=gold)
+            # Held out: each query's posterior under the model fitted on the others (calibrated).
+            posteriors = fitted.held_out.reindex(columns=list(labels), fill_value=0.0)
+            crowd = [q for q in posteriors.index.astype(str) if q not in gold]
+            parts.append(posteriors.loc[crowd])
+            quality = crowd_quality(fitted, discarded=discarded)
+        if others is not None and len(others):
+            parts.append(others)
+        parts = [part for part in parts if len(part)]
+        table = pd.concat(parts) if parts else pd.DataFrame(columns=list(labels), dtype=float)
+        table = table[~table.index.duplicated(keep="last")]  # a ruling overrides the crowd's posterior
+        table.index = table.index.astype(str)
+        table.index.name = "qid"
+        table = table.astype(float)
+        replaced = set() if others is None else {str(q) for q in others.index}
+        return cls(table, fitted, [q for q in crowd if q not in replaced], quality)
 
     def draws(self, weights: np.ndarray, seed: int = 0, resample_others: bool = True) -> np.ndarray:
         """``[B × N × K]`` (float32): the table's rows, the crowd's refitted on each bootstrap draw.
@@ -111,7 +158,7 @@ class LabelModel:
         crowd model's items that are no row of the table (the gold questions' answers) are
         resampled on their own, with replacement (seeded by ``seed``), or kept once each with
         ``resample_others`` false (a jackknife's rows leave queries out, they do not resample).
-        :func:`genderbias.crowd.crowd_model.bootstrap_posteriors` refits.
+        :func:`genderbias.crowd.resampling.bootstrap_posteriors` refits.
         """
 
         weights = np.asarray(weights, dtype=np.float64)
@@ -137,13 +184,13 @@ class LabelModel:
                 len(outside), np.full(len(outside), 1 / len(outside)), weights.shape[0]
             )
         start = self.crowd.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
-        return self._place(crowd_model.bootstrap_posteriors(encoded, item_weights, start), out)
+        return self._place(resampling.bootstrap_posteriors(encoded, item_weights, start), out)
 
     def leave_out_draws(self, by: str, blocks: int | None = None) -> np.ndarray:
         """``[G × N × K]`` (float32): the table's rows, the crowd's refitted without each group of a
         delete-a-group jackknife ``by`` workers or by answers
-        (:func:`genderbias.crowd.crowd_model.jackknife_groups`, G = ``blocks``, default
-        :data:`genderbias.stats.intervals.JACKKNIFE_BLOCKS`; :func:`genderbias.crowd.crowd_model.leave_out_posteriors`);
+        (:func:`genderbias.crowd.resampling.jackknife_groups`, G = ``blocks``, default
+        :data:`genderbias.stats.intervals.JACKKNIFE_BLOCKS`; :func:`genderbias.crowd.resampling.leave_out_posteriors`);
         no rows (G = 0) without a crowd. What :class:`genderbias.crowd.label_uncertainty.CorrectedFit` reads
         the workers' variance component from (:func:`genderbias.stats.intervals.extra_variance`)."""
         from genderbias.stats import intervals
@@ -152,8 +199,8 @@ class LabelModel:
             return np.empty((0, *self.table.shape), dtype=np.float32)
         encoded = self.crowd.encoded
         start = self.crowd.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
-        groups = crowd_model.jackknife_groups(encoded, by, intervals.JACKKNIFE_BLOCKS if blocks is None else blocks)
-        refitted = crowd_model.leave_out_posteriors(encoded, start, groups)
+        groups = resampling.jackknife_groups(encoded, by, intervals.JACKKNIFE_BLOCKS if blocks is None else blocks)
+        refitted = resampling.leave_out_posteriors(encoded, start, groups)
         out = np.broadcast_to(self.table.to_numpy(dtype=np.float32)[None], (len(refitted), *self.table.shape)).copy()
         return self._place(refitted, out)
 
@@ -163,23 +210,28 @@ class LabelModel:
 
         Replicate crowds are drawn from the fit with the items' difficulty spread as the batch's answers
         show it and refitted; the temperature under which their held-out posteriors best predict their
-        true labels (:func:`genderbias.crowd.crowd_model.replicate_temperature`) is applied to the
-        batch's (:func:`genderbias.crowd.crowd_model.tempered`). ``attrs``: ``temperature`` and ``spread``.
+        true labels (:func:`genderbias.crowd.calibration.replicate_temperature`) is applied to the
+        batch's (:func:`genderbias.crowd.calibration.tempered`). ``attrs``: ``temperature`` and ``spread``.
         What :meth:`genderbias.crowd.label_uncertainty.CorrectedFit.calibration_bias` sizes the label-corrected
         figures' bias from: on crowds with hard queries or many spammers the fitted posteriors are too
-        sure (docs/quality.md "Too sure, and by how much")."""
+        sure (docs/quality.md "Too sure, and by how much"). Computed once per seed."""
+        if seed not in self._recalibrated:
+            self._recalibrated[seed] = self._recalibrate(seed)
+        return self._recalibrated[seed]
+
+    def _recalibrate(self, seed: int) -> Any:
         if self.crowd is None or self.crowd.encoded is None or not len(self.crowd_qids):
             return None
         quality = self.quality if self.quality is not None else crowd_quality(self.crowd)
         if not quality["warning"]:
             return None
         posteriors, priors, confusion = self.crowd.arrays()
-        temperature, spread = crowd_model.replicate_temperature(
+        temperature, spread = calibration.replicate_temperature(
             self.crowd.encoded, posteriors, priors, confusion, seed=seed
         )
         table = self.table.copy()
         rows = table.index.astype(str).isin({str(q) for q in self.crowd_qids})
-        table.loc[rows] = crowd_model.tempered(table.loc[rows].to_numpy(dtype=np.float64), temperature)
+        table.loc[rows] = calibration.tempered(table.loc[rows].to_numpy(dtype=np.float64), temperature)
         table.attrs = {"temperature": temperature, "spread": spread}
         return table
 
@@ -199,17 +251,15 @@ class LabelModel:
 #: Below this answer-weighted mean informativeness of the crowd's workers (bits: the mutual
 #: information between a query's true label and a worker's answer, :func:`crowd_quality`), the
 #: intervals built on the crowd's label probabilities are not to be trusted. Chosen by simulation
-#: (``benchmarks/crowd_simulation.py``; docs/metrics.md, "When the crowd is too poor"): with issue
-#: 58's crowd model, 20 heavy-noise studies of 1,000 queries (35% spammers, accuracy 0.55–0.85; seeds
-#: [2041, s]) scored 0.13–0.40 bits, 30 moderate ones ([2040, s]) 0.47–0.85. (The model before: heavy
-#: 0.17–0.55, moderate 0.43–0.89, threshold 0.55.)
+#: (``genderbias/crowd/simulation/studies.py``): between the heavy-noise crowds' scores and the moderate
+#: ones' (the scores: docs/metrics.md, "When the crowd is too poor").
 MIN_INFORMATION = 0.45
 #: A worker with fewer answers than :data:`MIN_WORKER_ANSWERS` has a reliability estimated from too
 #: few of them, and when more than :data:`MAX_SPARSE_SHARE` of the answers come from such workers the
 #: intervals may be too narrow (declared with the crowd model, whose choice of rows reads them too).
-MIN_WORKER_ANSWERS = crowd_model.MIN_WORKER_ANSWERS
-MAX_SPARSE_SHARE = crowd_model.MAX_SPARSE_SHARE
-#: The model check (:func:`genderbias.crowd.crowd_model.predictive_check`) fails when the real
+MIN_WORKER_ANSWERS = model_choice.MIN_WORKER_ANSWERS
+MAX_SPARSE_SHARE = model_choice.MAX_SPARSE_SHARE
+#: The model check (:func:`genderbias.crowd.checks.predictive_check`) fails when the real
 #: crowd has more split (or split and unanimous) queries than the fitted model's replicate crowds,
 #: by more than this many of their standard deviations: the votes on a query are not independent
 #: given its label (item difficulty), and the intervals are too narrow. Chosen by simulation
@@ -221,12 +271,12 @@ MAX_MISFIT_Z = 2.0
 def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
     """How much the crowd's answers say and whether the model fits them, from a Dawid–Skene fit
     (:class:`genderbias.crowd.aggregation.DawidSkeneResult`): ``information`` (bits per answer,
-    answer-weighted mean over the workers of :func:`genderbias.crowd.crowd_model.informativeness`),
+    answer-weighted mean over the workers of :func:`genderbias.crowd.checks.informativeness`),
     ``accuracy`` (answer-weighted mean probability of answering the true label), ``uninformative``
     (share of answers from workers whose answers carry under 0.1 bit: spammers, a lazy worker),
     ``workers``, ``answers``, the ``threshold``, ``model`` (one-coin or full, as the judgments chose:
-    :func:`genderbias.crowd.crowd_model.choose_shrinkage`), ``misfit`` (the largest z of the
-    posterior-predictive check, :func:`genderbias.crowd.crowd_model.predictive_check`) and
+    :func:`genderbias.crowd.model_choice.choose_shrinkage`), ``misfit`` (the largest z of the
+    posterior-predictive check, :func:`genderbias.crowd.checks.predictive_check`) and
     ``warning``: true when ``information`` is below :data:`MIN_INFORMATION` or ``misfit`` above
     :data:`MAX_MISFIT_Z`, or ``sparse`` (the share of answers from workers with fewer than
     :data:`MIN_WORKER_ANSWERS`) above :data:`MAX_SPARSE_SHARE`, or ``selected``: ``discarded``
@@ -237,10 +287,9 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
     Why ``selected`` is a fact of the batch, not a test: the model reads every gold answer, the failed
     ones too, but the labels then come only from the assignments that passed, and whether that selection
     is harmless (a worker as good in every HIT) or not (attention that comes and goes, so a passed HIT's
-    answers are better than the worker's record) is the one thing the kept answers cannot show: in the
-    simulated gold-selected crowd (every worker as good in every HIT; 8 studies of 1,000 queries, seeds
-    [9, s], 56–85 assignments discarded each) the posterior-predictive check's z was −0.5 to 2.1, above 2 in
-    2 of 8: no more often than on the crowds it fits, so no statistic of the kept answers fires on it."""
+    answers are better than the worker's record) is the one thing the kept answers cannot show: on the
+    simulated gold-selected crowd the posterior-predictive check fires no more often than on the crowds it
+    fits (docs/quality.md, "The crowd model")."""
 
     encoded = fit.encoded
     if encoded is None or encoded.n_items == 0:
@@ -249,17 +298,17 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
                 "reasons": [], "discarded": int(discarded)}  # fmt: skip
     _, priors, confusion = fit.arrays()
     answers = np.bincount(encoded.worker_idx, minlength=encoded.n_workers).astype(np.float64)
-    information = crowd_model.informativeness(confusion, priors)
-    accuracy = crowd_model.worker_accuracy(confusion, priors)
+    information = checks.informativeness(confusion, priors)
+    accuracy = checks.worker_accuracy(confusion, priors)
     mean_information = float((information * answers).sum() / answers.sum())
-    check = crowd_model.predictive_check(encoded, priors, confusion)
+    check = checks.predictive_check(encoded, priors, confusion)
     misfit = max(check["split"]["z"], check["extreme"]["z"], check["gold"]["z"])
     reasons = []
     if mean_information < MIN_INFORMATION:
         reasons.append("information")
     if misfit > MAX_MISFIT_Z:
         reasons.append("misfit")
-    sparse = crowd_model.sparse_share(encoded)
+    sparse = model_choice.sparse_share(encoded)
     if sparse > MAX_SPARSE_SHARE:
         reasons.append("sparse")
     if discarded > 0:

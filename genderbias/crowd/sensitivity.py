@@ -84,7 +84,7 @@ class LabelSensitivity:
     set_sizes: dict[tuple[str, str], int]
     nfairr_normalisation: str
     #: The sensitivity check for ranking-dependent labelling errors
-    #: (:func:`genderbias.crowd.label_uncertainty.dependence_table`), when dependences were asked for.
+    #: (:func:`genderbias.crowd.label_dependence.dependence_table`), when dependences were asked for.
     dependence: pd.DataFrame | None = None
     baseline: str | None = None
 

@@ -8,7 +8,7 @@ the crowd. The guarantee, for everything the machines keep together:
 
 so with probability at least 1 − δ every stage's kept set, and hence their union (a union of
 sets each at least A right is at least A right), is at least A right against the reference
-label (:mod:`.crowd_simulation`).
+label (:mod:`genderbias.crowd.simulation.escalation`).
 
 Stage i works on U_i, the queries no earlier stage *looked at* (U_1: every routable query),
 restricted to those labeller i labelled: V_i. It runs :func:`.routing_statistics.certify_threshold`
@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from genderbias.machine.routing_statistics import MAX_CANDIDATES, Certification, certify_threshold, tied
+from genderbias.machine.certification import MAX_CANDIDATES, Certification, certify_threshold
+from genderbias.machine.routing_statistics import tied
 
 #: Why a stage may have a floor: a labeller with coarse confidence (the rules: four levels) that
 #: fails at its lowest level has read every query it labelled, and none could go on. With a floor

@@ -2,9 +2,9 @@
 label, the blind sample, one labeller or a cascade. And how large a first draw to make.
 
 Pure numpy, no Django. :func:`simulate_path` redraws the whole machine path ``redraws`` times
-against known true labels: the crowd (a :class:`.crowd_simulation.CrowdModel`, or none: the
+against known true labels: the crowd (a :class:`genderbias.crowd.simulation.escalation.CrowdModel`, or none: the
 true labels are the crowd's) labels the blind sample as a batch of its own, with the
-sample's reference rule (escalation of undecided queries, :class:`.crowd_simulation.ReferenceRule`);
+sample's reference rule (escalation of undecided queries, :class:`genderbias.crowd.simulation.escalation.ReferenceRule`);
 routing certifies on it (:func:`.routing_statistics.certify_threshold`, or
 :func:`.cascade_statistics.certify_cascade` for several labellers); the queries no machine keeps
 go to the crowd as another batch with the same rule. Per redraw it records what the machines
@@ -28,9 +28,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from genderbias.crowd.simulation import CrowdModel, ReferenceRule, simulate_crowd
+from genderbias.crowd.simulation.escalation import CrowdModel, ReferenceRule, simulate_crowd
 from genderbias.machine.cascade_statistics import certify_cascade
-from genderbias.machine.routing_statistics import TOLERANCE, certify_threshold, tied
+from genderbias.machine.certification import certify_threshold
+from genderbias.machine.routing_statistics import TOLERANCE, tied
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def size_first_draw(
     with probability ``agreement`` (per query, e.g. :func:`profile_at` of a fitted profile).
     The agreements are drawn afresh every 50 redraws; each redraw is a simple random sample
     (vectorised by :func:`.routing_statistics.audit`)."""
-    from genderbias.machine.routing_statistics import audit
+    from genderbias.machine.routing_audit import audit
 
     c = tied(population_confidence)
     p = np.clip(np.asarray(agreement, dtype=float), 0, 1)

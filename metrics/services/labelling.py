@@ -99,7 +99,7 @@ def _label_sensitivity(
     rulings first).
 
     ``dependence``: also the sensitivity check for labelling errors that depend on the rankings
-    (:func:`genderbias.crowd.label_uncertainty.dependence_table`): the report on the batch's labels
+    (:func:`genderbias.crowd.label_dependence.dependence_table`): the report on the batch's labels
     (:func:`metrics.services.reports.compute_batch_report`, against ``baseline``, default the first
     run) and how far each label-corrected difference, its combined interval and its significance
     move if every answer's odds of being wrong grew by exp(D·z) with the baseline's standardised
@@ -155,7 +155,7 @@ def _label_sensitivity(
         normalisation = f"by {background.name} together with every run given"
     dependence_rows, baseline_name = None, None
     if dependence:
-        from genderbias.crowd import label_uncertainty
+        from genderbias.crowd import label_dependence
         from genderbias.stats import significance
 
         base = baseline or runs[0]
@@ -164,7 +164,7 @@ def _label_sensitivity(
             batch, runs, report_settings, baseline=base, wordlist=wordlist, representative=representative,
             background=background, job=job, bar=bar,
         )  # fmt: skip
-        dependence_rows = label_uncertainty.dependence_table(
+        dependence_rows = label_dependence.dependence_table(
             significance.wide_values(computed.per_query), computed.labels.table, computed.summary, base.name,
             [float(d) for d in dependence], simulate=dependence_simulation(computed.labels.model, report_settings.seed),
         )  # fmt: skip
@@ -281,15 +281,15 @@ DEPENDENCE_REPLICATES = 4
 
 
 def dependence_simulation(model, seed: int):
-    """The shift as D is defined (:func:`genderbias.crowd.label_uncertainty.simulated_shift`) for the batch's fitted
+    """The shift as D is defined (:func:`genderbias.crowd.label_dependence.simulated_shift`) for the batch's fitted
     crowd (``model``: :class:`genderbias.crowd.label_probabilities.LabelModel`): the crowd refitted as
-    erring with D (:func:`genderbias.crowd.label_uncertainty.dependent_fit`), true labels and answers redrawn from
+    erring with D (:func:`genderbias.crowd.label_dependence.dependent_fit`), true labels and answers redrawn from
     that refit, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows held
     as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
     import numpy as np
     import pandas as pd
 
-    from genderbias.crowd import label_uncertainty
+    from genderbias.crowd import label_dependence
     from genderbias.crowd.aggregation import dawid_skene
 
     crowd = model.crowd
@@ -318,7 +318,7 @@ def dependence_simulation(model, seed: int):
         return out
 
     def simulate(z: np.ndarray, differences: np.ndarray, dependence: float) -> np.ndarray:
-        shift, _ = label_uncertainty.simulated_shift(
+        shift, _ = label_dependence.simulated_shift(
             answers, gold, crowd.confusion, table, z, differences, dependence, refit,
             draws=DEPENDENCE_REPLICATES, seed=seed, fitted=rows,
         )  # fmt: skip

@@ -290,17 +290,12 @@ def _compute(
 
         summary = combined_summary(
             significance.wide_values(per_query),
-            labels.table,
+            labels.model,
             members,
             summary,
             baseline=base_name,
             samples=report_settings.bootstrap_samples,
             seed=report_settings.seed,
-            draws=(lambda weights, **o: labels.model.draws(weights, report_settings.seed, **o))
-            if labels.model
-            else None,
-            leave_out=labels.model.leave_out_draws if labels.model else None,
-            recalibrated=(lambda: labels.model.recalibrated(report_settings.seed)) if labels.model else None,
             progress=_StepProgress(job, bar),
         )
     ranges, tied_queries = tie_summary(measured)

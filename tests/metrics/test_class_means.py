@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genderbias.crowd import label_uncertainty as lu
+from genderbias.crowd import class_means
 
 
 def _plain(p: np.ndarray, values: np.ndarray, weights: np.ndarray, row_weights: np.ndarray | None) -> np.ndarray:
@@ -30,7 +30,7 @@ def _plain(p: np.ndarray, values: np.ndarray, weights: np.ndarray, row_weights: 
             x, y, wr = pb[rows], values[rows, c], wb[rows]
             mass = (wr[:, None] * x).sum(axis=0)
             normal = x.T @ (wr[:, None] * x)
-            if (mass < lu.MIN_DRAW_MASS).any() or np.linalg.cond(normal) >= lu.MAX_CONDITION:
+            if (mass < class_means.MIN_DRAW_MASS).any() or np.linalg.cond(normal) >= class_means.MAX_CONDITION:
                 continue
             root = np.sqrt(wr)
             out[b, :, c] = np.linalg.lstsq(x * root[:, None], y * root, rcond=None)[0]
@@ -59,9 +59,9 @@ def _inputs(rng: np.random.Generator, n: int, k: int, draws: int, columns: int, 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_equal_to_a_plain_fit_per_draw_and_column(per_draw, seed):
     rng = np.random.default_rng(seed)
-    draws = lu.DRAW_BLOCK + 9  # more than one block, the last one short
+    draws = class_means.DRAW_BLOCK + 9  # more than one block, the last one short
     p, weights, values = _inputs(rng, n=60, k=3, draws=draws, columns=6, per_draw=per_draw)
-    fitted = lu.class_means(p, values, weights)
+    fitted = class_means.class_means(p, values, weights)
     expected = _plain(p, values, weights, None)
     assert np.array_equal(np.isnan(fitted), np.isnan(expected))
     assert np.isnan(expected[: draws // 4]).any() and not np.isnan(expected[draws // 4 :, :, :2]).all()
@@ -73,7 +73,7 @@ def test_row_weights_and_the_single_fit():
     p, weights, values = _inputs(rng, n=50, k=2, draws=20, columns=4, per_draw=True)
     row_weights = rng.uniform(0.1, 1.0, size=(20, 50))
     np.testing.assert_allclose(
-        lu.class_means(p, values, weights, row_weights),
+        class_means.class_means(p, values, weights, row_weights),
         _plain(p, values, weights, row_weights),
         rtol=1e-9,
         atol=1e-9,
@@ -84,4 +84,4 @@ def test_row_weights_and_the_single_fit():
     vals[:5, 1] = np.nan
     rw = rng.uniform(0.2, 1, size=40)
     expected = _plain(single, vals, np.ones((1, 40)), rw)[0]
-    np.testing.assert_allclose(lu.class_means(single, vals, row_weights=rw), expected, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(class_means.class_means(single, vals, row_weights=rw), expected, rtol=1e-9, atol=1e-9)

@@ -1,10 +1,10 @@
 """Coverage of the label-based intervals on a realistic simulated crowd (issue 40, items 2 and 4).
 
-Studies from :func:`benchmarks.crowd_simulation.coverage_study`: a *synthetic* truth with the SIGIR
+Studies from :func:`genderbias.crowd.simulation.coverage.coverage_study`: a *synthetic* truth with the SIGIR
 2020 study's class shares (so the test runs without the reference data), 1,000 queries, three
 workers per query out of 40 with class confusion, unequal accuracy and activity, spammers, a lazy
 worker and a gold question in every HIT; the crowd model fitted with gold, each query read through
-its *held-out* posterior (:func:`genderbias.crowd.crowd_model.held_out_posteriors`) and the model
+its *held-out* posterior (:func:`genderbias.crowd.estimation.held_out_posteriors`) and the model
 refitted in every bootstrap draw; the report's estimator
 (:func:`genderbias.crowd.label_uncertainty.combined_summary`) and the calibration report's de-noised accuracy
 (:func:`genderbias.crowd.reliability.crowd_reliability`).
@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks import crowd_simulation as cs
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.label_probabilities import crowd_quality
+from genderbias.crowd.simulation import coverage
+from genderbias.crowd.simulation import studies as cs
 
 MODERATE_STUDIES = 10
 HEAVY_STUDIES = 3
@@ -71,18 +72,20 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     """
     moderate = pd.DataFrame(
         [
-            cs.coverage_study(np.random.default_rng([2040, s]), cs.MODERATE, 1000, s, SAMPLES, constructions=False)
+            coverage.coverage_study(
+                np.random.default_rng([2040, s]), cs.MODERATE, 1000, s, SAMPLES, constructions=False
+            )
             for s in range(MODERATE_STUDIES)
         ]
     )
     heavy = pd.DataFrame(
         [
-            cs.coverage_study(np.random.default_rng([2041, s]), cs.HEAVY, 1000, s, SAMPLES, constructions=False)
+            coverage.coverage_study(np.random.default_rng([2041, s]), cs.HEAVY, 1000, s, SAMPLES, constructions=False)
             for s in range(HEAVY_STUDIES)
         ]
     )
-    print("moderate", cs.coverage_table(moderate), "heavy", cs.coverage_table(heavy), sep="\n")
-    for figure in cs.COVERED:
+    print("moderate", coverage.coverage_table(moderate), "heavy", coverage.coverage_table(heavy), sep="\n")
+    for figure in coverage.COVERED:
         assert moderate[figure].sum() >= 6, moderate.mean(numeric_only=True)
     assert moderate["value"].sum() + moderate["difference"].sum() >= 15, moderate.mean(numeric_only=True)
     # Every heavy study is warned, and its interval reaches towards where the truth lies: the corrected
@@ -114,15 +117,15 @@ def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
     from genderbias.crowd.label_probabilities import LabelModel
     from genderbias.stats import intervals, significance
 
-    out = cs.coverage_study(np.random.default_rng([9, 0]), cs.MODERATE, 300, 0, samples=40)
-    for figure in cs.COVERED:
+    out = coverage.coverage_study(np.random.default_rng([9, 0]), cs.MODERATE, 300, 0, samples=40)
+    for figure in coverage.COVERED:
         # The product's interval is its construction's, joined with a moved copy where the check warns.
         assert out[figure] >= out[f"{figure}:{intervals.LABEL_INTERVAL}"]
         if not out.get(f"{figure}:reach"):
             assert out[figure] == out[f"{figure}:{intervals.LABEL_INTERVAL}"]
         assert all(isinstance(out[f"{figure}:{c}"], bool) for c in intervals.CONSTRUCTIONS)
         assert out[f"{figure}:sd"] > 0 and np.isfinite(out[f"{figure}:error"]) and np.isfinite(out[f"{figure}:shift"])
-    table = cs.coverage_table(pd.DataFrame([out, out]))
+    table = coverage.coverage_table(pd.DataFrame([out, out]))
     assert {f"difference:{c}" for c in intervals.CONSTRUCTIONS} <= set(table.index)
 
     rng = np.random.default_rng([9, 1])
@@ -139,10 +142,9 @@ def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
     summary = significance.summarise(long, baseline="A", samples=40, seed=3)
     model = LabelModel(table, ds, drawn.qids)
     report = label_uncertainty.combined_summary(
-        significance.wide_values(long), table, set(drawn.qids), summary, baseline="A", samples=40, seed=3,
-        draws=model.draws, leave_out=model.leave_out_draws,
-    ).set_index("run")  # fmt: skip
-    fit = label_uncertainty.CorrectedFit(table, 40, 3, model.draws, leave_out=model.leave_out_draws)
+        significance.wide_values(long), model, set(drawn.qids), summary, baseline="A", samples=40, seed=3
+    ).set_index("run")
+    fit = label_uncertainty.CorrectedFit(model, 40, 3)
     _, low, high, p = fit.interval((drawn.b - drawn.a)[:, None])
     # The crossed intervals hold the percentile one; the net one lies between them.
     _, p_low, p_high, _ = fit.interval((drawn.b - drawn.a)[:, None], construction="percentile")

@@ -3,7 +3,7 @@ model's check warns, replicate crowds drawn from the fit with the batch's spread
 show how much too sure the model is (a temperature); the batch's posteriors tempered by it move the
 corrected figures by their bias (:meth:`genderbias.crowd.label_probabilities.LabelModel.recalibrated`,
 :meth:`genderbias.crowd.label_uncertainty.CorrectedFit.calibration_bias`) and the interval reaches that far
-(:func:`genderbias.stats.intervals.extended`). The truth is the simulation's (``benchmarks/crowd_simulation.py``,
+(:func:`genderbias.stats.intervals.extended`). The truth is the simulation's (``genderbias/crowd/simulation/studies.py``,
 ``Crowd.difficulty``): hard truly gendered queries get unanimous "n" votes, so the corrected value of
 run A (non-gendered class mean) is too high."""
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import crowd_simulation as cs
-from genderbias.crowd import label_uncertainty
+from genderbias.crowd import class_means, label_uncertainty
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
+from genderbias.crowd.simulation import studies as cs
 from genderbias.stats import intervals
 
 
@@ -34,27 +34,26 @@ def test_on_hard_queries_the_bias_is_sized_upwards_and_the_interval_reaches_down
     value's sized bias has mean +0.0128 where the true error's is +0.0161: asserted positive in each of the 3
     here, with the model found too sure (temperature above 1), and below the true error plus 3 of the
     bootstrap's s.d. The interval is the one without the bias joined with itself moved down by it, p
-    the larger of the two (computed here from the same draws without ``recalibrated``)."""
+    the larger of the two (computed here from the same draws with the model told its check passes)."""
     for seed in (1, 2, 4):
         drawn, ds, table, model = _drawn(cs.CROWDS["difficulty"], seed)
         assert "misfit" in crowd_quality(ds)["reasons"]
         recalibrated = model.recalibrated(3)
         assert recalibrated.attrs["temperature"] > 1.0 and recalibrated.attrs["spread"] > 0
-        with_bias = label_uncertainty.CorrectedFit(
-            table, 40, 3, model.draws, leave_out=model.leave_out_draws, recalibrated=lambda r=recalibrated: r
-        )  # fmt: skip
-        plain = label_uncertainty.CorrectedFit(table, 40, 3, model.draws, leave_out=model.leave_out_draws)
+        with_bias = label_uncertainty.CorrectedFit(model, 40, 3)  # its recalibrated(3): the table above
+        # The same model told its check passes: the same draws, no recalibration.
+        plain = label_uncertainty.CorrectedFit(LabelModel(table, ds, drawn.qids, {"warning": False}), 40, 3)
         values = drawn.a[:, None]
         bias = with_bias.calibration_bias(values)
         truth_labels = np.eye(len(cs.LABELS))[drawn.truth]
         true_error = (
-            label_uncertainty.class_means(table.to_numpy(), values)[0, 0]
-            - label_uncertainty.class_means(truth_labels, values)[0, 0]
+            class_means.class_means(table.to_numpy(), values)[0, 0]
+            - class_means.class_means(truth_labels, values)[0, 0]
         )
         assert bias[0] > 0, (seed, bias, true_error)
         # The bias is the estimate's move when the table's crowd rows are tempered: least squares of the values
         # on the probabilities (the report's columns, label_map), computed here with numpy's own solver.
-        columns, _ = label_uncertainty.label_map(table)
+        columns, _ = class_means.label_map(table)
 
         def least_squares(probabilities, columns=columns, values=values):
             return np.linalg.lstsq(probabilities.to_numpy() @ columns, values[:, 0], rcond=None)[0][0]
@@ -80,8 +79,8 @@ def test_on_hard_queries_the_bias_is_sized_upwards_and_the_interval_reaches_down
 @pytest.mark.slow
 def test_a_crowd_the_model_fits_keeps_its_interval():
     """A moderate study whose check passes (seed [2040, 0]: no reason to warn): no replicates, no bias."""
-    drawn, ds, table, model = _drawn(cs.MODERATE, 0)
+    drawn, ds, _, model = _drawn(cs.MODERATE, 0)
     assert not crowd_quality(ds)["warning"]
     assert model.recalibrated(3) is None
-    fit = label_uncertainty.CorrectedFit(table, 40, 3, model.draws, recalibrated=lambda: model.recalibrated(3))
+    fit = label_uncertainty.CorrectedFit(model, 40, 3)
     assert fit.calibration_bias(drawn.a[:, None]) is None

@@ -1,6 +1,6 @@
 """The sensitivity check for ranking-dependent labelling errors (issue 40, item 2):
-:func:`genderbias.crowd.label_uncertainty.dependence_table` on hand-computed cases, and the reading of a batch's
-answers as erring with D (:func:`genderbias.crowd.label_uncertainty.dependent_fit`) against the model written out."""
+:func:`genderbias.crowd.label_dependence.dependence_table` on hand-computed cases, and the reading of a batch's
+answers as erring with D (:func:`genderbias.crowd.label_dependence.dependent_fit`) against the model written out."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genderbias.crowd import label_uncertainty as lu
+from genderbias.crowd import label_dependence
 
 KEY = ("ARaB", "tf", 10)
 
@@ -36,7 +36,7 @@ def _case():
 
 def test_zero_dependence_gives_the_report_figure_exactly():
     wide, probabilities, combined = _case()
-    table = lu.dependence_table(wide, probabilities, combined, "A", [0.0])
+    table = label_dependence.dependence_table(wide, probabilities, combined, "A", [0.0])
     row = table.iloc[0]
     assert row["shift"] == 0.0
     assert (row["difference_corrected"], row["difference_combined_low"], row["difference_combined_high"]) == (
@@ -51,7 +51,7 @@ def test_hand_computed_shift_at_log_nine():
     """D = ln 9: q1 (z = −1) has error odds (0.1/0.9)·e^(−ln 9) = 1/81, so π_n = 81/82; q2 (z = +1) has
     odds (1/9)·9 = 1, so π_n = 1/2. Corrected difference (1/2·1)/(81/82 + 1/2) = 41/122."""
     wide, probabilities, combined = _case()
-    row = lu.dependence_table(wide, probabilities, combined, "A", [math.log(9)]).iloc[0]
+    row = label_dependence.dependence_table(wide, probabilities, combined, "A", [math.log(9)]).iloc[0]
     assert row["shift"] == pytest.approx(41 / 122 - 0.5, abs=1e-12)
     assert row["difference_corrected"] == pytest.approx(41 / 122, abs=1e-12)
     assert row["difference_combined_low"] == pytest.approx(0.1 + 41 / 122 - 0.5, abs=1e-12)
@@ -63,18 +63,18 @@ def test_the_shift_is_monotone_in_the_stated_direction():
     with a narrower margin (low 0.3) a larger D makes it lose significance."""
     wide, probabilities, combined = _case()
     grid = [-3.0, -1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 6.0]
-    table = lu.dependence_table(wide, probabilities, combined, "A", grid)
+    table = label_dependence.dependence_table(wide, probabilities, combined, "A", grid)
     values = table["difference_corrected"].to_numpy()
     assert np.all(np.diff(values) < 0), values
     assert values[grid.index(0.0)] == 0.5
     combined.loc[0, "difference_combined_low"] = 0.3
-    moved = lu.dependence_table(wide, probabilities, combined, "A", [0.0, 6.0])
+    moved = label_dependence.dependence_table(wide, probabilities, combined, "A", [0.0, 6.0])
     assert moved["significant"].tolist() == [True, False]
 
 
 def test_tilt_keeps_rows_summing_to_one_and_certain_rows_certain():
     probabilities = pd.DataFrame([[0.6, 0.3, 0.1, 0.0], [0.0, 0.0, 1.0, 0.0]], columns=["n", "f", "m", "o"])
-    out = lu.tilted(probabilities, np.array([1.0, 1.0]), 1.0)
+    out = label_dependence.tilted(probabilities, np.array([1.0, 1.0]), 1.0)
     assert np.allclose(out.sum(axis=1), 1.0)
     assert out.iloc[1].tolist() == [0.0, 0.0, 1.0, 0.0]
     # the top label's error odds (0.4/0.6) times e: the others keep their 3:1 proportion
@@ -84,7 +84,7 @@ def test_tilt_keeps_rows_summing_to_one_and_certain_rows_certain():
 
 
 def test_dependent_fit_is_the_fixed_point_of_the_tilted_model_written_out():
-    """:func:`lu.dependent_fit` checked at its answer against the model written out here: (1) each band's class
+    """:func:`label_dependence.dependent_fit` checked at its answer against the model written out here: (1) each band's class
     shares are its queries' probabilities plus half a query per label (120 queries: two bands, under and over
     the median z); (2) each query's probabilities are Bayes' rule with those shares and every answer's
     probability under true label t: the returned row's θ(t, t) with its error odds × exp(D·z) when the answer
@@ -111,7 +111,7 @@ def test_dependent_fit_is_the_fixed_point_of_the_tilted_model_written_out():
     probabilities.loc[qids[-1]] = np.eye(k)[truth[-1]]  # a ruling, not fitted
     fitted = qids[:-1]
 
-    got, rows = lu.dependent_fit(answers, gold, probabilities, z, d, fitted=fitted)
+    got, rows = label_dependence.dependent_fit(answers, gold, probabilities, z, d, fitted=fitted)
     post = got.to_numpy()
     assert got.loc[qids[-1]].tolist() == np.eye(k)[truth[-1]].tolist()
     band = (z[: n - 1] > np.median(z[: n - 1])).astype(int)

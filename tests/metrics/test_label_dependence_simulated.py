@@ -3,13 +3,13 @@
 The docs' definition (docs/metrics.md, "Errors that depend on the rankings" and "The limit"): labelling
 errors depend on the rankings by D when a worker's error odds on a query are multiplied by exp(D·z), z the
 baseline's (run A's) standardised value on it; this is the simulation's ``Crowd(dependence=D)``
-(``benchmarks/crowd_simulation.py``). The sensitivity check's ``shift`` at D is meant to say where the
+(``genderbias/crowd/simulation/studies.py``). The sensitivity check's ``shift`` at D is meant to say where the
 label-corrected difference B − A stands against the truth when the batch's crowd erred that way.
 
 The truth's move, computed here independently of the code under test: studies of 1,000 queries on the
 moderate crowd, each drawn once per D with the same truth, the same values and the same random stream for
 the crowd (so the draws are paired); in each, the report's corrected difference (Dawid–Skene held-out
-posteriors, :func:`genderbias.crowd.label_uncertainty.class_means` with :func:`label_map`'s columns: what a report on
+posteriors, :func:`genderbias.crowd.class_means.class_means` with :func:`label_map`'s columns: what a report on
 a batch's labels computes) and the true difference (mean of B − A over the truly non-gendered queries).
 The truth's move at D = mean over studies of (true − corrected at D) − (true − corrected at D = 0): how far
 the truth sits from the report because of the dependence. The tool's figure (``simulated``): the command's
@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks import crowd_simulation as cs
-from genderbias.crowd import label_uncertainty as lu
+from genderbias.crowd import class_means, label_dependence
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.label_probabilities import LabelModel
+from genderbias.crowd.simulation import studies as cs
 from metrics.services.labelling import dependence_simulation
 
 KEY = ("ARaB", "tf", 10)
@@ -43,10 +43,10 @@ QUERIES = 1000
 
 def _corrected(probabilities: pd.DataFrame, values: np.ndarray) -> float:
     """The report's label-corrected mean of ``values`` (the point estimate of a report on a batch's labels)."""
-    t, weighted = lu.label_map(probabilities)
+    t, weighted = class_means.label_map(probabilities)
     pi = probabilities.to_numpy(dtype=np.float64)
     p, w = (np.ones((len(pi), 1)), pi @ t[:, 0]) if weighted else (pi @ t, None)
-    return float(lu.class_means(p, values[:, None], row_weights=w)[0, 0])
+    return float(class_means.class_means(p, values[:, None], row_weights=w)[0, 0])
 
 
 def _tool_shift(probabilities: pd.DataFrame, a: np.ndarray, b: np.ndarray, d: float, simulate=None) -> float:
@@ -60,7 +60,9 @@ def _tool_shift(probabilities: pd.DataFrame, a: np.ndarray, b: np.ndarray, d: fl
         [{"run": "B", "metric": KEY[0], "variant": KEY[1], "cutoff": KEY[2], "difference_corrected": 0.0,
           "difference_combined_low": -1.0, "difference_combined_high": 1.0}]
     )  # fmt: skip
-    return float(lu.dependence_table(wide, probabilities, combined, "A", [d], simulate=simulate).iloc[0]["shift"])
+    return float(
+        label_dependence.dependence_table(wide, probabilities, combined, "A", [d], simulate=simulate).iloc[0]["shift"]
+    )
 
 
 def _draws(base: cs.Crowd, name: str, on_independent: bool = True) -> pd.DataFrame:
@@ -160,12 +162,12 @@ def test_the_posterior_tilt_moves_with_the_truth(draws):
 
 @pytest.mark.slow
 def test_the_simulated_shift_moves_with_the_truth(draws):
-    """The command's shift (:func:`genderbias.crowd.label_uncertainty.simulated_shift` as the service builds it from a
+    """The command's shift (:func:`genderbias.crowd.label_dependence.simulated_shift` as the service builds it from a
     batch's fitted crowd) on the studies whose crowd truly erred with D: same sign as the truth's move, and
     within a quarter of it plus 3 Monte-Carlo standard errors (the studies' spread, which includes the
     replicates'). Measured (6 studies; mean, MC s.e.): the truth −0.0194 (0.0025) at D = 1 and −0.0566 (0.0032)
     at D = 3, the shift −0.0137 (0.0015) and −0.0414 (0.0045); before the check refitted the crowd as erring
-    with D (:func:`genderbias.crowd.label_uncertainty.dependent_fit`) it said −0.004 and +0.025 (docs/quality.md, item 5)."""
+    with D (:func:`genderbias.crowd.label_dependence.dependent_fit`) it said −0.004 and +0.025 (docs/quality.md, item 5)."""
     move, move_se = _means(draws, "truth_move")
     simulated, simulated_se = _means(draws, "simulated")
     assert simulated[0.0] == 0.0

@@ -26,7 +26,7 @@ from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Assignment, Judgment
 from annotation.results.selectors import gold_judgments, judgments_frame
 from core.models import Job
-from genderbias.crowd import label_uncertainty as lu
+from genderbias.crowd import class_means
 from metrics import services
 from metrics.models import Report
 from metrics.selectors import report_labels, report_summary
@@ -163,13 +163,15 @@ def recompute_from_export(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
     probabilities = frame.drop_duplicates("qid").set_index("qid")[[f"p_{c}" for c in "nfmo"]].astype(float)
     probabilities.columns = list("nfmo")
-    p, n_column, row_weights = lu.design(probabilities)
+    p, n_column, row_weights = class_means.design(probabilities)
     out = {}
     for (metric, variant, cutoff), part in frame.groupby(["metric", "variant", "cutoff"]):
         wide = part.pivot(index="qid", columns="run", values="value").reindex(probabilities.index)
         for run in wide.columns:
-            corrected = lu.class_means(p, wide[run].to_numpy(), row_weights=row_weights)[n_column, 0]
-            difference = lu.class_means(p, (wide[run] - wide["a"]).to_numpy(), row_weights=row_weights)[n_column, 0]
+            corrected = class_means.class_means(p, wide[run].to_numpy(), row_weights=row_weights)[n_column, 0]
+            difference = class_means.class_means(p, (wide[run] - wide["a"]).to_numpy(), row_weights=row_weights)[
+                n_column, 0
+            ]
             out[(run, metric, variant, int(cutoff))] = (float(corrected), float(difference))
     return out
 

@@ -3,7 +3,7 @@
 A batch labelled by a machine first (:mod:`.prelabels`) stays a draft; its crowd work goes
 through *derived* batches (``Batch.parent``): first a calibration sample, then the routed
 queries (:mod:`.routing`). :func:`create_calibration_sample` draws a simple random sample
-of the machine-labelled queries in draw order (:func:`genderbias.machine.calibration_statistics.random_sample`,
+of the machine-labelled queries in draw order (:func:`genderbias.machine.calibration_sample.random_sample`,
 what routing's guarantee rests on) and makes it a batch of its own with the parent's
 settings, gold and training queries, on the parent's provider; a batch has one sample, which
 ``extend`` continues with the next queries of the same random permutation (the first draw's
@@ -52,11 +52,11 @@ DEFAULT_SAMPLE = 200
 
 def reference_record(batch: Batch, escalation_cap: int | None, until: str = "majority") -> dict[str, Any]:
     """The reference rule a new sample records (``derivation["reference"]``): ``votes`` (the batch's
-    assignments per query), ``cap`` (default :data:`genderbias.crowd.simulation.DEFAULT_CAP`,
+    assignments per query), ``cap`` (default :data:`genderbias.crowd.simulation.escalation.DEFAULT_CAP`,
     never below ``votes``; equal: no escalation), ``until`` and its ``posterior`` (None: a strict
     majority). Checked as escalation checks it (``ServiceError`` naming the setting)."""
     from annotation.quality.services.escalation import parse_until
-    from genderbias.crowd.simulation import DEFAULT_CAP
+    from genderbias.crowd.simulation.escalation import DEFAULT_CAP
 
     votes = batch.assignments_per_query
     cap = max(DEFAULT_CAP, votes) if escalation_cap is None else escalation_cap
@@ -189,7 +189,7 @@ def create_calibration_sample(
     sample's queries without a decisive crowd label get more votes at every sync, up to the cap
     (recorded on the first draw; an extension follows it).
     """
-    from genderbias.machine.calibration_statistics import random_sample
+    from genderbias.machine.calibration_sample import random_sample
 
     if sample < 1:
         raise ServiceError(f"the calibration sample needs at least one query, got {sample}")

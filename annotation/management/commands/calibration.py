@@ -76,7 +76,8 @@ class Command(ProjectCommand):
 def against_truth_lines(truth: dict) -> list[str]:
     """The crowd's measured reliability: the machine against the true label, and the ceiling."""
     # numpy's module: not loaded for the command's --help
-    from genderbias.crowd.reliability import quality_sentence, shared_errors_sentence  # start-up
+    from genderbias.crowd.reliability import quality_sentence  # start-up
+    from genderbias.crowd.shared_errors import shared_errors_sentence  # start-up
 
     return [
         "",

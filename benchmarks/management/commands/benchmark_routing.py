@@ -89,7 +89,7 @@ class Command(ProjectCommand):
 
     # -- simulated ------------------------------------------------------------------------------------
     def _simulate(self, truth, label, confidence, o) -> dict:
-        from genderbias.crowd.simulation import ReferenceRule
+        from genderbias.crowd.simulation.escalation import ReferenceRule
         from genderbias.machine.routing_forecast import simulate_path
 
         crowd = platform_crowd(np.bincount(truth, minlength=len(LABELS)) / len(truth))

@@ -6,7 +6,7 @@ from core.management.cli import ProjectCommand
 class Command(ProjectCommand):
     help = (
         "Coverage of the label-based intervals on simulated studies with a realistic crowd "
-        "(benchmarks/crowd_simulation.py): the label-corrected value and paired difference of a report on a "
+        "(genderbias/crowd/simulation/studies.py): the label-corrected value and paired difference of a report on a "
         "batch's labels and the machine's de-noised accuracy, each against its known truth, and the share of "
         "studies with the crowd-quality warning; prints the share covered with its Monte-Carlo standard error. "
         "--dependence makes the workers' errors depend on run A's values (the case no label model corrects): "
@@ -25,7 +25,7 @@ class Command(ProjectCommand):
             "--crowd",
             choices=("moderate", "heavy", "difficulty", "gold-selected", "demo", "prolific"),
             default="moderate",
-            help="benchmarks/crowd_simulation.py: CROWDS, or prolific (sized to --queries)",
+            help="genderbias/crowd/simulation/studies.py: CROWDS, or prolific (sized to --queries)",
         )
         parser.add_argument(
             "--dependence",
@@ -49,7 +49,8 @@ class Command(ProjectCommand):
         import numpy as np
         import pandas as pd
 
-        from benchmarks import crowd_simulation as cs
+        from genderbias.crowd.simulation import coverage
+        from genderbias.crowd.simulation import studies as cs
 
         crowd = cs.with_dependence(cs.crowd_named(o["crowd"], o["queries"]), o["dependence"])
         started = time.perf_counter()
@@ -66,7 +67,7 @@ class Command(ProjectCommand):
         else:
             rows = []
             for s in range(o["first"], o["first"] + o["studies"]):
-                row = {"study": s} | cs.coverage_study(
+                row = {"study": s} | coverage.coverage_study(
                     np.random.default_rng([o["seed"], s]),
                     crowd,
                     o["queries"],
@@ -85,9 +86,9 @@ class Command(ProjectCommand):
             f"{o['samples']} resamples each, nominal 0.95 ({seconds:.0f} s)"
         )
         self.stdout.write(f"{'':<32}{'share':>8}{'MC s.e.':>9}")
-        for name, row in cs.coverage_table(results).iterrows():
+        for name, row in coverage.coverage_table(results).iterrows():
             self.stdout.write(f"{name:<32}{row['share']:>8.3f}{row['mc_se']:>9.3f}")
-        bias = cs.bias_table(results)
+        bias = coverage.bias_table(results)
         if len(bias):
             self.stdout.write("in bootstrap s.d.: estimate − truth, mean draw − estimate (MC s.e.), s.d. of the error")
             for name, row in bias.iterrows():

@@ -12,14 +12,8 @@ import numpy as np
 import pytest
 
 from genderbias.labels import LABELS
-from genderbias.machine.calibration_statistics import (
-    Stratum,
-    _bootstrap_indices,
-    allocate,
-    calibration_figures,
-    stratified_sample,
-    stratum_weights,
-)
+from genderbias.machine.calibration_sample import Stratum, allocate, stratified_sample, stratum_weights
+from genderbias.machine.calibration_statistics import _bootstrap_indices, calibration_figures
 
 # --- allocate ---------------------------------------------------------------------------
 

@@ -112,7 +112,7 @@ def test_command_api_and_page_show_the_same_figures_with_full_label_names(
     assert f'id="ceiling">{truth["ceiling"]:.3f}<' in page
     assert f'id="self-agreement">{truth["self_agreement"]:.3f}<' in page
     # The de-noised figure's assumption, tested on the gold questions: this batch has none, and says so.
-    from genderbias.crowd.reliability import shared_errors_sentence
+    from genderbias.crowd.shared_errors import shared_errors_sentence
 
     assert truth["shared_errors"]["questions"] == 0
     said = shared_errors_sentence(truth["shared_errors"])

@@ -1,4 +1,4 @@
-"""The blind sample's draw (genderbias.machine.calibration_statistics.random_sample) and its extension through the
+"""The blind sample's draw (genderbias.machine.calibration_sample.random_sample) and its extension through the
 service: one fixed permutation of the population, so the first draw and every extension together
 are a simple random sample (every query included with the same probability)."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from genderbias.machine.calibration_statistics import random_sample
+from genderbias.machine.calibration_sample import random_sample
 
 N, FIRST, MORE, REDRAWS = 200, 40, 40, 3000
 

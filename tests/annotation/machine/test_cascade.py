@@ -1,5 +1,5 @@
 """Cascades of labellers (genderbias.machine.cascade_statistics), the reference rule that escalates the sample's
-undecided queries (genderbias.crowd.simulation), a sample drawn whole, and ties: by hand and by
+undecided queries (genderbias.crowd.simulation.escalation), a sample drawn whole, and ties: by hand and by
 simulation.
 
 The simulations redraw the blind sample R = 1,000 times (and the noisy crowd with it: each redraw's crowd
@@ -17,17 +17,12 @@ import math
 import numpy as np
 import pytest
 
-from genderbias.crowd.simulation import ReferenceRule, noisy_crowd
+from genderbias.crowd.simulation.escalation import ReferenceRule, noisy_crowd
 from genderbias.labels import LABELS
 from genderbias.machine.cascade_statistics import certify_cascade
+from genderbias.machine.certification import DEFAULT_RISK, NOT_EXTENDABLE, certify_threshold, perfect_record
 from genderbias.machine.routing_forecast import observed_profile, profile_at, simulate_path, size_first_draw
-from genderbias.machine.routing_statistics import (
-    DEFAULT_RISK,
-    NOT_EXTENDABLE,
-    certify_threshold,
-    perfect_record,
-    split_by_threshold,
-)
+from genderbias.machine.routing_statistics import split_by_threshold
 from tests.support.routing_path import chat_answers, label_and_confidence, truth_queries
 
 REDRAWS = 1000

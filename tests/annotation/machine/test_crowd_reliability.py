@@ -8,13 +8,8 @@ import pandas as pd
 import pytest
 
 from genderbias.crowd.aggregation import dawid_skene, majority_vote
-from genderbias.crowd.reliability import (
-    crowd_reliability,
-    crowd_vote,
-    denoised_accuracy,
-    majority_figures,
-    majority_outcomes,
-)
+from genderbias.crowd.denoised import denoised_accuracy
+from genderbias.crowd.reliability import crowd_reliability, crowd_vote, majority_figures, majority_outcomes
 from genderbias.labels import LABELS
 
 
@@ -186,7 +181,7 @@ def test_denoised_accuracy_is_close_to_the_truth_where_agreement_with_the_crowd_
     # P(true = machine | votes) alone -0.119 (0.004), self-agreement -0.009 (0.003), crowd accuracy -0.004
     # (0.002), expected agreement -0.004 (0.002). Before it: de-noised -0.0098 (0.0017) from the
     # held-out posteriors (-0.0015 (0.0016) from the in-sample ones, which on the realistic crowd of
-    # benchmarks/crowd_simulation.py are biased +0.0065 (0.0016) where the held-out are -0.0002); agreement
+    # genderbias/crowd/simulation/studies.py are biased +0.0065 (0.0016) where the held-out are -0.0002); agreement
     # with the crowd majority -0.055 (0.003); P(true = machine | votes) alone -0.126 (0.005); the model's
     # self-agreement -0.011 (0.003) against a second simulated crowd, crowd accuracy -0.007 (0.002) against
     # the truth, expected agreement -0.005 (0.002) against the measured one (the crowd's vote pooled over

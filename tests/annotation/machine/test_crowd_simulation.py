@@ -1,4 +1,4 @@
-"""genderbias.crowd.simulation: the reference rule's exact law by hand, the platform's process
+"""genderbias.crowd.simulation.escalation: the reference rule's exact law by hand, the platform's process
 simulated against it, and a noisy crowd's splits and how escalation removes them.
 
 Monte-Carlo errors: a share p estimated on n simulated queries has s.e. √(p(1 − p)/n) ≤ 0.0025 at
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genderbias.crowd.simulation import (
+from genderbias.crowd.simulation.escalation import (
     ReferenceRule,
     crowd_from_dict,
     crowd_from_figures,

@@ -1,8 +1,8 @@
 """The de-noised accuracy where the crowd model's check warns (issue 58): replicate crowds drawn from the fit
 with the machine, with the items' difficulty spread as the answers show it for the crowd and none for the
-machine, size A_true's bias (:func:`genderbias.crowd.reliability.denoised_bias`), and the interval
-reaches that far (:func:`genderbias.crowd.reliability.refitted_interval`). The truth is the
-simulation's (``benchmarks/crowd_simulation.py``: the difficulty crowd, σ = 1; its machine's errors do not
+machine, size A_true's bias (:func:`genderbias.crowd.denoised.denoised_bias`), and the interval
+reaches that far (:func:`genderbias.crowd.denoised.refitted_interval`). The truth is the
+simulation's (``genderbias/crowd/simulation/studies.py``: the difficulty crowd, σ = 1; its machine's errors do not
 follow the items' difficulty): hard queries the crowd answers alike and wrongly read as the machine's
 errors, so A_true is too low."""
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import crowd_simulation as cs
-from genderbias.crowd import reliability as crowd_reliability
+from genderbias.crowd import denoised
 from genderbias.crowd.label_probabilities import crowd_quality
+from genderbias.crowd.simulation import studies as cs
 from genderbias.stats import intervals
 
 
@@ -21,7 +21,7 @@ def _fitted(crowd: cs.Crowd, seed: int):
     rng = np.random.default_rng([2040, seed])
     drawn = cs.answered(cs.study(rng, cs.synthetic_truth(rng, 1000), crowd))
     machine = {q: cs.LABELS[m] for q, m in zip(drawn.qids, drawn.machine, strict=True)}
-    fitted = crowd_reliability.denoised_fit(
+    fitted = denoised.denoised_fit(
         drawn.judgments, machine, dict.fromkeys(drawn.qids, 1.0), dict.fromkeys(drawn.qids, "s"), gold=drawn.gold
     )
     return drawn, fitted
@@ -38,7 +38,7 @@ def test_on_hard_queries_the_bias_is_sized_downwards_as_far_as_the_truth_and_the
     for seed in range(4):
         drawn, fitted = _fitted(cs.CROWDS["difficulty"], seed)
         assert crowd_quality(fitted.ds)["warning"]
-        bias = crowd_reliability.denoised_bias(fitted.ds, fitted.items, fitted.machine, fitted.weights, seed=seed)
+        bias = denoised.denoised_bias(fitted.ds, fitted.items, fitted.machine, fitted.weights, seed=seed)
         assert bias < 0, (seed, bias)
         sized.append(bias)
         true.append(fitted.accuracy - float(np.mean(drawn.machine == drawn.truth)))
@@ -46,13 +46,11 @@ def test_on_hard_queries_the_bias_is_sized_downwards_as_far_as_the_truth_and_the
     assert abs(difference.mean()) < 3 * difference.std(ddof=1) / np.sqrt(len(difference)) + 1e-9, (sized, true)
 
     args = (fitted.ds, fitted.items, fitted.machine, fitted.weights, fitted.strata)
-    low, high = crowd_reliability.refitted_interval(*args, fitted.accuracy, bootstrap=60, seed=seed, alpha=0.05)
-    draws, _ = crowd_reliability.refitted_draws(*args, bootstrap=60, seed=seed)
+    low, high = denoised.refitted_interval(*args, fitted.accuracy, bootstrap=60, seed=seed, alpha=0.05)
+    draws, _ = denoised.refitted_draws(*args, bootstrap=60, seed=seed)
     extra = intervals.extra_variance(
         intervals.LABEL_INTERVAL,
-        lambda by: crowd_reliability.leave_out_estimates(fitted.ds, fitted.items, fitted.machine, fitted.weights, by)[
-            :, None
-        ],
+        lambda by: denoised.leave_out_estimates(fitted.ds, fitted.items, fitted.machine, fitted.weights, by)[:, None],
     )[0]
     plain_low, plain_high = intervals.bootstrap_interval(
         draws, fitted.accuracy, 0.95, intervals.LABEL_INTERVAL, extra=extra
@@ -65,4 +63,4 @@ def test_a_crowd_the_model_fits_leaves_the_interval_as_it_is():
     """A moderate study whose fit with the machine passes the check (seed [2040, 0]): no replicates, no bias."""
     _, fitted = _fitted(cs.MODERATE, 0)
     assert not crowd_quality(fitted.ds)["warning"]
-    assert crowd_reliability.denoised_bias(fitted.ds, fitted.items, fitted.machine, fitted.weights) is None
+    assert denoised.denoised_bias(fitted.ds, fitted.items, fitted.machine, fitted.weights) is None

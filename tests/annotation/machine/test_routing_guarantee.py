@@ -15,18 +15,16 @@ import math
 import numpy as np
 import pytest
 
-from genderbias.machine.calibration_statistics import random_sample
-from genderbias.machine.routing_statistics import (
+from genderbias.machine.calibration_sample import random_sample
+from genderbias.machine.certification import (
     DEFAULT_RISK,
-    audit,
     candidate_thresholds,
-    certified_thresholds,
     certify_threshold,
-    choose_threshold,
     null_errors,
-    oracle_threshold,
     perfect_record,
 )
+from genderbias.machine.routing_audit import audit, certified_thresholds, oracle_threshold
+from genderbias.machine.routing_statistics import choose_threshold
 
 REDRAWS = 1000
 MC_SE = math.sqrt(DEFAULT_RISK * (1 - DEFAULT_RISK) / REDRAWS)  # 0.0069

@@ -23,8 +23,8 @@ from annotation.machine.services.routing.plan import _cost
 from annotation.models import Batch, PreLabel
 from genderbias.errors import ServiceError, StateError
 from genderbias.labels import LABELS
-from genderbias.machine.calibration_statistics import random_sample
-from genderbias.machine.routing_statistics import audit
+from genderbias.machine.calibration_sample import random_sample
+from genderbias.machine.routing_audit import audit
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.special import expit, logit
 
-from genderbias.crowd.reliability import shared_errors, shared_errors_sentence
+from genderbias.crowd.shared_errors import shared_errors, shared_errors_sentence
 
 
 def test_the_exact_permutation_p_by_hand():

@@ -253,7 +253,7 @@ def test_dawid_skene_beats_majority_vote_on_a_crowd_with_spammers(reference_dir)
     spam_scores = [spammer_score(ds.confusion[w]) for w in spammers]
     assert max(spam_scores) < 0.5 * min(good_scores)
     # The lazy worker answers n whatever the truth: so read on the rows the data determine; the "o"
-    # row (about 29 of its answers) is shrunk towards its one-coin row (crowd_model.SHRINKAGE
+    # row (about 29 of its answers) is shrunk towards its one-coin row (estimation.SHRINKAGE
     # answers' worth) and still puts most of its weight on n.
     lazy = ds.confusion["lazy_n"]
     assert lazy.loc[["n", "f", "m"], "n"].min() > 0.9, "the lazy worker answers n whatever the truth"
@@ -285,9 +285,9 @@ def test_seeded_dawid_skene_learns_a_worker_who_swaps_labels_from_gold():
     # A's "f" now reads as evidence of "m"
     assert (table.loc[["x0", "x1", "x2"], "label"] == "m").all()
     # Four gold answers are evidence, not certainty: A's row is shrunk towards the pooled crowd's
-    # (crowd_model.SKILL_PRIOR and SHRINKAGE answers' worth), so the posterior is high but below 0.99.
+    # (estimation.SKILL_PRIOR and SHRINKAGE answers' worth), so the posterior is high but below 0.99.
     assert (table.loc[["x0", "x1", "x2"], "posterior"] > 0.85).all()
-    # A's row for m puts its weight on f (a prior worth crowd_model.SKILL_PRIOR answers holds it near ½).
+    # A's row for m puts its weight on f (a prior worth estimation.SKILL_PRIOR answers holds it near ½).
     assert seeded.confusion["A"].loc["m"].idxmax() == "f" and seeded.confusion["A"].loc["m", "f"] > 0.5
 
 

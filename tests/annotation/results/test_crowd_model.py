@@ -1,4 +1,4 @@
-"""The crowd model's held-out posteriors (genderbias.crowd.crowd_model.held_out_posteriors): each
+"""The crowd model's held-out posteriors (genderbias.crowd.estimation.held_out_posteriors): each
 item read through the model fitted on the other items, against a refit without it, and the bias of
 the label-corrected value they remove on a simulated crowd with a known truth."""
 
@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import crowd_simulation as cs
-from genderbias.crowd import crowd_model
-from genderbias.crowd import label_uncertainty as lu
+from genderbias.crowd import class_means, estimation, model_choice, resampling
 from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.simulation import studies as cs
 
 
 def test_a_held_out_posterior_is_the_e_step_of_the_model_fitted_without_the_item():
@@ -20,14 +19,14 @@ def test_a_held_out_posterior_is_the_e_step_of_the_model_fitted_without_the_item
     ds = dawid_skene(judgments, gold=gold)
     encoded = ds.encoded
     posteriors = ds.posteriors.to_numpy()[None]
-    by_item, by_answer = crowd_model._incidence(encoded)
+    by_item, by_answer = estimation._incidence(encoded)
     by_item_t, by_answer_t = by_item.T.tocsr(), by_answer.T.tocsr()
     for i in rng.choice([r for r in range(encoded.n_items) if r not in set(encoded.gold_rows)], 12, replace=False):
         weights = np.ones((1, encoded.n_items))
         weights[0, i] = 0.0
         # The item's own soft counts out of its voters' rows and the class counts, then its votes read.
-        priors, confusion = crowd_model._m_step(posteriors, weights, encoded, by_answer_t)
-        expected, _ = crowd_model._e_step(priors, confusion, encoded, by_item_t)
+        priors, confusion = estimation._m_step(posteriors, weights, encoded, by_answer_t)
+        expected, _ = estimation._e_step(priors, confusion, encoded, by_item_t)
         # (the pooled rows keep the item in held_out_posteriors; without it they move by < 1/3,000 answers)
         np.testing.assert_allclose(ds.held_out.to_numpy()[i], expected[0, i], atol=2e-3)
     # Gold items keep their label; every row is a distribution.
@@ -38,7 +37,7 @@ def test_a_held_out_posterior_is_the_e_step_of_the_model_fitted_without_the_item
 @pytest.mark.slow
 def test_held_out_posteriors_remove_the_in_sample_bias_of_the_corrected_value():
     """60 studies of 1,000 queries with the moderate crowd; each study's corrected value and
-    difference (:func:`genderbias.crowd.label_uncertainty.class_means`, every label its own column) from the
+    difference (:func:`genderbias.crowd.class_means.class_means`, every label its own column) from the
     in-sample and from the held-out posteriors, minus the same estimator on the true labels (one-hot),
     so the queries' sampling cancels and only the labels' error is left.
 
@@ -57,9 +56,9 @@ def test_held_out_posteriors_remove_the_in_sample_bias_of_the_corrected_value():
         drawn = cs.study(rng, cs.synthetic_truth(rng, 1000), cs.MODERATE)
         ds = dawid_skene(drawn.judgments, gold=drawn.gold)
         values = np.column_stack([drawn.a, drawn.b - drawn.a])
-        onehot = lu.class_means(np.eye(len(cs.LABELS))[drawn.truth], values)[0]
+        onehot = class_means.class_means(np.eye(len(cs.LABELS))[drawn.truth], values)[0]
         tables = [frame.loc[drawn.qids, list(cs.LABELS)].to_numpy() for frame in (ds.posteriors, ds.held_out)]
-        errors.append([lu.class_means(t, values)[0] - onehot for t in tables])
+        errors.append([class_means.class_means(t, values)[0] - onehot for t in tables])
         p_in.append(tables[0][:, 0])
         p_out.append(tables[1][:, 0])
         is_n.append(drawn.truth == 0)
@@ -92,13 +91,13 @@ def test_jackknife_groups_keep_a_workers_answers_together_and_never_leave_out_th
         ],
         columns=["item", "worker", "label"],
     )  # fmt: skip
-    encoded = crowd_model.encode(frame, ("n", "f", "m", "o"), {"g": "m"})
-    by_worker = crowd_model.jackknife_groups(encoded, "workers", 2, fixed=("M",))
+    encoded = model_choice.encode(frame, ("n", "f", "m", "o"), {"g": "m"})
+    by_worker = resampling.jackknife_groups(encoded, "workers", 2, fixed=("M",))
     expected = {"a": 0, "b": 0, "c": 1, "M": -1}
     assert by_worker.tolist() == [expected[str(encoded.workers[w])] for w in encoded.worker_idx]
-    assert crowd_model.jackknife_groups(encoded, "answers", 2, fixed=("M",)).tolist() == [0, 1, 0, 1, 0, 1, -1, -1]
+    assert resampling.jackknife_groups(encoded, "answers", 2, fixed=("M",)).tolist() == [0, 1, 0, 1, 0, 1, -1, -1]
     with pytest.raises(ValueError, match="jackknife by 'items'"):
-        crowd_model.jackknife_groups(encoded, "items", 2)
+        resampling.jackknife_groups(encoded, "items", 2)
 
 
 def test_leaving_out_a_group_of_workers_is_a_fit_without_their_answers():
@@ -110,8 +109,8 @@ def test_leaving_out_a_group_of_workers_is_a_fit_without_their_answers():
     ds = dawid_skene(judgments, gold=gold)
     encoded = ds.encoded
     start = ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy()
-    groups = crowd_model.jackknife_groups(encoded, "workers", 5)
-    refitted = crowd_model.leave_out_posteriors(encoded, start, groups)
+    groups = resampling.jackknife_groups(encoded, "workers", 5)
+    refitted = resampling.leave_out_posteriors(encoded, start, groups)
     assert refitted.shape == (5, encoded.n_items, 4)
     np.testing.assert_allclose(
         refitted[:, encoded.gold_rows], np.broadcast_to(encoded.gold_onehot, (5, *encoded.gold_onehot.shape))
@@ -135,16 +134,16 @@ def test_leaving_out_a_group_of_workers_is_a_fit_without_their_answers():
 
 def test_a_sparse_crowd_gets_one_coin_per_worker_without_scoring_and_a_busy_one_is_scored():
     """Issue 58, item 4: on a crowd where most answers come from workers with few answers (a Prolific-like
-    crowd: 1.5 HITs of 11 answers a participant, ``crowd_simulation.prolific``) the held-out choice took
+    crowd: 1.5 HITs of 11 answers a participant, ``genderbias.crowd.simulation.studies.prolific``) the held-out choice took
     the full rows in about half the studies and biased the label-corrected value (docs/quality.md); such a
     crowd gets the one coin. The share is counted here from the answers themselves (gold ones too)."""
     for crowd, sparse in ((cs.prolific(300), True), (cs.Crowd(workers=8), False)):
         rng = np.random.default_rng([21, 0])
         judgments, gold = cs.crowd_judgments(rng, cs.synthetic_truth(rng, 300), crowd)
         per_worker = judgments.groupby("worker").size()
-        share = per_worker[per_worker < crowd_model.MIN_WORKER_ANSWERS].sum() / per_worker.sum()
-        assert bool(share > crowd_model.MAX_SPARSE_SHARE) is sparse
-        choice = crowd_model.encode(judgments, cs.LABELS, gold).choice
+        share = per_worker[per_worker < model_choice.MIN_WORKER_ANSWERS].sum() / per_worker.sum()
+        assert bool(share > model_choice.MAX_SPARSE_SHARE) is sparse
+        choice = model_choice.encode(judgments, cs.LABELS, gold).choice
         assert choice.sparse == pytest.approx(share)
         if sparse:
             assert choice.model == "one-coin" and choice.one_coin == choice.full == 0.0

@@ -1,8 +1,8 @@
 """The crowd model's own check (issue 58, item 2): a posterior-predictive check of the fitted model
-(:func:`genderbias.crowd.crowd_model.predictive_check`) whose misfit raises the crowd-quality
+(:func:`genderbias.crowd.checks.predictive_check`) whose misfit raises the crowd-quality
 warning (:func:`genderbias.crowd.label_probabilities.crowd_quality`). It must stay quiet on crowds
 that answer as the model assumes and fire where the votes on a query are not independent given its
-label (item difficulty: ``benchmarks/crowd_simulation.py``, ``Crowd.difficulty``), where the
+label (item difficulty: ``genderbias/crowd/simulation/studies.py``, ``Crowd.difficulty``), where the
 label-corrected intervals covered 0.6–0.7 (docs/quality.md)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks import crowd_simulation as cs
-from genderbias.crowd import crowd_model
+from genderbias.crowd import calibration, checks, model_choice
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.label_probabilities import MAX_MISFIT_Z, crowd_quality
+from genderbias.crowd.simulation import studies as cs
 
 HARD = replace(cs.MODERATE, difficulty=1.0)
 
@@ -54,11 +54,11 @@ def test_gold_check_by_hand():
     for g, right in (("g0", 10), ("g1", 8), ("g2", 5)):
         rows += [(g, f"w{j}", "n" if j < right else "f") for j in range(10)]
     frame = pd.DataFrame(rows, columns=["item", "worker", "label"])
-    encoded = crowd_model.encode(frame, ("n", "f", "m", "o"), dict.fromkeys(("g0", "g1", "g2"), "n"), model="one-coin")
+    encoded = model_choice.encode(frame, ("n", "f", "m", "o"), dict.fromkeys(("g0", "g1", "g2"), "n"), model="one-coin")
     confusion = np.tile(np.full((4, 4), 0.2 / 3), (10, 1, 1))
     for row in confusion:
         np.fill_diagonal(row, 0.8)
-    check = crowd_model.gold_check(encoded, confusion)
+    check = checks.gold_check(encoded, confusion)
     assert check["questions"] == 3
     assert check["chi2"] == pytest.approx(8.125)
     assert check["z"] == pytest.approx((8.125 - 3) / np.sqrt(6))
@@ -92,7 +92,7 @@ def test_the_report_and_the_methods_text_say_why_they_warn():
 
 @pytest.mark.slow
 def test_a_crowd_of_participants_with_few_answers_each_is_warned_and_the_study_crowd_is_not():
-    """Prolific-like (``crowd_simulation.prolific``: 1.5 HITs of 11 answers a participant on average)
+    """Prolific-like (``genderbias.crowd.simulation.studies.prolific``: 1.5 HITs of 11 answers a participant on average)
     against the study's crowd (40 workers, Zipf activity), 1,000 queries each: the share of answers from
     workers with fewer than 30 answers, counted here from the answers themselves, decides the reason."""
     from genderbias.crowd.label_probabilities import MAX_SPARSE_SHARE, MIN_WORKER_ANSWERS
@@ -149,7 +149,7 @@ def _spread(crowd: cs.Crowd, seed: int, n: int = 1000) -> float:
         [ds.confusion[str(w)].reindex(index=labels, columns=labels).to_numpy() for w in encoded.workers]
     )
     posteriors = ds.posteriors.reindex(index=encoded.items, columns=labels).to_numpy()
-    return crowd_model.difficulty_spread(encoded, posteriors, ds.priors.reindex(labels).to_numpy(), confusion)
+    return calibration.difficulty_spread(encoded, posteriors, ds.priors.reindex(labels).to_numpy(), confusion)
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""How sure the crowd model is right to be (:func:`genderbias.crowd.crowd_model.posterior_temperature`,
-:func:`genderbias.crowd.crowd_model.tempered`), checked against posteriors whose miscalibration is
+"""How sure the crowd model is right to be (:func:`genderbias.crowd.calibration.posterior_temperature`,
+:func:`genderbias.crowd.calibration.tempered`), checked against posteriors whose miscalibration is
 made, not fitted: labels drawn from calibrated probabilities, then the probabilities sharpened or
 flattened by a known temperature."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genderbias.crowd import crowd_model
+from genderbias.crowd import calibration
 
 
 def _calibrated(rng: np.random.Generator, n: int, k: int = 4) -> tuple[np.ndarray, np.ndarray]:
@@ -20,11 +20,11 @@ def _calibrated(rng: np.random.Generator, n: int, k: int = 4) -> tuple[np.ndarra
 
 def test_tempered_is_the_power_renormalised_and_keeps_zeros():
     p = np.array([[0.7, 0.2, 0.1, 0.0], [0.25, 0.25, 0.25, 0.25]])
-    out = crowd_model.tempered(p, 2.0)
+    out = calibration.tempered(p, 2.0)
     expected = np.sqrt(p) / np.sqrt(p).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(out, expected, rtol=1e-12)
     assert out[0, 3] == 0.0
-    np.testing.assert_allclose(crowd_model.tempered(p, 1.0), p, rtol=1e-12)
+    np.testing.assert_allclose(calibration.tempered(p, 1.0), p, rtol=1e-12)
 
 
 @pytest.mark.parametrize("made", [0.7, 1.0, 1.5, 2.5])
@@ -38,10 +38,10 @@ def test_the_temperature_made_is_the_temperature_found(made):
     for seed in range(5):
         rng = np.random.default_rng([58, seed])
         p, truth = _calibrated(rng, 20_000)
-        miscalibrated = crowd_model.tempered(p, 1.0 / made)
-        temperature = crowd_model.posterior_temperature(truth[None], miscalibrated[None])
+        miscalibrated = calibration.tempered(p, 1.0 / made)
+        temperature = calibration.posterior_temperature(truth[None], miscalibrated[None])
         found.append(temperature)
-        mended = crowd_model.tempered(miscalibrated, temperature)
+        mended = calibration.tempered(miscalibrated, temperature)
         top = mended.max(axis=1)
         right = mended.argmax(axis=1) == truth
         bins = np.minimum((top * 10).astype(int), 9)
@@ -60,6 +60,6 @@ def test_the_temperature_stays_within_its_bounds():
     rng = np.random.default_rng(3)
     truth = rng.integers(0, 4, 1000)
     certain_and_wrong = np.eye(4)[(truth + 1) % 4] * 0.98 + 0.005
-    assert crowd_model.posterior_temperature(truth[None], certain_and_wrong[None]) == pytest.approx(
-        crowd_model.TEMPERATURES[1], rel=1e-3
+    assert calibration.posterior_temperature(truth[None], certain_and_wrong[None]) == pytest.approx(
+        calibration.TEMPERATURES[1], rel=1e-3
     )

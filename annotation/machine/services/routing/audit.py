@@ -48,9 +48,9 @@ def audit_routing(
     on each and compare with ``labels_file``'s labels, read as the true labels. Reads only.
 
     ``crowd``: who labels the sample and the routed queries. ``"none"``: nobody errs, the file's labels
-    are the crowd's (the vectorised :func:`genderbias.machine.routing_statistics.audit`); ``"fitted"``:
+    are the crowd's (the vectorised :func:`genderbias.machine.routing_audit.audit`); ``"fitted"``:
     the crowd model fitted to the batch's calibration sample; a path: a crowd model in JSON
-    (:func:`genderbias.crowd.simulation.crowd_from_dict`). Default: fitted when the batch has
+    (:func:`genderbias.crowd.simulation.escalation.crowd_from_dict`). Default: fitted when the batch has
     a sample with votes, else none. With a crowd, each redraw simulates it labelling the sample (with
     the reference rule: the sample's own, else ``escalation_cap`` and ``until``), the rest and a
     crowd-only labelling (:func:`genderbias.machine.routing_forecast.simulate_path`): the forecast
@@ -67,9 +67,9 @@ def audit_routing(
     from annotation.machine.selectors import identity_for, machine_labels
     from genderbias.errors import InputError
     from genderbias.labels import LABELS
-    from genderbias.machine.calibration_statistics import random_sample
+    from genderbias.machine.calibration_sample import random_sample
+    from genderbias.machine.routing_audit import audit
     from genderbias.machine.routing_forecast import simulate_path
-    from genderbias.machine.routing_statistics import audit
 
     check_target_accuracy(target_accuracy)
     check_risk(risk)
@@ -161,7 +161,7 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
 
     from annotation.machine.selectors import fitted_crowd
     from annotation.machine.services.calibration import reference_record
-    from genderbias.crowd.simulation import ReferenceRule, crowd_from_dict, crowd_from_figures
+    from genderbias.crowd.simulation.escalation import ReferenceRule, crowd_from_dict, crowd_from_figures
     from genderbias.errors import InputError
     from genderbias.labels import LABELS
 

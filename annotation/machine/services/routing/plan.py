@@ -1,7 +1,7 @@
 """Routing: accept the machine's labels where it is sure enough, send the rest to the crowd.
 
 From the blind calibration sample (:mod:`.calibration`), :func:`plan_routing` chooses the
-threshold by default with a finite-sample guarantee (:func:`genderbias.machine.routing_statistics.certify_threshold`):
+threshold by default with a finite-sample guarantee (:func:`genderbias.machine.certification.certify_threshold`):
 with probability at least 1 − ``risk`` over the draw of the sample, the queries at or above
 it are labelled by the machine at least ``target_accuracy`` as the crowd majority would
 label them. ``risk=None`` uses the old point-estimate rule instead
@@ -234,7 +234,8 @@ def _choose(
 ) -> dict[str, Any]:
     """The threshold by the guarantee (``risk``) or by the point estimate (``risk`` None); ``state``: the
     sample's :func:`reference_state`, when the caller has it."""
-    from genderbias.machine.routing_statistics import accuracy_at, certify_threshold, choose_threshold
+    from genderbias.machine.certification import certify_threshold
+    from genderbias.machine.routing_statistics import accuracy_at, choose_threshold
 
     if risk is None:
         correct = [m == h for m, h in zip(sample.machine, sample.human, strict=True)]
@@ -772,7 +773,7 @@ def _advice(batch: Batch, sample: CalibrationSample, target: float, risk: float,
     from dataclasses import replace as with_cap
 
     from annotation.machine.selectors import fitted_crowd
-    from genderbias.crowd.simulation import ceiling_by_label, crowd_from_figures
+    from genderbias.crowd.simulation.escalation import ceiling_by_label, crowd_from_figures
     from genderbias.machine.routing_forecast import observed_profile, profile_at, size_first_draw
 
     advice: dict[str, Any] = {}

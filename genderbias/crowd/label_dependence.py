@@ -1,0 +1,375 @@
+"""How far the label-corrected figures move if the labelling errors depend on the rankings.
+
+Pure (numpy, pandas; no Django). The label-corrected estimator assumes the annotators' and the
+machine's errors do not depend on the ranking given the true label
+(:mod:`genderbias.crowd.class_means`); no label model can correct errors that do. This is the
+sensitivity check a researcher runs on their own batch: every answer's odds of being wrong × exp(D·z),
+z the baseline's standardised value on the query, and the paired differences' shift at each D
+(:func:`dependence_table`; the crowd refitted as erring with D, :func:`dependent_fit`, or
+:func:`simulated_shift` from simulated crowds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from genderbias.crowd.class_means import class_means, label_map
+from genderbias.crowd.label_uncertainty import _finite
+from genderbias.ranking.defaults import DEFAULT_SEED
+
+#: Columns of :func:`dependence_table`.
+DEPENDENCE_COLUMNS = [
+    "run",
+    "metric",
+    "variant",
+    "cutoff",
+    "dependence",
+    "difference_corrected",
+    "difference_combined_low",
+    "difference_combined_high",
+    "shift",
+    "significant",
+]
+
+
+def tilted(probabilities: pd.DataFrame, z: np.ndarray, dependence: float) -> pd.DataFrame:
+    """The label probabilities if labelling errors depend on the rankings by ``dependence``: each
+    query's odds of *not* having its most likely label multiplied by exp(dependence · z_q), the
+    other labels keeping their proportions. ``z`` [N]: the baseline's standardised value per row
+    (0 where it has none). A certain row (a ruling, gold) stays certain. This is *not* the
+    definition of D (``genderbias/crowd/simulation/studies.py``, ``Crowd.dependence``: every answer's error
+    odds × exp(D·z)); acting on the posterior, it understates the move of the corrected difference
+    on crowds that err that way and has the opposite sign on crowds that do not
+    (``tests/metrics/test_label_dependence_simulated.py``, docs/metrics.md)."""
+    pi = probabilities.to_numpy(dtype=np.float64)
+    top = pi.argmax(axis=1)
+    rows = np.arange(len(pi))
+    p_top = pi[rows, top]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wrong_odds = (1.0 - p_top) / p_top * np.exp(dependence * np.asarray(z, dtype=np.float64))
+        new_top = 1.0 / (1.0 + wrong_odds)
+        scale = np.where(p_top < 1.0, (1.0 - new_top) / (1.0 - p_top), 0.0)
+    out = pi * scale[:, None]
+    out[rows, top] = np.where(p_top < 1.0, new_top, 1.0)
+    return pd.DataFrame(out, index=probabilities.index, columns=probabilities.columns)
+
+
+def standardised(values: np.ndarray) -> np.ndarray:
+    """(v − mean)/s.d. over the finite values (population s.d., as the simulation's z); 0 where a
+    value is missing or every value is equal."""
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values)
+    if finite.sum() < 2 or np.nanstd(values) == 0:
+        return np.zeros(len(values))
+    return np.where(finite, (values - np.nanmean(values)) / np.nanstd(values), 0.0)
+
+
+def dependence_table(
+    wide: Mapping[str, pd.DataFrame],
+    probabilities: pd.DataFrame,
+    combined: pd.DataFrame,
+    baseline: str,
+    dependences: list[float],
+    simulate: Callable[[np.ndarray, np.ndarray, float], np.ndarray] | None = None,
+) -> pd.DataFrame:
+    """How far each label-corrected paired difference (run − ``baseline``) and its combined interval
+    move if labelling errors depend on the rankings by each of ``dependences``
+    (:data:`DEPENDENCE_COLUMNS`).
+
+    A sensitivity check, not an estimate: the correction assumes errors that do not depend on the
+    rankings given the true label, and no model fitted on the batch can test that. Here the label
+    probabilities are tilted (:func:`tilted`, z = the baseline's standardised value of that
+    metric, variant and cutoff) and the corrected difference refitted: ``shift`` = its value
+    tilted by D minus its value tilted by 0, so D = 0 gives the report's figure exactly. The
+    interval is the report's combined interval moved by ``shift`` (its width is what the labels
+    and the queries contribute, which the tilt does not change to first order); ``significant``:
+    the moved interval excludes 0. D > 0: labels are less trustworthy where the baseline's value
+    is high (D < 0: where it is low). Against simulated crowds with a known D the tilt is not the
+    move of the corrected difference (``tests/metrics/test_label_dependence_simulated.py``; the
+    figures: docs/metrics.md); with ``simulate`` (below) the shift is computed as D is defined.
+
+    ``simulate``: the shift as D is defined, ``(z [N], differences [N × runs], D) → shifts [runs]``
+    (:func:`simulated_shift` on the batch's answers and fitted crowd, what the service passes); without
+    it, the posterior tilt above (what a table of probabilities alone allows).
+
+    ``wide`` as :func:`combined_summary` takes it, ``probabilities`` its label model's ``table``; ``combined``: its output
+    (the rows against ``baseline`` are read).
+    """
+    qids = list(probabilities.index.astype(str))
+    t, weighted = label_map(probabilities)
+    columns = sorted({key for table in wide.values() for key in table.columns})
+    base = wide[baseline].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64)
+    indexed = combined.set_index(["run", "metric", "variant", "cutoff"])
+    others = [run for run in wide if run != baseline]
+    differences = {
+        run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) - base for run in others
+    }
+    shifts: dict[tuple[int, float], dict[str, float]] = {}
+    for j, key in enumerate(columns):
+        if not any((run, key[0], key[1], int(key[2])) in indexed.index for run in others):
+            continue
+        z = standardised(base[:, j])
+        matrix = np.column_stack([differences[run][:, j] for run in others]) if others else np.zeros((len(qids), 0))
+        for d in dependences:
+            if simulate is not None:
+                moved = np.asarray(simulate(z, matrix, float(d)), dtype=np.float64)
+                shifts[j, float(d)] = dict(zip(others, moved.tolist(), strict=True))
+            else:
+                shifts[j, float(d)] = {
+                    run: _tilted_mean(probabilities, z, float(d), matrix[:, i], t, weighted)
+                    - _tilted_mean(probabilities, z, 0.0, matrix[:, i], t, weighted)
+                    for i, run in enumerate(others)
+                }
+    rows = []
+    for run in others:
+        for j, key in enumerate(columns):
+            label = (run, key[0], key[1], int(key[2]))
+            if label not in indexed.index:
+                continue
+            report = indexed.loc[label]
+            for d in dependences:
+                shift = shifts[j, float(d)][run]
+                point, low, high = (
+                    _finite(report.get(c)) for c in
+                    ("difference_corrected", "difference_combined_low", "difference_combined_high")
+                )  # fmt: skip
+                moved = [None if x is None else x + shift for x in (point, low, high)]
+                rows.append(
+                    {
+                        "run": run, "metric": key[0], "variant": key[1], "cutoff": int(key[2]),
+                        "dependence": float(d), "difference_corrected": moved[0],
+                        "difference_combined_low": moved[1], "difference_combined_high": moved[2],
+                        "shift": shift,
+                        "significant": None if moved[1] is None or moved[2] is None
+                        else bool(moved[1] > 0 or moved[2] < 0),
+                    }
+                )  # fmt: skip
+    return pd.DataFrame(rows, columns=DEPENDENCE_COLUMNS)
+
+
+def _tilted_mean(
+    probabilities: pd.DataFrame, z: np.ndarray, dependence: float, values: np.ndarray, t: np.ndarray, weighted: bool
+) -> float:
+    """The corrected mean of ``values`` with the probabilities :func:`tilted` by ``dependence``, in the
+    columns ``t`` of the untilted :func:`label_map` (which labels get a mean of their own stays put)."""
+    pi = tilted(probabilities, z, dependence).to_numpy(dtype=np.float64)
+    p, w = (np.ones((len(pi), 1)), pi @ t[:, 0]) if weighted else (pi @ t, None)
+    return float(class_means(p, values, row_weights=w)[0, 0])
+
+
+#: The dependence check refits the batch's crowd as erring with D (:func:`dependent_fit`) with class
+#: shares of their own in bands of the baseline's standardised value z, of equal counts: at most this
+#: many bands, and at least :data:`MIN_BAND_QUERIES` queries in each.
+DEPENDENCE_BANDS = 10
+MIN_BAND_QUERIES = 50
+#: Class shares of a band: half a query per label on top of its queries' probabilities (the crowd model's).
+BAND_SHARE_PRIOR = 0.5
+#: A worker's row for a true label: its odds of a wrong answer (at z = 0) with these pseudo-answers, right
+#: and wrong, and its wrong answers' proportions with this many per cell.
+ROW_PRIOR_RIGHT, ROW_PRIOR_WRONG, PATTERN_PSEUDO = 2.0, 1.0, 1.0
+#: EM of :func:`dependent_fit` stops when no query's probability moves by more than this, or after the
+#: iterations; each M-step takes this many Newton steps on the rows' log odds.
+DEPENDENT_TOLERANCE = 1e-6
+DEPENDENT_ITERATIONS = 200
+NEWTON_STEPS = 5
+
+
+def _answer_rates(answers: pd.DataFrame, confusion: Mapping[str, pd.DataFrame], labels: list) -> np.ndarray:
+    """[answers × true label × answer]: each answer's worker's fitted row."""
+    matrices = {w: c.reindex(index=labels, columns=labels).to_numpy(dtype=np.float64) for w, c in confusion.items()}
+    return np.stack([matrices[w] for w in answers["worker"].astype(str)])
+
+
+def _tilted_rates(rates: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """[answers × true label × answer]: each row with its odds of a wrong answer × ``factor`` (per
+    answer), the wrong answers keeping their proportions (D's definition, ``Crowd.dependence``)."""
+    k = rates.shape[-1]
+    diagonal = np.eye(k, dtype=bool)
+    right = np.clip(rates[:, diagonal], 1e-12, 1 - 1e-12)  # answers × true label
+    wrong = np.where(diagonal, 0.0, rates)
+    wrong /= np.maximum(wrong.sum(axis=2, keepdims=True), 1e-300)
+    p_right = 1.0 / (1.0 + (1.0 - right) / right * np.asarray(factor, dtype=np.float64)[:, None])
+    return np.where(diagonal, p_right[:, :, None], (1.0 - p_right)[:, :, None] * wrong)
+
+
+def dependent_fit(
+    answers: pd.DataFrame,
+    gold: Mapping[str, str],
+    probabilities: pd.DataFrame,
+    z: np.ndarray,
+    dependence: float,
+    fitted: list[str] | None = None,
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The batch's crowd refitted as erring with dependence ``dependence`` (D's definition,
+    ``Crowd.dependence``: every answer's odds of being wrong × exp(D·z_q)): ``(label probabilities,
+    each worker's untilted row)`` — the probabilities of the queries in ``fitted`` (default: every row
+    of ``probabilities`` with an answer) re-estimated, the other rows as they are; the rows (true label
+    × answer) those a crowd erring with D has at z = 0.
+
+    Dawid–Skene EM with each answer's error odds × exp(D·z_q) in the model: a worker's row for true label
+    t is its odds of a wrong answer o_wt (MAP, :data:`ROW_PRIOR_RIGHT` and :data:`ROW_PRIOR_WRONG`
+    pseudo-answers at z = 0, Newton steps on log o_wt) and the proportions of its wrong answers
+    (:data:`PATTERN_PSEUDO` per cell, untilted); the class shares are estimated in each band of z
+    (:data:`DEPENDENCE_BANDS` of equal counts, at least :data:`MIN_BAND_QUERIES` queries each, with
+    :data:`BAND_SHARE_PRIOR`). Gold questions (``gold``) keep their label and are not tilted; the other
+    rows of ``probabilities`` (rulings, machine-accepted labels) keep theirs and their answers are read
+    with the tilt; answers on other items are ignored. Starts from ``probabilities``.
+
+    Why the bands and the refit (docs/quality.md, item 5): the labels' shares move with the rankings'
+    values, and where errors grow with z the answers on the high-z queries say little; the batch's own
+    posteriors read them as the crowd said, and a truth drawn from them already carries the dependent
+    errors; the rows fitted as if the crowd erred independently are an average over z."""
+    labels = list(probabilities.columns)
+    k = len(labels)
+    qids = list(probabilities.index.astype(str))
+    gold = {str(item): str(label) for item, label in gold.items()}
+    gold_items = sorted(set(gold) - set(qids))
+    item_row = {q: i for i, q in enumerate(qids + gold_items)}
+    items = answers["item"].astype(str).map(item_row)
+    keep = items.notna().to_numpy()
+    frame = answers.loc[keep]
+    rows = items[keep].to_numpy(dtype=np.int64)
+    if not len(frame):
+        return probabilities.copy(), {}
+    position = {label: i for i, label in enumerate(labels)}
+    given = frame["label"].astype(str).map(position).to_numpy(dtype=np.int64)
+    workers, worker = np.unique(frame["worker"].astype(str).to_numpy(), return_inverse=True)
+    z = np.asarray(z, dtype=np.float64)
+    is_query = rows < len(qids)
+    factor = np.where(is_query, np.exp(dependence * z[np.minimum(rows, len(qids) - 1)]), 1.0)
+    posteriors = np.vstack(
+        [probabilities.to_numpy(dtype=np.float64), np.eye(k)[[position[gold[g]] for g in gold_items]].reshape(-1, k)]
+    )
+    chosen = set(qids if fitted is None else map(str, fitted))
+    free = np.array([q in chosen for q in qids] + [False] * len(gold_items)) & np.isin(np.arange(len(posteriors)), rows)
+    targets = np.flatnonzero(free)
+    bands = max(1, min(DEPENDENCE_BANDS, len(targets) // MIN_BAND_QUERIES))
+    band = np.empty(len(targets), dtype=np.int64)
+    band[np.argsort(z[targets], kind="stable")] = np.arange(len(targets)) * bands // max(len(targets), 1)
+    right = (given[:, None] == np.arange(k)[None, :]).astype(np.float64)  # answers × true label
+    log_odds = np.zeros((len(workers), k))
+    every = np.arange(len(frame))
+    counted = free[rows]  # the answers on the queries being estimated, and their rows among them
+    local = np.searchsorted(targets, rows[counted])
+    for _ in range(DEPENDENT_ITERATIONS):
+        weight = posteriors[rows]  # answers × true label
+        shares = np.full((bands, k), BAND_SHARE_PRIOR)
+        np.add.at(shares, band, posteriors[targets])
+        shares /= shares.sum(axis=1, keepdims=True)
+        wrong = np.full((len(workers), k, k), PATTERN_PSEUDO)
+        np.add.at(wrong, (worker, slice(None), given), weight * (1.0 - right))
+        wrong[:, np.eye(k, dtype=bool)] = 0.0
+        wrong /= wrong.sum(axis=2, keepdims=True)
+        for _ in range(NEWTON_STEPS):
+            odds = np.exp(log_odds)
+            p_wrong = odds[worker] * factor[:, None] / (1.0 + odds[worker] * factor[:, None])
+            prior_wrong = odds / (1.0 + odds)
+            score = ROW_PRIOR_WRONG - (ROW_PRIOR_RIGHT + ROW_PRIOR_WRONG) * prior_wrong
+            curvature = (ROW_PRIOR_RIGHT + ROW_PRIOR_WRONG) * prior_wrong * (1.0 - prior_wrong)
+            np.add.at(score, worker, weight * ((1.0 - right) - p_wrong))
+            np.add.at(curvature, worker, weight * p_wrong * (1.0 - p_wrong))
+            log_odds += np.clip(score / curvature, -3.0, 3.0)
+        p_right = 1.0 / (1.0 + np.exp(log_odds)[worker] * factor[:, None])  # answers × true label
+        rate = np.where(right > 0, p_right, (1.0 - p_right) * wrong[worker, :, given][every])
+        log_lik = np.zeros((len(targets), k))
+        np.add.at(log_lik, local, np.log(np.maximum(rate[counted], 1e-300)))
+        log_post = log_lik + np.log(shares[band])
+        new = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+        new /= new.sum(axis=1, keepdims=True)
+        moved = np.abs(new - posteriors[targets]).max() if len(targets) else 0.0
+        posteriors[targets] = new
+        if moved <= DEPENDENT_TOLERANCE:
+            break
+    accuracy = 1.0 / (1.0 + np.exp(log_odds))  # workers × true label
+    confusion = {
+        str(w): pd.DataFrame(
+            (1.0 - accuracy[i])[:, None] * wrong[i] + np.diag(accuracy[i]), index=labels, columns=labels
+        )
+        for i, w in enumerate(workers)
+    }
+    return pd.DataFrame(posteriors[: len(qids)], index=probabilities.index, columns=labels), confusion
+
+
+def simulated_shift(
+    answers: pd.DataFrame,
+    gold: Mapping[str, str],
+    confusion: Mapping[str, pd.DataFrame],
+    probabilities: pd.DataFrame,
+    z: np.ndarray,
+    values: np.ndarray,
+    dependence: float,
+    refit: Callable[[pd.DataFrame], pd.DataFrame],
+    draws: int = 4,
+    seed: int = DEFAULT_SEED,
+    fitted: list[str] | None = None,
+) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd
+    erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
+    ``genderbias/crowd/simulation/studies.py``: every answer's odds of being wrong × exp(D·z)):
+    ``(shift, its Monte-Carlo standard error)``, ``shift`` = mean over ``draws`` replicate batches of
+    (corrected mean when the crowd errs independently − corrected mean when it errs with D), the
+    replicates paired (same true labels, same uniforms).
+
+    A parametric simulation from the batch's crowd refitted as erring with D (:func:`dependent_fit`, with
+    ``gold`` and ``fitted``): each replicate draws the true label of every query in ``fitted`` (default:
+    every row with an answer) from that refit's probabilities, the other rows from ``probabilities``
+    (rows: the queries, in the order of ``z`` and ``values``; rulings and machine-accepted rows are
+    certain), and answers each of the batch's own (item, worker) pairs in ``answers`` (``item, worker,
+    label``; the items of ``gold``, gold question → its known label, are answered untilted from that
+    label) from the worker's row of that refit (true label × answer; ``confusion[worker]``, the batch's
+    fit, for a worker it does not cover) as it is and with its error odds × exp(D·z_q), the wrong answers
+    keeping their proportions; ``refit`` (the batch's crowd model: answers → probabilities over the same
+    items and labels) is run on each, and the corrected mean taken with the batch's columns
+    (:func:`label_map`). D = 0 gives 0 exactly. ``values`` ``[N]`` gives floats; ``[N × C]`` (several
+    runs' differences; NaN where a query has no value) arrays ``[C]``, every column from the same
+    replicates.
+
+    Set against simulated studies whose crowd erred with a known D
+    (tests/metrics/test_label_dependence_simulated.py): the truth's sign, and part of its size (how much:
+    docs/metrics.md).
+    """
+    matrix = np.asarray(values, dtype=np.float64)
+    single = matrix.ndim == 1
+    matrix = matrix[:, None] if single else matrix
+    if dependence == 0:
+        zero = np.zeros(matrix.shape[1])
+        return (0.0, 0.0) if single else (zero, zero.copy())
+    labels = list(probabilities.columns)
+    position = {label: i for i, label in enumerate(labels)}
+    row_of = {q: i for i, q in enumerate(probabilities.index.astype(str))}
+    items = answers["item"].astype(str).map(row_of)
+    is_query = items.notna().to_numpy()
+    rows = items.fillna(0).to_numpy(dtype=np.int64)
+    gold_truth = answers["item"].astype(str).map(gold).map(position).fillna(0).to_numpy(dtype=np.int64)
+    z = np.asarray(z, dtype=np.float64)
+    reading, rows_at_d = dependent_fit(answers, gold, probabilities, z, dependence, fitted)
+    pi = reading.to_numpy(dtype=np.float64)
+    rates = _answer_rates(answers, {**confusion, **rows_at_d}, labels)  # answers × true label × answer
+    t, weighted = label_map(probabilities)
+    every = np.arange(len(answers))
+    answer_rates = {
+        tilt: _tilted_rates(rates, np.where(is_query, np.exp(d * z[rows]), 1.0))
+        for tilt, d in ((False, 0.0), (True, dependence))
+    }
+    rng = np.random.default_rng(seed)
+    shifts = []
+    for _ in range(draws):
+        truth = (rng.random(len(pi))[:, None] > np.cumsum(pi, axis=1)[:, :-1]).sum(axis=1)
+        true_label = np.where(is_query, truth[rows], gold_truth)
+        uniforms = rng.random(len(answers))[:, None]
+        corrected = []
+        for tilt in (False, True):
+            chances = answer_rates[tilt][every, true_label]
+            given = (uniforms > np.cumsum(chances, axis=1)[:, :-1]).sum(axis=1)
+            refitted = refit(answers.assign(label=[labels[i] for i in given]))
+            fitted_pi = refitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
+            p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
+            corrected.append(class_means(p, matrix, row_weights=w)[0])
+        shifts.append(corrected[0] - corrected[1])
+    shifts = np.asarray(shifts)  # draws × C
+    mean = shifts.mean(axis=0)
+    se = shifts.std(axis=0, ddof=1) / np.sqrt(len(shifts)) if len(shifts) > 1 else np.full(len(mean), np.nan)
+    return (float(mean[0]), float(se[0])) if single else (mean, se)

@@ -1,0 +1,179 @@
+"""Does each label-corrected interval cover its truth? One simulated study, and the tables over many.
+
+Pure (numpy, pandas; no Django). A study is drawn by :mod:`genderbias.crowd.simulation.studies`;
+its report figures are computed as a report on a batch's labels and the calibration report compute
+them (the same estimators, the same seeds), and set against the simulation's truth. The coverage
+tests (``tests/metrics/test_crowd_coverage.py``) and the ``crowd_coverage`` benchmark command run
+them; the measured coverage is in docs/quality.md ("The crowd model").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.denoised import denoised_bias, denoised_fit, leave_out_estimates, refitted_draws
+from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
+from genderbias.crowd.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
+from genderbias.crowd.simulation.studies import (
+    LABELS,
+    MACHINE_ACCURACY,
+    MEAN_A,
+    MEAN_DIFFERENCE,
+    Crowd,
+    answered,
+    study,
+    synthetic_truth,
+)
+from genderbias.stats import intervals
+from genderbias.stats.significance import LEVEL
+
+#: What :func:`coverage_study` checks, in the order the coverage table prints them.
+COVERED = ("value", "difference", "denoised")
+
+
+def coverage_study(
+    rng: np.random.Generator, crowd: Crowd, n: int, seed: int, samples: int = 200, constructions: bool = True
+) -> dict:
+    """One study drawn on a synthetic truth of ``n`` queries and the report's own estimators on it,
+    as a report on a batch's labels and the calibration report compute them: does each interval
+    cover its truth?
+
+    - ``value`` / ``difference``: run A's label-corrected value and B − A with the crowd model
+      refitted in each of ``samples`` draws (:class:`genderbias.crowd.label_uncertainty.CorrectedFit`, what
+      :func:`genderbias.crowd.label_uncertainty.combined_summary` computes, same seed;
+      :meth:`genderbias.crowd.label_probabilities.LabelModel.draws`) against the true
+      non-gendered means :data:`MEAN_A` [n] and :data:`MEAN_DIFFERENCE` [n];
+    - ``denoised``: the machine's de-noised accuracy
+      (:func:`genderbias.crowd.denoised.denoised_fit` and ``refitted_draws``, what
+      ``crowd_reliability`` computes: every query sampled, one stratum) against :data:`MACHINE_ACCURACY`;
+    - ``warning``: the crowd-quality warning (:func:`genderbias.crowd.label_probabilities.crowd_quality`,
+      told how many assignments gold selection discarded, as a batch's report tells it).
+
+    ``value``, ``difference``, ``denoised``: the product's interval
+    (:data:`genderbias.stats.intervals.LABEL_INTERVAL`). With ``constructions``, from the same draws, also
+    ``<figure>:<construction>`` for every one of :data:`genderbias.stats.intervals.CONSTRUCTIONS` (``bca``'s
+    jackknife refits the crowd model 20 more times; the crossed ones' jackknives over the workers and over the
+    answers 20 more each, also for the de-noised accuracy, :func:`genderbias.stats.intervals.extra_variance`, with
+    ``<figure>:extra_<construction>`` the variance added and ``<figure>:widening_<construction>`` the factor
+    the interval is widened by) and the diagnostics ``<figure>:error`` (estimate
+    − truth) and ``<figure>:shift`` (mean draw − estimate), each in bootstrap standard deviations,
+    and ``<figure>:sd``.
+    """
+
+    drawn = answered(study(rng, synthetic_truth(rng, n, crowd.label_shares), crowd))
+    qids = drawn.qids
+    ds = dawid_skene(drawn.judgments, gold=drawn.gold)
+    table = ds.held_out.loc[qids, list(LABELS)]
+    names = intervals.CONSTRUCTIONS if constructions else (intervals.LABEL_INTERVAL,)
+    jackknife = any(intervals.needs_jackknife(c) for c in names)
+    quality = crowd_quality(ds, discarded=drawn.discarded)
+    model = LabelModel(table, ds, qids, quality)
+    fitter = CorrectedFit(model, samples, seed, jackknife=jackknife)
+    fitted = {
+        "value": (*fitter.estimates(drawn.a[:, None]), MEAN_A[0]),
+        "difference": (*fitter.estimates((drawn.b - drawn.a)[:, None]), MEAN_DIFFERENCE[0]),
+    }
+    left_out = {
+        "value": lambda by: fitter.left_out_values(drawn.a[:, None], by),
+        "difference": lambda by: fitter.left_out_values((drawn.b - drawn.a)[:, None], by),
+    }
+    machine = {q: LABELS[m] for q, m in zip(qids, drawn.machine, strict=True)}
+    denoised = denoised_fit(
+        drawn.judgments, machine, dict.fromkeys(qids, 1.0), dict.fromkeys(qids, "s"), gold=drawn.gold
+    )
+    draws, jack = refitted_draws(
+        denoised.ds, denoised.items, denoised.machine, denoised.weights, denoised.strata,
+        bootstrap=samples, seed=seed, jackknife=jackknife,
+    )  # fmt: skip
+    fitted["denoised"] = (
+        np.array([denoised.accuracy]),
+        draws[:, None],
+        None if jack is None else jack[:, None],
+        MACHINE_ACCURACY,
+    )
+    cached: dict[str, np.ndarray] = {}
+
+    def denoised_left_out(by: str) -> np.ndarray:
+        if by not in cached:
+            cached[by] = leave_out_estimates(denoised.ds, denoised.items, denoised.machine, denoised.weights, by)
+        return cached[by][:, None]
+
+    left_out["denoised"] = denoised_left_out
+    # The de-noised accuracy's interval reaches as far as its bias where the check of its fit warns
+    # (crowd_reliability.refitted_interval, what the calibration report shows).
+    denoised_quality = crowd_quality(denoised.ds)
+    bias = denoised_bias(
+        denoised.ds, denoised.items, denoised.machine, denoised.weights, seed=seed, quality=denoised_quality
+    )
+    denoised_reach = None if bias is None else np.array([bias])
+    out: dict = {}
+    for figure, (point, boot, jack, truth) in fitted.items():
+        usable = MIN_USABLE_DRAWS if figure != "denoised" else 0.0
+        for name in names:
+            accel = intervals.acceleration(jack) if intervals.needs_jackknife(name) else None
+            extra = intervals.extra_variance(name, left_out[figure]) if intervals.needs_workers(name) else None
+            if extra is not None:
+                out[f"{figure}:extra_{name}"] = float(extra[0])
+            low, high = intervals.bootstrap_interval(boot, point, LEVEL, name, accel, usable, extra)
+
+            def covers(low, high, truth=truth):
+                return bool(not np.isnan(low[0]) and not np.isnan(high[0]) and low[0] <= truth <= high[0])
+
+            out[f"{figure}:{name}"] = covers(low, high)
+            if name == intervals.LABEL_INTERVAL:
+                # The product's interval: extended by the bias of posteriors too sure where the model's check warns.
+                values = {"value": drawn.a, "difference": drawn.b - drawn.a}.get(figure)
+                bias = denoised_reach if values is None else fitter.reach(values[:, None], point, boot)
+                out[figure] = covers(*intervals.extended(low, high, bias))
+                out[f"{figure}:unextended"] = out[f"{figure}:{name}"]
+                out[f"{figure}:reach"] = float(bias[0]) if bias is not None else 0.0
+                calibration = denoised_reach if values is None else fitter.calibration_bias(values[:, None])
+                out[f"{figure}:calibration_bias"] = float(calibration[0]) if calibration is not None else 0.0
+        sd = float(np.nanstd(boot[:, 0], ddof=1))
+        out[f"{figure}:sd"] = sd
+        out[f"{figure}:error"] = (float(point[0]) - truth) / sd if sd > 0 else np.nan
+        out[f"{figure}:shift"] = (float(np.nanmean(boot[:, 0])) - float(point[0])) / sd if sd > 0 else np.nan
+        for name in (c for c in names if intervals.needs_workers(c)):  # how much wider than the bootstrap's
+            out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
+    # The de-noised accuracy's own fit (the machine one of its annotators) is checked as the calibration
+    # report checks it (crowd_reliability.CrowdReliability.quality).
+    out["denoised_warning"] = denoised_quality["warning"]
+    out["warning"] = quality["warning"]
+    out["misfit"], out["information"], out["model"] = quality["misfit"], quality["information"], quality["model"]
+    return out
+
+
+def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per column of :data:`COVERED` (the product's interval), ``warning`` (and ``denoised_warning``, the
+    de-noised accuracy's own fit's) and, where present, each
+    ``<figure>:<construction>``: the share of studies, its Monte-Carlo standard error
+    √(p(1 − p)/studies) and the number of studies."""
+
+    columns = [*COVERED, "warning", *(["denoised_warning"] if "denoised_warning" in results else [])]
+    columns += [f"{f}:{c}" for f in COVERED for c in intervals.CONSTRUCTIONS if f"{f}:{c}" in results]
+    share = results[columns].astype(float).mean()
+    return pd.DataFrame({"share": share, "mc_se": np.sqrt(share * (1 - share) / len(results)), "studies": len(results)})
+
+
+def bias_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per figure: the mean estimate − truth and mean draw − estimate, in bootstrap s.d. (with their
+    Monte-Carlo s.e.), and the ratio of the estimates' s.d. across studies to the mean bootstrap s.d.
+    in units of the bootstrap s.d. (1 when the bootstrap's spread is right)."""
+    rows = {}
+    for figure in COVERED:
+        if f"{figure}:error" not in results:
+            continue
+        error, shift = results[f"{figure}:error"].astype(float), results[f"{figure}:shift"].astype(float)
+        rows[figure] = {
+            "error": error.mean(),
+            "error_se": error.std(ddof=1) / np.sqrt(len(error)),
+            "shift": shift.mean(),
+            "shift_se": shift.std(ddof=1) / np.sqrt(len(shift)),
+            "spread": error.std(ddof=1),
+        }
+        for name in ("crossed", "crossed_net"):  # the mean factor the interval is widened by
+            if f"{figure}:widening_{name}" in results:
+                rows[figure][f"widening_{name}"] = results[f"{figure}:widening_{name}"].astype(float).mean()
+    return pd.DataFrame(rows).T
