@@ -143,6 +143,21 @@ def judgments_frame(batch: Batch) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
 
+#: A vote's hand signals when none were recorded (another provider's page): unknown, not zero.
+NO_SIGNALS = {"pastes": None, "tab_leaves": None, "item_ms": None}
+
+
+def vote_hand_signals(batch: Batch) -> dict[tuple[str, str], dict[str, int | None]]:
+    """Per (qid, worker pseudonym) of :func:`judgments_frame`'s votes, the hand signals of the answer
+    that counts (the latest, as :func:`judgments_frame` orders them): pastes, tab leaves, milliseconds."""
+    rows = (
+        usable_judgments(batch)
+        .order_by("assignment_id", "pk")
+        .values_list("batch_query__qid", "assignment__worker__pseudonym", *NO_SIGNALS)
+    )
+    return {(qid, worker): dict(zip(NO_SIGNALS, values, strict=True)) for qid, worker, *values in rows}
+
+
 def min_votes(batch: Batch) -> int:
     """The fewest votes a query of ``batch`` needs for a majority label, as the export counts them."""
     return min(MIN_VOTES, batch.assignments_per_query)
@@ -432,9 +447,12 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
         posteriors = ds.posteriors.astype(float).round(6)
         posteriors.columns = [str(label) for label in posteriors.columns]
         ds_posteriors = posteriors.to_dict("index")  # one pass, not a Series per query
-    by_item: dict[str, list[dict[str, str]]] = {}
+    signals = vote_hand_signals(batch)
+    by_item: dict[str, list[dict[str, Any]]] = {}
     for item, worker, label in frame.itertuples(index=False):
-        by_item.setdefault(item, []).append({"worker": worker, "label": label})
+        by_item.setdefault(item, []).append(
+            {"worker": worker, "label": label, **signals.get((item, worker), NO_SIGNALS)}
+        )
     invalid: dict[str, int] = {}
     invalid_judgments = Judgment.objects.filter(batch_query__batch__in=crowd_batch_ids(batch), label=None)
     for qid in invalid_judgments.values_list("batch_query__qid", flat=True):
