@@ -445,9 +445,10 @@ def guarantee_fact(routing: Mapping[str, Any]) -> str:
         if len(stages) > 1
         else "the machine-accepted labels are"
     )
+    echo = ((routing.get("reference") or {}).get("echo") or {}).get("text")
     return (
         f"with probability ≥ {1 - risk:g} (1 − δ) over the blind sample, {kept} at least {target:g} right "
-        f"(fixed-sequence test) against {against}"
+        f"(fixed-sequence test) against {against}" + (f". {echo}" if echo else "")
     )
 
 
