@@ -4,10 +4,13 @@ page) and holds them out again."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.urls import reverse
 
 from annotation import services
+from annotation.exports.services import export_queries
 from annotation.machine.selectors import calibration_report, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import plan_routing, plan_summary, route_batch
@@ -85,3 +88,34 @@ def test_a_researcher_restores_a_flagged_worker_and_holds_them_out_again(echoed,
     assert read_sample(batch).echo.held_out == [copier] and not EchoRestore.objects.exists()
     again = client.post(url, {"worker": copier, "restore": False}, content_type="application/json")
     assert again.status_code == 409
+
+
+@pytest.mark.slow
+def test_the_api_and_the_export_give_each_query_the_machine_beside_the_people(echoed, staff, client, tmp_path):
+    batch, copier = echoed
+    machine = {
+        qid: (label, confidence)
+        for qid, label, confidence in PreLabel.objects.filter(batch_query__batch=batch).values_list(
+            "batch_query__qid", "label", "confidence"
+        )
+    }
+    client.force_login(staff)
+    rows, url = [], f"/api/annotation/batches/{batch.name}/queries/"
+    while url:
+        page = client.get(url).json()
+        rows += page["results"]
+        url = page["next"]
+    answered = [row for row in rows if row["votes"]]
+    assert len(answered) == 100  # the sample's queries, each with every human answer
+    for row in answered:
+        assert (row["machine"]["label"], row["machine"]["confidence"]) == machine[row["qid"]]
+        labels = [vote["label"] for vote in row["votes"]]
+        assert {"worker", "label", "pastes", "tab_leaves", "item_ms"} <= set(row["votes"][0])
+        expected = round(labels.count(row["label"]) / len(labels), 4) if row["label"] else None
+        assert row["agreement"] == expected
+    assert any(vote["worker"] == copier for row in answered for vote in row["votes"])
+    path = tmp_path / "all.jsonl"
+    export_queries(batch, "all", path, fmt="jsonl")
+    exported = [json.loads(line) for line in path.read_text().splitlines()]
+    assert exported and all(line["machine"]["label"] == machine[line["qid"]][0] for line in exported)
+    assert all("pastes" in vote for line in exported for vote in line["votes"])
