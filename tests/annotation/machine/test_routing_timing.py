@@ -56,9 +56,8 @@ def _crowd(sample, *, slow: bool) -> None:
                 break
         if escalated:
             continue
-        if not took:
-            if not sync_batch(sample).escalated:
-                return
+        if not took and not sync_batch(sample).escalated:
+            return
 
 
 def _route(batch, *, slow: bool):
