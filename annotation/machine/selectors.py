@@ -43,6 +43,7 @@ from annotation.results.selectors import (
 )
 from genderbias.errors import StateError
 from genderbias.labels import LABEL_NAMES, LABELS
+from genderbias.machine.echo import ECHO_Z, MIN_ANSWERS, echo_check
 
 
 @dataclass(frozen=True)
@@ -206,8 +207,6 @@ class SampleEcho:
     held_out_answers: int  #: the sample answers left out
 
     def as_dict(self) -> dict[str, Any]:
-        from genderbias.machine.echo import ECHO_Z, MIN_ANSWERS
-
         return {
             "z": ECHO_Z,
             "min_answers": MIN_ANSWERS,
@@ -222,8 +221,6 @@ class SampleEcho:
 
 def echo_text(echo: SampleEcho) -> str:
     """Why the reference is what it is, in words (the report, the routing plan, the routing's record)."""
-    from genderbias.machine.echo import ECHO_Z
-
     flagged = [w for w in echo.workers if w.flagged]
     if not flagged:
         return f"Echo check: none of the sample's {len(echo.workers)} workers follows the machine more than people do."
@@ -264,8 +261,6 @@ class HeldOutAnswers(BatchAnswers):
 def sample_echo(batch: Batch, votes: Any, machine: dict[str, str]) -> SampleEcho:
     """The echo check of ``batch``'s sample votes (a judgments frame) against ``machine`` (qid -> label),
     with the researchers' restorations: depends on the answers and the restorations only."""
-    from genderbias.machine.echo import echo_check
-
     workers = echo_check(votes[["item", "worker", "label"]].itertuples(index=False, name=None), machine)
     restored = set(EchoRestore.objects.filter(batch=batch).values_list("worker__pseudonym", flat=True))
     held = sorted(w.worker for w in workers if w.flagged and w.worker not in restored)

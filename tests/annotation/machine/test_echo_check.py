@@ -48,7 +48,7 @@ def test_simulated_samples_flag_the_copiers_and_few_people():
 def test_certified_labels_meet_the_target_with_the_check_and_miss_it_without():
     """A fifth of the workers copy the machine. The guarantee (risk 0.05) promises the accepted labels
     meet the target in at least 95% of studies: without the check they do not (the reference leans
-    towards the machine), with it they do. Figures and command: docs/routing.md, "The echo check"."""
+    towards the machine), with it they do. Figures and command: docs/prelabelling.md, "The echo check"."""
     studies = 300
     without = run_studies(studies, check=False, seed=20261126)
     with_check = run_studies(studies, check=True, seed=20261126)
