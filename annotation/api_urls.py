@@ -27,6 +27,11 @@ urlpatterns = [
         api_prelabelling.CalibrationReportView.as_view(),
         name="api-batch-calibration",
     ),
+    path(
+        "batches/<slug:name>/calibration/echo/",
+        api_prelabelling.EchoReviewView.as_view(),
+        name="api-batch-calibration-echo",
+    ),
     path("batches/<slug:name>/routing/", api_prelabelling.RoutingView.as_view(), name="api-batch-routing"),
     path("prelabel-cache/", api_prelabelling.PrelabelCacheView.as_view(), name="api-prelabel-cache"),
     path(

@@ -36,5 +36,6 @@ urlpatterns = [
     ),
     path("batches/<slug:name>/calibration/", machine.batch_calibration, name="batch-calibration"),
     path("batches/<slug:name>/calibration/live/", machine.batch_calibration_live, name="batch-calibration-live"),
+    path("batches/<slug:name>/calibration/echo/", machine.batch_calibration_echo, name="batch-calibration-echo"),
     path("batches/<slug:name>/routing/", machine.batch_routing, name="batch-routing"),
 ]

@@ -8,6 +8,7 @@ from django import forms
 
 from annotation.crowd.providers.base import all_batch_options, provider_class
 from annotation.crowd.providers.options import BatchOption, OptionError
+from annotation.crowd.services.answers import HAND_SIGNALS
 from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery, settings_from_options
 from annotation.crowd.services.batches import create_batch, estimate_cost, labelled_query_set, read_gold_file
 from annotation.models import Batch, HitQuery
@@ -28,8 +29,19 @@ class HitAnswerForm(forms.Form):
 
     def __init__(self, hit_queries: Sequence[HitQuery], *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.positions = [hq.position for hq in hit_queries]
         for hq in hit_queries:
             self.fields[hq.field_name] = self.category_field(hq.batch_query.text)
+
+    def answers(self) -> dict[str, str]:
+        """The checked answers, with the hand signals posted beside them as they came (the services
+        read them, ``annotation.crowd.services.answers.hand_signals``: a bad one is unknown, not an error)."""
+        posted = {
+            f"{name}-{position}": self.data.get(f"{name}-{position}")
+            for position in self.positions
+            for name, _column, _most in HAND_SIGNALS
+        }
+        return {**{k: str(v)[:40] for k, v in posted.items() if v not in (None, "")}, **self.cleaned_data}
 
     @staticmethod
     def category_field(text: str) -> forms.ChoiceField:

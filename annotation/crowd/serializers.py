@@ -380,6 +380,23 @@ class EscalationStartedSerializer(JobSerializer):
         fields = [*JobSerializer.Meta.fields, "hits", "cost"]
 
 
+class MachineOpinionSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    confidence = serializers.FloatField()
+    labeller = serializers.CharField()
+    model = serializers.CharField()
+
+
+class VoteSerializer(serializers.Serializer):
+    """One worker's answer to a query (pseudonymous) with its hand signals (null: not recorded)."""
+
+    worker = serializers.CharField()
+    label = serializers.CharField()
+    pastes = serializers.IntegerField(allow_null=True, required=False)
+    tab_leaves = serializers.IntegerField(allow_null=True, required=False)
+    item_ms = serializers.IntegerField(allow_null=True, required=False)
+
+
 class QueryResultSerializer(serializers.Serializer):
     """One query's outcome in a batch (the agreement page's per-query rows)."""
 
@@ -393,6 +410,11 @@ class QueryResultSerializer(serializers.Serializer):
     counts = serializers.DictField(child=serializers.IntegerField())
     dawid_skene = serializers.CharField(allow_null=True)
     ds_posterior = serializers.FloatField(allow_null=True)
+    agreement = serializers.FloatField(allow_null=True, help_text="Share of the votes that gave the label; null: none.")
+    machine = MachineOpinionSerializer(
+        allow_null=True, required=False, help_text="The machine's label and confidence (accepted or not); null: none."
+    )
+    votes = VoteSerializer(many=True, help_text="Every usable human answer, with how it was given.")
 
 
 class CancelledSerializer(serializers.Serializer):

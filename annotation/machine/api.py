@@ -12,6 +12,10 @@
   false (201); 409 while the batch has one, unless ``extend`` (a further draw that continues it);
 - ``GET /api/annotation/batches/<name>/calibration/``: the calibration report (409 until the
   sample has enough crowd labels), computed by a background job: 202 with the job until it is kept;
+- ``POST /api/annotation/batches/<name>/calibration/echo/`` ``{worker, restore, reason?}``: restore a
+  worker the echo check flagged (their sample answers count in the reference after all) or hold them
+  out again; answers the sample's echo check as it now stands (400 naming ``worker`` when the check
+  does not flag them, 409 holding out one who was not restored);
 - ``GET /api/annotation/batches/<name>/routing/?target_accuracy=&risk=&no_guarantee=&budget=``: the
   plan, nothing created (``qids=1`` adds the query ids); ``POST`` the same fields: route and
   publish the routed queries (201).
@@ -33,12 +37,13 @@ from rest_framework.views import APIView
 
 from annotation.crowd.services.background import start_publish
 from annotation.machine.forms import PrelabelForm
-from annotation.machine.selectors import calibration_report, prelabel_runs
+from annotation.machine.selectors import calibration_report, prelabel_runs, read_sample
 from annotation.machine.serializers import (
     CachedAnswersSerializer,
     CalibrationSampleRequestSerializer,
     CalibrationSampleSerializer,
     ClearedCacheSerializer,
+    EchoReviewRequestSerializer,
     PrelabelRequestSerializer,
     PrelabelRunSerializer,
     RoutingPreviewRequestSerializer,
@@ -47,6 +52,7 @@ from annotation.machine.serializers import (
 )
 from annotation.machine.services.background import NOT_COMPUTED, report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.echo import hold_out_again, restore_echo_worker
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
 from annotation.machine.services.routing import plan_routing, plan_summary, route_and_publish, routing_request
 from annotation.models import Batch
@@ -203,6 +209,22 @@ class CalibrationReportView(_BatchView):
         if job.status == Job.Status.FAILED:
             raise StateError(job.message or "the calibration report's computation failed")
         return job_started(job)
+
+
+class EchoReviewView(_BatchView):
+    @extend_schema(
+        request=EchoReviewRequestSerializer, responses={200: dict, 400: ErrorSerializer, 409: ErrorSerializer}
+    )
+    def post(self, request, name: str, format=None):
+        """Restore a worker the echo check flagged, or hold them out again; the sample's echo check after it
+        (``held_out``, ``restored``, ``flagged`` with each one's figures, ``text``)."""
+        batch = self.batch(name)
+        data = checked(EchoReviewRequestSerializer, body_object(request))
+        if data["restore"]:
+            restore_echo_worker(batch, data["worker"], by=request.user, reason=data["reason"])
+        else:
+            hold_out_again(batch, data["worker"])
+        return Response(read_sample(batch).echo.as_dict())
 
 
 class RoutingView(_BatchView):

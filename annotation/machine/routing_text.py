@@ -132,6 +132,8 @@ def plan_summary(plan: Any) -> list[str]:
         undecided += "." if undecided else ""
         more = f" Escalation may add at most ${plan.escalation_limit} more." if plan.escalation_limit else ""
         lines.append(f"Right means agreeing with {plan.reference}.{undecided}{more}")
+    if getattr(plan, "echo", None):
+        lines.append(plan.echo["text"])
     return lines
 
 

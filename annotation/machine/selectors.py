@@ -24,12 +24,13 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.db.models import Avg, Count, Max, Q
 
 from annotation.crowd.selectors import counts_answers
-from annotation.models import Adjudication, Assignment, Batch, Judgment, PreLabel
+from annotation.models import Adjudication, Assignment, Batch, EchoRestore, Judgment, PreLabel
 from annotation.results.selectors import (
     ADJUDICATED,
     MACHINE,
@@ -42,6 +43,7 @@ from annotation.results.selectors import (
 )
 from genderbias.errors import StateError
 from genderbias.labels import LABEL_NAMES, LABELS
+from genderbias.machine.echo import ECHO_Z, MIN_ANSWERS, echo_check
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,87 @@ class CalibrationSample:
     #: sampled queries with their votes in but no decisive label (yet): escalated, or errors for any machine
     undecided: list[str] = field(default_factory=list)
     extendable: bool = True  #: drawn to be extended (δ split with the betting test); False: drawn whole
+    #: the echo check of the sample's workers against this machine (:func:`sample_echo`)
+    echo: SampleEcho | None = None
+    #: sampled queries decisive on every vote but not once the held-out workers' answers are left out:
+    #: no reference label (an error for any machine), and nothing more to wait for
+    held_undecided: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SampleEcho:
+    """The echo check of a calibration sample (:mod:`genderbias.machine.echo`): every worker's figures,
+    who is held out of the reference (flagged and not restored) and who a researcher restored."""
+
+    workers: list  #: :class:`genderbias.machine.echo.WorkerEcho` of every worker of the sample
+    held_out: list[str]  #: pseudonyms whose answers are left out of the reference
+    restored: list[str]  #: flagged pseudonyms a researcher put back (:class:`EchoRestore`)
+    held_out_answers: int  #: the sample answers left out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "z": ECHO_Z,
+            "min_answers": MIN_ANSWERS,
+            "held_out": self.held_out,
+            "restored": self.restored,
+            "held_out_answers": self.held_out_answers,
+            "flagged": [w.as_dict() for w in self.workers if w.flagged],
+            "workers": len(self.workers),
+            "text": echo_text(self),
+        }
+
+
+def echo_text(echo: SampleEcho) -> str:
+    """Why the reference is what it is, in words (the report, the routing plan, the routing's record)."""
+    flagged = [w for w in echo.workers if w.flagged]
+    if not flagged:
+        return f"Echo check: none of the sample's {len(echo.workers)} workers follows the machine more than people do."
+    held = len(echo.held_out)
+    text = (
+        f"Echo check: {len(flagged)} of the sample's {len(echo.workers)} workers agree with the machine more than "
+        f"with the people on the same queries, beyond what the others do (z ≥ {ECHO_Z:g})"
+    )
+    if held:
+        text += (
+            f"; {held} {'is' if held == 1 else 'are'} held out of the reference ({echo.held_out_answers} "
+            f"answer{'s' if echo.held_out_answers != 1 else ''})"
+        )
+    if echo.restored:
+        text += f"; {len(echo.restored)} restored by a researcher"
+    return text + "."
+
+
+class HeldOutAnswers(BatchAnswers):
+    """A sample link's answers without the held-out workers' (the echo check): its own version, so no
+    cached figure of the whole answers is taken for these or the other way round."""
+
+    def __init__(self, batch: Batch, held_out: frozenset[str], frame: Any) -> None:
+        super().__init__(batch)
+        self.held_out = held_out
+        self._all = frame
+
+    @cached_property
+    def frame(self) -> Any:
+        return self._all[~self._all["worker"].isin(self.held_out)].reset_index(drop=True)
+
+    @cached_property
+    def version(self) -> str:
+        base = super().version
+        return hashlib.sha256(f"{base}|held-out:{','.join(sorted(self.held_out))}".encode()).hexdigest()[:32]
+
+
+def sample_echo(batch: Batch, votes: Any, machine: dict[str, str]) -> SampleEcho:
+    """The echo check of ``batch``'s sample votes (a judgments frame) against ``machine`` (qid -> label),
+    with the researchers' restorations: depends on the answers and the restorations only."""
+    workers = echo_check(votes[["item", "worker", "label"]].itertuples(index=False, name=None), machine)
+    restored = set(EchoRestore.objects.filter(batch=batch).values_list("worker__pseudonym", flat=True))
+    held = sorted(w.worker for w in workers if w.flagged and w.worker not in restored)
+    return SampleEcho(
+        workers=workers,
+        held_out=held,
+        restored=sorted(w.worker for w in workers if w.flagged and w.worker in restored),
+        held_out_answers=int(votes["worker"].isin(held).sum()) if len(votes) else 0,
+    )
 
 
 def reference_rule(first: dict[str, Any], votes: int) -> Any:
@@ -237,10 +320,9 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
     rule = reference_rule(first, batch.assignments_per_query)
     crowd: dict[str, str] = {}
     frames = []
+    links = [BatchAnswers(link) for link in chain]
     settled: set[str] = set()  # enough votes for a majority (labelled or a final split)
-    for link in chain:
-        answers = BatchAnswers(link)
-        crowd |= decisive_labels(answers, rule.posterior)
+    for answers in links:
         frames.append(answers.frame)
         votes_of = answers.votes
         if len(votes_of):
@@ -248,6 +330,17 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
     votes = frames[0] if len(frames) == 1 else _concat(frames)
     population = {q: m for q, m in machine.items() if not m.in_training}
     drawn = [q for q in order if q in population]
+    # The echo check: workers who follow this machine more than people do are held out of the reference.
+    echo = sample_echo(batch, votes, {q: population[q].label for q in drawn})
+    held = frozenset(echo.held_out)
+    every_vote: dict[str, str] = {}
+    for answers in links:
+        if held:
+            every_vote |= decisive_labels(answers, rule.posterior)
+            answers = HeldOutAnswers(answers.batch, held, answers.frame)
+        crowd |= decisive_labels(answers, rule.posterior)
+    if held:
+        votes = votes[~votes["worker"].isin(held)].reset_index(drop=True)
     qids = [q for q in drawn if q in crowd]
     # Post-stratified weights: N_s / n_s(labelled), N_s from the first draw's record.
     labelled = Counter(stratum_of[q] for q in qids)
@@ -276,8 +369,10 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         design=RANDOM_DESIGN if all(link.derivation.get("design") == RANDOM_DESIGN for link in chain) else "stratified",
         planned=int(first.get("planned", first["requested"])),
         reference=rule,
-        undecided=[q for q in drawn if q not in crowd and q in settled],
+        undecided=[q for q in drawn if q not in crowd and q in settled and q not in every_vote],
         extendable=bool(first.get("extendable", True)),
+        echo=echo,
+        held_undecided=[q for q in drawn if q not in crowd and q in every_vote],
     )
 
 
@@ -312,6 +407,7 @@ def report_version(batch: Batch) -> str | None:
     rulings = Adjudication.objects.filter(batch_query__batch__in=chain).aggregate(n=Count("id"), last=Max("decided_at"))
     labelled = PreLabel.objects.filter(batch_query__batch=batch).aggregate(n=Count("id"), last=Max("created"))
     routing = latest_routing(batch)
+    restored = sorted(EchoRestore.objects.filter(batch=batch).values_list("worker_id", flat=True))
     state = "|".join(
         str(v)
         for v in (
@@ -320,6 +416,7 @@ def report_version(batch: Batch) -> str | None:
             *rulings.values(),
             *labelled.values(),
             routing.pk if routing else None,
+            restored,
         )
     )
     return hashlib.sha256(state.encode()).hexdigest()[:32]
@@ -419,6 +516,7 @@ def calibration_report(
     step(REPORT_STEPS[4])
     rest_labels = [m.label for m in sample.rest.values()]
     report["proportions"] = category_proportions(sample.human, sample.machine, rest_labels, weights=sample.weights)
+    report["echo"] = sample.echo.as_dict() if sample.echo is not None else None
     return report
 
 

@@ -167,3 +167,15 @@ class ClearedCacheSerializer(serializers.Serializer):
     model = serializers.CharField()
     prompt_version = serializers.CharField(allow_null=True)
     deleted = CountField(help_text="Query texts whose cached answers were forgotten.")
+
+
+class EchoReviewRequestSerializer(serializers.Serializer):
+    """A researcher's decision on a worker the echo check flagged (``annotation.machine.services.echo``)."""
+
+    worker = serializers.CharField(
+        max_length=40, help_text="The worker's pseudonym, as the calibration report names it."
+    )
+    restore = serializers.BooleanField(
+        help_text="true: their sample answers count in the reference after all; false: held out again."
+    )
+    reason = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)

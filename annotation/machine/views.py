@@ -33,6 +33,7 @@ from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, Routin
 from annotation.machine.selectors import calibration_batch, identities, prelabel_runs
 from annotation.machine.services.background import report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.echo import hold_out_again, restore_echo_worker
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
 from annotation.machine.services.routing import (
     DEFAULT_RISK,
@@ -262,6 +263,26 @@ def batch_calibration_live(request: HttpRequest, name: str) -> HttpResponse:
     """The report's live part (htmx polls it while the calibration sample is published or its report is computed)."""
     batch = get_object_or_404(Batch, name=name)
     return render(request, "annotation/prelabelling/_calibration_report.html", _calibration_context(request, batch))
+
+
+@researcher_required
+@require_POST
+def batch_calibration_echo(request: HttpRequest, name: str) -> HttpResponse:
+    """Restore a worker the echo check flagged (``restore=1``, with ``reason``), or hold them out again (``restore=0``)."""
+    batch = get_object_or_404(Batch, name=name)
+    worker, restore = request.POST.get("worker", ""), request.POST.get("restore")
+    try:
+        if restore == "1":
+            restore_echo_worker(batch, worker, by=request.user, reason=request.POST.get("reason", ""))
+            messages.success(request, f"{worker}'s sample answers count in the reference again.")
+        elif restore == "0":
+            hold_out_again(batch, worker)
+            messages.success(request, f"{worker}'s sample answers are held out of the reference again.")
+        else:
+            messages.error(request, "restore: send 1 to restore the worker or 0 to hold them out again.")
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    return redirect(reverse("annotation:batch-calibration", args=[batch.name]) + "#echo")
 
 
 # --- routing ----------------------------------------------------------------------------------

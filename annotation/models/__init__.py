@@ -27,7 +27,7 @@ from annotation.models.crowd import (
     WorkerIdentity,
 )
 from annotation.models.inhouse import Account, AccountState
-from annotation.models.machine import PreLabel, PreLabelAnswer, Routing
+from annotation.models.machine import EchoRestore, PreLabel, PreLabelAnswer, Routing
 from annotation.models.quality import Adjudication, Escalation, Qualification, Reoffer, TrainingQuery, WorkerFlag
 from annotation.models.results import AnswerUse, Export
 
@@ -41,6 +41,7 @@ __all__ = [
     "Batch",
     "BatchQuery",
     "BonusPayment",
+    "EchoRestore",
     "Escalation",
     "Export",
     "FormPosition",

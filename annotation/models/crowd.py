@@ -388,6 +388,14 @@ class Judgment(models.Model):
     # NULL means "no usable answer", which must never be mistaken for a label.
     label = models.CharField(max_length=1, choices=LABEL_CHOICES, null=True, blank=True)  # noqa: DJ001
     invalid_reason = models.CharField(max_length=200, blank=True)
+    # What the worker's hands left on the HIT page while this query was the one shown
+    # (``annotation.crowd.services.answers.HAND_SIGNALS``); NULL: unknown (no script, another
+    # provider's page, a value out of range), never read as zero.
+    pastes = models.PositiveIntegerField(null=True, blank=True, help_text="Pastes into the page.")
+    tab_leaves = models.PositiveIntegerField(null=True, blank=True, help_text="Times the tab or window was left.")
+    item_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Milliseconds from the query being shown to its answer."
+    )
 
     scope_via = "assignment"  # its research group is its assignment's
     objects = GroupScopedManager()

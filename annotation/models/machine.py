@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -129,3 +130,30 @@ class Routing(models.Model):
 
     def __str__(self) -> str:
         return f"{self.batch.name}: {len(self.accepted)} accepted at {self.threshold}"
+
+
+class EchoRestore(models.Model):
+    """A researcher's word that a sample worker the echo check flagged answered as a person after all.
+
+    The echo check (:mod:`genderbias.machine.echo`) holds a flagged worker's answers out of the
+    calibration sample's reference (``annotation.machine.selectors.read_sample``); a row here puts
+    that worker's answers back for the batch. Deleting it holds them out again.
+    """
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="echo_restores")
+    worker = models.ForeignKey("annotation.Worker", on_delete=models.CASCADE, related_name="+")
+    restored_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    restored_at = models.DateTimeField(auto_now_add=True)
+    reason = models.CharField(max_length=2000, blank=True, help_text="Why their answers count after all.")
+
+    scope_via = "batch"  # its research group is its batch's
+    objects = GroupScopedManager()
+
+    class Meta:
+        ordering = ["batch", "worker"]
+        constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_echo_restore_per_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.batch.name}: {self.worker} restored"

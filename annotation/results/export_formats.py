@@ -286,8 +286,9 @@ def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dic
             "adjudicated": r["adjudicated"],
             "label_source": r.get("label_source") or ("adjudicated" if r["adjudicated"] else "crowd majority"),
             "machine_confidence": r.get("machine_confidence"),
-            "votes": r["votes"],
-            "agreement": round(r["counts"][r["label"]] / len(r["votes"]), 4) if r["votes"] else None,
+            "machine": r.get("machine"),  # the machine's label and confidence, accepted or not
+            "votes": r["votes"],  # every human answer, with its hand signals
+            "agreement": r["agreement"],
             "dawid_skene": r["dawid_skene"],
             "ds_posterior": (r["ds_posteriors"] or {}).get(r["label"]),
         }
@@ -445,9 +446,10 @@ def guarantee_fact(routing: Mapping[str, Any]) -> str:
         if len(stages) > 1
         else "the machine-accepted labels are"
     )
+    echo = ((routing.get("reference") or {}).get("echo") or {}).get("text")
     return (
         f"with probability ≥ {1 - risk:g} (1 − δ) over the blind sample, {kept} at least {target:g} right "
-        f"(fixed-sequence test) against {against}"
+        f"(fixed-sequence test) against {against}" + (f". {echo}" if echo else "")
     )
 
 

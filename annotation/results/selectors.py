@@ -143,6 +143,47 @@ def judgments_frame(batch: Batch) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
 
+#: A vote's hand signals when none were recorded (another provider's page): unknown, not zero.
+NO_SIGNALS = {"pastes": None, "tab_leaves": None, "item_ms": None}
+
+
+def vote_hand_signals(batch: Batch) -> dict[tuple[str, str], dict[str, int | None]]:
+    """Per (qid, worker pseudonym) of :func:`judgments_frame`'s votes, the hand signals of the answer
+    that counts (the latest, as :func:`judgments_frame` orders them): pastes, tab leaves, milliseconds."""
+    rows = (
+        usable_judgments(batch)
+        .order_by("assignment_id", "pk")
+        .values_list("batch_query__qid", "assignment__worker__pseudonym", *NO_SIGNALS)
+    )
+    return {(qid, worker): dict(zip(NO_SIGNALS, values, strict=True)) for qid, worker, *values in rows}
+
+
+def machine_opinions(batch: Batch) -> dict[str, dict[str, Any]]:
+    """``qid -> {label, confidence, labeller, model}``: the machine's label of every query of ``batch``, accepted
+    or not, from the labeller routing used (the latest routing's, else its calibration sample's); empty
+    when no machine labelled it. What a lab audits the machine against the crowd with, item by item."""
+    routing = latest_routing(batch)
+    if routing is not None:
+        identity = (routing.labeller, routing.model, routing.prompt_version)
+    else:
+        sample = (
+            Batch.objects.filter(parent=batch, purpose=Batch.Purpose.CALIBRATION)
+            .order_by("created", "pk")
+            .values_list("derivation", flat=True)
+            .first()
+        )
+        if not sample or "labeller" not in sample:
+            return {}
+        identity = (sample["labeller"], sample["model"], sample["prompt_version"])
+    rows = PreLabel.objects.filter(
+        batch_query__batch=batch, labeller=identity[0], model=identity[1], prompt_version=identity[2]
+    ).values_list("batch_query__qid", "label", "confidence")
+    return {
+        qid: {"label": label, "confidence": confidence, "labeller": identity[0], "model": identity[1]}
+        for qid, label, confidence in rows
+    }
+
+
 def min_votes(batch: Batch) -> int:
     """The fewest votes a query of ``batch`` needs for a majority label, as the export counts them."""
     return min(MIN_VOTES, batch.assignments_per_query)
@@ -411,7 +452,9 @@ def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dic
     every label to Dawid-Skene's posterior probability; ``ds_posterior`` is the largest.
     """
     answers = answers or BatchAnswers(batch)
-    return _cached(answers, "query_results", lambda: _query_results(batch, answers))
+    return _cached(
+        answers, "query_results:v2", lambda: _query_results(batch, answers)
+    )  # v2: machine, agreement, signals
 
 
 def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
@@ -432,15 +475,19 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
         posteriors = ds.posteriors.astype(float).round(6)
         posteriors.columns = [str(label) for label in posteriors.columns]
         ds_posteriors = posteriors.to_dict("index")  # one pass, not a Series per query
-    by_item: dict[str, list[dict[str, str]]] = {}
+    signals = vote_hand_signals(batch)
+    by_item: dict[str, list[dict[str, Any]]] = {}
     for item, worker, label in frame.itertuples(index=False):
-        by_item.setdefault(item, []).append({"worker": worker, "label": label})
+        by_item.setdefault(item, []).append(
+            {"worker": worker, "label": label, **signals.get((item, worker), NO_SIGNALS)}
+        )
     invalid: dict[str, int] = {}
     invalid_judgments = Judgment.objects.filter(batch_query__batch__in=crowd_batch_ids(batch), label=None)
     for qid in invalid_judgments.values_list("batch_query__qid", flat=True):
         invalid[qid] = invalid.get(qid, 0) + 1
 
     machine = machine_accepted(batch)
+    opinions = machine_opinions(batch)
     by_qid = votes.to_dict("index")  # one pass over the votes, not a .loc per query
     results = []
     for qid, text in batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text"):
@@ -453,11 +500,15 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
         accepted = machine.get(qid)
         if label is None and accepted is not None:
             label, source = accepted.label, accepted.source
+        counts = {lab: int(row[lab]) if row is not None else 0 for lab in LABELS}
+        kept_votes = by_item.get(qid, [])
         results.append(
             {
                 "qid": qid,
                 "query": text,
                 "label": label,
+                # share of the votes that gave the label (null: no label or no votes)
+                "agreement": round(counts.get(label, 0) / len(kept_votes), 4) if label and kept_votes else None,
                 "label_source": source,
                 "machine_confidence": accepted.confidence if accepted and source == accepted.source else None,
                 "crowd_label": crowd_label,
@@ -476,7 +527,8 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
                 "disputed": bool(row["disputed"]) if row is not None else False,
                 "too_few_votes": bool(row["too_few_votes"]) if row is not None else True,
                 "votes": sorted(by_item.get(qid, []), key=lambda v: v["worker"]),
-                "counts": {lab: int(row[lab]) if row is not None else 0 for lab in LABELS},
+                "machine": opinions.get(qid),
+                "counts": counts,
                 "invalid": invalid.get(qid, 0),
                 "dawid_skene": ds_labels.get(qid),
                 "ds_posterior": ds_posterior.get(qid),

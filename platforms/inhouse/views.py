@@ -162,7 +162,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             try:
                 check = submit_local_assignment(
-                    assignment, form.cleaned_data, hit_queries=hit_queries, count_answered=True, current=True
+                    assignment, form.answers(), hit_queries=hit_queries, count_answered=True, current=True
                 )
             except NotAnnotator as exc:  # taken out of the group between the read above and the write
                 raise PermissionDenied(str(exc)) from None
@@ -252,7 +252,7 @@ def correction_step(request: HttpRequest, assignment: Assignment, *, mode: str, 
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                check = correct_assignment(assignment, form.cleaned_data, hit_queries=hit_queries)
+                check = correct_assignment(assignment, form.answers(), hit_queries=hit_queries)
             except NotCorrectable as exc:
                 context = {"heading": "Cannot be corrected", "message": str(exc), "continue_url": done_url}
                 return render(request, "annotation/no_more_hits.html", context, status=409)

@@ -200,7 +200,7 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
         form = HitAnswerForm(hit_queries, request.POST)
         if form.is_valid():
             try:
-                submit_local_assignment(assignment, form.cleaned_data, hit_queries=hit_queries, current=True)
+                submit_local_assignment(assignment, form.answers(), hit_queries=hit_queries, current=True)
             except ServiceError as exc:
                 return render(request, "annotation/no_more_hits.html", {"message": str(exc)}, status=409)
             return redirect(completion_url(hit.batch))

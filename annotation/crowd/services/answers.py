@@ -22,6 +22,17 @@ from annotation.models import Assignment, BatchQuery, HitQuery, Judgment
 from core.db import insert_few_rows
 from genderbias.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
+from genderbias.numbers import NumberError, parse_count
+
+#: What the HIT page's script (``static/js/hand_signals.js``) posts per query beside its answer, as
+#: ``<name>-<position>``: each the stored ``Judgment`` column and its bound. The signals tell how an
+#: answer was given (a paste, the tab left for another window, seconds or minutes on the query), so
+#: that a sample answered by copying a chatbot's label can be found (``genderbias.machine.echo``).
+HAND_SIGNALS = (
+    ("pastes", "pastes", 1000),
+    ("leaves", "tab_leaves", 1000),
+    ("ms", "item_ms", 24 * 3600 * 1000),
+)
 
 
 @dataclass
@@ -33,6 +44,8 @@ class AnswerCheck:
     gold_total: int = 0
     gold_passed: bool | None = None
     gold_misses: list[tuple[BatchQuery, str | None]] = field(default_factory=list)
+    #: Per judgment, in the same order: its hand signals (:func:`hand_signals`).
+    signals: list[tuple[int | None, ...]] = field(default_factory=list)
     #: The worker's submitted HITs after this one, when the submit was asked to count them.
     answered_count: int | None = None
     #: This HIT's number among the worker's HITs of its batch, as the HIT page's header numbered it
@@ -61,6 +74,23 @@ UNREADABLE_FEEDBACK = (
 )
 
 
+def hand_signals(answers: Mapping[str, str], position: int) -> tuple[int | None, ...]:
+    """The hand signals posted for the query at ``position`` (:data:`HAND_SIGNALS` order).
+
+    Each is read by :func:`genderbias.numbers.parse_count` within its bound; one absent, or not a
+    whole number in range (a page without the script, an edited form), is unknown (``None``), not 0:
+    the answer itself is still recorded, the worker cannot mend a field they never saw.
+    """
+    values = []
+    for name, _column, most in HAND_SIGNALS:
+        raw = answers.get(f"{name}-{position}")
+        try:
+            values.append(None if raw in (None, "") else parse_count(raw, f"{name}-{position}", maximum=most))
+        except NumberError:
+            values.append(None)
+    return tuple(values)
+
+
 def check_answers(
     hit_queries: Sequence[HitQuery], answers: Mapping[str, str] | None, gold_pass_fraction: float
 ) -> AnswerCheck:
@@ -81,6 +111,7 @@ def check_answers(
         else:
             label, reason = value, ""
         check.judgments.append((hq.batch_query, label, reason))
+        check.signals.append(hand_signals(answers, hq.position))
         if hq.batch_query.is_gold:
             check.gold_total += 1
             if label == hq.batch_query.gold_label:
@@ -182,8 +213,11 @@ def record_answers(
     # One multi-row INSERT, as bulk_create would send, without its per-call compile (the HIT cycle, issue 46).
     insert_few_rows(
         Judgment,
-        ("assignment_id", "batch_query_id", "label", "invalid_reason"),
-        [(assignment.pk, bq.pk, label, reason) for bq, label, reason in check.judgments],
+        ("assignment_id", "batch_query_id", "label", "invalid_reason", *(column for _, column, _ in HAND_SIGNALS)),
+        [
+            (assignment.pk, bq.pk, label, reason, *signals)
+            for (bq, label, reason), signals in zip(check.judgments, check.signals, strict=True)
+        ],
     )
     return check
 

@@ -18,7 +18,9 @@ query reaches P, e.g. 0.9). ``Batch.extra_budget`` caps what escalations (with r
 how many it left out. With ``Batch.escalate_until`` set (``escalate_batch --auto``),
 every sync runs one round by itself (:func:`escalation_round`): one more assignment for
 each finished HIT with an unsettled query, until it is settled, the HIT reaches
-``Batch.escalation_cap`` or the budget is spent. A batch restricted to a team adds no place that
+``Batch.escalation_cap`` or the budget is spent; a calibration sample's round waits until every HIT of
+the sample is answered (:func:`round_in_progress`), so its reference depends on its answers, not on when
+they came. A batch restricted to a team adds no place that
 no member of the team can take (every member did the HIT): there the team's size is the cap.
 """
 
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 
 from annotation.crowd.costs import Cost, extra_assignments_cost
 from annotation.crowd.providers import CrowdProvider, get_provider
@@ -109,6 +111,25 @@ def _finished_hits(batch: Batch) -> list[Hit]:
         for hit in batch.hits.exclude(provider_id=None).annotate(answered=Count("assignments", filter=done))
         if hit.answered >= hit.max_assignments
     ]
+
+
+def round_in_progress(batch: Batch) -> bool:
+    """Whether a HIT of ``batch`` on the provider still has a place without a submitted or approved answer.
+
+    A calibration sample escalates round by round only once the round is in (``loop.close_the_loop``):
+    which of its queries are settled is read from the answers of the whole round (Dawid–Skene's posterior
+    is fitted on them all), so a sync that ran while a slow crowd was still answering must not decide
+    on part of them -- the sample's reference, and the routing certified against it, would then depend on
+    when the answers came, not on what they were.
+    """
+    done = Q(assignments__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED])
+    return (
+        batch.hits.exclude(provider_id=None)
+        .exclude(status=Hit.Status.EXPIRED)
+        .annotate(answered=Count("assignments", filter=done))
+        .filter(answered__lt=F("max_assignments"))
+        .exists()
+    )
 
 
 def plan_escalation(

@@ -218,10 +218,10 @@ def _card_for(file_name: str) -> str:
     results = [
         {"qid": "1", "query": "nurse", "label": "n", "label_source": "machine-accepted", "machine_confidence": 0.9,
          "adjudicated": False, "votes": [], "counts": {"n": 0, "f": 0, "m": 0, "o": 0}, "dawid_skene": None,
-         "ds_posteriors": None},
+         "ds_posteriors": None, "agreement": None},
         {"qid": "2", "query": "king", "label": "m", "label_source": "adjudicated", "machine_confidence": None,
          "adjudicated": True, "votes": [{"worker": "w1", "label": "m"}], "counts": {"n": 0, "f": 0, "m": 1, "o": 0},
-         "dawid_skene": "m", "ds_posteriors": {"m": 1.0}},
+         "dawid_skene": "m", "ds_posteriors": {"m": 1.0}, "agreement": 1.0},
     ]  # fmt: skip
     report = {
         "krippendorff_alpha": None, "alpha_ci": [None, None], "bootstrap_resamples": 0, "per_category_alpha": {},

@@ -176,9 +176,20 @@ def _route_batch(
             over_budget=len(plan.over_budget),
             cost=plan.cost,
             saving=plan.saving,
-            reference=plan.reference_rule,
+            # What "right" meant, with whose answers were held out of it and why (the echo check).
+            reference=plan.reference_rule | ({"echo": _echo_record(plan.echo)} if plan.echo else {}),
             stages=plan.stages,
         )
+
+
+def _echo_record(echo: dict) -> dict:
+    """The echo check as a routing records it: who was held out, who restored, why (no per-worker table)."""
+    keys = ("z", "min_answers", "held_out", "restored", "held_out_answers", "text")
+    return {key: echo[key] for key in keys if key in echo} | {
+        "flagged": [
+            {k: w[k] for k in ("worker", "answers", "with_machine", "with_people", "z")} for w in echo["flagged"]
+        ]
+    }
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,8 @@ class RoutingPlan:
     #: the HITs the sample waits on (:func:`reference_state`): batch, hit (its position), queries, qids, reason,
     #: needed (annotators the team lacks for it)
     waiting: list[dict] = field(default_factory=list)
+    #: the echo check of the sample (``annotation.machine.selectors.SampleEcho.as_dict``): who is held out and why
+    echo: dict = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -328,7 +330,8 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
     from annotation.quality.services.budget import affordable, budget_left, extra_assignment_price, extra_spent
 
     drawn, undecided = set(sample.drawn), set(sample.undecided)
-    pending = {q for q in drawn if q not in sample.crowd and q not in undecided}
+    # A query left without a label by the echo check's hold-out waits for nothing: it is an error.
+    pending = {q for q in drawn if q not in sample.crowd and q not in undecided} - set(sample.held_undecided)
     escalating: set[str] = set()
     waits: list[dict[str, Any]] = []
     on_hits: set[str] = set()
@@ -582,6 +585,7 @@ def plan_routing(
         extendable=sample.extendable,
         reference_rule=_rule_record(sample.reference),
         stages=chosen.get("stages", []),
+        echo=sample.echo.as_dict() if sample.echo is not None else {},
         **advice,
     )
     plan.cost_all = _cost(batch, plan.labelled)
