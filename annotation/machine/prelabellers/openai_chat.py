@@ -708,8 +708,9 @@ class ChatClient:
             if self._capacity is not False:
                 return self._capacity  # type: ignore[return-value]
         slots = None
-        path = urllib.parse.urlsplit(self.url).path
-        props = path[: path.rfind("/v1/") + 1] + "props" if "/v1/" in path else None
+        parts = urllib.parse.urlsplit(self.url)
+        at = parts.path.rfind("/v1/")
+        props = None if at < 0 else urllib.parse.urlunsplit((*parts[:2], parts.path[: at + 1] + "props", "", ""))
         if props is not None:
             try:
                 once = dataclasses.replace(self.transport, max_attempts=1)  # a question, not worth retrying
