@@ -683,6 +683,8 @@ class ChatClient:
         self.n_ignored = False  #: the server answered fewer choices than ``n`` asked: it ignores ``n``
         self.separate_calls = 0  #: calls made for answers a server that ignores ``n`` did not give
         self.n_max: int | None = None  #: the most ``n`` the server allows (it refused more, or reports its slots)
+        #: what the server refused and the client then asked otherwise (the Connections page's test reports it)
+        self.refusals: list[str] = []
         self._state = threading.Lock()
         self._capacity: int | bool | None = False  # False: not asked yet
         self.slots: Slots | None = None
@@ -753,11 +755,14 @@ class ChatClient:
             answer = self.transport.request("POST", self.url, body, deadline=deadline)
         except HttpError as exc:
             if exc.kind == "refused":
-                raise PreLabelError(f"chat completions: HTTP {exc.status}: {exc.text[:300]}", exc.status) from None
-            said = (
-                f" ({' '.join(exc.text.split())[:300]})" if exc.text else ""
-            )  # llama-cpp-python: a 500 naming the field
-            raise PreLabelError(f"chat completions: {exc}{said}", exc.status, upstream=True) from None
+                error = PreLabelError(f"chat completions: HTTP {exc.status}: {exc.text[:300]}", exc.status)
+            else:
+                said = (
+                    f" ({' '.join(exc.text.split())[:300]})" if exc.text else ""
+                )  # llama-cpp-python: a 500 naming the field
+                error = PreLabelError(f"chat completions: {exc}{said}", exc.status, upstream=True)
+            error.http = exc  # type: ignore[attr-defined]  # the transport's own account (the Connections page's test)
+            raise error from None
         if not isinstance(answer, dict):
             raise PreLabelError("chat completions: an answer that is not a JSON object", 502)
         return answer
@@ -799,11 +804,14 @@ class ChatClient:
                     most = refuses_n(str(exc))
                     with self._state:
                         self.n_max = min(most, self.n_max or most, body["n"] - 1)
+                        self.refusals.append(f"n = {body['n']} (asked again with at most {self.n_max}: {exc})")
                     continue
                 if exc.status == 400 and wants_other_limit_field(str(exc), limit):  # the server wants the other
+                    body_limit = limit
                     limit = TOKEN_LIMIT_FIELDS[1 - TOKEN_LIMIT_FIELDS.index(limit)]
                     with self._state:
                         self.token_limit, self.token_limit_switched = limit, True
+                        self.refusals.append(f"{body_limit} (asked again with {limit})")
                     continue
                 if self.response_format is not None and exc.status and "response_format" in str(exc):
                     self.format_refused = True  # every query would be refused alike: the job stops
@@ -817,8 +825,9 @@ class ChatClient:
                     refused = True
                     continue
                 raise
-            if refused:  # the same call without them was answered: not asked for them again
+            if refused and not self.logprobs_refused:  # the same call without them was answered: not asked again
                 self.logprobs_refused = True
+                self.refusals.append("log-probabilities (asked again without them)")
             contents, prompt_tokens, completion_tokens = read_choices(answer, self.max_answer_chars)
             result.requests += 1
             result.prompt_tokens += prompt_tokens
