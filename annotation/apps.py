@@ -19,12 +19,16 @@ class AnnotationConfig(AppConfig):
     def ready(self) -> None:
         """Sessions and one-time links end for good when an account's rights change (annotation.accounts);
         the sub-domains' hooks are declared (:data:`PLUG_INS`, loaded when a hook is first used); pooling
-        reads a query file's labels with this app's vocabulary."""
+        reads a query file's labels with this app's vocabulary; the chat connection's test is the chat labeller's
+        request (annotation.machine.services.prelabels.check_chat)."""
         from django.db.models.signals import post_migrate
 
         from annotation.accounts import watch_accounts  # start-up
         from annotation.crowd.providers.base import platform_plug_ins  # start-up
         from annotation.crowd.services.hooks import plug_in  # start-up
+        from annotation.machine.services.prelabels import check_chat  # start-up
+        from core.connection_kinds import CHAT  # start-up
+        from core.services.connections import register_connection  # start-up
         from genderbias.labels import ACCEPTED_SPELLINGS, label_code  # start-up
         from pooling.queryfiles import LABELS  # start-up
 
@@ -32,6 +36,7 @@ class AnnotationConfig(AppConfig):
         LABELS.use(label_code, ACCEPTED_SPELLINGS)  # a labelled query file is read with the one vocabulary
         post_migrate.connect(_change_log, sender=self)
         plug_in((*PLUG_INS, *platform_plug_ins()))
+        register_connection(CHAT, check_chat)  # the Connections page's test: the chat labeller's own request
 
 
 def _change_log(sender, using: str = "default", **kwargs) -> None:

@@ -6,7 +6,7 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 
-ensure_venv() {  # ensure_venv REQUIREMENTS_FILE
+ensure_venv() {  # ensure_venv REQUIREMENTS_FILE [PIP_OPTION...] (e.g. --no-deps)
   if [ ! -x .venv/bin/python ]; then
     echo "==> Creating .venv with $($PYTHON --version)"
     "$PYTHON" -m venv .venv
@@ -15,7 +15,7 @@ ensure_venv() {  # ensure_venv REQUIREMENTS_FILE
   if [ ! -f "$stamp" ] || [ "$1" -nt "$stamp" ] || [ requirements.txt -nt "$stamp" ]; then
     echo "==> Installing $1"
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$1"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "${@:2}" -r "$1"
     touch "$stamp"
   fi
 }

@@ -483,10 +483,16 @@ def machine_facts(routing: Mapping[str, Any], calibration: Mapping[str, Any] | N
     if calibration:
         facts |= {
             "calibration sample": f"{calibration['sample_batch']} ({calibration['n']} queries labelled by the crowd)",
-            "calibration accuracy": round(calibration["accuracy"], 4),
-            "calibration Cohen's kappa": round(calibration["kappa"], 4),
-            "kappa 95% CI": [round(v, 4) for v in calibration["kappa_ci"]],
-            "expected calibration error": round(calibration["ece"], 4),
-            "Brier score": round(calibration["brier"], 4),
+            "calibration accuracy": _rounded(calibration["accuracy"]),
+            # undefined (None) where machine and crowd each gave one label: a small model that answers "n" throughout
+            "calibration Cohen's kappa": _rounded(calibration["kappa"]),
+            "kappa 95% CI": [_rounded(v) for v in calibration["kappa_ci"] or []] or None,
+            "expected calibration error": _rounded(calibration["ece"]),
+            "Brier score": _rounded(calibration["brier"]),
         }
     return facts
+
+
+def _rounded(value: float | None) -> float | None:
+    """A report's figure to 4 places; ``None`` (undefined) stays so."""
+    return None if value is None else round(value, 4)

@@ -16,14 +16,13 @@ from collections.abc import Callable, Iterable, Mapping
 from django.conf import settings
 from django.db import transaction
 
-from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ZENODO, ConnectionKind
+from core.connection_kinds import HUGGINGFACE, KINDS, ZENODO, ConnectionKind
 from core.http import HttpError, JsonClient
 from core.jobs import background_job
 from core.models import Connection, Job
 from core.redaction import mask_secret
 from core.sealing import KEY_SETTING, SealError, key_in_file, reseal, seal, unseal
 from core.selectors import (
-    chat_settings,
     connections_key,
     connections_key_file,
     environment_value,
@@ -224,32 +223,6 @@ def _call(client: JsonClient, method: str, path: str, body=None, *, label: str, 
         raise _failure(exc, client.base_url, label, secret) from None
 
 
-def check_chat() -> str:
-    """The chat endpoint: one short chat completion with the model named."""
-
-    conn = chat_settings()
-    if not conn.model:
-        raise ConnectionTestFailed("no model is set: name the model the endpoint serves")
-    key = conn.api_key
-    client = _client(conn.api_url, {"Authorization": f"Bearer {key}"} if key else {})
-    body = {
-        "model": conn.model,
-        "messages": [
-            {"role": "system", "content": "Connection test: answer with one letter."},
-            {"role": "user", "content": 'Query: "connection test"'},
-        ],
-        "temperature": 1.0,
-        # Capped as every labelling request is, in the field the connection declares: a server that
-        # refuses that field fails the test here, before a job does.
-        conn.token_limit: settings.PRELABEL_MAX_ANSWER_TOKENS,
-    }
-    answer = _call(client, "POST", "chat/completions", body, label="API key", secret=key)
-    choices = answer.get("choices") if isinstance(answer, dict) else None
-    if not isinstance(choices, list) or not choices:
-        raise ConnectionTestFailed("the endpoint answered, but not with chat completions (no choices)")
-    return f"Language model: {conn.model} answered at {conn.api_url}."
-
-
 def check_huggingface() -> str:
     """The Hub: the token accepted (``whoami-v2``), and whether it may write (publishing needs it)."""
 
@@ -281,7 +254,7 @@ def check_zenodo() -> str:
 
 #: Each connection's test, by kind: the shared ones here, a platform's registered with its kind.
 CHECKS: dict[str, Callable[[], str]] = {
-    CHAT.kind: check_chat,
+    # CHAT's test is the chat labeller's own request: annotation registers it (annotation.apps)
     HUGGINGFACE.kind: check_huggingface,
     ZENODO.kind: check_zenodo,
 }

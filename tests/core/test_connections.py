@@ -350,7 +350,7 @@ def test_chat_test_succeeds_and_reports_a_wrong_key_and_a_timeout(
     save_connection("chat", {"api_url": url, "model": fake.model, "api_key": openai_chat.KEY})
     job = _test("chat", django_capture_on_commit_callbacks)
     assert job.status == Job.Status.DONE, job.message
-    assert job.message == f"Language model: {fake.model} answered at {url}."
+    assert job.message.startswith(f"Language model: {fake.model} answered at {url}. The labeller's request (text, ")
     assert fake.requests[-1]["model"] == fake.model
 
     save_connection("chat", {"api_key": "sk-wrong-key-0000000"})
@@ -363,6 +363,42 @@ def test_chat_test_succeeds_and_reports_a_wrong_key_and_a_timeout(
     fake.delay = 1.5
     job = _test("chat", django_capture_on_commit_callbacks)
     assert job.status == Job.Status.FAILED and job.message == "no answer from 127.0.0.1 within 0.3 s (timeout)"
+
+
+@pytest.mark.django_db
+def test_chat_test_sends_the_labellers_request_and_reports_what_llama_server_refused(
+    key, settings, fake_chat, django_capture_on_commit_callbacks
+):
+    """The test is the labeller's own request (its answer format, cap and ``n``); against llama-server's refusals
+    (a server with 1 slot that does not report it, so ``n`` = 3 is sent) it says what was refused and what the
+    answers gave."""
+    fake, url = fake_chat
+    openai_chat.llama_server(fake, 1)
+    fake.props = False
+    settings.PRELABEL_SAMPLES = 3
+    settings.PRELABEL_MAX_ANSWER_TOKENS = 11
+    save_connection(
+        "chat", {"api_url": url, "model": fake.model, "api_key": openai_chat.KEY, "answer_format": "json_schema"}
+    )
+    job = _test("chat", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.DONE, job.message
+    first = fake.refused[0]
+    assert (first["n"], first["max_tokens"], first["response_format"]["type"]) == (3, 11, "json_schema")
+    assert first["logprobs"] is True and "<query>" in first["messages"][-1]["content"]
+    assert "(json_schema, max_tokens 11, n 3, log-probabilities)" in job.message
+    assert "the server refused n = 3 (asked again with at most 1" in job.message
+    assert "Field 'n': Value must be between 1 <= value <= 1" in job.message
+    assert "1 answers in 1 calls, 1 naming a label, 1 with log-probabilities" in job.message
+
+    fake.props = True  # a server that says its slots: n never above them, nothing refused
+    fake.refused.clear()
+    job = _test("chat", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.DONE and fake.refused == [] and "refused" not in job.message
+
+    fake.answers = {"how long is a pregnancy": ["This query is about how long it takes to conceive."]}
+    save_connection("chat", {"answer_format": "text"})
+    job = _test("chat", django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.DONE and "no answer named a label: try another answer format" in job.message
 
 
 @pytest.mark.django_db

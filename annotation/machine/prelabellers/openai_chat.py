@@ -5,7 +5,9 @@ cannot close; the built-in system prompt says never to follow instructions in it
 :data:`PROMPT_VERSION`, or a researcher's own from a file, versioned by its text) as ``POST {base}/chat/completions`` with ``{model, messages,
 temperature, n, logprobs, top_logprobs}``; the answers are ``choices[].message.content`` and the cost is read from
 ``usage.prompt_tokens`` / ``usage.completion_tokens`` at the configured prices (USD per
-million tokens). A server that returns fewer choices than ``n`` is asked again for the rest.
+million tokens). A server that returns fewer choices than ``n`` is asked again for the rest; one that
+refuses ``n`` (llama.cpp's ``llama-server``: HTTP 400 "Field 'n': Value must be between 1 <= value <= S"
+for more than its S slots) is asked at most S a call, once per answer when S is 1 (:attr:`ChatClient.n_max`).
 
 Log-probabilities. OpenAI's chat completions API ("Create chat completion",
 https://platform.openai.com/docs/api-reference/chat/create; the same fields in ``openai-python``'s
@@ -59,8 +61,12 @@ before log-probabilities were asked for are used as they are. A rerun asks for n
 (the second draw is decided from the answers held, and the budget counts them), and asking
 for more samples asks only for the missing ones. The cache is used from the calling thread only.
 
-Transport. Calls run in a small thread pool (``concurrency``) through the project's one HTTP
-client (:class:`core.http.JsonClient`): each query's call has a deadline (retries included),
+Transport. Calls run in a small thread pool (``concurrency``, at most the server's slots when it reports
+them: ``total_slots`` of ``llama-server``'s ``GET /props``, :meth:`ChatClient.capacity`) through the project's
+one HTTP client (:class:`core.http.JsonClient`). A call holds as many of those slots as the answers it asks
+for, and its deadline counts from when it has them, so that a call waiting for the server's earlier calls
+(a server answers no faster than its slots) does not spend its deadline in a queue; each call's deadline
+covers its retries,
 an answer is at most ``max_bytes``, redirects are never followed (the key stays with the
 endpoint). A 429 or a 5xx answer, a connection that breaks or times out before an answer (a
 lost response), and an answer that is not JSON are retried with exponential back-off,
@@ -74,12 +80,15 @@ circuit breaker (``max_consecutive_failures`` failed queries in a row, or a shar
 ``max_failure_share`` of the queries asked (each draw of a query counts), from :data:`MIN_FOR_SHARE` on; a 401/403/404 at
 once) stop the labeller: queries not yet begun are not sent, and
 :class:`~annotation.machine.prelabellers.interface.PreLabelStopped` carries the predictions it did make, so
-the service stores them. An answer longer than ``max_answer_chars`` is kept as the label it
+the service stores them. A server whose answers never name a label (none of the first
+:data:`NAMELESS_AFTER` answers it gave: a small model talking instead of answering in this format) stops
+the job too, saying so and what to try. An answer longer than ``max_answer_chars`` is kept as the label it
 names (or as unparseable), never as itself. Pure: no Django.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -189,12 +198,32 @@ def answer_content(answer: Any) -> Any:
     return answer.get("content") if isinstance(answer, dict) else answer
 
 
+#: A markdown code fence opening an answer (```` ```json ````): llama-server's log-probability tokens of a
+#: structured answer begin with one that its ``content`` lacks, and a model may write one in its text.
+_FENCE = re.compile(r"\s*```[A-Za-z]*[ \t]*\n?")
+
+
+def unfenced(content: str) -> str:
+    """``content`` without a code fence around it (the text between ```` ```json ```` and ```` ``` ````)."""
+    fence = _FENCE.match(content)
+    if fence is None:
+        return content
+    inner = content[fence.end() :]
+    return inner.rstrip().removesuffix("```")
+
+
+def structured(content: Any) -> bool:
+    """Whether an answer's text is a JSON object (a structured answer, perhaps in a code fence)."""
+    return isinstance(content, str) and unfenced(content).lstrip().startswith("{")
+
+
 def parse_answer(content: Any) -> str | None:
     """The label an answer names, or ``None`` (unparseable): a structured answer (a JSON object, see
-    :data:`ANSWER_FORMATS`) by its ``label`` member, a text one by its words."""
+    :data:`ANSWER_FORMATS`; in a code fence or not) by its ``label`` member, a text one by its words."""
     content = answer_content(content)
     if not isinstance(content, str):
         return None
+    content = unfenced(content)
     if content.lstrip().startswith("{"):
         return json_label(content)
     text = content.strip().strip(FORMATTING).strip().rstrip(".").strip().strip(FORMATTING).strip()
@@ -212,13 +241,22 @@ LABEL_SCHEMA: dict[str, Any] = {
 }
 
 
+#: A structured answer's label member, its value closed (the answer may be cut after it).
+_LABEL_MEMBER = re.compile(r'"' + ANSWER_KEY + r'"\s*:\s*"')
+_CUT_ANSWER = re.compile(r'\s*\{\s*"' + ANSWER_KEY + r'"\s*:\s*"([^"\\]*)"')
+
+
 def json_label(content: str) -> str | None:
-    """The label of a structured answer ``{"label": "f"}``; ``None`` for anything else (JSON cut by
-    the answer's cap, another shape, a value that is no label): counted as unparseable, never guessed."""
+    """The label of a structured answer ``{"label": "f"}``; ``None`` for anything else (another shape, a
+    value that is no label, JSON cut before the label's closing quote): counted as unparseable, never guessed.
+
+    An answer cut by its cap after the label's value (``{"label": "n"`` then nothing: llama-server spends
+    five tokens on a code fence, and SmolLM2 on new lines and indents) names that label all the same."""
     try:
         value = json.loads(content)
     except ValueError:
-        return None
+        cut = _CUT_ANSWER.match(content)
+        return label_code(cut.group(1)) if cut else None
     label = value.get(ANSWER_KEY) if isinstance(value, dict) else None
     return label_code(label) if isinstance(label, str) else None
 
@@ -265,8 +303,8 @@ def _logprob(value: Any) -> float | None:
 def read_top_logprobs(logprobs: Any) -> list[list] | None:
     """``[[token, logprob], ...]`` at the label's position of one choice's ``logprobs``, or ``None``.
 
-    The label's position is the answer's first token that is more than whitespace and
-    :data:`FORMATTING`; its ``top_logprobs`` are kept in order, the token chosen added when they
+    The label's position is :func:`_label_position`'s, then the first token from there that is more
+    than whitespace and :data:`FORMATTING`; its ``top_logprobs`` are kept in order, the token chosen added when they
     do not list it. Anything not of the documented shape (see the module docstring), or a
     position listing no alternative to the token chosen, is ``None``: the answer is voted as text.
     """
@@ -297,24 +335,29 @@ def read_top_logprobs(logprobs: Any) -> list[list] | None:
     return None
 
 
-#: The label's value in a structured answer begins where this ends.
-_LABEL_VALUE = re.compile(r'\{\s*"' + ANSWER_KEY + r'"\s*:\s*"')
-
-
 def _label_position(content: list) -> int | None:
-    """Where the label's token is looked for: the first token of a text answer; in a structured one
-    (its tokens spell a JSON object) the token that holds the label value's first character
-    (``{"`` ``label`` ``":`` `` "`` **``n``** ``"}``); ``None`` when that object names no label where read."""
+    """Where the label's token is looked for, whatever precedes it in the tokens: a code fence (```` ``` ````
+    ``json`` ``\\n``: llama-server lists those of a structured answer, which its ``content`` lacks),
+    whitespace, formatting, a JSON prefix. In a text answer, the token holding its first character that
+    is more than those; in a structured one (the tokens spell a JSON object), the token holding the label
+    value's first character (``{"`` ``label`` ``":`` `` "`` **``n``** ``"}``), wherever the member stands.
+    ``None`` when the object has no label member."""
     tokens = [p.get("token") if isinstance(p, dict) else None for p in content]
     if not all(isinstance(token, str) for token in tokens):
         return None
     text = "".join(tokens)
-    if not text.lstrip().startswith("{"):
-        return 0
-    match = _LABEL_VALUE.match(text.lstrip())
-    if match is None:
-        return None
-    at, offset = match.end() + len(text) - len(text.lstrip()), 0
+    fence = _FENCE.match(text)
+    start = fence.end() if fence else 0
+    if text[start:].lstrip().startswith("{"):
+        match = _LABEL_MEMBER.search(text, start)
+        if match is None:
+            return None
+        at = match.end()
+    else:
+        at = start
+        while at < len(text) and (text[at].isspace() or text[at] in FORMATTING):
+            at += 1
+    offset = 0
     for index, token in enumerate(tokens):
         offset += len(token)
         if offset > at:
@@ -378,7 +421,7 @@ def distribution(answer: Any) -> Distribution | None:
             masses[code] += mass
     if sum(masses.values()) <= 0:  # no listed token names a label (a tokenisation not foreseen): read the text
         return None
-    if str(answer_content(answer)).lstrip().startswith("{"):  # structured: only a label could come here
+    if structured(answer_content(answer)):  # structured: only a label could come here
         unknown = sum(masses[code] == 0 for code in LABELS) * min(listed)
         total = sum(masses.values()) + unknown
     return Distribution({code: mass / total for code, mass in masses.items()}, unknown / total)
@@ -470,6 +513,45 @@ def response_format(answer_format: str) -> dict | None:
     return None
 
 
+#: The most slots believed from a server's ``/props`` (a larger figure is a broken answer).
+MAX_SLOTS = 1024
+#: A 400 that names the field ``n`` (``Field 'n': Value must be between 1 <= value <= 1, but got 3``).
+_N_REFUSED = re.compile(r"""(?:^|[^\w.])['"`]?n['"`]?\s*(?::|must|should|is|value)""", re.IGNORECASE)
+_N_BOUND = re.compile(r"<=\s*(\d+)")
+
+
+def refuses_n(text: str) -> int:
+    """Whether an HTTP 400's text refuses the field ``n``: the most it allows (the ``<= S`` its text
+    states, llama-server's slots), 1 when it states none; 0 when the text is about something else."""
+    if not _N_REFUSED.search(text):
+        return 0
+    bound = _N_BOUND.search(text)
+    return max(1, int(bound.group(1))) if bound else 1
+
+
+class Slots:
+    """The server's slots a client's calls hold (a call asking ``n`` answers holds ``n``, at most all)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.free = total
+        self._changed = threading.Condition()
+
+    def acquire(self, count: int, timeout: float | None) -> bool:
+        """Hold ``count`` slots (at most all), waiting up to ``timeout`` seconds; whether they were had."""
+        count = min(count, self.total)
+        with self._changed:
+            if not self._changed.wait_for(lambda: self.free >= count, timeout=timeout):
+                return False
+            self.free -= count
+            return True
+
+    def release(self, count: int) -> None:
+        with self._changed:
+            self.free += min(count, self.total)
+            self._changed.notify_all()
+
+
 def wants_other_limit_field(text: str, sent: str) -> bool:
     """Whether an HTTP 400's text refuses the cap's field ``sent`` and names the other one (OpenAI:
     "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'
@@ -533,7 +615,14 @@ class ChatClient:
     whatever ``n``) is seen at its first answer of fewer choices than asked (``n_ignored``): the missing
     answers are then asked one call each, and only when needed (an answer with log-probabilities
     settles its query: more answers would repeat its first-token distribution); ``n`` is not sent to
-    it again, and the calls it took are counted (``Sampled.requests``, ``separate_calls``).
+    it again, and the calls it took are counted (``Sampled.requests``, ``separate_calls``). A server that
+    refuses ``n`` (a 400 naming the field, :func:`refuses_n`) is asked again with at most the most it
+    allows (the bound its message states, else 1: one call per answer), and never asked for more
+    (``n_max``, kept for the client's life: the connection's jobs share it).
+
+    ``capacity()`` is the server's slots (``llama-server``'s ``GET /props``: ``total_slots``; ``None``
+    when it does not say); ``n`` is then never above them, and :meth:`complete` holds ``n`` of them
+    (:class:`Slots`) before its deadline starts.
     """
 
     def __init__(
@@ -593,7 +682,12 @@ class ChatClient:
         self.format_refused = False  #: the server refused the answer format (``response_format``)
         self.n_ignored = False  #: the server answered fewer choices than ``n`` asked: it ignores ``n``
         self.separate_calls = 0  #: calls made for answers a server that ignores ``n`` did not give
+        self.n_max: int | None = None  #: the most ``n`` the server allows (it refused more, or reports its slots)
+        #: what the server refused and the client then asked otherwise (the Connections page's test reports it)
+        self.refusals: list[str] = []
         self._state = threading.Lock()
+        self._capacity: int | bool | None = False  # False: not asked yet
+        self.slots: Slots | None = None
         try:
             self.transport = JsonClient(
                 self.url,
@@ -609,17 +703,66 @@ class ChatClient:
         except ValueError as exc:
             raise PreLabelError(f"PRELABEL_API_URL: {exc}") from None
 
+    def capacity(self) -> int | None:
+        """The server's slots (calls it answers at once), asked once: ``total_slots`` of ``GET /props``
+        beside ``/v1/`` (``llama-server``); ``None`` when the server does not say (OpenAI: 404)."""
+        with self._state:
+            if self._capacity is not False:
+                return self._capacity  # type: ignore[return-value]
+        slots = None
+        parts = urllib.parse.urlsplit(self.url)
+        at = parts.path.rfind("/v1/")
+        props = None if at < 0 else urllib.parse.urlunsplit((*parts[:2], parts.path[: at + 1] + "props", "", ""))
+        if props is not None:
+            try:
+                once = dataclasses.replace(self.transport, max_attempts=1)  # a question, not worth retrying
+                answer = once.request("GET", props, deadline=min(self.deadline, 10.0))
+            except (HttpError, ValueError):
+                answer = None
+            value = answer.get("total_slots") if isinstance(answer, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_SLOTS:
+                slots = value
+        with self._state:
+            self._capacity = slots
+            if slots is not None:
+                self.slots = Slots(slots)
+                self.n_max = slots if self.n_max is None else min(self.n_max, slots)
+        return slots
+
     def complete(self, body: dict, *, deadline: float | None = None) -> dict:
-        """One chat completion, retried (see the module docstring); ``deadline`` shortens the call's."""
+        """One chat completion, retried (see the module docstring); ``deadline`` shortens the call's.
+
+        On a server that reports its slots the call first holds as many as the answers it asks for
+        (waiting at most ``deadline``), and its own deadline counts from then."""
+        slots = self.slots
+        if slots is None:
+            return self._complete(body, deadline=deadline)
+        need = max(1, int(body.get("n", 1)))
+        started = time.monotonic()
+        if not slots.acquire(need, deadline):
+            raise PreLabelError(
+                f"chat completions: none of the server's {slots.total} slots came free within the deadline",
+                upstream=True,
+            )
+        try:
+            left = None if deadline is None else deadline - (time.monotonic() - started)
+            return self._complete(body, deadline=left)
+        finally:
+            slots.release(need)
+
+    def _complete(self, body: dict, *, deadline: float | None = None) -> dict:
         try:
             answer = self.transport.request("POST", self.url, body, deadline=deadline)
         except HttpError as exc:
             if exc.kind == "refused":
-                raise PreLabelError(f"chat completions: HTTP {exc.status}: {exc.text[:300]}", exc.status) from None
-            said = (
-                f" ({' '.join(exc.text.split())[:300]})" if exc.text else ""
-            )  # llama-cpp-python: a 500 naming the field
-            raise PreLabelError(f"chat completions: {exc}{said}", exc.status, upstream=True) from None
+                error = PreLabelError(f"chat completions: HTTP {exc.status}: {exc.text[:300]}", exc.status)
+            else:
+                said = (
+                    f" ({' '.join(exc.text.split())[:300]})" if exc.text else ""
+                )  # llama-cpp-python: a 500 naming the field
+                error = PreLabelError(f"chat completions: {exc}{said}", exc.status, upstream=True)
+            error.http = exc  # type: ignore[attr-defined]  # the transport's own account (the Connections page's test)
+            raise error from None
         if not isinstance(answer, dict):
             raise PreLabelError("chat completions: an answer that is not a JSON object", 502)
         return answer
@@ -635,9 +778,10 @@ class ChatClient:
         refused = False
         limit = self.token_limit
         while len(result.answers) < k:
-            if result.answers and self.n_ignored and settled(result.answers):
-                break  # one call per answer, and this one's log-probabilities already settle the query
+            if result.answers and (self.n_ignored or self.n_max is not None) and settled(result.answers):
+                break  # a further call, and the answers' log-probabilities already settle the query
             wanted = k - len(result.answers)
+            n = min(wanted, self.n_max or wanted)
             body: dict[str, Any] = {
                 "model": self.model,
                 "messages": messages(query, self.prompt),
@@ -646,8 +790,8 @@ class ChatClient:
             }
             if self.response_format is not None:
                 body["response_format"] = self.response_format
-            if wanted > 1 and not self.n_ignored:
-                body["n"] = wanted
+            if n > 1 and not self.n_ignored:
+                body["n"] = n
             if ask_logprobs:
                 body |= {"logprobs": True, "top_logprobs": self.top_logprobs}
             left = None if ends is None else ends - time.monotonic()
@@ -656,10 +800,18 @@ class ChatClient:
             try:
                 answer = self.complete(body, deadline=left)
             except PreLabelError as exc:
+                if exc.status == 400 and "n" in body and refuses_n(str(exc)):  # llama-server: n above its slots
+                    most = refuses_n(str(exc))
+                    with self._state:
+                        self.n_max = min(most, self.n_max or most, body["n"] - 1)
+                        self.refusals.append(f"n = {body['n']} (asked again with at most {self.n_max}: {exc})")
+                    continue
                 if exc.status == 400 and wants_other_limit_field(str(exc), limit):  # the server wants the other
+                    body_limit = limit
                     limit = TOKEN_LIMIT_FIELDS[1 - TOKEN_LIMIT_FIELDS.index(limit)]
                     with self._state:
                         self.token_limit, self.token_limit_switched = limit, True
+                        self.refusals.append(f"{body_limit} (asked again with {limit})")
                     continue
                 if self.response_format is not None and exc.status and "response_format" in str(exc):
                     self.format_refused = True  # every query would be refused alike: the job stops
@@ -673,8 +825,9 @@ class ChatClient:
                     refused = True
                     continue
                 raise
-            if refused:  # the same call without them was answered: not asked for them again
+            if refused and not self.logprobs_refused:  # the same call without them was answered: not asked again
                 self.logprobs_refused = True
+                self.refusals.append("log-probabilities (asked again without them)")
             contents, prompt_tokens, completion_tokens = read_choices(answer, self.max_answer_chars)
             result.requests += 1
             result.prompt_tokens += prompt_tokens
@@ -684,15 +837,17 @@ class ChatClient:
             if result.answers:  # a call for answers the first did not give
                 with self._state:
                     self.separate_calls += 1
-            if "n" in body and len(contents) < wanted:  # one choice whatever n: llama.cpp's server
+            if len(contents) < n:  # fewer choices than n: a server that ignores it (llama-cpp-python's)
                 with self._state:
                     self.n_ignored = True
-            result.answers += contents[:wanted]
+            result.answers += contents[:n]
         return result
 
 
 #: The failure share of the circuit breaker counts from this many queries asked on.
 MIN_FOR_SHARE = 10
+#: A job stops when none of this many answers drawn from the server named a label.
+NAMELESS_AFTER = 10
 
 
 class AnswerCache(Protocol):
@@ -768,6 +923,7 @@ class ChatPreLabeller(PreLabeller):
         self.started: float | None = None  # the first label(): the job's deadline counts from it
         self.asked = self.failed = self.failed_in_a_row = 0
         self.stopped: str | None = None  # why the circuit breaker tripped
+        self.drawn = self.named = 0  # answers drawn from the server, and of which named a label
         self._lock = threading.Lock()
 
     def _left(self) -> float | None:
@@ -803,7 +959,21 @@ class ChatPreLabeller(PreLabeller):
         with self._lock:
             self.asked += 1
             self.failed_in_a_row = 0
+            self.drawn += len(sampled.answers)
+            self.named += sum(parse_answer(answer) is not None for answer in sampled.answers)
+            if self.stopped is None and self.drawn >= NAMELESS_AFTER and not self.named:
+                self.stopped = self._nameless()
         return sampled
+
+    def _nameless(self) -> str:
+        """Why a job whose answers never name a label stops, and what to try."""
+        answer_format = getattr(self.client, "answer_format", "text")
+        others = [f for f in ANSWER_FORMATS if f != answer_format]
+        return (
+            f"none of the {self.drawn} answers the model gave named a label ({self.model}, "
+            f"PRELABEL_ANSWER_FORMAT={answer_format}): it does not answer the prompt in this format; try "
+            f"another format ({' or '.join(others)}: a structured one holds the model to a label), or another model"
+        )
 
     def _breaker(self) -> str | None:
         """Why the job must stop now, or ``None``."""
@@ -838,7 +1008,9 @@ class ChatPreLabeller(PreLabeller):
             self.stopped = self.stopped or self._breaker()
         if self.stopped is not None:
             return failures, set(wanted)
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(wanted))) as pool:
+        capacity = self.client.capacity() if hasattr(self.client, "capacity") else None
+        workers = min(self.concurrency, capacity or self.concurrency, len(wanted))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             futures: dict[str, Future] = {t: pool.submit(self._sample, t, n) for t, n in wanted.items()}
             for text, future in futures.items():  # collected in this thread: the cache is not shared
                 try:

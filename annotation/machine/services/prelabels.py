@@ -31,10 +31,13 @@ from django.db import transaction
 
 from annotation.crowd.services.batches import LABELLED_SET_PREFIX, read_labelled, read_labelled_file
 from annotation.machine.prelabellers import PreLabeller, get_prelabeller
-from annotation.machine.prelabellers.interface import Prediction, PreLabelStopped, Usage
-from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled
+from annotation.machine.prelabellers.interface import Prediction, PreLabelError, PreLabelStopped, Usage
+from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled, parse_answer
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from annotation.results.selectors import BatchAnswers
+from core.redaction import mask_secret
+from core.selectors import chat_settings
+from core.services.connections import ConnectionTestFailed, _failure
 from genderbias.errors import InputError, ServiceError
 from genderbias.labels import LABELS
 
@@ -197,27 +200,16 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
     if samples is not None and samples < 1:
         raise ServiceError(f"samples: at least one answer per query, got {samples}")
     if name == "openai":
-        from core.selectors import chat_settings
-
         connection = chat_settings()
         if not connection.configured:
             raise ServiceError(
                 "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)"
             )
-        client = ChatClient(
-            connection.api_url,
-            connection.api_key,
-            connection.model,
-            prompt=prompt_in_force(),
+        client = chat_client(
+            connection,
             timeout=settings.PRELABEL_TIMEOUT,
             deadline=settings.PRELABEL_CALL_DEADLINE,
             max_attempts=settings.PRELABEL_MAX_ATTEMPTS,
-            max_bytes=settings.PRELABEL_MAX_RESPONSE_BYTES,
-            max_answer_chars=settings.PRELABEL_MAX_ANSWER_CHARS,
-            top_logprobs=settings.PRELABEL_TOP_LOGPROBS,
-            max_answer_tokens=settings.PRELABEL_MAX_ANSWER_TOKENS,
-            token_limit=connection.token_limit,
-            answer_format=connection.answer_format,
         )
         return get_prelabeller(
             "openai",
@@ -239,6 +231,69 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
     if name == "trained":
         return trained_prelabeller(train)
     return get_prelabeller(name)
+
+
+def chat_client(connection, *, timeout: float, deadline: float, max_attempts: int) -> ChatClient:
+    """The chat labeller's client for ``connection`` (``core.selectors.chat_settings``): its request as this site
+    configures it (prompt, answer format, cap and its field, log-probabilities)."""
+    return ChatClient(
+        connection.api_url,
+        connection.api_key,
+        connection.model,
+        prompt=prompt_in_force(),
+        timeout=timeout,
+        deadline=deadline,
+        max_attempts=max_attempts,
+        max_bytes=settings.PRELABEL_MAX_RESPONSE_BYTES,
+        max_answer_chars=settings.PRELABEL_MAX_ANSWER_CHARS,
+        top_logprobs=settings.PRELABEL_TOP_LOGPROBS,
+        max_answer_tokens=settings.PRELABEL_MAX_ANSWER_TOKENS,
+        token_limit=connection.token_limit,
+        answer_format=connection.answer_format,
+    )
+
+
+#: The query the Connections page's test sends.
+CONNECTION_TEST_QUERY = "how long is a pregnancy"
+
+
+def check_chat() -> str:
+    """The chat connection's test (the Connections page, its API, ``manage.py connections``): the labeller's own
+    request for one query (its prompt, answer format, cap, log-probabilities, ``n`` = ``PRELABEL_SAMPLES``), sent
+    through the labeller's client, which meets a refusal as a job would (``n`` above a server's slots, the cap's
+    other field, log-probabilities): what the server refused is reported, with what its answers gave."""
+    connection = chat_settings()
+    if not connection.model:
+        raise ConnectionTestFailed("no model is set: name the model the endpoint serves")
+    timeout = settings.CONNECTION_TEST_TIMEOUT
+    key = connection.api_key
+    try:
+        client = chat_client(connection, timeout=timeout, deadline=2 * timeout, max_attempts=2)
+        slots = client.capacity()  # as a job asks first
+        sampled = client.sample(CONNECTION_TEST_QUERY, settings.PRELABEL_SAMPLES, settings.PRELABEL_TEMPERATURE)
+    except (PreLabelError, ServiceError) as exc:
+        http = getattr(exc, "http", None)
+        if http is not None:
+            raise _failure(http, connection.api_url, "API key", key) from None
+        raise ConnectionTestFailed(mask_secret(str(exc), key)) from None
+    named = sum(parse_answer(answer) is not None for answer in sampled.answers)
+    with_logprobs = sum(isinstance(answer, dict) for answer in sampled.answers)
+    request = (
+        f"{client.answer_format}, {client.token_limit} {client.max_answer_tokens}, n {settings.PRELABEL_SAMPLES}"
+        + (", log-probabilities" if client.top_logprobs else "")
+    )
+    message = (
+        f"Language model: {connection.model} answered at {connection.api_url}. The labeller's request ({request}): "
+        f"{len(sampled.answers)} answers in {sampled.requests} calls, {named} naming a label, {with_logprobs} with "
+        "log-probabilities"
+    )
+    if slots is not None:
+        message += f"; the server has {slots} slots"
+    if client.refusals:
+        message += "; the server refused " + "; ".join(client.refusals)
+    if not named:
+        message += f"; no answer named a label: try another answer format than {client.answer_format}, or another model"
+    return mask_secret(message + ".", key)
 
 
 #: The random prefix :func:`core.services.uploads.keep_upload` gives a kept upload (``<12 hex>-name``).

