@@ -316,3 +316,27 @@ def scope_users(queryset: QuerySet) -> QuerySet:
 def members(group: ResearchGroup) -> QuerySet[Membership]:
     """The group's members with their roles, by username."""
     return group.memberships.select_related("user").order_by("user__username")
+
+
+#: The list of method changes that move a figure (genderbias.methods), at the checkout's root.
+CHANGELOG = Path(__file__).resolve().parent.parent / "CHANGELOG.md"
+
+
+def changelog_entries() -> list:
+    """CHANGELOG.md's entries, newest first (:func:`genderbias.methods.changelog_entries`; none without the file)."""
+    from genderbias.methods import changelog_entries as parse
+
+    try:
+        return parse(CHANGELOG.read_text(encoding="utf-8"))
+    except OSError:
+        return []
+
+
+def unacknowledged_changes(user) -> list:
+    """The CHANGELOG.md entries newer than the last one ``user`` acknowledged (all of them if none)."""
+    from core.models import ChangelogAcknowledgement
+
+    entries = changelog_entries()
+    seen = ChangelogAcknowledgement.objects.filter(user=user).values_list("heading", flat=True).first()
+    headings = [entry.heading for entry in entries]
+    return entries[: headings.index(seen)] if seen in headings else entries

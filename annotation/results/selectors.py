@@ -602,7 +602,20 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
     report["batch"] = batch.name
     report["provider"] = batch.provider
     report["method_disagreements"] = disagreements
+    report["methods"] = crowd_model_used()
     return report
+
+
+def crowd_model_used() -> dict[str, str]:
+    """The crowd model that computes the Dawid-Skene labels and matrices now: its version, its words and
+    the CHANGELOG.md entry that made it (kept with the agreement report, so its page names the model
+    that computed what it shows)."""
+    from core.selectors import changelog_entries
+    from genderbias import methods
+
+    version = methods.CURRENT["crowd_model"]
+    since = next((e.heading for e in changelog_entries() if ("crowd_model", version) in e.methods), "")
+    return {"crowd_model": version, "crowd_model_text": methods.describe("crowd_model", version), "since": since}
 
 
 def crowd_labels(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:

@@ -49,6 +49,7 @@ from .reports import (
     per_query_values,
     report_job,
     software_version,
+    start_rebuild,
     start_report,
 )
 from .set_comparison import (
@@ -101,6 +102,7 @@ __all__ = [
     "start_crbo",
     "start_label_sensitivity",
     "start_preference",
+    "start_rebuild",
     "start_report",
     "write_counterfactual_collection",
 ]

@@ -19,7 +19,6 @@ The migrations are not listed: whatever this checkout adds is held to the same r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -198,24 +197,27 @@ def _changed_rows(before: dict, after: dict) -> dict[str, list]:
             found = kept.get(tuple(row[i] for i in key))
             values = [row[i] for i in old_at]
             if found != values:
-                changed.setdefault(table, []).append({"before": dict(zip(compared, values)), "after": found})
+                changed.setdefault(table, []).append(
+                    {"before": dict(zip(compared, values, strict=True)), "after": found}
+                )
     return changed
 
 
 @pytest.mark.slow
-def test_an_earlier_mains_demo_database_upgrades_as_the_docs_say_keeping_every_row_and_figure(
-    tmp_path, database_url
-):
+def test_an_earlier_mains_demo_database_upgrades_as_the_docs_say_keeping_every_row_and_figure(tmp_path, database_url):
     commands = upgrade_commands()
     old = _old_tree(tmp_path / "old")
     var = tmp_path / "var"
     var.mkdir()
-    environment = {
-        name: value for name, value in os.environ.items() if name not in {"CELERY_BROKER_URL", "PYTHONPATH"}
-    }
+    environment = {name: value for name, value in os.environ.items() if name not in {"CELERY_BROKER_URL", "PYTHONPATH"}}
     # What bin/demo sets: a local try-out with debug on
     environment.update(
-        {"VAR_DIR": str(var), "DATABASE_URL": database_url, "DJANGO_DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings"}
+        {
+            "VAR_DIR": str(var),
+            "DATABASE_URL": database_url,
+            "DJANGO_DEBUG": "1",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+        }
     )
     _run(old, environment, "manage.py", "migrate", "--noinput", "-v0")
     _run(old, environment, "manage.py", "demo")

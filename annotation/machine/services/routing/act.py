@@ -38,6 +38,7 @@ from annotation.machine.services.routing.plan import (
 )
 from annotation.models import Batch, Routing
 from core.services.once import claim
+from genderbias import methods
 from genderbias.errors import ServiceError, StateError
 
 
@@ -178,6 +179,7 @@ def _route_batch(
             saving=plan.saving,
             reference=plan.reference_rule,
             stages=plan.stages,
+            methods=methods.current(),
         )
 
 
