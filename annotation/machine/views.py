@@ -246,8 +246,17 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
         "denoised_quality": quality_sentence((report.get("against_truth") or {}).get("quality")),
         "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
         "proportions_svg": mark_safe(figures["proportions_svg"]),
+        # The methods that computed the report (kept with it), in their own words; today's if it predates them.
+        "methods_used": _methods_used(figures.get("methods")),
     }
     return context
+
+
+def _methods_used(stored: dict[str, str] | None) -> dict[str, str]:
+    from genderbias import methods
+
+    stored = stored or methods.current()
+    return {name: methods.describe(name, stored.get(name)) for name in methods.USED_BY["calibration"]}
 
 
 @researcher_required

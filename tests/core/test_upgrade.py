@@ -12,7 +12,8 @@ as written, and everything is read again:
   it had, type included (new tables, columns and rows may be added: migrations add them), except the
   columns a migration deliberately transforms (:data:`TRANSFORMED`, each with its reason);
 - every file under ``VAR_DIR`` is unchanged byte for byte (new ones may appear: ``collectstatic``);
-- the old reports', batches' and agreement pages answer 200 to their researcher (Django's test client).
+- the old reports', batches' and agreement pages answer 200 to their researcher (Django's test client), and
+  the home page lists CHANGELOG.md's entries to them once.
 
 The migrations are not listed: whatever this checkout adds is held to the same rule.
 """
@@ -99,7 +100,10 @@ pages = [reverse("home")]
 pages += [reverse("metrics:report-detail", args=[name]) for name in Report.objects.values_list("name", flat=True)]
 for name in Batch.objects.values_list("name", flat=True):
     pages += [reverse("annotation:batch-detail", args=[name]), reverse("annotation:batch-agreement", args=[name])]
-print(json.dumps({page: client.get(page).status_code for page in pages}))
+statuses = {page: client.get(page).status_code for page in pages}
+# What changed since the researcher's last version (CHANGELOG.md), listed once on the home page
+statuses["changelog notice"] = 'id="changelog-notice"' in client.get(reverse("home")).content.decode()
+print(json.dumps(statuses))
 """
 
 
@@ -236,4 +240,5 @@ def test_an_earlier_mains_demo_database_upgrades_as_the_docs_say_keeping_every_r
 
     pages = json.loads(_run(ROOT, environment, "-c", PAGES).strip().splitlines()[-1])
     assert sum("/metrics/" in page for page in pages) >= 2 and sum("/agreement/" in page for page in pages) >= 1
+    assert pages.pop("changelog notice") is True
     assert {page: status for page, status in pages.items() if status != 200} == {}
