@@ -27,9 +27,19 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 
 from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ZENODO, ConnectionField, ConnectionKind, hint
-from core.models import ROLE_RANK, Connection, Job, Membership, ResearchGroup, roles_of, scope_of
+from core.models import (
+    ROLE_RANK,
+    ChangelogAcknowledgement,
+    Connection,
+    Job,
+    Membership,
+    ResearchGroup,
+    roles_of,
+    scope_of,
+)
 from core.sealing import KEY_FILE, KEY_SETTING, SealError, key_in_file, unseal
 from core.web.permissions import can_manage_connections
+from genderbias import methods
 
 #: Where a field's value in force comes from.
 ENVIRONMENT, SITE, DEFAULT, UNSET = "environment", "site", "default", "unset"
@@ -324,18 +334,15 @@ CHANGELOG = Path(__file__).resolve().parent.parent / "CHANGELOG.md"
 
 def changelog_entries() -> list:
     """CHANGELOG.md's entries, newest first (:func:`genderbias.methods.changelog_entries`; none without the file)."""
-    from genderbias.methods import changelog_entries as parse
 
     try:
-        return parse(CHANGELOG.read_text(encoding="utf-8"))
+        return methods.changelog_entries(CHANGELOG.read_text(encoding="utf-8"))
     except OSError:
         return []
 
 
 def unacknowledged_changes(user) -> list:
     """The CHANGELOG.md entries newer than the last one ``user`` acknowledged (all of them if none)."""
-    from core.models import ChangelogAcknowledgement
-
     entries = changelog_entries()
     seen = ChangelogAcknowledgement.objects.filter(user=user).values_list("heading", flat=True).first()
     headings = [entry.heading for entry in entries]

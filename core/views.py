@@ -23,6 +23,7 @@ from core.selectors import (
 from core.serializers import JobSerializer
 from core.services import groups as group_services
 from core.services.api_tokens import api_token, revoke_api_token, token_of
+from core.services.changelog import acknowledge_changelog
 from core.services.connections import delete_connection, save_connection, start_test_connection
 from core.web.permissions import connections_manager_required, researcher_required
 from genderbias.errors import ServiceError
@@ -316,7 +317,5 @@ def _research_groups_page(request: HttpRequest, made: dict | None = None) -> Htt
 @require_POST
 def changelog_acknowledge(request: HttpRequest) -> HttpResponse:
     """The researcher has read what changed (the home page's notice): it is not shown again."""
-    from core.services.changelog import acknowledge_changelog
-
     acknowledge_changelog(request.user)
     return redirect("home")

@@ -8,8 +8,9 @@ so and offers to rebuild.
 
 A method's version is bumped whenever a change moves a figure on the same data, with an entry in
 CHANGELOG.md naming the method and its new version (tests/core/test_changelog.py holds the two together).
-The interval construction's version is :data:`genderbias.stats.intervals.LABEL_INTERVAL` itself (one
-declaration).
+The interval construction's versions are the constructions' names, its words theirs
+(:data:`genderbias.stats.intervals.DESCRIPTIONS`), read only when asked: this table is read at start-up
+and imports no numpy. The same test holds its newest to :data:`genderbias.stats.intervals.LABEL_INTERVAL`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from genderbias.stats import intervals
-
 _CROWD = "one accuracy per worker and the crowd's error pattern, or full confusion matrices shrunk to them, as held-out queries' votes chose"
 
 #: Every version of every method, oldest first, each in the words a page and a paper describe it with.
-METHODS: dict[str, dict[str, str]] = {
+METHODS: dict[str, dict[str, str | None]] = {
     "crowd_model": {
         "2026-11-22": "full confusion matrices per worker",
         "2026-11-25.1": _CROWD,
@@ -32,7 +31,8 @@ METHODS: dict[str, dict[str, str]] = {
         "2026-11-26": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
         "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model",
     },
-    "label_interval": {name: intervals.DESCRIPTIONS[name] for name in ("percentile", "crossed_net", "crossed")},
+    # None: the words are the construction's own (genderbias.stats.intervals.DESCRIPTIONS).
+    "label_interval": {"percentile": None, "crossed_net": None, "crossed": None},
     "ties": {
         "2026-11-22": "the run's stored order of tied documents",
         "2026-11-25": "each figure the mean over every order of tied documents unless the report's order of "
@@ -43,10 +43,8 @@ METHODS: dict[str, dict[str, str]] = {
     },
 }
 
-#: Today's version of each method: the newest declared, the interval construction the one in use.
-CURRENT: dict[str, str] = {name: list(versions)[-1] for name, versions in METHODS.items()} | {
-    "label_interval": intervals.LABEL_INTERVAL
-}
+#: Today's version of each method: the newest declared.
+CURRENT: dict[str, str] = {name: list(versions)[-1] for name, versions in METHODS.items()}
 
 #: What each kind of stored result is computed with (the methods its page and paper describe).
 USED_BY: dict[str, tuple[str, ...]] = {
@@ -67,8 +65,12 @@ def describe(name: str, version: str | None) -> str:
     """Method ``name`` at ``version`` in words (today's without a version)."""
     version = version or CURRENT[name]
     known = METHODS.get(name, {})
-    if version in known:
+    if version in known and known[version] is not None:
         return known[version]
+    if version in known:
+        from genderbias.stats.intervals import DESCRIPTIONS  # start-up: numpy, only when the words are asked
+
+        return DESCRIPTIONS[version]
     return f"{name} version {version} (unknown to this version of the software)"
 
 

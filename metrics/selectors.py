@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotation.selectors import query_texts, remembered
+from genderbias import methods
 from genderbias.errors import ServiceError
 from genderbias.labels import LABELS
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
@@ -179,7 +180,6 @@ def report_policy_text(report: Report) -> str:
 def report_interval(report: Report) -> str:
     """The interval construction that computed the report's intervals with labels, in words (its stored
     version, not today's: genderbias.methods)."""
-    from genderbias import methods
 
     return methods.describe("label_interval", (report.methods or {}).get("label_interval"))
 
@@ -195,7 +195,6 @@ def rebuilt_reports(report: Report) -> list[str]:
 
 def method_changes(report: Report) -> list[dict[str, str]]:
     """The methods the report was computed with that today's version would compute otherwise."""
-    from genderbias import methods
 
     return methods.changed(report.methods, "report_on_batch" if report.on_batch else "report")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from genderbias import methods
 from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from genderbias.ranking.vocabulary import form_statement
 from publishing.latex import breakable, escape, prose
@@ -358,8 +359,6 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
             f"The runs rank the passages of the collection{'s' if len(named) != 1 else ''} {_list(named)}."
         )
     if settings.get("on_batch"):
-        from genderbias import methods
-
         # The methods that computed this report (its stored versions), not today's (genderbias.methods).
         used = settings.get("methods") or {}
         crowd_model = escape(methods.describe("crowd_model", used.get("crowd_model")))

@@ -49,6 +49,7 @@ from core.models import Job
 from core.services.uploads import staged_uploads
 from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
+from genderbias import methods
 from genderbias.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 
@@ -253,7 +254,6 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
 
 
 def _methods_used(stored: dict[str, str] | None) -> dict[str, str]:
-    from genderbias import methods
 
     stored = stored or methods.current()
     return {name: methods.describe(name, stored.get(name)) for name in methods.USED_BY["calibration"]}

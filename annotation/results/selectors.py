@@ -49,7 +49,9 @@ from annotation.crowd.selectors import (
 )
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from annotation.results.review import next_query, review_rows
+from core import selectors as core_selectors
 from core.version import code_key
+from genderbias import methods
 from genderbias.labels import LABEL_NAMES, LABELS
 
 if TYPE_CHECKING:
@@ -610,11 +612,9 @@ def crowd_model_used() -> dict[str, str]:
     """The crowd model that computes the Dawid-Skene labels and matrices now: its version, its words and
     the CHANGELOG.md entry that made it (kept with the agreement report, so its page names the model
     that computed what it shows)."""
-    from core.selectors import changelog_entries
-    from genderbias import methods
 
     version = methods.CURRENT["crowd_model"]
-    since = next((e.heading for e in changelog_entries() if ("crowd_model", version) in e.methods), "")
+    since = next((e.heading for e in core_selectors.changelog_entries() if ("crowd_model", version) in e.methods), "")
     return {"crowd_model": version, "crowd_model_text": methods.describe("crowd_model", version), "since": since}
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from core import selectors
 from genderbias import methods
+from genderbias.stats import intervals
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,6 +22,8 @@ def test_every_method_version_after_the_first_has_its_changelog_entry_newest_fir
         for version in list(versions)[1:]:
             assert (name, version) in named, f"{name} {version}: no CHANGELOG.md entry names it"
         assert methods.CURRENT[name] in versions
+    # The interval construction in use is the newest declared (genderbias.stats.intervals' one declaration).
+    assert methods.CURRENT["label_interval"] == intervals.LABEL_INTERVAL
     assert all(
         (name, version) in [(n, v) for n in methods.METHODS for v in methods.METHODS[n]] for name, version in named
     )
