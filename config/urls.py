@@ -54,6 +54,7 @@ annotation_api = [
 urlpatterns = [
     path("", metrics_views.home, name="home"),
     path("home/live/", metrics_views.home_live, name="home-live"),
+    path("changelog/acknowledge/", core_views.changelog_acknowledge, name="changelog-acknowledge"),
     path("admin/", admin.site.urls),
     path("accounts/api-token/", core_views.api_token_page, name="api-token"),
     path("connections/", core_views.connections_page, name="connections"),

@@ -463,3 +463,17 @@ class Connection(models.Model):
 
     def __str__(self) -> str:
         return f"connection {self.kind}"
+
+
+class ChangelogAcknowledgement(models.Model):
+    """The newest CHANGELOG.md entry a staff user has acknowledged: the home page lists the newer ones
+    once, until they acknowledge them (:func:`core.services.changelog.acknowledge_changelog`)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="changelog_acknowledgement"
+    )
+    heading = models.CharField(max_length=300, help_text="The acknowledged entry's heading (its key).")
+    acknowledged = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} acknowledged {self.heading}"

@@ -27,9 +27,19 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 
 from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ZENODO, ConnectionField, ConnectionKind, hint
-from core.models import ROLE_RANK, Connection, Job, Membership, ResearchGroup, roles_of, scope_of
+from core.models import (
+    ROLE_RANK,
+    ChangelogAcknowledgement,
+    Connection,
+    Job,
+    Membership,
+    ResearchGroup,
+    roles_of,
+    scope_of,
+)
 from core.sealing import KEY_FILE, KEY_SETTING, SealError, key_in_file, unseal
 from core.web.permissions import can_manage_connections
+from genderbias import methods
 
 #: Where a field's value in force comes from.
 ENVIRONMENT, SITE, DEFAULT, UNSET = "environment", "site", "default", "unset"
@@ -316,3 +326,24 @@ def scope_users(queryset: QuerySet) -> QuerySet:
 def members(group: ResearchGroup) -> QuerySet[Membership]:
     """The group's members with their roles, by username."""
     return group.memberships.select_related("user").order_by("user__username")
+
+
+#: The list of method changes that move a figure (genderbias.methods), at the checkout's root.
+CHANGELOG = Path(__file__).resolve().parent.parent / "CHANGELOG.md"
+
+
+def changelog_entries() -> list:
+    """CHANGELOG.md's entries, newest first (:func:`genderbias.methods.changelog_entries`; none without the file)."""
+
+    try:
+        return methods.changelog_entries(CHANGELOG.read_text(encoding="utf-8"))
+    except OSError:
+        return []
+
+
+def unacknowledged_changes(user) -> list:
+    """The CHANGELOG.md entries newer than the last one ``user`` acknowledged (all of them if none)."""
+    entries = changelog_entries()
+    seen = ChangelogAcknowledgement.objects.filter(user=user).values_list("heading", flat=True).first()
+    headings = [entry.heading for entry in entries]
+    return entries[: headings.index(seen)] if seen in headings else entries

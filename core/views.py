@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
 
 from core.connection_kinds import KINDS
 from core.forms import ApiTokenForm, ConnectionForm
@@ -22,6 +23,7 @@ from core.selectors import (
 from core.serializers import JobSerializer
 from core.services import groups as group_services
 from core.services.api_tokens import api_token, revoke_api_token, token_of
+from core.services.changelog import acknowledge_changelog
 from core.services.connections import delete_connection, save_connection, start_test_connection
 from core.web.permissions import connections_manager_required, researcher_required
 from genderbias.errors import ServiceError
@@ -309,3 +311,11 @@ def _research_groups_page(request: HttpRequest, made: dict | None = None) -> Htt
     ]
     context = {"rows": rows, "roles": Membership.Role.values, "made": made}
     return render(request, "core/research_groups.html", context)
+
+
+@researcher_required
+@require_POST
+def changelog_acknowledge(request: HttpRequest) -> HttpResponse:
+    """The researcher has read what changed (the home page's notice): it is not shown again."""
+    acknowledge_changelog(request.user)
+    return redirect("home")

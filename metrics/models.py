@@ -140,6 +140,12 @@ class Report(GroupOwned):
         help_text="A report on a batch's labels: how much the crowd's answers say and whether the "
         "label-corrected intervals are to be trusted (genderbias.crowd.label_probabilities.crowd_quality).",
     )
+    methods = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The version of each method that computed the report (genderbias.methods): its page and "
+        "papers describe it by these.",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

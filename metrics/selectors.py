@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotation.selectors import query_texts, remembered
+from genderbias import methods
 from genderbias.errors import ServiceError
 from genderbias.labels import LABELS
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
@@ -172,8 +173,30 @@ def report_policy_text(report: Report) -> str:
     if report.on_batch:
         from genderbias.crowd.label_uncertainty import policy_text as combined_text
 
-        return combined_text(baseline)
+        return combined_text(baseline, report_interval(report))
     return policy_text(baseline)
+
+
+def report_interval(report: Report) -> str:
+    """The interval construction that computed the report's intervals with labels, in words (its stored
+    version, not today's: genderbias.methods)."""
+
+    return methods.describe("label_interval", (report.methods or {}).get("label_interval"))
+
+
+def rebuilt_reports(report: Report) -> list[str]:
+    """The names of the reports built again from ``report`` (:func:`metrics.services.start_rebuild`)."""
+    return list(
+        Report.objects.filter(name__startswith=f"{report.name[:88]}-rebuilt")
+        .order_by("created")
+        .values_list("name", flat=True)
+    )
+
+
+def method_changes(report: Report) -> list[dict[str, str]]:
+    """The methods the report was computed with that today's version would compute otherwise."""
+
+    return methods.changed(report.methods, "report_on_batch" if report.on_batch else "report")
 
 
 def report_policy(report: Report) -> dict | None:
@@ -185,7 +208,7 @@ def report_policy(report: Report) -> dict | None:
         return significance.policy(baseline)
     from genderbias.crowd.label_uncertainty import COMBINED_POLICY
 
-    return {**COMBINED_POLICY, "baseline": baseline}
+    return {**COMBINED_POLICY, "interval": report_interval(report), "baseline": baseline}
 
 
 def report_table(

@@ -24,6 +24,7 @@ urlpatterns = [
     # The batch-creation page's study-plan panel (before the report routes: a report may not be named plan).
     path("plan/", views.plan_panel, name="plan-panel"),
     path("<slug:name>/", views.report_detail, name="report-detail"),
+    path("<slug:name>/rebuild/", views.report_rebuild, name="report-rebuild"),
     path("<slug:name>/results.csv", views.report_csv, name="report-csv"),
     path("<slug:name>/contributions/", views.report_contributions, name="report-contributions"),
     path("<slug:name>/per-query.csv", views.report_per_query_csv, name="report-per-query"),

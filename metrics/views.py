@@ -17,7 +17,7 @@ from annotation import selectors as annotation_selectors
 from annotation.models import Batch
 from core.jobs import TooManyJobs
 from core.models import Job
-from core.selectors import jobs_for
+from core.selectors import jobs_for, unacknowledged_changes
 from core.spreadsheet import csv_text
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
@@ -105,6 +105,8 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
             )
         ),
         "distribution_size": _distribution_size(report),
+        "method_changes": selectors.method_changes(report),
+        "rebuilt_reports": selectors.rebuilt_reports(report),
     }
     context |= _tradeoff_context(request, report, summary)
     context |= _table_context(request, report, runs)
@@ -176,8 +178,6 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
     (``?lcutoff=``, default 10 or the largest), and whether the batch's answers moved since."""
     from urllib.parse import urlencode
 
-    from genderbias.stats.intervals import describe as describe_interval
-
     if not report.on_batch:
         return {}
     try:
@@ -210,7 +210,7 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
             "stale": report.answers_version != annotation_selectors.answers_version(batch),
             "calibrated": report.labels_calibrated,
             "quality": report.crowd_quality,
-            "interval": describe_interval(),
+            "interval": selectors.report_interval(report),
         }
     }
 
@@ -443,6 +443,18 @@ def report_contributions(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 @require_POST
+def report_rebuild(request: HttpRequest, name: str) -> HttpResponse:
+    """Build the report again with today's methods and its own settings (a new report), then follow its job."""
+    report = get_object_or_404(Report, name=name)
+    try:
+        job = services.start_rebuild(report)
+    except ServiceError as exc:
+        return HttpResponseBadRequest(str(exc))
+    return redirect("core:job-detail", pk=job.pk)
+
+
+@researcher_required
+@require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Build a report as a Celery task (inline without a broker), then follow its job."""
     form = ReportForm(request.POST)
@@ -650,6 +662,7 @@ def home(request: HttpRequest) -> HttpResponse:
         pooling_selectors.overview()
         | _live(request.user)
         | {"reports": selectors.recent_reports(), "qrels": Qrels.objects.select_related("collection", "query_set")}
+        | {"changes": unacknowledged_changes(request.user)}
     )
     return render(request, "home.html", context)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from genderbias import methods
 from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from genderbias.ranking.vocabulary import form_statement
 from publishing.latex import breakable, escape, prose
@@ -358,19 +359,20 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
             f"The runs rank the passages of the collection{'s' if len(named) != 1 else ''} {_list(named)}."
         )
     if settings.get("on_batch"):
+        # The methods that computed this report (its stored versions), not today's (genderbias.methods).
+        used = settings.get("methods") or {}
+        crowd_model = escape(methods.describe("crowd_model", used.get("crowd_model")))
         sentences.append(
             "The queries are those labelled non-gendered; each value is also corrected for the labels' "
             "uncertainty, every judged query weighted by its label probabilities (the crowd's Dawid--Skene "
-            "posterior \\cite{dawid1979} with priors, one accuracy per worker and the crowd's error pattern or full "
-            "confusion matrices shrunk to them as held-out queries' votes chose, one-hot for a ruling, "
+            f"posterior \\cite{{dawid1979}} with priors, {crowd_model}, one-hot for a ruling, "
             "the calibration sample's for a machine label), and its interval carries that uncertainty as well as "
             "the queries' sampling, the crowd model being refitted in every bootstrap resample."
         )
-        from genderbias.stats import intervals
-
         # Only what was measured on this study: the construction, and the crowd model's own check on
         # its answers (simulated coverages are the docs' business, not this paper's).
-        sentences.append(f"Intervals with labels are the {intervals.describe()}.")
+        interval = escape(methods.describe("label_interval", used.get("label_interval")))
+        sentences.append(f"Intervals with labels are the {interval}.")
         sentences += _crowd_quality_sentences(settings.get("crowd_quality"))
     if metrics & {"RaB", "ARaB"}:
         sentences.append(

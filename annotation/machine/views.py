@@ -50,6 +50,7 @@ from core.models import Job
 from core.services.uploads import staged_uploads
 from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
+from genderbias import methods
 from genderbias.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 
@@ -248,8 +249,16 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
         "denoised_quality": quality_sentence((report.get("against_truth") or {}).get("quality")),
         "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
         "proportions_svg": mark_safe(figures["proportions_svg"]),
+        # The methods that computed the report (kept with it), in their own words; today's if it predates them.
+        "methods_used": _methods_used(figures.get("methods")),
     }
     return context
+
+
+def _methods_used(stored: dict[str, str] | None) -> dict[str, str]:
+
+    stored = stored or methods.current()
+    return {name: methods.describe(name, stored.get(name)) for name in methods.USED_BY["calibration"]}
 
 
 @researcher_required

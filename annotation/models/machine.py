@@ -103,6 +103,11 @@ class Routing(models.Model):
     estimated_accuracy = models.FloatField(null=True, blank=True)
     accuracy_ci = models.JSONField(default=list, blank=True, help_text="[low, high] of the estimated accuracy.")
     accepted = models.JSONField(default=list, blank=True, help_text="qids whose machine label is accepted.")
+    methods = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The version of each method that made the decision (genderbias.methods).",
+    )
     to_humans = models.PositiveIntegerField(default=0)
     over_budget = models.PositiveIntegerField(default=0, help_text="Below the threshold but left out by the budget.")
     cost = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))

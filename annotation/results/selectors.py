@@ -49,7 +49,9 @@ from annotation.crowd.selectors import (
 )
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from annotation.results.review import next_query, review_rows
+from core import selectors as core_selectors
 from core.version import code_key
+from genderbias import methods
 from genderbias.labels import LABEL_NAMES, LABELS
 
 if TYPE_CHECKING:
@@ -654,7 +656,18 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
     report["batch"] = batch.name
     report["provider"] = batch.provider
     report["method_disagreements"] = disagreements
+    report["methods"] = crowd_model_used()
     return report
+
+
+def crowd_model_used() -> dict[str, str]:
+    """The crowd model that computes the Dawid-Skene labels and matrices now: its version, its words and
+    the CHANGELOG.md entry that made it (kept with the agreement report, so its page names the model
+    that computed what it shows)."""
+
+    version = methods.CURRENT["crowd_model"]
+    since = next((e.heading for e in core_selectors.changelog_entries() if ("crowd_model", version) in e.methods), "")
+    return {"crowd_model": version, "crowd_model_text": methods.describe("crowd_model", version), "since": since}
 
 
 def crowd_labels(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:

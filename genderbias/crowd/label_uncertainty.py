@@ -70,14 +70,15 @@ COMBINED_POLICY = {
 }
 
 
-def policy_text(baseline: str | None) -> str:
-    """The combined test's policy in one sentence, for captions and the command's footnotes."""
+def policy_text(baseline: str | None, interval: str | None = None) -> str:
+    """The combined test's policy in one sentence, for captions and the command's footnotes (``interval``:
+    the construction in words that computed the intervals, today's by default)."""
     if baseline is None:
         return "No baseline: no significance tests. Intervals: queries and labels (label-corrected means)."
     return (
         f"p: {COMBINED_POLICY['test']}, against {baseline}; family: {COMBINED_POLICY['family']}; "
         f"{COMBINED_POLICY['correction']}-adjusted; * p < {ALPHA} (the combined interval, a "
-        f"{COMBINED_POLICY['interval']}, excludes 0)."
+        f"{interval or COMBINED_POLICY['interval']}, excludes 0)."
     )
 
 

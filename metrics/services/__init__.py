@@ -48,6 +48,7 @@ from .reports import (
     per_query_values,
     report_job,
     software_version,
+    start_rebuild,
     start_report,
 )
 from .set_comparison import (
@@ -100,6 +101,7 @@ __all__ = [
     "start_counterfactual_collection",
     "start_crbo",
     "start_preference",
+    "start_rebuild",
     "start_report",
     "write_counterfactual_collection",
 ]

@@ -28,6 +28,7 @@ from core.progress import Progress
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 from core.version import software_version
+from genderbias import methods
 from genderbias.errors import FieldError, ServiceError
 from genderbias.files.atomic import write_parquet_atomic
 from genderbias.options import (
@@ -570,6 +571,7 @@ def _store(
                 bootstrap_samples=report_settings.bootstrap_samples,
                 seed=report_settings.seed,
                 software_version=software_version(),
+                methods=methods.current(),
                 per_query=str(path),
                 label_batch=batch,
                 labels_file=str(labels_path) if labels is not None else "",
@@ -684,4 +686,50 @@ def start_report(
         qrels.pk if qrels else None,
         label_batch.pk if label_batch else None,
         of=label_batch or query_set,
+    )
+
+
+def start_rebuild(report: Report) -> Job:
+    """Build ``report`` again with today's methods and its own settings, queries (or batch), runs,
+    background, baseline and judgments, as a new report ``<name>-rebuilt`` (``-rebuilt-2``…): the old
+    one stays, described by the methods that computed it (:mod:`genderbias.methods`)."""
+    stem = f"{report.name[:88]}-rebuilt"
+    name, n = stem, 1
+    while Report.objects.filter(name=name).exists():
+        n += 1
+        name = f"{stem}-{n}"
+    report_settings = ReportSettings(
+        cutoffs=tuple(report.cutoffs),
+        tokenizer=report.tokenizer,
+        threshold=report.threshold,
+        bootstrap_samples=report.bootstrap_samples,
+        seed=report.seed,
+        nfairr_normaliser=report.nfairr_normaliser,
+        measures=tuple(report.measures or ()),
+        awrf_weights=report.awrf_weights,
+        awrf_p=report.awrf_p,
+        exposure_target=report.exposure_target,
+        protected_group=report.protected_group,
+        cut_step=report.cut_step,
+        exposure_form=report.exposure_form,
+        ties=report.ties,
+        preset=report.preset,
+    )
+    runs = sorted(
+        report.runs.all(),
+        key=lambda run: (
+            (report.run_order or []).index(run.name)
+            if run.name in (report.run_order or [])
+            else len(report.run_order or [])
+        ),
+    )
+    return start_report(
+        name,
+        None if report.label_batch_id else report.query_set,
+        runs,
+        report_settings,
+        background=report.background_run,
+        baseline=report.baseline,
+        qrels=report.qrels,
+        label_batch=report.label_batch,
     )

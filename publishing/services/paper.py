@@ -209,6 +209,7 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "on_batch": report.on_batch,
         "crowd_quality": report.crowd_quality,
         "software_version": report.software_version,
+        "methods": report.methods,
         "collections": [
             {"name": c.name, "dataset_source": c.dataset_source or None}
             for c in Collection.objects.filter(runs__in=report.runs.all()).distinct().order_by("name")
@@ -553,7 +554,9 @@ def write_paper_bundle(
                 "would delete; give a new or empty folder"
             )
     files = paper_files(report, title, dataset=dataset, template=template)
-    files[MARKER] = (json.dumps({"report": report.name, "files": sorted(files)}, indent=1) + "\n").encode()
+    files[MARKER] = (
+        json.dumps({"report": report.name, "methods": report.methods, "files": sorted(files)}, indent=1) + "\n"
+    ).encode()
     staging = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}."))
     try:
         for name, body in files.items():

@@ -39,6 +39,7 @@ from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
 from core.services.once import claim, live_job
+from genderbias import methods
 from genderbias.errors import InputError, ServiceError
 
 
@@ -134,6 +135,8 @@ def report_with_figures(batch: Batch, progress=None) -> dict[str, Any]:
         "report": report,
         "reliability_svg": calibration_plots.reliability_svg(report.get("reliability") or []),
         "proportions_svg": calibration_plots.proportions_svg(report["proportions"]),
+        # The methods that computed it, kept with it (genderbias.methods).
+        "methods": methods.current(),
     }
 
 

@@ -38,6 +38,7 @@ from annotation.machine.services.routing.plan import (
 )
 from annotation.models import Batch, Routing
 from core.services.once import claim
+from genderbias import methods
 from genderbias.errors import ServiceError, StateError
 
 
@@ -179,6 +180,7 @@ def _route_batch(
             # What "right" meant, with whose answers were held out of it and why (the echo check).
             reference=plan.reference_rule | ({"echo": _echo_record(plan.echo)} if plan.echo else {}),
             stages=plan.stages,
+            methods=methods.current(),
         )
 
 

@@ -1,0 +1,116 @@
+"""The methods behind a stored figure, each with its version: the one table of them.
+
+A stored result (a report, an agreement view's cached results, a calibration report, a routing, a paper
+bundle) records the version of each method that computed it (:func:`current` at the time), and its page and
+paper describe it by those versions' words (:func:`describe`), not today's: a figure computed by an older
+method is never re-described by a newer one. Where today's version differs (:func:`changed`), the page says
+so and offers to rebuild.
+
+A method's version is bumped whenever a change moves a figure on the same data, with an entry in
+CHANGELOG.md naming the method and its new version (tests/core/test_changelog.py holds the two together).
+The interval construction's versions are the constructions' names, its words theirs
+(:data:`genderbias.stats.intervals.DESCRIPTIONS`), read only when asked: this table is read at start-up
+and imports no numpy. The same test holds its newest to :data:`genderbias.stats.intervals.LABEL_INTERVAL`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CROWD = "one accuracy per worker and the crowd's error pattern, or full confusion matrices shrunk to them, as held-out queries' votes chose"
+
+#: Every version of every method, oldest first, each in the words a page and a paper describe it with.
+METHODS: dict[str, dict[str, str | None]] = {
+    "crowd_model": {
+        "2026-11-22": "full confusion matrices per worker",
+        "2026-11-25.1": _CROWD,
+        "2026-11-25.2": f"{_CROWD}; one accuracy per worker on a sparse crowd",
+        "2026-11-25.3": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the model misfits, the "
+        "intervals joined with themselves moved by the bias item difficulty makes",
+        "2026-11-26": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
+        "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model",
+    },
+    # None: the words are the construction's own (genderbias.stats.intervals.DESCRIPTIONS).
+    "label_interval": {"percentile": None, "crossed_net": None, "crossed": None},
+    "ties": {
+        "2026-11-22": "the run's stored order of tied documents",
+        "2026-11-25": "each figure the mean over every order of tied documents unless the report's order of "
+        "ties says otherwise, with its range over the orders",
+    },
+    "wordlists": {
+        "2026-11-22": "the built-in definitional and representative word lists of Rekabsaz and Schedl (2020)",
+    },
+}
+
+#: Today's version of each method: the newest declared.
+CURRENT: dict[str, str] = {name: list(versions)[-1] for name, versions in METHODS.items()}
+
+#: What each kind of stored result is computed with (the methods its page and paper describe).
+USED_BY: dict[str, tuple[str, ...]] = {
+    "report": ("ties", "wordlists"),
+    "report_on_batch": ("ties", "wordlists", "crowd_model", "label_interval"),
+    "agreement": ("crowd_model",),
+    "calibration": ("crowd_model", "label_interval"),
+    "routing": ("crowd_model",),
+}
+
+
+def current() -> dict[str, str]:
+    """Today's version of every method, as a stored result records it."""
+    return dict(CURRENT)
+
+
+def describe(name: str, version: str | None) -> str:
+    """Method ``name`` at ``version`` in words (today's without a version)."""
+    version = version or CURRENT[name]
+    known = METHODS.get(name, {})
+    if version in known and known[version] is not None:
+        return known[version]
+    if version in known:
+        from genderbias.stats.intervals import DESCRIPTIONS  # start-up: numpy, only when the words are asked
+
+        return DESCRIPTIONS[version]
+    return f"{name} version {version} (unknown to this version of the software)"
+
+
+def changed(stored: dict[str, str] | None, kind: str) -> list[dict[str, str]]:
+    """The methods ``kind`` uses whose stored version is not today's: name, versions and words of both."""
+    stored = stored or {}
+    out = []
+    for name in USED_BY[kind]:
+        was, now = stored.get(name), CURRENT[name]
+        if was is not None and was != now:
+            out.append({"method": name, "stored": was, "current": now, "stored_text": describe(name, was),
+                        "current_text": describe(name, now)})  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class ChangelogEntry:
+    """One entry of CHANGELOG.md: its heading (its key), its date, the method versions it names, its text."""
+
+    heading: str
+    date: str
+    methods: tuple[tuple[str, str], ...]
+    body: str
+
+    def plain_lines(self) -> list[str]:
+        """The entry's lines without Markdown's emphasis and code marks (a page shows them as text)."""
+        return [re.sub(r"\*\*|`", "", line).strip() for line in self.body.splitlines() if line.strip()]
+
+
+_METHODS_LINE = re.compile(r"\*\*Methods:\*\*(.*?)(?:\(was|\.\s|$)", re.S)
+_PAIR = re.compile(r"`([a-z_]+)` `([^`]+)`")
+
+
+def changelog_entries(text: str) -> list[ChangelogEntry]:
+    """CHANGELOG.md's entries, newest first: each ``## <date> <title>`` section and the ``**Methods:**``
+    pairs (`` `name` `version` ``) it names."""
+    entries = []
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        heading, _, body = section.partition("\n")
+        line = _METHODS_LINE.search(body)
+        pairs = tuple(_PAIR.findall(line.group(1))) if line else ()
+        entries.append(ChangelogEntry(heading.strip(), heading.split()[0], pairs, body.strip()))
+    return entries
