@@ -80,8 +80,8 @@ REVIEWED: dict[tuple[str, str], frozenset[str]] = {
     ("annotation", "0027_research_groups"): frozenset(),
     # Record the methods of 3c7dd83b on the reports and routings stored before methods were recorded:
     # a new database has none.
-    ("metrics", "0012_report_methods_h67b"): frozenset(),
-    ("annotation", "0033_routing_methods_h67b"): frozenset(),
+    ("metrics", "0013_report_methods"): frozenset(),
+    ("annotation", "0034_routing_methods"): frozenset(),
     ("metrics", "0009_research_groups"): frozenset(),
     # A platform's models handed from annotation to its own app, the tables kept (state only); the
     # platform's app lists its side at start-up (:func:`reviewed`).

@@ -12,7 +12,7 @@ def record_methods(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0032_assignment_retake"),
+        ("annotation", "0033_hand_signals_echo_restore"),
     ]
 
     operations = [

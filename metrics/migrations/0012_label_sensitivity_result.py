@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotation', '0032_assignment_retake'),
-        ('core', '0008_job_started_by_h68a'),
+        ('core', '0008_job_started_by'),
         ('metrics', '0011_report_settings_declared'),
     ]
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('core', '0007_research_groups'),
+        ('core', '0008_job_started_by'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

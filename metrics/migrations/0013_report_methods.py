@@ -16,7 +16,7 @@ def record_methods(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('metrics', '0011_report_settings_declared'),
+        ('metrics', '0012_label_sensitivity_result'),
     ]
 
     operations = [
