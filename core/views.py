@@ -282,9 +282,11 @@ def research_groups(request: HttpRequest) -> HttpResponse:
                 group_services.choose_group(request, group)
             elif action == "set":
                 username = request.POST.get("username", "").strip()
-                _, password = group_services.add_member(request.user, group, username, request.POST.get("role", ""))
+                membership, password = group_services.add_member(
+                    request.user, group, username, request.POST.get("role", "")
+                )
                 if password:  # a new account: its password shown on this answer only (no redirect, no-store)
-                    made = {"username": username, "password": password, "group": group}
+                    made = {"username": membership.user.get_username(), "password": password, "group": group}
                     response = _research_groups_page(request, made)
                     add_never_cache_headers(response)
                     return response
