@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
 
 from core.connection_kinds import KINDS
 from core.forms import ApiTokenForm, ConnectionForm
@@ -69,6 +70,7 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return page_not_found(request, exception)
 
 
+@require_safe
 def favicon(request: HttpRequest) -> HttpResponse:
     """``/favicon.ico``: "no icon" (204), answered instead of a 404 for every page that links
     none (an HTML fragment opened by itself, a JSON endpoint viewed in a browser); the site's
@@ -119,6 +121,7 @@ def _redoc_bundle() -> bytes:
     return cached
 
 
+@require_safe
 def redoc_script(request: HttpRequest) -> HttpResponse:
     """drf-spectacular-sidecar's ReDoc bundle without the one request it makes to a CDN (its footer
     logo); for researchers, like the ReDoc page itself."""
