@@ -137,6 +137,17 @@ def _sealing_key() -> str:
     return getattr(settings, KEY_SETTING, "") or key_in_file(connections_key_file(), create=True)
 
 
+def seal_secret(value: str) -> str:
+    """One secret kept outside the connections (the Prolific webhook secret), sealed as they are
+    (:func:`core.sealing.seal`, the connections key); :func:`open_secret` opens it."""
+    return seal({"value": value}, _sealing_key())
+
+
+def open_secret(sealed: str) -> str:
+    """The secret :func:`seal_secret` sealed; :class:`core.sealing.SealError` when no key opens it."""
+    return unseal(sealed, connections_key()).get("value", "")
+
+
 def _refuse_a_secret_sent_elsewhere(spec, before: dict, after: dict, secrets: dict, new_secrets: dict) -> None:
     """A new address goes with its secret given again: a token stored earlier (or set in the
     environment, which no page shows) would otherwise be sent, by the next call or a connection test,

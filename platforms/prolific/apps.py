@@ -26,6 +26,7 @@ class ProlificConfig(app_config.PlatformConfig):
         from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)  # start-up
 
         reviewed(self.label, "0001_initial")  # state only: annotation's tables taken over (db_table)
+        reviewed(self.label, "0002_hook_secret_sealed_h68b")  # seals stored webhook secrets: a new database has none
         register_connection(PROLIFIC, check_prolific)  # the Connections page, its test, the API
         add_batch_panel("prolific", batch_webhooks)
         add_batch_panel("submissions", _submissions)

@@ -74,7 +74,9 @@ class ProlificHookSecret(models.Model):
 
     workspace_id = models.CharField(max_length=64, unique=True)
     secret_id = models.CharField(max_length=64, blank=True)
-    value = models.CharField(max_length=200)
+    #: The secret sealed with the connections key (core.services.connections.seal_secret), never in
+    #: plaintext: a copy of the database (a backup) is not enough to forge webhooks.
+    sealed = models.TextField()
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -82,6 +84,19 @@ class ProlificHookSecret(models.Model):
 
     def __str__(self) -> str:
         return f"webhook secret of workspace {self.workspace_id}"
+
+    @property
+    def value(self) -> str:
+        """The secret, opened with the connections key."""
+        from core.services.connections import open_secret
+
+        return open_secret(self.sealed)
+
+    @value.setter
+    def value(self, secret: str) -> None:
+        from core.services.connections import seal_secret
+
+        self.sealed = seal_secret(secret)
 
 
 class ProlificSubscription(models.Model):
