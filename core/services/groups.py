@@ -32,6 +32,9 @@ def create_group(name: str, *, owner=None) -> ResearchGroup:
     slug = slugify(name)[:50]
     if not name or not slug:
         raise ServiceError("name: a research group needs a name with letters or digits")
+    limit = ResearchGroup._meta.get_field("name").max_length
+    if len(name) > limit:
+        raise ServiceError(f"name: at most {limit} characters, not {len(name)}")
     if ResearchGroup.objects.filter(name=name).exists() or ResearchGroup.objects.filter(slug=slug).exists():
         raise ServiceError(f"name: a research group {name!r} exists already")
     group = ResearchGroup.objects.create(name=name, slug=slug)
