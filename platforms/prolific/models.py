@@ -7,6 +7,7 @@ from django.db import models
 
 from annotation.models.crowd import Batch
 from core.models import GroupScopedManager
+from core.services.connections import open_secret, seal_secret
 
 
 class ProlificSession(models.Model):
@@ -88,14 +89,10 @@ class ProlificHookSecret(models.Model):
     @property
     def value(self) -> str:
         """The secret, opened with the connections key."""
-        from core.services.connections import open_secret
-
         return open_secret(self.sealed)
 
     @value.setter
     def value(self, secret: str) -> None:
-        from core.services.connections import seal_secret
-
         self.sealed = seal_secret(secret)
 
 
