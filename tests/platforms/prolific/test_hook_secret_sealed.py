@@ -60,3 +60,20 @@ def test_a_new_secret_is_stored_sealed():
     ProlificHookSecret.objects.create(workspace_id="ws-new", value=PLAIN)
     assert not any(PLAIN in str(cell) for row in _raw_rows() for cell in row)
     assert ProlificHookSecret.objects.get().value == PLAIN
+
+
+@pytest.mark.django_db
+def test_a_key_rotation_reseals_the_webhook_secret_too(settings):
+    """``connections --rotate`` re-seals every sealed secret with the new key, the webhook secret
+    included: the old key can then be dropped and deliveries still verify."""
+    from core.sealing import new_key
+    from core.services.connections import reseal_connections
+    from platforms.prolific.models import ProlificHookSecret
+
+    old, new = new_key(), new_key()
+    settings.CONNECTIONS_KEY = old
+    ProlificHookSecret.objects.create(workspace_id="ws-rotated", value=PLAIN)
+    settings.CONNECTIONS_KEY = f"{new},{old}"
+    assert reseal_connections() == 1
+    settings.CONNECTIONS_KEY = new
+    assert ProlificHookSecret.objects.get().value == PLAIN
