@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.backoff import backoff_delay, retry_after_seconds
+from core.redaction import mask_secret
 
 
 @functools.cache
@@ -190,23 +191,47 @@ class JsonClient:
                 error.attempts = attempt
                 if error.kind == "too_large" and not repeatable:
                     error.unknown_outcome = True  # a 2xx arrived: it was done, and its answer is unreadable
-                raise
+                raise self._masked(error) from None
             except _Retry as retry:
                 error = retry.error
                 error.attempts = attempt
                 if error.kind == "deadline" or attempt == attempts:
                     if error.kind != "deadline" and attempt > 1:
                         error.args = (f"{error} after {attempt} attempts",)
-                    raise self._final(error, retry, repeatable) from None
+                    raise self._masked(self._final(error, retry, repeatable)) from None
                 if not repeatable and retry.sent and error.kind != "throttled":
-                    raise self._final(error, retry, repeatable) from None
+                    raise self._masked(self._final(error, retry, repeatable)) from None
                 delay = backoff_delay(attempt, retry.retry_after, base=self.base_delay, cap=self.max_delay)
                 left = ends - self.clock()
                 if delay >= left:
                     error.args = (f"{error}; waiting {delay:g} s more would pass the {budget:g} s deadline",)
-                    raise self._final(error, retry, repeatable) from None
+                    raise self._masked(self._final(error, retry, repeatable)) from None
                 self.sleep(delay)
         raise AssertionError("unreachable")
+
+    def secrets(self) -> list[str]:
+        """The credentials this client sends (its headers that carry one, and the token after an
+        ``Authorization`` scheme): what an error answer must never repeat."""
+        found = []
+        for name, value in self.headers.items():
+            lowered = name.lower()
+            if lowered in ("authorization", "proxy-authorization") or any(
+                word in lowered for word in ("token", "key", "secret", "auth", "password")
+            ):
+                found.append(str(value))
+                scheme, _, credential = str(value).partition(" ")
+                if credential and scheme.isalpha():
+                    found.append(credential.strip())
+        return [secret for secret in found if secret]
+
+    def _masked(self, error: HttpError) -> HttpError:
+        """``error`` with every spelling of this client's credentials masked in its message and the
+        server's text (:func:`core.redaction.mask_secret`): a server that echoes the token it was
+        sent (an error page, a validation message) never brings it into a log or a printed error."""
+        for secret in self.secrets():
+            error.text = mask_secret(error.text, secret)
+            error.args = tuple(mask_secret(a, secret) if isinstance(a, str) else a for a in error.args)
+        return error
 
     def _paced(self, remaining: float, ends: float, budget: float) -> float:
         """Wait for this attempt's start of the shared rate; the seconds then left (an ``HttpError`` if none is free in time)."""

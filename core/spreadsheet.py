@@ -1,12 +1,14 @@
-"""CSV for people: the one writer of every file that someone may open in a spreadsheet.
+"""CSV and TSV for people: the one writer of every download that someone may open in a spreadsheet.
 
 Invariant: a text cell that a spreadsheet would evaluate (one starting with ``=``, ``+``,
 ``-``, ``@``, a tab or a carriage return) is written with a leading apostrophe, so that
 ``=HYPERLINK(...)`` in a search-log query shows as text instead of running (OWASP "CSV
 injection"). Numbers (int, float, Decimal, numpy numbers) are written as numbers, so a
 negative bias score stays a number a spreadsheet can sum; ``None`` and NaN become empty
-cells. Files for programs (the TSV rankers read, JSON Lines) keep text verbatim and do not
-come through here. Pure Python: no Django.
+cells. A TSV download (:func:`write_tsv`) follows the same rule, its cells on one line each
+(tabs and line breaks inside a cell become spaces). Files for programs (the batch export's query
+file that rankers read, the published dataset's files, JSON Lines) keep text verbatim and do not
+come through here (docs/dataset-publishing.md). Pure Python: no Django.
 """
 
 from __future__ import annotations
@@ -58,3 +60,19 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     out = io.StringIO()
     write_csv(out, header, rows)
     return out.getvalue()
+
+
+def write_tsv(handle: IO[str], rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None) -> int:
+    """Tab-separated cells (each through :func:`spreadsheet_cell`, tabs and line breaks inside a
+    cell made spaces), ``header`` first when given; returns the row count."""
+
+    def line(cells: Iterable[Any]) -> str:
+        return "\t".join(" ".join(str(cell).replace("\r", "\n").split("\n")).replace("\t", " ") for cell in cells)
+
+    if header is not None:
+        handle.write(line(neutralise_formula(name) for name in header) + "\n")
+    count = 0
+    for row in rows:
+        handle.write(line(spreadsheet_cell(cell) for cell in row) + "\n")
+        count += 1
+    return count

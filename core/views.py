@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from core.connection_kinds import KINDS
 from core.forms import ApiTokenForm, ConnectionForm
@@ -71,6 +71,7 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return page_not_found(request, exception)
 
 
+@require_safe
 def favicon(request: HttpRequest) -> HttpResponse:
     """``/favicon.ico``: "no icon" (204), answered instead of a 404 for every page that links
     none (an HTML fragment opened by itself, a JSON endpoint viewed in a browser); the site's
@@ -121,6 +122,7 @@ def _redoc_bundle() -> bytes:
     return cached
 
 
+@require_safe
 def redoc_script(request: HttpRequest) -> HttpResponse:
     """drf-spectacular-sidecar's ReDoc bundle without the one request it makes to a CDN (its footer
     logo); for researchers, like the ReDoc page itself."""
@@ -284,9 +286,11 @@ def research_groups(request: HttpRequest) -> HttpResponse:
                 group_services.choose_group(request, group)
             elif action == "set":
                 username = request.POST.get("username", "").strip()
-                _, password = group_services.add_member(request.user, group, username, request.POST.get("role", ""))
+                membership, password = group_services.add_member(
+                    request.user, group, username, request.POST.get("role", "")
+                )
                 if password:  # a new account: its password shown on this answer only (no redirect, no-store)
-                    made = {"username": username, "password": password, "group": group}
+                    made = {"username": membership.user.get_username(), "password": password, "group": group}
                     response = _research_groups_page(request, made)
                     add_never_cache_headers(response)
                     return response

@@ -12,6 +12,7 @@ from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
 from pooling.named_sets import set_of_source
+from pooling.queryfiles import MAX_QID_CHARS
 
 
 class Collection(GroupOwned):
@@ -89,7 +90,7 @@ class QuerySet(GroupOwned):
 
 class Query(models.Model):
     query_set = models.ForeignKey(QuerySet, on_delete=models.CASCADE, related_name="queries")
-    qid = models.CharField(max_length=100)
+    qid = models.CharField(max_length=MAX_QID_CHARS)  # checked by the query file readers (pooling.queryfiles)
     text = models.TextField()
     position = models.PositiveIntegerField(help_text="Order in the source file.")
     label = models.CharField(

@@ -64,12 +64,19 @@ def read_queries(path: str | Path, skipped: Skipped | None = None) -> list[tuple
     return queries
 
 
+#: The longest query id (the ``qid`` columns of pooling and annotation are this long): checked here, where
+#: a file's line is known, so SQLite (any length) and PostgreSQL (varchar) give the same ``file:line`` answer.
+MAX_QID_CHARS = 100
+
+
 def _accepted(path: Path, number: int, qid: str, text: str, seen: dict[str, int], skipped: Skipped | None) -> bool:
     """The rules every query file shares, checked once for both readers: an id, a text, and an id
     not seen before (``seen``: id -> its first line, updated). A bad line is raised, or skipped
     and ``False``."""
     if not qid:
         raise_or_skip(InputError(path, number, "empty query id"), skipped)
+    elif len(qid) > MAX_QID_CHARS:
+        raise_or_skip(InputError(path, number, f"query id of {len(qid)} characters: at most {MAX_QID_CHARS}"), skipped)
     elif not text:
         raise_or_skip(InputError(path, number, f"query {qid!r} has no text"), skipped)
     elif qid in seen:

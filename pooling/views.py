@@ -13,7 +13,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from core.models import Job
 from core.natural import natural_key
 from core.services.uploads import check_import_path, staged_uploads
-from core.spreadsheet import write_csv
+from core.spreadsheet import write_csv, write_tsv
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
 from genderbias.errors import InputError, ServiceError
@@ -23,7 +23,6 @@ from .forms import ImportForm, NamedSetForm, PoolForm, chosen_columns
 from .models import Collection, Pool, Qrels, QuerySet
 from .named_sets import NAMED_SETS, SOURCE_PREFIX
 from .preview import MAX_PROBLEMS, PREVIEW_BYTES, docids_in_index, head_lines, preview_head, read_head
-from .queryfiles import query_lines
 
 
 @researcher_required
@@ -85,8 +84,8 @@ def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
     pool = get_object_or_404(Pool, name=name)
     runs, rows = selectors.pool_table(pool)
     if fmt == "tsv":
-        body = "".join(query_lines((r["qid"], r["query"]) for r in rows))
-        response = HttpResponse(body, content_type="text/tab-separated-values; charset=utf-8")
+        response = HttpResponse(content_type="text/tab-separated-values; charset=utf-8")
+        write_tsv(response, ([r["qid"], r["query"]] for r in rows))
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         header = ["qid", "query", *[f"RaB@{pool.rank_cutoff}:{run}" for run in runs], "lists"]

@@ -100,7 +100,23 @@ def batch_form_data(data, *, estimate: bool = False) -> dict:
     for key, value in sent.items():
         if multiple and len(value) == 1 and key not in LIST_FIELDS:
             sent[key] = value[0]
+        _refuse_command_line_option(key, sent[key])
     return {**sent, **read}
+
+
+def _refuse_command_line_option(key: str, value) -> None:
+    """An option of the command line only (``seed``...) sent here: read by its declaration (the one
+    number reader: ``"1_0"``, ``"٣"``, ``1e400`` are a 400 naming it), and refused unless it is the
+    value the page and the API use, rather than dropped unseen (issue 68)."""
+    option = (all_batch_options().get(key) or (None, None))[0]
+    if option is None or option.on_form:
+        return
+    try:
+        given = option.parse(value)
+    except OptionError as exc:
+        raise ValidationError({key: [str(exc)]}) from None
+    if given is not None and given != option.default:
+        raise ValidationError({key: [f"{option.field}: {option.why}; create_batch takes another ({option.cli})"]})
 
 
 class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):

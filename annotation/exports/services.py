@@ -25,6 +25,7 @@ from annotation.results.export_formats import (
     write_dataset_card,
 )
 from annotation.results.selectors import CITATION, BatchAnswers, agreement, min_votes, query_results
+from core.services.names import validate_name
 from core.services.storage import cache_dir
 from genderbias.errors import ServiceError
 from genderbias.files.atomic import check_writable, file_sha256
@@ -60,6 +61,8 @@ def export_queries(
         raise ServiceError(f"unknown category {category!r}; choose {', '.join(EXPORT_CATEGORIES)}")
     if fmt not in EXPORT_FORMATS:
         raise ServiceError(f"unknown format {fmt!r}; choose {', '.join(EXPORT_FORMATS)}")
+    if as_query_set:
+        validate_name(as_query_set, "query set")  # before the file is written: its length, its group
     if as_query_set and QuerySet.objects.filter(name=as_query_set).exists():
         raise ServiceError(f"a query set named {as_query_set!r} already exists")
     path = check_writable(path)

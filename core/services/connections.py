@@ -136,6 +136,17 @@ def _sealing_key() -> str:
     return getattr(settings, KEY_SETTING, "") or key_in_file(connections_key_file(), create=True)
 
 
+def seal_secret(value: str) -> str:
+    """One secret kept outside the connections (the Prolific webhook secret), sealed as they are
+    (:func:`core.sealing.seal`, the connections key); :func:`open_secret` opens it."""
+    return seal({"value": value}, _sealing_key())
+
+
+def open_secret(sealed: str) -> str:
+    """The secret :func:`seal_secret` sealed; :class:`core.sealing.SealError` when no key opens it."""
+    return unseal(sealed, connections_key()).get("value", "")
+
+
 def _refuse_a_secret_sent_elsewhere(spec, before: dict, after: dict, secrets: dict, new_secrets: dict) -> None:
     """A new address goes with its secret given again: a token stored earlier (or set in the
     environment, which no page shows) would otherwise be sent, by the next call or a connection test,
@@ -164,9 +175,21 @@ def delete_connection(kind: str) -> bool:
     return bool(deleted)
 
 
+#: Sealed secrets kept by the apps above core (the Prolific webhook secret): each re-seals its rows
+#: with the first of the keys given and returns how many (:func:`register_resealer`, at ``ready()``).
+_RESEALERS: list[Callable[[str], int]] = []
+
+
+def register_resealer(reseal_rows: Callable[[str], int]) -> None:
+    """``reseal_rows(keys)`` joins :func:`reseal_connections` (a key rotation re-seals its secrets too)."""
+    if reseal_rows not in _RESEALERS:
+        _RESEALERS.append(reseal_rows)
+
+
 def reseal_connections() -> int:
     """Seal every stored secret again with the first key of ``CONNECTIONS_KEY`` (after a new key was
-    put first); the number of connections re-sealed. All or none: one that no key opens stops it."""
+    put first), the registered ones included; how many were re-sealed. All or none: one that no key
+    opens stops it."""
     key = connections_key()
     count = 0
     with transaction.atomic():
@@ -177,6 +200,8 @@ def reseal_connections() -> int:
                 raise SealError(f"{row.kind}: {exc}") from None
             row.save(update_fields=["sealed", "updated"])
             count += 1
+        for reseal_rows in _RESEALERS:
+            count += reseal_rows(key)
     return count
 
 

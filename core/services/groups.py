@@ -18,6 +18,7 @@ from django.utils.text import slugify
 from core.db.scope import acting_in
 from core.models import Membership, ResearchGroup, creation_group
 from core.selectors import require_role
+from core.services.usernames import new_username
 from genderbias.errors import ServiceError
 
 #: Roles of staff accounts (researchers' side); an annotator's account is no staff.
@@ -31,6 +32,9 @@ def create_group(name: str, *, owner=None) -> ResearchGroup:
     slug = slugify(name)[:50]
     if not name or not slug:
         raise ServiceError("name: a research group needs a name with letters or digits")
+    limit = ResearchGroup._meta.get_field("name").max_length
+    if len(name) > limit:
+        raise ServiceError(f"name: at most {limit} characters, not {len(name)}")
     if ResearchGroup.objects.filter(name=name).exists() or ResearchGroup.objects.filter(slug=slug).exists():
         raise ServiceError(f"name: a research group {name!r} exists already")
     group = ResearchGroup.objects.create(name=name, slug=slug)
@@ -44,17 +48,9 @@ def create_group(name: str, *, owner=None) -> ResearchGroup:
 def new_account(username: str, role: str):
     """A new account for ``role`` with a generated password (returned, to be shown once): a staff
     account (no superuser, no admin permission) for owner, researcher and viewer."""
-    from django.core.exceptions import ValidationError
-
-    user_model = get_user_model()
-    try:
-        user_model.username_validator(username)
-    except ValidationError:
-        raise ServiceError(f"username: {username!r} is not usable: use letters, digits and @ . + - _") from None
-    if user_model.objects.filter(username=username).exists():
-        raise ServiceError(f"username: {username!r} exists already")
+    username = new_username(username)
     password = secrets.token_urlsafe(15)
-    user = user_model.objects.create_user(username, password=password, is_staff=role in STAFF_ROLES)
+    user = get_user_model().objects.create_user(username, password=password, is_staff=role in STAFF_ROLES)
     return user, password
 
 

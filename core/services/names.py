@@ -13,8 +13,25 @@ from core.models import GroupOwned, scope_of
 from genderbias.errors import ServiceError
 
 
+def name_limit() -> int:
+    """The longest name every named kind's column holds (the models' ``max_length``): one name may
+    become several objects (a pool also makes a query set of its name), so the shortest column counts."""
+    from django.apps import apps
+
+    return min(
+        m._meta.get_field("name").max_length
+        for m in apps.get_models()
+        if issubclass(m, GroupOwned) and any(f.name == "name" for f in m._meta.fields)
+    )
+
+
 def validate_name(name: str, what: str) -> str:
-    """Return ``name`` if it is a usable slug; otherwise a ServiceError naming ``what``."""
+    """Return ``name`` if it is a usable slug no longer than its column (:func:`name_limit`: SQLite
+    stores any length, PostgreSQL refuses past it, so the answer is given here, the same on both);
+    otherwise a ServiceError naming ``what``."""
+    limit = name_limit()
+    if len(str(name)) > limit:
+        raise ServiceError(f"{what} name: at most {limit} characters, not {len(str(name))}")
     try:
         validate_slug(name)
     except ValidationError:

@@ -150,7 +150,7 @@ def _parse_run_block(
 ) -> pl.DataFrame:
     """Validate one block of run lines; keep ``line, qid, docid, score`` (the text is dropped).
 
-    Ranks must be integers and scores finite numbers (trec_eval reads them with ``atoi``
+    Ranks must be integers of 0 or more and scores finite numbers (trec_eval reads them with ``atoi``
     and ``atof``, which would silently turn ``1.5`` into 1 and ``inf`` into a score).
     """
     pattern, columns = _RUN_LINES[run_format]
@@ -171,6 +171,11 @@ def _parse_run_block(
         raise_or_skip(InputError(path, line, f"rank {rank!r} is not an integer"), skipped)
     if len(bad):
         fields = fields.filter(rank_value.is_not_null())
+    negative = fields.filter(rank_value < 0)  # a rank counts from 0 or 1, never below (issue 68)
+    for line, rank in negative.select("line", "rank").iter_rows():
+        raise_or_skip(InputError(path, line, f"rank {rank!r} is negative"), skipped)
+    if len(negative):
+        fields = fields.filter(rank_value >= 0)
 
     if run_format == "msmarco":
         fields = fields.with_columns((-rank_value).cast(pl.Float64).alias("score_value"))
@@ -306,6 +311,7 @@ def read_regular_run(path: Path, run_format: str) -> pl.DataFrame | None:
     irregular = pl.any_horizontal(pl.all().is_null()) | whitespace | (length > MAX_LINE_BYTES)
     if "score" in schema:
         irregular = irregular | ~pl.col("score").is_finite()
+    irregular = irregular | (pl.col("rank") < 0)  # the block parser names the line
     if frame.select(irregular.any()).item():
         return None
     score = pl.col("score") if run_format != "msmarco" else (-pl.col("rank")).cast(pl.Float64).alias("score")

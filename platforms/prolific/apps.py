@@ -15,7 +15,7 @@ class ProlificConfig(app_config.PlatformConfig):
         prints Prolific's own price; the site's connections hold the Prolific workspace."""
         from annotation.crowd.panels import add_batch_panel, add_dashboard_panel, add_own_price  # start-up
         from core.db.new_database import reviewed  # start-up
-        from core.services.connections import register_connection  # start-up
+        from core.services.connections import register_connection, register_resealer  # start-up
         from platforms.inhouse.services.corrections import refuse_when  # start-up
         from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)  # start-up
         from platforms.prolific.connection.kind import PROLIFIC  # start-up
@@ -26,13 +26,27 @@ class ProlificConfig(app_config.PlatformConfig):
         from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)  # start-up
 
         reviewed(self.label, "0001_initial")  # state only: annotation's tables taken over (db_table)
+        reviewed(self.label, "0002_hook_secret_sealed")  # seals stored webhook secrets: a new database has none
         register_connection(PROLIFIC, check_prolific)  # the Connections page, its test, the API
+        register_resealer(_reseal_hook_secrets)  # connections --rotate re-seals the webhook secret too
         add_batch_panel("prolific", batch_webhooks)
         add_batch_panel("submissions", _submissions)
         add_batch_panel("bonuses", _bonuses)
         add_dashboard_panel("return_rate_warnings", _return_rate_warnings)
         add_own_price(self.platform, quote)  # publish_batch prints Prolific's own price
         refuse_when(_paid_on_prolific)  # a participant's correction, once Prolific decided its pay
+
+
+def _reseal_hook_secrets(keys: str) -> int:
+    """The webhook secrets sealed again with the first of ``keys``; how many."""
+    from core.sealing import reseal  # start-up
+    from platforms.prolific.models import ProlificHookSecret  # start-up
+
+    rows = list(ProlificHookSecret.objects.select_for_update())
+    for row in rows:
+        row.sealed = reseal(row.sealed, keys)
+        row.save(update_fields=["sealed"])
+    return len(rows)
 
 
 #: A Prolific submission's statuses that decide its pay (Prolific's own words).

@@ -7,6 +7,7 @@ from django.db import models
 
 from annotation.models.crowd import Batch
 from core.models import GroupScopedManager
+from core.services.connections import open_secret, seal_secret
 
 
 class ProlificSession(models.Model):
@@ -74,7 +75,9 @@ class ProlificHookSecret(models.Model):
 
     workspace_id = models.CharField(max_length=64, unique=True)
     secret_id = models.CharField(max_length=64, blank=True)
-    value = models.CharField(max_length=200)
+    #: The secret sealed with the connections key (core.services.connections.seal_secret), never in
+    #: plaintext: a copy of the database (a backup) is not enough to forge webhooks.
+    sealed = models.TextField()
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -82,6 +85,15 @@ class ProlificHookSecret(models.Model):
 
     def __str__(self) -> str:
         return f"webhook secret of workspace {self.workspace_id}"
+
+    @property
+    def value(self) -> str:
+        """The secret, opened with the connections key."""
+        return open_secret(self.sealed)
+
+    @value.setter
+    def value(self, secret: str) -> None:
+        self.sealed = seal_secret(secret)
 
 
 class ProlificSubscription(models.Model):

@@ -32,6 +32,7 @@ with a short ``code`` and the sentence a participant reads.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from dataclasses import dataclass
@@ -75,8 +76,26 @@ class StudyToken:
     digest: str  # SHA-256 of the token's text: the replay guard's key
 
 
+def canonical_token(token: str) -> str:
+    """The token as its bytes spell it: each segment base64url-decoded and encoded again, unpadded.
+
+    Base64url decoding (PyJWT's) ignores padding and stray characters, so ``token + "=="`` verifies
+    with the same signature: the replay guard keys this spelling, not the text sent (issue 68).
+    """
+    parts = []
+    for part in token.split("."):
+        cleaned = part.rstrip("=")
+        try:
+            data = base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
+        except (ValueError, TypeError):
+            return token
+        parts.append(base64.urlsafe_b64encode(data).decode().rstrip("="))
+    return ".".join(parts)
+
+
 def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+    """SHA-256 of the token's canonical spelling (:func:`canonical_token`): the replay guard's key."""
+    return hashlib.sha256(canonical_token(token).encode("utf-8", "replace")).hexdigest()
 
 
 def key_id(token: str) -> str:

@@ -17,8 +17,9 @@ from genderbias.errors import ServiceError
 from publishing.zenodo.deposit import Deposit, ZenodoClient, deposit_folder
 
 
-def zenodo_deposit(folder: str | os.PathLike, *, publish: bool = False, sleep=None) -> Deposit:
-    """Deposit ``folder`` with the site's Zenodo connection (a ServiceError naming what is wrong)."""
+def zenodo_deposit(folder: str | os.PathLike, *, publish: bool = False, sleep=None, confirm=None) -> Deposit:
+    """Deposit ``folder`` with the site's Zenodo connection (a ServiceError naming what is wrong);
+    ``confirm(names)`` is asked before anything is sent (the command lists the files and asks)."""
     from core.selectors import zenodo_settings
 
     folder = Path(folder)
@@ -26,7 +27,8 @@ def zenodo_deposit(folder: str | os.PathLike, *, publish: bool = False, sleep=No
         raise ServiceError(f"{folder} is not a folder (give a dataset folder of publish_dataset or a paper bundle)")
     conn = zenodo_settings()
     try:
-        return deposit_folder(folder, ZenodoClient(conn.api_url, conn.token, sleep=sleep), publish=publish)
+        client = ZenodoClient(conn.api_url, conn.token, sleep=sleep)
+        return deposit_folder(folder, client, publish=publish, confirm=confirm)
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
 

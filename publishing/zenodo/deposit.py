@@ -21,7 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
+import unicodedata
+import urllib.parse
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +49,10 @@ class ZenodoError(ProviderError):
         super().__init__(message)
         self.upstream = upstream
         self.status = status
+
+
+class NotConfirmed(ValueError):
+    """The person shown the files to deposit said no: nothing was sent."""
 
 
 @dataclass
@@ -79,18 +86,60 @@ def _message(error: HttpError) -> str:
     return str(error)
 
 
-def _md5(path: Path) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+#: The longest file name (key) Zenodo's file store takes (invenio-files-rest's ``FILES_REST_OBJECT_KEY_MAX_LEN``).
+MAX_NAME_CHARS = 255
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path``, opened without following a link and checked on the open file: a regular
+    file with a single link (a file swapped for a link after it was listed is refused too)."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1:
+            raise ValueError(f"{path}: changed into something other than a regular file with one link; run again")
+        return handle.read()
+
+
+def _name_problem(name: str) -> str | None:
+    """Why Zenodo (or a reader of its record) would not take ``name`` as a file's key, or ``None``."""
+    if len(name) > MAX_NAME_CHARS:
+        return f"at most {MAX_NAME_CHARS} characters, not {len(name)}"
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+        return "a control character in the name"
+    if "\\" in name:
+        return "a backslash in the name (read as a folder by some clients)"
+    if name in (".", "..") or name != name.strip():
+        return "a name that is blank at an end or a folder's"
+    return None
 
 
 def deposited_files(folder: Path) -> list[Path]:
-    """The folder's files to deposit: every regular file but the hidden ones, which are bookkeeping
-    (:data:`METADATA`, :data:`STATE`, publish_dataset's manifest, the paper bundle's marker)."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink() and not p.name.startswith("."))
+    """The folder's files to deposit: its regular files with a single link, but the hidden ones, which
+    are bookkeeping (:data:`METADATA`, :data:`STATE`, publish_dataset's manifest, the paper bundle's
+    marker); sub-folders are not deposited. A symbolic link, a hard link (a second name of a file
+    elsewhere: the site's database, say), any other kind of entry, or a name Zenodo would refuse stops
+    the deposit before any request, naming it."""
+    files, refused = [], []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith("."):
+            continue
+        status = os.lstat(path)
+        if stat.S_ISDIR(status.st_mode):
+            continue
+        if stat.S_ISLNK(status.st_mode):
+            refused.append(f"{path.name}: a symbolic link")
+        elif not stat.S_ISREG(status.st_mode):
+            refused.append(f"{path.name}: not a regular file")
+        elif status.st_nlink != 1:
+            refused.append(f"{path.name}: a hard link ({status.st_nlink} names of one file): copy it, or move it out")
+        elif problem := _name_problem(path.name):
+            refused.append(f"{path.name!r}: {problem}")
+        else:
+            files.append(path)
+    if refused:
+        raise ValueError(f"{folder}: nothing sent; only regular files are deposited: " + "; ".join(refused))
+    return files
 
 
 def _write_state(folder: Path, state: dict[str, Any]) -> None:
@@ -161,12 +210,19 @@ def _find_draft(client: ZenodoClient, key: str) -> dict[str, Any] | None:
     return None
 
 
-def deposit_folder(folder: str | os.PathLike, client: ZenodoClient, *, publish: bool = False) -> Deposit:
+def deposit_folder(
+    folder: str | os.PathLike,
+    client: ZenodoClient,
+    *,
+    publish: bool = False,
+    confirm: Callable[[list[str]], bool] | None = None,
+) -> Deposit:
     """Deposit ``folder`` (its files and its :data:`METADATA`) on Zenodo; see the module docstring.
 
     Without ``publish`` the deposition stays a draft with a reserved DOI (publish it on Zenodo's
-    page, or run again with ``publish``). Raises :class:`ZenodoError`, or ``ValueError`` for
-    metadata Zenodo would refuse (naming the file and the field).
+    page, or run again with ``publish``). ``confirm`` is shown the file names before any request and
+    says whether to go on (:class:`NotConfirmed` otherwise). Raises :class:`ZenodoError`, or
+    ``ValueError`` for metadata or files Zenodo would refuse (naming the file and the field).
     """
     folder = Path(folder)
     metadata_path = folder / METADATA
@@ -180,6 +236,8 @@ def deposit_folder(folder: str | os.PathLike, client: ZenodoClient, *, publish: 
     files = deposited_files(folder)
     if not files:
         raise ValueError(f"{folder} holds no file to deposit")
+    if confirm is not None and not confirm([path.name for path in files]):
+        raise NotConfirmed(f"{folder}: the deposit was not confirmed; nothing was sent")
 
     state = read_state(folder)
     resumed = bool(state.get("id"))
@@ -223,11 +281,13 @@ def deposit_folder(folder: str | os.PathLike, client: ZenodoClient, *, publish: 
     uploaded, kept = [], []
     bucket = state["bucket"]
     for path in files:
-        digest = _md5(path)
+        content = _read_regular(path)
+        digest = hashlib.md5(content, usedforsecurity=False).hexdigest()
         if present.get(path.name) == digest:
             kept.append(path.name)
             continue
-        answer = client.call("PUT", f"{bucket}/{path.name}", content=path.read_bytes()) or {}
+        key = urllib.parse.quote(path.name, safe="")  # one path segment: '#', '?', '%', spaces kept in the name
+        answer = client.call("PUT", f"{bucket}/{key}", content=content) or {}
         checksum = str(answer.get("checksum") or "").removeprefix("md5:")
         if checksum and checksum != digest:
             raise ZenodoError(f"Zenodo stored {path.name} with MD5 {checksum}, not the file's {digest}: run again")

@@ -40,3 +40,15 @@ def test_the_implicit_favicon_request_is_not_a_404(client, django_user_model, lo
     response = client.get("/favicon.ico")
     assert response.status_code == 204 and response.content == b""
     assert "max-age" in response["Cache-Control"]
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+@pytest.mark.parametrize(
+    "url", ["/api/redoc/redoc.standalone.js", "/api/redoc/", "/api/docs/", "/api/schema/", "/favicon.ico"]
+)
+def test_static_and_schema_views_answer_405_to_methods_they_do_not_serve(client, researcher, url, method):
+    """The ReDoc bundle answered 200 to POST, PUT, PATCH and DELETE (issue 68): GET and HEAD only."""
+    client.force_login(researcher)
+    answer = getattr(client, method)(url)
+    assert answer.status_code == 405, (url, method, answer.status_code)
+    assert "GET" in answer["Allow"]

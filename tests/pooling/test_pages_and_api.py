@@ -156,8 +156,10 @@ def test_api(client, admin_user, pool):
 
 
 @pytest.mark.django_db
-def test_csv_download_neutralises_formulas_and_tsv_keeps_text(client, admin_user, pool):
-    """A search-log query such as ``=HYPERLINK(...)`` is text in the CSV for people, verbatim in the TSV."""
+def test_csv_and_tsv_downloads_neutralise_formulas(client, admin_user, pool):
+    """A search-log query such as ``=HYPERLINK(...)`` is text in the CSV and in the TSV download: both open
+    in a spreadsheet (the TSV kept it verbatim: issue 68). The batch export's TSV, the query file for
+    rankers, stays verbatim (docs/dataset-publishing.md)."""
     import csv
     import io
 
@@ -172,8 +174,11 @@ def test_csv_download_neutralises_formulas_and_tsv_keeps_text(client, admin_user
     assert all(not value.startswith("=") for row in rows.values() for value in row.values())
     rab = rows["1"]["RaB@2:a"]
     assert rab == "" or float(rab) == float(rab)  # numbers stay numbers, never quoted with '
+    Query.objects.filter(qid="2").update(text="-ve blood type\twith a tab")
     tsv = client.get(reverse("pooling:pool-download", args=["p", "tsv"])).content.decode()
-    assert f"1\t{formula}\n" in tsv
+    assert f"1\t'{formula}\n" in tsv
+    assert "2\t'-ve blood type with a tab\n" in tsv
+    assert not any(cell.startswith(("=", "+", "-", "@")) for line in tsv.splitlines() for cell in line.split("\t"))
 
 
 def test_api_builds_a_pool_as_a_job_with_the_forms_rules(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -82,14 +83,14 @@ def test_a_bad_token_is_zenodos_401_and_nothing_is_created(folder, zenodo, monke
     _fill_creators(folder)
     monkeypatch.setenv("ZENODO_TOKEN", "not-the-token")
     with pytest.raises(CommandError, match="HTTP 401"):
-        call_command("zenodo_deposit", str(folder), stdout=io.StringIO())
+        call_command("zenodo_deposit", str(folder), "--yes", stdout=io.StringIO())
     assert zenodo.depositions == {}
 
 
 def test_a_draft_with_its_reserved_doi_then_published_only_when_asked(folder, zenodo):
     metadata = _fill_creators(folder)
     out = io.StringIO()
-    call_command("zenodo_deposit", str(folder), stdout=out)
+    call_command("zenodo_deposit", str(folder), "--yes", stdout=out)
     [ident] = zenodo.depositions
     deposition = zenodo.depositions[ident]
     assert not deposition["submitted"]  # a draft: not published unless asked
@@ -100,7 +101,7 @@ def test_a_draft_with_its_reserved_doi_then_published_only_when_asked(folder, ze
     assert "deposit key" not in str(deposition["metadata"].get("notes"))  # the creation's marker is gone
 
     out = io.StringIO()
-    call_command("zenodo_deposit", str(folder), "--publish", stdout=out)
+    call_command("zenodo_deposit", str(folder), "--publish", "--yes", stdout=out)
     assert list(zenodo.depositions) == [ident] and zenodo.depositions[ident]["submitted"]
     assert f"Published on Zenodo: DOI {PREFIX}/zenodo.{ident}" in out.getvalue()
     puts = [path for method, path in zenodo.requests if method == "PUT" and path.startswith("/api/files/")]
@@ -177,3 +178,72 @@ def test_the_connection_test_reads_the_token_as_zenodo_does(zenodo, monkeypatch)
     monkeypatch.setenv("ZENODO_TOKEN", "not-the-token")
     with pytest.raises(ConnectionTestFailed, match="401"):
         CHECKS["zenodo"]()
+
+
+# --- issue 68: a deposit sends only what it means ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["README.txt#x", "b?x=1.txt", "with space.txt", "100%.txt", "é.txt"])
+def test_a_file_name_is_percent_encoded_in_the_bucket_url(folder, zenodo, name):
+    """``README.txt#x`` was uploaded as ``README.txt`` (the rest read as a fragment) and ``b?x=1.txt``
+    became a query string: each name is now one percent-encoded path segment, stored under its own name."""
+    _fill_creators(folder)
+    (folder / name).write_bytes(b"odd name " + name.encode())
+    done = zenodo_deposit(folder, sleep=lambda s: None)
+    stored = _deposited(zenodo, done.id)
+    assert stored[name] == hashlib.md5(b"odd name " + name.encode()).hexdigest()
+    assert set(stored) == {*_folder_files_with(folder, name)}
+
+
+def _folder_files_with(folder, name: str) -> set[str]:
+    return {p.name for p in folder.iterdir() if not p.name.startswith(".")} | {name}
+
+
+@pytest.mark.parametrize(("name", "why"), [("back\\slash.txt", "backslash"), ("tab\there.txt", "control character")])
+def test_a_name_zenodo_would_refuse_is_refused_before_any_request(folder, zenodo, name, why):
+    _fill_creators(folder)
+    (folder / name).write_bytes(b"x")
+    with pytest.raises(ServiceError, match=why):
+        zenodo_deposit(folder, sleep=lambda s: None)
+    assert zenodo.requests == []
+
+
+def test_a_hard_link_or_a_symlink_is_refused_before_any_request(folder, zenodo, tmp_path):
+    """A hard link to the site's database in the folder was uploaded (its bytes are the database's):
+    only regular files with a single link are sent; a symbolic link is refused as well, not skipped."""
+    _fill_creators(folder)
+    secret = tmp_path / "db.sqlite3"
+    secret.write_bytes(b"every group's data")
+    os.link(secret, folder / "innocent.bin")
+    with pytest.raises(ServiceError, match=r"innocent\.bin: a hard link"):
+        zenodo_deposit(folder, sleep=lambda s: None)
+    (folder / "innocent.bin").unlink()
+    (folder / "pointer.bin").symlink_to(secret)
+    with pytest.raises(ServiceError, match=r"pointer\.bin: a symbolic link"):
+        zenodo_deposit(folder, sleep=lambda s: None)
+    assert zenodo.requests == []
+
+
+def test_the_command_lists_the_files_and_uploads_only_when_confirmed(folder, zenodo, monkeypatch):
+    _fill_creators(folder)
+    asked = []
+    monkeypatch.setattr("builtins.input", lambda prompt="": asked.append(prompt) or "n")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="nothing was sent"):
+        call_command("zenodo_deposit", str(folder), stdout=out)
+    assert asked and zenodo.requests == []
+    for name in _folder_files(folder):
+        assert f"  {name}" in out.getvalue()
+    monkeypatch.setattr("builtins.input", lambda prompt="": "y")
+    call_command("zenodo_deposit", str(folder), stdout=io.StringIO())
+    [ident] = zenodo.depositions
+    assert _deposited(zenodo, ident) == _folder_files(folder)
+
+
+def test_an_error_text_that_echoes_the_token_is_masked(folder, zenodo):
+    _fill_creators(folder)
+    zenodo.script["POST /api/deposit/depositions"] = ["echo"]
+    with pytest.raises(ServiceError) as raised:
+        zenodo_deposit(folder, sleep=lambda s: None)
+    assert "HTTP 400" in str(raised.value) and "…" in str(raised.value)
+    assert zenodo.token not in str(raised.value) and zenodo.token[:8] not in str(raised.value)

@@ -10,7 +10,8 @@ files). Errors are Zenodo's JSON: ``{"status", "message"}`` plus ``errors: [{"fi
 
 As harsh as the service: ``script`` maps ``"METHOD path-prefix"`` to a list of behaviours taken
 one per matching request: ``throttle`` (429 with Zenodo's ``X-RateLimit-*`` headers, nothing
-done), ``error`` (500, nothing done), ``lose`` (the request is carried out, then the connection
+done), ``error`` (500, nothing done), ``echo`` (400 whose message repeats the Authorization header
+it was sent, as some servers' errors do), ``lose`` (the request is carried out, then the connection
 is closed without an answer). Every request is logged in ``requests``.
 """
 
@@ -23,7 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.loopback import LoopbackServer, send, serve_in_thread
 
@@ -100,6 +101,9 @@ class _Handler(BaseHTTPRequestHandler):
                                                    "X-RateLimit-Reset": reset})  # fmt: skip
             if behaviour == "error":
                 return self._send(*_error(500, "Internal server error."))
+            if behaviour == "echo":
+                sent = self.headers.get("Authorization", "")
+                return self._send(*_error(400, f"Bad request with the header {sent!r} (token {sent.split()[-1]})"))
             auth = self.headers.get("Authorization", "")
             if auth != f"Bearer {fake.token}":
                 return self._send(
@@ -115,7 +119,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, fake: FakeZenodo, parts, body: bytes) -> tuple[int, Any]:
         path = parts.path
         if path.startswith("/api/files/") and self.command == "PUT":
-            bucket, _, name = path.removeprefix("/api/files/").partition("/")
+            bucket, _, quoted = path.removeprefix("/api/files/").partition("/")
+            name = unquote(quoted)  # the key, percent-decoded as Zenodo reads it
             if bucket not in fake.buckets:
                 return _error(404, "Bucket does not exist.")
             owner = next(d for d in fake.depositions.values() if d["bucket"] == bucket)

@@ -52,6 +52,7 @@ from annotation.quality.services.training import plan_of, training_rows
 from core.db.prepared import Prepared, PreparedUpdate
 from core.models import scope_of
 from core.services.groups import join_current_group
+from core.services.usernames import new_username
 from genderbias.errors import ServiceError
 from platforms.inhouse.selectors import ANNOTATORS_GROUP
 from platforms.inhouse.services.team_access import assignment_open, batch_open_to, is_open_to, open_to
@@ -61,12 +62,10 @@ _CANDIDATES = 20
 
 
 def validate_username(username: str) -> str:
-    """Django's rule for usernames (letters, digits and @.+-_), as a ServiceError naming the value."""
-    try:
-        get_user_model().username_validator(username)
-    except ValidationError:
-        raise ServiceError(f"username {username!r} is not usable: use letters, digits and @ . + - _") from None
-    return username
+    """The stored form of a username an annotator may have: an existing annotator's own, or a new one
+    that passes :func:`core.services.usernames.new_username` (no look-alike, no reserved name)."""
+    existing = get_user_model().objects.filter(username=username).first()
+    return new_username(username, existing_pk=existing.pk if existing else None)
 
 
 def create_annotator(
@@ -82,7 +81,7 @@ def create_annotator(
     Two requests adding the same new username at once: the second is refused with a
     ``ServiceError`` (a 400), not the database's unique violation.
     """
-    validate_username(username)
+    username = validate_username(username)
     user_model = get_user_model()
     with transaction.atomic():
         user = user_model.objects.select_for_update().filter(username=username).first()

@@ -11,6 +11,7 @@ the field, never a 500: a ``min_answers_judged`` of 10^20 used to overflow the d
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -238,6 +239,28 @@ def test_numbers_are_plain_ascii_within_their_range_on_create_and_estimate(query
     (message,) = answer.json()[field]
     assert message.startswith(field.replace("_", " ") + ": "), message
     assert not Batch.objects.exists()
+
+
+@pytest.mark.parametrize("value", ["1_0", "٣", "abc", "NaN", "1e400", 1e300, 7])
+@pytest.mark.parametrize("path", ["/api/annotation/batches/", "/api/annotation/batches/estimate/"])
+def test_a_command_line_option_sent_to_the_api_is_read_by_the_number_reader_not_dropped(
+    query_set, admin_client, path, value
+):
+    """``seed`` (command line only; the page and the API use 0) was dropped unseen: ``"1_0"``, ``"٣"``,
+    ``"abc"``, ``1e400`` and ``"NaN"`` answered 201/200 (issue 68). Now it is read by the one number
+    reader (a 400 naming it), and a seed other than the one the API uses is refused, not ignored."""
+    body = (
+        json.dumps({"name": "s1", "queries": "gq"})[:-1]
+        + f', "seed": {json.dumps(value) if value != "1e400" else "1e400"}}}'
+    )
+    answer = admin_client.post(path, body, content_type="application/json")
+    assert answer.status_code == 400 and answer["Content-Type"].startswith("application/json"), answer.content
+    (message,) = answer.json()["seed"]
+    assert message.startswith("seed: "), message
+    assert not Batch.objects.exists()
+    assert admin_client.post(
+        path, {"name": "s0", "queries": "gq", "seed": 0}, content_type="application/json"
+    ).status_code in (200, 201)
 
 
 def test_the_page_and_the_command_refuse_the_same_numbers_by_the_same_rule(query_set, admin_client):

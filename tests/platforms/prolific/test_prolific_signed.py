@@ -233,6 +233,27 @@ def test_a_replayed_token_is_refused_in_another_browser(signed_server, signed_ba
     assert Assignment.objects.filter(provider_assignment_id=session).count() == 1
 
 
+@pytest.mark.parametrize("respell", ["pad-end", "pad-sig"])
+def test_a_replayed_token_spelled_otherwise_is_refused_by_the_replay_guard(
+    signed_server, signed_batch, client_class, respell
+):
+    """Base64url decoding ignores padding, so ``token + "=="`` (or the signature padded) verifies with
+    the same signature: the replay guard keys the token's canonical spelling, not its text (issue 68)."""
+    session, url = signed_server.start(signed_batch.hit_type_id, hexid(respell))
+    assert _arrive(client_class(), url).status_code == 302
+    token = parse_qs(urlsplit(url).query)["prolific_token"][0]
+    if respell == "pad-end":
+        other = token + "=="
+    else:
+        head, body, signature = token.split(".")
+        other = f"{head}.{body}.{signature}" + "=" * (-len(signature) % 4 or 4)
+    assert other != token
+    thief = client_class()
+    page = _arrive(thief, _with_token(url, other))
+    assert page.status_code == 403 and b"already used in another browser" in page.content
+    assert Assignment.objects.filter(provider_assignment_id=session).count() == 1
+
+
 def test_keys_are_fetched_again_for_an_unknown_kid_but_not_for_every_made_up_one(
     signed_server, signed_batch, client_class
 ):

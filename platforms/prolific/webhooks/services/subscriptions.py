@@ -155,7 +155,7 @@ def ensure_secret(client: Prolific, workspace: str, *, refresh: bool = False) ->
         if existing and existing[0]["value"] != stored.value:
             logger.warning("The webhook secret of Prolific workspace %s was replaced elsewhere: adopted", workspace)
             stored.secret_id, stored.value = str(existing[0].get("id") or ""), existing[0]["value"]
-            stored.save(update_fields=["secret_id", "value"])
+            stored.save(update_fields=["secret_id", "sealed"])
         return stored.value
     if existing:
         secret = existing[0]
@@ -167,9 +167,11 @@ def ensure_secret(client: Prolific, workspace: str, *, refresh: bool = False) ->
             if not existing:
                 raise
             secret = existing[0]
-    ProlificHookSecret.objects.update_or_create(
-        workspace_id=workspace, defaults={"secret_id": str(secret.get("id") or ""), "value": secret["value"]}
+    row = ProlificHookSecret.objects.filter(workspace_id=workspace).first() or ProlificHookSecret(
+        workspace_id=workspace
     )
+    row.secret_id, row.value = str(secret.get("id") or ""), secret["value"]  # sealed (the model's value)
+    row.save()
     return secret["value"]
 
 
