@@ -7,9 +7,9 @@ from __future__ import annotations
 import gzip
 
 import pytest
-from genderbias.files.readers import read_run
 
 from genderbias.errors import InputError
+from genderbias.files.runs import read_run
 
 
 @pytest.mark.parametrize("compressed", [False, True], ids=["columnar", "block"])

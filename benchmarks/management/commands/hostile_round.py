@@ -547,7 +547,7 @@ def _numbers(world) -> list[tuple[str | None, str]]:
     import tempfile
     from pathlib import Path
 
-    from genderbias.files.readers import read_run
+    from genderbias.files.runs import read_run
 
     from genderbias.errors import InputError
 
