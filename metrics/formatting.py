@@ -8,6 +8,7 @@ Pure (no Django): takes the frames that :mod:`metrics.selectors` and
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -68,12 +69,15 @@ LABEL_CSV_COLUMNS = ["ci_low", "ci_high", "p_value", *LABEL_UNCERTAINTY_COLUMNS]
 #: What the results CSV adds with the report's order of ties: the lowest and highest value over the
 #: orders of tied documents (empty where no order of ties moves it) and the order the values used.
 TIE_CSV_COLUMNS = ["tie_low", "tie_high", "ties"]
+#: The last column of the results CSV: what the report says of the figure (:func:`figure_notes`), ``; ``-joined.
+NOTES_CSV_COLUMN = "notes"
 
 
-def results_csv(summary: pd.DataFrame, ties: str | None = None) -> str:
+def results_csv(summary: pd.DataFrame, ties: str | None = None, crowd_quality: dict | None = None) -> str:
     """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision);
     a report on a batch's labels adds :data:`LABEL_CSV_COLUMNS` (empty where undefined); with the
-    report's ``ties`` (:mod:`genderbias.ranking.ties`), :data:`TIE_CSV_COLUMNS`."""
+    report's ``ties`` (:mod:`genderbias.ranking.ties`), :data:`TIE_CSV_COLUMNS`; with either, then
+    :data:`NOTES_CSV_COLUMN`, what the page says of the figure (empty where nothing)."""
     extra = LABEL_CSV_COLUMNS if "combined_low" in summary.columns else []
     if ties is not None:
         summary = summary.assign(ties=ties)
@@ -81,6 +85,10 @@ def results_csv(summary: pd.DataFrame, ties: str | None = None) -> str:
             if column not in summary.columns:
                 summary[column] = None
         extra = [*extra, *TIE_CSV_COLUMNS]
+    if ties is not None or crowd_quality is not None:
+        notes = ["; ".join(figure_notes(row, crowd_quality).texts()) for row in summary.to_dict("records")]
+        summary = summary.assign(**{NOTES_CSV_COLUMN: notes})
+        extra = [*extra, NOTES_CSV_COLUMN]
     rows = summary[CSV_HEADER + extra].itertuples(index=False, name=None)
     return csv_text(
         CSV_HEADER + extra,
@@ -103,6 +111,66 @@ def range_contains_zero(metric: str, low, high) -> bool:
     return metric in RAB_LIKE and present and low <= 0 <= high
 
 
+#: What is said of a figure whose range over the orders of ties holds 0 (every output says it in these words).
+SIGN_WARNING = "the ranking does not decide the sign"
+#: What is said of a figure whose label-corrected interval the crowd check does not trust.
+CROWD_WARNING = "the intervals with labels may be too narrow (the crowd check warns)"
+
+
+@dataclass(frozen=True)
+class FigureNotes:
+    """What the report says about one figure beyond its value and interval, decided once by
+    :func:`figure_notes`; the page, the command line, the CSV, the API, the plots and the paper
+    each format it, none decides it again."""
+
+    tie_low: float | None = None
+    tie_high: float | None = None
+    sign_undecided: bool = False
+    crowd_warning: bool = False
+
+    @property
+    def tie_range(self) -> tuple[float, float] | None:
+        """(lowest, highest) over the orders of tied documents; None where no order of ties moves it."""
+        return None if self.tie_low is None else (self.tie_low, self.tie_high)
+
+    @property
+    def flagged(self) -> bool:
+        """Whether anything is said of the figure beyond its value and interval."""
+        return self.tie_low is not None or self.crowd_warning
+
+    def texts(self, digits: int = 4) -> list[str]:
+        """The notes in words, as the command line and the CSV give them."""
+        said = []
+        if self.tie_low is not None:
+            said.append(f"ties {self.tie_low:.{digits}f} … {self.tie_high:.{digits}f}")
+        if self.sign_undecided:
+            said.append(f"holds 0: {SIGN_WARNING}")
+        if self.crowd_warning:
+            said.append(CROWD_WARNING)
+        return said
+
+
+def figure_notes(row, crowd_quality: dict | None = None) -> FigureNotes:
+    """What is said about one figure of a report (a summary row, as a mapping or a named tuple: ``metric``,
+    ``tie_low``, ``tie_high``, and for a report on a batch's labels ``combined_low``): its range over the
+    orders of tied documents where one moves it, whether that range holds 0 (a signed figure whose sign
+    the ranking does not decide), and whether the crowd check (``crowd_quality``,
+    :func:`genderbias.crowd.label_probabilities.crowd_quality`) warns of its label-corrected interval.
+    The one decision every output formats."""
+
+    def get(name):
+        value = row.get(name) if isinstance(row, dict) else getattr(row, name, None)
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+    low, high = get("tie_low"), get("tie_high")
+    if low is None or high is None:
+        low = high = None
+    else:
+        low, high = float(low), float(high)
+    crowd = bool(crowd_quality and crowd_quality.get("warning")) and get("combined_low") is not None
+    return FigureNotes(low, high, range_contains_zero(get("metric"), low, high), crowd)
+
+
 def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool = True) -> list[str]:
     """What the report says about its tied documents: per run and cutoff how many queries' top k hold
     a tie, and each figure an order of ties could move, with its range (lowest … highest) and a warning
@@ -121,14 +189,11 @@ def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool 
     if len(moved):
         lines.append("Figures the order of ties moves (value, then lowest … highest over every order of ties):")
     for row in moved.itertuples(index=False):
-        warning = (
-            "  ! holds 0: the ranking does not decide the sign"
-            if range_contains_zero(row.metric, row.tie_low, row.tie_high)
-            else ""
-        )
+        notes = figure_notes(row)
+        warning = f"  ! holds 0: {SIGN_WARNING}" if notes.sign_undecided else ""
         lines.append(
             f"  {row.run} {row.metric} [{row.variant}] @{int(row.cutoff)}: {row.value:.4f} "
-            f"({row.tie_low:.4f} … {row.tie_high:.4f}){warning}"
+            f"({notes.tie_low:.4f} … {notes.tie_high:.4f}){warning}"
         )
     return lines
 

@@ -50,6 +50,7 @@ from genderbias.ranking.vocabulary import (
 )
 from genderbias.stats.p_values import p_value_text
 from genderbias.stats.significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
+from metrics.formatting import FigureNotes, figure_notes
 
 ALPHA = 0.05  # the policy's (genderbias.stats.significance.ALPHA)
 #: How the papers name a run's mean of a per-query measure.
@@ -207,7 +208,8 @@ def build_table(
     ``columns``: ``key`` (``RR@10``…), ``label``, ``metric``, ``variant``, ``cutoff``; ``rows``: per
     run (in the frame's order) its ``cells`` (``value`` = mean over the run's queries, ``queries``,
     ``ci_low``/``ci_high`` from ``summary`` when given, ``p_value`` adjusted under the project's
-    policy, ``p_raw``, ``mark``) and its ``correlations``; ``significance``: the policy stated. ``correlations`` replaces the layout's pairs. ValueError for an
+    policy, ``p_raw``, ``mark``, and what :func:`metrics.formatting.figure_notes` says of it: ``tie_low``,
+    ``tie_high``, ``sign_undecided``) and its ``correlations``; ``significance``: the policy stated. ``correlations`` replaces the layout's pairs. ValueError for an
     unknown layout, a cutoff the report lacks or a baseline not among the runs.
     """
     if layout not in LAYOUTS:
@@ -234,10 +236,11 @@ def build_table(
             columns.append({"key_tuple": key, "label": label(key, spec)})
 
     wide = wide_values(frame)
-    cis = {}
+    cis, notes = {}, {}
     if summary is not None and len(summary):
         for row in summary.itertuples(index=False):
             cis[(row.run, row.metric, row.variant, int(row.cutoff))] = (row.ci_low, row.ci_high)
+            notes[(row.run, row.metric, row.variant, int(row.cutoff))] = figure_notes(row)
     compared = against_baseline(wide, baseline) if baseline is not None else {}
 
     rows = []
@@ -248,6 +251,7 @@ def build_table(
             values = wide[run][key] if key in wide[run].columns else pd.Series(dtype=np.float64)
             low, high = cis.get((run, *key), (None, None))
             p_raw, p = compared.get((run, *key), (None, None))
+            said = notes.get((run, *key), FigureNotes())
             cells.append(
                 {
                     "value": _finite(values.mean()) if len(values) else None,
@@ -257,6 +261,9 @@ def build_table(
                     "p_value": p,
                     "p_raw": p_raw,
                     "mark": "*" if p is not None and p < alpha else "",
+                    "tie_low": said.tie_low,
+                    "tie_high": said.tie_high,
+                    "sign_undecided": said.sign_undecided,
                 }
             )
         rows.append({"run": run, "cells": cells, "correlations": []})

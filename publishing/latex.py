@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from genderbias.stats.p_values import p_value_text
+from metrics.formatting import SIGN_WARNING
 from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
 from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
@@ -316,10 +317,39 @@ def table_label(table: dict) -> str:
     return f"tab:{table['layout']}"
 
 
-def table_notes(table: dict, marks: set[str] | None = None, intervals: bool = False) -> list[str]:
+#: The mark of a figure whose range over the orders of ties holds 0 (:func:`metrics.formatting.figure_notes`).
+SIGN_MARK = r"$\ddagger$"
+
+
+def tie_range_tex(cell: dict) -> str:
+    """A cell's range over the orders of tied documents as the tables set it under the value
+    (``[lowest, highest]``), with :data:`SIGN_MARK` where it holds 0; empty where no order of ties moves it."""
+    if cell.get("tie_low") is None:
+        return ""
+    mark = SIGN_MARK if cell.get("sign_undecided") else r"\phantom{" + SIGN_MARK + "}"
+    return rf"$[{cell['tie_low']:.3f}, {cell['tie_high']:.3f}]${mark}"
+
+
+def ties_notes(ties: bool, undecided: bool) -> list[str]:
+    """The notes of a table whose cells carry ranges over the orders of ties, and the sign warning."""
+    notes = []
+    if ties:
+        notes.append(
+            "In brackets under a value: its lowest and highest over every order of tied documents (equal "
+            "scores), where the order of ties moves it; the value is their mean over the orders."
+        )
+    if undecided:
+        notes.append(rf"{SIGN_MARK}\,the range over the orders of ties holds 0: {escape(SIGN_WARNING)} of the bias.")
+    return notes
+
+
+def table_notes(
+    table: dict, marks: set[str] | None = None, intervals: bool = False, ties: bool = False, undecided: bool = False
+) -> list[str]:
     """The table's notes: the significance policy (test, family, correction; the mark stated only
-    when a cell carries it, else that no run differs), the correlations' policy, the intervals, how
-    its exposure metrics are defined and the columns the report lacks."""
+    when a cell carries it, else that no run differs), the correlations' policy, the intervals, the
+    ranges over the orders of ties and the sign warning (:func:`ties_notes`), how its exposure metrics
+    are defined and the columns the report lacks."""
     marks = {"*", "†"} if marks is None else marks
     notes = []
     policy = table.get("significance")
@@ -346,6 +376,7 @@ def table_notes(table: dict, marks: set[str] | None = None, intervals: bool = Fa
         notes.append(
             r"$\pm$: half the width of the 95\% percentile bootstrap interval over the queries \cite{efron1979}."
         )
+    notes += ties_notes(ties, undecided)
     notes += [prose(definition) for definition in table.get("definitions", [])]
     if table["missing"]:
         notes.append(f"Not in this report: {escape(', '.join(table['missing']))}.")
@@ -375,13 +406,17 @@ def table_tex(table: dict, caption: str | None = None, layout: str | Template | 
     labels = [escape(column["label"]) for column in table["columns"]]
     label_chars = max([len(column["label"]) for column in table["columns"]] + [10 if table["correlations"] else 3])
     baseline = runs.index(table["baseline"]) if table.get("baseline") in runs else None
+    cells_all = [cell for row in table["rows"] for cell in row["cells"]]
+    ties = any(cell.get("tie_low") is not None for cell in cells_all)
+    undecided = any(cell.get("sign_undecided") for cell in cells_all)
+    cell_chars = 16 if ties else 9  # ``[-0.189, 0.137]`` and its mark under a value
     wide = False
-    chunks = run_chunks(runs, label_chars, 9, page.column)
+    chunks = run_chunks(runs, label_chars, cell_chars, page.column)
     if len(chunks) > 1 and page.two_columns:
         wide = True
-        chunks = run_chunks(runs, label_chars, 9, page.text_width)
+        chunks = run_chunks(runs, label_chars, cell_chars, page.text_width)
     if len(chunks) > 1:
-        chunks = run_chunks(runs, label_chars, 9, page.text_width if wide else page.column, baseline)
+        chunks = run_chunks(runs, label_chars, cell_chars, page.text_width if wide else page.column, baseline)
     environment = "table*" if wide else "table"
     marks = {cell["mark"] for row in table["rows"] for cell in row["cells"] if cell["mark"]}
     marks |= {
@@ -401,6 +436,7 @@ def table_tex(table: dict, caption: str | None = None, layout: str | Template | 
     what += f" (rows: measures at {cutoffs}" if cutoffs else " (rows: measures"
     what += "; columns: runs)"
     what += r", $\pm$ half its 95\% interval" if intervals else ""
+    what += ", in brackets its range over the orders of tied documents" if ties else ""
     parts = []
     for number_, chunk in enumerate(chunks):
         n = len(chunk)
@@ -436,6 +472,9 @@ def table_tex(table: dict, caption: str | None = None, layout: str | Template | 
                     " & ".join(["", *("" if h is None else rf"$\pm {h:.4f}$\phantom{{*}}" for h in halves)])
                     + r" \\[1pt]"
                 )
+            ranges = [tie_range_tex(cell) for cell in cells]
+            if any(ranges):
+                lines.append(" & ".join(["", *ranges]) + r" \\[1pt]")
         for p, pair in enumerate(table["correlations"]):
             lines += [
                 r"\midrule",
@@ -450,7 +489,7 @@ def table_tex(table: dict, caption: str | None = None, layout: str | Template | 
                     " & ".join([name, *(cell_tex(r[stat], "+.3f", r[f"{kind}_mark"]) for r in results)]) + r" \\"
                 )
         lines += [r"\bottomrule", r"\end{tabular}"]
-        notes = table_notes(table, marks, intervals) if number_ == len(chunks) - 1 else []
+        notes = table_notes(table, marks, intervals, ties, undecided) if number_ == len(chunks) - 1 else []
         if notes:
             lines += [r"\par\smallskip", r"\begin{minipage}{\linewidth}" + _SIZE]
             lines += [note + (r"\\" if i < len(notes) - 1 else "") for i, note in enumerate(notes)]

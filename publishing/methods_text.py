@@ -520,7 +520,8 @@ def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> s
     if facts is None:
         sentences.append(
             "The queries were given, not labelled on the platform: their gender labels, and how reliable those "
-            "are, are the source's; the intervals carry the queries' sampling only."
+            "are, are the source's; the intervals carry the queries' sampling only"
+            + (", not the order of tied documents." if settings.get("tie_moved") else ".")
         )
     else:
         alpha = facts["agreement"].get("krippendorff_alpha")
@@ -556,8 +557,11 @@ def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> s
             "The intervals carry the labels' uncertainty as well as the queries' sampling."
             if settings.get("on_batch")
             else "The intervals carry the queries' sampling only, not the uncertainty of the labels that chose "
-            "the queries; a report on the batch's labels carries both."
+            "the queries"
+            + (" nor the order of tied documents" if settings.get("tie_moved") else "")
+            + "; a report on the batch's labels carries the labels' uncertainty too."
         )
+    sentences += _ties_limitations(settings)
     unjudged = settings.get("unjudged") or 0
     if settings.get("qrels") and unjudged:
         sentences.append(
@@ -566,6 +570,34 @@ def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> s
         )
     header = "% Generated from the study's facts by the platform's paper bundle; edit freely.\n"
     return header + " ".join(sentences) + "\n"
+
+
+def _ties_limitations(settings: dict[str, Any]) -> list[str]:
+    """What the order of tied documents leaves open (``settings``' ``tie_moved`` and ``undecided``, from
+    :func:`metrics.formatting.figure_notes`): how many figures it moves, and each whose range over the
+    orders of ties holds 0, named with its value and range, whose sign the ranking does not decide."""
+    from metrics.formatting import SIGN_WARNING
+
+    moved = settings.get("tie_moved") or 0
+    if not moved:
+        return []
+    said = [
+        f"The order of tied documents (equal scores) moves {moved} figure{'s' if moved != 1 else ''}; the "
+        "tables give each one's lowest and highest over every order of ties, which the intervals do not carry."
+    ]
+    undecided = settings.get("undecided") or []
+    if undecided:
+        listed = "; ".join(
+            f"{breakable(row['run'])} {escape(row['metric'])}[{escape(row['variant'])}]@{int(row['cutoff'])} "
+            f"${row['value']:.4f}$ (ties ${row['tie_low']:.4f}$ to ${row['tie_high']:.4f}$)"
+            for row in undecided
+        )
+        count = len(undecided)
+        said.append(
+            f"For {count} of them the range holds 0, so {escape(SIGN_WARNING)} of the bias: read "
+            f"{'its' if count == 1 else 'their'} sign as undecided, whatever the interval: {listed}."
+        )
+    return said
 
 
 def default_title(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:

@@ -176,8 +176,19 @@ def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | N
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`publishing.methods_text.methods_tex` states them."""
 
+    from metrics.formatting import figure_notes
+
+    said = [(row, figure_notes(row, report.crowd_quality)) for row in summary.to_dict("records")]
     queries = report.query_set.queries.count()
     return {
+        # What the report says of its figures (metrics.formatting.figure_notes), as Limitations states it.
+        "tie_moved": sum(notes.tie_range is not None for _, notes in said),
+        "undecided": [
+            {key: row[key] for key in ("run", "metric", "variant", "cutoff", "value")}
+            | {"tie_low": notes.tie_low, "tie_high": notes.tie_high}
+            for row, notes in said
+            if notes.sign_undecided
+        ],
         "report": report.name,
         "query_set": report.query_set.name,
         "dataset_source": report.query_set.dataset_source or None,
@@ -307,12 +318,30 @@ def task_page(batch, screenshots: bool) -> tuple[dict[str, Any] | None, dict[str
 
 def _cutoffs_caption(bias) -> str:
     """The cutoff figure's caption by what it draws: bands need two cutoffs and the intervals."""
+    from metrics.formatting import SIGN_WARNING, figure_notes
+
     cutoffs = sorted(set(bias["cutoff"]))
-    if len(cutoffs) == 1:
-        return f"Bias of each run at cutoff {cutoffs[0]}, one point per run and metric (one cutoff: no band is drawn)."
     bands = bias[["ci_low", "ci_high"]].astype(float).notna().all(axis=None)
-    return "Bias of each run against the cutoff" + (
-        ", with bootstrap 95% confidence intervals as bands." if bands else "."
+    said = [figure_notes(row) for row in bias.to_dict("records")]
+    ties = ""
+    if any(notes.tie_range is not None for notes in said):
+        ties = " Dotted beside a point: its range over the orders of tied documents"
+        undecided = sum(notes.sign_undecided for notes in said)
+        ties += (
+            f"; a hollow circle on 0 where that range holds 0 ({undecided} figure{'s' if undecided != 1 else ''}): "
+            f"{SIGN_WARNING}."
+            if undecided
+            else "."
+        )
+    if len(cutoffs) == 1:
+        return (
+            f"Bias of each run at cutoff {cutoffs[0]}, one point per run and metric (one cutoff: no band is drawn)."
+            + ties
+        )
+    return (
+        "Bias of each run against the cutoff"
+        + (", with bootstrap 95% confidence intervals as bands." if bands else ".")
+        + ties
     )
 
 

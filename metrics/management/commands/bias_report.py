@@ -214,7 +214,11 @@ class Command(ProjectCommand):
         self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))
         with command_errors():
             if o["out"]:
-                atomic_write(o["out"], lambda f: f.write(formatting.results_csv(summary, report.ties)), newline="")
+                atomic_write(
+                    o["out"],
+                    lambda f: f.write(formatting.results_csv(summary, report.ties, report.crowd_quality)),
+                    newline="",
+                )
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
                 per_query = formatting.per_query_csv(
