@@ -25,9 +25,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes, svg_settings
+from genderbias.figure_notes import figure_notes
 from genderbias.ranking.vocabulary import is_rab_like, metric_position, note, variant_position
 
-from .formatting import figure_notes
 from .names import header_lines
 from .svg_markup import lighten
 

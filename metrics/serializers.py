@@ -4,9 +4,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.serializers import CountField, DecimalNumberField
+from genderbias.figure_notes import FigureNotes, figure_notes
 from genderbias.options import ReportOption
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
-from metrics.formatting import FigureNotes, figure_notes
 from metrics.selectors import report_policy
 
 from .models import Report, Result

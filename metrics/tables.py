@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from genderbias.figure_notes import FigureNotes, figure_notes
 from genderbias.numbers import DIGITS
 from genderbias.ranking.defaults import TABLE_LAYOUTS
 from genderbias.ranking.vocabulary import (
@@ -50,7 +51,6 @@ from genderbias.ranking.vocabulary import (
 )
 from genderbias.stats.p_values import p_value_text
 from genderbias.stats.significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
-from metrics.formatting import FigureNotes, figure_notes
 
 ALPHA = 0.05  # the policy's (genderbias.stats.significance.ALPHA)
 #: How the papers name a run's mean of a per-query measure.

@@ -21,6 +21,7 @@ from core.spreadsheet import csv_text
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
 from genderbias.errors import ServiceError
+from genderbias.figure_notes import figure_notes
 from genderbias.numbers import parse_count
 from genderbias.ranking.defaults import MAX_CUTOFF, TABLE_LAYOUTS
 from metrics.services.plot_cache import PlotParameterError, cached_plot, drawn_plot, plot_key, png_size
@@ -98,7 +99,7 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
         "old_convention": report.qrels_id is not None and report.unreturned is None,
         "significance": selectors.report_policy_text(report),
         "ties": formatting.tie_lines(report.tied_queries, summary, ranges=False),
-        "undecided_signs": sum(formatting.figure_notes(r).sign_undecided for r in summary.itertuples(index=False)),
+        "undecided_signs": sum(figure_notes(r).sign_undecided for r in summary.itertuples(index=False)),
         "distribution_size": _distribution_size(report),
     }
     context |= _tradeoff_context(request, report, summary)
@@ -150,8 +151,6 @@ def _cell(row) -> dict:
 
     def number(value):
         return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-    from .formatting import figure_notes
 
     notes = figure_notes(row)
     return {

@@ -62,5 +62,6 @@ class PoolSerializer(serializers.ModelSerializer):
             "depth",
             "magnitude",
             "tokenizer",
+            "ties",
             "created",
         ]

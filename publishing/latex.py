@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from genderbias.figure_notes import SIGN_WARNING
 from genderbias.stats.p_values import p_value_text
-from metrics.formatting import SIGN_WARNING
 from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
 from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW

@@ -576,7 +576,7 @@ def _ties_limitations(settings: dict[str, Any]) -> list[str]:
     """What the order of tied documents leaves open (``settings``' ``tie_moved`` and ``undecided``, from
     :func:`metrics.formatting.figure_notes`): how many figures it moves, and each whose range over the
     orders of ties holds 0, named with its value and range, whose sign the ranking does not decide."""
-    from metrics.formatting import SIGN_WARNING
+    from genderbias.figure_notes import SIGN_WARNING
 
     moved = settings.get("tie_moved") or 0
     if not moved:

@@ -176,7 +176,7 @@ def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | N
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`publishing.methods_text.methods_tex` states them."""
 
-    from metrics.formatting import figure_notes
+    from genderbias.figure_notes import figure_notes
 
     said = [(row, figure_notes(row, report.crowd_quality)) for row in summary.to_dict("records")]
     queries = report.query_set.queries.count()
@@ -318,7 +318,7 @@ def task_page(batch, screenshots: bool) -> tuple[dict[str, Any] | None, dict[str
 
 def _cutoffs_caption(bias) -> str:
     """The cutoff figure's caption by what it draws: bands need two cutoffs and the intervals."""
-    from metrics.formatting import SIGN_WARNING, figure_notes
+    from genderbias.figure_notes import SIGN_WARNING, figure_notes
 
     cutoffs = sorted(set(bias["cutoff"]))
     bands = bias[["ci_low", "ci_high"]].astype(float).notna().all(axis=None)
