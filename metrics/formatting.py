@@ -48,6 +48,21 @@ PER_QUERY_LABEL_COLUMNS = [
 ]
 
 
+#: The widest line the command line prints: prose wraps to it, wide tables go on in blocks of columns.
+TEXT_WIDTH = 100
+
+
+def wrap(text: str, width: int = TEXT_WIDTH) -> str:
+    """Prose as the command line prints it: each line of ``text`` wrapped to ``width`` characters (a
+    word, a path or a name longer than that stays whole)."""
+    import textwrap
+
+    return "\n".join(
+        textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False) if line.strip() else line
+        for line in text.splitlines()
+    )
+
+
 def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
     """Rows in the order of the paper's tables: run, then metric (RaB, ARaB, NFaiRR, TExFAIR), variant, cutoff."""
     if not len(summary):

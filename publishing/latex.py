@@ -163,8 +163,11 @@ TEMPLATES: dict[str, Template] = {
         "acm",
         (
             # balance=false: the balance package acmart loads to even out the last page's columns
-            # drops the floats' labels there (undefined references), as its manual warns.
-            r"\documentclass[sigconf,balance=false]{acmart}",
+            # drops the floats' labels there (undefined references), as its manual warns. nonacm: a draft
+            # for no venue yet, without acmart's placeholders ("Conference'17, July 2017, Washington, DC,
+            # USA" in every running head, "ACM ISBN 978-x-xxxx-xxxx-x/YY/MM", a DOI of n's): the venue's
+            # \acmConference and rights block are the authors' to add when they have them.
+            r"\documentclass[sigconf,nonacm,balance=false]{acmart}",
             # No rights form yet: the block ACM's eform fills in later, left out of the draft.
             r"\setcopyright{none}",
             r"\settopmatter{printacmref=false}",

@@ -609,9 +609,16 @@ def default_title(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str
     kind = export.get("category") or ("non-gendered" if settings.get("on_batch") else "")
     pool = (facts or {}).get("pool") or {}
     source = settings.get("dataset_source") or (facts or {}).get("source_dataset") or pool.get("dataset")
-    dataset = "MS MARCO " if _is_msmarco(source) else ""
+    named = (settings.get("named_set") or {}).get("short")
+    dataset = f"{named} " if named else "MS MARCO " if _is_msmarco(source) else ""
     kind_text = f"{kind} " if kind else ""
     return (
-        f"Gender Bias of {runs} Ranking Run{'s' if runs != 1 else ''} on {queries} {kind_text}{dataset}"
-        f"Quer{'ies' if queries != 1 else 'y'}"
+        f"Gender Bias in the Rankings of {_count_words(runs, 'Retrieval Run', 'Retrieval Runs')} on "
+        f"{queries} {kind_text}{dataset}Quer{'ies' if queries != 1 else 'y'}"
     )
+
+
+def _count_words(n: int, one: str, many: str) -> str:
+    """``One Retrieval Run``, ``Three Retrieval Runs``, ``12 Retrieval Runs``: a title's count in words to ten."""
+    words = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten")
+    return f"{words[n] if 0 <= n < len(words) else n} {one if n == 1 else many}"

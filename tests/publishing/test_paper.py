@@ -77,7 +77,7 @@ def _text_rows(text: str, runs: list[str]) -> dict[str, list[str]]:
     for line in text.splitlines():
         parts = line.split()
         if parts and parts[0] in runs:
-            rows[parts[0]] = parts[1:]
+            rows.setdefault(parts[0], []).extend(parts[1:])  # a wide table goes on in blocks of columns
     return rows
 
 

@@ -81,6 +81,17 @@ def test_every_bundle_names_ties_and_the_sign_warning_beside_each_flagged_figure
     for template in TEMPLATES:
         out = tmp_path / template
         write_paper_bundle(report, out, template=template)
+        # README.txt lists exactly the files written (a report on given queries: no checklist, no task page).
+        written = {p.name for p in out.iterdir() if p.name != ".paper-bundle"}
+        readme = (out / "README.txt").read_text()
+        section = readme[readme.index("Files (") : readme.index("Using it in a paper")]
+        listed = set()
+        for line in section.splitlines()[1:]:
+            if line.startswith("  ") and not line.startswith("   "):
+                head = line.split()[0]
+                listed |= set(re.findall(r"[\w.-]+\.\w+", line[len(head) + 2 :])) if "*" in head else {head}
+        assert listed == written, (template, listed ^ written)
+        assert "checklist.tex" not in readme and "hit-page" not in readme
         compile_bundle(out)
         text = pdf_text(out / "main.pdf")
         # The SIGIR 2020 table shows every RaB/ARaB figure: under each flagged one its range, marked ‡,
@@ -101,6 +112,9 @@ def test_every_bundle_names_ties_and_the_sign_warning_beside_each_flagged_figure
                 f"(ties {row['tie_low']:.4f} to {row['tie_high']:.4f})"
             )
             assert named in limitations[warning:], (template, named)  # the column may go on after floats
+        # The title counts the run in the singular and names the set; acmart's placeholders are gone.
+        assert "Gender Bias in the Rankings of One Retrieval Run on 117 Grep-BiasIR Queries" in text[:400], template
+        assert "Conference’17" not in text and "ISBN" not in text and "nnnnnnn" not in text, template
         # The cutoff figure's caption says what its dotted ranges and circles on 0 are.
         assert "Dotted beside a point: its range over the orders of tied documents" in text, template
         assert f"where that range holds 0 ({len(undecided)} figures): the ranking does not decide the sign" in text

@@ -182,11 +182,13 @@ class Command(ProjectCommand):
                 bar=o["verbosity"] > 0,
             )
         summary = selectors.report_summary(report)
-        self.stdout.write(f"{report.ties_statement}\n")
+        self.stdout.write(formatting.wrap(report.ties_statement) + "\n")
         for line in formatting.tie_lines(report.tied_queries, summary):
             self.stdout.write(line + "\n")
         self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
-        self.stdout.write(f"Exposure metrics: {report.exposure_settings}.\n{report.exposure_definition}\n")
+        self.stdout.write(
+            formatting.wrap(f"Exposure metrics: {report.exposure_settings}.\n{report.exposure_definition}") + "\n"
+        )
         self.stdout.write(formatting.terminal_table(summary))
         if report.qrels_id:
             self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")
