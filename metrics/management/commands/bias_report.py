@@ -191,7 +191,7 @@ class Command(ProjectCommand):
         )
         self.stdout.write(formatting.terminal_table(summary))
         if report.qrels_id:
-            self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")
+            self.stdout.write("\n" + formatting.wrap(formatting.unjudged_note(report.qrels.name, report.unjudged)))
             self.stdout.write(f"\n{formatting.unreturned_note(report.unreturned)}")
         if report.on_batch:
             cutoff = o["table_cutoff"] or (10 if 10 in report.cutoffs else max(report.cutoffs))
@@ -205,7 +205,7 @@ class Command(ProjectCommand):
             if quality_note:
                 self.stdout.write("\n" + quality_note)
         if report.baseline_id:
-            self.stdout.write(f"\n{selectors.report_policy_text(report)}")
+            self.stdout.write("\n" + formatting.wrap(selectors.report_policy_text(report)))
         layout = o["table"] or (PRESETS[report.preset].table if report.preset else "")
         if layout:
             from metrics import tables
