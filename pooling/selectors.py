@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Count, Q
 
 from genderbias.errors import ServiceError, Skipped
+from genderbias.figure_notes import figure_notes
 from genderbias.files.atomic import file_sha256, write_parquet_atomic
 from genderbias.text.wordlists import GenderWords, wordlist_from_mapping
 from pooling.models import Query
@@ -230,7 +231,6 @@ def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
     """Rows for the pool page and download: one per pooled query, with its RaB per run, what is said of
     it (``ties``: run → :class:`genderbias.figure_notes.FigureNotes`, where an order of ties moves it, as a
     report says it) and where each run's lists put it (``selected``: run → (female position, male position))."""
-    from genderbias.figure_notes import figure_notes
     from genderbias.ranking.pool import sort_qids
 
     runs = [run.name for run in pool.runs.order_by("name")]

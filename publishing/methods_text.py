@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from genderbias.figure_notes import SIGN_WARNING
 from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from genderbias.ranking.vocabulary import form_statement
 from publishing.latex import breakable, escape, prose
@@ -576,8 +577,6 @@ def _ties_limitations(settings: dict[str, Any]) -> list[str]:
     """What the order of tied documents leaves open (``settings``' ``tie_moved`` and ``undecided``, from
     :func:`metrics.formatting.figure_notes`): how many figures it moves, and each whose range over the
     orders of ties holds 0, named with its value and range, whose sign the ranking does not decide."""
-    from genderbias.figure_notes import SIGN_WARNING
-
     moved = settings.get("tie_moved") or 0
     if not moved:
         return []

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from genderbias.ranking import measures
+from genderbias.ranking.ties import RANGE_TOLERANCE
+
 #: RaB values that agree to this many decimal places are ties (broken by qid).
 TIE_DECIMALS = 12
 FEMALE_LIST = "female"
@@ -154,8 +157,6 @@ def rank_bias_with_ties(
     with its top (``pooling.selectors.top_rankings(..., through_ties=True)``); ``counts``: the passages'
     gender-word counts (``docid, f, m``; a ``length`` column is not needed by RaB and is filled with 0).
     """
-    from genderbias.ranking.measures import rank_bias
-    from genderbias.ranking.ties import RANGE_TOLERANCE
 
     if "length" not in counts.columns:
         counts = counts.with_columns(pl.lit(0, dtype=pl.Int64).alias("length"))
@@ -163,7 +164,7 @@ def rank_bias_with_ties(
     values: dict[str, dict[str, float]] = {}
     ranges: dict[str, dict[str, tuple[float, float]]] = {}
     for run, frame in frames.items():
-        table = rank_bias(frame, counts, [cutoff], magnitude, ties=ties)
+        table = measures.rank_bias(frame, counts, [cutoff], magnitude, ties=ties)
         qids = [str(qid) for qid in table.index]
         values[run] = dict(zip(qids, table[column].astype(float).tolist(), strict=True))
         low, high = table[f"{column}:low"].astype(float), table[f"{column}:high"].astype(float)

@@ -38,6 +38,7 @@ from ..models import Collection, QuerySet
 from ..named_sets import NAMED_SETS, NamedQuery, NamedSet, SetContents, bundled_file, named_set, read_named_set
 from .common import ImportResult
 from .imports import create_query_set, import_collection
+from .pools import write_query_file
 from .qrels import import_qrels
 
 
@@ -129,7 +130,6 @@ def write_named_set_files(found: NamedSetImport, out: str | Path) -> list[Path]:
     (``docid<TAB>text``, the bytes the platform's collection was imported from: the docids a run must
     use) and ``qrels.txt`` (TREC judgments). Rank the collection for the queries, then ``import_run``
     the run with ``--collection`` the set's name. Returns the files written."""
-    from .pools import write_query_file
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)

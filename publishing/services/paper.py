@@ -44,6 +44,7 @@ from core.jobs import background_job
 from core.models import Job
 from core.version import software_version
 from genderbias.errors import ServiceError
+from genderbias.figure_notes import SIGN_WARNING, figure_notes
 from genderbias.files.atomic import replace_folder
 from genderbias.presets import preset_lines
 from genderbias.ranking.defaults import TABLE_LAYOUTS
@@ -218,8 +219,6 @@ def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | N
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`publishing.methods_text.methods_tex` states them."""
 
-    from genderbias.figure_notes import figure_notes
-
     said = [(row, figure_notes(row, report.crowd_quality)) for row in summary.to_dict("records")]
     queries = report.query_set.queries.count()
     return {
@@ -360,8 +359,6 @@ def task_page(batch, screenshots: bool) -> tuple[dict[str, Any] | None, dict[str
 
 def _cutoffs_caption(bias) -> str:
     """The cutoff figure's caption by what it draws: bands need two cutoffs and the intervals."""
-    from genderbias.figure_notes import SIGN_WARNING, figure_notes
-
     cutoffs = sorted(set(bias["cutoff"]))
     bands = bias[["ci_low", "ci_high"]].astype(float).notna().all(axis=None)
     said = [figure_notes(row) for row in bias.to_dict("records")]
