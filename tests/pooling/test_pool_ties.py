@@ -80,6 +80,9 @@ def test_the_pools_rab_of_each_pooled_query_is_the_reports(grep_bm25_report, adm
         assert f"ties {low:.3f} … {high:.3f}" in page
     assert ("⚠" in page) == any(low <= 0 <= high for _, (_, low, high) in ranged)
     assert "tied documents: tie-aware" in page
+    api = admin_client.get("/api/pooling/pools/pool-aware/entries/").json()
+    rows = api["results"] if isinstance(api, dict) else api
+    assert {r["qid"]: (r["rank_bias"], r["tie_low"], r["tie_high"]) for r in rows} == pooled
     download = admin_client.get("/pooling/pools/pool-aware/download.csv").content.decode()
     low, high = ranged[0][1][1:]
     assert f"bm25: ties {low:.4f} … {high:.4f}" in download
