@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from genderbias.figure_notes import SIGN_WARNING
+from genderbias.figure_notes import CROWD_WARNING, SIGN_WARNING
 from genderbias.stats.p_values import p_value_text
 from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
@@ -320,8 +320,10 @@ def table_label(table: dict) -> str:
     return f"tab:{table['layout']}"
 
 
-#: The mark of a figure whose range over the orders of ties holds 0 (:func:`metrics.formatting.figure_notes`).
+#: The mark of a figure whose range over the orders of ties holds 0 (:func:`genderbias.figure_notes.figure_notes`).
 SIGN_MARK = r"$\ddagger$"
+#: The mark of a label-corrected figure whose interval the crowd check warns of (the same decision).
+CROWD_MARK = r"$\S$"
 
 
 def tie_range_tex(cell: dict) -> str:
@@ -613,7 +615,8 @@ def uncertainty_tex(
     ± half its query-only 95% interval, the label-corrected value with ± half the interval that also
     carries the labels' uncertainty, and the labels' share of that width; against the baseline, the
     difference's two intervals and the combined test's p (``*``: p < ``alpha``), in tables of their
-    own after the values'. A column wide at :data:`TABLE_POINTS`; split by metric into parts that are
+    own after the values'. A row with ``crowd_warning`` (:func:`genderbias.figure_notes.figure_notes`) has
+    its corrected value marked :data:`CROWD_MARK`, and the note says why. A column wide at :data:`TABLE_POINTS`; split by metric into parts that are
     each no taller than the text block of ``layout`` (:data:`TEMPLATES`), labelled ``tab:labels``,
     ``tab:labels-2``…"""
 
@@ -651,7 +654,8 @@ def uncertainty_tex(
                     [
                         _header(str(row["run"])),
                         value(row.get("value"), row.get("ci_low"), row.get("ci_high")),
-                        value(row.get("corrected"), row.get("combined_low"), row.get("combined_high")),
+                        value(row.get("corrected"), row.get("combined_low"), row.get("combined_high"))
+                        + (CROWD_MARK if row.get("crowd_warning") else ""),
                         "--" if _missing(share) else f"{share:.0%}".replace("%", r"\%"),
                     ]
                 )
@@ -688,6 +692,8 @@ def uncertainty_tex(
         "query's label probabilities; its interval resamples the queries and re-fits the labels' class means. "
         "Labels: the share of that interval's width the labels contribute."
     )
+    if any(row.get("crowd_warning") for row in rows):
+        note += rf" {CROWD_MARK}\,{escape(CROWD_WARNING)}: see the crowd's informativeness in the methods."
     if baseline:
         note += (rf" *\,$p < {alpha}$: " if marked else rf" No run differs at $p < {alpha}$; $p$: ") + test
     caption = (

@@ -279,11 +279,12 @@ def export_facts(report: Report) -> dict[str, Any] | None:
     return {"category": export.category, "queries": export.queries} if export is not None else None
 
 
-def labels_rows(summary, cutoff: int) -> list[dict]:
+def labels_rows(summary, cutoff: int, crowd_quality: dict | None = None) -> list[dict]:
     """A report on a batch's labels: its results at ``cutoff`` for the papers' four metrics
-    (:data:`FIGURE_METRICS`), the rows of ``table-labels.tex`` (every metric is in the results CSV)."""
+    (:data:`FIGURE_METRICS`), the rows of ``table-labels.tex`` (every metric is in the results CSV), each
+    with ``crowd_warning`` as :func:`genderbias.figure_notes.figure_notes` decides it from the report's crowd check."""
     rows = summary[(summary["cutoff"] == cutoff) & summary["metric"].isin(FIGURE_METRICS)]
-    return rows.to_dict("records")
+    return [row | {"crowd_warning": figure_notes(row, crowd_quality).crowd_warning} for row in rows.to_dict("records")]
 
 
 def crowd_batches(batch) -> list:
@@ -493,7 +494,10 @@ def _paper_files(
     cutoff = tables[0]["cutoff"] if tables else max(report.cutoffs)
     if report.on_batch:
         texts["table-labels.tex"] = uncertainty_tex(
-            labels_rows(summary, cutoff), cutoff, report.baseline.name if report.baseline_id else None, layout=venue
+            labels_rows(summary, cutoff, report.crowd_quality),
+            cutoff,
+            report.baseline.name if report.baseline_id else None,
+            layout=venue,
         )
     files: dict[str, bytes] = {}
     if batch is not None:
