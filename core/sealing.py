@@ -75,10 +75,14 @@ def _keys(keys: str):
 
     texts = [k.strip() for k in (keys or "").split(",") if k.strip()]
     if not texts:
+        # As README.md and docs/deployment.md say: without the variable the first secret saved makes the key
+        # file once (core.services.connections), so no key at all means that file is gone.
         raise SealError(
-            f"{KEY_SETTING} is not set: secrets cannot be stored on the site without it. Set it to a key made by "
-            "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'` "
-            "in the environment of every web and worker process, and restart them once."
+            f"no key: {KEY_SETTING} is not set and the site's key file (VAR_DIR/{KEY_FILE}) is not there. "
+            "Without the variable, the first secret saved on the Connections page makes that file once; secrets "
+            "stored before it went need their key back: restore the file, or set "
+            f"{KEY_SETTING} to that key (`manage.py connections --new-key` makes a new one) in the environment of "
+            "every web and worker process and restart them, or enter the secrets again"
         )
     fernets = []
     for position, text in enumerate(texts, 1):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from core.spreadsheet import csv_text
+from genderbias.figure_notes import SIGN_WARNING, figure_notes
 from genderbias.ranking.defaults import (
     AGGREGATIONS,
     DISPUTED_POLICIES,
@@ -20,7 +21,7 @@ from genderbias.ranking.defaults import (
     LABEL_SOURCES,
     LABEL_UNCERTAINTY_COLUMNS,
 )
-from genderbias.ranking.vocabulary import RAB_LIKE, metric_position, variant_position
+from genderbias.ranking.vocabulary import metric_position, variant_position
 from genderbias.stats.p_values import p_value_text
 
 if TYPE_CHECKING:
@@ -47,6 +48,21 @@ PER_QUERY_LABEL_COLUMNS = [
 ]
 
 
+#: The widest line the command line prints: prose wraps to it, wide tables go on in blocks of columns.
+TEXT_WIDTH = 100
+
+
+def wrap(text: str, width: int = TEXT_WIDTH) -> str:
+    """Prose as the command line prints it: each line of ``text`` wrapped to ``width`` characters (a
+    word, a path or a name longer than that stays whole)."""
+    import textwrap
+
+    return "\n".join(
+        textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False) if line.strip() else line
+        for line in text.splitlines()
+    )
+
+
 def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
     """Rows in the order of the paper's tables: run, then metric (RaB, ARaB, NFaiRR, TExFAIR), variant, cutoff."""
     if not len(summary):
@@ -68,12 +84,15 @@ LABEL_CSV_COLUMNS = ["ci_low", "ci_high", "p_value", *LABEL_UNCERTAINTY_COLUMNS]
 #: What the results CSV adds with the report's order of ties: the lowest and highest value over the
 #: orders of tied documents (empty where no order of ties moves it) and the order the values used.
 TIE_CSV_COLUMNS = ["tie_low", "tie_high", "ties"]
+#: The last column of the results CSV: what the report says of the figure (:func:`figure_notes`), ``; ``-joined.
+NOTES_CSV_COLUMN = "notes"
 
 
-def results_csv(summary: pd.DataFrame, ties: str | None = None) -> str:
+def results_csv(summary: pd.DataFrame, ties: str | None = None, crowd_quality: dict | None = None) -> str:
     """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision);
     a report on a batch's labels adds :data:`LABEL_CSV_COLUMNS` (empty where undefined); with the
-    report's ``ties`` (:mod:`genderbias.ranking.ties`), :data:`TIE_CSV_COLUMNS`."""
+    report's ``ties`` (:mod:`genderbias.ranking.ties`), :data:`TIE_CSV_COLUMNS`; with either, then
+    :data:`NOTES_CSV_COLUMN`, what the page says of the figure (empty where nothing)."""
     extra = LABEL_CSV_COLUMNS if "combined_low" in summary.columns else []
     if ties is not None:
         summary = summary.assign(ties=ties)
@@ -81,6 +100,10 @@ def results_csv(summary: pd.DataFrame, ties: str | None = None) -> str:
             if column not in summary.columns:
                 summary[column] = None
         extra = [*extra, *TIE_CSV_COLUMNS]
+    if ties is not None or crowd_quality is not None:
+        notes = ["; ".join(figure_notes(row, crowd_quality).texts()) for row in summary.to_dict("records")]
+        summary = summary.assign(**{NOTES_CSV_COLUMN: notes})
+        extra = [*extra, NOTES_CSV_COLUMN]
     rows = summary[CSV_HEADER + extra].itertuples(index=False, name=None)
     return csv_text(
         CSV_HEADER + extra,
@@ -93,14 +116,6 @@ def results_csv(summary: pd.DataFrame, ties: str | None = None) -> str:
 
 def _blank(value):
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
-def range_contains_zero(metric: str, low, high) -> bool:
-    """Whether a signed metric's (RaB-like: 0 balanced) range over orders of ties holds 0: the ranking
-    does not decide the sign of the bias."""
-
-    present = low is not None and high is not None and not pd.isna(low) and not pd.isna(high)
-    return metric in RAB_LIKE and present and low <= 0 <= high
 
 
 def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool = True) -> list[str]:
@@ -121,14 +136,11 @@ def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool 
     if len(moved):
         lines.append("Figures the order of ties moves (value, then lowest … highest over every order of ties):")
     for row in moved.itertuples(index=False):
-        warning = (
-            "  ! holds 0: the ranking does not decide the sign"
-            if range_contains_zero(row.metric, row.tie_low, row.tie_high)
-            else ""
-        )
+        notes = figure_notes(row)
+        warning = f"  ! holds 0: {SIGN_WARNING}" if notes.sign_undecided else ""
         lines.append(
             f"  {row.run} {row.metric} [{row.variant}] @{int(row.cutoff)}: {row.value:.4f} "
-            f"({row.tie_low:.4f} … {row.tie_high:.4f}){warning}"
+            f"({notes.tie_low:.4f} … {notes.tie_high:.4f}){warning}"
         )
     return lines
 

@@ -221,6 +221,10 @@ class LabelSensitivityForm(forms.Form):
         Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
     )
     bootstrap = CountField(initial=DEFAULT_SAMPLES, required=False, min_value=1, max_value=2000)
+    ties = option_field(TIES_OPTION)
+
+    def clean_ties(self):
+        return self.cleaned_data.get("ties") or TIES_OPTION.default
 
     @classmethod
     def from_query(cls, params) -> LabelSensitivityForm:
@@ -257,7 +261,9 @@ class LabelSensitivityForm(forms.Form):
         """``service`` on ``batch`` with this form's runs and settings: the one place the form's
         fields become the arguments of :func:`~metrics.services.ask_label_sensitivity`."""
         data = self.cleaned_data
-        report_settings = services.ReportSettings(cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"])
+        report_settings = services.ReportSettings(
+            cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"], ties=data["ties"]
+        )
         return service(
             batch,
             list(data["runs"]),

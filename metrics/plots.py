@@ -25,10 +25,16 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes, svg_settings
+from genderbias.figure_notes import figure_notes
 from genderbias.ranking.vocabulary import is_rab_like, metric_position, note, variant_position
 
 from .names import header_lines
 from .svg_markup import lighten
+
+#: The artists' gid of the ranges over the orders of tied documents (a figure's tie ranges, found by it).
+TIE_RANGE_GID = "tie-range"
+#: How a figure names them in its legend.
+TIE_RANGE_LABEL = "range over orders of ties"
 
 
 def _png(figure: Figure) -> bytes:
@@ -105,7 +111,7 @@ def _paper_text(figure: Figure) -> None:
 #: Version of how the figures are drawn and written, part of every cached figure's key
 #: (:mod:`metrics.services.plot_cache`): raise it when a change draws them differently, so that no
 #: figure drawn before is served, even by a deployment whose software version did not change.
-DRAWING = 4
+DRAWING = 5
 #: matplotlib settings of the report's SVGs. Text stays text (``<text>``, 90% of the old SVG's
 #: bytes were glyph outlines): the browser sets it in DejaVu Sans, the font matplotlib measures
 #: it with (first in the stack, so the layout is unchanged), or in a font of about its width;
@@ -203,9 +209,11 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
     rows = max(1, -(-len(panels) // columns))
     runs = list(dict.fromkeys(summary["run"])) if len(summary) else []
     if paper:  # a column wide, panels 1.5 in high, the legend's rows under them
-        figure = Figure(figsize=(PAPER_WIDTH, CUTOFF_ROW * rows + cutoff_fixed(len(runs))), layout="constrained")
+        entries = len(runs) + int("tie_low" in summary.columns and bool(summary["tie_low"].notna().any()))
+        figure = Figure(figsize=(PAPER_WIDTH, CUTOFF_ROW * rows + cutoff_fixed(entries)), layout="constrained")
     else:
         figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
+    cutoffs = sorted(float(c) for c in set(summary["cutoff"])) if len(summary) else []
     for i, (metric, variant) in enumerate(panels):
         axes = figure.add_subplot(rows, columns, i + 1)
         data = summary[(summary["metric"] == metric) & (summary["variant"] == variant)]
@@ -219,6 +227,9 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
             low, high = line["ci_low"].astype(float), line["ci_high"].astype(float)
             if low.notna().all() and high.notna().all():
                 axes.fill_between(line["cutoff"], low, high, alpha=0.15, color=style["color"], linewidth=0)
+            step = 0.15 * min(b - a for a, b in itertools.pairwise(cutoffs)) if len(cutoffs) > 1 else 0.3
+            offset = step * (runs.index(run) + 1) / max(1, len(runs))
+            tie_ranges(axes, line["cutoff"].astype(float) + offset, line, style["color"])
         if is_rab_like(metric):
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(_title(metric, variant, paper))
@@ -227,12 +238,44 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
         axes.set_xticks(sorted(data["cutoff"].unique()))
     if panels:
         handles, labels = figure.axes[0].get_legend_handles_labels()
+        handles, labels = _with_tie_ranges(figure, handles, labels)
         figure.legend(
-            handles, labels, loc="outside lower center", ncols=min(len(runs), 2 if paper else 6), frameon=not paper
+            handles, labels, loc="outside lower center", ncols=min(len(labels), 2 if paper else 6), frameon=not paper
         )
     if paper:
         _paper_text(figure)
     return _save(figure, format)
+
+
+def tie_ranges(axes, x, line: pd.DataFrame, color: str) -> None:
+    """Beside each figure at ``x`` (its run's rows ``line``), its range over the orders of tied documents
+    as :func:`metrics.formatting.figure_notes` decides it (dotted, gid :data:`TIE_RANGE_GID`), and a hollow
+    marker on 0 where that range holds it (the ranking does not decide the sign)."""
+    notes = [figure_notes(row) for row in line.to_dict("records")]
+    shown = [(float(at), n) for at, n in zip(x, notes, strict=True) if n.tie_range is not None]
+    if not shown:
+        return
+    axes.vlines(
+        [at for at, _ in shown], [n.tie_low for _, n in shown], [n.tie_high for _, n in shown],
+        colors=color, linestyles=(0, (1, 1)), linewidth=1.6, gid=TIE_RANGE_GID,
+    )  # fmt: skip
+    undecided = [at for at, n in shown if n.sign_undecided]
+    if undecided:
+        axes.plot(
+            undecided, [0.0] * len(undecided), linestyle="none", marker="o", markersize=4, markerfacecolor="none",
+            color=color, gid=f"{TIE_RANGE_GID}-holds-0",
+        )  # fmt: skip
+
+
+def _with_tie_ranges(figure: Figure, handles: list, labels: list) -> tuple[list, list]:
+    """The legend's entries with one for the tie ranges when a panel draws any."""
+    from matplotlib.lines import Line2D
+
+    drawn = any(c.get_gid() == TIE_RANGE_GID for axes in figure.axes for c in axes.collections)
+    if not drawn:
+        return handles, labels
+    proxy = Line2D([], [], color=INK, linestyle=(0, (1, 1)), linewidth=1.6)
+    return [*handles, proxy], [*labels, TIE_RANGE_LABEL]
 
 
 def distribution_row(runs: int) -> float:
@@ -320,6 +363,7 @@ def sensitivity_figure(table: pd.DataFrame, cutoff: int) -> bytes:
         axes.set_ylabel(_wrap(note(metric), 32), fontsize="small")
     if panels:
         handles, labels = figure.axes[0].get_legend_handles_labels()
+        handles, labels = _with_tie_ranges(figure, handles, labels)
         figure.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 6))
     return _png(figure)
 
@@ -362,7 +406,7 @@ def _legend(figure: Figure, axes, runs: int) -> None:
     """The runs' legend under the plot, in as many columns (up to 3) as fit the figure's width,
     so long run names wrap into rows instead of widening (and so shrinking) the image."""
     if runs:
-        handles, labels = axes.get_legend_handles_labels()
+        handles, labels = _with_tie_ranges(figure, *axes.get_legend_handles_labels())
         # About 5 points a character at 9 points, plus the marker: how many names fit side by side.
         fits = int(figure.get_figwidth() * 72 // (5 * (max(map(len, labels), default=1) + 5)))
         legend = figure.legend(
@@ -391,6 +435,7 @@ def metric_figure(summary: pd.DataFrame, metric: str, variant: str, *, format: s
         axes.errorbar(
             x, values, yerr=[low, high], markersize=4, capsize=3, linewidth=1.4, label=run, **series_style(i),
         )  # fmt: skip
+        tie_ranges(axes, x + spread / (2 * max(1, len(runs))), line, series_style(i)["color"])
     if is_rab_like(metric):
         axes.axhline(0.0, color=INK, linewidth=0.8, alpha=0.6)
     axes.set_title(f"{metric} [{variant}]", fontsize=11)

@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.serializers import CountField, DecimalNumberField
+from genderbias.figure_notes import FigureNotes, figure_notes
 from genderbias.options import ReportOption
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from metrics.selectors import report_policy
@@ -29,12 +30,32 @@ def option_field(option: ReportOption) -> serializers.Field:
 
 class ResultSerializer(serializers.ModelSerializer):
     run = serializers.CharField(source="run.name")
+    sign_undecided = serializers.SerializerMethodField(
+        help_text="The range over the orders of tied documents holds 0: the ranking does not decide the sign "
+        "(metrics.formatting.figure_notes, as the page's warning)."
+    )
+    notes = serializers.SerializerMethodField(
+        help_text="What the report says of the figure beyond its value and interval (its range over the orders "
+        "of ties, the sign warning, the crowd check's warning), as the CSV's notes column."
+    )
 
     class Meta:
         model = Result
         # The summary's columns (one list: the CSV, the page and the API), and those of a report on a batch's
         # labels (null otherwise): genderbias.crowd.label_uncertainty.
-        fields = ["run", *SUMMARY_FIELDS, *LABEL_UNCERTAINTY_COLUMNS]
+        fields = ["run", *SUMMARY_FIELDS, *LABEL_UNCERTAINTY_COLUMNS, "sign_undecided", "notes"]
+
+    def _notes(self, result: Result) -> FigureNotes:
+        return figure_notes(
+            {field: getattr(result, field) for field in ("metric", "tie_low", "tie_high", "combined_low")},
+            result.report.crowd_quality,
+        )
+
+    def get_sign_undecided(self, result: Result) -> bool:
+        return self._notes(result).sign_undecided
+
+    def get_notes(self, result: Result) -> list[str]:
+        return self._notes(result).texts()
 
 
 class ReportListSerializer(serializers.ModelSerializer):

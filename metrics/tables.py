@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from genderbias.figure_notes import SIGN_WARNING, FigureNotes, figure_notes
 from genderbias.numbers import DIGITS
 from genderbias.ranking.defaults import TABLE_LAYOUTS
 from genderbias.ranking.vocabulary import (
@@ -50,6 +51,7 @@ from genderbias.ranking.vocabulary import (
 )
 from genderbias.stats.p_values import p_value_text
 from genderbias.stats.significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
+from metrics.formatting import TEXT_WIDTH, wrap
 
 ALPHA = 0.05  # the policy's (genderbias.stats.significance.ALPHA)
 #: How the papers name a run's mean of a per-query measure.
@@ -207,7 +209,8 @@ def build_table(
     ``columns``: ``key`` (``RR@10``…), ``label``, ``metric``, ``variant``, ``cutoff``; ``rows``: per
     run (in the frame's order) its ``cells`` (``value`` = mean over the run's queries, ``queries``,
     ``ci_low``/``ci_high`` from ``summary`` when given, ``p_value`` adjusted under the project's
-    policy, ``p_raw``, ``mark``) and its ``correlations``; ``significance``: the policy stated. ``correlations`` replaces the layout's pairs. ValueError for an
+    policy, ``p_raw``, ``mark``, and what :func:`metrics.formatting.figure_notes` says of it: ``tie_low``,
+    ``tie_high``, ``sign_undecided``) and its ``correlations``; ``significance``: the policy stated. ``correlations`` replaces the layout's pairs. ValueError for an
     unknown layout, a cutoff the report lacks or a baseline not among the runs.
     """
     if layout not in LAYOUTS:
@@ -234,10 +237,11 @@ def build_table(
             columns.append({"key_tuple": key, "label": label(key, spec)})
 
     wide = wide_values(frame)
-    cis = {}
+    cis, notes = {}, {}
     if summary is not None and len(summary):
         for row in summary.itertuples(index=False):
             cis[(row.run, row.metric, row.variant, int(row.cutoff))] = (row.ci_low, row.ci_high)
+            notes[(row.run, row.metric, row.variant, int(row.cutoff))] = figure_notes(row)
     compared = against_baseline(wide, baseline) if baseline is not None else {}
 
     rows = []
@@ -248,6 +252,7 @@ def build_table(
             values = wide[run][key] if key in wide[run].columns else pd.Series(dtype=np.float64)
             low, high = cis.get((run, *key), (None, None))
             p_raw, p = compared.get((run, *key), (None, None))
+            said = notes.get((run, *key), FigureNotes())
             cells.append(
                 {
                     "value": _finite(values.mean()) if len(values) else None,
@@ -257,6 +262,9 @@ def build_table(
                     "p_value": p,
                     "p_raw": p_raw,
                     "mark": "*" if p is not None and p < alpha else "",
+                    "tie_low": said.tie_low,
+                    "tie_high": said.tie_high,
+                    "sign_undecided": said.sign_undecided,
                 }
             )
         rows.append({"run": run, "cells": cells, "correlations": []})
@@ -322,32 +330,53 @@ def definitions(columns: Sequence[dict]) -> list[str]:
     return [form_statement(form, metrics) for form, metrics in forms.items()]
 
 
-def table_text(table: dict) -> str:
-    """The table as plain text (the ``bias_report --table`` output): values with their marks, then
-    the correlations (r and τ, † when significant) per run."""
+def table_text(table: dict, width: int = TEXT_WIDTH) -> str:
+    """The table as plain text (the ``bias_report --table`` output): values with their marks (``!`` where
+    the range over the orders of ties holds 0: :func:`genderbias.figure_notes.figure_notes`), then the
+    correlations (r and τ, † when significant) per run; in blocks of as many columns as fit ``width``
+    characters, the run column repeated in each, and the notes wrapped to it."""
     headers = [column["label"] for column in table["columns"]]
     for pair in table["correlations"]:
         headers += [f"r({pair['a']},{pair['b']})", f"τ({pair['a']},{pair['b']})"]
-    width = max([12, *(len(row["run"]) for row in table["rows"])]) + 2
+    run_width = max([12, *(len(row["run"]) for row in table["rows"])]) + 2
     widths = [max(10, len(h) + 2) for h in headers]
-    lines = [f"{table['title']}; cutoff {table['cutoff']}"]
-    lines.append(f"{'run':<{width}}" + "".join(f"{h:>{w}}" for h, w in zip(headers, widths, strict=True)))
-    lines.append("-" * len(lines[-1]))
+    cells_of, ps_of = {}, {}
     for row in table["rows"]:
-        cells = [_number(cell["value"]) + (cell["mark"] or " ") for cell in row["cells"]]
+        cells = [
+            _number(cell["value"]) + (((cell["mark"] or "") + ("!" if cell.get("sign_undecided") else "")) or " ")
+            for cell in row["cells"]
+        ]
         for result in row["correlations"]:
             cells.append(_number(result["pearson_r"], "+.3f") + (result["pearson_mark"] or " "))
             cells.append(_number(result["kendall_tau"], "+.3f") + (result["kendall_mark"] or " "))
-        lines.append(f"{row['run']:<{width}}" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)))
+        cells_of[row["run"]] = cells
         if any(cell["p_value"] is not None for cell in row["cells"]):
             ps = [
                 ("" if cell["p_value"] is None else "p " + p_value_text(cell["p_value"])) + " " for cell in row["cells"]
             ]
-            ps += [""] * (len(headers) - len(ps))
-            lines.append(f"{'':<{width}}" + "".join(f"{c:>{w}}" for c, w in zip(ps, widths, strict=True)))
+            ps_of[row["run"]] = ps + [""] * (len(headers) - len(ps))
+    widths = [max(w, *(len(cells[i]) + 1 for cells in cells_of.values())) for i, w in enumerate(widths)]
+    blocks: list[list[int]] = [[]]
+    for i, w in enumerate(widths):
+        if blocks[-1] and run_width + sum(widths[j] for j in blocks[-1]) + w > width:
+            blocks.append([])
+        blocks[-1].append(i)
+    lines = [f"{table['title']}; cutoff {table['cutoff']}"]
+    for number, block in enumerate(blocks):
+        if number:
+            lines.append("")
+        lines.append(f"{'run':<{run_width}}" + "".join(f"{headers[i]:>{widths[i]}}" for i in block))
+        lines.append("-" * len(lines[-1]))
+        for row in table["rows"]:
+            run = row["run"]
+            lines.append(f"{run:<{run_width}}" + "".join(f"{cells_of[run][i]:>{widths[i]}}" for i in block))
+            if run in ps_of:
+                lines.append(f"{'':<{run_width}}" + "".join(f"{ps_of[run][i]:>{widths[i]}}" for i in block))
     notes = []
     if table["baseline"]:
         notes.append(significance_note(table["significance"]))
+    if any(cell.get("sign_undecided") for row in table["rows"] for cell in row["cells"]):
+        notes.append(f"! the range over the orders of tied documents holds 0: {SIGN_WARNING}")
     if table["correlations"]:
         policy = table["correlation_significance"]
         notes.append(
@@ -357,7 +386,7 @@ def table_text(table: dict) -> str:
     notes += table.get("definitions", [])
     if table["missing"]:
         notes.append(f"not in this report: {', '.join(table['missing'])}")
-    return "\n".join([*lines, *notes])
+    return "\n".join([*lines, *(wrap(note, width) for note in notes)])
 
 
 def significance_note(policy: dict) -> str:

@@ -22,6 +22,7 @@ from core.spreadsheet import csv_text
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
 from genderbias.errors import ServiceError
+from genderbias.figure_notes import figure_notes
 from genderbias.numbers import parse_count
 from genderbias.ranking.defaults import MAX_CUTOFF, TABLE_LAYOUTS
 from metrics.services.plot_cache import PlotParameterError, cached_plot, drawn_plot, plot_key, png_size
@@ -99,11 +100,7 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
         "old_convention": report.qrels_id is not None and report.unreturned is None,
         "significance": selectors.report_policy_text(report),
         "ties": formatting.tie_lines(report.tied_queries, summary, ranges=False),
-        "undecided_signs": int(
-            sum(
-                formatting.range_contains_zero(r.metric, r.tie_low, r.tie_high) for r in summary.itertuples(index=False)
-            )
-        ),
+        "undecided_signs": sum(figure_notes(r).sign_undecided for r in summary.itertuples(index=False)),
         "distribution_size": _distribution_size(report),
         "method_changes": selectors.method_changes(report),
         "rebuilt_reports": selectors.rebuilt_reports(report),
@@ -158,18 +155,16 @@ def _cell(row) -> dict:
     def number(value):
         return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
-    from .formatting import range_contains_zero
-
-    low, high = number(getattr(row, "tie_low", None)), number(getattr(row, "tie_high", None))
+    notes = figure_notes(row)
     return {
         "value": number(row.value),
         "queries": row.queries,
         "ci_low": number(row.ci_low),
         "ci_high": number(row.ci_high),
         "p_value": number(row.p_value),
-        "tie_low": low,
-        "tie_high": high,
-        "tie_sign_undecided": range_contains_zero(row.metric, low, high),
+        "tie_low": notes.tie_low,
+        "tie_high": notes.tie_high,
+        "tie_sign_undecided": notes.sign_undecided,
     }
 
 
@@ -288,7 +283,8 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 
     report = get_object_or_404(Report, name=name)
     response = HttpResponse(
-        formatting.results_csv(selectors.report_summary(report), report.ties), content_type="text/csv; charset=utf-8"
+        formatting.results_csv(selectors.report_summary(report), report.ties, report.crowd_quality),
+        content_type="text/csv; charset=utf-8",
     )
     response["Content-Disposition"] = f'attachment; filename="{report.name}.csv"'
     return response

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from core.api import StagedUploadsMixin, body_object, form_data, form_errors, job_started
 from core.serializers import CountField, JobSerializer
+from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from . import services
@@ -84,6 +85,9 @@ class PoolRequestSerializer(serializers.Serializer):
     depth = CountField(min_value=1, default=500, help_text="Queries taken from the top of each list.")
     magnitude = serializers.ChoiceField(choices=list(MAGNITUDES), default="tf")
     tokenizer = serializers.ChoiceField(choices=list(TOKENIZERS), default=DEFAULT_TOKENIZER)
+    ties = serializers.ChoiceField(
+        choices=TIES_OPTION.choices, default=TIES_OPTION.default, help_text=TIES_OPTION.describe()
+    )
     wordlist = serializers.CharField(required=False, help_text="An imported word list's name (default: built-in).")
 
 

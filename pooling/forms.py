@@ -6,6 +6,7 @@ from core.forms import CountField, add_service_error
 from core.models import Job
 from core.services.uploads import check_import_path, keep_upload, upload_too_large_message
 from genderbias.errors import ServiceError
+from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.models import Pool
 
@@ -24,6 +25,14 @@ class PoolForm(forms.Form):
     depth = CountField(min_value=1, initial=500, help_text="Queries taken from the top of each list.")
     magnitude = forms.ChoiceField(choices=[(m, m) for m in MAGNITUDES], initial="tf")
     tokenizer = forms.ChoiceField(choices=[(t, t) for t in TOKENIZERS], initial=DEFAULT_TOKENIZER)
+    # The reports' declaration of the order of ties (genderbias.options): its choices, default, label and help.
+    ties = forms.ChoiceField(
+        choices=TIES_OPTION.choices,
+        initial=TIES_OPTION.default,
+        required=False,
+        label=TIES_OPTION.label,
+        help_text=TIES_OPTION.describe()[:1].upper() + TIES_OPTION.describe()[1:] + ".",
+    )
     wordlist = forms.ModelChoiceField(
         WordList.objects.order_by("name"),
         required=False,
@@ -41,7 +50,13 @@ class PoolForm(forms.Form):
     def start(self) -> Job:
         """Build the pool as a background job (page and API alike)."""
         data = self.cleaned_data
-        pool_settings = services.PoolSettings(data["rank_cutoff"], data["depth"], data["magnitude"], data["tokenizer"])
+        pool_settings = services.PoolSettings(
+            data["rank_cutoff"],
+            data["depth"],
+            data["magnitude"],
+            data["tokenizer"],
+            data["ties"] or TIES_OPTION.default,
+        )
         return services.start_pool(
             data["name"], data["queries"], list(data["runs"]), pool_settings, wordlist=data["wordlist"]
         )

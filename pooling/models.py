@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
+from genderbias.options import TIES_OPTION
 from pooling.named_sets import set_of_source
 from pooling.queryfiles import MAX_QID_CHARS
 
@@ -196,6 +197,13 @@ class Pool(GroupOwned):
     depth = models.PositiveIntegerField()
     magnitude = models.CharField(max_length=10)
     tokenizer = models.CharField(max_length=20)
+    ties = models.CharField(
+        max_length=20,
+        choices=TIES_OPTION.choices,
+        default=TIES_OPTION.default,
+        help_text="How the runs' tied documents were ordered for RaB, as on reports (genderbias.options.TIES_OPTION); "
+        "pools built before this choice: file (the run's stored order).",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -212,6 +220,12 @@ class PoolEntry(models.Model):
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_entries")
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     rank_bias = models.FloatField(null=True, help_text="RaB@cutoff; null when the run lacks the query.")
+    tie_low = models.FloatField(
+        null=True, help_text="Lowest RaB@cutoff over the orders of tied documents; null where no order moves it."
+    )
+    tie_high = models.FloatField(
+        null=True, help_text="Highest RaB@cutoff over the orders of tied documents; null where no order moves it."
+    )
     female_position = models.PositiveIntegerField(
         null=True, help_text="1-based position in the female list if selected."
     )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from django.db.models import Count, Q
 
 from genderbias.errors import ServiceError, Skipped
+from genderbias.figure_notes import figure_notes
 from genderbias.files.atomic import file_sha256, write_parquet_atomic
 from genderbias.text.wordlists import GenderWords, wordlist_from_mapping
 from pooling.models import Query
@@ -227,17 +228,22 @@ def wordlist_of(record: WordList) -> GenderWords:
 
 
 def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
-    """Rows for the pool page and download: one per pooled query, with its RaB per run and
-    where each run's lists put it (``selected``: run → (female position, male position))."""
+    """Rows for the pool page and download: one per pooled query, with its RaB per run, what is said of
+    it (``ties``: run → :class:`genderbias.figure_notes.FigureNotes`, where an order of ties moves it, as a
+    report says it) and where each run's lists put it (``selected``: run → (female position, male position))."""
     from genderbias.ranking.pool import sort_qids
 
     runs = [run.name for run in pool.runs.order_by("name")]
     rows: dict[str, dict] = {}
-    for qid, text, run, rab, female, male in pool.entries.values_list(
-        "query__qid", "query__text", "run__name", "rank_bias", "female_position", "male_position"
+    metric = "RaB"
+    for qid, text, run, rab, low, high, female, male in pool.entries.values_list(
+        "query__qid", "query__text", "run__name", "rank_bias", "tie_low", "tie_high", "female_position", "male_position"
     ):
-        row = rows.setdefault(qid, {"qid": qid, "query": text, "rab": {}, "selected": {}, "lists": []})
+        row = rows.setdefault(qid, {"qid": qid, "query": text, "rab": {}, "ties": {}, "selected": {}, "lists": []})
         row["rab"][run] = rab
+        notes = figure_notes({"metric": metric, "tie_low": low, "tie_high": high})
+        if notes.tie_range is not None:
+            row["ties"][run] = notes
         if female or male:
             row["selected"][run] = (female, male)
         if female:

@@ -40,7 +40,7 @@ class PoolEntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PoolEntry
-        fields = ["qid", "query", "run", "rank_bias", "female_position", "male_position"]
+        fields = ["qid", "query", "run", "rank_bias", "tie_low", "tie_high", "female_position", "male_position"]
 
 
 class PoolSerializer(serializers.ModelSerializer):
@@ -62,5 +62,6 @@ class PoolSerializer(serializers.ModelSerializer):
             "depth",
             "magnitude",
             "tokenizer",
+            "ties",
             "created",
         ]

@@ -41,7 +41,7 @@ def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
     ]
     table = table_page(request, rows, lambda row: f"{row['qid']} {row['query']}", sort_keys=pool_sort_keys(runs))
     for row in table.rows:
-        row["rab_list"] = [row["rab"].get(run) for run in runs]
+        row["rab_list"] = [(row["rab"].get(run), row["ties"].get(run)) for run in runs]
     links = table.sort_links
     run_headers = [(run, links[f"run-{index}"]) for index, run in enumerate(runs)]
     return render(
@@ -57,6 +57,11 @@ def pool_detail(request: HttpRequest, name: str) -> HttpResponse:
             "overlap": overlap,
         },
     )
+
+
+def _notes(row: dict, runs: list[str]) -> str:
+    """What is said of a pooled query's RaB per run (its tie range, the sign warning), as a report's CSV says it."""
+    return "; ".join(f"{run}: {', '.join(row['ties'][run].texts())}" for run in runs if run in row["ties"])
 
 
 def pool_sort_keys(runs: list[str]) -> dict:
@@ -88,11 +93,14 @@ def pool_download(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
         write_tsv(response, ([r["qid"], r["query"]] for r in rows))
     else:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
-        header = ["qid", "query", *[f"RaB@{pool.rank_cutoff}:{run}" for run in runs], "lists"]
+        header = ["qid", "query", *[f"RaB@{pool.rank_cutoff}:{run}" for run in runs], "lists", "notes"]
         write_csv(
             response,
             header,
-            ([r["qid"], r["query"], *[r["rab"].get(run) for run in runs], " ".join(r["lists"])] for r in rows),
+            (
+                [r["qid"], r["query"], *[r["rab"].get(run) for run in runs], " ".join(r["lists"]), _notes(r, runs)]
+                for r in rows
+            ),
         )
     response["Content-Disposition"] = f'attachment; filename="{pool.name}.{fmt}"'
     return response

@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from genderbias.figure_notes import CROWD_WARNING, SIGN_WARNING
 from genderbias.stats.p_values import p_value_text
 from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
@@ -162,8 +163,11 @@ TEMPLATES: dict[str, Template] = {
         "acm",
         (
             # balance=false: the balance package acmart loads to even out the last page's columns
-            # drops the floats' labels there (undefined references), as its manual warns.
-            r"\documentclass[sigconf,balance=false]{acmart}",
+            # drops the floats' labels there (undefined references), as its manual warns. nonacm: a draft
+            # for no venue yet, without acmart's placeholders ("Conference'17, July 2017, Washington, DC,
+            # USA" in every running head, "ACM ISBN 978-x-xxxx-xxxx-x/YY/MM", a DOI of n's): the venue's
+            # \acmConference and rights block are the authors' to add when they have them.
+            r"\documentclass[sigconf,nonacm,balance=false]{acmart}",
             # No rights form yet: the block ACM's eform fills in later, left out of the draft.
             r"\setcopyright{none}",
             r"\settopmatter{printacmref=false}",
@@ -316,10 +320,41 @@ def table_label(table: dict) -> str:
     return f"tab:{table['layout']}"
 
 
-def table_notes(table: dict, marks: set[str] | None = None, intervals: bool = False) -> list[str]:
+#: The mark of a figure whose range over the orders of ties holds 0 (:func:`genderbias.figure_notes.figure_notes`).
+SIGN_MARK = r"$\ddagger$"
+#: The mark of a label-corrected figure whose interval the crowd check warns of (the same decision).
+CROWD_MARK = r"$\S$"
+
+
+def tie_range_tex(cell: dict) -> str:
+    """A cell's range over the orders of tied documents as the tables set it under the value
+    (``[lowest, highest]``), with :data:`SIGN_MARK` where it holds 0; empty where no order of ties moves it."""
+    if cell.get("tie_low") is None:
+        return ""
+    mark = SIGN_MARK if cell.get("sign_undecided") else r"\phantom{" + SIGN_MARK + "}"
+    return rf"$[{cell['tie_low']:.3f}, {cell['tie_high']:.3f}]${mark}"
+
+
+def ties_notes(ties: bool, undecided: bool) -> list[str]:
+    """The notes of a table whose cells carry ranges over the orders of ties, and the sign warning."""
+    notes = []
+    if ties:
+        notes.append(
+            "In brackets under a value: its lowest and highest over every order of tied documents (equal "
+            "scores), where the order of ties moves it; the value is their mean over the orders."
+        )
+    if undecided:
+        notes.append(rf"{SIGN_MARK}\,the range over the orders of ties holds 0: {escape(SIGN_WARNING)} of the bias.")
+    return notes
+
+
+def table_notes(
+    table: dict, marks: set[str] | None = None, intervals: bool = False, ties: bool = False, undecided: bool = False
+) -> list[str]:
     """The table's notes: the significance policy (test, family, correction; the mark stated only
-    when a cell carries it, else that no run differs), the correlations' policy, the intervals, how
-    its exposure metrics are defined and the columns the report lacks."""
+    when a cell carries it, else that no run differs), the correlations' policy, the intervals, the
+    ranges over the orders of ties and the sign warning (:func:`ties_notes`), how its exposure metrics
+    are defined and the columns the report lacks."""
     marks = {"*", "†"} if marks is None else marks
     notes = []
     policy = table.get("significance")
@@ -346,6 +381,7 @@ def table_notes(table: dict, marks: set[str] | None = None, intervals: bool = Fa
         notes.append(
             r"$\pm$: half the width of the 95\% percentile bootstrap interval over the queries \cite{efron1979}."
         )
+    notes += ties_notes(ties, undecided)
     notes += [prose(definition) for definition in table.get("definitions", [])]
     if table["missing"]:
         notes.append(f"Not in this report: {escape(', '.join(table['missing']))}.")
@@ -375,13 +411,17 @@ def table_tex(table: dict, caption: str | None = None, layout: str | Template | 
     labels = [escape(column["label"]) for column in table["columns"]]
     label_chars = max([len(column["label"]) for column in table["columns"]] + [10 if table["correlations"] else 3])
     baseline = runs.index(table["baseline"]) if table.get("baseline") in runs else None
+    cells_all = [cell for row in table["rows"] for cell in row["cells"]]
+    ties = any(cell.get("tie_low") is not None for cell in cells_all)
+    undecided = any(cell.get("sign_undecided") for cell in cells_all)
+    cell_chars = 16 if ties else 9  # ``[-0.189, 0.137]`` and its mark under a value
     wide = False
-    chunks = run_chunks(runs, label_chars, 9, page.column)
+    chunks = run_chunks(runs, label_chars, cell_chars, page.column)
     if len(chunks) > 1 and page.two_columns:
         wide = True
-        chunks = run_chunks(runs, label_chars, 9, page.text_width)
+        chunks = run_chunks(runs, label_chars, cell_chars, page.text_width)
     if len(chunks) > 1:
-        chunks = run_chunks(runs, label_chars, 9, page.text_width if wide else page.column, baseline)
+        chunks = run_chunks(runs, label_chars, cell_chars, page.text_width if wide else page.column, baseline)
     environment = "table*" if wide else "table"
     marks = {cell["mark"] for row in table["rows"] for cell in row["cells"] if cell["mark"]}
     marks |= {
@@ -401,6 +441,7 @@ def table_tex(table: dict, caption: str | None = None, layout: str | Template | 
     what += f" (rows: measures at {cutoffs}" if cutoffs else " (rows: measures"
     what += "; columns: runs)"
     what += r", $\pm$ half its 95\% interval" if intervals else ""
+    what += ", in brackets its range over the orders of tied documents" if ties else ""
     parts = []
     for number_, chunk in enumerate(chunks):
         n = len(chunk)
@@ -436,6 +477,9 @@ def table_tex(table: dict, caption: str | None = None, layout: str | Template | 
                     " & ".join(["", *("" if h is None else rf"$\pm {h:.4f}$\phantom{{*}}" for h in halves)])
                     + r" \\[1pt]"
                 )
+            ranges = [tie_range_tex(cell) for cell in cells]
+            if any(ranges):
+                lines.append(" & ".join(["", *ranges]) + r" \\[1pt]")
         for p, pair in enumerate(table["correlations"]):
             lines += [
                 r"\midrule",
@@ -450,7 +494,7 @@ def table_tex(table: dict, caption: str | None = None, layout: str | Template | 
                     " & ".join([name, *(cell_tex(r[stat], "+.3f", r[f"{kind}_mark"]) for r in results)]) + r" \\"
                 )
         lines += [r"\bottomrule", r"\end{tabular}"]
-        notes = table_notes(table, marks, intervals) if number_ == len(chunks) - 1 else []
+        notes = table_notes(table, marks, intervals, ties, undecided) if number_ == len(chunks) - 1 else []
         if notes:
             lines += [r"\par\smallskip", r"\begin{minipage}{\linewidth}" + _SIZE]
             lines += [note + (r"\\" if i < len(notes) - 1 else "") for i, note in enumerate(notes)]
@@ -571,7 +615,8 @@ def uncertainty_tex(
     ± half its query-only 95% interval, the label-corrected value with ± half the interval that also
     carries the labels' uncertainty, and the labels' share of that width; against the baseline, the
     difference's two intervals and the combined test's p (``*``: p < ``alpha``), in tables of their
-    own after the values'. A column wide at :data:`TABLE_POINTS`; split by metric into parts that are
+    own after the values'. A row with ``crowd_warning`` (:func:`genderbias.figure_notes.figure_notes`) has
+    its corrected value marked :data:`CROWD_MARK`, and the note says why. A column wide at :data:`TABLE_POINTS`; split by metric into parts that are
     each no taller than the text block of ``layout`` (:data:`TEMPLATES`), labelled ``tab:labels``,
     ``tab:labels-2``…"""
 
@@ -609,7 +654,8 @@ def uncertainty_tex(
                     [
                         _header(str(row["run"])),
                         value(row.get("value"), row.get("ci_low"), row.get("ci_high")),
-                        value(row.get("corrected"), row.get("combined_low"), row.get("combined_high")),
+                        value(row.get("corrected"), row.get("combined_low"), row.get("combined_high"))
+                        + (CROWD_MARK if row.get("crowd_warning") else ""),
                         "--" if _missing(share) else f"{share:.0%}".replace("%", r"\%"),
                     ]
                 )
@@ -646,6 +692,8 @@ def uncertainty_tex(
         "query's label probabilities; its interval resamples the queries and re-fits the labels' class means. "
         "Labels: the share of that interval's width the labels contribute."
     )
+    if any(row.get("crowd_warning") for row in rows):
+        note += rf" {CROWD_MARK}\,{escape(CROWD_WARNING)}: see the crowd's informativeness in the methods."
     if baseline:
         note += (rf" *\,$p < {alpha}$: " if marked else rf" No run differs at $p < {alpha}$; $p$: ") + test
     caption = (

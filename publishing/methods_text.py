@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from genderbias import methods
+from genderbias.figure_notes import SIGN_WARNING
 from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from genderbias.ranking.vocabulary import form_statement
 from publishing.latex import breakable, escape, prose
@@ -522,7 +523,8 @@ def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> s
     if facts is None:
         sentences.append(
             "The queries were given, not labelled on the platform: their gender labels, and how reliable those "
-            "are, are the source's; the intervals carry the queries' sampling only."
+            "are, are the source's; the intervals carry the queries' sampling only"
+            + (", not the order of tied documents." if settings.get("tie_moved") else ".")
         )
     else:
         alpha = facts["agreement"].get("krippendorff_alpha")
@@ -558,8 +560,11 @@ def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> s
             "The intervals carry the labels' uncertainty as well as the queries' sampling."
             if settings.get("on_batch")
             else "The intervals carry the queries' sampling only, not the uncertainty of the labels that chose "
-            "the queries; a report on the batch's labels carries both."
+            "the queries"
+            + (" nor the order of tied documents" if settings.get("tie_moved") else "")
+            + "; a report on the batch's labels carries the labels' uncertainty too."
         )
+    sentences += _ties_limitations(settings)
     unjudged = settings.get("unjudged") or 0
     if settings.get("qrels") and unjudged:
         sentences.append(
@@ -568,6 +573,32 @@ def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> s
         )
     header = "% Generated from the study's facts by the platform's paper bundle; edit freely.\n"
     return header + " ".join(sentences) + "\n"
+
+
+def _ties_limitations(settings: dict[str, Any]) -> list[str]:
+    """What the order of tied documents leaves open (``settings``' ``tie_moved`` and ``undecided``, from
+    :func:`metrics.formatting.figure_notes`): how many figures it moves, and each whose range over the
+    orders of ties holds 0, named with its value and range, whose sign the ranking does not decide."""
+    moved = settings.get("tie_moved") or 0
+    if not moved:
+        return []
+    said = [
+        f"The order of tied documents (equal scores) moves {moved} figure{'s' if moved != 1 else ''}; the "
+        "tables give each one's lowest and highest over every order of ties, which the intervals do not carry."
+    ]
+    undecided = settings.get("undecided") or []
+    if undecided:
+        listed = "; ".join(
+            f"{breakable(row['run'])} {escape(row['metric'])}[{escape(row['variant'])}]@{int(row['cutoff'])} "
+            f"${row['value']:.4f}$ (ties ${row['tie_low']:.4f}$ to ${row['tie_high']:.4f}$)"
+            for row in undecided
+        )
+        count = len(undecided)
+        said.append(
+            f"For {count} of them the range holds 0, so {escape(SIGN_WARNING)} of the bias: read "
+            f"{'its' if count == 1 else 'their'} sign as undecided, whatever the interval: {listed}."
+        )
+    return said
 
 
 def default_title(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
@@ -579,9 +610,16 @@ def default_title(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str
     kind = export.get("category") or ("non-gendered" if settings.get("on_batch") else "")
     pool = (facts or {}).get("pool") or {}
     source = settings.get("dataset_source") or (facts or {}).get("source_dataset") or pool.get("dataset")
-    dataset = "MS MARCO " if _is_msmarco(source) else ""
+    named = (settings.get("named_set") or {}).get("short")
+    dataset = f"{named} " if named else "MS MARCO " if _is_msmarco(source) else ""
     kind_text = f"{kind} " if kind else ""
     return (
-        f"Gender Bias of {runs} Ranking Run{'s' if runs != 1 else ''} on {queries} {kind_text}{dataset}"
-        f"Quer{'ies' if queries != 1 else 'y'}"
+        f"Gender Bias in the Rankings of {_count_words(runs, 'Retrieval Run', 'Retrieval Runs')} on "
+        f"{queries} {kind_text}{dataset}Quer{'ies' if queries != 1 else 'y'}"
     )
+
+
+def _count_words(n: int, one: str, many: str) -> str:
+    """``One Retrieval Run``, ``Three Retrieval Runs``, ``12 Retrieval Runs``: a title's count in words to ten."""
+    words = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten")
+    return f"{words[n] if 0 <= n < len(words) else n} {one if n == 1 else many}"

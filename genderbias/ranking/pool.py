@@ -21,6 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from genderbias.ranking import measures
+from genderbias.ranking.ties import RANGE_TOLERANCE
+
 #: RaB values that agree to this many decimal places are ties (broken by qid).
 TIE_DECIMALS = 12
 FEMALE_LIST = "female"
@@ -141,3 +144,33 @@ def pool_provenance(
                 )
             )
     return rows
+
+
+def rank_bias_with_ties(
+    frames: Mapping[str, pl.DataFrame], counts: pl.DataFrame, cutoff: int, magnitude: str, ties: str
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, tuple[float, float]]]]:
+    """RaB@``cutoff`` of every query of every run as a report computes it (:func:`genderbias.ranking.measures.rank_bias`,
+    the run's tied documents ordered by ``ties``: :mod:`genderbias.ranking.ties`), and each query's range over
+    the orders of its ties where one moves it: (run → qid → RaB, run → qid → (lowest, highest)).
+
+    ``frames``: each run's rankings (``qid, docid, rank, score``) down to the cutoff with every document tied
+    with its top (``pooling.selectors.top_rankings(..., through_ties=True)``); ``counts``: the passages'
+    gender-word counts (``docid, f, m``; a ``length`` column is not needed by RaB and is filled with 0).
+    """
+
+    if "length" not in counts.columns:
+        counts = counts.with_columns(pl.lit(0, dtype=pl.Int64).alias("length"))
+    column = f"RaB@{cutoff}"
+    values: dict[str, dict[str, float]] = {}
+    ranges: dict[str, dict[str, tuple[float, float]]] = {}
+    for run, frame in frames.items():
+        table = measures.rank_bias(frame, counts, [cutoff], magnitude, ties=ties)
+        qids = [str(qid) for qid in table.index]
+        values[run] = dict(zip(qids, table[column].astype(float).tolist(), strict=True))
+        low, high = table[f"{column}:low"].astype(float), table[f"{column}:high"].astype(float)
+        ranges[run] = {
+            qid: (lo, hi)
+            for qid, lo, hi in zip(qids, low.tolist(), high.tolist(), strict=True)
+            if hi - lo > RANGE_TOLERANCE
+        }
+    return values, ranges

@@ -51,6 +51,7 @@ from .named import (
     named_set_job,
     named_set_outcome,
     start_named_set,
+    write_named_set_files,
 )
 from .pools import PoolSettings, build_pool, count_pool_passages, pool_job, start_pool, write_query_file
 from .qrels import import_qrels
@@ -92,5 +93,6 @@ __all__ = [
     "start_pool",
     "top_rankings",
     "wordlist_of",
+    "write_named_set_files",
     "write_query_file",
 ]

@@ -315,7 +315,7 @@ def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploade
         job.message += f"; {result.outcome()}"
         if result.skipped:
             job.message += f"; first bad line skipped: {shown(job, str(result.skipped.errors[0]))}"
-        if kind == "dataset":
+        if kind in ("dataset", "run"):  # a run's notes: its format, and what became of its tied scores
             job.message += "".join(f"; {note}" for note in result.notes)
         url = reverse("home") + f"#{'collection' if kind == 'dataset' else kind}"
         if kind == "queries":

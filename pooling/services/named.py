@@ -31,13 +31,14 @@ from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 from genderbias.errors import FieldError, InputError, ServiceError, Skipped
-from genderbias.files.atomic import atomic_write, file_sha256
+from genderbias.files.atomic import atomic_write, atomic_write_bytes, file_sha256
 from pooling.queryfiles import read_query_table
 
 from ..models import Collection, QuerySet
 from ..named_sets import NAMED_SETS, NamedQuery, NamedSet, SetContents, bundled_file, named_set, read_named_set
 from .common import ImportResult
 from .imports import create_query_set, import_collection
+from .pools import write_query_file
 from .qrels import import_qrels
 
 
@@ -121,6 +122,28 @@ def import_named_set(
     else:
         found.missing.append(named.needs)
     return ImportResult(found, created, Skipped(), _notes(found))
+
+
+def write_named_set_files(found: NamedSetImport, out: str | Path) -> list[Path]:
+    """The imported set's texts as files your own system ranks, written into the folder ``out``:
+    ``queries.tsv`` (``qid<TAB>query``), and where the set brings them ``collection.tsv``
+    (``docid<TAB>text``, the bytes the platform's collection was imported from: the docids a run must
+    use) and ``qrels.txt`` (TREC judgments). Rank the collection for the queries, then ``import_run``
+    the run with ``--collection`` the set's name. Returns the files written."""
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    if found.query_set is not None:
+        write_query_file(found.query_set, folder / "queries.tsv")
+        written.append(folder / "queries.tsv")
+    if found.collection is not None and found.named.key == "grep-biasir":
+        for part, file_name in ((found.collection, "collection.tsv"), (found.qrels, "qrels.txt")):
+            if part is None:
+                continue
+            atomic_write_bytes(folder / file_name, Path(part.path).read_bytes())
+            written.append(folder / file_name)
+    return written
 
 
 def _notes(found: NamedSetImport) -> list[str]:

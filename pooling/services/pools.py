@@ -22,6 +22,7 @@ from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from genderbias.errors import ServiceError
+from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 
@@ -43,12 +44,18 @@ class PoolSettings:
     depth: int = 500
     magnitude: str = "tf"
     tokenizer: str = DEFAULT_TOKENIZER
+    #: How tied documents are ordered for RaB: the reports' declaration, its default and its one check.
+    ties: str = TIES_OPTION.default
 
     def validate(self) -> None:
         check_at_least_one(self.rank_cutoff, "rank cutoff")
         check_at_least_one(self.depth, "pool depth")
         check_magnitude(self.magnitude)
         check_tokenizer(self.tokenizer)
+        try:
+            TIES_OPTION.check(self.ties)
+        except ValueError as exc:
+            raise ServiceError(str(exc)) from None
 
 
 def build_pool(
@@ -73,9 +80,9 @@ def build_pool(
     words = wordlist or default_wordlist()
     with collector_paused():
         texts = dict(query_set.queries.values_list("qid", "text"))
-        rank_bias = _rank_bias_by_run(query_set, list(texts), runs, pool_settings, words, job=job, bar=bar)
+        rank_bias, ranges = _rank_bias_by_run(query_set, list(texts), runs, pool_settings, words, job=job, bar=bar)
         result = pool_queries(rank_bias, pool_settings.depth)
-        return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result)
+        return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result, ranges)
 
 
 def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
@@ -122,26 +129,30 @@ def _rank_bias_by_run(
     *,
     job: Job | None,
     bar: bool,
-) -> dict[str, dict[str, float]]:
-    """RaB@cutoff of each run's queries among ``qids``: run name → qid → RaB.
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, tuple[float, float]]]]:
+    """RaB@cutoff of each run's queries among ``qids`` as a report computes it, the runs' ties ordered by the
+    pool's ``ties``: run name → qid → RaB, and run name → qid → its range over the orders of ties.
 
-    Reads the runs' top ``rank_cutoff`` documents, counts gender words in those passages
-    only (cached; not their lengths, which RaB does not use), and leaves the arithmetic to :func:`genderbias.ranking.pool.rank_bias_by_run`.
+    Reads the runs' top ``rank_cutoff`` documents with every document tied with them (as a report reads
+    them), counts gender words in those passages only (cached; not their lengths, which RaB does not
+    use), and leaves the arithmetic to :func:`genderbias.ranking.pool.rank_bias_with_ties`.
     """
     import polars as pl
 
-    from genderbias.ranking.pool import rank_bias_by_run
-    from genderbias.text import magnitudes as mag
+    from genderbias.ranking.pool import rank_bias_with_ties
 
     frames = top_rankings(
-        runs, pl.Series("qid", qids, dtype=pl.String), pool_settings.rank_cutoff, repr(query_set.name)
+        runs,
+        pl.Series("qid", qids, dtype=pl.String),
+        pool_settings.rank_cutoff,
+        repr(query_set.name),
+        through_ties=True,
     )
     docids = pl.concat([f["docid"] for f in frames.values()])  # made unique by document_counts_for
     counts = document_counts_for(
         runs[0].collection, docids, words, pool_settings.tokenizer, lengths=False, job=job, bar=bar
     )
-    magnitudes = mag.magnitudes_frame(counts, pool_settings.magnitude)
-    return rank_bias_by_run(frames, magnitudes, pool_settings.rank_cutoff)
+    return rank_bias_with_ties(frames, counts, pool_settings.rank_cutoff, pool_settings.magnitude, pool_settings.ties)
 
 
 def _store_pool(
@@ -153,6 +164,7 @@ def _store_pool(
     texts: dict[str, str],
     rank_bias: dict[str, dict[str, float]],
     result: PoolResult,
+    ranges: dict[str, dict[str, tuple[float, float]]] | None = None,
 ) -> Pool:
     """Write the pool in one transaction: its query set, its record, and one entry per (query, run)."""
     from genderbias.ranking.pool import pool_provenance
@@ -175,15 +187,25 @@ def _store_pool(
             depth=pool_settings.depth,
             magnitude=pool_settings.magnitude,
             tokenizer=pool_settings.tokenizer,
+            ties=pool_settings.ties,
         )
         pool.runs.set(runs)
+        ranges = ranges or {}
         query_ids = dict(pooled.queries.values_list("qid", "pk"))
         run_ids = {run.name: run.pk for run in runs}
         insert_rows(
             PoolEntry,
-            ["pool_id", "query_id", "run_id", "rank_bias", "female_position", "male_position"],
+            ["pool_id", "query_id", "run_id", "rank_bias", "tie_low", "tie_high", "female_position", "male_position"],
             [
-                (pool.pk, query_ids[qid], run_ids[run], value, female, male)
+                (
+                    pool.pk,
+                    query_ids[qid],
+                    run_ids[run],
+                    value,
+                    *ranges.get(run, {}).get(qid, (None, None)),
+                    female,
+                    male,
+                )
                 for run, qid, value, female, male in provenance
             ],
         )

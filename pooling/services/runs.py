@@ -114,6 +114,8 @@ def import_run(
             f"{table.interleaved_queries:,} queries had their lines in several blocks; "
             "they were gathered at each query's first appearance, as trec_eval does"
         )
+    if table.reordered_ties:
+        notes.append(tie_note(table.reordered_ties, order))
     data_path = cache_dir("runs") / f"{sha}-{order}-{collection.sha256[:16]}.parquet"
     write_parquet_atomic(table.frame, data_path, compression="lz4")
     with transaction.atomic():
@@ -129,6 +131,22 @@ def import_run(
             data=str(data_path),
         )
     return ImportResult(run, True, skipped or Skipped(), notes)
+
+
+def tie_note(reordered: int, order: str) -> str:
+    """What an import says of a run whose file orders tied scores otherwise than trec_eval's rule: the order
+    it stored, and that reports and pools do not use it unless asked (their order of ties,
+    :data:`genderbias.options.TIES_OPTION`: tie-aware by default, averaging over every order)."""
+    how = (
+        "stored ranked by docid descending (trec_eval's rule)"
+        if order == Run.Order.SCORE
+        else "stored in the file's order (--order file)"
+    )
+    return (
+        f"tied scores: {reordered:,} quer{'y' if reordered == 1 else 'ies'} had ties that the file ordered "
+        f"differently; {how}. Reports and pools ignore that order by default: they average every figure over "
+        "all orders of tied documents (ties: tie-aware); only their 'file' order of ties reads the stored order"
+    )
 
 
 def read_run_chunked(

@@ -69,8 +69,11 @@ def test_rotation_opens_with_the_old_key_listed_second_and_reseals_with_the_firs
 
 
 def test_no_key_or_a_malformed_key_is_a_clear_error():
-    with pytest.raises(SealError, match="CONNECTIONS_KEY is not set"):
+    with pytest.raises(SealError, match="CONNECTIONS_KEY is not set and the site's key file") as refused:
         seal({"token": "x"}, "")
+    # README.md's words: without CONNECTIONS_KEY the first saved secret makes a key in var/connections.key;
+    # the message must not say secrets cannot be stored without the variable.
+    assert "cannot be stored" not in str(refused.value) and "connections.key" in str(refused.value)
     with pytest.raises(SealError, match="key 2 of 2 is not a Fernet key"):
         seal({"token": "x"}, f"{new_key()},not-a-key")
 

@@ -414,3 +414,28 @@ def test_dependences_are_plain_bounded_decimals(typed, problem):
     with pytest.raises(ServiceError, match=problem):
         services.parse_dependences(typed)
     assert services.parse_dependences(" 0, -0.5 ,1,,") == (0.0, -0.5, 1.0)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("ties", ["tie-aware", "file"])
+def test_label_sensitivity_takes_the_order_of_ties_as_a_report_does(batch, tmp_path, ties):
+    # A run whose queries 1 and 2 tie d1 (f = 3) with d2 (m = 3) at the top, in the file's order d2 first:
+    # RaB@1 of query 1 is +ln 4 in the file's order, 0 tie-aware (the mean of -ln 4 and +ln 4).
+    path = tmp_path / "tied.trec"
+    path.write_text("1 Q0 d2 1 5 t\n1 Q0 d1 2 5 t\n2 Q0 d2 1 5 t\n2 Q0 d1 2 5 t\n")
+    call_command("import_run", str(path), name="tied", collection="tiny", order="file", verbosity=0)
+    out = tmp_path / "s.csv"
+    call_command(
+        "label_sensitivity", "sens", runs="tied", cutoffs="1", out=str(out), bootstrap=20, ties=ties, verbosity=0
+    )
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    (rab,) = [
+        r
+        for r in rows
+        if (r["aggregation"], r["disputed"], r["metric"], r["variant"]) == ("majority", "drop", "RaB", "tf")
+    ]
+    # majority/drop keeps queries 1 and 2, both with the tie on top.
+    expected = 0.0 if ties == "tie-aware" else math.log(4)
+    assert float(rab["value"]) == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(CommandError):
+        call_command("label_sensitivity", "sens", runs="tied", ties="random", out=str(out), verbosity=0)

@@ -98,7 +98,8 @@ def page_table_p(html: str, label: str, run: str) -> str:
 def text_p(text: str, header_start: str, label: str, run: str) -> str:
     """A p under ``run`` in a fixed-width text table whose header line starts with ``header_start``."""
     lines = text.splitlines()
-    top = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    # A wide table goes on in blocks of columns: the block whose header holds the label.
+    top = next(i for i, line in enumerate(lines) if line.startswith(header_start) and f" {label}" in line)
     header = lines[top]
     end = header.index(f" {label}") + len(label) + 1
     row = next(i for i in range(top, len(lines)) if lines[i].split() and lines[i].split()[0] == run)
@@ -157,7 +158,7 @@ def test_one_comparison_has_one_p_value_everywhere(study, client, django_user_mo
     assert (policy["correction"], policy["baseline"]) == ("Holm", "base") and "paired t-test" in policy["test"]
     assert policy["family"] == "every run against the baseline for one metric, variant and cutoff"
     assert table["significance"] == policy
-    for where in (page, command):
+    for where in (page, " ".join(command.split())):  # the command wraps its prose (metrics.formatting.wrap)
         assert where.count(policy["family"]) >= 2, "both tables state the family"
         assert "Holm" in where and "paired t-test" in where
     assert page_policy == file_policy and len(page_policy) == 1 and policy["family"] in page_policy.pop()

@@ -37,6 +37,28 @@ def test_bias_report_prints_the_table(judged):
 
 
 @pytest.mark.django_db
+def test_a_wide_table_and_the_prose_fit_a_terminal(judged):
+    from metrics import selectors
+    from metrics.formatting import TEXT_WIDTH
+    from metrics.models import Report
+
+    text = build("wide", table="sigir2020", baseline="a")
+    too_wide = [line for line in text.splitlines() if len(line) > TEXT_WIDTH]
+    assert not too_wide
+    table = selectors.report_table(Report.objects.get(name="wide"), "sigir2020", baseline="a")
+    # Every column and every run's every value is printed, in blocks of columns.
+    printed = text[text.index(table["title"]) :]
+    assert all(column["label"] in printed for column in table["columns"])
+    for row in table["rows"]:
+        values = [
+            word for line in printed.splitlines() if line.split()[:1] == [row["run"]] for word in line.split()[1:]
+        ]
+        assert values == [("–" if c["value"] is None else f"{c['value']:.4f}") + c["mark"] for c in row["cells"]], row[
+            "run"
+        ]
+
+
+@pytest.mark.django_db
 def test_table_api(judged, client, django_user_model):
     build()
     client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))

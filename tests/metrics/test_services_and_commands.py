@@ -154,7 +154,7 @@ def test_bias_report_command_writes_csv_table_and_plot(world, tmp_path):
     text = stdout.getvalue()
     assert "RaB [tf]" in text and "TExFAIR [plain]" in text and "NFaiRR [collection]" in text
     lines = out.read_text().splitlines()
-    assert lines[0] == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties"
+    assert lines[0] == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties,notes"
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert {(r["metric"], r["variant"]) for r in rows} == {
         ("RaB", "tf"),

@@ -332,3 +332,27 @@ def test_a_job_keeps_its_title_and_shows_its_step_apart(post, client, researcher
     assert "step" not in done.result
     index = client.get(reverse("pooling:import")).content.decode()
     assert "Import collection tiny from collection.tsv" in index and "Scanning" not in index
+
+
+@pytest.mark.django_db
+def test_a_runs_reordered_ties_are_named_with_what_reports_do_with_them(post, client, researcher, files):
+    import io
+
+    from django.core.management import call_command
+
+    client.force_login(researcher)
+    post("collection", name="tiny", file=_upload("collection.tsv", files["collection"].read_bytes()))
+    # Query 1 ties two documents, the smaller docid first: trec_eval's rule (docid descending) reorders them.
+    docids = sorted(PASSAGES)[:2]
+    tied = "".join(f"1 Q0 {d} {rank} 1.0 t\n" for rank, d in enumerate(docids, 1)).encode()
+    post("run", name="tied", collection="tiny", order="score", file=_upload("tied.trec", tied))
+    job = Job.objects.filter(kind="import").order_by("-pk").first()
+    said = "Reports and pools ignore that order by default"
+    assert "tied scores: 1 query had ties that the file ordered differently" in job.message and said in job.message
+    page = client.get(reverse("core:job-detail", args=[job.pk])).content.decode()
+    assert said in page
+    path = Path(settings.CACHE_DIR) / "tied-again.trec"
+    path.write_bytes(tied)
+    out = io.StringIO()
+    call_command("import_run", str(path), name="tied-file", collection="tiny", order="file", stdout=out)
+    assert "stored in the file's order (--order file)" in out.getvalue() and said in out.getvalue()

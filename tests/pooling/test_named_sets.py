@@ -271,3 +271,25 @@ def test_named_set_api_odd_bodies_get_a_4xx(staff):
         assert 400 <= answer.status_code < 500, (body, answer.status_code, answer.content[:300])
         assert isinstance(answer.json(), dict)
     assert staff.post("/api/pooling/named-sets/", "[1]", content_type="application/json").status_code == 400
+
+
+@pytest.mark.django_db
+def test_grep_biasir_texts_are_written_out_for_your_own_system(reference_dir, offline, tmp_path):
+    out = run("grep-biasir", "--out", str(tmp_path / "grep"))
+    folder = tmp_path / "grep"
+    assert "Wrote queries.tsv, collection.tsv, qrels.txt" in out and "import_run RUN --collection grep-biasir" in out
+    queries = pd.read_csv(reference_dir / "grep-biasir" / "queries.csv", dtype=str)
+    written = dict(line.split("\t", 1) for line in (folder / "queries.tsv").read_text(encoding="utf-8").splitlines())
+    assert written == {r.q_id: r.query for r in queries.itertuples()}
+    documents = pd.concat(
+        [pd.read_csv(p, dtype=str) for p in sorted((reference_dir / "grep-biasir").glob("queries-documents_*.csv"))]
+    )
+    texts = dict(line.split("\t", 1) for line in (folder / "collection.tsv").read_text(encoding="utf-8").splitlines())
+    assert texts == {r.d_id: f"{r.doc_title} {r.document}".replace("\n", " ").strip() for r in documents.itertuples()}
+    judged = {tuple(line.split()[::2]) for line in (folder / "qrels.txt").read_text().splitlines()}
+    assert judged == {(r.q_id, r.d_id) for r in documents.itertuples()}  # each query's documents, judged
+    # A run over the written files' ids imports against the set's collection as it is.
+    first = next(iter(written))
+    run_file = tmp_path / "mine.trec"
+    run_file.write_text("".join(f"{first} Q0 {d} {i} {10 - i} mine\n" for i, d in enumerate(list(texts)[:3], 1)))
+    call_command("import_run", str(run_file), name="mine", collection="grep-biasir", stdout=io.StringIO())

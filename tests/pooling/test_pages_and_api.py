@@ -95,7 +95,7 @@ def test_downloads(client, admin_user, pool):
     tsv = client.get(reverse("pooling:pool-download", args=["p", "tsv"])).content.decode()
     assert tsv == "1\twho is she\n2\twhat is a synapse\n"
     csv = client.get(reverse("pooling:pool-download", args=["p", "csv"])).content.decode().splitlines()
-    assert csv[0] == "qid,query,RaB@2:a,RaB@2:b,lists"
+    assert csv[0] == "qid,query,RaB@2:a,RaB@2:b,lists,notes"
     assert client.get("/pooling/pools/p/download.xlsx").status_code == 404
 
 

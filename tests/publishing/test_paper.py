@@ -77,7 +77,7 @@ def _text_rows(text: str, runs: list[str]) -> dict[str, list[str]]:
     for line in text.splitlines():
         parts = line.split()
         if parts and parts[0] in runs:
-            rows[parts[0]] = parts[1:]
+            rows.setdefault(parts[0], []).extend(parts[1:])  # a wide table goes on in blocks of columns
     return rows
 
 
@@ -246,9 +246,14 @@ def test_report_on_a_batch_uses_its_combined_marks_and_cites_dawid_skene(batch, 
         assert f"{r.run} & {value} & " in labels
         if r.combined_high == r.combined_high:  # not NaN (a constant run has no label-corrected interval)
             corrected = f"${r.corrected:.4f}$ $\\pm {(r.combined_high - r.combined_low) / 2:.4f}$"
+            # § beside it when the report's crowd check warns of the intervals with labels (said in the note).
+            corrected += "$\\S$" if (report.crowd_quality or {}).get("warning") else ""
             assert f"{value} & {corrected} & {r.label_share:.0%}".replace("%", "\\%") in labels
         if r.run != "a":
             assert f"{r.run} & $[{r.difference_low:.3f}, {r.difference_high:.3f}]$" in labels
+    assert ("the intervals with labels may be too narrow" in labels) == bool(
+        (report.crowd_quality or {}).get("warning")
+    )
     assert r"\label{tab:labels}" in labels and "from \\texttt{a}" in labels
     assert "resizebox" not in labels
 

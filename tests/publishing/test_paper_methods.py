@@ -278,10 +278,14 @@ def test_limitations_state_the_studys_own_figures(facts):
 def test_the_default_title_is_the_studys_not_the_reports_id():
     settings = SETTINGS | {"report": "rep-2024-07-x1", "export": {"category": "non-gendered", "queries": 2}}
     title = default_title({"source_dataset": "msmarco-passage/dev/small"}, settings)
-    assert title == "Gender Bias of 2 Ranking Runs on 2 non-gendered MS MARCO Queries"
-    assert "rep-2024" not in title and default_title(None, SETTINGS | {"runs": ["a"]}).startswith(
-        "Gender Bias of 1 Ranking Run "
+    assert title == "Gender Bias in the Rankings of Two Retrieval Runs on 2 non-gendered MS MARCO Queries"
+    # One run in the singular; a named set by its name; many runs in figures.
+    one = default_title(None, SETTINGS | {"runs": ["a"], "named_set": {"short": "Grep-BiasIR"}, "report_queries": 117})
+    assert (
+        "rep-2024" not in title and one == "Gender Bias in the Rankings of One Retrieval Run on 117 Grep-BiasIR Queries"
     )
+    many = default_title(None, SETTINGS | {"runs": [str(i) for i in range(12)], "report_queries": 1})
+    assert many.startswith("Gender Bias in the Rankings of 12 Retrieval Runs on 1 ") and many.endswith(" Query")
 
 
 def test_subscripted_symbols_are_set_as_math():

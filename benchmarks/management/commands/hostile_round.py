@@ -547,9 +547,8 @@ def _numbers(world) -> list[tuple[str | None, str]]:
     import tempfile
     from pathlib import Path
 
-    from genderbias.files.runs import read_run
-
     from genderbias.errors import InputError
+    from genderbias.files.runs import read_run
 
     researcher = _client(world["b-researcher"])
     out = []

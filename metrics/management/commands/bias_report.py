@@ -182,14 +182,16 @@ class Command(ProjectCommand):
                 bar=o["verbosity"] > 0,
             )
         summary = selectors.report_summary(report)
-        self.stdout.write(f"{report.ties_statement}\n")
+        self.stdout.write(formatting.wrap(report.ties_statement) + "\n")
         for line in formatting.tie_lines(report.tied_queries, summary):
             self.stdout.write(line + "\n")
         self.stdout.write(f"NFaiRR normalised {report.nfairr_normalisation}.\n")
-        self.stdout.write(f"Exposure metrics: {report.exposure_settings}.\n{report.exposure_definition}\n")
+        self.stdout.write(
+            formatting.wrap(f"Exposure metrics: {report.exposure_settings}.\n{report.exposure_definition}") + "\n"
+        )
         self.stdout.write(formatting.terminal_table(summary))
         if report.qrels_id:
-            self.stdout.write(f"\n{formatting.unjudged_note(report.qrels.name, report.unjudged)}")
+            self.stdout.write("\n" + formatting.wrap(formatting.unjudged_note(report.qrels.name, report.unjudged)))
             self.stdout.write(f"\n{formatting.unreturned_note(report.unreturned)}")
         if report.on_batch:
             cutoff = o["table_cutoff"] or (10 if 10 in report.cutoffs else max(report.cutoffs))
@@ -203,7 +205,7 @@ class Command(ProjectCommand):
             if quality_note:
                 self.stdout.write("\n" + quality_note)
         if report.baseline_id:
-            self.stdout.write(f"\n{selectors.report_policy_text(report)}")
+            self.stdout.write("\n" + formatting.wrap(selectors.report_policy_text(report)))
         layout = o["table"] or (PRESETS[report.preset].table if report.preset else "")
         if layout:
             from metrics import tables
@@ -214,7 +216,11 @@ class Command(ProjectCommand):
         self.stdout.write(self.style.SUCCESS(f"\nReport {report.name!r} stored; see /metrics/{report.name}/"))
         with command_errors():
             if o["out"]:
-                atomic_write(o["out"], lambda f: f.write(formatting.results_csv(summary, report.ties)), newline="")
+                atomic_write(
+                    o["out"],
+                    lambda f: f.write(formatting.results_csv(summary, report.ties, report.crowd_quality)),
+                    newline="",
+                )
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
                 per_query = formatting.per_query_csv(

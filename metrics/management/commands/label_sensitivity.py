@@ -18,6 +18,7 @@ from genderbias.options import (
     SEED_OPTION,
     SENSITIVITY_CUTOFFS_OPTION,
     THRESHOLD_OPTION,
+    TIES_OPTION,
     TOKENIZER_OPTION,
     WORDLIST_OPTION,
 )
@@ -63,7 +64,7 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--background", default=COLLECTION_BACKGROUND, help="NFaiRR's background: 'collection' or a run"
         )
-        for option in (NORMALISER_OPTION, BOOTSTRAP_OPTION, SEED_OPTION):
+        for option in (NORMALISER_OPTION, BOOTSTRAP_OPTION, SEED_OPTION, TIES_OPTION):
             parser.add_argument(option.flag, **option.argument())
         parser.add_argument(
             "--dependence",
@@ -98,7 +99,13 @@ class Command(ProjectCommand):
                 shown = ",".join(map(str, cutoffs))
                 raise CommandError(f"--plot-cutoff {o['plot_cutoff']} is not one of --cutoffs {shown}")
             report_settings = services.ReportSettings(
-                cutoffs, o["tokenizer"], o["nfairr_threshold"], o["bootstrap"], o["seed"], o["nfairr_normaliser"]
+                cutoffs,
+                o["tokenizer"],
+                o["nfairr_threshold"],
+                o["bootstrap"],
+                o["seed"],
+                o["nfairr_normaliser"],
+                ties=o["ties"],
             )
             result = services.label_sensitivity(
                 batch,

@@ -1,6 +1,6 @@
 from core.management.cli import ProjectCommand, command_errors, imported_parts, report_import
 from pooling.named_sets import NAMED_SETS
-from pooling.services import import_named_set
+from pooling.services import import_named_set, write_named_set_files
 
 
 class Command(ProjectCommand):
@@ -25,6 +25,13 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--qrels", default="", help="your judgments of the set's queries (TREC qrels; needs --collection)"
         )
+        parser.add_argument(
+            "--out",
+            default="",
+            help="also write the set's texts into this folder for your own system to rank: queries.tsv "
+            "(qid<TAB>query) and, for grep-biasir, collection.tsv (docid<TAB>text) and qrels.txt; then "
+            "import_run your run with --collection the set's name",
+        )
 
     def handle(self, **o):
         # Here, not at the top: the services (and what they load) are not needed by --help.
@@ -37,3 +44,11 @@ class Command(ProjectCommand):
         named = found.named
         report_import(self, result, f"{named.key}: " + imported_parts(found))
         self.stdout.write(f"Source: {named.url} ({named.source}); licence {named.licence}; cite {named.citation_key}")
+        if o["out"]:
+            with command_errors():
+                written = write_named_set_files(found, o["out"])
+            self.stdout.write(f"Wrote {', '.join(path.name for path in written)} to {o['out']}")
+            if found.collection is not None:
+                self.stdout.write(
+                    f"Rank them with your system, then: manage.py import_run RUN --collection {found.collection.name}"
+                )

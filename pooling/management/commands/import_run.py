@@ -74,15 +74,6 @@ class Command(ProjectCommand):
             report_import(self, result, f"run {run.name!r}: {run.queries:,} queries, {run.rows:,} rows")
             for note in result.notes:
                 self.stdout.write(f"  {note}")
-            if run.reordered_ties:
-                how = (
-                    "ranked by docid descending"
-                    if run.order == Run.Order.SCORE
-                    else "kept in file order (--order file)"
-                )
-                self.stdout.write(
-                    f"Tied scores: {run.reordered_ties:,} queries had ties that the file ordered differently; {how}."
-                )
 
         known = None  # the collection's docids, no longer needed
         try:

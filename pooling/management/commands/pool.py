@@ -4,6 +4,7 @@ from django.core.management.base import CommandError
 
 from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list, whole_number
 from genderbias.files.atomic import check_writable
+from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from genderbias.text.wordlists import load_wordlist
 from pooling import selectors, services
@@ -43,6 +44,7 @@ class Command(ProjectCommand):
             default=DEFAULT_TOKENIZER,
             help="words (default) or whitespace (the reference code's split)",
         )
+        parser.add_argument(TIES_OPTION.flag, **TIES_OPTION.argument())
         parser.add_argument("--wordlist", help="'word,f|m' file (default: the 32+32 definitional words)")
         parser.add_argument("--out", help="also write the pooled queries as 'qid<TAB>query' lines to this file")
         parser.add_argument(
@@ -54,7 +56,7 @@ class Command(ProjectCommand):
             self._register_files(o)
         query_set = get_named(QuerySet, o["queries"], "query set")
         runs = get_named_list(Run, name_list(o["runs"]), "run")
-        settings = services.PoolSettings(o["rank_cutoff"], o["depth"], o["magnitude"], o["tokenizer"])
+        settings = services.PoolSettings(o["rank_cutoff"], o["depth"], o["magnitude"], o["tokenizer"], o["ties"])
         with command_errors():
             settings.validate()
             if o["out"]:

@@ -1,0 +1,81 @@
+"""What is said about a figure beyond its value and interval, decided once: its range over the orders of
+tied documents, whether that range holds 0 (the ranking does not decide the sign), whether the crowd check
+warns of its label-corrected interval. The report's page, command line, CSV, API, plots and paper, and the
+pool's page, each format :func:`figure_notes`; none decides it again. Pure (no Django)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from genderbias.ranking.vocabulary import RAB_LIKE
+
+
+def range_contains_zero(metric: str, low, high) -> bool:
+    """Whether a signed metric's (RaB-like: 0 balanced) range over orders of ties holds 0: the ranking
+    does not decide the sign of the bias."""
+
+    present = low is not None and high is not None and not pd.isna(low) and not pd.isna(high)
+    return metric in RAB_LIKE and present and low <= 0 <= high
+
+
+#: What is said of a figure whose range over the orders of ties holds 0 (every output says it in these words).
+SIGN_WARNING = "the ranking does not decide the sign"
+#: What is said of a figure whose label-corrected interval the crowd check does not trust.
+CROWD_WARNING = "the intervals with labels may be too narrow (the crowd check warns)"
+
+
+@dataclass(frozen=True)
+class FigureNotes:
+    """What the report says about one figure beyond its value and interval, decided once by
+    :func:`figure_notes`; the page, the command line, the CSV, the API, the plots and the paper
+    each format it, none decides it again."""
+
+    tie_low: float | None = None
+    tie_high: float | None = None
+    sign_undecided: bool = False
+    crowd_warning: bool = False
+
+    @property
+    def tie_range(self) -> tuple[float, float] | None:
+        """(lowest, highest) over the orders of tied documents; None where no order of ties moves it."""
+        return None if self.tie_low is None else (self.tie_low, self.tie_high)
+
+    @property
+    def flagged(self) -> bool:
+        """Whether anything is said of the figure beyond its value and interval."""
+        return self.tie_low is not None or self.crowd_warning
+
+    def texts(self, digits: int = 4) -> list[str]:
+        """The notes in words, as the command line and the CSV give them."""
+        said = []
+        if self.tie_low is not None:
+            said.append(f"ties {self.tie_low:.{digits}f} … {self.tie_high:.{digits}f}")
+        if self.sign_undecided:
+            said.append(f"holds 0: {SIGN_WARNING}")
+        if self.crowd_warning:
+            said.append(CROWD_WARNING)
+        return said
+
+
+def figure_notes(row, crowd_quality: dict | None = None) -> FigureNotes:
+    """What is said about one figure of a report (a summary row, as a mapping or a named tuple: ``metric``,
+    ``tie_low``, ``tie_high``, and for a report on a batch's labels ``combined_low``): its range over the
+    orders of tied documents where one moves it, whether that range holds 0 (a signed figure whose sign
+    the ranking does not decide), and whether the crowd check (``crowd_quality``,
+    :func:`genderbias.crowd.label_probabilities.crowd_quality`) warns of its label-corrected interval.
+    The one decision every output formats."""
+
+    def get(name):
+        value = row.get(name) if isinstance(row, dict) else getattr(row, name, None)
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+    low, high = get("tie_low"), get("tie_high")
+    if low is None or high is None:
+        low = high = None
+    else:
+        low, high = float(low), float(high)
+    crowd = bool(crowd_quality and crowd_quality.get("warning")) and get("combined_low") is not None
+    return FigureNotes(low, high, range_contains_zero(get("metric"), low, high), crowd)
