@@ -38,6 +38,11 @@ METHODS: dict[str, dict[str, str | None]] = {
         "2026-11-25": "each figure the mean over every order of tied documents unless the report's order of "
         "ties says otherwise, with its range over the orders",
     },
+    "pool": {
+        "2026-11-22": "queries ranked by RaB@10 in the run's stored order of tied documents",
+        "2026-11-26": "queries ranked by the report's RaB@10, the mean over every order of tied documents unless "
+        "the pool's order of ties says otherwise, with its range over the orders",
+    },
     "wordlists": {
         "2026-11-22": "the built-in definitional and representative word lists of Rekabsaz and Schedl (2020)",
     },
@@ -48,6 +53,7 @@ CURRENT: dict[str, str] = {name: list(versions)[-1] for name, versions in METHOD
 
 #: What each kind of stored result is computed with (the methods its page and paper describe).
 USED_BY: dict[str, tuple[str, ...]] = {
+    "pool": ("pool", "wordlists"),
     "report": ("ties", "wordlists"),
     "report_on_batch": ("ties", "wordlists", "crowd_model", "label_interval"),
     "agreement": ("crowd_model",),
