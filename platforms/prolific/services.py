@@ -874,7 +874,9 @@ def _pause(batch: Batch, provider: CrowdProvider) -> bool:
 
 
 def _paused_here(batch: Batch) -> bool:
-    return bool((batch.provider_options or {}).get("paused_for_tasks"))
+    """Whether the site paused the study: read from the database (another process may have paused it)."""
+    options = Batch.objects.filter(pk=batch.pk).values_list("provider_options", flat=True).first() or {}
+    return bool(options.get("paused_for_tasks"))
 
 
 def _mark_paused(batch: Batch, paused: bool) -> None:
