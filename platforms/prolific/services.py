@@ -706,7 +706,8 @@ def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
     if existing is not None:
         return existing
     worker = worker_for(Provider.PROLIFIC, session.participant_id)
-    if worker.blocked:
+    if worker.blocked:  # sent back as any participant with no task; the tasks stay there for the others
+        _mark_turned_away(session)
         return None
     release_abandoned()
     try:
@@ -727,11 +728,16 @@ def turn_away(batch: Batch, session: ProlificSession) -> None:
     """No task for this session: it is marked (its place will free up; it waits for no task) and the
     study is paused until a task frees up, on a thread of the process (the participant's page never
     waits for Prolific; the test suite, ``JOB_LOCAL_RUNNER=inline``, pauses in the request)."""
-    ProlificSession.objects.filter(pk=session.pk, turned_away_at__isnull=True).update(turned_away_at=timezone.now())
+    _mark_turned_away(session)
     if settings.JOB_LOCAL_RUNNER == "inline":
         _pause_quietly(batch.pk)
         return
     _background(_pause_quietly, batch.pk)
+
+
+def _mark_turned_away(session: ProlificSession) -> None:
+    """The session was given no task: its participant returns the study, and no task is kept for it."""
+    ProlificSession.objects.filter(pk=session.pk, turned_away_at__isnull=True).update(turned_away_at=timezone.now())
 
 
 def _pause_quietly(batch_id: int) -> None:
