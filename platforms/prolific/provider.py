@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
@@ -34,6 +35,8 @@ HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY A
 
 
 FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
+#: Sessions Prolific lets into a study: a place reserved, or the study started.
+ENTERING = {"RESERVED", "ACTIVE"}
 
 
 #: Prolific's ids (participant, study, session): 24 lowercase hex characters. A study link with
@@ -426,6 +429,80 @@ def rejection_for(assignment: Assignment, feedback: str) -> tuple[str, str]:
     return category, (text.rstrip() + REJECTION_CONTEXT)[:2000]
 
 
+@dataclass(frozen=True)
+class PlaceCount:
+    """A study's places against the tasks its batch can hand out now.
+
+    ``held``: places Prolific counts as held (``HOLDS_PLACE``); of them ``leaving``: sessions the site
+    turned away (no task), which return the study and free their place; ``coming``: sessions that
+    have not been given a task yet and were not turned away, each of which will take one. ``free``:
+    the task places the hand-out would give now (open HITs of a published batch, less the places held
+    on the site: submitted work, and hand-outs not timed out -- a participant may still return them,
+    and until then their task is theirs).
+    """
+
+    held: int
+    leaving: int
+    coming: int
+    free: int
+
+    @property
+    def for_newcomers(self) -> int:
+        """Tasks left for participants Prolific has not sent yet."""
+        return max(0, self.free - self.coming)
+
+    def open(self, total: int) -> int:
+        """The places Prolific will offer newcomers with ``total`` places (those turned away free theirs)."""
+        return max(0, total - self.held + self.leaving)
+
+    def wanted(self) -> int:
+        """The total that offers exactly one place per task left for newcomers."""
+        return self.held - self.leaving + self.for_newcomers
+
+
+def count_places(batch: Batch, submissions) -> PlaceCount:
+    """The batch's :class:`PlaceCount` from Prolific's list of the study's ``submissions`` and the site's state."""
+    from django.db.models import Count
+    from django.utils import timezone
+
+    from platforms.inhouse.services.handout import holds_place
+    from platforms.prolific.models import ProlificSession
+
+    held = [s for s in submissions if s.status in HOLDS_PLACE]
+    entering = {s.id for s in held if s.status in ENTERING}
+    deadline = timezone.now() - batch.assignment_duration
+    holding = Assignment.objects.filter(holds_place(deadline), hit__batch=batch)
+    with_task = set(
+        holding.filter(provider_assignment_id__in=entering).values_list("provider_assignment_id", flat=True)
+    )
+    turned = set(
+        ProlificSession.objects.filter(
+            batch=batch, session_id__in=entering - with_task, turned_away_at__isnull=False
+        ).values_list("session_id", flat=True)
+    )
+    free = 0
+    if batch.status == Batch.Status.PUBLISHED:
+        taken = dict(holding.values("hit").annotate(n=Count("pk")).values_list("hit", "n"))
+        for pk, most in batch.hits.filter(status=Hit.Status.OPEN).values_list("pk", "max_assignments"):
+            free += max(0, most - taken.get(pk, 0))
+    return PlaceCount(held=len(held), leaving=len(turned), coming=len(entering - with_task - turned), free=free)
+
+
+def raise_places(batch: Batch, provider: ProlificProvider, submissions=None) -> tuple[int, PlaceCount, str]:
+    """Raise the study's places to one per task left for newcomers (:meth:`PlaceCount.wanted`; Prolific lets a
+    published study's places only be raised); the total in force, the count and the study's status."""
+    study_id = batch.hit_type_id
+    if submissions is None:
+        submissions = list(provider.client.submissions(study_id))
+    count = count_places(batch, submissions)
+    study = provider.client.get_study(study_id)
+    total = int(study.get("total_available_places") or 0)
+    if batch.status == Batch.Status.PUBLISHED and count.wanted() > total:
+        provider.client.set_places(study_id, count.wanted())
+        total = count.wanted()
+    return total, count, study.get("status", "")
+
+
 def api_client(**options) -> Prolific:
     """A client of Prolific's API as configured, its calls' starts paced by one rate every process shares.
 
@@ -593,11 +670,9 @@ class ProlificProvider(CrowdProvider):
         Callers raise ``hit.max_assignments`` first (as escalation does); the study's place
         count is then set to a total computed from the state, not increased by ``count``,
         so a repeated call (same ``unique_token`` or not) never adds places twice; and never more
-        than tasks can be handed out (:func:`platforms.prolific.services.fit_places`).
+        than tasks can be handed out (:func:`raise_places`; the next sync pauses or starts the study).
         """
-        from platforms.prolific.services import fit_places
-
-        fit_places(hit.batch, self)
+        raise_places(hit.batch, self)
 
     def expire(self, hit: Hit) -> None:
         """Stop the study (once per batch, and only if it is running)."""

@@ -69,24 +69,26 @@ from annotation.crowd.services.hooks import platform_syncs
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done, settle_hit_statuses
 from annotation.crowd.services.sync import SyncResult, run_sync_steps
-from annotation.models import Assignment, Batch, Hit, Provider, Worker
+from annotation.models import Assignment, Batch, Provider, Worker
 from core.models import Job
 from core.progress import Progress
 from core.services.ratelimit import over_limit, shared_cache
 from genderbias.errors import ServiceError
-from platforms.inhouse.services.handout import claim_hit, holds_place, release_abandoned
+from platforms.inhouse.services.handout import claim_hit, release_abandoned
 from platforms.prolific.client import Prolific, ProlificError, Submission
 from platforms.prolific.models import ProlificSession, ProlificSubmission
 from platforms.prolific.provider import (
     BLOCKED_GROUP,
     CONTACT,
+    ENTERING,
     FREED_REMOTELY,
-    HOLDS_PLACE,
     NO_WORK_MESSAGE,
     PROLIFIC_ID,
     RETURN_MESSAGE,
+    PlaceCount,
     api_client,
     group_id,
+    raise_places,
     total_places,
 )
 
@@ -125,8 +127,6 @@ def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> 
 
 
 # -- participants on the site -----------------------------------------------------------------
-#: Sessions Prolific lets into a study: a place reserved, or the study started.
-ENTERING = {"RESERVED", "ACTIVE"}
 
 
 class ArrivalRefused(ServiceError):
@@ -768,67 +768,12 @@ def _background(function, *args) -> None:
 
 # -- places: never more open on Prolific than tasks to hand out (issue 67) ----------------------
 @dataclass(frozen=True)
-class PlaceCount:
-    """A study's places against the tasks its batch can hand out now.
-
-    ``held``: places Prolific counts as held (``HOLDS_PLACE``); of them ``leaving``: sessions the site
-    turned away (no task), which return the study and free their place; ``coming``: sessions that
-    have not been given a task yet and were not turned away, each of which will take one. ``free``:
-    the task places the hand-out would give now (open HITs of a published batch, less the places held
-    on the site: submitted work, and hand-outs not timed out -- a participant may still return them,
-    and until then their task is theirs).
-    """
-
-    held: int
-    leaving: int
-    coming: int
-    free: int
-
-    @property
-    def for_newcomers(self) -> int:
-        """Tasks left for participants Prolific has not sent yet."""
-        return max(0, self.free - self.coming)
-
-    def open(self, total: int) -> int:
-        """The places Prolific will offer newcomers with ``total`` places (those turned away free theirs)."""
-        return max(0, total - self.held + self.leaving)
-
-    def wanted(self) -> int:
-        """The total that offers exactly one place per task left for newcomers."""
-        return self.held - self.leaving + self.for_newcomers
-
-
-@dataclass(frozen=True)
 class Places:
     """What :func:`fit_places` found and did: the total in force, the count, and ``PAUSE``/``START``/``""``."""
 
     total: int
     count: PlaceCount
     transition: str = ""
-
-
-def count_places(batch: Batch, submissions) -> PlaceCount:
-    """The batch's :class:`PlaceCount` from Prolific's list of the study's ``submissions`` and the site's state."""
-    from django.db.models import Count
-
-    held = [s for s in submissions if s.status in HOLDS_PLACE]
-    entering = {s.id for s in held if s.status in ENTERING}
-    deadline = timezone.now() - batch.assignment_duration
-    holding = Assignment.objects.filter(holds_place(deadline), hit__batch=batch)
-    with_task = set(
-        holding.filter(provider_assignment_id__in=entering).values_list("provider_assignment_id", flat=True)
-    )
-    turned = set(
-        ProlificSession.objects.filter(
-            batch=batch, session_id__in=entering - with_task, turned_away_at__isnull=False
-        ).values_list("session_id", flat=True)
-    )
-    free = 0
-    if batch.status == Batch.Status.PUBLISHED:
-        taken = dict(holding.values("hit").annotate(n=Count("pk")).values_list("hit", "n"))
-        for pk, most in batch.hits.filter(status=Hit.Status.OPEN).values_list("pk", "max_assignments"):
-            free += max(0, most - taken.get(pk, 0))
-    return PlaceCount(held=len(held), leaving=len(turned), coming=len(entering - with_task - turned), free=free)
 
 
 def fit_places(batch: Batch, provider: CrowdProvider | None = None, submissions=None) -> Places:
@@ -845,17 +790,9 @@ def fit_places(batch: Batch, provider: CrowdProvider | None = None, submissions=
     """
     provider = provider or get_provider(Provider.PROLIFIC)
     study_id = batch.hit_type_id
-    if submissions is None:
-        submissions = list(provider.client.submissions(study_id))
-    count = count_places(batch, submissions)
-    study = provider.client.get_study(study_id)
-    total = int(study.get("total_available_places") or 0)
+    total, count, status = raise_places(batch, provider, submissions)
     if batch.status != Batch.Status.PUBLISHED:
         return Places(total, count)
-    if count.wanted() > total:
-        provider.client.set_places(study_id, count.wanted())
-        total = count.wanted()
-    status = study.get("status")
     if status == "ACTIVE" and count.open(total) > count.for_newcomers:
         return Places(total, count, "PAUSE" if _pause(batch, provider) else "")
     if status == "PAUSED" and _paused_here(batch) and 0 < count.open(total) <= count.for_newcomers:
