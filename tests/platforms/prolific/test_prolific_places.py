@@ -79,9 +79,10 @@ def test_a_participant_with_no_task_is_told_at_once_returned_and_the_study_pause
     assert held == tasks - 1 and _open(server, study_id) == tasks - held == 1
     assert result.platform.places == server.studies[study_id]["total_available_places"]
     comer = Participant(server, study_id, hexid("comer"), client_class)
-    assert comer.arrival.status_code == 302 and comer.assignment.hit == Assignment.objects.get(
-        provider_assignment_id=first.session
-    ).hit
+    assert (
+        comer.arrival.status_code == 302
+        and comer.assignment.hit == Assignment.objects.get(provider_assignment_id=first.session).hit
+    )
 
 
 def test_places_are_raised_to_the_tasks_never_past_them_and_a_researchers_pause_is_kept(server, provider, batch):
