@@ -46,7 +46,7 @@ def run_burst(command, o: dict) -> None:
     places, forged, faults = o.get("places") or n, o.get("forged") or 0, fault_shares(o.get("faults") or "")
     if places <= 0 or forged < 0:
         raise CommandError("--places must be positive and --forged not negative")
-    fake = FakeProlific()
+    fake = FakeProlific(page_size=100)  # Prolific's pages are long; the sync reads every submission
     fake_url, fake_server = serve(fake)
     port = free_port()
     site = f"http://127.0.0.1:{port}"
@@ -80,6 +80,7 @@ def run_burst(command, o: dict) -> None:
         for (label, shares), (batch, _hits) in zip(runs, studies, strict=True):
             fake.shares = shares
             command.stdout.write(f"{n} participants ({forged} forged arrivals) arriving over {over:g} s, {label} ...")
+            walk_out = o.get("walk_out") or 0.0
             launches.append(
                 run_launch(
                     site,
@@ -90,6 +91,8 @@ def run_burst(command, o: dict) -> None:
                     over=over,
                     forged=forged,
                     give_up=o.get("give_up") or GIVE_UP,
+                    walk_out=walk_out,
+                    sync=_syncing(batch) if walk_out else None,
                 )
             )
     finally:
@@ -103,6 +106,23 @@ def run_burst(command, o: dict) -> None:
             command.stdout.write(
                 f"settled with faults {faulty - clean:+.1f} s against without ({faulty:.1f} s, {clean:.1f} s)"
             )
+
+
+def _syncing(batch):
+    """The site reading the study (``sync_batch``, as ``poll_prolific`` and the webhooks start it), from this
+    process: gunicorn's database is this one."""
+    from annotation.crowd.services.sync import sync_batch
+    from annotation.models import Batch
+
+    def sync() -> None:
+        from django.db import connections
+
+        try:
+            sync_batch(Batch.objects.get(pk=batch.pk))
+        finally:
+            connections.close_all()
+
+    return sync
 
 
 def fault_shares(text: str) -> FaultShares | None:
@@ -172,6 +192,10 @@ def _report(command, o: dict, batch, launch: Launch, label: str = "", shares: Fa
         f"settled: {'never' if settle is None else f'{settle:.1f} s'}; longest wait for a HIT {launch.longest_wait:.1f} s "
         f"(p95 {percentiles(tally.waits)[1]:.1f} s); reloads {tally.reloads}; gave up {tally.gave_up}; "
         f"found no place {tally.no_place}; Prolific asked {launch.calls} times, dealt {dict(launch.dealt) or 'nothing'}"
+    )
+    command.stdout.write(
+        f"shown no task: {launch.no_task_share:.1%} ({tally.no_task} of {tally.arrived} arrivals); walked out with "
+        f"their HIT {tally.walked_out}; the site read the study {tally.syncs} times"
     )
     if launch.forged:
         command.stdout.write(f"forged arrivals: {dict(tally.forged)}; let in: {len(tally.forged_in)}")

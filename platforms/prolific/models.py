@@ -26,6 +26,11 @@ class ProlificSession(models.Model):
     status = models.CharField(max_length=30, help_text="The session's status on Prolific when it was checked.")
     browser = models.CharField(max_length=64, help_text="SHA-256 of the secret of the browser that opened it.")
     verified_at = models.DateTimeField(auto_now_add=True)
+    turned_away_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the site had no task for this session and sent the participant back to return the study.",
+    )
 
     scope_via = "batch"  # its research group is its batch's
     objects = GroupScopedManager()

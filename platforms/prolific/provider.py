@@ -16,15 +16,15 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Count, Q
 
 from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
-from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, WorkerIdentity
+from annotation.models import Assignment, Batch, Hit, Provider, WorkerIdentity
 from genderbias.errors import ServiceError
 from platforms.prolific import prices
 from platforms.prolific.client import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
@@ -35,6 +35,8 @@ HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY A
 
 
 FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
+#: Sessions Prolific lets into a study: a place reserved, or the study started.
+ENTERING = {"RESERVED", "ACTIVE"}
 
 
 #: Prolific's ids (participant, study, session): 24 lowercase hex characters. A study link with
@@ -47,6 +49,9 @@ OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batc
 OPTION_KEYS |= {"allow_batches", "admit_gold_failures", "bonus_rule"}
 #: Signed study URLs and rehearsals with test participants (issue 56).
 OPTION_KEYS |= {"signed_urls", "rehearsal"}
+#: The code that asks Prolific to return a participant the site has no task for, and the mark of a study
+#: the site paused for want of tasks (issue 67).
+OPTION_KEYS |= {"return_code", "paused_for_tasks"}
 
 
 CONTACT = " If you think this is a mistake, please message us through Prolific."
@@ -242,6 +247,31 @@ def completion_code(batch: Batch) -> str:
     return code
 
 
+#: Why the study's return code asks Prolific to return a participant (``RequestReturn.return_reason``).
+NO_TASK_REASON = "No task was free on the study's site when you arrived; you are not penalised."
+
+
+def return_code(batch: Batch) -> str:
+    """The study's return code (random, made with the batch): the participant it is given to is asked by
+    Prolific to return the study (the code's ``REQUEST_RETURN`` action); ``""`` for a batch made before it."""
+    return (batch.provider_options or {}).get("return_code", "")
+
+
+def completion_codes(batch: Batch) -> list[dict]:
+    """The study's ``completion_codes``: its completion code (reviewed by hand), and its return code, whose
+    ``REQUEST_RETURN`` action has Prolific ask the participant to return the study (no task for them)."""
+    codes = [{"code": completion_code(batch), "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}]
+    if return_code(batch):
+        codes.append(
+            {
+                "code": return_code(batch),
+                "code_type": "OTHER",
+                "actions": [{"action": "REQUEST_RETURN", "return_reason": NO_TASK_REASON}],
+            }
+        )
+    return codes
+
+
 def study_url(batch: Batch) -> str:
     """The external study URL with Prolific's placeholders as URL parameters."""
     from django.urls import reverse
@@ -290,9 +320,7 @@ def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
         "description": batch.description,
         "external_study_url": study_url(batch),
         "prolific_id_option": "url_parameters",
-        "completion_codes": [
-            {"code": completion_code(batch), "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}
-        ],
+        "completion_codes": completion_codes(batch),
         "total_available_places": total_places(batch),
         "estimated_completion_time": minutes,
         "maximum_allowed_time": max(minutes * 3, int(batch.assignment_duration.total_seconds() // 60)),
@@ -380,6 +408,13 @@ def completion_url(batch: Batch) -> str:
     return f"{settings.PROLIFIC_COMPLETION_URL}{completion_code(batch)}"
 
 
+def no_task_url(batch: Batch) -> str:
+    """Where a participant with no task goes at once: Prolific's completion URL with the study's return
+    code (Prolific asks them to return the study); Prolific's site for a study made before that code."""
+    code = return_code(batch)
+    return f"{settings.PROLIFIC_COMPLETION_URL}{code}" if code else return_url()
+
+
 # -- reviewing ------------------------------------------------------------------------------
 def rejection_for(assignment: Assignment, feedback: str) -> tuple[str, str]:
     """Prolific's rejection category and a message the participant can understand (100+ characters)."""
@@ -394,28 +429,78 @@ def rejection_for(assignment: Assignment, feedback: str) -> tuple[str, str]:
     return category, (text.rstrip() + REJECTION_CONTEXT)[:2000]
 
 
-def ensure_places(batch: Batch, provider: ProlificProvider, submissions=None) -> int:
-    """Set the study's places so that every HIT group can get all its assignments; returns the total.
+@dataclass(frozen=True)
+class PlaceCount:
+    """A study's places against the tasks its batch can hand out now.
 
-    Places Prolific counts as held (sessions active, awaiting review or paid) plus the
-    free places of the HIT groups, less the sessions that hold a Prolific place but have
-    not reached the site yet (they will take free places). Only ever raised.
+    ``held``: places Prolific counts as held (``HOLDS_PLACE``); of them ``leaving``: sessions the site
+    turned away (no task), which return the study and free their place; ``coming``: sessions that
+    have not been given a task yet and were not turned away, each of which will take one. ``free``:
+    the task places the hand-out would give now (open HITs of a published batch, less the places held
+    on the site: submitted work, and hand-outs not timed out -- a participant may still return them,
+    and until then their task is theirs).
     """
+
+    held: int
+    leaving: int
+    coming: int
+    free: int
+
+    @property
+    def for_newcomers(self) -> int:
+        """Tasks left for participants Prolific has not sent yet."""
+        return max(0, self.free - self.coming)
+
+    def open(self, total: int) -> int:
+        """The places Prolific will offer newcomers with ``total`` places (those turned away free theirs)."""
+        return max(0, total - self.held + self.leaving)
+
+    def wanted(self) -> int:
+        """The total that offers exactly one place per task left for newcomers."""
+        return self.held - self.leaving + self.for_newcomers
+
+
+def count_places(batch: Batch, submissions) -> PlaceCount:
+    """The batch's :class:`PlaceCount` from Prolific's list of the study's ``submissions`` and the site's state."""
+    from django.db.models import Count
+    from django.utils import timezone
+
+    from platforms.inhouse.services.handout import holds_place
+    from platforms.prolific.models import ProlificSession
+
+    held = [s for s in submissions if s.status in HOLDS_PLACE]
+    entering = {s.id for s in held if s.status in ENTERING}
+    deadline = timezone.now() - batch.assignment_duration
+    holding = Assignment.objects.filter(holds_place(deadline), hit__batch=batch)
+    with_task = set(
+        holding.filter(provider_assignment_id__in=entering).values_list("provider_assignment_id", flat=True)
+    )
+    turned = set(
+        ProlificSession.objects.filter(
+            batch=batch, session_id__in=entering - with_task, turned_away_at__isnull=False
+        ).values_list("session_id", flat=True)
+    )
+    free = 0
+    if batch.status == Batch.Status.PUBLISHED:
+        taken = dict(holding.values("hit").annotate(n=Count("pk")).values_list("hit", "n"))
+        for pk, most in batch.hits.filter(status=Hit.Status.OPEN).values_list("pk", "max_assignments"):
+            free += max(0, most - taken.get(pk, 0))
+    return PlaceCount(held=len(held), leaving=len(turned), coming=len(entering - with_task - turned), free=free)
+
+
+def raise_places(batch: Batch, provider: ProlificProvider, submissions=None) -> tuple[int, PlaceCount, str]:
+    """Raise the study's places to one per task left for newcomers (:meth:`PlaceCount.wanted`; Prolific lets a
+    published study's places only be raised); the total in force, the count and the study's status."""
     study_id = batch.hit_type_id
     if submissions is None:
         submissions = list(provider.client.submissions(study_id))
-    held_remotely = [s for s in submissions if s.status in HOLDS_PLACE]
-    on_site = set(Assignment.objects.filter(hit__batch=batch).values_list("provider_assignment_id", flat=True))
-    arriving = sum(1 for s in held_remotely if s.id not in on_site)
-    free = 0
-    for hit in batch.hits.annotate(held=Count("assignments", filter=~Q(assignments__status__in=FREES_PLACE))):
-        free += max(0, hit.max_assignments - hit.held)
-    target = len(held_remotely) + max(0, free - arriving)
-    current = int(provider.client.get_study(study_id).get("total_available_places") or 0)
-    if target > current:
-        provider.client.set_places(study_id, target)
-        return target
-    return current
+    count = count_places(batch, submissions)
+    study = provider.client.get_study(study_id)
+    total = int(study.get("total_available_places") or 0)
+    if batch.status == Batch.Status.PUBLISHED and count.wanted() > total:
+        provider.client.set_places(study_id, count.wanted())
+        total = count.wanted()
+    return total, count, study.get("status", "")
 
 
 def api_client(**options) -> Prolific:
@@ -473,6 +558,8 @@ class ProlificProvider(CrowdProvider):
         """The study's completion code, random, never derived (:func:`completion_code`), unless given."""
         if not options.get("completion_code"):
             options = {**options, "completion_code": new_completion_code()}
+        if not options.get("return_code"):
+            options = {**options, "return_code": new_completion_code()}
         if "signed_urls" not in options and settings.PROLIFIC_SIGNED_URLS:
             options = {**options, "signed_urls": True}
         return options
@@ -582,9 +669,10 @@ class ProlificProvider(CrowdProvider):
 
         Callers raise ``hit.max_assignments`` first (as escalation does); the study's place
         count is then set to a total computed from the state, not increased by ``count``,
-        so a repeated call (same ``unique_token`` or not) never adds places twice.
+        so a repeated call (same ``unique_token`` or not) never adds places twice; and never more
+        than tasks can be handed out (:func:`raise_places`; the next sync pauses or starts the study).
         """
-        ensure_places(hit.batch, self)
+        raise_places(hit.batch, self)
 
     def expire(self, hit: Hit) -> None:
         """Stop the study (once per batch, and only if it is running)."""

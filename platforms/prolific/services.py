@@ -37,7 +37,8 @@ Idempotence protocol (Prolific takes no request token):
 - approving and rejecting: Prolific documents the transition as idempotent, and a
   submission already approved or rejected is never transitioned again;
 - places: the study's place count is *set* to a total computed from the state
-  (:func:`ensure_places`), never increased by a delta, so repeating it adds nothing;
+  (:func:`fit_places`), never increased by a delta, so repeating it adds nothing; the study is
+  paused and started again the same way, from the state (its status read first);
 - bonuses: a rule paid at every sync (the older ``--bonus``) is paid by the one bonus path,
   :mod:`platforms.prolific.bonuses.services` (its protocol: recorded before anything is
   sent, a lost pay answer settled from Prolific's state, never paid twice automatically);
@@ -79,13 +80,15 @@ from platforms.prolific.models import ProlificSession, ProlificSubmission
 from platforms.prolific.provider import (
     BLOCKED_GROUP,
     CONTACT,
+    ENTERING,
     FREED_REMOTELY,
     NO_WORK_MESSAGE,
     PROLIFIC_ID,
     RETURN_MESSAGE,
+    PlaceCount,
     api_client,
-    ensure_places,
     group_id,
+    raise_places,
     total_places,
 )
 
@@ -124,8 +127,6 @@ def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> 
 
 
 # -- participants on the site -----------------------------------------------------------------
-#: Sessions Prolific lets into a study: a place reserved, or the study started.
-ENTERING = {"RESERVED", "ACTIVE"}
 
 
 class ArrivalRefused(ServiceError):
@@ -388,21 +389,29 @@ _slow_until = 0.0  # time.monotonic() until which no request of this process wai
 
 def _submit(link: _Link, deadline_at: float, failures: int):
     """Start the check on this process's check threads; the future, or ``None`` when ``CHECK_BACKLOG`` are under way."""
+    global _started
+    pool = _check_pool()
+    with _pool_lock:
+        if _started >= CHECK_BACKLOG:
+            return None
+        _started += 1
+        return pool.submit(_check_on_thread, link, deadline_at, failures)
+
+
+def _check_pool():
+    """This process's check threads: made lazily, and again after a fork (gunicorn's workers never share the master's)."""
     global _pool, _pool_pid, _started
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    with _pool_lock:  # made lazily, and again after a fork: gunicorn's workers never share the master's
+    with _pool_lock:
         if _pool is None or _pool_pid != os.getpid():
             _pool, _pool_pid, _started = (
                 ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix="prolific-arrival"),
                 os.getpid(),
                 0,
             )
-        if _started >= CHECK_BACKLOG:
-            return None
-        _started += 1
-        return _pool.submit(_check_on_thread, link, deadline_at, failures)
+        return _pool
 
 
 def _check_on_thread(link: _Link, deadline_at: float, failures: int) -> _Outcome:
@@ -688,23 +697,143 @@ def resume_interrupted_publications(provider: CrowdProvider | None = None) -> li
 def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
     """The assignment of this confirmed Prolific session: the one already given, or a newly claimed HIT.
 
-    ``None`` when no HIT group has a free place for this participant (they are asked to
-    return the study).
+    ``None`` when no HIT group has a free place for this participant: the session is marked turned
+    away (its place is about to free up, and no task is kept for it) and the study is paused
+    (:func:`pause_for_tasks`), so Prolific sends nobody else to no task; the caller tells the
+    participant at once and sends them back to return the study (``provider.no_task_url``).
     """
     existing = Assignment.objects.filter(provider_assignment_id=session.session_id, hit__batch=batch).first()
     if existing is not None:
         return existing
     worker = worker_for(Provider.PROLIFIC, session.participant_id)
-    if worker.blocked:
+    if worker.blocked:  # sent back as any participant with no task; the tasks stay there for the others
+        _mark_turned_away(session)
         return None
     release_abandoned()
     try:
         from annotation.quality.services.training import qualified_batches
 
         with transaction.atomic():  # the savepoint to recover from a concurrent arrival of the same session
-            return claim_hit(worker, qualified_batches(Batch.objects.filter(pk=batch.pk), worker), session.session_id)
+            claimed = claim_hit(
+                worker, qualified_batches(Batch.objects.filter(pk=batch.pk), worker), session.session_id
+            )
     except IntegrityError:
         return Assignment.objects.filter(provider_assignment_id=session.session_id, hit__batch=batch).first()
+    if claimed is None:
+        turn_away(batch, session)
+    return claimed
+
+
+def turn_away(batch: Batch, session: ProlificSession) -> None:
+    """No task for this session: it is marked (its place will free up; it waits for no task) and the
+    study is paused until a task frees up, on a thread of the process (the participant's page never
+    waits for Prolific; the test suite, ``JOB_LOCAL_RUNNER=inline``, pauses in the request)."""
+    _mark_turned_away(session)
+    if settings.JOB_LOCAL_RUNNER == "inline":
+        _pause_quietly(batch.pk)
+        return
+    _background(_pause_quietly, batch.pk)
+
+
+def _mark_turned_away(session: ProlificSession) -> None:
+    """The session was given no task: its participant returns the study, and no task is kept for it."""
+    ProlificSession.objects.filter(pk=session.pk, turned_away_at__isnull=True).update(turned_away_at=timezone.now())
+
+
+def _pause_quietly(batch_id: int) -> None:
+    batch = Batch.objects.filter(pk=batch_id).first()
+    if batch is None:
+        return
+    try:
+        pause_for_tasks(batch)
+    except (ProlificError, ServiceError) as exc:  # the next sync fits the places again
+        logger.warning("batch %s: the study could not be paused (no task to hand out): %s", batch.name, exc)
+
+
+def _background(function, *args) -> None:
+    """``function(*args)`` on this process's check threads (:func:`_submit`'s pool), its connections closed after."""
+
+    def run() -> None:
+        from django.db import connections
+
+        try:
+            function(*args)
+        except Exception:
+            logger.exception("%s failed on a background thread", getattr(function, "__name__", function))
+        finally:
+            connections.close_all()
+
+    _check_pool().submit(run)
+
+
+# -- places: never more open on Prolific than tasks to hand out (issue 67) ----------------------
+@dataclass(frozen=True)
+class Places:
+    """What :func:`fit_places` found and did: the total in force, the count, and ``PAUSE``/``START``/``""``."""
+
+    total: int
+    count: PlaceCount
+    transition: str = ""
+
+
+def fit_places(batch: Batch, provider: CrowdProvider | None = None, submissions=None) -> Places:
+    """Make the places in force follow the tasks that can be handed out now (issue 67).
+
+    Prolific only lets a published study's places be raised ("Only increasing is allowed", its
+    ``PATCH /studies/{id}/``), and it sends a participant to every place open while the study is
+    ``ACTIVE``. So: the total is raised to one place per task left for newcomers
+    (:meth:`PlaceCount.wanted`, never lowered); when more places are open than tasks are left
+    (places freed on Prolific before their tasks freed on the site, or participants turned away),
+    the study is paused (``PAUSE``); a study the site paused (``paused_for_tasks``) is started
+    again (``START``) once every open place has a task. Safe to repeat: computed from the state,
+    the study's status read first.
+    """
+    provider = provider or get_provider(Provider.PROLIFIC)
+    study_id = batch.hit_type_id
+    total, count, status = raise_places(batch, provider, submissions)
+    if batch.status != Batch.Status.PUBLISHED:
+        return Places(total, count)
+    if status == "ACTIVE" and count.open(total) > count.for_newcomers:
+        return Places(total, count, "PAUSE" if _pause(batch, provider) else "")
+    if status == "PAUSED" and _paused_here(batch) and 0 < count.open(total) <= count.for_newcomers:
+        if provider._transition(study_id, "START", when=("PAUSED",)):
+            _mark_paused(batch, False)
+            return Places(total, count, "START")
+        _mark_paused(batch, False)  # started by someone else meanwhile
+    return Places(total, count)
+
+
+def pause_for_tasks(batch: Batch, provider: CrowdProvider | None = None) -> bool:
+    """Pause the study of a published batch that has no task for newcomers; whether this call paused it."""
+    if batch.status != Batch.Status.PUBLISHED or not batch.hit_type_id:
+        return False
+    return _pause(batch, provider or get_provider(Provider.PROLIFIC))
+
+
+def _pause(batch: Batch, provider: CrowdProvider) -> bool:
+    """``PAUSE`` (the study ``ACTIVE``), marked first so that a lost answer still lets the site start it again."""
+    _mark_paused(batch, True)
+    return provider._transition(batch.hit_type_id, "PAUSE", when=("ACTIVE",))
+
+
+def _paused_here(batch: Batch) -> bool:
+    """Whether the site paused the study: read from the database (another process may have paused it)."""
+    options = Batch.objects.filter(pk=batch.pk).values_list("provider_options", flat=True).first() or {}
+    return bool(options.get("paused_for_tasks"))
+
+
+def _mark_paused(batch: Batch, paused: bool) -> None:
+    """Record whether the site paused the study (a researcher's own pause is never undone)."""
+    with transaction.atomic():
+        options = Batch.objects.select_for_update().values_list("provider_options", flat=True).get(pk=batch.pk) or {}
+        if bool(options.get("paused_for_tasks")) == paused:
+            batch.provider_options = options
+            return
+        options = {k: v for k, v in options.items() if k != "paused_for_tasks"}
+        if paused:
+            options["paused_for_tasks"] = True
+        Batch.objects.filter(pk=batch.pk).update(provider_options=options)
+        batch.provider_options = options
 
 
 def _review(assignment: Assignment, provider: CrowdProvider, approve_all: bool) -> str:
@@ -773,8 +902,8 @@ def sync_prolific(
             _reconcile(sub, assignments.get(sub.id), provider, approve_all, result)
             progress.advance()
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
-    result.places = ensure_places(batch, provider, submissions)
-    result.completed = complete_if_done(batch)
+    result.completed = complete_if_done(batch)  # first: a batch done needs no place (its study is stopped)
+    result.places = fit_places(batch, provider, submissions).total
     # Last, and never in the way of the work above: a group call that fails (Prolific down, the
     # group deleted on Prolific's site) is logged and sent again at the next sync.
     try:

@@ -68,6 +68,28 @@ def _prolific_page(
     return response
 
 
+#: The page of a participant the site has no task for (issue 67): said at once, nothing to wait for.
+NO_TASK_MESSAGE = (
+    "Every task of this study is taken at the moment, so there is nothing for you to do here, and waiting"
+    " will not change that. Please go back to Prolific now with the button below: Prolific will ask you to"
+    " return the study, and you will not be penalised. We are sorry for the trouble."
+)
+
+
+def _no_task_page(request: HttpRequest, batch: Batch) -> HttpResponse:
+    """No task for this participant: told so at once, and sent back to Prolific to return the study (the
+    study's return code, whose ``REQUEST_RETURN`` action has Prolific ask them to)."""
+    from platforms.prolific.provider import no_task_url
+
+    context = {
+        "heading": "No task for you right now",
+        "message": NO_TASK_MESSAGE,
+        "continue_url": no_task_url(batch),
+        "continue_label": "Back to Prolific",
+    }
+    return render(request, "annotation/no_more_hits.html", context)
+
+
 def _waiting_page(request: HttpRequest, deferred, status: int) -> HttpResponse:
     if deferred.checking:
         heading = "Confirming your place with Prolific"
@@ -96,7 +118,6 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     from core.services.ratelimit import client_key
     from core.web.client_ip import client_ip
     from platforms.prolific import services as prolific
-    from platforms.prolific.provider import RETURN_MESSAGE
 
     batch = get_object_or_404(Batch, name=name, provider="prolific")
     link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
@@ -151,8 +172,7 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
             return redirect("annotation:prolific-training", name=batch.name)
     assignment = prolific.arrive(batch, session)
     if assignment is None:
-        message = f"All places of this study are taken. {RETURN_MESSAGE}"
-        return _prolific_page(request, message, 200, return_link=True)
+        return _no_task_page(request, batch)
     allowed = set(request.session.get(PROLIFIC_SESSION_KEY, []))
     request.session[PROLIFIC_SESSION_KEY] = sorted(allowed | {assignment.pk})
     return redirect("annotation:prolific-hit", pk=assignment.pk)

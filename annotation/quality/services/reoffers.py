@@ -1,8 +1,9 @@
 """Rejected work offered again, so that every HIT gets the answers it was made for.
 
 - In-house and Prolific: a rejected, returned or timed-out assignment frees its place by
-  itself (``local.claim_hit`` counts only held places; ``prolific.ensure_places`` raises
-  the study's places to match), so nothing is added and nothing more is paid.
+  itself (``local.claim_hit`` counts only held places; ``prolific.fit_places`` raises
+  the study's places to match, never past the tasks it can hand out), so nothing is added
+  and nothing more is paid.
 - MTurk: a rejected assignment's place is gone for good. :func:`reoffer_rejected` adds it
   back with CreateAdditionalAssignmentsForHIT, one place per rejected assignment, within
   the batch's extra budget (``budget``). ``Hit.max_assignments`` stays the number of

@@ -68,6 +68,13 @@ class Command(ProjectCommand):
         )
         parser.add_argument("--forged", type=int, default=0, help="forged arrivals mixed into the --burst (0)")
         parser.add_argument(
+            "--walk-out",
+            type=float,
+            default=0.0,
+            help="a launch: the share of participants who return the study on Prolific once they have their HIT, "
+            "without answering; the site then reads its study every 3 s, as poll_prolific and the webhooks do (0)",
+        )
+        parser.add_argument(
             "--signed",
             action="store_true",
             help="the launch's studies use Prolific's signed study URL (a JWT checked on the site, no API call "

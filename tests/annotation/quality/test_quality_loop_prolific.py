@@ -54,7 +54,7 @@ def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
     blocked_again = Participant(server, batch.hit_type_id, hexid("PIDCARELESS"), client_class)
     assert (
         blocked_again.arrival.status_code == 200
-        and b"All places of this study are taken" in blocked_again.arrival.content
+        and b"No task for you right now" in blocked_again.arrival.content
     )
     newcomer = Participant(server, batch.hit_type_id, hexid("PIDNEW"), client_class)
     assert newcomer.arrival.status_code == 302  # the freed place

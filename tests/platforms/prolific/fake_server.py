@@ -37,7 +37,11 @@ study URL with the ``{{%PROLIFIC_PID%}}``-style placeholders filled in, as Proli
 does; the participant's browser (the test) then follows it to the site; a GET of
 ``/submissions/complete?cc=CODE`` (the completion URL) marks that participant's session
 ``AWAITING REVIEW`` when the code is the study's. ``GET /submissions/{id}/`` answers who
-a session belongs to, which the site asks when a participant arrives.
+a session belongs to, which the site asks when a participant arrives. :meth:`FakeProlific.complete_with`
+is a participant coming back with one of the study's ``completion_codes``, its actions carried out
+(``REQUEST_RETURN``: asked to return the study, they do). A published study's places are only ever
+raised (the reference: "Only increasing is allowed"), ``PAUSE``/``START`` stop and resume
+recruiting, and ``place_log`` records every change of a study's places, status or taken places.
 
 Participant groups (issue 32): listed per workspace (deleted ones left out), created,
 members listed, added (members already there ignored), removed (non-members ignored),
@@ -192,6 +196,10 @@ class FakeProlific:
     # -- rehearsals (issue 56): test participants and test studies, see "Testing" below -------------------
     test_participants: dict[str, str] = field(default_factory=dict)  # email -> participant id
     test_studies: set[str] = field(default_factory=set)
+    # -- places over time (issue 67) ---------------------------------------------------------------
+    #: Every change of a study's places, status or taken places: ``(time.monotonic(), study, total, status,
+    #: taken)``, so a test can set the places Prolific offered at each moment against the tasks there were.
+    place_log: list[tuple[float, str, int, str, int]] = field(default_factory=list)
 
     def random_fault(self, name: str) -> str | None:
         """The fault ``shares`` deal this API call (``None``: none), counted in ``dealt``."""
@@ -224,6 +232,7 @@ class FakeProlific:
             "started_at": _now(),
             "completed_at": None,
         }
+        self._log_places(study_id)
         return session
 
     def start(self, study_id: str, participant_id: str) -> tuple[str, str]:
@@ -316,7 +325,35 @@ class FakeProlific:
         self.submissions[session]["status"] = status
         if status == "AWAITING REVIEW" and not self.submissions[session].get("completed_at"):
             self.submissions[session]["completed_at"] = _now()  # as Prolific stamps a completion
+        self._log_places(self.submissions[session]["study_id"])
         self._submission_changed(session)
+
+    def _log_places(self, study_id: str) -> None:
+        study = self.studies.get(study_id)
+        if study is not None:
+            entry = (time.monotonic(), study_id, int(study.get("total_available_places") or 0), study["status"])
+            self.place_log.append((*entry, self._taken(study_id)))
+
+    def complete_with(self, session: str, code: str) -> str:
+        """The participant of ``session`` comes back to Prolific with ``code`` (the completion URL): the code's
+        actions as the reference's ``completion_codes`` define them -- ``MANUALLY_REVIEW``: awaiting review;
+        ``AUTOMATICALLY_APPROVE``: approved; ``REQUEST_RETURN``: Prolific asks the participant to return the
+        study, and they do (returned: the place is free). A code the study does not have changes nothing
+        (Prolific tells the participant it is wrong). Returns the session's status."""
+        submission = self.submissions[session]
+        self.completed_by.append(code)
+        study = self.studies[submission["study_id"]]
+        found = next((c for c in study.get("completion_codes") or [] if c.get("code") == code), None)
+        if found is None or submission["status"] not in ("ACTIVE", "RESERVED"):
+            return submission["status"]
+        actions = {a.get("action") for a in found.get("actions") or []}
+        if "REQUEST_RETURN" in actions:
+            self.set_status(session, "RETURNED")
+        elif "AUTOMATICALLY_APPROVE" in actions:
+            self.set_status(session, "APPROVED")
+        else:
+            self.set_status(session, "AWAITING REVIEW")
+        return submission["status"]
 
     def _taken(self, study_id: str) -> int:
         return sum(1 for s in self.submissions.values() if s["study_id"] == study_id and s["status"] not in FREES_PLACE)
@@ -438,7 +475,12 @@ class FakeProlific:
 
     def update_study(self, args, query, body):
         study = self.studies[args["study"]]
+        places = body.get("total_available_places")
+        if study["status"] != "UNPUBLISHED" and places is not None and places < study["total_available_places"]:
+            # The reference: once published, "total_available_places: Only increasing is allowed".
+            return 400, {"error": {"detail": {"total_available_places": ["Only increasing is allowed."]}}}
         study.update(body)
+        self._log_places(study["id"])
         return 200, study
 
     def transition_study(self, args, query, body):
@@ -448,6 +490,7 @@ class FakeProlific:
         if study["status"] not in allowed.get(action, set()):
             return 400, {"error": {"detail": f"cannot {action} a study that is {study['status']}"}}
         study["status"] = {"PUBLISH": "ACTIVE", "STOP": "COMPLETED", "PAUSE": "PAUSED", "START": "ACTIVE"}[action]
+        self._log_places(study["id"])
         self._study_changed(study["id"])
         return 200, study
 
@@ -493,6 +536,7 @@ class FakeProlific:
         if target == "APPROVED":  # the reward is paid: its fee is charged on the study's rewards (see charged)
             reward = Decimal(self.studies[submission["study_id"]]["reward"]) / 100
             self.charges.append((submission["study_id"], "reward", reward, Decimal("0")))
+        self._log_places(submission["study_id"])
         self._submission_changed(submission["id"])
         return 200, submission
 

@@ -58,6 +58,15 @@ class Tally:
     reloads: int = 0
     gave_up: int = 0
     no_place: int = 0
+    #: Participants who took a place on Prolific and opened the study link.
+    arrived: int = 0
+    #: Arrivals answered "no task for you now" (issue 67), and whether each answer came without a page that waits.
+    no_task: int = 0
+    #: Participants who left on Prolific (returned the study) after getting their HIT, without submitting.
+    walked_out: int = 0
+    syncs: int = 0
+    #: When each participant got their HIT (``time.monotonic()``): the tasks held at each moment.
+    got_task: list[float] = field(default_factory=list)
     forged: Counter = field(default_factory=Counter)
     forged_in: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -105,6 +114,33 @@ class Launch:
     def longest_wait(self) -> float:
         return max(self.tally.waits, default=0.0)
 
+    @property
+    def no_task_share(self) -> float:
+        """The share of arrivals shown no task (issue 67)."""
+        return self.tally.no_task / self.tally.arrived if self.tally.arrived else 0.0
+
+
+#: The answers of a study link with no task for the participant: this site's, and before issue 67 its older words.
+NO_TASK_PAGES = ("No task for you right now", "All places of this study are taken")
+BACK_LINK = re.compile(r'href="([^"]*cc=([A-Z0-9]+))"')
+
+
+def places_past_tasks(fake, study_id: str, tasks: int, got_task: list[float]) -> list[tuple]:
+    """The moments of ``fake.place_log`` at which Prolific offered newcomers more places than there were tasks
+    left for them, computed here from the participants' own record (not the site's): ``tasks`` task places in
+    all, less those handed out by then (``got_task``), less the sessions on their way (taken on Prolific, no
+    task yet: taken places less tasks handed out). Every place a participant holds is one of those two."""
+    past = []
+    for at, study, total, status, taken in fake.place_log:
+        if study != study_id or status != "ACTIVE":
+            continue
+        handed = sum(1 for t in got_task if t <= at)
+        on_their_way = max(0, taken - handed)
+        left = tasks - handed - on_their_way
+        if total - taken > max(0, left):
+            past.append((at, total, taken, handed))
+    return past
+
 
 def run_launch(
     site: str,
@@ -117,10 +153,16 @@ def run_launch(
     forged: int = 0,
     give_up: float = GIVE_UP,
     cap: float = 300.0,
+    walk_out: float = 0.0,
+    sync=None,
+    sync_every: float = 3.0,
 ) -> Launch:
     """The launch of ``study_id``: ``participants`` arriving over ``over`` seconds for its places on
     ``fake`` (whose server holds ``lock``), ``forged`` forged arrivals among them; returns its figures
-    once every participant is done, or after ``cap`` seconds."""
+    once every participant is done, or after ``cap`` seconds. ``walk_out``: the share of participants
+    who return the study on Prolific once they have their HIT, without answering (their place frees on
+    Prolific at once, their task when the site reads the return); ``sync``: called every ``sync_every``
+    seconds while the launch runs (the site reading its study, as ``poll_prolific`` and the webhooks do)."""
     places = fake.studies[study_id]["total_available_places"]
     tally = Tally()
     started = time.monotonic()
@@ -129,7 +171,7 @@ def run_launch(
     settled = threading.Event()
     sessions: list[tuple[str, str, str]] = []  # (participant, session, url) of those who got in
 
-    def participant(i: int) -> None:
+    def participant(i: int, walks_out: bool = False) -> None:
         time.sleep(max(0.0, started + i * over / max(participants, 1) - time.monotonic()))
         pid = f"{i:024x}"  # Prolific-shaped ids
         while True:  # a place on Prolific, as soon as one is free
@@ -137,11 +179,15 @@ def run_launch(
                 tally.count("no_place")
                 return
             with lock:  # the fake is not thread-safe; its own handler holds this lock
-                if fake._taken(study_id) < places:
+                study = fake.studies[study_id]
+                if study["status"] == "ACTIVE" and fake._taken(study_id) < study["total_available_places"]:
                     session, url = fake.start(study_id, pid)
                     break
             time.sleep(0.25)
-        got_in = _one_participant(site, url, i, tally, started=started, give_up=give_up, lock=lock, fake=fake)
+        tally.count("arrived")
+        got_in = _one_participant(
+            site, url, i, tally, started=started, give_up=give_up, lock=lock, fake=fake, walks_out=walks_out
+        )
         with tally.lock:
             if len(tally.settled) >= places:
                 settled.set()
@@ -163,16 +209,36 @@ def run_launch(
             query = urlsplit(victims[j % len(victims)][2]).query
         _one_forgery(site, f"{path}?{query}", j, kind, tally, give_up=give_up)
 
-    threads = [threading.Thread(target=participant, args=(i,), daemon=True) for i in range(participants)]
+    def syncing() -> None:
+        while not done.wait(sync_every):
+            try:
+                sync()
+                tally.count("syncs")
+            except Exception as exc:  # counted, and the next one tries again
+                tally.failed("arrival", f"sync: {exc!r}")
+
+    done = threading.Event()
+    if sync is not None:
+        threading.Thread(target=syncing, daemon=True).start()
+    threads = [
+        threading.Thread(target=participant, args=(i,), kwargs={"walks_out": _walks_out(i, walk_out)}, daemon=True)
+        for i in range(participants)
+    ]
     threads += [threading.Thread(target=forger, args=(j,), daemon=True) for j in range(forged)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(max(0.0, started + cap + 60 - time.monotonic()))
+    done.set()
     with lock:
         now_dealt = {kind: count - dealt.get(kind, 0) for kind, count in fake.dealt.items()}
         asked = sum(1 for name, _ in fake.call_times[calls:] if name == "get_submission")
     return Launch(places, participants, forged, tally, time.monotonic() - started, asked, now_dealt)
+
+
+def _walks_out(i: int, share: float) -> bool:
+    """Whether participant ``i`` walks out: every participant whose turn of ``1 / share`` comes (none for 0)."""
+    return share > 0 and int((i + 1) * share) > int(i * share)
 
 
 def _query(pid: str, study_id: str, session: str) -> str:
@@ -241,6 +307,7 @@ def _one_participant(
     give_up: float = GIVE_UP,
     lock: threading.Lock | None = None,
     fake=None,
+    walks_out: bool = False,
 ) -> bool:
     """One participant: the study link (loaded again as its pages ask), the HIT page, the submit; each
     step timed, a failure tallied; one kept waiting past ``give_up`` returns the study on ``fake``.
@@ -259,11 +326,27 @@ def _one_participant(
             tally.count("gave_up")
             _return_study(fake, lock, parse_session(url))
             return False
+        if answer.status == 200 and any(words in answer.body for words in NO_TASK_PAGES):
+            # No task now (issue 67): back to Prolific at once, by the page's link (its return code, if any).
+            with tally.lock:
+                tally.no_task += 1
+                tally.no_task_waited += int(
+                    waited > 0 and tally.reloads > 0 and REFRESH.search(answer.body) is not None
+                )
+            back = BACK_LINK.search(answer.body)
+            if fake is not None:
+                with lock:
+                    if back:
+                        fake.complete_with(parse_session(url), back.group(2))
+                    else:
+                        fake.set_status(parse_session(url), "RETURNED")
+            return False
         location = urlsplit(answer.headers.get("location", "")).path
         if answer.status != 302 or "/prolific/hits/" not in location:
             raise ValueError(f"study link answered {answer.status} {location}")
         with tally.lock:
             tally.waits.append(waited)
+            tally.got_task.append(time.monotonic())
         step = "HIT page"
         begun = time.perf_counter()
         page = browser.request("GET", location)
@@ -272,6 +355,11 @@ def _one_participant(
         if page.status != 200 or token is None or not fields:
             raise ValueError(f"{location} answered {page.status}")
         tally.took(step, begun)
+        if walks_out and fake is not None:  # leaves on Prolific with the HIT open: Prolific frees the place at once
+            with lock:
+                fake.set_status(parse_session(url), "RETURNED")
+            tally.count("walked_out")
+            return True
         step = "submit"
         form = {name: browser.random.choice(LABELS) for name in fields}
         form["csrfmiddlewaretoken"] = token.group(1)

@@ -348,6 +348,8 @@ def test_create_batch_command_takes_the_prolific_options(query_set, tmp_path):
     batch = Batch.objects.get(name="cmd")
     code = batch.provider_options.pop("completion_code")
     assert len(code) == prolific_rules.CODE_LENGTH and set(code) <= set(prolific_rules.CODE_ALPHABET)
+    returning = batch.provider_options.pop("return_code")  # no task for a participant: Prolific returns them
+    assert len(returning) == prolific_rules.CODE_LENGTH and returning != code
     assert batch.provider_options == {
         "estimated_minutes": 5,
         "devices": ["desktop", "tablet"],

@@ -36,6 +36,7 @@ def test_prolific_eligibility_from_the_form_reaches_the_batch_and_is_refused_els
     assert response.status_code == 302
     options = Batch.objects.get(name="web").provider_options
     assert options.pop("completion_code")  # made at random for every Prolific batch
+    assert options.pop("return_code")  # and the code that has Prolific return a participant with no task
     assert options == {
         "estimated_minutes": 7,
         "devices": ["desktop", "mobile"],

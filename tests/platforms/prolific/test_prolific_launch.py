@@ -27,7 +27,7 @@ import pytest
 from django.db import connection
 
 from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, FaultShares, serve
-from tests.platforms.prolific.launch import publish_study, run_launch
+from tests.platforms.prolific.launch import places_past_tasks, publish_study, run_launch
 from tests.platforms.prolific.test_prolific import server  # noqa: F401
 from tests.platforms.prolific.test_prolific_arrivals_hostile import site  # noqa: F401
 
@@ -86,7 +86,8 @@ def test_a_launch_with_a_busy_prolific_fills_every_place_and_lets_no_forgery_in(
     tally = run.tally
     print(
         f"\nlaunch of {PARTICIPANTS} for {PLACES} places over {OVER:g} s, {FORGED} forged, {run.dealt} of "
-        f"{run.calls} calls: settled in {run.settle_seconds} s, longest wait {run.longest_wait:.1f} s (not asserted)"
+        f"{run.calls} calls: settled in {run.settle_seconds} s, longest wait {run.longest_wait:.1f} s (not asserted); "
+        f"shown no task: {run.no_task_share:.1%} ({tally.no_task} of {tally.arrived} arrivals)"
     )
     assert sum(tally.errors.values()) == 0, tally.samples
     assert tally.gave_up == 0 and tally.accepted == PLACES
@@ -94,6 +95,10 @@ def test_a_launch_with_a_busy_prolific_fills_every_place_and_lets_no_forgery_in(
     assert tally.forged_in == [], f"forged arrivals got a HIT: {tally.forged_in}"
     assert sum(tally.forged.values()) == FORGED and all(k.endswith(": 403") for k in tally.forged), tally.forged
     assert run.dealt.get("throttle", 0) > 0 and run.dealt.get("error", 0) > 0  # the faults were dealt
+    # Nobody waits on an empty study (issue 67): each arrival got a HIT or, at once, the "no task now" answer
+    # (a page that does not wait); and at no moment did Prolific offer newcomers more places than tasks left.
+    assert tally.arrived == len(tally.waits) + tally.no_task
+    assert places_past_tasks(fake, batch.hit_type_id, PLACES, tally.got_task) == []
 
     # Every place's work is a real participant's, in the session Prolific gave them.
     owner = {session: (s["participant_id"], s["study_id"]) for session, s in fake.submissions.items()}
