@@ -52,10 +52,7 @@ def test_participant_below_the_block_threshold_joins_the_blocked_group_once(
 
     # Back through the study link with a new session, the blocked participant is given nothing.
     blocked_again = Participant(server, batch.hit_type_id, hexid("PIDCARELESS"), client_class)
-    assert (
-        blocked_again.arrival.status_code == 200
-        and b"No task for you right now" in blocked_again.arrival.content
-    )
+    assert blocked_again.arrival.status_code == 200 and b"No task for you right now" in blocked_again.arrival.content
     newcomer = Participant(server, batch.hit_type_id, hexid("PIDNEW"), client_class)
     assert newcomer.arrival.status_code == 302  # the freed place
 
