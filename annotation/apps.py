@@ -7,6 +7,8 @@ from django.apps import AppConfig
 #: ``annotation.crowd.providers.base.PLATFORMS``: a new platform adds no line here).
 PLUG_INS = (
     "annotation.quality.services.training",  # a new batch's training queries (created)
+    # a calibration sample's held-out answers' places offered again, before the loop reads its round (sync_steps)
+    "annotation.machine.services.held_out",
     "annotation.quality.services.loop",  # every sync ends with the quality loop (sync_steps)
     "annotation.machine.services.after_sync",  # then a calibration sample's sync starts its report (sync_steps)
 )

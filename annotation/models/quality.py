@@ -96,7 +96,9 @@ class Reoffer(models.Model):
     MTurk a rejected assignment's place is gone, so it is added back. Recorded (committed)
     before the provider is asked, one per rejected assignment, with a deterministic request
     token: a retry finishes an interrupted re-offer and never adds a second place.
-    ``Hit.max_assignments`` stays the number of answers wanted.
+    ``Hit.max_assignments`` stays the number of answers wanted. Also the place of a calibration sample's
+    answer the echo check holds out of the reference (``annotation.machine.services.held_out``), on any
+    platform: that answer still fills its place, so the HIT wants one answer more.
     """
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="reoffers")

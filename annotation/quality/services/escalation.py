@@ -103,9 +103,17 @@ class EscalationPlan:
         return sum(len(qids) for _, qids in self.hits) + len(self.at_cap)
 
 
+#: An answer that fills its place for good: approved, or submitted and not failing its gold check. A submitted
+#: answer that failed it is rejected at its review (on Prolific only once the submission awaits review, which
+#: may be a sync or more later), and its place goes to someone else: until then the place is still open.
+FILLS_PLACE = Q(assignments__status=Assignment.Status.APPROVED) | (
+    Q(assignments__status=Assignment.Status.SUBMITTED) & ~Q(assignments__gold_passed=False)
+)
+
+
 def _finished_hits(batch: Batch) -> list[Hit]:
-    """HITs whose every place has a submitted or approved answer."""
-    done = Q(assignments__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED])
+    """HITs whose every place has an answer that fills it (:data:`FILLS_PLACE`)."""
+    done = FILLS_PLACE
     return [
         hit
         for hit in batch.hits.exclude(provider_id=None).annotate(answered=Count("assignments", filter=done))
@@ -114,15 +122,18 @@ def _finished_hits(batch: Batch) -> list[Hit]:
 
 
 def round_in_progress(batch: Batch) -> bool:
-    """Whether a HIT of ``batch`` on the provider still has a place without a submitted or approved answer.
+    """Whether a HIT of ``batch`` on the provider still has a place without an answer that fills it
+    (:data:`FILLS_PLACE`).
 
     A calibration sample escalates round by round only once the round is in (``loop.close_the_loop``):
     which of its queries are settled is read from the answers of the whole round (Dawid–Skene's posterior
     is fitted on them all), so a sync that ran while a slow crowd was still answering must not decide
     on part of them -- the sample's reference, and the routing certified against it, would then depend on
-    when the answers came, not on what they were.
+    when the answers came, not on what they were. Work that failed its gold check fills no place even
+    before its review rejects it: a Prolific submission is reviewed only once it awaits review, and a sync
+    that read it still active would otherwise close the round without the answer that replaces it.
     """
-    done = Q(assignments__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED])
+    done = FILLS_PLACE
     return (
         batch.hits.exclude(provider_id=None)
         .exclude(status=Hit.Status.EXPIRED)

@@ -21,8 +21,10 @@ from annotation.quality.services.thresholds import apply_thresholds
 def close_the_loop(batch: Batch, provider: CrowdProvider, result: SyncResult) -> None:
     """After the review: offer rejected places again, apply the thresholds, run an escalation round."""
     offered = reoffer_rejected(batch, provider)
-    result.reoffered, result.reoffer_over_budget = offered.offered, offered.over_budget
-    result.reoffer_refused = offered.refused
+    # Added to what steps before it offered (a calibration sample's held-out answers' places).
+    result.reoffered += offered.offered
+    result.reoffer_over_budget += offered.over_budget
+    result.reoffer_refused = offered.refused or result.reoffer_refused
     judged = apply_thresholds(batch, provider)
     result.flagged, result.blocked = judged.flagged, judged.blocked
     if batch.escalate_until and batch.status in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):

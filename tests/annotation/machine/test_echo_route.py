@@ -119,3 +119,42 @@ def test_the_api_and_the_export_give_each_query_the_machine_beside_the_people(ec
     exported = [json.loads(line) for line in path.read_text().splitlines()]
     assert exported and all(line["machine"]["label"] == machine[line["qid"]][0] for line in exported)
     assert all("pastes" in vote for line in exported for vote in line["votes"])
+
+
+def test_the_places_of_held_out_answers_are_offered_again(echoed):
+    """The copier's answers are held out of the reference, so each of their places is offered again at the next
+    sync (one more answer wanted on each HIT, a re-offer recorded per answer); once a reader has taken them,
+    every sampled query has the votes the rule asked for without the copier's, and no more is offered."""
+    from annotation.crowd.services.sync import sync_batch
+    from annotation.machine.selectors import calibration_batch
+    from annotation.models import Reoffer
+
+    batch, copier = echoed
+    sample = calibration_batch(batch)
+    hits = {hit.pk: hit.max_assignments for hit in sample.hits.all()}
+    before = read_sample(batch)
+    assert before.echo.held_out == [copier]
+
+    first = sync_batch(sample)
+    assert first.reoffered == len(hits)  # the copier answered every HIT once
+    reoffers = Reoffer.objects.filter(batch=sample)
+    assert sorted(reoffers.values_list("hit_id", flat=True)) == sorted(hits)
+    assert set(reoffers.values_list("assignment__worker__pseudonym", flat=True)) == {copier}
+    assert {hit.pk: hit.max_assignments for hit in sample.hits.all()} == {pk: n + 1 for pk, n in hits.items()}
+    assert sync_batch(sample).reoffered == 0  # offered once: the places wait for their answers
+
+    sample.refresh_from_db()
+    simulate_local_annotations(sample, annotators=4, accuracy=0.9, seed=2, prefix="reader")  # reader-4 takes them
+    assert sync_batch(sample).reoffered == 0
+    after = read_sample(batch)
+    votes = after.votes.groupby("item")["label"].apply(list)
+    assert set(votes.map(len)) == {sample.assignments_per_query}  # without the copier's: as many as asked for
+    majority = {
+        qid: max(set(labels), key=labels.count)
+        for qid, labels in votes.items()
+        if max(labels.count(label) for label in labels) * 2 > len(labels)
+    }
+    assert after.crowd == {qid: label for qid, label in majority.items() if qid in after.crowd} and set(
+        after.crowd
+    ) == set(majority) & set(after.drawn)
+    assert len(after.crowd) > len(before.crowd)  # queries the hold-out had left without a label now have one

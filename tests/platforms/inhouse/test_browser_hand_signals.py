@@ -23,6 +23,22 @@ def _paste(page) -> None:
     )
 
 
+def _switch_tab_and_back(page) -> None:
+    """The worker switches to another tab and back. Headless Chromium tells every page it has the focus
+    unless told not to (then a tab switch blurs the window)."""
+    page.context.new_cdp_session(page).send("Emulation.setFocusEmulationEnabled", {"enabled": False})
+    page.evaluate(
+        "() => { window.seen = []; window.addEventListener('blur', () => seen.push('blur')); "
+        "window.addEventListener('focus', () => seen.push('focus')); }"
+    )
+    other = page.context.new_page()
+    other.bring_to_front()
+    page.wait_for_function("seen.includes('blur')")
+    page.bring_to_front()
+    page.wait_for_function("seen.includes('focus')")
+    other.close()
+
+
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_pasting_and_leaving_the_tab_are_stored_with_the_answer(query_set, page, login):
@@ -36,19 +52,7 @@ def test_pasting_and_leaving_the_tab_are_stored_with_the_answer(query_set, page,
 
     _paste(page)  # while the first query is shown
     page.keyboard.press(KEYS[TRUTH[queries[0].qid]])
-    # The second query is shown: the annotator switches to another tab and back. Headless Chromium
-    # tells every page it has the focus unless told not to (then a tab switch blurs the window).
-    page.context.new_cdp_session(page).send("Emulation.setFocusEmulationEnabled", {"enabled": False})
-    page.evaluate(
-        "() => { window.seen = []; window.addEventListener('blur', () => seen.push('blur')); "
-        "window.addEventListener('focus', () => seen.push('focus')); }"
-    )
-    other = page.context.new_page()
-    other.bring_to_front()
-    page.wait_for_function("seen.includes('blur')")
-    page.bring_to_front()
-    page.wait_for_function("seen.includes('focus')")
-    other.close()
+    _switch_tab_and_back(page)  # while the second query is shown
     page.keyboard.press(KEYS[TRUTH[queries[1].qid]])
     page.keyboard.press(KEYS[TRUTH[queries[2].qid]])
     with page.expect_navigation():

@@ -96,3 +96,39 @@ def test_publish_answer_sync_through_an_mturk_compatible_server(server, batch):
 
     votes = majority(batch)
     assert votes.loc["105", "label"] == "n" and votes.loc["103", "label"] == "m"
+
+
+def test_hand_signals_posted_from_the_mturk_page_are_stored_by_the_sync(server, batch):
+    """Issue 69: the HTMLQuestion page MTurk shows carries the hand-signal script inline; the fields it adds
+    to the form come back in the assignment's answer XML (MTurk returns every field of the form), and
+    the sync stores them with each judgment as the in-house and Prolific pages' posts are stored."""
+    from annotation.crowd.services.answers import HAND_SIGNALS
+
+    fake, _url = server
+    services.publish_batch(batch)
+    hit = batch.hits.order_by("position").first()
+    question = fake.hits[hit.provider_id]["Question"]
+    for name, _column, _most in HAND_SIGNALS:  # the script that posts each signal is on the page
+        assert f'"{name}-"' in question
+    assert "visibilitychange" in question and "<script src" not in question
+    hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
+    posted = {hq.field_name: TRUTH[hq.batch_query.qid] for hq in hit_queries}
+    signals = {hq.position: (i + 1, 2 * i, 1000 * (i + 3)) for i, hq in enumerate(hit_queries)}
+    for position, (pastes, leaves, ms) in signals.items():
+        posted |= {f"pastes-{position}": str(pastes), f"leaves-{position}": str(leaves), f"ms-{position}": str(ms)}
+    fake.submit(hit.provider_id, "WORKERHANDS", build_answers_xml({**posted, "assignmentId": "from-the-form"}))
+
+    assert sync_batch(batch).new == 1
+    stored = (
+        dict(Judgment.objects.filter(assignment__hit=hit).values_list("batch_query__qid", "label")),
+        {
+            qid: (pastes, leaves, ms)
+            for qid, pastes, leaves, ms in Judgment.objects.filter(assignment__hit=hit).values_list(
+                "batch_query__qid", "pastes", "tab_leaves", "item_ms"
+            )
+        },
+    )
+    assert stored == (
+        {hq.batch_query.qid: TRUTH[hq.batch_query.qid] for hq in hit_queries},
+        {hq.batch_query.qid: signals[hq.position] for hq in hit_queries},
+    )

@@ -80,3 +80,42 @@ def test_a_participant_prolific_cannot_confirm_yet_is_taken_in_by_the_waiting_pa
     del prolific_server.standing["get_submission"]
     page.get_by_role("heading", name=batch.title).wait_for(timeout=10_000)  # no reload, no click
     assert Assignment.objects.filter(provider_assignment_id=session).exists()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_participants_hand_signals_are_stored_with_their_answers(query_set, prolific_server, page):
+    """Issue 69: the external-study page records what a participant's hands leave, as the in-house HIT page
+    does: a paste while the first query is shown, the tab left while the second is, then the answers."""
+    from tests.platforms.inhouse.test_browser_hand_signals import KEYS, _paste, _switch_tab_and_back
+
+    batch = make_prolific_batch(query_set)
+    provider = ProlificProvider(Prolific(f"{prolific_server.base}/api/v1/", TOKEN, sleep=lambda s: None))
+    services.publish_batch(batch, provider)
+    batch.refresh_from_db()
+    session, study_url = prolific_server.start(batch.hit_type_id, hexid("PIDHANDS"))
+    page.goto(study_url)
+    assignment = Assignment.objects.get(provider_assignment_id=session)
+    queries = [hq.batch_query for hq in assignment.hit.hit_queries.select_related("batch_query").order_by("position")]
+    label = {q.qid: TRUTH.get(q.qid, q.gold_label) for q in queries}
+
+    _paste(page)  # while the first query is shown
+    page.keyboard.press(KEYS[label[queries[0].qid]])
+    _switch_tab_and_back(page)  # while the second is
+    page.keyboard.press(KEYS[label[queries[1].qid]])
+    for query in queries[2:]:  # the rest (the HIT's gold question among them)
+        page.keyboard.press(KEYS[label[query.qid]])
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    assert page.url == f"{prolific_server.base}/submissions/complete?cc={completion_code(batch)}"
+    stored = {
+        qid: (answer, pastes, leaves, ms)
+        for qid, answer, pastes, leaves, ms in Judgment.objects.filter(assignment=assignment).values_list(
+            "batch_query__qid", "label", "pastes", "tab_leaves", "item_ms"
+        )
+    }
+    assert {qid: row[:3] for qid, row in stored.items()} == {
+        q.qid: (label[q.qid], int(i == 0), int(i == 1)) for i, q in enumerate(queries)
+    }
+    assert all(ms is not None and ms >= 0 for *_, ms in stored.values())

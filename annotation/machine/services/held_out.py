@@ -1,0 +1,97 @@
+"""The places of a calibration sample's held-out answers offered again (a sync step, before the quality loop).
+
+The echo check (:func:`annotation.machine.selectors.sample_echo`) holds the answers of a worker who follows
+the machine more than people do out of the sample's reference. Their answers still fill their places, so
+without this step a sampled query keeps one vote fewer than the reference rule asked for, and a query
+whose remaining votes split has no reference label: an error for any machine. Here each held-out answer's
+place is offered again through the quality loop's re-offer record (:class:`annotation.models.Reoffer`,
+one per assignment, committed before the provider is called, its request token derived from it): the HIT
+wants one answer more (``Hit.max_assignments``, as an escalation raises it) and the provider adds the place,
+within the batch's extra budget (:mod:`annotation.quality.services.budget`).
+
+Registered in :data:`annotation.crowd.services.hooks.sync_steps` by ``annotation.apps.PLUG_INS`` before the
+quality loop: a module of its own that nothing else imports, so the plug-ins' order is the steps' order. It
+acts only once the sample's round is in (:func:`annotation.quality.services.escalation.round_in_progress`),
+the moment the echo check reads the answers the escalation round would; the re-offered places then open the
+round again, and the escalation waits for their answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from annotation.crowd.selectors import counts_answers
+from annotation.crowd.services.hooks import sync_steps
+from annotation.crowd.services.statuses import ANSWERED, settle_hit_statuses
+from annotation.machine.selectors import read_sample
+from annotation.models import Assignment, Batch, Hit, Reoffer
+from annotation.quality.services.budget import affordable, extra_assignment_price
+from annotation.quality.services.escalation import round_in_progress
+from genderbias.errors import ServiceError
+
+
+def held_out_without_reoffer(batch: Batch) -> list[Assignment]:
+    """The sample ``batch``'s counted answers of the workers its echo check holds out, not offered again yet."""
+    if batch.purpose != Batch.Purpose.CALIBRATION or batch.parent_id is None:
+        return []
+    try:
+        echo = read_sample(batch.parent).echo
+    except ServiceError:  # no sample in force, no machine label: nothing is held out
+        return []
+    if echo is None or not echo.held_out:
+        return []
+    return list(
+        Assignment.objects.filter(counts_answers(), hit__batch=batch, worker__pseudonym__in=echo.held_out)
+        .filter(status__in=ANSWERED, reoffer__isnull=True)
+        .exclude(hit__provider_id=None)
+        .select_related("hit__batch")
+        .order_by("hit__position", "submitted_at", "pk")
+    )
+
+
+@sync_steps.register
+def reoffer_held_out(batch: Batch, provider: Any, result: Any) -> None:
+    """Offer the place of each held-out answer of a calibration sample again, once its round is in; finish
+    re-offers an interrupted run recorded first. Counted in ``result.reoffered`` (and ``reoffer_over_budget``)."""
+    if batch.purpose != Batch.Purpose.CALIBRATION or batch.status not in (
+        Batch.Status.PUBLISHED,
+        Batch.Status.COMPLETED,
+    ):
+        return
+    for reoffer in batch.reoffers.filter(applied=False).exclude(assignment__status=Assignment.Status.REJECTED):
+        provider.add_assignments(reoffer.hit, 1, reoffer.unique_token)
+        Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
+    if round_in_progress(batch):
+        return
+    waiting = held_out_without_reoffer(batch)
+    if not waiting:
+        return
+    try:
+        price = extra_assignment_price(batch)
+    except ServiceError as exc:
+        result.reoffer_refused = str(exc)
+        return
+    paid_for = affordable(batch, len(waiting))
+    result.reoffer_over_budget += len(waiting) - paid_for
+    offered = 0
+    for assignment in waiting[:paid_for]:
+        try:
+            with transaction.atomic():
+                reoffer = Reoffer.objects.create(batch=batch, hit=assignment.hit, assignment=assignment, cost=price)
+                # The held-out answer still fills its place: the HIT wants one answer more.
+                Hit.objects.filter(pk=assignment.hit_id).update(max_assignments=F("max_assignments") + 1)
+        except IntegrityError:
+            continue  # recorded by a concurrent run, which calls the provider for it
+        assignment.hit.refresh_from_db(fields=["max_assignments"])
+        provider.add_assignments(assignment.hit, 1, reoffer.unique_token)
+        Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
+        offered += 1
+    result.reoffered += offered
+    if offered:
+        settle_hit_statuses(batch)
+        if batch.status == Batch.Status.COMPLETED:
+            Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.PUBLISHED)
+            batch.status = Batch.Status.PUBLISHED
