@@ -6,7 +6,7 @@ are drawn as the platform hands HITs out (:func:`genderbias.crowd.simulation.sim
 ``queries_per_hit``, distinct workers per HIT drawn by share), kept per worker so that the echo check
 (:mod:`genderbias.machine.echo`) can read them. The machine is calibrated: right with probability
 its confidence. Routing certifies a threshold on the sample (the platform's
-:func:`genderbias.machine.routing_statistics.certify_threshold`) against the sample's reference label
+:func:`genderbias.machine.certification.certify_threshold`) against the sample's reference label
 (a strict majority of the votes kept, at least two: a query without one counts against the machine),
 and the accepted machine labels are scored against the simulation's truth.
 """
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genderbias.crowd.simulation import noisy_crowd
+from genderbias.crowd.simulation.escalation import noisy_crowd
+from genderbias.machine.certification import certify_threshold
 from genderbias.machine.echo import echo_check
-from genderbias.machine.routing_statistics import certify_threshold
 
 LABELS = ("n", "f", "m", "o")
 CLASS_SHARES = np.array([0.6, 0.15, 0.15, 0.1])
