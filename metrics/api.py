@@ -79,6 +79,34 @@ class ReportRequestSerializer(serializers.Serializer):
     preset = option_field(PRESET_OPTION)
 
 
+class _PerQueryRows:
+    """A report's per-query frame as the paginator's sequence: its length, and rows made only for
+    the slice a page asks for (making every row of a large batch's report took seconds a request)."""
+
+    COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
+
+    def __init__(self, frame) -> None:
+        self.frame = frame[self.COLUMNS]
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __getitem__(self, rows: slice) -> list[dict]:
+        import math
+
+        return [
+            {
+                "run": run,
+                "qid": qid,
+                "metric": m,
+                "variant": variant,
+                "cutoff": int(cutoff),
+                "value": None if value is None or math.isnan(value) else float(value),
+            }
+            for run, qid, m, variant, cutoff, value in self.frame.iloc[rows].itertuples(index=False, name=None)
+        ]
+
+
 class ReportViewSet(viewsets.ReadOnlyModelViewSet):
     """Bias reports; the detail view nests every result (run, metric, variant, cutoff, value, CI, p)."""
 
@@ -113,8 +141,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
     def per_query(self, request, name=None, format=None):
         """Per-query values (the per-query CSV as JSON, paginated): ``run, qid, metric, variant,
         cutoff, value``; ``value`` is null where undefined, e.g. a query the qrels do not judge."""
-        import math
-
         try:
             frame = report_per_query(self.get_object())
         except ServiceError as exc:
@@ -122,20 +148,7 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         metric = request.query_params.get("metric", "").strip()
         if metric:
             frame = frame[frame["metric"] == metric]
-        rows = [
-            {
-                "run": run,
-                "qid": qid,
-                "metric": m,
-                "variant": variant,
-                "cutoff": int(cutoff),
-                "value": None if value is None or math.isnan(value) else float(value),
-            }
-            for run, qid, m, variant, cutoff, value in frame[
-                ["run", "qid", "metric", "variant", "cutoff", "value"]
-            ].itertuples(index=False, name=None)
-        ]
-        page = self.paginate_queryset(rows)
+        page = self.paginate_queryset(_PerQueryRows(frame))  # rows made for the page only
         return self.get_paginated_response(PerQuerySerializer(page, many=True).data)
 
     @extend_schema(

@@ -292,20 +292,23 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
-    from . import formatting
+    """The report's per-query CSV: a file once a job wrote it (:mod:`metrics.services.per_query_file`;
+    the job's page links it when it is done), never written in the request (it grows with the batch)."""
+    from django.http import FileResponse
 
     report = get_object_or_404(Report, name=name)
+    path = services.cached_per_query_csv(report)
+    if path is not None:
+        response = FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-per-query.csv")
+        response["Content-Type"] = "text/csv; charset=utf-8"
+        return response
     try:
-        body = formatting.per_query_csv(
-            selectors.report_per_query_export(report),
-            selectors.report_summary(report),
-            selectors.report_policy_text(report),
-        )
+        job = services.start_per_query_csv(report)
+    except TooManyJobs as exc:
+        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
     except ServiceError as exc:
         raise Http404(str(exc)) from None
-    response = HttpResponse(body, content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{report.name}-per-query.csv"'
-    return response
+    return redirect("core:job-detail", pk=job.pk)
 
 
 #: How long a browser keeps a plot before asking again (with its ETag: usually a 304).

@@ -14,7 +14,8 @@ so that it is never taken for the pure module it drives:
 - :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job;
 - :mod:`.set_comparison` -- the same runs on several query sets: each set's ranking and the agreement (τ), as a job;
 - :mod:`.planning` -- a study plan: queries, pooled queries and cost to detect a difference (reads only);
-- :mod:`.plot_cache` -- the report figures' files, drawn once (the pages' and the paper bundle's).
+- :mod:`.plot_cache` -- the report figures' files, drawn once (the pages' and the paper bundle's);
+- :mod:`.per_query_file` -- a report's per-query CSV, written once by a job, then served as a file.
 
 A report's paper bundle is the publishing app's (:mod:`publishing.services.paper`).
 
@@ -33,6 +34,7 @@ from .counterfactual_collection import (
 )
 from .crbo import crbo_job, crbo_summary, start_crbo
 from .labelling import ask_label_sensitivity, label_sensitivity, label_sensitivity_job, parse_dependences
+from .per_query_file import build_per_query_csv, cached_per_query_csv, per_query_csv_job, start_per_query_csv
 from .planning import CostSettings, plan_study
 from .plot_cache import cached_plot, plot_key, plot_path
 from .reports import (
@@ -70,8 +72,10 @@ __all__ = [
     "ServiceError",
     "ask_label_sensitivity",
     "build_batch_report",
+    "build_per_query_csv",
     "build_report",
     "build_set_reports",
+    "cached_per_query_csv",
     "cached_plot",
     "check_comparison",
     "check_set_building",
@@ -89,6 +93,7 @@ __all__ = [
     "parse_cutoffs",
     "parse_dependences",
     "parse_measures",
+    "per_query_csv_job",
     "per_query_values",
     "plan_study",
     "plot_key",
@@ -100,6 +105,7 @@ __all__ = [
     "start_compare_sets",
     "start_counterfactual_collection",
     "start_crbo",
+    "start_per_query_csv",
     "start_preference",
     "start_rebuild",
     "start_report",

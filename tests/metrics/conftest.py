@@ -76,3 +76,21 @@ def batch(world):
             submit_local_assignment(assignment, fields)
     batch.refresh_from_db()
     return batch
+
+
+@pytest.fixture
+def per_query_csv(django_capture_on_commit_callbacks):
+    """The report's per-query CSV as the site hands it over: the first GET starts the job writing it
+    (run here, at the commit), the next serves the file. ``download(client, name)`` -> its text."""
+    from django.urls import reverse
+
+    def download(client, name: str) -> str:
+        url = reverse("metrics:report-per-query", args=[name])
+        with django_capture_on_commit_callbacks(execute=True):
+            started = client.get(url)
+        assert started.status_code == 302 and started["Location"].startswith("/jobs/"), started.status_code
+        response = client.get(url)
+        assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
+        return b"".join(response.streaming_content).decode()
+
+    return download

@@ -73,7 +73,7 @@ def test_a_report_stores_the_exposure_metrics_with_the_hand_values(report):
 
 
 @pytest.mark.django_db
-def test_api_csv_plots_and_table_carry_them(user_client, report):
+def test_api_csv_plots_and_table_carry_them(user_client, report, per_query_csv):
     detail = user_client.get("/api/metrics/reports/rep/").json()
     assert detail["awrf_weights"] == "dcg" and detail["protected_group"] == "female" and detail["cut_step"] == 10
     assert detail["exposure_target"] == 0.5 and detail["awrf_p"] == 0.5
@@ -87,10 +87,10 @@ def test_api_csv_plots_and_table_carry_them(user_client, report):
     results_csv = user_client.get(reverse("metrics:report-csv", args=["rep"])).content.decode()
     found = {(r["run"], r["metric"], r["variant"], r["cutoff"]) for r in csv.DictReader(io.StringIO(results_csv))}
     assert {("a", "AWRF", "dcg", "2"), ("c", "rKL", "female", "1"), ("a", "rRD", "female", "2")} <= found
-    per_query_csv = user_client.get(reverse("metrics:report-per-query", args=["rep"])).content.decode()
+    per_query_text = per_query_csv(user_client, "rep")
     rnd = [
         r
-        for r in csv.DictReader(io.StringIO(per_query_csv))
+        for r in csv.DictReader(io.StringIO(per_query_text))
         if (r["metric"], r["run"], r["cutoff"]) == ("rND", "a", "1")
     ]
     assert sorted(float(r["value"]) for r in rnd) == [0.0, 1.0, 1.0]

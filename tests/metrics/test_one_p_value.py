@@ -123,7 +123,9 @@ def csv_p(text: str, run: str, metric: str, variant: str, cutoff: int) -> tuple[
     ("metric", "variant", "group", "label"),
     [("RaB", "tf", "RaB [tf]", "RaB[tf]@10"), ("RR", "rel", "RR [rel]", "MRR@10")],
 )
-def test_one_comparison_has_one_p_value_everywhere(study, client, django_user_model, metric, variant, group, label):
+def test_one_comparison_has_one_p_value_everywhere(
+    study, client, django_user_model, metric, variant, group, label, per_query_csv
+):
     command, per_query_file = study
     client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
     report = client.get("/api/metrics/reports/one-p/").json()
@@ -137,7 +139,7 @@ def test_one_comparison_has_one_p_value_everywhere(study, client, django_user_mo
     column = [c["label"] for c in table["columns"]].index(label)
     table_api = next(row["cells"][column]["p_value"] for row in table["rows"] if row["run"] == "x")
     page = client.get("/metrics/one-p/?layout=sigir2020").content.decode()
-    page_csv, page_policy = csv_p(client.get("/metrics/one-p/per-query.csv").content.decode(), "x", metric, variant, 10)
+    page_csv, page_policy = csv_p(per_query_csv(client, "one-p"), "x", metric, variant, 10)
     file_csv, file_policy = csv_p(per_query_file.read_text(), "x", metric, variant, 10)
 
     shown = {

@@ -50,13 +50,13 @@ def test_report_list_and_detail(user_client, report):
 
 
 @pytest.mark.slow
-def test_downloads(user_client, report):
+def test_downloads(user_client, report, per_query_csv):
     csv_response = user_client.get(reverse("metrics:report-csv", args=["rep"]))
     assert (
         csv_response.content.decode().splitlines()[0] == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties"
     )
     assert "attachment" in csv_response["Content-Disposition"]
-    per_query = user_client.get(reverse("metrics:report-per-query", args=["rep"])).content.decode()
+    per_query = per_query_csv(user_client, "rep")
     assert per_query.startswith("run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value")
     for kind in ("cutoffs", "distribution"):
         png = user_client.get(reverse("metrics:report-plot", args=["rep", kind]))

@@ -179,7 +179,7 @@ def recompute_from_export(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
 @pytest.mark.django_db
 @pytest.mark.slow
 def test_report_and_label_sensitivity_from_the_site(
-    repeated, client, django_user_model, django_capture_on_commit_callbacks
+    repeated, client, django_user_model, django_capture_on_commit_callbacks, per_query_csv
 ):
     batch, _ = repeated
     staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
@@ -192,7 +192,7 @@ def test_report_and_label_sensitivity_from_the_site(
     assert job.status == Job.Status.DONE, job.message
     page = client.get(reverse("metrics:report-detail", args=["rep-site"]))
     assert page.status_code == 200 and 'id="labels-table"' in page.content.decode()
-    export = client.get(reverse("metrics:report-per-query", args=["rep-site"])).content.decode()
+    export = per_query_csv(client, "rep-site")
     assert set(row["qid"] for row in csv.DictReader(io.StringIO(export))) == {"1", "2", "3"}
     api = client.get("/api/metrics/reports/rep-site/").json()
     assert api["crowd_quality"]["workers"] == 3

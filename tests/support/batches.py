@@ -1,7 +1,7 @@
 """Batches the tests (and the benchmarks that drive the site at size) build in one step.
 
 :func:`made_up_batch`: a batch over made-up queries, not yet published. :func:`answered_batch`: a
-published in-house batch whose every HIT has three answers from a simulated crowd, bulk-inserted
+published in-house batch whose every HIT has three answers (or as many as asked) from a simulated crowd, bulk-inserted
 (thousands of queries in seconds, for what must cost the same at any size).
 """
 
@@ -29,12 +29,12 @@ def made_up_batch(name: str, queries: int, batch_settings: services.BatchSetting
     return services.create_batch(name, batch_settings, query_set=query_set)
 
 
-def answered_batch(name: str, query_set: QuerySet, *, worker_prefix: str = "") -> Batch:
-    """A published in-house batch whose every HIT has three answers from a simulated crowd
+def answered_batch(name: str, query_set: QuerySet, *, worker_prefix: str = "", answers: int = 3) -> Batch:
+    """A published in-house batch whose every HIT has ``answers`` answers (three) from a simulated crowd
     (true labels 45% non-gendered; each annotator right 85% of the time)."""
     rng = np.random.default_rng(0)
     batch_settings = services.BatchSettings(
-        provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
+        provider="local", assignments_per_query=answers, queries_per_hit=10, reward=Decimal("0.05")
     )
     with transaction.atomic():
         batch = services.create_batch(name, batch_settings, query_set=query_set)
@@ -51,7 +51,7 @@ def answered_batch(name: str, query_set: QuerySet, *, worker_prefix: str = "") -
             [
                 Assignment(
                     hit=hit,
-                    worker=workers[(hit.position * 3 + k) % len(workers)],
+                    worker=workers[(hit.position * answers + k) % len(workers)],
                     provider_assignment_id=f"{name}-{hit.pk}-{k}",
                     status=Assignment.Status.SUBMITTED,
                     accepted_at=now,
@@ -59,7 +59,7 @@ def answered_batch(name: str, query_set: QuerySet, *, worker_prefix: str = "") -
                     valid=True,
                 )
                 for hit in hits
-                for k in range(3)
+                for k in range(answers)
             ],
             batch_size=2000,
         )

@@ -36,6 +36,7 @@ RECORDED = {
     "genderbias.stats.preference": "metrics.tasks.preference_task",
     "genderbias.ranking.counterfactual": "metrics.tasks.counterfactual_collection_task",
     "metrics.paper": "metrics.tasks.paper_bundle_task",
+    "metrics.per_query_csv": "metrics.tasks.per_query_csv_task",
     "core.test_connection": "core.tasks.test_connection_task",
     "import.named_set": "pooling.tasks.named_set_task",
     "metrics.compare_sets": "metrics.tasks.compare_sets_task",
