@@ -45,6 +45,8 @@ PATTERNS: dict[str, str] = {
     "login": PUBLIC,
     "logout": PUBLIC,
     "password_change": PAGE,
+    # A researcher acknowledges the CHANGELOG entries they have seen: their own row, nothing of a group.
+    "changelog-acknowledge": PAGE,
     "password_change_done": PAGE,
     "core:job-detail": STUDY,
     "core:job-progress-fragment": STUDY,
@@ -94,6 +96,7 @@ PATTERNS: dict[str, str] = {
     "annotation:batch-calibration-sample": STUDY,
     "annotation:batch-calibration": STUDY,
     "annotation:batch-calibration-live": STUDY,
+    "annotation:batch-calibration-echo": STUDY,
     "annotation:batch-routing": STUDY,
     "annotation:team": PAGE,
     "annotation:team-member": STUDY,
@@ -120,6 +123,7 @@ PATTERNS: dict[str, str] = {
     "metrics:report-csv": STUDY,
     "metrics:report-contributions": STUDY,
     "metrics:report-per-query": STUDY,
+    "metrics:report-rebuild": STUDY,
     "metrics:report-paper": STUDY,
     "metrics:report-svg": STUDY,
     "metrics:report-plot": STUDY,
@@ -144,6 +148,7 @@ PATTERNS: dict[str, str] = {
     "api-batch-prelabels": STUDY,
     "api-batch-calibration-sample": STUDY,
     "api-batch-calibration": STUDY,
+    "api-batch-calibration-echo": STUDY,
     "api-batch-routing": STUDY,
     # The cache of a chat model's answers is the site's (keyed by model and query text, shared by
     # every group: docs/deployment.md says so); the walk checks it shows no study's names.
