@@ -107,7 +107,7 @@ def _label_sensitivity(
     """
 
     from genderbias.crowd import sensitivity
-    from genderbias.ranking import measures
+    from genderbias.ranking.ranked_counts import validate_cutoffs
 
     from ..formatting import order_sensitivity
 
@@ -171,7 +171,7 @@ def _label_sensitivity(
     return sensitivity.LabelSensitivity(
         batch=batch.name,
         runs=[run.name for run in runs],
-        cutoffs=measures.validate_cutoffs(report_settings.cutoffs),
+        cutoffs=validate_cutoffs(report_settings.cutoffs),
         threshold=threshold,
         table=table,
         rankings=sensitivity.ranking_changes(table),

@@ -418,11 +418,12 @@ def per_query_values(
     import polars as pl
 
     from genderbias.ranking import measures
+    from genderbias.ranking.ranked_counts import validate_cutoffs
 
     check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
-    cutoffs = measures.validate_cutoffs(report_settings.cutoffs)
+    cutoffs = validate_cutoffs(report_settings.cutoffs)
     depth = max(cutoffs)
     qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
@@ -517,7 +518,7 @@ def _store(
 ) -> Report:
     import polars as pl
 
-    from genderbias.ranking import measures
+    from genderbias.ranking.ranked_counts import validate_cutoffs
 
     background, baseline, qrels = inputs.get("background"), inputs.get("baseline"), inputs.get("qrels")
     batch, labels = inputs.get("label_batch"), computed.labels
@@ -549,7 +550,7 @@ def _store(
                 wordlist=register_wordlist(computed.wordlist),
                 representative_wordlist=register_wordlist(computed.representative),
                 tokenizer=report_settings.tokenizer,
-                cutoffs=measures.validate_cutoffs(report_settings.cutoffs),
+                cutoffs=validate_cutoffs(report_settings.cutoffs),
                 threshold=report_settings.threshold,
                 background_run=background,
                 nfairr_normaliser=report_settings.nfairr_normaliser,
