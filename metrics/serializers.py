@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.serializers import CountField, DecimalNumberField
-from genderbias.options import ReportOption
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
+from genderbias.report_option import ReportOption
 from metrics.selectors import report_policy
 
 from .models import Report, Result

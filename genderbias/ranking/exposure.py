@@ -116,7 +116,7 @@ class ExposureSettings:
     form: str = DEFAULT_EXPOSURE_FORM  #: ``adapted`` or ``reference`` (:data:`FORMS`; see the module docstring)
 
     def validate(self) -> None:
-        """``ValueError`` (:class:`genderbias.options.OptionError`) naming the bad setting: each
+        """``ValueError`` (:class:`genderbias.report_option.OptionError`) naming the bad setting: each
         setting's one check is its declaration's (:data:`genderbias.options.EXPOSURE_OPTIONS`)."""
         for attribute, option in EXPOSURE_OPTIONS.items():
             option.check(getattr(self, attribute))

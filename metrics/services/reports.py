@@ -45,8 +45,6 @@ from genderbias.options import (
     THRESHOLD_OPTION,
     TIES_OPTION,
     TOKENIZER_OPTION,
-    OptionError,
-    ReportOption,
 )
 from genderbias.presets import PRESETS
 from genderbias.ranking import effectiveness
@@ -57,6 +55,7 @@ from genderbias.ranking.defaults import (
 )
 from genderbias.ranking.effectiveness import DEFAULT_MEASURES
 from genderbias.ranking.effectiveness import parse_measures as parse
+from genderbias.report_option import OptionError, ReportOption
 from genderbias.text.wordlists import (
     GenderWords,
     default_representative_wordlist,
@@ -124,7 +123,7 @@ class ReportSettings:
         )
 
     def validate(self) -> None:
-        """Each setting by its declaration's one check (:meth:`genderbias.options.ReportOption.check`):
+        """Each setting by its declaration's one check (:meth:`genderbias.report_option.ReportOption.check`):
         a :class:`genderbias.errors.FieldError` naming the setting; then the preset and the measures."""
         for option in REPORT_OPTIONS.values():
             if option.kind == "file":
