@@ -18,6 +18,7 @@ import pandas as pd
 
 from genderbias.crowd.class_means import class_means, label_map
 from genderbias.crowd.label_uncertainty import _finite
+from genderbias.crowd.simulation.answers import pick, tilt_errors
 from genderbias.ranking.defaults import DEFAULT_SEED
 
 #: Columns of :func:`dependence_table`.
@@ -183,18 +184,6 @@ def _answer_rates(answers: pd.DataFrame, confusion: Mapping[str, pd.DataFrame], 
     return np.stack([matrices[w] for w in answers["worker"].astype(str)])
 
 
-def _tilted_rates(rates: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """[answers × true label × answer]: each row with its odds of a wrong answer × ``factor`` (per
-    answer), the wrong answers keeping their proportions (D's definition, ``Crowd.dependence``)."""
-    k = rates.shape[-1]
-    diagonal = np.eye(k, dtype=bool)
-    right = np.clip(rates[:, diagonal], 1e-12, 1 - 1e-12)  # answers × true label
-    wrong = np.where(diagonal, 0.0, rates)
-    wrong /= np.maximum(wrong.sum(axis=2, keepdims=True), 1e-300)
-    p_right = 1.0 / (1.0 + (1.0 - right) / right * np.asarray(factor, dtype=np.float64)[:, None])
-    return np.where(diagonal, p_right[:, :, None], (1.0 - p_right)[:, :, None] * wrong)
-
-
 def dependent_fit(
     answers: pd.DataFrame,
     gold: Mapping[str, str],
@@ -350,20 +339,21 @@ def simulated_shift(
     rates = _answer_rates(answers, {**confusion, **rows_at_d}, labels)  # answers × true label × answer
     t, weighted = label_map(probabilities)
     every = np.arange(len(answers))
+    truths = np.broadcast_to(np.arange(len(labels)), (len(answers), len(labels)))  # each row's true label
     answer_rates = {
-        tilt: _tilted_rates(rates, np.where(is_query, np.exp(d * z[rows]), 1.0))
+        tilt: tilt_errors(rates, truths, np.where(is_query, np.exp(d * z[rows]), 1.0)[:, None])
         for tilt, d in ((False, 0.0), (True, dependence))
     }
     rng = np.random.default_rng(seed)
     shifts = []
     for _ in range(draws):
-        truth = (rng.random(len(pi))[:, None] > np.cumsum(pi, axis=1)[:, :-1]).sum(axis=1)
+        truth = pick(rng.random(len(pi)), pi)
         true_label = np.where(is_query, truth[rows], gold_truth)
-        uniforms = rng.random(len(answers))[:, None]
+        uniforms = rng.random(len(answers))  # shared by the two crowds: the replicates are paired
         corrected = []
         for tilt in (False, True):
             chances = answer_rates[tilt][every, true_label]
-            given = (uniforms > np.cumsum(chances, axis=1)[:, :-1]).sum(axis=1)
+            given = pick(uniforms, chances)
             refitted = refit(answers.assign(label=[labels[i] for i in given]))
             fitted_pi = refitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
             p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
