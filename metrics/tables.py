@@ -29,14 +29,11 @@ the policy.
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from genderbias.numbers import DIGITS
 from genderbias.ranking.defaults import TABLE_LAYOUTS
@@ -48,8 +45,17 @@ from genderbias.ranking.vocabulary import (
     variant_form,
     variant_position,
 )
+from genderbias.stats.correlation import correlation
 from genderbias.stats.p_values import p_value_text
-from genderbias.stats.significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
+from genderbias.stats.significance import (
+    CORRELATION_POLICY,
+    against_baseline,
+    finite,
+    holm,
+    policy,
+    run_mean,
+    wide_values,
+)
 
 ALPHA = 0.05  # the policy's (genderbias.stats.significance.ALPHA)
 #: How the papers name a run's mean of a per-query measure.
@@ -162,36 +168,6 @@ def label(key: tuple[str, str, int], spec: Spec | None = None) -> str:
     return f"{name}[{variant}]@{cutoff}" if shown_variant or metric in ("RaB", "ARaB") else f"{name}@{cutoff}"
 
 
-def _finite(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def correlation(a: pd.Series, b: pd.Series) -> dict:
-    """Pearson's r and Kendall's τ (τ-b, ``scipy.stats``) with their two-sided p-values over the
-    index (queries) both series have a value for; None where undefined (fewer than 3 common
-    queries, or a constant series)."""
-    joined = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna()
-    n = len(joined)
-    result = {"n": n, "pearson_r": None, "pearson_p": None, "kendall_tau": None, "kendall_p": None}
-    if n < 3 or joined["a"].nunique() < 2 or joined["b"].nunique() < 2:
-        return result
-    x, y = joined["a"].to_numpy(dtype=np.float64), joined["b"].to_numpy(dtype=np.float64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pearson = stats.pearsonr(x, y)
-        kendall = stats.kendalltau(x, y)
-    result.update(
-        pearson_r=_finite(pearson.statistic),
-        pearson_p=_finite(pearson.pvalue),
-        kendall_tau=_finite(kendall.statistic),
-        kendall_p=_finite(kendall.pvalue),
-    )
-    return result
-
-
 def build_table(
     per_query: pd.DataFrame,
     layout: str,
@@ -250,10 +226,10 @@ def build_table(
             p_raw, p = compared.get((run, *key), (None, None))
             cells.append(
                 {
-                    "value": _finite(values.mean()) if len(values) else None,
+                    "value": run_mean(values),
                     "queries": int(values.notna().sum()),
-                    "ci_low": _finite(low),
-                    "ci_high": _finite(high),
+                    "ci_low": finite(low),
+                    "ci_high": finite(high),
                     "p_value": p,
                     "p_raw": p_raw,
                     "mark": "*" if p is not None and p < alpha else "",
