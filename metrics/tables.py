@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from genderbias.numbers import DIGITS
@@ -221,7 +220,7 @@ def build_table(
         cells = []
         for column in columns:
             key = column["key_tuple"]
-            values = wide[run][key] if key in wide[run].columns else pd.Series(dtype=np.float64)
+            values = wide[run][key] if key in wide[run].columns else pd.Series(dtype="float64")
             low, high = cis.get((run, *key), (None, None))
             p_raw, p = compared.get((run, *key), (None, None))
             cells.append(
@@ -254,7 +253,7 @@ def build_table(
             if key_a in table.columns and key_b in table.columns:
                 result = correlation(table[key_a], table[key_b])
             else:
-                result = correlation(pd.Series(dtype=np.float64), pd.Series(dtype=np.float64))
+                result = correlation(pd.Series(dtype="float64"), pd.Series(dtype="float64"))
             result = {"a": pair["a"], "b": pair["b"], **result}
             row["correlations"].append(result)
             for kind in ("pearson", "kendall"):
