@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from genderbias.crowd.simulation.answers import deal_hits
+from genderbias.crowd.simulation.answers import deal_hits, pick
 from genderbias.crowd.simulation.workers import CrowdModel
 
 #: Most assignments a sample HIT gets by default (``Batch.escalation_cap``'s default).
@@ -239,14 +239,13 @@ def simulate_crowd(
     hits = len(ranking)
     given_hits = np.zeros(hits, dtype=int)
     counts = np.zeros((n, size))
-    cumulative = np.cumsum(model.confusion, axis=2)  # [W, T, L]
 
     def one_more(chosen_hits: np.ndarray) -> None:
         """Every query of the chosen HITs gets a vote from its HIT's next worker."""
         queries = np.flatnonzero(chosen_hits[hit_of])
         worker = ranking[hit_of[queries], given_hits[hit_of[queries]] % workers]
-        given = (rng.random(len(queries))[:, None] > cumulative[worker, truth[queries]]).sum(axis=1)
-        np.add.at(counts, (queries, np.minimum(given, size - 1)), 1)
+        given = pick(rng.random(len(queries)), model.confusion[worker, truth[queries]])
+        np.add.at(counts, (queries, given), 1)
         given_hits[chosen_hits] += 1
 
     everyone = np.ones(hits, dtype=bool)
