@@ -25,8 +25,6 @@ from genderbias.options import (
     SENSITIVITY_CUTOFFS_OPTION,
     TIES_OPTION,
     TOKENIZER_OPTION,
-    OptionError,
-    ReportOption,
 )
 from genderbias.ranking.counterfactual import HER_CHOICES
 from genderbias.ranking.defaults import (
@@ -38,6 +36,7 @@ from genderbias.ranking.defaults import (
     VARIANT_VERSIONS,
 )
 from genderbias.ranking.vocabulary import BY_NAME, METRICS
+from genderbias.report_option import OptionError, ReportOption
 from genderbias.stats.power import DEFAULT_DRAWS
 from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
 

@@ -301,7 +301,7 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
     ServiceError for a report not on a batch, without a baseline, or an unknown column or run.
     """
 
-    from genderbias.crowd.class_means import contributions
+    from genderbias.crowd.class_means import contribution_summary, contributions
 
     if not report.baseline_id:
         raise ServiceError(f"report {report.name!r} has no baseline: there is no paired difference to explain")
@@ -335,7 +335,6 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
     texts = query_texts(report.label_batch_id, [row["qid"] for row in rows])
     for row in rows:
         row["query"] = texts.get(row["qid"], "")
-    in_set = table[table["in_set"]]
     return {
         "run": run,
         "baseline": baseline,
@@ -343,9 +342,6 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
         "variant": variant,
         "cutoff": cutoff,
         "difference": difference,  # label-corrected: the report's difference_corrected
-        "set_difference": float(in_set["difference"].mean()) if len(in_set) else None,
-        "queries": len(in_set),
-        "uncertain": int(((table["probability"] > 0.05) & (table["probability"] < 0.95)).sum()),
-        "expected_shift_total": float(table["expected_shift"].sum()),
+        **contribution_summary(table),
         "rows": rows,
     }

@@ -29,14 +29,10 @@ the policy.
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 from genderbias.figure_notes import SIGN_WARNING, FigureNotes, figure_notes
 from genderbias.numbers import DIGITS
@@ -49,8 +45,17 @@ from genderbias.ranking.vocabulary import (
     variant_form,
     variant_position,
 )
+from genderbias.stats.correlation import correlation
 from genderbias.stats.p_values import p_value_text
-from genderbias.stats.significance import CORRELATION_POLICY, against_baseline, holm, policy, wide_values
+from genderbias.stats.significance import (
+    CORRELATION_POLICY,
+    against_baseline,
+    finite,
+    holm,
+    policy,
+    run_mean,
+    wide_values,
+)
 from metrics.formatting import TEXT_WIDTH, wrap
 
 ALPHA = 0.05  # the policy's (genderbias.stats.significance.ALPHA)
@@ -164,36 +169,6 @@ def label(key: tuple[str, str, int], spec: Spec | None = None) -> str:
     return f"{name}[{variant}]@{cutoff}" if shown_variant or metric in ("RaB", "ARaB") else f"{name}@{cutoff}"
 
 
-def _finite(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def correlation(a: pd.Series, b: pd.Series) -> dict:
-    """Pearson's r and Kendall's τ (τ-b, ``scipy.stats``) with their two-sided p-values over the
-    index (queries) both series have a value for; None where undefined (fewer than 3 common
-    queries, or a constant series)."""
-    joined = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna()
-    n = len(joined)
-    result = {"n": n, "pearson_r": None, "pearson_p": None, "kendall_tau": None, "kendall_p": None}
-    if n < 3 or joined["a"].nunique() < 2 or joined["b"].nunique() < 2:
-        return result
-    x, y = joined["a"].to_numpy(dtype=np.float64), joined["b"].to_numpy(dtype=np.float64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pearson = stats.pearsonr(x, y)
-        kendall = stats.kendalltau(x, y)
-    result.update(
-        pearson_r=_finite(pearson.statistic),
-        pearson_p=_finite(pearson.pvalue),
-        kendall_tau=_finite(kendall.statistic),
-        kendall_p=_finite(kendall.pvalue),
-    )
-    return result
-
-
 def build_table(
     per_query: pd.DataFrame,
     layout: str,
@@ -249,16 +224,16 @@ def build_table(
         cells = []
         for column in columns:
             key = column["key_tuple"]
-            values = wide[run][key] if key in wide[run].columns else pd.Series(dtype=np.float64)
+            values = wide[run][key] if key in wide[run].columns else pd.Series(dtype="float64")
             low, high = cis.get((run, *key), (None, None))
             p_raw, p = compared.get((run, *key), (None, None))
             said = notes.get((run, *key), FigureNotes())
             cells.append(
                 {
-                    "value": _finite(values.mean()) if len(values) else None,
+                    "value": run_mean(values),
                     "queries": int(values.notna().sum()),
-                    "ci_low": _finite(low),
-                    "ci_high": _finite(high),
+                    "ci_low": finite(low),
+                    "ci_high": finite(high),
                     "p_value": p,
                     "p_raw": p_raw,
                     "mark": "*" if p is not None and p < alpha else "",
@@ -286,7 +261,7 @@ def build_table(
             if key_a in table.columns and key_b in table.columns:
                 result = correlation(table[key_a], table[key_b])
             else:
-                result = correlation(pd.Series(dtype=np.float64), pd.Series(dtype=np.float64))
+                result = correlation(pd.Series(dtype="float64"), pd.Series(dtype="float64"))
             result = {"a": pair["a"], "b": pair["b"], **result}
             row["correlations"].append(result)
             for kind in ("pearson", "kendall"):

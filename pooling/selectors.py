@@ -256,7 +256,9 @@ def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
 def summarise_pool(runs: list[str], rows: list[dict]) -> dict:
     """Size, per-list counts and pairwise overlap (Jaccard) between runs' selections, from ``pool_table``."""
     picks = {run: {row["qid"]: row["selected"][run] for row in rows if run in row["selected"]} for run in runs}
-    return _summary(runs, len(rows), picks)
+    from genderbias.ranking.pool import selection_summary
+
+    return selection_summary(runs, len(rows), picks)
 
 
 def pool_summary(pool: Pool) -> dict:
@@ -268,30 +270,9 @@ def pool_summary(pool: Pool) -> dict:
     selected = pool.entries.filter(Q(female_position__gt=0) | Q(male_position__gt=0))
     for run, qid, female, male in selected.values_list("run__name", "query__qid", "female_position", "male_position"):
         picks[run][qid] = (female, male)
-    return _summary(runs, pool.queries.queries.count(), picks)
+    from genderbias.ranking.pool import selection_summary
 
-
-def _summary(runs: list[str], size: int, picks: dict[str, dict[str, tuple]]) -> dict:
-    """The summary of a pool of ``size`` queries: ``picks`` holds, per run, each query one
-    of its lists selected, with its (female, male) positions (``None`` or 0 where not)."""
-    selected = {run: set(picks[run]) for run in runs}
-    overlap = [
-        [
-            len(selected[a] & selected[b]) / len(selected[a] | selected[b]) if selected[a] | selected[b] else 0.0
-            for b in runs
-        ]
-        for a in runs
-    ]
-    per_list = [
-        {
-            "run": run,
-            "female": sum(1 for female, _ in picks[run].values() if female),
-            "male": sum(1 for _, male in picks[run].values() if male),
-            "only_here": len(selected[run] - set().union(*(selected[o] for o in runs if o != run))),
-        }
-        for run in runs
-    ]
-    return {"size": size, "runs": runs, "per_list": per_list, "overlap": overlap}
+    return selection_summary(runs, pool.queries.queries.count(), picks)
 
 
 def overview() -> dict:

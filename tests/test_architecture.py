@@ -1020,3 +1020,87 @@ def test_the_library_imports_only_what_pyproject_declares(graph):
         if (chain := graph.find_shortest_chain(importer=module, imported=framework)) is not None
     ]
     assert reached == []
+
+
+#: The most lines a module of the library may have. Issue 65 asks for "no file of the library over about
+#: 400 lines": a module that grows past that is doing more than one job (the crowd model grew to 804 lines
+#: and five jobs in a day). 450 leaves a module at about 400 room for a fix without a split, and fails
+#: one that has grown a second job; the cure is a split by job, never in halves.
+MAX_LIBRARY_LINES = 450
+
+
+def test_no_library_file_exceeds_the_bound():
+    """No module of ``genderbias/`` has more than :data:`MAX_LIBRARY_LINES` lines (see there why)."""
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "genderbias").rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LIBRARY_LINES
+    }
+    assert long == {}, f"library modules over {MAX_LIBRARY_LINES} lines (split them by job): {long}"
+
+
+#: The computing libraries: statistics, agreement, effectiveness, machine learning. Only the library
+#: (``genderbias``) imports them: an app that needs a figure calls the library's one function for it.
+COMPUTING_PACKAGES = ("scipy", "krippendorff", "ir_measures", "sklearn", "statsmodels")
+#: The app modules that still import one, each named with the package and why it must stay (exact: a
+#: module that stops needing it fails the test until it is taken off the list).
+COMPUTING_ALLOWED = {
+    # A prelabeller (the machine the platform runs, like the LLM prelabellers): it fits its TF-IDF and
+    # logistic regression and cross-validates them. scikit-learn is the platform's dependency
+    # (requirements.txt), not the library's (pyproject.toml): the library installs without it.
+    ("annotation.machine.prelabellers.trained", "sklearn"),
+}
+#: The app modules that import numpy, each with why (exact, as above). numpy in an app builds arrays for
+#: the library or draws data; arithmetic on results (means, intervals, shares) is the library's.
+NUMPY_ALLOWED = {
+    # The synthetic collection, runs and qrels of the demo and the benchmarks: draws data, computes no figure.
+    "pooling.synthetic",
+    # The prelabeller above: the folds' scores, NaN for a fold that could not be fitted.
+    "annotation.machine.prelabellers.trained",
+    # Routing's plan and audit: the stages' confidences and labels as the [stage × query] arrays the
+    # library's routing statistics take (genderbias.machine.*), filled from the database.
+    "annotation.machine.services.routing.plan",
+    "annotation.machine.services.routing.audit",
+    # The in-house demo annotators: the seeded generator the library's simulator draws their answers
+    # from (genderbias.crowd.simulation.answers.draw_answers).
+    "platforms.inhouse.services.simulation",
+}
+
+
+def _app_imports(graph, package: str) -> set[str]:
+    """The modules of the apps (not the library, not the migrations) importing ``package`` directly."""
+    return {
+        module
+        for module in graph.modules
+        if _ours(module, (*(app for app in APPS if app != "genderbias"), "config"))
+        and package in graph.find_modules_directly_imported_by(module)
+    }
+
+
+def test_the_apps_import_no_computing_package(graph):
+    """The apps compute nothing the library computes: none imports scipy, krippendorff, ir_measures,
+    scikit-learn or statsmodels (function-level imports included), but for :data:`COMPUTING_ALLOWED`."""
+    found = {
+        (module, package)
+        for package in COMPUTING_PACKAGES
+        if package in graph.modules
+        for module in _app_imports(graph, package)
+    }
+    assert found == COMPUTING_ALLOWED, (
+        "apps importing a computing package (call the library instead):"
+        + _listing(sorted(found - COMPUTING_ALLOWED))
+        + "\nlisted but no longer importing it (take it off COMPUTING_ALLOWED):"
+        + _listing(sorted(COMPUTING_ALLOWED - found))
+    )
+
+
+def test_the_apps_use_numpy_only_where_listed(graph):
+    """numpy in an app only where :data:`NUMPY_ALLOWED` says why; pandas and polars stay free, the frames
+    the apps read files and the database into and hand the library."""
+    found = _app_imports(graph, "numpy")
+    assert found == NUMPY_ALLOWED, (
+        "apps importing numpy (a figure belongs in the library):"
+        + _listing(sorted((m, "numpy") for m in found - NUMPY_ALLOWED))
+        + "\nlisted but no longer importing it:"
+        + _listing(sorted((m, "numpy") for m in NUMPY_ALLOWED - found))
+    )

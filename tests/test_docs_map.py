@@ -4,7 +4,7 @@ and everything it names exists.
 The doc names
 
 - a module by its path from the checkout, in backticks: `` `genderbias/machine/routing_statistics.py` ``
-  (every ``.py`` file of ``core``, ``pooling``, ``annotation``, ``platforms``, ``metrics``, ``publishing`` and ``benchmarks`` but
+  (every ``.py`` file of ``genderbias``, ``core``, ``pooling``, ``annotation``, ``platforms``, ``metrics``, ``publishing`` and ``benchmarks`` but
   ``__init__.py``, ``apps.py``, migrations and the commands themselves);
 - a command as `` `manage.py NAME` `` (every module of a ``management/commands/`` folder not
   starting with ``_``);
@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
-MAPPED = ("core", "pooling", "annotation", "platforms", "metrics", "publishing", "benchmarks")
+MAPPED = ("genderbias", "core", "pooling", "annotation", "platforms", "metrics", "publishing", "benchmarks")
 TOP_LEVEL = (*MAPPED, "config", "tests")
 
 

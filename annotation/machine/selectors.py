@@ -527,7 +527,8 @@ def routing_ceiling_of(batch: Batch, sample: CalibrationSample, figures: dict[st
     rule and, beside it, with the first votes alone. None without a fitted model."""
     from dataclasses import replace
 
-    from genderbias.crowd.simulation.escalation import ceiling_by_label, crowd_from_figures
+    from genderbias.crowd.simulation.escalation import ceiling_by_label
+    from genderbias.crowd.simulation.workers import crowd_from_figures
 
     rule = sample.reference
     try:

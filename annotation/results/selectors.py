@@ -594,7 +594,6 @@ def agreement_summary(
 
 
 def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -> dict[str, Any]:
-    import numpy as np
     import pandas as pd
 
     from genderbias.crowd.aggregation import compare_methods, majority_vote
@@ -629,7 +628,7 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
         worker_confusion = [
             {
                 "worker": str(worker),
-                "accuracy": float((estimate.priors * pd.Series(np.diag(matrix.to_numpy()), index=matrix.index)).sum()),
+                "accuracy": estimate.worker_accuracy(worker),
                 "labels": [str(label) for label in matrix.columns],
                 "matrix": [[round(float(v), 4) for v in row] for row in matrix.to_numpy()],
             }

@@ -11,7 +11,7 @@ PyTerrier's ``pt.Experiment`` compute it beside nDCG@10 through ir_measures' run
 takes any measure with a ``runtime_impl``.
 
 Every parameter's value is checked by its declaration's one check
-(:meth:`genderbias.options.ReportOption.check`); a bad one is a :class:`MeasureError` naming the
+(:meth:`genderbias.report_option.ReportOption.check`); a bad one is a :class:`MeasureError` naming the
 measure and the parameter. Light: no numpy until a measure is computed.
 """
 
@@ -34,9 +34,8 @@ from genderbias.options import (
     THRESHOLD_OPTION,
     TIES_OPTION,
     TOKENIZER_OPTION,
-    OptionError,
-    ReportOption,
 )
+from genderbias.report_option import OptionError, ReportOption
 
 
 class MeasureError(ValueError):

@@ -179,6 +179,12 @@ class DawidSkeneResult:
         )  # fmt: skip
         return posteriors, priors, confusion
 
+    def worker_accuracy(self, worker: str) -> float:
+        """The chance ``worker`` answers a query right, the true labels weighted by the class shares:
+        Σ_t prior_t · confusion[worker][t, t]."""
+        matrix = self.confusion[worker]
+        return float((self.priors * pd.Series(np.diag(matrix.to_numpy()), index=matrix.index)).sum())
+
     def label_table(self) -> pd.DataFrame:
         """One row per item: ``label`` and ``posterior`` (Dawid-Skene's probability of that
         label), the confidence each exported label carries."""

@@ -236,3 +236,17 @@ def contributions(
     )
     table = table.sort_values(["expected_shift", "qid"], ascending=[False, True], kind="stable").reset_index(drop=True)
     return (None if np.isnan(beta[0]) else float(beta[0])), table
+
+
+def contribution_summary(table: pd.DataFrame, uncertain: tuple[float, float] = (0.05, 0.95)) -> dict:
+    """The figures beside a :func:`contributions` table: the plain mean difference over the query set's
+    members (``set_difference``, None without any) and their number, the queries whose non-gendered
+    probability lies strictly inside ``uncertain``, and the total expected shift."""
+    in_set = table[table["in_set"].astype(bool)]
+    low, high = uncertain
+    return {
+        "set_difference": float(in_set["difference"].mean()) if len(in_set) else None,
+        "queries": len(in_set),
+        "uncertain": int(((table["probability"] > low) & (table["probability"] < high)).sum()),
+        "expected_shift_total": float(table["expected_shift"].sum()),
+    }

@@ -6,7 +6,7 @@ machine's errors do not depend on the ranking given the true label
 sensitivity check a researcher runs on their own batch: every answer's odds of being wrong × exp(D·z),
 z the baseline's standardised value on the query, and the paired differences' shift at each D
 (:func:`dependence_table`; the crowd refitted as erring with D, :func:`dependent_fit`, or
-:func:`simulated_shift` from simulated crowds).
+:func:`genderbias.crowd.simulation.dependence.simulated_shift` from simulated crowds).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pandas as pd
 
 from genderbias.crowd.class_means import class_means, label_map
 from genderbias.crowd.label_uncertainty import _finite
-from genderbias.ranking.defaults import DEFAULT_SEED
 
 #: Columns of :func:`dependence_table`.
 DEPENDENCE_COLUMNS = [
@@ -92,7 +91,7 @@ def dependence_table(
     figures: docs/metrics.md); with ``simulate`` (below) the shift is computed as D is defined.
 
     ``simulate``: the shift as D is defined, ``(z [N], differences [N × runs], D) → shifts [runs]``
-    (:func:`simulated_shift` on the batch's answers and fitted crowd, what the service passes); without
+    (:func:`genderbias.crowd.simulation.dependence.simulated_shift` on the batch's answers and fitted crowd, what the service passes); without
     it, the posterior tilt above (what a table of probabilities alone allows).
 
     ``wide`` as :func:`combined_summary` takes it, ``probabilities`` its label model's ``table``; ``combined``: its output
@@ -177,22 +176,10 @@ DEPENDENT_ITERATIONS = 200
 NEWTON_STEPS = 5
 
 
-def _answer_rates(answers: pd.DataFrame, confusion: Mapping[str, pd.DataFrame], labels: list) -> np.ndarray:
+def answer_rates(answers: pd.DataFrame, confusion: Mapping[str, pd.DataFrame], labels: list) -> np.ndarray:
     """[answers × true label × answer]: each answer's worker's fitted row."""
     matrices = {w: c.reindex(index=labels, columns=labels).to_numpy(dtype=np.float64) for w, c in confusion.items()}
     return np.stack([matrices[w] for w in answers["worker"].astype(str)])
-
-
-def _tilted_rates(rates: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """[answers × true label × answer]: each row with its odds of a wrong answer × ``factor`` (per
-    answer), the wrong answers keeping their proportions (D's definition, ``Crowd.dependence``)."""
-    k = rates.shape[-1]
-    diagonal = np.eye(k, dtype=bool)
-    right = np.clip(rates[:, diagonal], 1e-12, 1 - 1e-12)  # answers × true label
-    wrong = np.where(diagonal, 0.0, rates)
-    wrong /= np.maximum(wrong.sum(axis=2, keepdims=True), 1e-300)
-    p_right = 1.0 / (1.0 + (1.0 - right) / right * np.asarray(factor, dtype=np.float64)[:, None])
-    return np.where(diagonal, p_right[:, :, None], (1.0 - p_right)[:, :, None] * wrong)
 
 
 def dependent_fit(
@@ -291,85 +278,3 @@ def dependent_fit(
         for i, w in enumerate(workers)
     }
     return pd.DataFrame(posteriors[: len(qids)], index=probabilities.index, columns=labels), confusion
-
-
-def simulated_shift(
-    answers: pd.DataFrame,
-    gold: Mapping[str, str],
-    confusion: Mapping[str, pd.DataFrame],
-    probabilities: pd.DataFrame,
-    z: np.ndarray,
-    values: np.ndarray,
-    dependence: float,
-    refit: Callable[[pd.DataFrame], pd.DataFrame],
-    draws: int = 4,
-    seed: int = DEFAULT_SEED,
-    fitted: list[str] | None = None,
-) -> tuple[float | np.ndarray, float | np.ndarray]:
-    """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd
-    erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
-    ``genderbias/crowd/simulation/studies.py``: every answer's odds of being wrong × exp(D·z)):
-    ``(shift, its Monte-Carlo standard error)``, ``shift`` = mean over ``draws`` replicate batches of
-    (corrected mean when the crowd errs independently − corrected mean when it errs with D), the
-    replicates paired (same true labels, same uniforms).
-
-    A parametric simulation from the batch's crowd refitted as erring with D (:func:`dependent_fit`, with
-    ``gold`` and ``fitted``): each replicate draws the true label of every query in ``fitted`` (default:
-    every row with an answer) from that refit's probabilities, the other rows from ``probabilities``
-    (rows: the queries, in the order of ``z`` and ``values``; rulings and machine-accepted rows are
-    certain), and answers each of the batch's own (item, worker) pairs in ``answers`` (``item, worker,
-    label``; the items of ``gold``, gold question → its known label, are answered untilted from that
-    label) from the worker's row of that refit (true label × answer; ``confusion[worker]``, the batch's
-    fit, for a worker it does not cover) as it is and with its error odds × exp(D·z_q), the wrong answers
-    keeping their proportions; ``refit`` (the batch's crowd model: answers → probabilities over the same
-    items and labels) is run on each, and the corrected mean taken with the batch's columns
-    (:func:`label_map`). D = 0 gives 0 exactly. ``values`` ``[N]`` gives floats; ``[N × C]`` (several
-    runs' differences; NaN where a query has no value) arrays ``[C]``, every column from the same
-    replicates.
-
-    Set against simulated studies whose crowd erred with a known D
-    (tests/metrics/test_label_dependence_simulated.py): the truth's sign, and part of its size (how much:
-    docs/metrics.md).
-    """
-    matrix = np.asarray(values, dtype=np.float64)
-    single = matrix.ndim == 1
-    matrix = matrix[:, None] if single else matrix
-    if dependence == 0:
-        zero = np.zeros(matrix.shape[1])
-        return (0.0, 0.0) if single else (zero, zero.copy())
-    labels = list(probabilities.columns)
-    position = {label: i for i, label in enumerate(labels)}
-    row_of = {q: i for i, q in enumerate(probabilities.index.astype(str))}
-    items = answers["item"].astype(str).map(row_of)
-    is_query = items.notna().to_numpy()
-    rows = items.fillna(0).to_numpy(dtype=np.int64)
-    gold_truth = answers["item"].astype(str).map(gold).map(position).fillna(0).to_numpy(dtype=np.int64)
-    z = np.asarray(z, dtype=np.float64)
-    reading, rows_at_d = dependent_fit(answers, gold, probabilities, z, dependence, fitted)
-    pi = reading.to_numpy(dtype=np.float64)
-    rates = _answer_rates(answers, {**confusion, **rows_at_d}, labels)  # answers × true label × answer
-    t, weighted = label_map(probabilities)
-    every = np.arange(len(answers))
-    answer_rates = {
-        tilt: _tilted_rates(rates, np.where(is_query, np.exp(d * z[rows]), 1.0))
-        for tilt, d in ((False, 0.0), (True, dependence))
-    }
-    rng = np.random.default_rng(seed)
-    shifts = []
-    for _ in range(draws):
-        truth = (rng.random(len(pi))[:, None] > np.cumsum(pi, axis=1)[:, :-1]).sum(axis=1)
-        true_label = np.where(is_query, truth[rows], gold_truth)
-        uniforms = rng.random(len(answers))[:, None]
-        corrected = []
-        for tilt in (False, True):
-            chances = answer_rates[tilt][every, true_label]
-            given = (uniforms > np.cumsum(chances, axis=1)[:, :-1]).sum(axis=1)
-            refitted = refit(answers.assign(label=[labels[i] for i in given]))
-            fitted_pi = refitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
-            p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
-            corrected.append(class_means(p, matrix, row_weights=w)[0])
-        shifts.append(corrected[0] - corrected[1])
-    shifts = np.asarray(shifts)  # draws × C
-    mean = shifts.mean(axis=0)
-    se = shifts.std(axis=0, ddof=1) / np.sqrt(len(shifts)) if len(shifts) > 1 else np.full(len(mean), np.nan)
-    return (float(mean[0]), float(se[0])) if single else (mean, se)

@@ -2,7 +2,7 @@
 label, the blind sample, one labeller or a cascade. And how large a first draw to make.
 
 Pure numpy, no Django. :func:`simulate_path` redraws the whole machine path ``redraws`` times
-against known true labels: the crowd (a :class:`genderbias.crowd.simulation.escalation.CrowdModel`, or none: the
+against known true labels: the crowd (a :class:`genderbias.crowd.simulation.workers.CrowdModel`, or none: the
 true labels are the crowd's) labels the blind sample as a batch of its own, with the
 sample's reference rule (escalation of undecided queries, :class:`genderbias.crowd.simulation.escalation.ReferenceRule`);
 routing certifies on it (:func:`.routing_statistics.certify_threshold`, or
@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from genderbias.crowd.simulation.escalation import CrowdModel, ReferenceRule, simulate_crowd
+from genderbias.crowd.simulation.escalation import ReferenceRule, simulate_crowd
+from genderbias.crowd.simulation.workers import CrowdModel
 from genderbias.machine.cascade_statistics import certify_cascade
 from genderbias.machine.certification import certify_threshold
 from genderbias.machine.routing_statistics import TOLERANCE, tied

@@ -32,7 +32,7 @@ COLLECTION_BACKGROUND = "collection"
 BACKGROUND_DEPTH = 200
 #: NFaiRR's τ: a document with at most this many representative words is neutral.
 DEFAULT_THRESHOLD = 1
-#: NFaiRR normalisers with a background run (see :mod:`genderbias.ranking.measures`'s docstring): the
+#: NFaiRR normalisers with a background run (see :mod:`genderbias.ranking.nfairr`'s docstring): the
 #: background plus every compared run (default), or the background alone as the reference code.
 NORMALISERS = ("comparison", "exact")
 DEFAULT_NORMALISER = "comparison"

@@ -2,7 +2,7 @@
 
 Pure (numpy only; no Django): inputs are dense ``[queries × depth]`` matrices of the
 representative word counts ``f``, ``m`` of each query's ranked documents (0 past the end of
-its list) and ``n``, the documents each query has — :class:`genderbias.ranking.measures.RankedCounts`
+its list) and ``n``, the documents each query has — :class:`genderbias.ranking.ranked_counts.RankedCounts`
 holds them — so the cost is a few cumulative sums per run, no Python loop per query.
 
 Groups (the representation NFaiRR uses)
@@ -61,29 +61,13 @@ Two forms (``ExposureSettings.form``; their wording: :data:`genderbias.ranking.v
 --------------------------------------------------------------------------------------------
 Everything above is the **adapted** form (default): the platform's adaptation to documents a ranker
 chose from a collection, where the reference must be a target, not the list's own composition. The
-**reference** form computes the metrics as the cited papers' reference code does, so that published
-numbers can be compared with those computed by it (the groups, soft and without neutral documents,
-are the same in both forms; on crisp groups the reference form is the code's):
-
-- AWRF (:func:`_reference_awrf`): FairRankTune's ``AWRF`` with its ``MinMaxRatio``: each group's
-  attention per member V_g = ε_g / N_g (N_g = Σ a_g over the top min(k, n), the group's size in the
-  list), value min_g V_g / max_g V_g; one group present: 1; none: undefined (NaN).
-- rKL, rND, rRD (:func:`reference_rank_fairness`): Yang & Stoyanovich's ``FairRank`` code, the ranked
-  list being the top L = min(k, n): the reference q is the list's own protected share; cut points
-  step, 2·step, … ≤ L only; discount 1/log2(i + 1); rKL in bits with the code's 0.001 floor for a
-  prefix share of 0 or 1; rRD with the code's all-protected prefix as the largest term; normalised
-  by the code's normaliser, the larger of two averages of rankings generated from the same documents
-  at fairness probability 0 and 0.98 (0.5 for rRD), taken here as the exact expectations of those
-  averages (the code samples 10 rankings each). Undefined (NaN) where the code refuses: one group
-  only, no gendered document, no cut point with a gendered document before the list's end.
-
-A report records its form (``Report.exposure_form``) and every reference-form result carries
-``reference`` in its variant (``female,reference``, ``dcg,reference``).
+**reference** form computes the metrics as the cited papers' reference code does
+(:mod:`genderbias.ranking.exposure_reference`). A report records its form (``Report.exposure_form``)
+and every reference-form result carries ``reference`` in its variant (``female,reference``, ``dcg,reference``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +86,7 @@ from genderbias.ranking.defaults import (
     MAX_CUT_STEP,
     PROTECTED_GROUPS,
 )
+from genderbias.ranking.exposure_reference import reference_awrf, reference_rank_fairness, within
 from genderbias.ranking.vocabulary import REFERENCE_TOKEN
 
 #: AWRF's position weights (see the module docstring).
@@ -114,8 +99,6 @@ MAX_STEP = MAX_CUT_STEP
 METRICS = ("AWRF", "rKL", "rND", "rRD")
 #: The forms: the platform's ``adapted`` one (default) and the cited papers' ``reference`` code's.
 FORMS = EXPOSURE_FORMS
-#: The reference code's floor (FairRank ``measures.calculaterKL``): a prefix share of 0 or 1 becomes 0.001.
-KL_FLOOR = 0.001
 
 
 @dataclass(frozen=True)
@@ -133,7 +116,7 @@ class ExposureSettings:
     form: str = DEFAULT_EXPOSURE_FORM  #: ``adapted`` or ``reference`` (:data:`FORMS`; see the module docstring)
 
     def validate(self) -> None:
-        """``ValueError`` (:class:`genderbias.options.OptionError`) naming the bad setting: each
+        """``ValueError`` (:class:`genderbias.report_option.OptionError`) naming the bad setting: each
         setting's one check is its declaration's (:data:`genderbias.options.EXPOSURE_OPTIONS`)."""
         for attribute, option in EXPOSURE_OPTIONS.items():
             option.check(getattr(self, attribute))
@@ -189,11 +172,6 @@ def alignment(f: np.ndarray, m: np.ndarray, threshold: float = 1) -> tuple[np.nd
     return a_f, a_m, gendered
 
 
-def _within(n: np.ndarray, depth: int) -> np.ndarray:
-    """``[queries × depth]``: the rank is within the query's list."""
-    return np.arange(depth)[None, :] < np.asarray(n)[:, None]
-
-
 def group_exposure(
     f: np.ndarray, m: np.ndarray, n: np.ndarray, cutoff: int, settings: ExposureSettings = ExposureSettings()
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +184,7 @@ def _group_exposure(
     a_f: np.ndarray, a_m: np.ndarray, n: np.ndarray, cutoff: int, settings: ExposureSettings
 ) -> tuple[np.ndarray, np.ndarray]:
     depth = min(cutoff, a_f.shape[1])
-    keep = _within(n, a_f.shape[1])[:, :depth]
+    keep = within(n, a_f.shape[1])[:, :depth]
     w = position_weights(depth, settings.weights, settings.p)
     return (a_f[:, :depth] * keep) @ w, (a_m[:, :depth] * keep) @ w
 
@@ -236,7 +214,7 @@ def awrf(
 
 def _awrf(a_f: np.ndarray, a_m: np.ndarray, n: np.ndarray, cutoff: int, settings: ExposureSettings) -> np.ndarray:
     if settings.reference:
-        return _reference_awrf(a_f, a_m, n, cutoff, settings)
+        return reference_awrf(a_f, a_m, n, cutoff, position_weights(a_f.shape[1], settings.weights, settings.p))
     e_f, e_m = _group_exposure(a_f, a_m, n, cutoff, settings)
     total = e_f + e_m
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -275,9 +253,9 @@ def _prefix_shares(protected: np.ndarray, gendered: np.ndarray, n: np.ndarray) -
     """``(G, P)``: per query and rank i, the gendered documents among the top i and their protected share
     (0 where G_i = 0), at the matrices' full depth (a cutoff's are its first columns)."""
     protected = np.asarray(protected, dtype=np.float64)
-    within = _within(n, protected.shape[1])
-    counted = np.cumsum(np.asarray(gendered, dtype=bool) & within, axis=1)
-    aligned = np.cumsum(protected * within, axis=1)
+    inside = within(n, protected.shape[1])
+    counted = np.cumsum(np.asarray(gendered, dtype=bool) & inside, axis=1)
+    aligned = np.cumsum(protected * inside, axis=1)
     share = np.divide(aligned, counted, out=np.zeros_like(aligned), where=counted > 0)
     return counted, np.clip(share, 0.0, 1.0)
 
@@ -361,8 +339,9 @@ def exposure_columns(
     protected = a_f if settings.protected == "female" else a_m
     if settings.reference:
         columns = {}
+        weights = position_weights(a_f.shape[1], settings.weights, settings.p)
         for k in cutoffs:
-            columns[f"AWRF@{k}"] = _reference_awrf(a_f, a_m, n, k, settings)
+            columns[f"AWRF@{k}"] = reference_awrf(a_f, a_m, n, k, weights)
             for measure in METRICS[1:]:
                 columns[f"{measure}@{k}"] = reference_rank_fairness(protected, gendered, n, k, measure, settings.step)
         return columns
@@ -375,156 +354,3 @@ def exposure_columns(
             total, _, most = _at_cuts(term, largest, counted, n, k, settings.step, "yang")
             columns[f"{measure}@{k}"] = _normalise(total, most)
     return columns
-
-
-# --- the reference form (the cited papers' code) ------------------------------------------------
-
-
-def _reference_awrf(
-    a_f: np.ndarray, a_m: np.ndarray, n: np.ndarray, cutoff: int, settings: ExposureSettings
-) -> np.ndarray:
-    """AWRF@cutoff per query in the reference form: FairRankTune's ``AWRF`` with ``MinMaxRatio``, min_g V_g /
-    max_g V_g over the groups present in the top min(cutoff, n), V_g = ε_g / N_g its attention per member
-    (N_g = Σ a_g, the group's soft size in the list); one group present: 1; none: NaN (undefined)."""
-    depth = min(cutoff, a_f.shape[1])
-    keep = _within(n, a_f.shape[1])[:, :depth]
-    f, m = a_f[:, :depth] * keep, a_m[:, :depth] * keep
-    w = position_weights(depth, settings.weights, settings.p)
-    size_f, size_m = f.sum(axis=1), m.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_f, per_m = (f @ w) / size_f, (m @ w) / size_m
-        ratio = np.minimum(per_f, per_m) / np.maximum(per_f, per_m)
-    both, either = (size_f > 0) & (size_m > 0), (size_f > 0) | (size_m > 0)
-    return np.where(both, ratio, np.where(either, 1.0, np.nan))
-
-
-def _reference_terms(aligned: np.ndarray, counted: np.ndarray, q: np.ndarray, measure: str) -> np.ndarray:
-    """Each prefix's term as the reference code (FairRank ``measures.py``) computes it, S_i = ``aligned``
-    protected of G_i = ``counted`` gendered documents, q the list's protected share (a column):
-
-    - rND ``calculaterND``: |S_i/G_i − q|;
-    - rKL ``calculaterKL``: KL((p, 1 − p) ‖ (q, 1 − q)) in bits, p = S_i/G_i, a p of 0 or 1 replaced by 0.001;
-    - rRD ``calculaterRD``: |min(R, R_i) − R|, R = q/(1 − q), R_i = S_i/(G_i − S_i), and R_i = 0 where
-      G_i − S_i = 0 (an all-protected prefix: the largest term R)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.clip(aligned / counted, 0.0, 1.0)
-        if measure == "rND":
-            return np.abs(share - q)
-        if measure == "rKL":
-            p = np.where((share <= 1e-12) | (share >= 1 - 1e-12), KL_FLOOR, share)
-            return p * np.log2(p / q) + (1 - p) * np.log2((1 - p) / (1 - q))
-        if measure == "rRD":  # S_i/(G_i − S_i) as share/(1 − share): exactly R where the share is q
-            ratio = q / (1 - q)
-            current = np.where(counted - aligned <= 1e-12, 0.0, share / (1 - share))
-            return np.abs(np.minimum(ratio, current) - ratio)
-    raise ValueError(f"unknown rank fairness measure {measure!r}; choose rKL, rND or rRD")
-
-
-def _binomial_window(top: int, probability: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(start, pmf)``: for every g = 0 … ``top``, P(X = start[g] + k), X ~ Binomial(g, f), k = 0 … W − 1, a
-    window around the mode W = 2·⌈7 sd⌉ + 5 wide (at most top + 1): all but ~10⁻¹¹ of the mass."""
-    from scipy import stats
-
-    half = math.ceil(7 * math.sqrt(top * probability * (1 - probability))) + 2
-    width = min(top + 1, 2 * half + 1)
-    sizes = np.arange(top + 1)
-    start = np.clip(np.floor(sizes * probability).astype(np.int64) - half, 0, None)
-    start = np.minimum(start, np.maximum(sizes - width + 1, 0))
-    picks = start[:, None] + np.arange(width)[None, :]
-    return start, stats.binom.pmf(picks, sizes[:, None], probability)
-
-
-def _generated(
-    counted: np.ndarray,
-    delta: np.ndarray,
-    size: np.ndarray,
-    mass: np.ndarray,
-    q: np.ndarray,
-    measure: str,
-    probability: float,
-) -> np.ndarray:
-    """Σ δ_i E[term_i] over the rankings the reference code generates from the list's documents at
-    fairness ``probability`` f (FairRank ``dataGenerator.generateUnfairRanking``: while both groups
-    last, the next document is protected with probability f, then the rest of the other group).
-
-    Of the list's N = ``size`` gendered documents, P = ``mass`` protected (soft: their summed
-    alignment), the first G_i of the generated order hold S_i = min(P, max(X, G_i − (N − P)))
-    protected, X ~ Binomial(G_i, f): X counts the protected picks, and once a group runs out the
-    other fills the rest. Neutral documents keep their ranks (G_i at cut point i is the list's own).
-    f = 0 is the protected-last list itself."""
-    total = np.zeros(len(counted))
-    columns = np.flatnonzero(delta.any(axis=0))
-    if not len(columns):
-        return total
-    if probability > 0:
-        start, pmf = _binomial_window(int(counted[:, columns].max()), probability)
-        offsets = np.arange(pmf.shape[1], dtype=np.float64)[None, :]
-    for column in columns:
-        g = counted[:, column]
-        if probability > 0:
-            picks, weights = start[g][:, None] + offsets, pmf[g]
-        else:
-            picks, weights = np.zeros((1, 1)), np.ones((1, 1))
-        gendered = g.astype(np.float64)[:, None]
-        held = np.minimum(mass, np.maximum(picks, gendered - (size - mass)))
-        terms = np.nan_to_num(_reference_terms(held, gendered, q, measure))
-        total += delta[:, column] * (weights * terms).sum(axis=1)
-    return total
-
-
-#: The fairness probabilities whose generated rankings the reference code's normaliser averages
-#: (FairRank ``measures.calculateNormalizer``: 0 and 0.98; 0 and 0.5 for rRD).
-GENERATOR_PROBABILITIES = {"rKL": (0.0, 0.98), "rND": (0.0, 0.98), "rRD": (0.0, 0.5)}
-
-
-def reference_rank_sums(
-    protected: np.ndarray, gendered: np.ndarray, n: np.ndarray, cutoff: int, measure: str, step: int = 10
-) -> tuple[np.ndarray, dict[float, np.ndarray]]:
-    """``(Σ δ_i term_i, {f: Σ δ_i E[term_i] of the rankings generated at fairness probability f}) per query
-    in the reference form (:func:`reference_rank_fairness`): the first is the reference code's
-    ``calculateNDFairness`` with normaliser 1, the largest of the second its normaliser's expectation."""
-    depth = min(cutoff, protected.shape[1])
-    queries = len(protected)
-    if depth == 0:
-        return np.zeros(queries), {f: np.zeros(queries) for f in GENERATOR_PROBABILITIES[measure]}
-    within = _within(n, protected.shape[1])[:, :depth]
-    is_gendered = np.asarray(gendered, dtype=bool)[:, :depth] & within
-    aligned = np.cumsum(np.where(is_gendered, np.asarray(protected, dtype=np.float64)[:, :depth], 0.0), axis=1)
-    counted = np.cumsum(is_gendered, axis=1)
-    last = np.minimum(cutoff, np.asarray(n)).astype(np.int64)
-    end = np.clip(last, 1, depth) - 1
-    rows = np.arange(queries)
-    size, mass = counted[rows, end][:, None].astype(np.float64), aligned[rows, end][:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        q = mass / size
-    defined = (last[:, None] >= 1) & (q > 1e-12) & (q < 1 - 1e-12)
-    ranks = np.arange(1, depth + 1)
-    cuts = (ranks[None, :] % step == 0) & (ranks[None, :] <= last[:, None]) & (counted > 0) & defined
-    delta = np.where(cuts, 1.0 / np.log2(ranks[None, :] + 1.0), 0.0)
-    q = np.where(defined, q, 0.5)
-    total = (delta * np.nan_to_num(_reference_terms(aligned, counted, q, measure))).sum(axis=1)
-    generated = {f: _generated(counted, delta, size, mass, q, measure, f) for f in GENERATOR_PROBABILITIES[measure]}
-    return total, generated
-
-
-def reference_rank_fairness(
-    protected: np.ndarray, gendered: np.ndarray, n: np.ndarray, cutoff: int, measure: str, step: int = 10
-) -> np.ndarray:
-    """rKL, rND or rRD at ``cutoff`` per query in the reference form (Yang & Stoyanovich's code,
-    FairRank ``measures.calculateNDFairness`` and ``getNormalizer``), the ranked list being the top
-    L = min(cutoff, n) documents:
-
-    - q, the reference, is the protected share of the list's gendered documents (the code's
-      ``_pro_N/_user_N``); the prefixes are cut at i ∈ {step, 2·step, …} ≤ L, discounted 1/log2(i + 1);
-    - terms as :func:`_reference_terms`; value = Σ δ_i term_i ÷ Z. The code's Z is the larger of two
-      averages of 10 rankings generated from the same documents, at fairness probability 0 (the
-      protected-last list) and 0.98 (0.5 for rRD): here the larger of their expectations
-      (:func:`_generated`), the same normaliser without its sampling noise;
-    - NaN (undefined; the code refuses such a ranking) when Z = 0: a list of one group only (q of 0
-      or 1), no gendered document, or no cut point with a gendered document before the list's end.
-
-    ``protected``: alignment to the protected group (soft or 0/1); ``gendered``: the document is in a group."""
-    total, generated = reference_rank_sums(protected, gendered, n, cutoff, measure, step)
-    largest = np.max(list(generated.values()), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(largest > 1e-12, total / largest, np.nan)

@@ -174,3 +174,28 @@ def rank_bias_with_ties(
             if hi - lo > RANGE_TOLERANCE
         }
     return values, ranges
+
+
+def selection_summary(runs: list[str], size: int, picks: Mapping[str, Mapping[str, tuple]]) -> dict:
+    """The summary of a pool of ``size`` queries: ``picks`` holds, per run, each query one
+    of its lists selected, with its (female, male) positions (``None`` or 0 where not). Per list its
+    female and male picks and the queries no other run selected; between runs the Jaccard overlap of
+    their selected queries (0 when neither selected any)."""
+    selected = {run: set(picks[run]) for run in runs}
+    overlap = [
+        [
+            len(selected[a] & selected[b]) / len(selected[a] | selected[b]) if selected[a] | selected[b] else 0.0
+            for b in runs
+        ]
+        for a in runs
+    ]
+    per_list = [
+        {
+            "run": run,
+            "female": sum(1 for female, _ in picks[run].values() if female),
+            "male": sum(1 for _, male in picks[run].values() if male),
+            "only_here": len(selected[run] - set().union(*(selected[o] for o in runs if o != run))),
+        }
+        for run in runs
+    ]
+    return {"size": size, "runs": runs, "per_list": per_list, "overlap": overlap}

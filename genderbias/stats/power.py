@@ -77,11 +77,6 @@ STEP_UP = 0.02
 #: A study whose differences' variance is at most this (sd ≤ 1e-15) does not vary.
 FLAT = 1e-30
 
-#: SIGIR 2020's annotated MS MARCO dev queries (Rekabsaz & Schedl 2020; the GenderBias_IR
-#: repository's ``queries_gender_annotated.csv``): 1,765 of 3,750 non-gendered. The share a plan
-#: assumes when nothing better is known, stated as such.
-SIGIR2020_NON_GENDERED = (1765, 3750)
-
 
 def normal_quantiles(alpha: float, power: float) -> tuple[float, float]:
     """``(z_{1−α/2}, z_{power})`` of the standard normal."""
@@ -392,26 +387,3 @@ def minimum_detectable_difference(
         else:
             low = middle
     return high
-
-
-def wilson_interval(successes: int, total: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson's score interval of a proportion (Wilson 1927; Agresti & Coull 1998)::
-
-    (p̂ + z²/2N ± z √(p̂(1 − p̂)/N + z²/4N²)) / (1 + z²/N)
-    """
-    from scipy import stats
-
-    if total <= 0:
-        raise ValueError("no labelled queries to estimate a share from")
-    z = float(stats.norm.ppf(1 - (1 - level) / 2))
-    p = successes / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def pooled_to_annotate(needed: int, share: float) -> int:
-    """Pooled queries to annotate so that about ``needed`` are non-gendered: ⌈needed / share⌉."""
-    if not 0 < share <= 1:
-        raise ValueError(f"the non-gendered share must be in (0, 1], got {share}")
-    return math.ceil(needed / share - 1e-9)

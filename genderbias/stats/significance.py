@@ -29,6 +29,7 @@ significance policy.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pandas as pd
@@ -226,6 +227,20 @@ def summarise(
     if len(summary):
         summary["p_value"] = pd.Series([row["p_value"] for row in rows], index=summary.index, dtype=object)
     return summary
+
+
+def finite(value) -> float | None:
+    """``value`` as a float, or None when it is missing, NaN or infinite (what a table and JSON show)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def run_mean(values: pd.Series) -> float | None:
+    """A run's mean of a per-query measure over the queries with a value (None: none has one):
+    the figure a report table's cell shows."""
+    return finite(values.mean()) if len(values) else None
 
 
 def wide_values(per_query: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -103,11 +103,11 @@ def _label_sensitivity(
     (:func:`metrics.services.reports.compute_batch_report`, against ``baseline``, default the first
     run) and how far each label-corrected difference, its combined interval and its significance
     move if every answer's odds of being wrong grew by exp(D·z) with the baseline's standardised
-    value z, for each D (simulated from the batch's fitted crowd: :func:`dependence_simulation`).
+    value z, for each D (simulated from the batch's fitted crowd: :func:`genderbias.crowd.simulation.dependence.dependence_simulation`).
     """
 
     from genderbias.crowd import sensitivity
-    from genderbias.ranking import measures
+    from genderbias.ranking.ranked_counts import validate_cutoffs
 
     from ..formatting import order_sensitivity
 
@@ -156,6 +156,7 @@ def _label_sensitivity(
     dependence_rows, baseline_name = None, None
     if dependence:
         from genderbias.crowd import label_dependence
+        from genderbias.crowd.simulation import dependence
         from genderbias.stats import significance
 
         base = baseline or runs[0]
@@ -166,12 +167,12 @@ def _label_sensitivity(
         )  # fmt: skip
         dependence_rows = label_dependence.dependence_table(
             significance.wide_values(computed.per_query), computed.labels.table, computed.summary, base.name,
-            [float(d) for d in dependence], simulate=dependence_simulation(computed.labels.model, report_settings.seed),
+            [float(d) for d in dependence], simulate=dependence.dependence_simulation(computed.labels.model, report_settings.seed),
         )  # fmt: skip
     return sensitivity.LabelSensitivity(
         batch=batch.name,
         runs=[run.name for run in runs],
-        cutoffs=measures.validate_cutoffs(report_settings.cutoffs),
+        cutoffs=validate_cutoffs(report_settings.cutoffs),
         threshold=threshold,
         table=table,
         rankings=sensitivity.ranking_changes(table),
@@ -274,54 +275,3 @@ def ask_label_sensitivity(
         )
         kept.save(update_fields=["job"])
     return kept
-
-
-#: Replicate batches per dependence in the sensitivity check (each a refit of the crowd model, twice).
-DEPENDENCE_REPLICATES = 4
-
-
-def dependence_simulation(model, seed: int):
-    """The shift as D is defined (:func:`genderbias.crowd.label_dependence.simulated_shift`) for the batch's fitted
-    crowd (``model``: :class:`genderbias.crowd.label_probabilities.LabelModel`): the crowd refitted as
-    erring with D (:func:`genderbias.crowd.label_dependence.dependent_fit`), true labels and answers redrawn from
-    that refit, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows held
-    as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
-    import numpy as np
-    import pandas as pd
-
-    from genderbias.crowd import label_dependence
-    from genderbias.crowd.aggregation import dawid_skene
-
-    crowd = model.crowd
-    if crowd is None or crowd.encoded is None or not len(model.crowd_qids):
-        return None
-    encoded = crowd.encoded
-    labels = list(encoded.labels)
-    answers = pd.DataFrame(
-        {
-            "item": encoded.items[encoded.item_idx].astype(str),
-            "worker": encoded.workers[encoded.worker_idx].astype(str),
-            "label": np.asarray(labels, dtype=object)[encoded.label_idx],
-        }
-    )
-    gold = {
-        str(encoded.items[row]): labels[int(np.argmax(onehot))]
-        for row, onehot in zip(encoded.gold_rows, encoded.gold_onehot, strict=True)
-    }
-    table = model.table
-    rows = [q for q in model.crowd_qids if q in table.index]
-
-    def refit(redrawn: pd.DataFrame) -> pd.DataFrame:
-        fitted = dawid_skene(redrawn, labels=labels, gold=gold or None)
-        out = table.copy()
-        out.loc[rows] = fitted.held_out.reindex(index=rows, columns=table.columns, fill_value=0.0).to_numpy()
-        return out
-
-    def simulate(z: np.ndarray, differences: np.ndarray, dependence: float) -> np.ndarray:
-        shift, _ = label_dependence.simulated_shift(
-            answers, gold, crowd.confusion, table, z, differences, dependence, refit,
-            draws=DEPENDENCE_REPLICATES, seed=seed, fitted=rows,
-        )  # fmt: skip
-        return shift
-
-    return simulate

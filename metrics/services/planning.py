@@ -37,7 +37,7 @@ from genderbias.errors import ServiceError
 from genderbias.labels import LABELS, NON_GENDERED
 from genderbias.options import CUTOFF_OPTION
 from genderbias.ranking.vocabulary import BY_NAME
-from genderbias.stats import power
+from genderbias.stats import plan_inputs, power
 from metrics.selectors import report_per_query
 from metrics.services.reports import ReportSettings, compute_report
 from pooling.models import Pool, QuerySet, Run
@@ -47,7 +47,6 @@ from ..models import Report
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    import numpy as np
 
 #: The defaults of a plan (the command's, the API's and the panel's).
 DEFAULT_POWER = 0.8
@@ -96,8 +95,8 @@ class Share:
 
 
 def _share(count: int, total: int, source: str) -> Share:
-    low, high = power.wilson_interval(count, total)
-    return Share(count / total, low, high, count, total, source)
+    share, low, high = plan_inputs.share_interval(count, total)
+    return Share(share, low, high, count, total, source)
 
 
 @dataclass(frozen=True)
@@ -135,8 +134,6 @@ def _variant(metric: str, variant: str | None, present: list[str]) -> str:
 
 def _differences(frame, run_a: str, run_b: str, metric: str, variant: str | None, cutoff: int):
     """``(variant, qids, differences)`` of A − B from a long per-query frame."""
-    import numpy as np
-
     part = frame[(frame["metric"] == metric) & (frame["cutoff"].astype(int) == int(cutoff))]
     if part.empty:
         raise ServiceError(f"the pilot has no values of {metric}@{cutoff}")
@@ -144,16 +141,15 @@ def _differences(frame, run_a: str, run_b: str, metric: str, variant: str | None
     part = part[part["variant"] == variant]
     a = part[part["run"] == run_a].set_index("qid")["value"]
     b = part[part["run"] == run_b].set_index("qid")["value"]
-    joined = (a.rename("a").to_frame().join(b.rename("b"), how="inner")).dropna()
-    if len(joined) < 3:
+    qids, differences = plan_inputs.paired_differences(a, b)
+    if len(qids) < 3:
         raise ServiceError(
-            f"the pilot has {len(joined)} queries with values of both {run_a} and {run_b} on "
+            f"the pilot has {len(qids)} queries with values of both {run_a} and {run_b} on "
             f"{metric}[{variant}]@{cutoff}; a plan needs at least 3"
         )
-    differences = (joined["a"] - joined["b"]).to_numpy(dtype=np.float64)
-    if np.ptp(differences) == 0:
+    if min(differences) == max(differences):
         raise ServiceError("the pilot's per-query differences do not vary: nothing to plan from")
-    return variant, tuple(str(q) for q in joined.index), differences
+    return variant, qids, differences
 
 
 def _has(report: Report, runs: set[str], cutoff: int, metric: str) -> bool:
@@ -271,7 +267,7 @@ def non_gendered_share(pool: Pool, pilot_query_set: str | None = None) -> Share:
                     total,
                     f"the labels of batch {export.batch.name}, whose export is the pilot's query set {pilot_query_set}",
                 )
-    count, total = power.SIGIR2020_NON_GENDERED
+    count, total = plan_inputs.SIGIR2020_NON_GENDERED
     return _share(
         count, total, "assumed: the SIGIR 2020 annotated queries (Rekabsaz & Schedl 2020), no labels of this pool yet"
     )
@@ -334,7 +330,6 @@ def plan_study(
     """The study plan as a JSON-ready dict (keys in docs/metrics.md, "Planning a study").
 
     ``compute=False`` (the page and the API): the pilot must be a stored report."""
-    import numpy as np
 
     if not (isinstance(delta, (int, float)) and math.isfinite(delta) and delta > 0):
         raise ServiceError(f"Δ must be a positive number, got {delta!r}")
@@ -362,8 +357,8 @@ def plan_study(
         bar=bar,
         compute=compute,
     )
-    d: np.ndarray = pilot.differences
-    sd = float(np.std(d, ddof=1))
+    d = pilot.differences
+    mean_difference, sd = plan_inputs.pilot_moments(d)
     current = len(d)
     found = power.sample_size(d, delta, alpha, power_target, draws, seed, on_step=on_step)
     plan: dict[str, Any] = {
@@ -376,7 +371,7 @@ def plan_study(
             "variant": pilot.variant,
             "cutoff": pilot.cutoff,
             "queries": current,
-            "mean_difference": float(np.mean(d)),
+            "mean_difference": mean_difference,
             "sd_difference": sd,
         },
         "test": "two-sided paired t-test of A against B (genderbias.stats.significance.paired_t_test), a family of one",
@@ -452,11 +447,11 @@ def _pool_plan(pool: Pool, pilot: Pilot, needed: int | None, settings: CostSetti
     }
     if needed is None:
         return part
-    pooled = power.pooled_to_annotate(needed, share.share)
+    pooled = plan_inputs.pooled_to_annotate(needed, share.share)
     part["pooled_to_annotate"] = pooled
     part["pooled_to_annotate_range"] = [
-        power.pooled_to_annotate(needed, share.high),
-        power.pooled_to_annotate(needed, share.low) if share.low > 0 else None,
+        plan_inputs.pooled_to_annotate(needed, share.high),
+        plan_inputs.pooled_to_annotate(needed, share.low) if share.low > 0 else None,
     ]
     part["pool_queries"] = pool.queries.queries.count()
     part["cost"] = costs(pooled, settings)

@@ -46,8 +46,6 @@ from genderbias.options import (
     THRESHOLD_OPTION,
     TIES_OPTION,
     TOKENIZER_OPTION,
-    OptionError,
-    ReportOption,
 )
 from genderbias.presets import PRESETS
 from genderbias.ranking import effectiveness
@@ -58,6 +56,7 @@ from genderbias.ranking.defaults import (
 )
 from genderbias.ranking.effectiveness import DEFAULT_MEASURES
 from genderbias.ranking.effectiveness import parse_measures as parse
+from genderbias.report_option import OptionError, ReportOption
 from genderbias.text.wordlists import (
     GenderWords,
     default_representative_wordlist,
@@ -125,7 +124,7 @@ class ReportSettings:
         )
 
     def validate(self) -> None:
-        """Each setting by its declaration's one check (:meth:`genderbias.options.ReportOption.check`):
+        """Each setting by its declaration's one check (:meth:`genderbias.report_option.ReportOption.check`):
         a :class:`genderbias.errors.FieldError` naming the setting; then the preset and the measures."""
         for option in REPORT_OPTIONS.values():
             if option.kind == "file":
@@ -419,11 +418,12 @@ def per_query_values(
     import polars as pl
 
     from genderbias.ranking import measures
+    from genderbias.ranking.ranked_counts import validate_cutoffs
 
     check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
     words = wordlist or default_wordlist()
     representative = representative or default_representative_wordlist()
-    cutoffs = measures.validate_cutoffs(report_settings.cutoffs)
+    cutoffs = validate_cutoffs(report_settings.cutoffs)
     depth = max(cutoffs)
     qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
 
@@ -518,7 +518,7 @@ def _store(
 ) -> Report:
     import polars as pl
 
-    from genderbias.ranking import measures
+    from genderbias.ranking.ranked_counts import validate_cutoffs
 
     background, baseline, qrels = inputs.get("background"), inputs.get("baseline"), inputs.get("qrels")
     batch, labels = inputs.get("label_batch"), computed.labels
@@ -550,7 +550,7 @@ def _store(
                 wordlist=register_wordlist(computed.wordlist),
                 representative_wordlist=register_wordlist(computed.representative),
                 tokenizer=report_settings.tokenizer,
-                cutoffs=measures.validate_cutoffs(report_settings.cutoffs),
+                cutoffs=validate_cutoffs(report_settings.cutoffs),
                 threshold=report_settings.threshold,
                 background_run=background,
                 nfairr_normaliser=report_settings.nfairr_normaliser,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genderbias.ranking import exposure
+from genderbias.ranking import exposure, exposure_reference
 from genderbias.ranking.exposure import ExposureSettings
 
 # --- the reference code (FairRank fb8a5c5), ported ------------------------------------------------
@@ -121,7 +121,7 @@ def ours(ranking, protected_group, measure, settings=REFERENCE, cutoff=None):
 def ours_sums(ranking, protected_group, measure, step=10):
     f, m, n = crisp(ranking, protected_group)
     a_f, _, gendered = exposure.alignment(f, m)
-    total, generated = exposure.reference_rank_sums(a_f, gendered, n, len(ranking), measure, step)
+    total, generated = exposure_reference.reference_rank_sums(a_f, gendered, n, len(ranking), measure, step)
     return total[0], {p: values[0] for p, values in generated.items()}
 
 
@@ -253,7 +253,7 @@ def test_neutral_documents_keep_their_ranks_and_stay_outside_the_groups():
     # Cut points 4, 8, 12; gendered G = 3, 7, 11; women S = 2, 2, 3; q = 3/11; δ = 1/log2 5, 1/log2 9, 1/log2 13.
     total = sum(abs(s / g - 3 / 11) / math.log2(i + 1) for i, g, s in ((4, 3, 2), (8, 7, 2), (12, 11, 3)))
     a_f, _, gendered = exposure.alignment(f, m)
-    sums, _ = exposure.reference_rank_sums(a_f, gendered, np.array([12]), 12, "rND", 4)
+    sums, _ = exposure_reference.reference_rank_sums(a_f, gendered, np.array([12]), 12, "rND", 4)
     assert sums[0] == pytest.approx(total, abs=1e-12)
     value = exposure.rank_fairness(f, m, np.array([12]), 12, "rND", settings)[0]
     assert 0 < value < 1

@@ -13,7 +13,7 @@ posteriors, :func:`genderbias.crowd.class_means.class_means` with :func:`label_m
 a batch's labels computes) and the true difference (mean of B − A over the truly non-gendered queries).
 The truth's move at D = mean over studies of (true − corrected at D) − (true − corrected at D = 0): how far
 the truth sits from the report because of the dependence. The tool's figure (``simulated``): the command's
-``shift`` at D (``dependence_table`` with the service's :func:`metrics.services.labelling.dependence_simulation`,
+``shift`` at D (``dependence_table`` with the service's :func:`genderbias.crowd.simulation.dependence.dependence_simulation`,
 four replicate batches) on the study whose crowd erred with that D (what the check is for: where the truth
 would stand if the batch's crowd erred so). Printed beside it: the same check on the study drawn with D = 0
 (``simulated_on_independent``: a crowd that did not err so, the check's premise false), and the posterior tilt
@@ -33,7 +33,7 @@ from genderbias.crowd import class_means, label_dependence
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.label_probabilities import LabelModel
 from genderbias.crowd.simulation import studies as cs
-from metrics.services.labelling import dependence_simulation
+from genderbias.crowd.simulation.dependence import dependence_simulation
 
 KEY = ("ARaB", "tf", 10)
 DEPENDENCES = (0.0, 1.0, 3.0)
@@ -162,7 +162,7 @@ def test_the_posterior_tilt_moves_with_the_truth(draws):
 
 @pytest.mark.slow
 def test_the_simulated_shift_moves_with_the_truth(draws):
-    """The command's shift (:func:`genderbias.crowd.label_dependence.simulated_shift` as the service builds it from a
+    """The command's shift (:func:`genderbias.crowd.simulation.dependence.simulated_shift` as the service builds it from a
     batch's fitted crowd) on the studies whose crowd truly erred with D: same sign as the truth's move, and
     within a quarter of it plus 3 Monte-Carlo standard errors (the studies' spread, which includes the
     replicates'). Measured (6 studies; mean, MC s.e.): the truth −0.0194 (0.0025) at D = 1 and −0.0566 (0.0032)

@@ -5,7 +5,7 @@ import math
 import polars as pl
 import pytest
 
-from genderbias.ranking import measures
+from genderbias.ranking import measures, nfairr
 from genderbias.stats.significance import summarise
 
 
@@ -35,14 +35,14 @@ RUN = run_frame({"1": ["a", "b", "c", "d"], "2": ["e", "x"], "3": ["d"]})
 
 
 def test_neutrality_of_single_documents():
-    omega = measures.neutrality([2, 0, 1, 0, 1, 3, 2], [0, 3, 1, 0, 0, 1, 0], threshold=1)
+    omega = nfairr.neutrality([2, 0, 1, 0, 1, 3, 2], [0, 3, 1, 0, 0, 1, 0], threshold=1)
     assert list(omega) == [0.0, 0.0, 1.0, 1.0, 1.0, 0.5, 0.0]
     # τ = 2 makes the two-word document a neutral one
-    assert measures.neutrality([2], [0], threshold=2)[0] == 1.0
+    assert nfairr.neutrality([2], [0], threshold=2)[0] == 1.0
 
 
 def test_nfairr_against_the_collection():
-    table = measures.nfairr(RUN, COUNTS, [2, 4])
+    table = nfairr.nfairr(RUN, COUNTS, [2, 4])
     ideal4 = W[0] + W[1] + W[2] + W[3]
     assert table.loc["1", "NFaiRR@2"] == pytest.approx(0.0, abs=1e-12)  # a, b both one-sided
     assert table.loc["1", "FaiRR@4"] == pytest.approx(W[2] + W[3], abs=1e-9)
@@ -54,19 +54,19 @@ def test_nfairr_against_the_collection():
 
 
 def test_nfairr_with_a_partly_neutral_document():
-    table = measures.nfairr(run_frame({"1": ["g", "c"]}), COUNTS, [2])
+    table = nfairr.nfairr(run_frame({"1": ["g", "c"]}), COUNTS, [2])
     assert table.loc["1", "NFaiRR@2"] == pytest.approx((0.5 + 1 / log2(3)) / (1 + 1 / log2(3)), abs=1e-9)
 
 
 def test_nfairr_with_a_background_run():
     # run a, c; background b: the ideal orders {a, c, b} by ω = [1, 0, 0]
-    table = measures.nfairr(run_frame({"1": ["a", "c"]}), COUNTS, [2], background=run_frame({"1": ["b"]}))
+    table = nfairr.nfairr(run_frame({"1": ["a", "c"]}), COUNTS, [2], background=run_frame({"1": ["b"]}))
     assert table.loc["1", "NFaiRR@2"] == pytest.approx((0 + 1 / log2(3)) / (1 + 0), abs=1e-9)
 
 
 def test_nfairr_background_includes_the_runs_own_documents_so_never_exceeds_one():
     # The background alone (a, b) has ideal 0; the reference code divided by it. Ours: {c, d, a, b} → [1, 1, 0, 0].
-    table = measures.nfairr(run_frame({"1": ["c", "d"]}), COUNTS, [2], background=run_frame({"1": ["a", "b"]}))
+    table = nfairr.nfairr(run_frame({"1": ["c", "d"]}), COUNTS, [2], background=run_frame({"1": ["a", "b"]}))
     assert table.loc["1", "NFaiRR@2"] == pytest.approx(1.0, abs=1e-12)
 
 
@@ -90,20 +90,20 @@ def test_issue_example_fairrs():
     half = 0.5 * S10
     assert half == pytest.approx(2.2718, abs=1e-4)
     assert 0.5 * S10 + 0.5 * W[9] == pytest.approx(2.4163, abs=1e-4)
-    x1 = measures.nfairr(X1, HALF, [10], background=BACKGROUND_HALF)
+    x1 = nfairr.nfairr(X1, HALF, [10], background=BACKGROUND_HALF)
     assert x1.loc["1", "FaiRR@10"] == pytest.approx(0.5 * S10, abs=1e-12)
 
 
 def test_nfairr_per_run_normaliser_was_not_monotone():
     # Without the other run of the comparison, X2's own neutral document raises its ideal: 0.872 < 1.
-    alone = measures.nfairr(X2, HALF, [10], background=BACKGROUND_HALF)
+    alone = nfairr.nfairr(X2, HALF, [10], background=BACKGROUND_HALF)
     assert alone.loc["1", "NFaiRR@10"] == pytest.approx(0.872, abs=1e-3)
 
 
 def test_nfairr_comparison_normaliser_is_monotone_and_at_most_one():
     comparison = [X1, X2]
-    x1 = measures.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, comparison=comparison)
-    x2 = measures.nfairr(X2, HALF, [10], background=BACKGROUND_HALF, comparison=comparison)
+    x1 = nfairr.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, comparison=comparison)
+    x2 = nfairr.nfairr(X2, HALF, [10], background=BACKGROUND_HALF, comparison=comparison)
     ideal = 1.0 * W[0] + 0.5 * (S10 - W[0])  # z first, then nine of the ω = 0.5 documents
     assert x1.loc["1", "NFaiRR@10"] == pytest.approx(0.5 * S10 / ideal, abs=1e-12)
     assert x2.loc["1", "NFaiRR@10"] == pytest.approx((0.5 * S10 + 0.5 * W[9]) / ideal, abs=1e-12)
@@ -111,26 +111,26 @@ def test_nfairr_comparison_normaliser_is_monotone_and_at_most_one():
 
 
 def test_nfairr_exact_normaliser_is_the_original_definition():
-    x1 = measures.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, normaliser="exact")
-    x2 = measures.nfairr(X2, HALF, [10], background=BACKGROUND_HALF, normaliser="exact", comparison=[X1])
+    x1 = nfairr.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, normaliser="exact")
+    x2 = nfairr.nfairr(X2, HALF, [10], background=BACKGROUND_HALF, normaliser="exact", comparison=[X1])
     assert x1.loc["1", "NFaiRR@10"] == pytest.approx(1.0, abs=1e-12)
     # The background alone is the denominator (comparison ignored): above 1, reported as such.
     assert x2.loc["1", "NFaiRR@10"] == pytest.approx((0.5 * S10 + 0.5 * W[9]) / (0.5 * S10), abs=1e-12)
     # A query the background lacks: IFaiRR = 0, undefined.
-    lacking = measures.nfairr(run_frame({"2": ["z"]}), HALF, [1], background=BACKGROUND_HALF, normaliser="exact")
+    lacking = nfairr.nfairr(run_frame({"2": ["z"]}), HALF, [1], background=BACKGROUND_HALF, normaliser="exact")
     assert math.isnan(lacking.loc["2", "NFaiRR@1"])
 
 
 def test_nfairr_variant_names_the_normaliser():
-    assert measures.nfairr_variant("collection", "exact") == "collection"
-    assert measures.nfairr_variant("bm25", "comparison") == "bm25"
-    assert measures.nfairr_variant("bm25", "exact") == "bm25:exact"
+    assert nfairr.nfairr_variant("collection", "exact") == "collection"
+    assert nfairr.nfairr_variant("bm25", "comparison") == "bm25"
+    assert nfairr.nfairr_variant("bm25", "exact") == "bm25:exact"
     with pytest.raises(ValueError, match="normaliser"):
-        measures.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, normaliser="own")
+        nfairr.nfairr(X1, HALF, [10], background=BACKGROUND_HALF, normaliser="own")
 
 
 def test_nfairr_undefined_when_every_candidate_is_one_sided():
-    table = measures.nfairr(run_frame({"1": ["a"]}), COUNTS, [1], background=run_frame({"1": ["b"]}))
+    table = nfairr.nfairr(run_frame({"1": ["a"]}), COUNTS, [1], background=run_frame({"1": ["b"]}))
     assert math.isnan(table.loc["1", "NFaiRR@1"])
 
 
@@ -183,7 +183,7 @@ def test_rank_bias_through_pooling_with_tf_and_bool():
 def test_rows_are_taken_in_rank_order_and_renumbered():
     # rows out of order; rank 2 was removed (e.g. a filtered document): c, a behave like ranks 1, 2
     frame = pl.DataFrame({"qid": ["1", "1", "1"], "docid": ["b", "a", "c"], "rank": [4, 3, 1]})
-    table = measures.nfairr(frame, COUNTS, [2, 3])
+    table = nfairr.nfairr(frame, COUNTS, [2, 3])
     assert table.loc["1", "NFaiRR@2"] == pytest.approx(1 / (1 + 1 / log2(3)), abs=1e-9)
     assert table.loc["1", "n"] == 2  # b (rank 4) is beyond the largest cutoff
 
@@ -199,4 +199,4 @@ def test_means_count_only_the_queries_a_run_has():
 
 def test_bad_cutoffs():
     with pytest.raises(ValueError):
-        measures.nfairr(RUN, COUNTS, [0, 5])
+        nfairr.nfairr(RUN, COUNTS, [0, 5])

@@ -17,7 +17,7 @@ from annotation import services as annotation_services
 from annotation.models import Routing
 from annotation.quality.services.adjudication import adjudicate
 from genderbias.errors import ServiceError
-from genderbias.stats import power
+from genderbias.stats import plan_inputs, power
 from metrics.models import Report
 from metrics.services import planning
 from metrics.services.reports import default_representative_wordlist
@@ -146,10 +146,10 @@ def test_the_worked_example_of_the_docs(db):
     2020 share 1,765/3,750 → 419 pooled (405–434 over its interval); 42 HITs × 3 assignments at $0.05:
     in-house $6.30, MTurk $7.56, Prolific $6.30 + $2.0979 → $8.40."""
     needed = power.normal_sample_size(0.01, 0.05)
-    low, high = power.wilson_interval(*power.SIGIR2020_NON_GENDERED)
-    pooled = power.pooled_to_annotate(needed, 1765 / 3750)
+    low, high = plan_inputs.wilson_interval(*plan_inputs.SIGIR2020_NON_GENDERED)
+    pooled = plan_inputs.pooled_to_annotate(needed, 1765 / 3750)
     assert (needed, pooled) == (197, 419)
-    assert (power.pooled_to_annotate(needed, high), power.pooled_to_annotate(needed, low)) == (405, 434)
+    assert (plan_inputs.pooled_to_annotate(needed, high), plan_inputs.pooled_to_annotate(needed, low)) == (405, 434)
     assert planning.costs(pooled) == {"local": 6.30, "mturk": 7.56, "prolific": 8.40, "taskbuilder": 8.40}
 
 
@@ -184,13 +184,13 @@ def test_with_a_pool_the_share_labelled_so_far_gives_the_pooled_count_and_cost(w
     plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool="pl", draws=500)
     share = plan["non_gendered_share"]
     assert (share["count"], share["total"], share["share"]) == (4, 5, 0.8)
-    assert (share["ci_low"], share["ci_high"]) == pytest.approx(power.wilson_interval(4, 5))
+    assert (share["ci_low"], share["ci_high"]) == pytest.approx(plan_inputs.wilson_interval(4, 5))
     assert "pool-batch" in share["source"]
     needed = plan["n_queries"]
     assert plan["pooled_to_annotate"] == math.ceil(needed / 0.8 - 1e-9)
     assert plan["pooled_to_annotate_range"] == [
-        power.pooled_to_annotate(needed, share["ci_high"]),
-        power.pooled_to_annotate(needed, share["ci_low"]),
+        plan_inputs.pooled_to_annotate(needed, share["ci_high"]),
+        plan_inputs.pooled_to_annotate(needed, share["ci_low"]),
     ]
     assert plan["cost"] == planning.costs(plan["pooled_to_annotate"])
     assert plan["machine"] is None  # nothing routed
@@ -223,7 +223,7 @@ def test_a_pool_without_labels_takes_the_sigir_2020_share_and_says_so(world):
 
 def test_the_sigir_2020_default_is_the_reference_files_share(reference_dir):
     labels = [line.rsplit(",", 1)[1].strip() for line in (reference_dir / "queries_gender_annotated.csv").open()]
-    assert (labels.count("n"), len(labels)) == power.SIGIR2020_NON_GENDERED
+    assert (labels.count("n"), len(labels)) == plan_inputs.SIGIR2020_NON_GENDERED
 
 
 # --- the command --------------------------------------------------------------------------------
@@ -443,5 +443,5 @@ def test_each_pool_plans_with_its_own_share_never_another_pools(world, staff):
         assert plan["pooled_to_annotate"] == math.ceil(plan["n_queries"] * total / count - 1e-9)
     make_pool("three")
     share = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool="three", draws=200)["non_gendered_share"]
-    assert (share["count"], share["total"]) == power.SIGIR2020_NON_GENDERED
+    assert (share["count"], share["total"]) == plan_inputs.SIGIR2020_NON_GENDERED
     assert share["source"].startswith("assumed: the SIGIR 2020")

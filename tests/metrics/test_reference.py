@@ -6,7 +6,7 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from genderbias.ranking import measures
+from genderbias.ranking import nfairr
 from genderbias.text.magnitudes import count_frame, magnitude
 from genderbias.text.wordlists import load_wordlist
 from metrics.services import REPRESENTATIVE_WORDLIST
@@ -59,4 +59,4 @@ def test_nfairr_neutrality_matches_the_reference_formula(reference_dir):
     for pid, (f, m) in reference_counts(words).items():
         total = f + m
         reference = 1.0 if total <= 1 else 1 - abs(f / total - 0.5) - abs(m / total - 0.5)
-        assert measures.neutrality([f], [m], 1)[0] == pytest.approx(reference, abs=1e-12), pid
+        assert nfairr.neutrality([f], [m], 1)[0] == pytest.approx(reference, abs=1e-12), pid

@@ -24,8 +24,8 @@ from genderbias.options import (
     EXPOSURE_TARGET_OPTION,
     REPORT_OPTIONS,
     SENSITIVITY_CUTOFFS_OPTION,
-    OptionError,
 )
+from genderbias.report_option import OptionError
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("core", "pooling", "annotation", "metrics", "publishing", "config")

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from genderbias.stats.correlation import correlation
 from metrics import tables
 
 
@@ -32,7 +33,7 @@ def test_correlation_by_hand():
     # inversions among the 24 permutations of 4) = (1 + 3 + 3 + 1)/24 = 1/3.
     x = pd.Series([0.1, 0.2, 0.3, 0.4], index=["q1", "q2", "q3", "q4"])
     y = pd.Series([0.1, 0.3, 0.2, 0.4], index=["q1", "q2", "q3", "q4"])
-    result = tables.correlation(x, y)
+    result = correlation(x, y)
     assert result["n"] == 4
     assert result["pearson_r"] == pytest.approx(0.8)
     assert result["pearson_p"] == pytest.approx(0.2)
@@ -46,7 +47,7 @@ def test_correlation_joins_on_queries_and_matches_scipy():
     y = pd.Series(x.to_numpy() * 0.5 + rng.normal(size=30), index=x.index)
     y.iloc[4] = np.nan  # undefined for one query: left out
     x = pd.concat([x, pd.Series([5.0], index=["only-x"])])
-    result = tables.correlation(x, y)
+    result = correlation(x, y)
     kept = y.dropna().index
     pearson = stats.pearsonr(x[kept], y[kept])
     kendall = stats.kendalltau(x[kept], y[kept])
@@ -59,8 +60,8 @@ def test_correlation_joins_on_queries_and_matches_scipy():
 
 def test_correlation_undefined_for_constant_or_too_few():
     index = ["q1", "q2", "q3"]
-    assert tables.correlation(pd.Series([1.0, 1, 1], index), pd.Series([1.0, 2, 3], index))["pearson_r"] is None
-    assert tables.correlation(pd.Series([1.0, 2], index[:2]), pd.Series([1.0, 2], index[:2]))["kendall_tau"] is None
+    assert correlation(pd.Series([1.0, 1, 1], index), pd.Series([1.0, 2, 3], index))["pearson_r"] is None
+    assert correlation(pd.Series([1.0, 2], index[:2]), pd.Series([1.0, 2], index[:2]))["kendall_tau"] is None
 
 
 BASE = [0.1, 0.2, 0.3]

@@ -67,8 +67,8 @@ def label_and_confidence(answers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def platform_crowd(class_shares: np.ndarray | None = None):
-    """The benchmark's crowd (:func:`genderbias.crowd.simulation.escalation.noisy_crowd`'s defaults)."""
-    from genderbias.crowd.simulation.escalation import noisy_crowd
+    """The benchmark's crowd (:func:`genderbias.crowd.simulation.workers.noisy_crowd`'s defaults)."""
+    from genderbias.crowd.simulation.workers import noisy_crowd
 
     return noisy_crowd(tuple(LABELS), class_shares=class_shares)
 

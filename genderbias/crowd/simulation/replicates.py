@@ -2,7 +2,8 @@
 
 Pure (numpy; no Django). Each replicate keeps the batch's (item, worker) pairs and gold questions,
 draws each item's true label from the fit's posteriors and each answer from its worker's fitted
-row, with the items' difficulty of a given spread; refitted, they show how far the model sits from
+row, with the items' difficulty of a given spread (the simulator's draws,
+:mod:`genderbias.crowd.simulation.answers`); refitted, they show how far the model sits from
 a truth it is not told (:mod:`genderbias.crowd.calibration`, the de-noised accuracy's bias in
 :func:`genderbias.crowd.denoised.denoised_bias`).
 """
@@ -15,24 +16,9 @@ from dataclasses import replace
 import numpy as np
 
 from genderbias.crowd.estimation import Encoded, Fit, fit
+from genderbias.crowd.simulation.answers import pick, tilt_errors
 
 BIAS_REPLICATES = 8
-
-
-def _answers_with_difficulty(
-    rng: np.random.Generator, rows: np.ndarray, truth: np.ndarray, factor: np.ndarray
-) -> np.ndarray:
-    """Answers drawn from ``rows`` [R × J × K] (each answer's fitted row given its true label ``truth``
-    [R × J]) with each answer's odds of being wrong × ``factor`` [R × J], the wrong answers keeping their
-    proportions."""
-    k = rows.shape[-1]
-    onehot = np.eye(k)[truth]
-    right = np.clip((rows * onehot).sum(axis=2), 1e-12, 1 - 1e-12)
-    wrong = rows * (1 - onehot)
-    wrong /= np.maximum(wrong.sum(axis=2, keepdims=True), 1e-300)
-    p_right = 1.0 / (1.0 + (1.0 - right) / right * factor)
-    chances = (1.0 - p_right)[:, :, None] * wrong + p_right[:, :, None] * onehot
-    return np.minimum((rng.random(truth.shape)[:, :, None] > chances.cumsum(axis=2)).sum(axis=2), k - 1)
 
 
 def refitted_replicates(
@@ -46,16 +32,15 @@ def refitted_replicates(
 ) -> tuple[np.ndarray, list[Fit], list[Encoded]]:
     """``count`` replicate crowds of the batch as fitted, with item difficulty of spread ``spread`` (not for
     the workers of index ``exempt``: a machine whose errors do not follow the items' difficulty), refitted."""
-    k = len(encoded.labels)
-    truth = (rng.random((count, encoded.n_items))[:, :, None] > posteriors.cumsum(axis=1)[None, :, :-1]).sum(axis=2)
-    truth = np.minimum(truth, k - 1)
+    truth = pick(rng.random((count, encoded.n_items)), np.broadcast_to(posteriors, (count, *posteriors.shape)))
     if len(encoded.gold_rows):
         truth[:, encoded.gold_rows] = encoded.gold_onehot.argmax(axis=1)[None, :]
     rows = confusion[encoded.worker_idx[None, :], truth[:, encoded.item_idx], :]
     factor = np.exp(spread * rng.standard_normal((count, encoded.n_items)))[:, encoded.item_idx]
     if len(exempt):
         factor[:, np.isin(encoded.worker_idx, exempt)] = 1.0
-    drawn = _answers_with_difficulty(rng, rows, truth[:, encoded.item_idx], factor)
+    chances = tilt_errors(rows, truth[:, encoded.item_idx], factor)
+    drawn = pick(rng.random(chances.shape[:-1]), chances)
     refitted = [replace(encoded, label_idx=drawn[r]) for r in range(count)]
     return truth, [fit(e, max_iter=100) for e in refitted], refitted
 

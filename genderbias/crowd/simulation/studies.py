@@ -43,6 +43,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from genderbias.crowd.simulation.answers import pick, tilt_errors
+
 LABELS = ("n", "f", "m", "o")
 #: The SIGIR 2020 study's shares (1,765 n, 742 f, 1,202 m, 41 o of 3,750).
 SHARES = np.array([1765, 742, 1202, 41]) / 3750
@@ -176,12 +178,10 @@ def crowd_judgments(
                 elif kinds[w] == 2:
                     given = 0
                 else:
-                    row = confusions[w, t].copy()
+                    row = confusions[w, t]
                     if (q >= 0 and crowd.dependence) or crowd.difficulty:  # gold index n + g
-                        odds = (1 - row[t]) / row[t] * odds_factor[q if q >= 0 else n - 1 - q]
-                        wrong = odds / (1 + odds)
-                        row = (1 - wrong) * np.eye(k)[t] + wrong * errors[t]
-                    given = rng.choice(k, p=row)
+                        row = tilt_errors(row, t, odds_factor[q if q >= 0 else n - 1 - q])
+                    given = int(pick(np.asarray(rng.random()), row))
                 rows.append((f"g{-1 - q}" if q < 0 else f"q{q}", worker, LABELS[given]))
     frame = pd.DataFrame(rows, columns=["item", "worker", "label"])
     gold = {f"g{i}": LABELS[t] for i, t in enumerate(gold_truth)}

@@ -1,9 +1,9 @@
 """Simulated blind samples with workers who copy the machine's label (the echo check's simulation).
 
-The honest part of the crowd is the library's (:func:`genderbias.crowd.simulation.noisy_crowd`: its
-workers' confusion matrices set their error rates); a *copier* answers the machine's label. Votes
-are drawn as the platform hands HITs out (:func:`genderbias.crowd.simulation.simulate_crowd`: HITs of
-``queries_per_hit``, distinct workers per HIT drawn by share), kept per worker so that the echo check
+The crowd is the library's (:func:`genderbias.crowd.simulation.workers.noisy_crowd`: its workers'
+confusion matrices set their error rates) with *copiers*, who answer the machine's label; the votes
+are the library simulator's per-worker votes (:class:`genderbias.crowd.simulation.answers.HitVotes`:
+HITs handed out as the platform does, each vote kept per worker) so that the echo check
 (:mod:`genderbias.machine.echo`) can read them. The machine is calibrated: right with probability
 its confidence. Routing certifies a threshold on the sample (the platform's
 :func:`genderbias.machine.certification.certify_threshold`) against the sample's reference label
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genderbias.crowd.simulation.escalation import noisy_crowd
+from genderbias.crowd.simulation.answers import HitVotes, majority, with_copiers
+from genderbias.crowd.simulation.workers import noisy_crowd
 from genderbias.machine.certification import certify_threshold
 from genderbias.machine.echo import echo_check
 
@@ -38,81 +39,9 @@ def crowd_with_copiers(copiers: int, *, honest: int = 13, copier_share: float = 
     """noisy_crowd's workers (honest, 2 spammers, 1 lazy), then ``copiers`` workers who answer the
     machine's label, each taking ``copier_share`` of an honest worker's work (copying is fast)."""
     crowd = noisy_crowd(LABELS, honest=honest, class_shares=CLASS_SHARES)
-    raw_shares = np.concatenate([crowd.shares * (honest + 2 + 2.0), np.full(copiers, copier_share)])
+    shares = with_copiers(crowd, copiers, copier_share * len(crowd.shares) / (honest + 2 + 2.0))
     names = crowd.names + tuple(f"copier-{i}" for i in range(copiers))
-    return crowd, raw_shares / raw_shares.sum(), names
-
-
-class SampleVotes:
-    """The votes on a sample as the platform collects them: HITs of ``queries_per_hit`` in random
-    order, ``votes`` distinct workers each, drawn by share; then (the sample's reference rule) one
-    more worker per round on every HIT with a query without a strict majority, until its HIT has
-    ``cap`` votes. Worker ``w`` votes from ``confusion[w]`` (the library's crowd) or copies ``machine``
-    (copiers: the workers beyond the confusion matrices). :meth:`escalate` runs the rule on the votes
-    not held out (the places of a held-out worker's answers offered again)."""
-
-    def __init__(self, truth, machine, confusion, shares, rng, *, votes=3, cap=7, queries_per_hit=10):
-        self.truth, self.machine, self.confusion, self.rng, self.cap = truth, machine, confusion, rng, cap
-        n, workers = len(truth), len(shares)
-        hit_of = np.empty(n, dtype=int)
-        hit_of[rng.permutation(n)] = np.arange(n) // queries_per_hit
-        self.hit_of = hit_of
-        hits = int(hit_of.max()) + 1
-        self.queries_of = [np.flatnonzero(hit_of == h) for h in range(hits)]
-        self.ranking = np.argsort(-(np.log(shares)[None, :] + rng.gumbel(size=(hits, workers))), axis=1)
-        self.taken = np.zeros(hits, dtype=int)  # how far down its ranking each HIT went
-        self.cumulative = np.cumsum(confusion, axis=2)
-        self.by_worker = np.zeros((workers, n, len(LABELS)), dtype=int)  # votes per worker, query, label
-        for _ in range(votes):
-            self._round(np.ones(hits, dtype=bool), set())
-        self.escalate(set())
-
-    def _round(self, open_hits, held) -> bool:
-        workers = self.ranking.shape[1]
-        voted = False
-        for h in np.flatnonzero(open_hits):
-            while self.taken[h] < workers and int(self.ranking[h, self.taken[h]]) in held:
-                self.taken[h] += 1
-            if self.taken[h] >= workers:
-                continue
-            w = int(self.ranking[h, self.taken[h]])
-            self.taken[h] += 1
-            queries = self.queries_of[h]
-            if w < len(self.confusion):
-                draws = self.rng.random(len(queries))[:, None] > self.cumulative[w, self.truth[queries]]
-                labels = np.minimum(draws.sum(axis=1), len(LABELS) - 1)
-            else:
-                labels = self.machine[queries]
-            self.by_worker[w, queries, labels] += 1
-            voted = True
-        return voted
-
-    def counts(self, held) -> np.ndarray:
-        kept = [w for w in range(len(self.by_worker)) if w not in held]
-        return self.by_worker[kept].sum(axis=0)
-
-    def escalate(self, held) -> None:
-        while True:
-            counts = self.counts(held)
-            top = counts.max(axis=1)
-            undecided = ((counts == top[:, None]).sum(axis=1) > 1) | (counts.sum(axis=1) < 2)
-            per_hit = np.bincount(self.hit_of, weights=counts.sum(axis=1)) / np.bincount(self.hit_of)
-            open_hits = (np.bincount(self.hit_of[undecided], minlength=len(per_hit)) > 0) & (per_hit < self.cap)
-            if not open_hits.any() or not self._round(open_hits, held):
-                return
-
-    @property
-    def votes(self) -> list[tuple[int, int, int]]:
-        """``(query, worker, label)`` of every vote."""
-        w, i, label = np.nonzero(self.by_worker)
-        return list(zip(i.tolist(), w.tolist(), label.tolist(), strict=True))
-
-
-def reference(counts: np.ndarray) -> np.ndarray:
-    """Per query, the strict majority of its votes (``counts``: query × label), if at least two; −1 otherwise."""
-    top = counts.max(axis=1)
-    decisive = (counts.sum(axis=1) >= 2) & ((counts == top[:, None]).sum(axis=1) == 1)
-    return np.where(decisive, counts.argmax(axis=1), -1)
+    return crowd, shares, names
 
 
 def one_study(
@@ -133,7 +62,7 @@ def one_study(
     wrong = (truth + rng.integers(1, len(LABELS), size=population)) % len(LABELS)
     machine = np.where(right, truth, wrong)
     drawn = rng.permutation(population)[:sample]  # a simple random sample, in draw order
-    collected = SampleVotes(truth[drawn], machine[drawn], crowd.confusion, shares, rng)
+    collected = HitVotes(truth[drawn], crowd, rng, shares=shares, copied=machine[drawn])
     votes = collected.votes
     held: set[int] = set()
     if check:
@@ -144,7 +73,7 @@ def one_study(
         held = {names.index(e.worker) for e in echoes if e.flagged}
         collected.escalate(held)
         votes = collected.votes
-    ref = reference(collected.counts(held))
+    ref = majority(collected.counts(held))
     correct = machine[drawn] == ref
     result = certify_threshold(confidence[drawn], correct, confidence, target=target, risk=risk, extendable=False)
     copier_ids = set(range(len(crowd.confusion), len(names)))

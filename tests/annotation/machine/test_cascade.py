@@ -17,7 +17,8 @@ import math
 import numpy as np
 import pytest
 
-from genderbias.crowd.simulation.escalation import ReferenceRule, noisy_crowd
+from genderbias.crowd.simulation.escalation import ReferenceRule
+from genderbias.crowd.simulation.workers import noisy_crowd
 from genderbias.labels import LABELS
 from genderbias.machine.cascade_statistics import certify_cascade
 from genderbias.machine.certification import DEFAULT_RISK, NOT_EXTENDABLE, certify_threshold, perfect_record

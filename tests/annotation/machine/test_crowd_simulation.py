@@ -9,16 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genderbias.crowd.simulation.escalation import (
-    ReferenceRule,
-    crowd_from_dict,
-    crowd_from_figures,
-    noisy_crowd,
-    pooled_crowd,
-    reference_outcomes,
-    routing_ceiling,
-    simulate_crowd,
-)
+from genderbias.crowd.simulation.escalation import ReferenceRule, reference_outcomes, routing_ceiling, simulate_crowd
+from genderbias.crowd.simulation.workers import crowd_from_dict, crowd_from_figures, noisy_crowd, pooled_crowd
 
 TWO = ("n", "f")
 #: The worked example of docs/prelabelling.md: a vote on a Non-gendered query says n 0.8 of the time, on a

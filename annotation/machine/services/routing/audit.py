@@ -50,7 +50,7 @@ def audit_routing(
     ``crowd``: who labels the sample and the routed queries. ``"none"``: nobody errs, the file's labels
     are the crowd's (the vectorised :func:`genderbias.machine.routing_audit.audit`); ``"fitted"``:
     the crowd model fitted to the batch's calibration sample; a path: a crowd model in JSON
-    (:func:`genderbias.crowd.simulation.escalation.crowd_from_dict`). Default: fitted when the batch has
+    (:func:`genderbias.crowd.simulation.workers.crowd_from_dict`). Default: fitted when the batch has
     a sample with votes, else none. With a crowd, each redraw simulates it labelling the sample (with
     the reference rule: the sample's own, else ``escalation_cap`` and ``until``), the rest and a
     crowd-only labelling (:func:`genderbias.machine.routing_forecast.simulate_path`): the forecast
@@ -161,7 +161,8 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
 
     from annotation.machine.selectors import fitted_crowd
     from annotation.machine.services.calibration import reference_record
-    from genderbias.crowd.simulation.escalation import ReferenceRule, crowd_from_dict, crowd_from_figures
+    from genderbias.crowd.simulation.escalation import ReferenceRule
+    from genderbias.crowd.simulation.workers import crowd_from_dict, crowd_from_figures
     from genderbias.errors import InputError
     from genderbias.labels import LABELS
 

@@ -777,7 +777,8 @@ def _advice(batch: Batch, sample: CalibrationSample, target: float, risk: float,
     from dataclasses import replace as with_cap
 
     from annotation.machine.selectors import fitted_crowd
-    from genderbias.crowd.simulation.escalation import ceiling_by_label, crowd_from_figures
+    from genderbias.crowd.simulation.escalation import ceiling_by_label
+    from genderbias.crowd.simulation.workers import crowd_from_figures
     from genderbias.machine.routing_forecast import observed_profile, profile_at, size_first_draw
 
     advice: dict[str, Any] = {}

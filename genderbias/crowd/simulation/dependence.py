@@ -1,0 +1,151 @@
+"""The label dependence check's replicate crowds: how far the truth would sit from the label-corrected mean
+if the batch's crowd erred with ranking dependence D.
+
+Pure (numpy, pandas; no Django). D is defined in :mod:`genderbias.crowd.label_dependence` (every answer's
+odds of being wrong × exp(D·z)); this is its simulation on the batch's own design, drawn by the
+simulator's :func:`~genderbias.crowd.simulation.answers.pick` and
+:func:`~genderbias.crowd.simulation.answers.tilt_errors`, and the report's entry point
+(:func:`dependence_simulation`, from a fitted :class:`~genderbias.crowd.label_probabilities.LabelModel`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from genderbias.crowd.class_means import class_means, label_map
+from genderbias.crowd.label_dependence import answer_rates, dependent_fit
+from genderbias.crowd.simulation.answers import pick, tilt_errors
+from genderbias.ranking.defaults import DEFAULT_SEED
+
+
+def simulated_shift(
+    answers: pd.DataFrame,
+    gold: Mapping[str, str],
+    confusion: Mapping[str, pd.DataFrame],
+    probabilities: pd.DataFrame,
+    z: np.ndarray,
+    values: np.ndarray,
+    dependence: float,
+    refit: Callable[[pd.DataFrame], pd.DataFrame],
+    draws: int = 4,
+    seed: int = DEFAULT_SEED,
+    fitted: list[str] | None = None,
+) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd
+    erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
+    ``genderbias/crowd/simulation/studies.py``: every answer's odds of being wrong × exp(D·z)):
+    ``(shift, its Monte-Carlo standard error)``, ``shift`` = mean over ``draws`` replicate batches of
+    (corrected mean when the crowd errs independently − corrected mean when it errs with D), the
+    replicates paired (same true labels, same uniforms).
+
+    A parametric simulation from the batch's crowd refitted as erring with D (:func:`dependent_fit`, with
+    ``gold`` and ``fitted``): each replicate draws the true label of every query in ``fitted`` (default:
+    every row with an answer) from that refit's probabilities, the other rows from ``probabilities``
+    (rows: the queries, in the order of ``z`` and ``values``; rulings and machine-accepted rows are
+    certain), and answers each of the batch's own (item, worker) pairs in ``answers`` (``item, worker,
+    label``; the items of ``gold``, gold question → its known label, are answered untilted from that
+    label) from the worker's row of that refit (true label × answer; ``confusion[worker]``, the batch's
+    fit, for a worker it does not cover) as it is and with its error odds × exp(D·z_q), the wrong answers
+    keeping their proportions; ``refit`` (the batch's crowd model: answers → probabilities over the same
+    items and labels) is run on each, and the corrected mean taken with the batch's columns
+    (:func:`label_map`). D = 0 gives 0 exactly. ``values`` ``[N]`` gives floats; ``[N × C]`` (several
+    runs' differences; NaN where a query has no value) arrays ``[C]``, every column from the same
+    replicates.
+
+    Set against simulated studies whose crowd erred with a known D
+    (tests/metrics/test_label_dependence_simulated.py): the truth's sign, and part of its size (how much:
+    docs/metrics.md).
+    """
+    matrix = np.asarray(values, dtype=np.float64)
+    single = matrix.ndim == 1
+    matrix = matrix[:, None] if single else matrix
+    if dependence == 0:
+        zero = np.zeros(matrix.shape[1])
+        return (0.0, 0.0) if single else (zero, zero.copy())
+    labels = list(probabilities.columns)
+    position = {label: i for i, label in enumerate(labels)}
+    row_of = {q: i for i, q in enumerate(probabilities.index.astype(str))}
+    items = answers["item"].astype(str).map(row_of)
+    is_query = items.notna().to_numpy()
+    rows = items.fillna(0).to_numpy(dtype=np.int64)
+    gold_truth = answers["item"].astype(str).map(gold).map(position).fillna(0).to_numpy(dtype=np.int64)
+    z = np.asarray(z, dtype=np.float64)
+    reading, rows_at_d = dependent_fit(answers, gold, probabilities, z, dependence, fitted)
+    pi = reading.to_numpy(dtype=np.float64)
+    rates = answer_rates(answers, {**confusion, **rows_at_d}, labels)  # answers × true label × answer
+    t, weighted = label_map(probabilities)
+    every = np.arange(len(answers))
+    truths = np.broadcast_to(np.arange(len(labels)), (len(answers), len(labels)))  # each row's true label
+    tilted_rates = {
+        tilt: tilt_errors(rates, truths, np.where(is_query, np.exp(d * z[rows]), 1.0)[:, None])
+        for tilt, d in ((False, 0.0), (True, dependence))
+    }
+    rng = np.random.default_rng(seed)
+    shifts = []
+    for _ in range(draws):
+        truth = pick(rng.random(len(pi)), pi)
+        true_label = np.where(is_query, truth[rows], gold_truth)
+        uniforms = rng.random(len(answers))  # shared by the two crowds: the replicates are paired
+        corrected = []
+        for tilt in (False, True):
+            chances = tilted_rates[tilt][every, true_label]
+            given = pick(uniforms, chances)
+            refitted = refit(answers.assign(label=[labels[i] for i in given]))
+            fitted_pi = refitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
+            p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
+            corrected.append(class_means(p, matrix, row_weights=w)[0])
+        shifts.append(corrected[0] - corrected[1])
+    shifts = np.asarray(shifts)  # draws × C
+    mean = shifts.mean(axis=0)
+    se = shifts.std(axis=0, ddof=1) / np.sqrt(len(shifts)) if len(shifts) > 1 else np.full(len(mean), np.nan)
+    return (float(mean[0]), float(se[0])) if single else (mean, se)
+
+
+#: Replicate batches per dependence in the sensitivity check (each a refit of the crowd model, twice).
+DEPENDENCE_REPLICATES = 4
+
+
+def dependence_simulation(model, seed: int):
+    """The shift as D is defined (:func:`simulated_shift`) for the batch's fitted
+    crowd (``model``: :class:`genderbias.crowd.label_probabilities.LabelModel`): the crowd refitted as
+    erring with D (:func:`dependent_fit`), true labels and answers redrawn from
+    that refit, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows held
+    as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
+    from genderbias.crowd.aggregation import dawid_skene
+
+    crowd = model.crowd
+    if crowd is None or crowd.encoded is None or not len(model.crowd_qids):
+        return None
+    encoded = crowd.encoded
+    labels = list(encoded.labels)
+    answers = pd.DataFrame(
+        {
+            "item": encoded.items[encoded.item_idx].astype(str),
+            "worker": encoded.workers[encoded.worker_idx].astype(str),
+            "label": np.asarray(labels, dtype=object)[encoded.label_idx],
+        }
+    )
+    gold = {
+        str(encoded.items[row]): labels[int(np.argmax(onehot))]
+        for row, onehot in zip(encoded.gold_rows, encoded.gold_onehot, strict=True)
+    }
+    table = model.table
+    rows = [q for q in model.crowd_qids if q in table.index]
+
+    def refit(redrawn: pd.DataFrame) -> pd.DataFrame:
+        fitted = dawid_skene(redrawn, labels=labels, gold=gold or None)
+        out = table.copy()
+        out.loc[rows] = fitted.held_out.reindex(index=rows, columns=table.columns, fill_value=0.0).to_numpy()
+        return out
+
+    def simulate(z: np.ndarray, differences: np.ndarray, dependence: float) -> np.ndarray:
+        shift, _ = simulated_shift(
+            answers, gold, crowd.confusion, table, z, differences, dependence, refit,
+            draws=DEPENDENCE_REPLICATES, seed=seed, fitted=rows,
+        )  # fmt: skip
+        return shift
+
+    return simulate

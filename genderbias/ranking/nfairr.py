@@ -1,0 +1,169 @@
+"""NFaiRR (Rekabsaz, Kopeinik & Schedl, SIGIR 2021): the neutrality of a ranking, per query.
+
+Pure module (numpy, pandas, polars; no Django); the input matrices are :mod:`genderbias.ranking.ranked_counts`'.
+
+Definition (``k`` a cutoff, ``n`` the documents the run has for the query, w_r = 1/log2(r+1))
+---------------------------------------------------------------------------------------------
+A document is neutral (ω = 1) when
+  f + m ≤ τ, else ω = 1 − Σ_g |M_g/(f+m) − ½|. FaiRR@k = Σ_{r ≤ min(k,n)} ω(d_r)·w_r.
+  IFaiRR@k with the collection as background (default) = Σ_{r ≤ k} w_r, since the collection
+  always has k neutral documents. With a background run, IFaiRR@k is the best reordering (ω
+  descending) of a candidate set per query, chosen by the *normaliser*:
+
+  * ``comparison`` (default): the background run's top :data:`BACKGROUND_DEPTH` documents
+    together with the top documents of *every run of the comparison* (the runs of one report).
+    The denominator is the same for every run compared, so a fairer document never lowers a
+    run's score (NFaiRR is monotone in FaiRR), runs and their paired t-tests share one scale,
+    and NFaiRR ≤ 1 because every run's own documents are candidates.
+  * ``exact``: the background alone, as the reference code (CPJKU) did; values above 1 are
+    possible and reported as such. A query the background lacks has IFaiRR = 0.
+
+  NFaiRR = FaiRR / IFaiRR; when IFaiRR = 0 (only one-sided candidates, or none) NFaiRR is
+  undefined (NaN) and the query is left out of the mean.
+
+A document missing from the counts is neutral (ω = 1) — the reference code's intent, though it
+crashed there. NFaiRR is linear in the per-rank ω, so its expectation over the orders of ties is exact
+and its range comes from :meth:`~genderbias.ranking.ranked_counts.RankedCounts.extremes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from genderbias.ranking.defaults import (
+    BACKGROUND_DEPTH,
+    COLLECTION_BACKGROUND,
+    DEFAULT_NORMALISER,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TIES,
+    NORMALISERS,
+)
+from genderbias.ranking.ranked_counts import (
+    RankedCounts,
+    dense,
+    discounts,
+    qid_index,
+    ranked_counts,
+    renumber,
+    tie_view,
+    validate_cutoffs,
+    with_ties,
+)
+
+
+def neutrality(f: np.ndarray, m: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
+    """ω of documents with ``f`` female and ``m`` male word counts.
+
+    1 when f + m ≤ τ (too few gendered words to lean either way), else
+    1 − |f/(f+m) − ½| − |m/(f+m) − ½|: 1 for a balanced document, 0 for a one-sided one.
+    """
+    f = np.asarray(f, dtype=np.float64)
+    m = np.asarray(m, dtype=np.float64)
+    total = f + m
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lean = np.abs(f / total - 0.5) + np.abs(m / total - 0.5)
+    return np.where(total > threshold, 1.0 - lean, 1.0)
+
+
+def _background_ideal(
+    ranked: RankedCounts,
+    compared: Sequence[pl.DataFrame],
+    background: pl.DataFrame,
+    counts: pl.DataFrame,
+    threshold: float,
+    ties: str,
+) -> np.ndarray:
+    """``[queries × depth]`` ω of the best reordering of the background ∪ the ``compared`` runs' top documents.
+
+    Under ``tie-aware`` a compared run's top documents include every member of a tie group that
+    straddles the depth (each is in the top under some order), so the candidates, and NFaiRR's
+    denominator, are the same whatever the order of ties: NFaiRR stays linear, its expectation exact.
+    """
+    depth = ranked.depth
+    qids = pl.Series("qid", ranked.qids, dtype=pl.String)
+    candidates = [renumber(frame, depth, ties).select("qid", "docid") for frame in compared]
+    candidates.append(renumber(background, BACKGROUND_DEPTH).select("qid", "docid"))
+    pool = pl.concat(candidates).join(qids.to_frame(), on="qid", how="semi").unique(["qid", "docid"])
+    pool = pool.join(counts.select("docid", "f", "m"), on="docid", how="left").with_columns(
+        pl.col("f").fill_null(0), pl.col("m").fill_null(0)
+    )
+    omega = neutrality(pool["f"].to_numpy(), pool["m"].to_numpy(), threshold)
+    pool = pool.with_columns(pl.Series("omega", omega))
+    best = pool.with_columns(pl.col("omega").rank("ordinal", descending=True).over("qid").cast(pl.Int64).alias("rank"))
+    best = best.filter(pl.col("rank") <= depth).join(qid_index(qids), on="qid", how="left")
+    return dense(best["row"].to_numpy(), best["rank"].to_numpy() - 1, best["omega"].to_numpy(), (len(qids), depth))
+
+
+def nfairr(
+    run: pl.DataFrame,
+    counts: pl.DataFrame,
+    cutoffs: Sequence[int],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    background: pl.DataFrame | None = None,
+    comparison: Sequence[pl.DataFrame] = (),
+    normaliser: str = DEFAULT_NORMALISER,
+    ties: str = DEFAULT_TIES,
+) -> pd.DataFrame:
+    """FaiRR@k and NFaiRR@k per query (columns ``FaiRR@k``, ``NFaiRR@k``, and ``n``; the range over
+    orders of ties ``NFaiRR@k:low`` … and ``tied@k``).
+
+    ``counts`` are of the *representative* word list. ``background=None`` normalises by the
+    collection (IFaiRR@k = Σ_{r ≤ k} w_r). With a background run, ``normaliser="comparison"``
+    normalises by the best ordering of the background's documents plus those of every run in
+    ``comparison`` (pass all runs being compared; ``run`` itself is always included, so
+    NFaiRR ≤ 1), and ``"exact"`` by the background alone (the original definition).
+    """
+    cutoffs = validate_cutoffs(cutoffs)
+    if normaliser not in NORMALISERS:
+        raise ValueError(f"unknown NFaiRR normaliser {normaliser!r}; choose one of {', '.join(NORMALISERS)}")
+    ranked = ranked_counts(run, counts, max(cutoffs), ties)
+    return nfairr_columns(ranked, run, counts, cutoffs, threshold, background, comparison, normaliser, ties)
+
+
+def _omega(ranked: RankedCounts, threshold: float) -> np.ndarray:
+    """ω at every rank of the full width, 0 past the end of the list."""
+    full = ranked.full if ranked.full is not None else {"f": ranked.f, "m": ranked.m}
+    n = ranked.n_full if ranked.n_full is not None else ranked.n
+    omega = neutrality(full["f"], full["m"], threshold)
+    omega[np.arange(omega.shape[1])[None, :] >= n[:, None]] = 0.0
+    return omega
+
+
+def nfairr_columns(ranked, run, counts, cutoffs, threshold, background, comparison, normaliser, ties, tied=None):
+    w = discounts(ranked.depth)
+    fairr = np.cumsum(ranked.per_rank(_omega(ranked, threshold)) * w, axis=1)
+    tied = tied or tie_view(ranked, run, counts)
+    low, high = (np.cumsum(values * w, axis=1) for values in tied.extremes(_omega(tied, threshold)))
+    if background is None:
+        ideal = np.broadcast_to(np.cumsum(w), fairr.shape)
+    else:
+        compared = [run, *comparison] if normaliser == "comparison" else []
+        ideal = np.cumsum(_background_ideal(ranked, compared, background, counts, threshold, ties) * w, axis=1)
+    columns, linear = {}, {}
+    for k in cutoffs:
+        columns[f"FaiRR@{k}"] = ranked.at(fairr, k)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # IFaiRR = 0 (a background run offering only one-sided documents): undefined, NaN,
+            # so the query drops out of the model's mean and its query count.
+            denominator = ranked.at(ideal, k)
+            columns[f"NFaiRR@{k}"] = np.where(denominator > 0, ranked.at(fairr, k) / denominator, np.nan)
+            linear[f"NFaiRR@{k}"] = tuple(
+                np.where(denominator > 0, ranked.at(bound, k) / denominator, np.nan) for bound in (low, high)
+            )
+    columns["n"] = ranked.n
+    return pd.DataFrame(with_ties(columns, tied, cutoffs, linear), index=pd.Index(ranked.qids, name="qid"))
+
+
+def nfairr_variant(background_name: str, normaliser: str = DEFAULT_NORMALISER) -> str:
+    """NFaiRR's variant label: the background's name, ``:exact`` appended for the original normaliser.
+
+    The collection background has one (fixed) normaliser, so it is always ``collection``.
+    """
+    if background_name == COLLECTION_BACKGROUND or normaliser == DEFAULT_NORMALISER:
+        return background_name
+    return f"{background_name}:{normaliser}"

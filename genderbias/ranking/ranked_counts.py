@@ -1,0 +1,214 @@
+"""A run's top documents with their word counts as dense ``[queries × depth]`` matrices: the input of every measure.
+
+Pure module (numpy, pandas, polars; no Django). Every measure (:mod:`genderbias.ranking.measures`,
+:mod:`genderbias.ranking.nfairr`) is computed from these matrices of per-rank values and cumulative sums
+along the ranks: one pass per run, no Python loop per query (see ``docs/metrics.md``, "Benchmark").
+
+Inputs
+------
+- ``run``: polars frame ``qid, docid, rank`` (``genderbias.files.runs.read_run``: ranks 1..n per
+  query), already limited to the queries of interest. The documents ranked ≤ the largest cutoff
+  are taken and re-numbered 1, 2, … in rank order (closing gaps left by removed rows).
+- ``counts``: polars frame ``docid, f, m, length`` (``genderbias.text.magnitudes.document_counts``):
+  tokens that are female words, male words, and all tokens, under one word list and tokenizer.
+
+Tied documents (equal scores within a query) are ordered by ``ties`` (:mod:`genderbias.ranking.ties`): under
+``tie-aware`` (the default) every figure is its expectation over all orders of each tie group, and
+each comes with its lowest and highest value over those orders (``name:low``, ``name:high``) and
+whether the query's top k holds a tie (``tied@k``). A linear measure takes its range from
+:meth:`RankedCounts.extremes`; a non-linear one is averaged over :func:`tie_arrangements` by :func:`over_orders`.
+
+A document missing from ``counts`` (not in the collection) is treated as a document with no
+gendered word and length 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from genderbias.options import CUTOFFS_OPTION
+from genderbias.ranking.defaults import DEFAULT_TIES, TIE_DRAWS
+from genderbias.ranking.rank_bias import rank_matrices
+from genderbias.ranking.ties import (
+    FILE,
+    TIE_AWARE,
+    Orders,
+    extreme_values,
+    group_matrix,
+    group_means,
+    order_run,
+    over_tie_orders,
+    tie_orders,
+    tied_within,
+)
+
+
+def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:
+    """Sorted distinct cutoffs, or ``ValueError``: the cutoffs' one check
+    (:data:`genderbias.options.CUTOFFS_OPTION`)."""
+    return list(CUTOFFS_OPTION.check(cutoffs))
+
+
+def discounts(depth: int) -> np.ndarray:
+    """Position weights w_r = 1/log2(r + 1) for r = 1..depth (the DCG discount)."""
+    return 1.0 / np.log2(np.arange(2, depth + 2, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class RankedCounts:
+    """Counts of a run's top documents as ``[queries × depth]`` matrices (0 past rank n).
+
+    Under ``tie-aware`` (:mod:`genderbias.ranking.ties`) ``groups`` numbers each query's tie groups and
+    ``full`` holds the counts over ``width`` ≥ depth ranks: the members of a group that straddles
+    the depth too, which the expectation averages over.
+    """
+
+    qids: list[str]
+    n: np.ndarray  # documents per query within depth
+    f: np.ndarray
+    m: np.ndarray
+    length: np.ndarray
+    found: np.ndarray  # bool: the document has counts (is in the collection)
+    ordered: pl.DataFrame | None = None  # qid, docid, rank, group (:func:`genderbias.ranking.ties.order_run`)
+    groups: np.ndarray | None = None  # [queries × width] tie groups; None: ties are not averaged over
+    full: dict | None = None  # f, m, length, found over the width
+    n_full: np.ndarray | None = None
+
+    @property
+    def depth(self) -> int:
+        return self.f.shape[1]
+
+    @property
+    def tie_aware(self) -> bool:
+        return self.groups is not None
+
+    def at(self, matrix: np.ndarray, cutoff: int) -> np.ndarray:
+        """Column ``min(cutoff, depth)`` of a cumulative matrix, i.e. the value at rank min(k, n)."""
+        return matrix[:, min(cutoff, self.depth) - 1]
+
+    def spread(self, values: pl.DataFrame) -> np.ndarray:
+        """``values`` (``docid, value``) at every rank of the full width (0 past n or unknown)."""
+        _, matrices, _ = rank_matrices(self.ordered, values, self.width)
+        return matrices["value"]
+
+    @property
+    def width(self) -> int:
+        return self.groups.shape[1] if self.groups is not None else self.depth
+
+    def per_rank(self, values: np.ndarray) -> np.ndarray:
+        """Per-rank values over the width → ``[queries × depth]``: each the mean over its tie group
+        (its expectation over the orders of ties) when tie-aware, else as ranked."""
+        if self.groups is not None:
+            values = group_means(values, self.groups)
+        return values[:, : self.depth]
+
+    def extremes(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-rank values ``[queries × depth]`` of the orders of ties giving a linear measure with
+        non-increasing rank coefficients its lowest and its highest value (:func:`genderbias.ranking.ties.extreme_values`)."""
+        low, high = extreme_values(values, self.groups)
+        return low[:, : self.depth], high[:, : self.depth]
+
+    def tied(self, cutoff: int) -> np.ndarray:
+        """Per query: whether its top k holds a document tied with another."""
+        if self.groups is None:
+            return np.zeros(len(self.qids), dtype=bool)
+        return tied_within(self.groups, self.n_full, cutoff)
+
+    def rearranged(self, rows: np.ndarray, columns: np.ndarray) -> RankedCounts:
+        """The ``rows`` (repeated as often as given) with their top ranks filled from ``columns`` of the full width."""
+        take = {name: self.full[name][rows[:, None], columns] for name in ("f", "m", "length", "found")}
+        qids = np.asarray(self.qids, dtype=object)[rows].tolist()
+        return RankedCounts(qids, self.n[rows], take["f"], take["m"], take["length"], take["found"])
+
+
+def renumber(run: pl.DataFrame, depth: int, ties: str = FILE) -> pl.DataFrame:
+    """The documents ranked ≤ ``depth`` under ``ties`` (:func:`genderbias.ranking.ties.order_run`), numbered
+    1, 2, … within each query; under ``tie-aware`` also the members of a group straddling ``depth``.
+
+    Filtering first keeps the work proportional to queries × depth, not to the run's full
+    length (runs are often 1,000 deep); renumbering closes gaps left by removed rows.
+    """
+    return order_run(run, ties, depth)
+
+
+def qid_index(qids: pl.Series) -> pl.DataFrame:
+    return qids.to_frame("qid").with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+
+
+def dense(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    matrix = np.zeros(shape, dtype=values.dtype if values.dtype == np.bool_ else np.float64)
+    matrix[rows, cols] = values
+    return matrix
+
+
+def ranked_counts(run: pl.DataFrame, counts: pl.DataFrame, depth: int, ties: str = DEFAULT_TIES) -> RankedCounts:
+    """Join the top ``depth`` documents of every query with their counts, as dense matrices,
+    ordered by ``ties`` (:mod:`genderbias.ranking.ties`; ``tie-aware`` keeps the tie groups and the full width)."""
+    values = counts.select("docid", "f", "m", "length").with_columns(pl.lit(True).alias("found"))
+    ordered = renumber(run, depth, ties)
+    width = max(depth, int(ordered["rank"].max() or 0)) if ties == TIE_AWARE and len(ordered) else depth
+    qids, matrices, n = rank_matrices(ordered, values, width)
+    groups = group_matrix(ordered, qids, width) if ties == TIE_AWARE else None
+    top = {name: matrix[:, :depth] for name, matrix in matrices.items()}
+    return RankedCounts(
+        qids,
+        np.minimum(n, depth),
+        top["f"],
+        top["m"],
+        top["length"],
+        top["found"],
+        ordered=ordered,
+        groups=groups,
+        full=matrices if groups is not None else None,
+        n_full=n,
+    )
+
+
+def tie_view(ranked: RankedCounts, run: pl.DataFrame, counts: pl.DataFrame) -> RankedCounts:
+    """The tie-aware view of ``ranked``'s run (itself when it is one): for the tie counts and ranges."""
+    return ranked if ranked.tie_aware else ranked_counts(run, counts, ranked.depth, TIE_AWARE)
+
+
+def with_ties(columns: dict, tied: RankedCounts, cutoffs: Sequence[int], linear: dict | None = None) -> dict:
+    """``tied@k`` per cutoff and, for ``linear`` (``name → (low, high)``), the range columns ``name:low``, ``name:high``."""
+    for k in cutoffs:
+        columns[f"tied@{k}"] = tied.tied(k)
+    for name, (low, high) in (linear or {}).items():
+        columns[f"{name}:low"], columns[f"{name}:high"] = low, high
+    return columns
+
+
+def tie_arrangements(ranked: RankedCounts, seed: int) -> Orders | None:
+    """The arrangements of the tied top documents a non-linear measure is averaged over (None: not tie-aware)."""
+    if not ranked.tie_aware:
+        return None
+    full = ranked.full
+    values = np.stack([full["f"], full["m"], full["length"], full["found"].astype(np.float64)], axis=-1)
+    return tie_orders(values, ranked.groups, ranked.n_full, ranked.depth, draws=TIE_DRAWS, seed=seed)
+
+
+def over_orders(ranked: RankedCounts, compute, orders: Orders | None) -> pd.DataFrame:
+    """``compute(ranked)``'s columns per query; under tie-aware, the mean over ``orders`` where they
+    apply, with the lowest and highest value over them (``name:low``, ``name:high``) and ``tied@k``."""
+    columns = compute(ranked)
+    if orders is not None:
+        mean, low, high = over_tie_orders(
+            orders, lambda rows, cols: compute(ranked.rearranged(rows, cols)), len(ranked.qids)
+        )
+        covered = np.zeros(len(ranked.qids), dtype=bool)
+        covered[orders.rows] = True
+        for name in list(columns):
+            plain = columns[name]
+            if name in mean:
+                columns[name] = np.where(covered, mean[name], plain)
+                columns[f"{name}:low"] = np.where(covered, low[name], plain)
+                columns[f"{name}:high"] = np.where(covered, high[name], plain)
+        for k in sorted({int(name.split("@")[1]) for name in mean if "@" in name}):
+            columns[f"tied@{k}"] = ranked.tied(k)
+    columns["n"] = ranked.n
+    return pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))

@@ -1,0 +1,63 @@
+"""A study plan's inputs: the pilot's paired differences, and the non-gendered share of a pool with its interval.
+
+Pure (numpy, scipy; no Django). The plan (``metrics.services.planning``) reads a pilot's per-query
+values and a pool's labels; the arithmetic on them is here, beside :mod:`genderbias.stats.power`, which
+turns the pilot's differences into the queries needed: the pilot's A − B and its moments
+(:func:`paired_differences`, :func:`pilot_moments`), a share with Wilson's interval
+(:func:`share_interval`) and the pooled queries to annotate for a number of non-gendered ones
+(:func:`pooled_to_annotate`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+#: SIGIR 2020's annotated MS MARCO dev queries (Rekabsaz & Schedl 2020; the GenderBias_IR
+#: repository's ``queries_gender_annotated.csv``): 1,765 of 3,750 non-gendered. The share a plan
+#: assumes when nothing better is known, stated as such.
+SIGIR2020_NON_GENDERED = (1765, 3750)
+
+
+def wilson_interval(successes: int, total: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion (Wilson 1927; Agresti & Coull 1998)::
+
+    (p̂ + z²/2N ± z √(p̂(1 − p̂)/N + z²/4N²)) / (1 + z²/N)
+    """
+    from scipy import stats
+
+    if total <= 0:
+        raise ValueError("no labelled queries to estimate a share from")
+    z = float(stats.norm.ppf(1 - (1 - level) / 2))
+    p = successes / total
+    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def share_interval(successes: int, total: int, level: float = 0.95) -> tuple[float, float, float]:
+    """``(share, low, high)``: a proportion and its :func:`wilson_interval` (the study plan's shares)."""
+    low, high = wilson_interval(successes, total, level)
+    return successes / total, low, high
+
+
+def paired_differences(a, b) -> tuple[tuple[str, ...], Any]:
+    """``(qids, A − B)`` over the queries both per-query series (pandas, indexed by query) have a value for."""
+    joined = a.rename("a").to_frame().join(b.rename("b"), how="inner").dropna()
+    return tuple(str(q) for q in joined.index), (joined["a"] - joined["b"]).to_numpy(dtype=np.float64)
+
+
+def pilot_moments(differences: Sequence[float]) -> tuple[float, float]:
+    """``(mean, sd)`` of a pilot's paired per-query differences (sd with n − 1), as the plan states them."""
+    values = np.asarray(differences, dtype=np.float64)
+    return float(np.mean(values)), float(np.std(values, ddof=1))
+
+
+def pooled_to_annotate(needed: int, share: float) -> int:
+    """Pooled queries to annotate so that about ``needed`` are non-gendered: ⌈needed / share⌉."""
+    if not 0 < share <= 1:
+        raise ValueError(f"the non-gendered share must be in (0, 1], got {share}")
+    return math.ceil(needed / share - 1e-9)
