@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -122,7 +124,21 @@ def _redoc_bundle() -> bytes:
     return cached
 
 
-@require_safe
+def _json_safe_only(view):
+    """GET and HEAD only, refusing the rest as every ``/api/`` answer is written: JSON (405, ``Allow``)."""
+
+    @functools.wraps(view)
+    def safe_only(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            response = JsonResponse({"detail": f'Method "{request.method}" not allowed.'}, status=405)
+            response["Allow"] = "GET, HEAD"
+            return response
+        return view(request, *args, **kwargs)
+
+    return safe_only
+
+
+@_json_safe_only
 def redoc_script(request: HttpRequest) -> HttpResponse:
     """drf-spectacular-sidecar's ReDoc bundle without the one request it makes to a CDN (its footer
     logo); for researchers, like the ReDoc page itself."""

@@ -141,7 +141,7 @@ def test_create_annotator(db, django_user_model):
 
 
 def test_create_annotator_refuses_bad_usernames_and_needs_a_terminal_for_the_prompt(db, monkeypatch):
-    with pytest.raises(CommandError, match="username 'bad name!' is not usable"):
+    with pytest.raises(CommandError, match="username: 'bad name!' is not usable"):
         run("create_annotator", "bad name!", "--password", "pw-secret-123")
 
     def no_terminal(prompt=""):

@@ -97,7 +97,8 @@ def test_the_card_states_the_guarantee_or_that_there_is_none(db, tmp_path):
     assert facts["guarantee"] == (
         "with probability ≥ 0.95 (1 − δ) over the blind sample, the machine-accepted labels are at least 0.9 "
         "right (fixed-sequence test) against the reference label: the sample's crowd label from 3 votes (a strict "
-        "majority); a query without one counts as the machine's error"
+        "majority); a query without one counts as the machine's error. Echo check: none of the sample's 3 "
+        "workers follows the machine more than people do."  # the sample's 3 answer their own way
     )
 
     cancel_batch(routing.routed_batch)  # routed again on the point estimate: the card says so
