@@ -1,6 +1,9 @@
 """Gender-word counts of passages (``docid, f, m, length``): cached, or one scan split over workers.
 
-Counting reads the collection's file, so it is the slow step of a pool or a report.
+Counting reads the collection's file, so it is the slow step of a pool or a report; a
+collection by reference is read by docid (:func:`counts_by_reference`), just the passages asked
+for, each text kept by docid (:func:`texts_by_reference`) for the checksum a report records
+(:func:`texts_checksum`).
 :func:`document_counts_for` is the cached entry point: the cache is per (collection
 content, word list content, tokenizer), grows with the passages analyses ask for, and
 reads only those passages' bytes when the docid index holds their spans.
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 
 from core.models import Job
+from core.progress import Progress
 from core.services.storage import cache_dir
 from genderbias.errors import ServiceError
 from genderbias.files.atomic import write_parquet_atomic
@@ -26,7 +30,7 @@ from genderbias.text.wordlists import GenderWords
 
 from ..analysis import check_tokenizer
 from ..models import Collection, ScanChunk, WordList
-from ..selectors import passage_spans, wordlist_of
+from ..selectors import collection_texts, passage_spans, wordlist_of
 from .common import byte_progress, wait_for_chunks
 from .imports import register_wordlist
 
@@ -65,6 +69,13 @@ def document_counts_for(
     missing = _missing(cached, wanted, lengths)
     if not len(missing):
         return cached.join(wanted.to_frame(), on="docid", how="semi")
+    if collection.by_reference:
+        fresh = counts_by_reference(collection, missing, wordlist, [tokenizer], lengths=lengths, job=job, bar=bar)
+        fresh = fresh[tokenizer]
+        if cached is None:
+            _store(cache, None, fresh)
+            return fresh
+        return _store(cache, cached, fresh).join(wanted.to_frame(), on="docid", how="semi")
     path = _check_unchanged(collection)
     spans = passage_spans(collection, missing)
     with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
@@ -105,17 +116,98 @@ def count_ahead(
     union = pl.concat(list(missing.values())).unique() if missing else wanted.head(0)
     if not len(union):
         return
-    path = _check_unchanged(collection)
-    spans = passage_spans(collection, union)
-    if spans is None:
-        for tokenizer in tokenizers:
-            document_counts_for(collection, missing[tokenizer], wordlist, tokenizer, lengths=False, bar=bar)
-        return
-    with byte_progress(path, f"Counting gender words in {len(union):,} passages", None, bar) as progress:
-        fresh = mag.document_counts_at_each(path, spans, wordlist, tokenizers, progress.update_to, lengths=False)
+    if collection.by_reference:
+        fresh = counts_by_reference(collection, union, wordlist, tokenizers, lengths=False, bar=bar)
+    else:
+        path = _check_unchanged(collection)
+        spans = passage_spans(collection, union)
+        if spans is None:
+            for tokenizer in tokenizers:
+                document_counts_for(collection, missing[tokenizer], wordlist, tokenizer, lengths=False, bar=bar)
+            return
+        with byte_progress(path, f"Counting gender words in {len(union):,} passages", None, bar) as progress:
+            fresh = mag.document_counts_at_each(path, spans, wordlist, tokenizers, progress.update_to, lengths=False)
     for tokenizer in tokenizers:
         counts = fresh[tokenizer].join(missing[tokenizer].to_frame(), on="docid", how="semi")
         _store(caches[tokenizer], cached[tokenizer], counts)
+
+
+def counts_by_reference(
+    collection: Collection,
+    docids: pl.Series,
+    wordlist: GenderWords,
+    tokenizers: Iterable[str],
+    *,
+    lengths: bool = True,
+    job: Job | None = None,
+    bar: bool = True,
+) -> dict[str, pl.DataFrame]:
+    """Counts of ``docids`` under each of ``tokenizers`` (tokenizer → ``docid, f, m, length``) in a
+    collection by reference: exactly those texts, read by docid (:func:`texts_by_reference`)."""
+
+    from genderbias.text import magnitudes as mag
+
+    tokenizers = list(dict.fromkeys(tokenizers))
+    docids = docids.unique()
+    with Progress(f"Counting gender words in {len(docids):,} passages", None, job=job, bar=bar):
+        texts = texts_by_reference(collection, docids)
+        return {tokenizer: mag.count_frame(texts, wordlist, tokenizer, lengths) for tokenizer in tokenizers}
+
+
+def texts_by_reference(collection: Collection, docids: Iterable[str] | pl.Series, batch: int = 50_000) -> pl.DataFrame:
+    """``docid, text`` of ``docids`` in a collection by reference, each text read from the collection
+    once (:func:`genderbias.files.docstores.read_texts`, ``batch`` at a time) and then kept in its
+    texts cache (``CACHE_DIR/texts/<sha256>/``, a Parquet file per read, never rewritten), so another
+    word list, tokenizer or report reads the cache, not the collection. A docid the collection lacks
+    is refused, naming it: a run's docids could not all be checked when it was imported."""
+    import uuid
+
+    import polars as pl
+
+    from genderbias.files.docstores import TEXT_SCHEMA, read_texts
+
+    wanted = pl.Series("docid", docids, dtype=pl.String).unique()
+    folder = _texts_folder(collection)
+    parts = sorted(folder.glob("*.parquet"))
+    cached = (
+        pl.scan_parquet(parts).join(wanted.to_frame().lazy(), on="docid", how="semi").collect()
+        if parts
+        else pl.DataFrame(schema=TEXT_SCHEMA)
+    )
+    lacking = wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
+    if not len(lacking):
+        return cached
+    store = collection_texts(collection)
+    fresh = []
+    for start in range(0, len(lacking), batch):
+        asked = lacking.slice(start, batch)
+        texts = read_texts(store, asked)
+        if len(texts) < len(asked):
+            absent = asked.to_frame().join(texts.select("docid"), on="docid", how="anti")["docid"]
+            more = f" (and {len(absent) - 3:,} more)" if len(absent) > 3 else ""
+            raise ServiceError(
+                f"collection {collection.name!r} has no passage {', '.join(absent.head(3).to_list())}{more}, "
+                "which the runs rank"
+            )
+        write_parquet_atomic(texts, folder / f"{uuid.uuid4().hex}.parquet", compression="lz4")
+        fresh.append(texts)
+    return pl.concat([cached, *fresh])
+
+
+def _texts_folder(collection: Collection) -> Path:
+    """The texts cache of a collection by reference (by its sha256: the same reference, the same texts)."""
+    return cache_dir("texts", collection.sha256[:24])
+
+
+def texts_checksum(collection: Collection, docids: Iterable[str] | pl.Series) -> tuple[str, int]:
+    """``(checksum, texts)`` of the texts of ``docids`` in a collection by reference
+    (:func:`genderbias.files.docstores.texts_checksum`), from its texts cache: what a report
+    records so that the texts it read can be checked again, wherever they are read from."""
+    from genderbias.files.docstores import text_digests
+    from genderbias.files.docstores import texts_checksum as checksum
+
+    texts = texts_by_reference(collection, docids)
+    return checksum(text_digests(texts)), len(texts)
 
 
 def _missing(cached: pl.DataFrame | None, wanted: pl.Series, lengths: bool) -> pl.Series:
