@@ -115,7 +115,7 @@ class Report(GroupOwned):
     texts_sha256 = models.CharField(
         max_length=64,
         blank=True,
-        help_text="A collection by reference: the checksum of the texts read (genderbias.files.docstores.texts_checksum).",
+        help_text="A collection by reference: the checksum of the texts read (genderbias.files.docstores.checksum_of_texts).",
     )
     texts_read = models.PositiveIntegerField(
         null=True, help_text="A collection by reference: how many texts the checksum covers."

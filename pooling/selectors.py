@@ -22,6 +22,7 @@ from genderbias.text.wordlists import GenderWords, wordlist_from_mapping
 from pooling.models import Query
 from pooling.qrelfiles import read_qrels
 
+from .irdatasets import DatasetTexts
 from .models import Collection, Pool, Qrels, QuerySet, Run, WordList
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ def collection_texts(collection: Collection):
     """The docstore (``get_many``) of a collection by reference, after checking it still is what was
     registered: MS MARCO v2 bundles with the same fingerprint, or the dataset's docstore."""
     from genderbias.files.docstores import V2PassageFiles
-
-    from .irdatasets import DatasetTexts
 
     if collection.kind == Collection.Kind.MSMARCO_V2:
         try:

@@ -6,8 +6,8 @@ v2 passage as the user has them. :func:`read_texts` is how the library (:class:`
 and the platform (a collection registered by reference) read texts from one: only the docids asked
 for, in batches, so a bias figure costs what the runs retrieve, not what the collection holds.
 
-What was read is pinned by :func:`text_digests` (a digest per text) and :func:`texts_checksum` (one
-checksum of the digests of a set of docids, in docid order): a report records it, and the same
+What was read is pinned by :func:`checksum_of_texts` (one checksum of the texts' digests,
+:func:`text_digests`, in docid order): a report records it, and the same
 texts give the same checksum wherever and whenever they are read again.
 """
 
@@ -194,9 +194,9 @@ def text_digests(texts: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame({"docid": texts["docid"], "digest": pl.Series(digests, dtype=pl.String)})
 
 
-def texts_checksum(digests: pl.DataFrame) -> str:
-    """One SHA-256 of ``docid<TAB>digest`` lines in docid order: the checksum of a set of texts read,
-    independent of the order or the batches they were read in."""
-    ordered = digests.unique("docid").sort("docid")
+def checksum_of_texts(texts: pl.DataFrame) -> str:
+    """One SHA-256 of ``docid<TAB>digest`` lines (:func:`text_digests`) in docid order: the checksum of
+    ``docid, text`` read, independent of the order or the batches they were read in."""
+    ordered = text_digests(texts).unique("docid").sort("docid")
     lines = ordered.select(pl.concat_str("docid", "digest", separator="\t"))["docid"].to_list()
     return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()

@@ -18,6 +18,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='report',
             name='texts_sha256',
-            field=models.CharField(blank=True, help_text='A collection by reference: the checksum of the texts read (genderbias.files.docstores.texts_checksum).', max_length=64),
+            field=models.CharField(blank=True, help_text='A collection by reference: the checksum of the texts read (genderbias.files.docstores.checksum_of_texts).', max_length=64),
         ),
     ]

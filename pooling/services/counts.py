@@ -201,13 +201,12 @@ def _texts_folder(collection: Collection) -> Path:
 
 def texts_checksum(collection: Collection, docids: Iterable[str] | pl.Series) -> tuple[str, int]:
     """``(checksum, texts)`` of the texts of ``docids`` in a collection by reference
-    (:func:`genderbias.files.docstores.texts_checksum`), from its texts cache: what a report
+    (:func:`genderbias.files.docstores.checksum_of_texts`), from its texts cache: what a report
     records so that the texts it read can be checked again, wherever they are read from."""
-    from genderbias.files.docstores import text_digests
-    from genderbias.files.docstores import texts_checksum as checksum
+    from genderbias.files.docstores import checksum_of_texts
 
     texts = texts_by_reference(collection, docids)
-    return checksum(text_digests(texts)), len(texts)
+    return checksum_of_texts(texts), len(texts)
 
 
 def _missing(cached: pl.DataFrame | None, wanted: pl.Series, lengths: bool) -> pl.Series:

@@ -30,7 +30,15 @@ from genderbias.files.atomic import file_sha256
 from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 from pooling.queryfiles import ColumnChoiceError, read_query_table
 
-from ..irdatasets import check_dataset_id, folder_name, write_dataset_files
+from ..irdatasets import (
+    DatasetTexts,
+    check_dataset_id,
+    dataset_source,
+    docs_count,
+    folder_name,
+    ir_datasets_version,
+    write_dataset_files,
+)
 from ..models import Collection, Query, QuerySet, Run, WordList
 from ..preview import LineProblems
 from .common import DatasetImport, ImportResult, byte_progress
@@ -107,8 +115,6 @@ def register_collection_by_reference(location: str | Path, name: str, *, kind: s
     documents by id; its sha256 is of the id and the ir_datasets version. Idempotent as every import.
     """
     from genderbias.files.docstores import V2PassageFiles
-
-    from ..irdatasets import DatasetTexts, dataset_source, docs_count, ir_datasets_version
 
     validate_name(name, "collection")
     if kind == Collection.Kind.MSMARCO_V2:

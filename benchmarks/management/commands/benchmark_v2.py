@@ -1,0 +1,80 @@
+"""Thin shell over :mod:`benchmarks.v2_layout`."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from genderbias.numbers import NumberError, parse_counts
+
+
+class Command(BaseCommand):
+    help = (
+        "MS MARCO v2 passage by reference at two (or more) collection sizes: writes synthetic collections in "
+        "v2's own layout (70 bundle files, v2 ids; each a prefix of the next) and one set of 14 runs x 4,000 "
+        "queries x 100 over passages all sizes hold (kept in --work for reruns), then registers the collection "
+        "by reference, imports the queries and runs, pools the 14 runs and reports on 7, as the README types "
+        "them (each a fresh manage.py process on a new SQLite database), printing per step wall time, CPU time "
+        "and peak memory, and the ratio of the totals between sizes (it should stay near 1)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--work", default="var/benchmark-v2", help="folder for the data (about 0.4 KB a passage)")
+        parser.add_argument(
+            "--sizes", default="300000,3000000", help="collection sizes in passages, comma-separated (default 0.3M,3M)"
+        )
+        parser.add_argument(
+            "--retrieved-from",
+            type=int,
+            default=None,
+            help="the runs rank passages among the first N of the collection (default: the smallest size)",
+        )
+
+    def handle(self, work, sizes, retrieved_from, **options):
+        from benchmarks.v2_layout import V2, measured, register_pool_report, write_collection, write_runs
+
+        try:
+            sizes = list(parse_counts(sizes, "--sizes", minimum=V2["bundles"], maximum=200_000_000, most=4))
+        except NumberError as exc:
+            raise CommandError(str(exc)) from None
+        retrieved_from = retrieved_from or sizes[0]
+        if retrieved_from > sizes[0]:
+            raise CommandError(f"--retrieved-from {retrieved_from:,} exceeds the smallest size {sizes[0]:,}")
+        work = Path(work).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        totals = {}
+        files = None
+        for size in sizes:
+            folder = None
+            for item in write_collection(work, size):
+                if isinstance(item, Path):
+                    folder = item
+                else:
+                    self.stdout.write(item)
+            if files is None:
+                for item in write_runs(work, folder, retrieved_from):
+                    if isinstance(item, dict):
+                        files = item
+                    else:
+                        self.stdout.write(item)
+            self.stdout.write(f"{size:,} passages (runs over the first {retrieved_from:,}):")
+            steps = []
+            for item in register_pool_report(work, folder, files):
+                if isinstance(item, str):
+                    self.stdout.write(item)
+                else:
+                    steps.append(item)
+            total = measured(steps)
+            totals[size] = total
+            self.stdout.write("| step | seconds | CPU s | peak MB |\n| --- | ---: | ---: | ---: |")
+            for step in [*steps, total]:
+                self.stdout.write(
+                    f"| `{step.name}` | {step.seconds:,.1f} | {step.cpu_seconds:,.1f} | {step.peak_mb:,.0f} |"
+                )
+        first = totals[sizes[0]]
+        for size in sizes[1:]:
+            ratio = totals[size].seconds / first.seconds
+            self.stdout.write(
+                f"{size:,} vs {sizes[0]:,} passages: {totals[size].seconds:,.1f} s / {first.seconds:,.1f} s = {ratio:.2f}x "
+                f"(CPU {totals[size].cpu_seconds / first.cpu_seconds:.2f}x); peak {max(t.peak_mb for t in totals.values()):,.0f} MB; "
+                f"{V2['runs']} runs x {V2['queries']:,} x {V2['depth']}, report on {V2['report_runs']}"
+            )
