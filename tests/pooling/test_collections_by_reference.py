@@ -188,3 +188,25 @@ def test_an_ir_datasets_docstore_by_reference_gives_the_written_out_figures(tmp_
     assert values["held"] == values["written"] and len(values["held"]) == 2
     with pytest.raises(ServiceError, match="has no passage p9"):
         services.texts_checksum(held, ["p1", "p9"])
+
+
+@pytest.mark.django_db
+def test_the_api_registers_a_v2_folder_by_reference_and_refuses_an_upload(
+    client, admin_user, v2_files, settings, django_capture_on_commit_callbacks
+):
+    client.force_login(admin_user)
+    settings.IMPORT_ROOTS = [str(v2_files["folder"].parent)]
+    url = "/api/pooling/imports/collection/"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            url, {"name": "v2", "path": str(v2_files["folder"]), "by_reference": True}, content_type="application/json"
+        )
+    assert response.status_code == 202
+    collection = Collection.objects.get(name="v2")
+    assert collection.kind == Collection.Kind.MSMARCO_V2 and collection.path == str(v2_files["folder"])
+    response = client.post(
+        url, {"name": "v2b", "path": str(v2_files["tsv"]), "by_reference": True}, content_type="application/json"
+    )
+    assert response.status_code == 400 and "is not a folder" in response.json()["path"][0]
+    response = client.post(url, {"name": "v2c", "path": str(v2_files["folder"])}, content_type="application/json")
+    assert response.status_code == 400 and "is not a file" in response.json()["path"][0]
