@@ -1,5 +1,6 @@
 """Thin shell over :mod:`benchmarks.v2_layout`."""
 
+import itertools
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -70,11 +71,11 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"| `{step.name}` | {step.seconds:,.1f} | {step.cpu_seconds:,.1f} | {step.peak_mb:,.0f} |"
                 )
-        first = totals[sizes[0]]
-        for size in sizes[1:]:
-            ratio = totals[size].seconds / first.seconds
+        for smaller, size in itertools.pairwise(sizes):  # each size against the one before
+            small, large = totals[smaller], totals[size]
             self.stdout.write(
-                f"{size:,} vs {sizes[0]:,} passages: {totals[size].seconds:,.1f} s / {first.seconds:,.1f} s = {ratio:.2f}x "
-                f"(CPU {totals[size].cpu_seconds / first.cpu_seconds:.2f}x); peak {max(t.peak_mb for t in totals.values()):,.0f} MB; "
-                f"{V2['runs']} runs x {V2['queries']:,} x {V2['depth']}, report on {V2['report_runs']}"
+                f"{size:,} vs {smaller:,} passages: {large.seconds:,.1f} s / {small.seconds:,.1f} s = "
+                f"{large.seconds / small.seconds:.2f}x (CPU {large.cpu_seconds / small.cpu_seconds:.2f}x); peak "
+                f"{max(small.peak_mb, large.peak_mb):,.0f} MB; {V2['runs']} runs x {V2['queries']:,} x {V2['depth']}, "
+                f"report on {V2['report_runs']}"
             )
