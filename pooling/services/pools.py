@@ -78,7 +78,7 @@ def build_pool(
         return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result)
 
 
-def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
+def count_pool_passages(runs: Sequence[Run], *, bar: bool = True, chunks: int | None = None) -> int:
     """Count ahead what a pool of ``runs`` with the default settings reads: the gender words, of
     the built-in word list and under every tokenizer, in the passages the runs rank within the
     default rank cutoff, into the counts cache (:func:`.counts.count_ahead`; not their
@@ -86,7 +86,8 @@ def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
     the runs are registered once and pooled many times, and a pool then reads those counts
     rather than the passages. Returns the passages counted: none for a collection whose docid
     index has no spans (a gzipped file), where counting would read the whole collection again
-    (a collection by reference is read by docid: :func:`.counts.counts_by_reference`).
+    (a collection by reference is read by docid: :func:`.counts.counts_by_reference`; ``chunks``:
+    its texts read over that many Celery workers, by bundle file).
     """
     cutoff = PoolSettings().rank_cutoff
     words = default_wordlist()
@@ -99,7 +100,7 @@ def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
         if not reads_by_docid(collection):
             continue
         docids = top_docids(group, cutoff)
-        count_ahead(collection, docids, words, TOKENIZERS, bar=bar)
+        count_ahead(collection, docids, words, TOKENIZERS, bar=bar, chunks=chunks if collection.by_reference else None)
         counted += len(docids)
     return counted
 

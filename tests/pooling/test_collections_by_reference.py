@@ -210,3 +210,26 @@ def test_the_api_registers_a_v2_folder_by_reference_and_refuses_an_upload(
     assert response.status_code == 400 and "is not a folder" in response.json()["path"][0]
     response = client.post(url, {"name": "v2c", "path": str(v2_files["folder"])}, content_type="application/json")
     assert response.status_code == 400 and "is not a file" in response.json()["path"][0]
+
+
+@pytest.mark.django_db
+def test_texts_read_over_celery_workers_split_by_bundle_file(v2_files, settings, tmp_path, monkeypatch):
+    """Eager Celery here: each chunk is one bundle's docids, and the texts are those of the bundles."""
+    settings.CACHE_DIR = str(tmp_path / "cache")
+    calls = []
+    original = V2PassageFiles.get_many
+    monkeypatch.setattr(
+        V2PassageFiles, "get_many", lambda self, ids: calls.append(list(ids)) or original(self, calls[-1])
+    )
+    v2 = services.register_collection_by_reference(v2_files["folder"], "v2", kind="msmarco-v2").obj
+    asked = sorted(v2_files["passages"])[::7]
+    texts = services.texts_by_reference(v2, asked, chunks=2)
+    assert dict(texts.iter_rows()) == {doc: v2_files["passages"][doc] for doc in asked}
+    assert len(calls) == 2 and {len({doc.split("_")[2] for doc in call}) for call in calls} == {1}
+    assert sorted(doc for call in calls for doc in call) == asked
+    again = services.texts_by_reference(v2, asked, chunks=2)  # from the texts cache: nothing read
+    assert len(calls) == 2 and again.sort("docid").equals(texts.sort("docid"))
+    with pytest.raises(ServiceError, match=r"msmarco_passage_00: byte 1 \(passage msmarco_passage_00_1\)"):
+        services.texts_by_reference(v2, ["msmarco_passage_00_1"], chunks=2)  # inside a line
+    with pytest.raises(ServiceError, match="has no passage msmarco_passage_01_999999999"):
+        services.texts_by_reference(v2, ["msmarco_passage_01_999999999"], chunks=2)  # past the bundle's end
