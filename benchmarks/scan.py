@@ -38,6 +38,8 @@ WHAT = {
     "run-import": "import_run, in process",
     "v2-texts": "texts by id, in process",  # a v2 collection by reference: the first 300,000 passages' texts
 }
+#: What each compares with its reference.
+SAME = {"scan": "counts", "run-import": "run", "v2-texts": "texts"}
 #: ``v2-texts``: the texts read, the first of each of the 70 bundles (as ``benchmark_v2``'s runs rank).
 V2_TEXTS_READ = 300_000
 #: The run imported by ``run-import``: 7,000 queries x 1,000 documents (7M lines, ~240 MB).
@@ -138,7 +140,7 @@ def run_scan_benchmark(
             results[n] = json.loads(out.strip().splitlines()[-1]) | {"worker_mb": memory}
         single = results[0]
         yield (
-            f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {'counts' if what == 'scan' else 'run'}"
+            f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {SAME[what]}"
             "  peak MB (measuring process; each worker)"
         )
         yield f"{WHAT[what]:<28}{single['seconds']:>9.1f}{1:>9.2f}x  (reference)  {single['peak_mb']:,.0f}"
