@@ -18,6 +18,7 @@ from django.db.models import Count, Q
 
 from genderbias.errors import InputError, ServiceError, Skipped
 from genderbias.files.atomic import file_sha256, write_parquet_atomic
+from genderbias.files.docstores import V2PassageFiles
 from genderbias.text.wordlists import GenderWords, wordlist_from_mapping
 from pooling.models import Query
 from pooling.qrelfiles import read_qrels
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
 def collection_texts(collection: Collection):
     """The docstore (``get_many``) of a collection by reference, after checking it still is what was
     registered: MS MARCO v2 bundles with the same fingerprint, or the dataset's docstore."""
-    from genderbias.files.docstores import V2PassageFiles
-
     if collection.kind == Collection.Kind.MSMARCO_V2:
         try:
             files = V2PassageFiles(collection.path)

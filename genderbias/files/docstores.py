@@ -19,15 +19,16 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from genderbias.errors import InputError
 
-TEXT_SCHEMA = {"docid": pl.String, "text": pl.String}
-DIGEST_SCHEMA = {"docid": pl.String, "digest": pl.String}
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+
+# polars is imported inside the functions: the platform's commands import this module at start-up
+# (a collection by reference is read through it), and most of them never read a text.
 
 #: An MS MARCO v2 passage id: ``msmarco_passage_<bundle>_<byte offset in the uncompressed bundle>``.
 V2_DOCID = re.compile(r"^msmarco_passage_(\d+)_(\d+)$")
@@ -88,6 +89,8 @@ class V2PassageFiles:
     def contains(self, docids: pl.Series) -> np.ndarray:
         """A boolean per docid: whether it can name a passage here (the v2 id scheme, a bundle present, an
         offset inside a plain bundle). Whether a line starts there is known only when it is read."""
+        import polars as pl
+
         parts = docids.cast(pl.String).str.extract_groups(V2_DOCID.pattern).struct.rename_fields(["bundle", "offset"])
         frame = parts.struct.unnest().with_columns(pl.col("offset").cast(pl.Int64, strict=False))
         sizes = {bundle: path.stat().st_size for bundle, path in self.files.items() if path.suffix != ".gz"}
@@ -170,13 +173,22 @@ def read_texts(store: Any, docids: Iterable[str] | pl.Series, batch: int = 50_00
     collection registered by reference read through it. A document is an ir_datasets record (its
     ``text``, else its ``default_text()``) or a string.
     """
+    import polars as pl
+
     wanted = pl.Series("docid", docids, dtype=pl.String).unique(maintain_order=True).to_list()
     parts = []
     for start in range(0, len(wanted), batch):
         found = store.get_many(wanted[start : start + batch])
         rows = [(str(docid), _text_of(document)) for docid, document in found.items()]
-        parts.append(pl.DataFrame(rows, schema=TEXT_SCHEMA, orient="row"))
-    return pl.concat(parts) if parts else pl.DataFrame(schema=TEXT_SCHEMA)
+        parts.append(pl.DataFrame(rows, schema=text_schema(), orient="row"))
+    return pl.concat(parts) if parts else pl.DataFrame(schema=text_schema())
+
+
+def text_schema() -> dict:
+    """``docid, text``, both strings: the frame :func:`read_texts` gives."""
+    import polars as pl
+
+    return {"docid": pl.String, "text": pl.String}
 
 
 def _text_of(document: Any) -> str:
@@ -190,6 +202,8 @@ def _text_of(document: Any) -> str:
 
 def text_digests(texts: pl.DataFrame) -> pl.DataFrame:
     """``docid, digest``: the SHA-256 (first 128 bits, hex) of each text's UTF-8 bytes."""
+    import polars as pl
+
     digests = [hashlib.sha256(text.encode()).hexdigest()[:32] for text in texts["text"].to_list()]
     return pl.DataFrame({"docid": texts["docid"], "digest": pl.Series(digests, dtype=pl.String)})
 
@@ -197,6 +211,8 @@ def text_digests(texts: pl.DataFrame) -> pl.DataFrame:
 def checksum_of_texts(texts: pl.DataFrame) -> str:
     """One SHA-256 of ``docid<TAB>digest`` lines (:func:`text_digests`) in docid order: the checksum of
     ``docid, text`` read, independent of the order or the batches they were read in."""
+    import polars as pl
+
     ordered = text_digests(texts).unique("docid").sort("docid")
     lines = ordered.select(pl.concat_str("docid", "digest", separator="\t"))["docid"].to_list()
     return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()

@@ -24,6 +24,7 @@ from core.models import Job
 from core.progress import Progress
 from core.services.storage import cache_dir
 from genderbias.errors import InputError, ServiceError
+from genderbias.files import docstores
 from genderbias.files.atomic import write_parquet_atomic
 from genderbias.text.tokenize import DEFAULT_TOKENIZER
 from genderbias.text.wordlists import GenderWords
@@ -172,8 +173,6 @@ def texts_by_reference(
 
     import polars as pl
 
-    from genderbias.files.docstores import read_texts
-
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
     cached, lacking = _cached_texts(collection, wanted)
     if not len(lacking):
@@ -185,7 +184,7 @@ def texts_by_reference(
     fresh = []
     for start in range(0, len(lacking), batch):
         asked = lacking.slice(start, batch)
-        texts = read_texts(store, asked)
+        texts = docstores.read_texts(store, asked)
         _check_found(collection, asked, texts)
         write_parquet_atomic(texts, _texts_folder(collection) / f"{uuid.uuid4().hex}.parquet", compression="lz4")
         fresh.append(texts)
@@ -196,13 +195,11 @@ def _cached_texts(collection: Collection, wanted: pl.Series) -> tuple[pl.DataFra
     """``(docid, text`` of ``wanted`` in the texts cache, the docids of ``wanted`` not in it)."""
     import polars as pl
 
-    from genderbias.files.docstores import TEXT_SCHEMA
-
     parts = sorted(_texts_folder(collection).glob("*.parquet"))
     cached = (
         pl.scan_parquet(parts).join(wanted.to_frame().lazy(), on="docid", how="semi").collect()
         if parts
-        else pl.DataFrame(schema=TEXT_SCHEMA)
+        else pl.DataFrame(schema=docstores.text_schema())
     )
     return cached, wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
 
@@ -227,13 +224,11 @@ def read_texts_chunked(collection: Collection, docids: pl.Series, *, chunks: int
     the chunks still pending. A chunk naming a passage the collection lacks fails the read, naming it."""
     import polars as pl
 
-    from genderbias.files.docstores import V2_DOCID
-
     docids = docids.unique().sort()
     if not len(docids):
         return
     if collection.kind == Collection.Kind.MSMARCO_V2:
-        bundle = docids.str.extract(V2_DOCID.pattern, 1).fill_null("")
+        bundle = docids.str.extract(docstores.V2_DOCID.pattern, 1).fill_null("")
     else:
         bundle = (docids.hash(seed=0) % max(chunks, 1)).cast(pl.String)
     frame = pl.DataFrame({"docid": docids, "bundle": bundle})
@@ -281,15 +276,13 @@ def read_texts_chunk(chunk_id: int, collection_id: int) -> None:
     before the chunk is marked done, so a worker lost in between leaves it pending."""
     import polars as pl
 
-    from genderbias.files.docstores import read_texts
-
     chunk = ScanChunk.objects.get(pk=chunk_id)
     if chunk.status != ScanChunk.Status.PENDING:
         return
     collection = Collection.objects.get(pk=collection_id)
     asked = pl.read_parquet(cache_dir("scans", chunk.key) / f"docids-{chunk.index}.parquet")["docid"]
     try:
-        texts = read_texts(collection_texts(collection), asked)
+        texts = docstores.read_texts(collection_texts(collection), asked)
         _check_found(collection, asked, texts)
     except (ServiceError, InputError) as exc:
         ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.FAILED, error=str(exc))
@@ -308,10 +301,8 @@ def texts_checksum(collection: Collection, docids: Iterable[str] | pl.Series) ->
     """``(checksum, texts)`` of the texts of ``docids`` in a collection by reference
     (:func:`genderbias.files.docstores.checksum_of_texts`), from its texts cache: what a report
     records so that the texts it read can be checked again, wherever they are read from."""
-    from genderbias.files.docstores import checksum_of_texts
-
     texts = texts_by_reference(collection, docids)
-    return checksum_of_texts(texts), len(texts)
+    return docstores.checksum_of_texts(texts), len(texts)
 
 
 def _missing(cached: pl.DataFrame | None, wanted: pl.Series, lengths: bool) -> pl.Series:

@@ -27,6 +27,7 @@ from core.services.names import validate_name
 from core.services.storage import cache_dir, staging_path
 from genderbias.errors import InputError, ServiceError, Skipped
 from genderbias.files.atomic import file_sha256
+from genderbias.files.docstores import V2PassageFiles
 from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 from pooling.queryfiles import ColumnChoiceError, read_query_table
 
@@ -114,8 +115,6 @@ def register_collection_by_reference(location: str | Path, name: str, *, kind: s
     and first and last 64 KiB. ``ir_datasets``: ``location`` is a dataset id whose docstore reads
     documents by id; its sha256 is of the id and the ir_datasets version. Idempotent as every import.
     """
-    from genderbias.files.docstores import V2PassageFiles
-
     validate_name(name, "collection")
     if kind == Collection.Kind.MSMARCO_V2:
         folder = Path(location).resolve()
