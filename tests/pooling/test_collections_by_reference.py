@@ -96,7 +96,9 @@ def figures(collection_name, run_names, queries):
 
 
 @pytest.mark.django_db
-def test_v2_by_reference_gives_the_full_scan_figures_reading_only_what_the_runs_rank(v2_files, reads, settings):
+def test_v2_by_reference_gives_the_full_scan_figures_reading_only_what_the_runs_rank(
+    v2_files, reads, settings, client, admin_user
+):
     settings.CACHE_DIR = str(v2_files["folder"].parent / "cache")
     call_command("import_collection", str(v2_files["tsv"]), name="flat", verbosity=0)
     call_command("import_collection", str(v2_files["folder"]), name="v2", by_reference=True, verbosity=0)
@@ -124,6 +126,10 @@ def test_v2_by_reference_gives_the_full_scan_figures_reading_only_what_the_runs_
     report = by_reference[2]
     assert report.texts_sha256 == hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
     assert report.texts_read == len(ranked)
+    client.force_login(admin_user)
+    body = client.get(f"/api/metrics/reports/{report.name}/").json()
+    assert body["texts_sha256"] == report.texts_sha256 and body["texts_read"] == len(ranked)
+    assert report.texts_sha256 in client.get(f"/metrics/{report.name}/").content.decode()
     assert Report.objects.get(name="report-flat").texts_sha256 == ""  # a file's sha256 pins its texts
 
 
