@@ -87,9 +87,27 @@ def write_runs(work: Path, folder: Path, retrieved_from: int, seed: int = 13) ->
     yield {"queries": queries, "runs": runs}
 
 
-def register_pool_report(work: Path, folder: Path, files: dict) -> Iterator[str | Step]:
+def write_flat_collection(work: Path, folder: Path) -> Path:
+    """The passages of ``folder``'s bundles as a ``pid<TAB>passage`` file (reused when there): the same
+    passages for the full-scan import the by-reference figures are checked against."""
+    import polars as pl
+
+    target = work / f"{folder.name}.tsv"
+    if not target.exists():
+        part = target.with_suffix(".part")
+        with open(part, "wb") as out:
+            for path in sorted(folder.glob("msmarco_passage_*")):
+                frame = pl.read_ndjson(path, schema={"pid": pl.String, "passage": pl.String})
+                frame.write_csv(out, separator="\t", include_header=False, quote_style="never")
+        part.rename(target)
+    return target
+
+
+def register_pool_report(work: Path, collection: Path, files: dict, *, tag: str) -> Iterator[str | Step]:
     """Every command a user types, on a new SQLite database in ``work/site``: a progress line before
-    each step and its :class:`Step` after it (disk: 0, not measured here)."""
+    each step and its :class:`Step` after it (disk: 0, not measured here). ``collection``: a folder of
+    bundles, registered by reference, or a ``pid<TAB>passage`` file, imported with the full scan. The
+    pool and the report are written to ``work/pooled-<tag>.tsv`` and ``work/report-<tag>.csv``."""
     import os
     import secrets
 
@@ -102,7 +120,16 @@ def register_pool_report(work: Path, folder: Path, files: dict) -> Iterator[str 
     names = [p.stem for p in files["runs"]]
     steps = [
         ("migrate", ["migrate", "-v", "0"]),
-        ("import_collection --by-reference", ["import_collection", str(folder), "--name", "v2", "--by-reference"]),
+        (
+            "import_collection --by-reference" if collection.is_dir() else "import_collection (full scan)",
+            [
+                "import_collection",
+                str(collection),
+                "--name",
+                "v2",
+                *(["--by-reference"] if collection.is_dir() else []),
+            ],
+        ),
         ("import_queries", ["import_queries", str(files["queries"]), "--name", "dl"]),
         (
             f"import_run ({len(names)} runs)",
@@ -112,14 +139,14 @@ def register_pool_report(work: Path, folder: Path, files: dict) -> Iterator[str 
             "pool",
             [
                 *("pool", "--name", "pool", "--queries", "dl", "--runs", ",".join(names)),
-                *("--rank-cutoff", "10", "--depth", "500", "--out", str(work / "pooled.tsv")),
+                *("--rank-cutoff", "10", "--depth", "500", "--out", str(work / f"pooled-{tag}.tsv")),
             ],
         ),
         (
             f"bias_report ({V2['report_runs']} runs)",
             [
                 *("bias_report", "--queries", "dl", "--runs", ",".join(names[: V2["report_runs"]])),
-                *("--cutoffs", "5,10,20,30", "--name", "v2-report", "--out", str(work / "report.csv")),
+                *("--cutoffs", "5,10,20,30", "--name", "v2-report", "--out", str(work / f"report-{tag}.csv")),
             ],
         ),
     ]

@@ -15,7 +15,8 @@ class Command(BaseCommand):
         "queries x 100 over passages all sizes hold (kept in --work for reruns), then registers the collection "
         "by reference, imports the queries and runs, pools the 14 runs and reports on 7, as the README types "
         "them (each a fresh manage.py process on a new SQLite database), printing per step wall time, CPU time "
-        "and peak memory, and the ratio of the totals between sizes (it should stay near 1)."
+        "and peak memory, and the ratio of the totals between sizes (it should stay near 1); checks the pool and "
+        "the report at every size equal those of the smallest size's passages imported with the full scan."
     )
 
     def add_arguments(self, parser):
@@ -31,7 +32,15 @@ class Command(BaseCommand):
         )
 
     def handle(self, work, sizes, retrieved_from, **options):
-        from benchmarks.v2_layout import V2, measured, register_pool_report, write_collection, write_runs
+        from benchmarks.fullsize import Step
+        from benchmarks.v2_layout import (
+            V2,
+            measured,
+            register_pool_report,
+            write_collection,
+            write_flat_collection,
+            write_runs,
+        )
 
         try:
             sizes = list(parse_counts(sizes, "--sizes", minimum=V2["bundles"], maximum=200_000_000, most=4))
@@ -59,13 +68,27 @@ class Command(BaseCommand):
                         self.stdout.write(item)
             self.stdout.write(f"{size:,} passages (runs over the first {retrieved_from:,}):")
             steps = []
-            for item in register_pool_report(work, folder, files):
+            for item in register_pool_report(work, folder, files, tag=str(size)):
                 if isinstance(item, str):
                     self.stdout.write(item)
                 else:
                     steps.append(item)
             total = measured(steps)
             totals[size] = total
+            if size == sizes[0]:  # the same passages imported with the full scan: the figures to equal
+                flat = write_flat_collection(work, folder)
+                self.stdout.write(f"The same {size:,} passages as {flat.name}, imported with the full scan:")
+                full = [
+                    item for item in register_pool_report(work, flat, files, tag="full-scan") if isinstance(item, Step)
+                ]
+                self.stdout.write(
+                    f"  registration + pool + report: {measured(full).seconds:,.1f} s, {measured(full).cpu_seconds:,.1f} s CPU"
+                )
+            same = all(
+                (work / f"{what}-{size}.{ext}").read_bytes() == (work / f"{what}-full-scan.{ext}").read_bytes()
+                for what, ext in (("pooled", "tsv"), ("report", "csv"))
+            )
+            self.stdout.write(f"Pool and report equal to the full scan's: {'yes' if same else 'NO'}")
             self.stdout.write("| step | seconds | CPU s | peak MB |\n| --- | ---: | ---: | ---: |")
             for step in [*steps, total]:
                 self.stdout.write(
