@@ -356,7 +356,7 @@ def recent_imports(limit: int = 20) -> list[dict]:
         (
             "collection",
             Collection.objects.order_by("-created")[:limit],
-            lambda c: f"{c.passages:,} passages",
+            lambda c: f"{c.passages:,} passages" if c.passages is not None else "by reference: passages read by id",
         ),
         (
             "query set",

@@ -210,6 +210,11 @@ def test_the_api_registers_a_v2_folder_by_reference_and_refuses_an_upload(
     assert response.status_code == 202
     collection = Collection.objects.get(name="v2")
     assert collection.kind == Collection.Kind.MSMARCO_V2 and collection.path == str(v2_files["folder"])
+    from django.urls import reverse
+
+    for page in ("/", reverse("pooling:import")):  # the collections listed, their passages unknown
+        shown = client.get(page)
+        assert shown.status_code == 200 and "by reference" in shown.content.decode()
     response = client.post(
         url, {"name": "v2b", "path": str(v2_files["tsv"]), "by_reference": True}, content_type="application/json"
     )
