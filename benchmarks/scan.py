@@ -33,7 +33,15 @@ def _env(work: Path, broker: str) -> dict:
 
 
 #: What is split over the workers, and the in-process reference each is compared with.
-WHAT = {"scan": "one pass, in process", "run-import": "import_run, in process"}
+WHAT = {
+    "scan": "one pass, in process",
+    "run-import": "import_run, in process",
+    "v2-texts": "texts by id, in process",  # a v2 collection by reference: the first 300,000 passages' texts
+}
+#: What each compares with its reference.
+SAME = {"scan": "counts", "run-import": "run", "v2-texts": "texts"}
+#: ``v2-texts``: the texts read, the first of each of the 70 bundles (as ``benchmark_v2``'s runs rank).
+V2_TEXTS_READ = 300_000
 #: The run imported by ``run-import``: 7,000 queries x 1,000 documents (7M lines, ~240 MB).
 RUN_SPEC = {"queries": 7_000, "runs": 1, "depth": 1_000}
 
@@ -50,7 +58,15 @@ def run_scan_benchmark(
     work = work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     collection = work / f"collection-{passages}.tsv"
-    if not collection.exists():
+    if what == "v2-texts":
+        from benchmarks.v2_layout import write_collection as write_v2
+
+        for item in write_v2(work, passages):
+            if isinstance(item, Path):
+                collection = item
+            else:
+                yield item
+    elif not collection.exists():
         yield f"Writing {passages:,} synthetic passages to {collection} …"
         write_collection(collection, SyntheticSpec(passages=passages))
     target = collection
@@ -124,7 +140,7 @@ def run_scan_benchmark(
             results[n] = json.loads(out.strip().splitlines()[-1]) | {"worker_mb": memory}
         single = results[0]
         yield (
-            f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {'counts' if what == 'scan' else 'run'}"
+            f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {SAME[what]}"
             "  peak MB (measuring process; each worker)"
         )
         yield f"{WHAT[what]:<28}{single['seconds']:>9.1f}{1:>9.2f}x  (reference)  {single['peak_mb']:,.0f}"
@@ -174,6 +190,26 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
     from pooling import services
     from pooling.models import Run, ScanChunk
 
+    if what == "v2-texts":
+        import shutil
+
+        from genderbias.files.docstores import checksum_of_texts
+        from pooling.synthetic import v2_docids
+
+        collection = services.register_collection_by_reference(collection_path, "v2-bench", kind="msmarco-v2").obj
+        docids = v2_docids(collection_path, V2_TEXTS_READ // 70, 70)
+        shutil.rmtree(services.counts._texts_folder(collection), ignore_errors=True)  # cold: every text read
+        start = time.perf_counter()
+        texts = services.texts_by_reference(collection, docids, chunks=workers or None)
+        seconds = time.perf_counter() - start
+        chunks = workers or 1
+        return {
+            "seconds": seconds,
+            "chunks": chunks,
+            "digest": checksum_of_texts(texts),
+            "rows": len(texts),
+            "peak_mb": peak_memory_mb(),
+        }
     collection = services.import_collection(collection_path, "scan-bench", bar=False).obj
     ScanChunk.objects.all().delete()
     Run.objects.filter(name=f"bench{workers}").delete()

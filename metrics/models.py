@@ -112,6 +112,14 @@ class Report(GroupOwned):
     bootstrap_samples = models.PositiveIntegerField(default=1000)
     seed = models.IntegerField(default=0)
     software_version = models.CharField(max_length=100)
+    texts_sha256 = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="A collection by reference: the checksum of the texts read (genderbias.files.docstores.checksum_of_texts).",
+    )
+    texts_read = models.PositiveIntegerField(
+        null=True, help_text="A collection by reference: how many texts the checksum covers."
+    )
     per_query = models.CharField(max_length=1000, help_text="Parquet file of per-query values.")
     label_batch = models.ForeignKey(
         "annotation.Batch",

@@ -122,6 +122,8 @@ class ReportSerializer(ReportListSerializer):
             "bootstrap_samples",
             "seed",
             "software_version",
+            "texts_sha256",
+            "texts_read",
             "significance",
             "label_batch",
             "answers_version",

@@ -131,6 +131,11 @@ class ImportRequestSerializer(serializers.Serializer):
         help_text="Kind dataset only (instead of file or path): an ir_datasets id such as msmarco-passage/dev/small.",
     )
     skip_bad_lines = serializers.BooleanField(required=False)
+    by_reference = serializers.BooleanField(
+        required=False,
+        help_text="Collections: path is a folder of MS MARCO v2 passage bundles, registered without reading it; "
+        "datasets: the documents are read through the dataset's docstore by id, not written out.",
+    )
     qid_column = serializers.CharField(
         required=False, help_text="Query sets only: the id column, a header name or a number (default: guessed)."
     )

@@ -106,6 +106,12 @@ class ImportForm(forms.Form):
         help_text="An ir_datasets id, such as msmarco-passage/dev/small (https://ir-datasets.com).",
     )
     skip_bad_lines = forms.BooleanField(required=False, help_text="Skip malformed lines and report them.")
+    by_reference = forms.BooleanField(
+        required=False,
+        label="By reference",
+        help_text="Read passages by id as pools and reports need them, never the whole collection: "
+        "the path is a folder of MS MARCO v2 passage bundles (msmarco_passage_00 … _69).",
+    )
     qid_column = forms.CharField(
         required=False, max_length=200, label="Query id column", help_text="A header name or a number (1 = first)."
     )
@@ -145,6 +151,12 @@ class ImportForm(forms.Form):
                 "qid<TAB>query lines, or a CSV or TSV with a header (qid,query,label: the study's), .gz accepted."
             )
         if kind == "dataset":
+            self.fields[
+                "by_reference"
+            ].help_text = "Do not write the documents out: read them through the dataset's docstore, by id, as needed."
+        elif kind != "collection":
+            del self.fields["by_reference"]
+        if kind == "dataset":
             del self.fields["file"], self.fields["path"]
             self.fields["name"].help_text = "Name of the collection, query set and qrels made from it."
         else:
@@ -163,6 +175,19 @@ class ImportForm(forms.Form):
                 data["dataset"] = check_dataset_id(data.get("dataset") or "")
             except ServiceError as exc:
                 self.add_error("dataset", str(exc).removeprefix("dataset: "))
+            return data
+        if self.kind == "collection" and data.get("by_reference"):
+            if data.get("file"):
+                self.add_error(
+                    "file", "a collection by reference is a folder on the server: give its path, not an upload"
+                )
+            elif not data.get("path"):
+                self.add_error("path", "give the folder of the MS MARCO v2 passage bundles")
+            else:
+                try:
+                    data["path"] = check_import_path(data["path"], "path", folder=True)
+                except ServiceError as exc:
+                    self.add_error("path", str(exc).removeprefix("path: "))
             return data
         if data.get("file") and data.get("path"):
             self.add_error("path", "give a file or a path on the server, not both")
@@ -185,7 +210,7 @@ class ImportForm(forms.Form):
     def start(self) -> Job:
         """Start the import as a background job (an upload is kept for as long as the import needs it)."""
         data = self.cleaned_data
-        options = {"skip_bad_lines": data.get("skip_bad_lines", False)}
+        options = {"skip_bad_lines": data.get("skip_bad_lines", False), "by_reference": data.get("by_reference", False)}
         if self.kind == "dataset":
             return services.start_import("dataset", data["dataset"], data["name"], options)
         if self.kind == "run":

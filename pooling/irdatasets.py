@@ -90,11 +90,16 @@ def load_dataset(dataset_id: str):
         ) from None
 
 
-def write_dataset_files(dataset_id: str, folder: Path, progress: Callable[[int], None] | None = None) -> DatasetFiles:
+def write_dataset_files(
+    dataset_id: str, folder: Path, progress: Callable[[int], None] | None = None, *, docs: bool = True
+) -> DatasetFiles:
     """Write the documents, queries and qrels of ``dataset_id`` (those it has) into ``folder``.
 
     ``progress(n)`` is called with the number of records written so far (documents first).
+    ``docs=False``: the documents are not written (a collection by reference reads them by id
+    through :class:`DatasetTexts`).
     """
+    write_docs = docs
     dataset = load_dataset(dataset_id)
     folder.mkdir(parents=True, exist_ok=True)
     written = [0]
@@ -107,7 +112,7 @@ def write_dataset_files(dataset_id: str, folder: Path, progress: Callable[[int],
                 progress(written[0])
 
     docs = queries = qrels = None
-    if dataset.has_docs():
+    if dataset.has_docs() and write_docs:
         docs = _write(
             folder / "docs.tsv",
             (f"{_clean(d.doc_id)}\t{_clean(_text(d))}\n" for d in count(_guarded(dataset.docs_iter, dataset_id))),
@@ -128,6 +133,40 @@ def write_dataset_files(dataset_id: str, folder: Path, progress: Callable[[int],
     if progress is not None:
         progress(written[0])
     return DatasetFiles(check_dataset_id(dataset_id), ir_datasets_version(), docs, queries, qrels)
+
+
+class DatasetTexts:
+    """A dataset's docstore (``docs_store().get_many``) giving each document's text exactly as
+    :func:`write_dataset_files` writes it to the collection file (``default_text()``, line breaks and
+    tabs as spaces, stripped), so a collection by reference and the same dataset written out have the
+    same texts and the same figures. ``ir_datasets`` builds its docstore on first use (for most
+    datasets a pass over the download, once, in its own cache)."""
+
+    def __init__(self, dataset_id: str) -> None:
+        self.dataset_id = check_dataset_id(dataset_id)
+        dataset = load_dataset(self.dataset_id)
+        if not dataset.has_docs():
+            raise ServiceError(f"dataset: {self.dataset_id} has no documents")
+        try:
+            self.store = dataset.docs_store()
+        except (NotImplementedError, AttributeError):
+            raise ServiceError(f"dataset: {self.dataset_id} has no docstore to read documents by id") from None
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, str]:
+        try:
+            found = self.store.get_many(list(ids))
+        except OSError as exc:
+            raise ServiceError(offline_message(self.dataset_id, exc)) from None
+        return {str(docid): _clean(_text(document)) for docid, document in found.items()}
+
+
+def docs_count(dataset_id: str) -> int | None:
+    """How many documents the dataset says it has (None when it cannot say without reading them)."""
+    try:
+        count = load_dataset(dataset_id).docs_count()
+    except Exception:
+        return None
+    return int(count) if count is not None else None
 
 
 def _write(path: Path, lines: Iterable[str]) -> Path:

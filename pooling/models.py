@@ -17,14 +17,31 @@ from pooling.queryfiles import MAX_QID_CHARS
 
 
 class Collection(GroupOwned):
-    """A passage collection file (``pid<TAB>passage`` lines, optionally gzipped)."""
+    """A passage collection: a file (``pid<TAB>passage`` lines, optionally gzipped), scanned whole
+    when registered, or a collection by reference, whose texts are read by docid when a pool or a
+    report needs them (:mod:`genderbias.files.docstores`) and never all at once."""
+
+    class Kind(models.TextChoices):
+        FILE = "file", "A pid<TAB>passage file, scanned whole"
+        MSMARCO_V2 = "msmarco-v2", "MS MARCO v2 passage bundle files, read by docid"
+        IR_DATASETS = "ir_datasets", "An ir_datasets docstore, read by docid"
 
     name = models.SlugField(max_length=100, unique=True)
-    path = models.CharField(max_length=1000)
-    size = models.BigIntegerField(help_text="File size in bytes when registered.")
-    sha256 = models.CharField(max_length=64)
-    passages = models.BigIntegerField(help_text="Number of passages (lines).")
-    docid_index = models.CharField(max_length=1000, help_text="Parquet file listing every docid, in file order.")
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FILE)
+    path = models.CharField(
+        max_length=1000, help_text="The file; the bundles' folder (msmarco-v2); the dataset id (ir_datasets)."
+    )
+    size = models.BigIntegerField(help_text="File size in bytes when registered (of every bundle, for msmarco-v2).")
+    sha256 = models.CharField(
+        max_length=64,
+        help_text="Of the file's content; by reference: of the bundles' names, sizes and ends, or of the dataset id and version.",
+    )
+    passages = models.BigIntegerField(
+        null=True, help_text="Number of passages (lines); empty when a collection by reference does not say."
+    )
+    docid_index = models.CharField(
+        max_length=1000, blank=True, help_text="Parquet file listing every docid, in file order (a file's only)."
+    )
     source = models.CharField(
         max_length=1000,
         blank=True,
@@ -37,6 +54,11 @@ class Collection(GroupOwned):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def by_reference(self) -> bool:
+        """Whether its texts are read by docid (never scanned whole)."""
+        return self.kind != self.Kind.FILE
 
     @property
     def dataset_source(self) -> str:

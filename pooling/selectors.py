@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 
-from genderbias.errors import ServiceError, Skipped
+from genderbias.errors import InputError, ServiceError, Skipped
 from genderbias.figure_notes import figure_notes
 from genderbias.files.atomic import file_sha256, write_parquet_atomic
+from genderbias.files.docstores import V2PassageFiles
 from genderbias.text.wordlists import GenderWords, wordlist_from_mapping
 from pooling.models import Query
 from pooling.qrelfiles import read_qrels
 
+from .irdatasets import DatasetTexts
 from .models import Collection, Pool, Qrels, QuerySet, Run, WordList
 
 if TYPE_CHECKING:
@@ -31,11 +33,41 @@ if TYPE_CHECKING:
 # --- collections -----------------------------------------------------------------------
 
 
+def collection_texts(collection: Collection):
+    """The docstore (``get_many``) of a collection by reference, after checking it still is what was
+    registered: MS MARCO v2 bundles with the same fingerprint, or the dataset's docstore."""
+    if collection.kind == Collection.Kind.MSMARCO_V2:
+        try:
+            files = V2PassageFiles(collection.path)
+        except InputError as exc:
+            raise ServiceError(f"collection {collection.name!r}: {exc}") from None
+        if files.fingerprint()[0] != collection.sha256:
+            raise ServiceError(
+                f"collection {collection.name!r}: the bundles in {collection.path} changed since it was registered"
+            )
+        return files
+    if collection.kind == Collection.Kind.IR_DATASETS:
+        return DatasetTexts(collection.path)
+    raise ServiceError(f"collection {collection.name!r} is a file, not a collection by reference")
+
+
+def known_docids_of(collection: Collection):
+    """What a run's or qrels' docids are checked against (``contains``): a file's every docid
+    (:func:`pooling.services.runs.known_docids`); MS MARCO v2 bundles: the id scheme, a bundle
+    present and an offset inside it; an ir_datasets docstore: nothing (a docid it lacks is named
+    when a pool or a report reads it)."""
+    if collection.kind == Collection.Kind.MSMARCO_V2:
+        return collection_texts(collection)
+    return None
+
+
 def docid_index(collection: Collection) -> Path:
     """The collection's docid index (``docid``, and for plain files ``start, length``), rebuilt
     if the cache was cleared."""
     from genderbias.files.collection import scan_collection
 
+    if collection.by_reference:
+        raise ServiceError(f"collection {collection.name!r} is registered by reference: it has no list of every docid")
     index_path = Path(collection.docid_index)
     if not index_path.exists():
         index_path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,6 +91,12 @@ def has_spans(collection: Collection) -> bool:
     import polars as pl
 
     return "start" in pl.read_parquet_schema(docid_index(collection))
+
+
+def reads_by_docid(collection: Collection) -> bool:
+    """Whether some passages' texts are read without reading the rest: a collection by reference,
+    or a file whose docid index holds the spans (:func:`has_spans`)."""
+    return collection.by_reference or has_spans(collection)
 
 
 def passage_spans(collection: Collection, docids: pl.Series) -> pl.DataFrame | None:
@@ -95,7 +133,9 @@ def run_frame(run: Run) -> pl.DataFrame:
         raise ServiceError(
             f"run {run.name!r}: its cache is gone and {run.path} is missing or changed since it was imported"
         )
-    table = read_run(run.path, order=run.order, known_docids=collection_docids(run.collection), skipped=Skipped())
+    collection = run.collection
+    known = known_docids_of(collection) if collection.by_reference else collection_docids(collection)
+    table = read_run(run.path, order=run.order, known_docids=known, skipped=Skipped())
     if len(table.frame) != run.rows:
         raise ServiceError(f"run {run.name!r}: rebuilding its cache gave {len(table.frame)} rows, not {run.rows}")
     data.parent.mkdir(parents=True, exist_ok=True)
@@ -182,11 +222,20 @@ def read_qrels_checked(path: str | Path, collection: Collection, query_set: Quer
     queries and the collection's docids (:func:`pooling.qrelfiles.read_qrels`)."""
     import polars as pl
 
-    docids = collection_docids(collection)
+    if collection.by_reference:
+        checker = known_docids_of(collection)
 
-    def known(wanted: list[str]) -> list[str]:
-        asked = pl.DataFrame({"docid": wanted}, schema={"docid": pl.String})
-        return docids.to_frame("docid").join(asked, on="docid", how="semi")["docid"].to_list()
+        def known(wanted: list[str]) -> list[str]:
+            if checker is None:
+                return list(wanted)
+            asked = pl.Series("docid", wanted, dtype=pl.String)
+            return asked.filter(pl.Series(checker.contains(asked))).to_list()
+    else:
+        docids = collection_docids(collection)
+
+        def known(wanted: list[str]) -> list[str]:
+            asked = pl.DataFrame({"docid": wanted}, schema={"docid": pl.String})
+            return docids.to_frame("docid").join(asked, on="docid", how="semi")["docid"].to_list()
 
     qids = set(query_set.queries.values_list("qid", flat=True))
     return read_qrels(
@@ -294,7 +343,7 @@ def recent_imports(limit: int = 20) -> list[dict]:
         (
             "collection",
             Collection.objects.order_by("-created")[:limit],
-            lambda c: f"{c.passages:,} passages",
+            lambda c: f"{c.passages:,} passages" if c.passages is not None else "by reference: passages read by id",
         ),
         (
             "query set",

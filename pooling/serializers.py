@@ -8,7 +8,7 @@ from .models import Collection, Pool, PoolEntry, Query, QuerySet, Run
 class CollectionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Collection
-        fields = ["id", "name", "path", "size", "sha256", "passages", "created"]
+        fields = ["id", "name", "kind", "path", "size", "sha256", "passages", "created"]
 
 
 class QuerySerializer(serializers.ModelSerializer):

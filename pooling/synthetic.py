@@ -234,3 +234,85 @@ def write_qrels(path: Path, run_paths: list[Path], spec: SyntheticSpec, skill: t
     with open(path, "w", encoding="utf-8", newline="\n") as out:
         out.write("".join(f"{qid} 0 {docid} {grade}\n" for qid, docs in qrels.items() for docid, grade in docs.items()))
     return path
+
+
+#: Distinct passage texts a synthetic MS MARCO v2 collection draws from (:func:`write_v2_bundles`).
+V2_TEXTS = 100_000
+_POWERS = 10 ** np.arange(1, 19, dtype=np.int64)  # a number below 10**k has at most k digits
+
+
+def write_v2_bundles(folder: Path, passages: int, bundles: int = 70, seed: int = 13, texts: int = V2_TEXTS) -> Path:
+    """Write ``passages`` synthetic passages in MS MARCO v2's own layout into ``folder``: ``bundles``
+    files ``msmarco_passage_00`` …, JSON lines ``{"pid", "passage", "spans", "docid"}`` as ir_datasets
+    extracts them, each pid ``msmarco_passage_<bundle>_<byte offset of its line>``.
+
+    Passage ``i`` of bundle ``b`` is one of ``texts`` distinct passages (:func:`_passage_texts`), chosen
+    by a hash of ``(seed, b, i)``: a smaller collection is a prefix of every bundle of a larger one
+    with the same seed, so the same runs (ids and texts) rank passages of both. Lines are built in
+    columns (the byte offsets solved for the ids' own digits), so 30M passages take minutes.
+    """
+    import json
+
+    import polars as pl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pool = [
+        json.dumps(text) for text in _passage_texts(np.random.default_rng(seed), texts, 56, SyntheticSpec.gender_rate)
+    ]
+    pool_series = pl.Series("passage", pool, dtype=pl.String)
+    pool_lengths = pool_series.str.len_bytes().to_numpy().astype(np.int64)
+    per_bundle = [passages // bundles + (1 if b < passages % bundles else 0) for b in range(bundles)]
+    for b, n in enumerate(per_bundle):
+        i = np.arange(n, dtype=np.uint64)
+        choice = (
+            (i * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed * 1_000_003 + b * 7919)) >> np.uint64(17)
+        ) % np.uint64(texts)
+        choice = choice.astype(np.int64)
+        prefix = f'{{"pid": "msmarco_passage_{b:02d}_'
+        doc = pl.select(pl.concat_str(pl.lit(f"msmarco_doc_{b:02d}_"), (pl.int_range(n) // 4).cast(pl.String)))
+        doc = doc.to_series().rename("doc")
+        rest_lengths = (
+            len('", "passage": ')
+            + pool_lengths[choice]
+            + len(', "spans": "(0,1)", "docid": "')
+            + doc.str.len_bytes().to_numpy().astype(np.int64)
+            + len('"}\n')
+        )
+        base = len(prefix) + rest_lengths
+        digits = np.ones(n, dtype=np.int64)
+        while True:  # offsets depend on the ids' lengths, which depend on the offsets: a fixed point
+            offsets = np.concatenate([[0], np.cumsum(base + digits)[:-1]]).astype(np.int64)
+            new = np.searchsorted(_POWERS, offsets, side="right").astype(np.int64) + 1
+            if np.array_equal(new, digits):
+                break
+            digits = new
+        frame = pl.DataFrame({"offset": offsets, "passage": pool_series.gather(choice), "doc": doc})
+        lines = frame.select(
+            pl.concat_str(
+                pl.lit(prefix),
+                pl.col("offset").cast(pl.String),
+                pl.lit('", "passage": '),
+                pl.col("passage"),
+                pl.lit(', "spans": "(0,1)", "docid": "'),
+                pl.col("doc"),
+                pl.lit('"}'),
+            ).alias("line")
+        )
+        with open(folder / f"msmarco_passage_{b:02d}", "wb") as out:
+            lines.write_csv(out, include_header=False, quote_style="never")
+    return folder
+
+
+def v2_docids(folder: Path, per_bundle: int, bundles: int = 70) -> list[str]:
+    """The ids of the first ``per_bundle`` passages of each bundle in ``folder`` (read from the lines)."""
+    import json
+
+    ids = []
+    for b in range(bundles):
+        path = folder / f"msmarco_passage_{b:02d}"
+        if not path.exists():
+            break
+        with open(path, "rb") as file:
+            for _, line in zip(range(per_bundle), file, strict=False):
+                ids.append(json.loads(line)["pid"])
+    return ids

@@ -217,7 +217,7 @@ def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
             raise ServiceError("choose a file or give a path on the server to see its first rows")
         known = None
         collection = Collection.objects.filter(name=request.POST.get("collection", "")).first()
-        if kind == "run" and collection is not None:
+        if kind == "run" and collection is not None and not collection.by_reference:  # by reference: no docid list
             index = selectors.docid_index(collection)
             known = lambda docids: docids_in_index(index, docids)  # noqa: E731
         context["collection"] = collection

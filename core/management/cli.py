@@ -92,7 +92,9 @@ def imported_parts(found) -> str:
     one phrase each with its size: what ``import_dataset`` and ``import_named_set`` print."""
     parts = []
     if found.collection is not None:
-        parts.append(f"collection {found.collection.name!r} ({found.collection.passages:,} passages)")
+        passages = found.collection.passages
+        size = f"{passages:,} passages" if passages is not None else "by reference: passages read by id"
+        parts.append(f"collection {found.collection.name!r} ({size})")
     if found.query_set is not None:
         parts.append(f"query set {found.query_set.name!r} ({found.query_set.queries.count():,} queries)")
     if found.qrels is not None:

@@ -123,8 +123,8 @@ def keep_upload(upload: UploadedFile) -> Path:
     return target
 
 
-def check_import_path(value: str, field: str = "path") -> Path:
-    """The file ``value`` names, if it lies inside one of ``settings.IMPORT_ROOTS``.
+def check_import_path(value: str, field: str = "path", *, folder: bool = False) -> Path:
+    """The file (``folder``: the folder) ``value`` names, if it lies inside one of ``settings.IMPORT_ROOTS``.
 
     Raises :class:`ServiceError` naming ``field`` otherwise: no roots configured, a path
     outside them (also through a symbolic link), or no such file.
@@ -141,7 +141,9 @@ def check_import_path(value: str, field: str = "path") -> Path:
     if not any(path.is_relative_to(root) for root in roots):
         allowed = ", ".join(str(root) for root in roots)
         raise ServiceError(f"{field}: {value} is outside the folders allowed for imports ({allowed})")
-    if not path.is_file():
+    if folder and not path.is_dir():
+        raise ServiceError(f"{field}: {value} is not a folder")
+    if not folder and not path.is_file():
         raise ServiceError(f"{field}: {value} is not a file")
     return path
 

@@ -7,8 +7,10 @@ pandas or polars frame in the TREC/PyTerrier shape (``qid, docno, score[, rank]`
 
 **Texts** (:func:`load_texts`): a ``docid<TAB>text`` file (gzipped or not; read as the platform
 reads a collection), a dict ``{docid: text}``, a frame ``docno, text`` (or ``docid``/``doc_id``),
-or an ir_datasets docstore (anything with ``get_many(ids)``): only the texts of the documents a
-measure reads are fetched, by id, never the whole collection.
+or a docstore (anything with ``get_many(ids)``: an ir_datasets docstore, MS MARCO v2's bundle files as
+:class:`genderbias.files.docstores.V2PassageFiles`): only the texts of the documents a measure reads are
+fetched, by id, never the whole collection (:func:`genderbias.files.docstores.read_texts`, the platform's
+reader of a collection registered by reference).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import polars as pl
 
 from genderbias.files.blocks import iter_blocks
 from genderbias.files.collection import parse_passages
+from genderbias.files.docstores import read_texts
 from genderbias.files.runs import read_run
 from genderbias.text.magnitudes import count_frame
 
@@ -114,9 +117,7 @@ class Texts:
             rows = [(docid, source[docid]) for docid in wanted.to_list() if docid in source]
             return pl.DataFrame(rows, schema=self._known.schema, orient="row")
         if hasattr(source, "get_many"):
-            found = source.get_many(wanted.to_list())
-            rows = [(str(docid), _text_of(document)) for docid, document in found.items()]
-            return pl.DataFrame(rows, schema=self._known.schema, orient="row")
+            return read_texts(source, wanted)
         if hasattr(source, "columns"):
             frame = _polars(source)
             docid = _column(frame, _DOCID, "texts")
@@ -128,15 +129,6 @@ class Texts:
             "texts are a docid<TAB>text file, a dict {docid: text}, a frame (docno, text) or a docstore "
             f"with get_many(ids), not {type(source).__name__}"
         )
-
-
-def _text_of(document: Any) -> str:
-    """An ir_datasets document's text: the ``text`` field, else its ``default_text()``."""
-    if isinstance(document, str):
-        return document
-    if hasattr(document, "text"):
-        return document.text
-    return document.default_text()
 
 
 def load_texts(texts: Any) -> Texts:

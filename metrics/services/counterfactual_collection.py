@@ -40,6 +40,11 @@ def write_counterfactual_collection(
     validate_name(name, "collection")
     if Collection.objects.filter(name=name).exists():
         raise ServiceError(f"a collection named {name!r} exists; choose another name")
+    if collection.by_reference:
+        raise ServiceError(
+            f"collection {collection.name!r} is registered by reference: a counterfactual is written from a "
+            "pid<TAB>passage file, read whole"
+        )
     words = wordlist_of(wordlist) if wordlist is not None else default_representative_wordlist()
     swapper = Swapper(swap_table(words.words.items(), her=her))
     destination = cache_dir("counterfactual") / f"{name}.tsv.gz"

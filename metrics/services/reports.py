@@ -174,6 +174,8 @@ class Computed:
     labels: object | None = None
     #: Per run, per cutoff: how many of its queries' top k hold a tied document (:func:`genderbias.ranking.ties.tie_summary`).
     tied_queries: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: A collection by reference: the checksum of the texts read and how many (:func:`_texts_read`).
+    texts_read: tuple[str, int] | None = None
 
 
 def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int, ...]:
@@ -312,7 +314,36 @@ def _compute(
         unreturned,
         labels,
         tied_queries,
+        _texts_read(qids, runs, report_settings, inputs.get("background"), source),
     )
+
+
+def _texts_read(
+    qids: Sequence[str], runs: Sequence[Run], report_settings: ReportSettings, background: Run | None, source: str
+) -> tuple[str, int] | None:
+    """For a collection by reference, ``(checksum, texts)`` of the passages the report read (those
+    :func:`per_query_values` counts: every run's top through ties, the background's top), from the
+    digests kept when they were read (:func:`pooling.services.texts_checksum`); None for a
+    file, whose sha256 already pins every text."""
+    import polars as pl
+
+    from genderbias.ranking import measures
+
+    collection = runs[0].collection
+    if not collection.by_reference:
+        return None
+    asked = pl.Series("qid", list(qids), dtype=pl.String)
+    depth = max(measures.validate_cutoffs(report_settings.cutoffs))
+    frames = top_rankings(runs, asked, depth, source, through_ties=True)
+    docs = [frame["docid"] for frame in frames.values()]
+    if background is not None:
+        top = (
+            run_frame(background)
+            .filter(pl.col("rank") <= BACKGROUND_DEPTH)
+            .join(asked.to_frame(), on="qid", how="semi")
+        )
+        docs.append(top["docid"])
+    return pooling_services.texts_checksum(collection, pl.concat(docs))
 
 
 class _StepProgress:
@@ -572,6 +603,8 @@ def _store(
                 seed=report_settings.seed,
                 software_version=software_version(),
                 methods=methods.current(),
+                texts_sha256=computed.texts_read[0] if computed.texts_read else "",
+                texts_read=computed.texts_read[1] if computed.texts_read else None,
                 per_query=str(path),
                 label_batch=batch,
                 labels_file=str(labels_path) if labels is not None else "",

@@ -30,7 +30,15 @@ re-exported here because ``metrics`` imports them from here.
 
 from ..selectors import qrels_frame, run_frame, top_rankings, wordlist_of
 from .common import ImportResult
-from .counts import count_scan_chunk, document_counts_chunked, document_counts_for
+from .counts import (
+    count_scan_chunk,
+    document_counts_chunked,
+    document_counts_for,
+    read_texts_chunk,
+    read_texts_chunked,
+    texts_by_reference,
+    texts_checksum,
+)
 from .imports import (
     IMPORT_KINDS,
     create_query_set,
@@ -40,6 +48,7 @@ from .imports import (
     import_job,
     import_queries,
     import_wordlist,
+    register_collection_by_reference,
     register_wordlist,
     start_import,
 )
@@ -86,11 +95,16 @@ __all__ = [
     "pool_job",
     "qrels_frame",
     "read_run_chunked",
+    "read_texts_chunk",
+    "read_texts_chunked",
+    "register_collection_by_reference",
     "register_wordlist",
     "run_frame",
     "start_import",
     "start_named_set",
     "start_pool",
+    "texts_by_reference",
+    "texts_checksum",
     "top_rankings",
     "wordlist_of",
     "write_named_set_files",

@@ -69,8 +69,8 @@ def _records(obj) -> int:
 
     if isinstance(obj, DatasetImport) or hasattr(obj, "named"):  # a dataset's or a named set's parts
         return sum(_records(part) for part in obj.parts())
-    if isinstance(obj, Collection):
-        return obj.passages
+    if isinstance(obj, Collection):  # a collection by reference is not read: none, when it does not say
+        return obj.passages or 0
     if isinstance(obj, QuerySet):
         return obj.queries.count()
     if isinstance(obj, Run):

@@ -1,6 +1,9 @@
 """Gender-word counts of passages (``docid, f, m, length``): cached, or one scan split over workers.
 
-Counting reads the collection's file, so it is the slow step of a pool or a report.
+Counting reads the collection's file, so it is the slow step of a pool or a report; a
+collection by reference is read by docid (:func:`counts_by_reference`), just the passages asked
+for, each text kept by docid (:func:`texts_by_reference`) for the checksum a report records
+(:func:`texts_checksum`).
 :func:`document_counts_for` is the cached entry point: the cache is per (collection
 content, word list content, tokenizer), grows with the passages analyses ask for, and
 reads only those passages' bytes when the docid index holds their spans.
@@ -18,15 +21,17 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 
 from core.models import Job
+from core.progress import Progress
 from core.services.storage import cache_dir
-from genderbias.errors import ServiceError
+from genderbias.errors import InputError, ServiceError
+from genderbias.files import docstores
 from genderbias.files.atomic import write_parquet_atomic
 from genderbias.text.tokenize import DEFAULT_TOKENIZER
 from genderbias.text.wordlists import GenderWords
 
 from ..analysis import check_tokenizer
 from ..models import Collection, ScanChunk, WordList
-from ..selectors import passage_spans, wordlist_of
+from ..selectors import collection_texts, passage_spans, wordlist_of
 from .common import byte_progress, wait_for_chunks
 from .imports import register_wordlist
 
@@ -65,6 +70,13 @@ def document_counts_for(
     missing = _missing(cached, wanted, lengths)
     if not len(missing):
         return cached.join(wanted.to_frame(), on="docid", how="semi")
+    if collection.by_reference:
+        fresh = counts_by_reference(collection, missing, wordlist, [tokenizer], lengths=lengths, job=job, bar=bar)
+        fresh = fresh[tokenizer]
+        if cached is None:
+            _store(cache, None, fresh)
+            return fresh
+        return _store(cache, cached, fresh).join(wanted.to_frame(), on="docid", how="semi")
     path = _check_unchanged(collection)
     spans = passage_spans(collection, missing)
     with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
@@ -85,11 +97,13 @@ def count_ahead(
     tokenizers: Iterable[str],
     *,
     bar: bool = True,
+    chunks: int | None = None,
 ) -> None:
     """Fill the counts cache of each of ``tokenizers`` with ``docids``' ``f`` and ``m`` (not their
     lengths), as :func:`document_counts_for` with ``lengths=False`` would for each, every passage
     missing from any of them read once (:func:`~genderbias.text.magnitudes.document_counts_at_each`). A
     collection without spans in its index is counted a tokenizer at a time, as that function does.
+    ``chunks``: a collection by reference's texts are read over Celery workers (:func:`read_texts_chunked`).
     """
     import polars as pl
 
@@ -105,17 +119,190 @@ def count_ahead(
     union = pl.concat(list(missing.values())).unique() if missing else wanted.head(0)
     if not len(union):
         return
-    path = _check_unchanged(collection)
-    spans = passage_spans(collection, union)
-    if spans is None:
-        for tokenizer in tokenizers:
-            document_counts_for(collection, missing[tokenizer], wordlist, tokenizer, lengths=False, bar=bar)
-        return
-    with byte_progress(path, f"Counting gender words in {len(union):,} passages", None, bar) as progress:
-        fresh = mag.document_counts_at_each(path, spans, wordlist, tokenizers, progress.update_to, lengths=False)
+    if collection.by_reference:
+        fresh = counts_by_reference(collection, union, wordlist, tokenizers, lengths=False, bar=bar, chunks=chunks)
+    else:
+        path = _check_unchanged(collection)
+        spans = passage_spans(collection, union)
+        if spans is None:
+            for tokenizer in tokenizers:
+                document_counts_for(collection, missing[tokenizer], wordlist, tokenizer, lengths=False, bar=bar)
+            return
+        with byte_progress(path, f"Counting gender words in {len(union):,} passages", None, bar) as progress:
+            fresh = mag.document_counts_at_each(path, spans, wordlist, tokenizers, progress.update_to, lengths=False)
     for tokenizer in tokenizers:
         counts = fresh[tokenizer].join(missing[tokenizer].to_frame(), on="docid", how="semi")
         _store(caches[tokenizer], cached[tokenizer], counts)
+
+
+def counts_by_reference(
+    collection: Collection,
+    docids: pl.Series,
+    wordlist: GenderWords,
+    tokenizers: Iterable[str],
+    *,
+    lengths: bool = True,
+    job: Job | None = None,
+    bar: bool = True,
+    chunks: int | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Counts of ``docids`` under each of ``tokenizers`` (tokenizer → ``docid, f, m, length``) in a
+    collection by reference: exactly those texts, read by docid (:func:`texts_by_reference`;
+    ``chunks``: over Celery workers)."""
+
+    from genderbias.text import magnitudes as mag
+
+    tokenizers = list(dict.fromkeys(tokenizers))
+    docids = docids.unique()
+    with Progress(f"Counting gender words in {len(docids):,} passages", None, job=job, bar=bar):
+        texts = texts_by_reference(collection, docids, chunks=chunks)
+        return {tokenizer: mag.count_frame(texts, wordlist, tokenizer, lengths) for tokenizer in tokenizers}
+
+
+def texts_by_reference(
+    collection: Collection, docids: Iterable[str] | pl.Series, *, chunks: int | None = None, batch: int = 50_000
+) -> pl.DataFrame:
+    """``docid, text`` of ``docids`` in a collection by reference, each text read from the collection
+    once (:func:`genderbias.files.docstores.read_texts`, ``batch`` at a time) and then kept in its
+    texts cache (``CACHE_DIR/texts/<sha256>/``, a Parquet file per read, never rewritten), so another
+    word list, tokenizer or report reads the cache, not the collection. A docid the collection lacks
+    is refused, naming it: a run's docids could not all be checked when it was imported.
+    ``chunks`` (≥ 1): the texts not cached are read by Celery workers, split by bundle file
+    (:func:`read_texts_chunked`)."""
+    import uuid
+
+    import polars as pl
+
+    wanted = pl.Series("docid", docids, dtype=pl.String).unique()
+    cached, lacking = _cached_texts(collection, wanted)
+    if not len(lacking):
+        return cached
+    if chunks:
+        read_texts_chunked(collection, lacking, chunks=chunks)
+        return pl.concat([cached, _cached_texts(collection, lacking)[0]])
+    store = collection_texts(collection)
+    fresh = []
+    for start in range(0, len(lacking), batch):
+        asked = lacking.slice(start, batch)
+        texts = docstores.read_texts(store, asked)
+        _check_found(collection, asked, texts)
+        write_parquet_atomic(texts, _texts_folder(collection) / f"{uuid.uuid4().hex}.parquet", compression="lz4")
+        fresh.append(texts)
+    return pl.concat([cached, *fresh])
+
+
+def _cached_texts(collection: Collection, wanted: pl.Series) -> tuple[pl.DataFrame, pl.Series]:
+    """``(docid, text`` of ``wanted`` in the texts cache, the docids of ``wanted`` not in it)."""
+    import polars as pl
+
+    parts = sorted(_texts_folder(collection).glob("*.parquet"))
+    cached = (
+        pl.scan_parquet(parts).join(wanted.to_frame().lazy(), on="docid", how="semi").collect()
+        if parts
+        else pl.DataFrame(schema=docstores.text_schema())
+    )
+    return cached, wanted.to_frame().join(cached.select("docid"), on="docid", how="anti")["docid"]
+
+
+def _check_found(collection: Collection, asked: pl.Series, texts: pl.DataFrame) -> None:
+    """Refuse docids asked for that the collection does not hold, naming the first three."""
+    if len(texts) < len(asked):
+        absent = asked.to_frame().join(texts.select("docid"), on="docid", how="anti")["docid"]
+        more = f" (and {len(absent) - 3:,} more)" if len(absent) > 3 else ""
+        raise ServiceError(
+            f"collection {collection.name!r} has no passage {', '.join(absent.head(3).to_list())}{more}, "
+            "which the runs rank"
+        )
+
+
+def read_texts_chunked(collection: Collection, docids: pl.Series, *, chunks: int = 2, timeout: float = 3600.0) -> None:
+    """Read the texts of ``docids`` into the collection's texts cache over Celery workers, split by
+    bundle file: each bundle's docids go to one chunk (bundles dealt out largest first to the chunk
+    holding fewest), so each worker seeks in its own files. An ir_datasets docstore has no bundles:
+    its docids are dealt out by hash. Each chunk is a :class:`ScanChunk` row read by a
+    ``read_texts_chunk_task``, idempotent as a scan's: calling again after a lost worker reads only
+    the chunks still pending. A chunk naming a passage the collection lacks fails the read, naming it."""
+    import polars as pl
+
+    docids = docids.unique().sort()
+    if not len(docids):
+        return
+    if collection.kind == Collection.Kind.MSMARCO_V2:
+        bundle = docids.str.extract(docstores.V2_DOCID.pattern, 1).fill_null("")
+    else:
+        bundle = (docids.hash(seed=0) % max(chunks, 1)).cast(pl.String)
+    frame = pl.DataFrame({"docid": docids, "bundle": bundle})
+    sizes = frame.group_by("bundle").len().sort(["len", "bundle"], descending=[True, False])
+    loads = [0] * max(1, min(chunks, len(sizes)))
+    assigned = {}
+    for name, size in sizes.iter_rows():
+        target = loads.index(min(loads))
+        assigned[name] = target
+        loads[target] += size
+    frame = frame.with_columns(pl.col("bundle").replace_strict(assigned, return_dtype=pl.Int64).alias("chunk"))
+    wanted_sha = hashlib.sha256("\n".join(docids.to_list()).encode()).hexdigest()
+    key = f"texts-{collection.sha256[:16]}-{wanted_sha[:16]}-{len(loads)}"
+    folder = cache_dir("scans", key)
+    with transaction.atomic():
+        for index in range(len(loads)):
+            part = frame.filter(pl.col("chunk") == index).select("docid")
+            path = folder / f"docids-{index}.parquet"
+            if not path.exists():
+                write_parquet_atomic(part, path)
+            ScanChunk.objects.get_or_create(key=key, index=index, defaults={"start": 0, "end": len(part)})
+    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
+    if pending:
+        from celery import group
+
+        from core.tasks import task_named
+
+        read_texts_chunk_task = task_named("pooling.tasks.read_texts_chunk_task")
+        group(read_texts_chunk_task.s(pk, collection.pk) for pk in pending).apply_async()
+        wait_for_chunks(key, timeout)
+    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    failed = [chunk for chunk in done if chunk.status == ScanChunk.Status.FAILED]
+    unfinished = [chunk.index for chunk in done if chunk.status == ScanChunk.Status.PENDING]
+    if failed:
+        ScanChunk.objects.filter(key=key).delete()
+        raise ServiceError(failed[0].error)
+    if unfinished:
+        raise ServiceError(f"chunks {unfinished} of the texts' reading are not done; run again to read them")
+    ScanChunk.objects.filter(key=key).delete()  # read: the texts are in the cache
+
+
+def read_texts_chunk(chunk_id: int, collection_id: int) -> None:
+    """Read one chunk of :func:`read_texts_chunked` (the body of ``read_texts_chunk_task``) into the
+    texts cache. Idempotent: a done or failed chunk is left alone; the texts are written atomically
+    before the chunk is marked done, so a worker lost in between leaves it pending."""
+    import polars as pl
+
+    chunk = ScanChunk.objects.get(pk=chunk_id)
+    if chunk.status != ScanChunk.Status.PENDING:
+        return
+    collection = Collection.objects.get(pk=collection_id)
+    asked = pl.read_parquet(cache_dir("scans", chunk.key) / f"docids-{chunk.index}.parquet")["docid"]
+    try:
+        texts = docstores.read_texts(collection_texts(collection), asked)
+        _check_found(collection, asked, texts)
+    except (ServiceError, InputError) as exc:
+        ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.FAILED, error=str(exc))
+        return
+    result = _texts_folder(collection) / f"{chunk.key}-{chunk.index}.parquet"
+    write_parquet_atomic(texts, result, compression="lz4")
+    ScanChunk.objects.filter(pk=chunk_id).update(status=ScanChunk.Status.DONE, result=str(result))
+
+
+def _texts_folder(collection: Collection) -> Path:
+    """The texts cache of a collection by reference (by its sha256: the same reference, the same texts)."""
+    return cache_dir("texts", collection.sha256[:24])
+
+
+def texts_checksum(collection: Collection, docids: Iterable[str] | pl.Series) -> tuple[str, int]:
+    """``(checksum, texts)`` of the texts of ``docids`` in a collection by reference
+    (:func:`genderbias.files.docstores.checksum_of_texts`), from its texts cache: what a report
+    records so that the texts it read can be checked again, wherever they are read from."""
+    texts = texts_by_reference(collection, docids)
+    return docstores.checksum_of_texts(texts), len(texts)
 
 
 def _missing(cached: pl.DataFrame | None, wanted: pl.Series, lengths: bool) -> pl.Series:

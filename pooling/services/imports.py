@@ -10,6 +10,7 @@ never copied: its text stays in its file, and only its docid index is written (u
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -26,10 +27,19 @@ from core.services.names import validate_name
 from core.services.storage import cache_dir, staging_path
 from genderbias.errors import InputError, ServiceError, Skipped
 from genderbias.files.atomic import file_sha256
+from genderbias.files.docstores import V2PassageFiles
 from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 from pooling.queryfiles import ColumnChoiceError, read_query_table
 
-from ..irdatasets import check_dataset_id, folder_name, write_dataset_files
+from ..irdatasets import (
+    DatasetTexts,
+    check_dataset_id,
+    dataset_source,
+    docs_count,
+    folder_name,
+    ir_datasets_version,
+    write_dataset_files,
+)
 from ..models import Collection, Query, QuerySet, Run, WordList
 from ..preview import LineProblems
 from .common import DatasetImport, ImportResult, byte_progress
@@ -96,6 +106,42 @@ def import_collection(
     return ImportResult(collection, True, skipped)
 
 
+def register_collection_by_reference(location: str | Path, name: str, *, kind: str, source: str = "") -> ImportResult:
+    """Register a collection by reference: nothing of it is read but what names it. Its texts are read
+    by docid when a pool or a report needs them (:func:`pooling.selectors.collection_texts`).
+
+    ``kind`` ``msmarco-v2``: ``location`` is a folder of MS MARCO v2 passage bundles
+    (:class:`genderbias.files.docstores.V2PassageFiles`); its sha256 is of the bundles' names, sizes
+    and first and last 64 KiB. ``ir_datasets``: ``location`` is a dataset id whose docstore reads
+    documents by id; its sha256 is of the id and the ir_datasets version. Idempotent as every import.
+    """
+    validate_name(name, "collection")
+    if kind == Collection.Kind.MSMARCO_V2:
+        folder = Path(location).resolve()
+        files = V2PassageFiles(folder)
+        sha256, size = files.fingerprint()
+        passages, path = files.passages(), str(folder)
+    elif kind == Collection.Kind.IR_DATASETS:
+        dataset_id = check_dataset_id(str(location))
+        DatasetTexts(dataset_id)  # refused here if it has no documents or no docstore
+        version = ir_datasets_version()
+        source = source or dataset_source(dataset_id, version)
+        sha256 = hashlib.sha256(f"ir_datasets:{dataset_id}\t{version}".encode()).hexdigest()
+        size, passages, path = 0, docs_count(dataset_id), dataset_id
+    else:
+        raise ServiceError(f"kind: {kind!r} is not a collection by reference (msmarco-v2 or ir_datasets)")
+    existing = Collection.objects.filter(name=name).first()
+    if existing is not None:
+        if existing.sha256 == sha256 and existing.kind == kind:
+            return ImportResult(existing, False, Skipped())
+        raise ServiceError(f"a collection named {name!r} already exists with different content ({existing.path})")
+    with transaction.atomic():
+        collection = Collection.objects.create(
+            name=name, kind=kind, path=path, size=size, sha256=sha256, passages=passages, source=source
+        )
+    return ImportResult(collection, True, Skipped())
+
+
 def import_queries(
     path: str | Path,
     name: str,
@@ -143,7 +189,13 @@ def import_queries(
 
 
 def import_dataset(
-    dataset_id: str, name: str, *, skip_bad_lines: bool = False, job: Job | None = None, bar: bool = True
+    dataset_id: str,
+    name: str,
+    *,
+    skip_bad_lines: bool = False,
+    job: Job | None = None,
+    bar: bool = True,
+    by_reference: bool = False,
 ) -> ImportResult:
     """Import a dataset of the ``ir_datasets`` package by its id, each part it has under ``name``:
     its documents as a collection, its queries as a query set, its qrels as qrels of both.
@@ -156,15 +208,25 @@ def import_dataset(
     failed is imported by the next try. The collection and query set record the dataset id
     and the ``ir_datasets`` version as their source. A failed download is a
     :class:`ServiceError` saying this machine may be offline.
+
+    ``by_reference``: the documents are not written out: the collection is registered by
+    reference (:func:`register_collection_by_reference`, kind ``ir_datasets``) and its texts read
+    through the dataset's docstore, by id, as pools and reports ask for them.
     """
     validate_name(name, "dataset")
     dataset_id = check_dataset_id(dataset_id)
+    folder = cache_dir("datasets") / folder_name(dataset_id)
     with Progress(f"Reading {dataset_id} through ir_datasets", unit="records", job=job, bar=bar) as progress:
-        files = write_dataset_files(dataset_id, cache_dir("datasets") / folder_name(dataset_id), progress.update_to)
-    if not (files.docs or files.queries or files.qrels):
-        raise ServiceError(f"dataset: {dataset_id} has no documents, queries or qrels to import")
+        files = write_dataset_files(dataset_id, folder, progress.update_to, docs=not by_reference)
     found = DatasetImport(files.dataset_id, files.version)
     skipped, created, notes = Skipped(), False, []
+    if by_reference:
+        result = register_collection_by_reference(
+            dataset_id, name, kind=Collection.Kind.IR_DATASETS, source=files.source
+        )
+        found.collection, created = result.obj, result.created
+    if not (files.docs or files.queries or files.qrels or found.collection):
+        raise ServiceError(f"dataset: {dataset_id} has no documents, queries or qrels to import")
 
     def add(result: ImportResult) -> object:
         nonlocal created
@@ -192,7 +254,11 @@ def import_dataset(
         )
     elif files.qrels:
         notes.append("qrels not imported: they need both the documents and the queries, and the dataset lacks one")
-    for what, part in (("documents", files.docs), ("queries", files.queries), ("qrels", files.qrels)):
+    for what, part in (
+        ("documents", files.docs or found.collection),
+        ("queries", files.queries),
+        ("qrels", files.qrels),
+    ):
         if part is None:
             notes.append(f"the dataset has no {what}")
     return ImportResult(found, created, skipped, notes)
@@ -265,9 +331,12 @@ def import_file(
     kind: str, path: str | Path, name: str, options: dict, *, job: Job | None = None, bar: bool = True
 ) -> ImportResult:
     """One entry point of the imports (``options``: ``skip_bad_lines``; for runs ``collection``
-    and ``order``; for qrels ``collection`` and ``queries``), as pages, the API and their
-    background task call them."""
+    and ``order``; for qrels ``collection`` and ``queries``; for a collection or a dataset
+    ``by_reference``: a folder of MS MARCO v2 bundles, or the dataset's docstore, registered without
+    reading it), as pages, the API and their background task call them."""
     skip = bool(options.get("skip_bad_lines"))
+    if kind == "collection" and options.get("by_reference"):
+        return register_collection_by_reference(path, name, kind=Collection.Kind.MSMARCO_V2)
     if kind == "collection":
         return import_collection(path, name, skip_bad_lines=skip, job=job, bar=bar)
     if kind == "queries":
@@ -288,7 +357,9 @@ def import_file(
             raise ServiceError(f"queries: no query set named {options.get('queries')!r}; import it first")
         return import_qrels(path, name, collection, query_set, skip_bad_lines=skip)
     if kind == "dataset":  # ``path`` is the dataset's id
-        return import_dataset(str(path), name, skip_bad_lines=skip, job=job, bar=bar)
+        return import_dataset(
+            str(path), name, skip_bad_lines=skip, job=job, bar=bar, by_reference=bool(options.get("by_reference"))
+        )
     raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
 
 

@@ -29,7 +29,7 @@ from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordli
 from ..analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from ..models import Pool, PoolEntry, QuerySet, Run, WordList
 from ..queryfiles import write_queries
-from ..selectors import has_spans, top_docids, top_rankings, wordlist_of
+from ..selectors import reads_by_docid, top_docids, top_rankings, wordlist_of
 from .common import collector_paused
 from .counts import count_ahead, document_counts_for
 from .imports import create_query_set, register_wordlist
@@ -85,14 +85,16 @@ def build_pool(
         return _store_pool(name, query_set, runs, pool_settings, words, texts, rank_bias, result, ranges)
 
 
-def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
+def count_pool_passages(runs: Sequence[Run], *, bar: bool = True, chunks: int | None = None) -> int:
     """Count ahead what a pool of ``runs`` with the default settings reads: the gender words, of
     the built-in word list and under every tokenizer, in the passages the runs rank within the
     default rank cutoff, into the counts cache (:func:`.counts.count_ahead`; not their
     lengths, as a pool counts them). ``import_run`` calls it once for all the runs it imported:
     the runs are registered once and pooled many times, and a pool then reads those counts
     rather than the passages. Returns the passages counted: none for a collection whose docid
-    index has no spans (a gzipped file), where counting would read the whole collection again.
+    index has no spans (a gzipped file), where counting would read the whole collection again
+    (a collection by reference is read by docid: :func:`.counts.counts_by_reference`; ``chunks``:
+    its texts read over that many Celery workers, by bundle file).
     """
     cutoff = PoolSettings().rank_cutoff
     words = default_wordlist()
@@ -102,10 +104,10 @@ def count_pool_passages(runs: Sequence[Run], *, bar: bool = True) -> int:
         by_collection.setdefault(run.collection_id, []).append(run)
     for group in by_collection.values():
         collection = group[0].collection
-        if not has_spans(collection):
+        if not reads_by_docid(collection):
             continue
         docids = top_docids(group, cutoff)
-        count_ahead(collection, docids, words, TOKENIZERS, bar=bar)
+        count_ahead(collection, docids, words, TOKENIZERS, bar=bar, chunks=chunks if collection.by_reference else None)
         counted += len(docids)
     return counted
 

@@ -24,7 +24,7 @@ from genderbias.files.atomic import file_sha256, write_parquet_atomic
 
 from ..models import Collection, Run, ScanChunk
 from ..preview import LineProblems
-from ..selectors import collection_docids
+from ..selectors import collection_docids, known_docids_of
 from .common import ImportResult, wait_for_chunks
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ def known_docids(collection: Collection) -> KnownDocids:
     """
     from genderbias.files.known_docids import KnownDocids
 
+    if collection.by_reference:  # checked by the id scheme, or not at all (:func:`known_docids_of`)
+        return known_docids_of(collection)
     try:
         stat = Path(collection.docid_index).stat()
     except OSError:

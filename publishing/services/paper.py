@@ -262,6 +262,8 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "crowd_quality": report.crowd_quality,
         "software_version": report.software_version,
         "methods": report.methods,
+        # A collection by reference: the checksum of the texts the report read (metrics.models.Report.texts_sha256).
+        "texts_sha256": report.texts_sha256 or None,
         "collections": [
             {"name": c.name, "dataset_source": c.dataset_source or None}
             for c in Collection.objects.filter(runs__in=report.runs.all()).distinct().order_by("name")

@@ -10,7 +10,8 @@ from benchmarks.scan import WHAT, run_scan_benchmark
 class Command(BaseCommand):
     help = (
         "Time the collection scan (gender-word counts of every passage; --what scan) or the import "
-        "of a 7M-line run (--what run-import) split over 1 and 2 real Celery worker processes with "
+        "of a 7M-line run (--what run-import), or the texts of 300,000 passages of a v2-layout collection "
+        "by reference (--what v2-texts; split by bundle file) split over 1 and 2 real Celery worker processes with "
         "a real Redis broker started for the benchmark (loopback port --redis-port), on synthetic "
         "data; checks both give the same result as the in-process reference."
     )

@@ -30,6 +30,10 @@ class Command(ProjectCommand):
 
     def handle(self, **o):
         collection = get_named(Collection, o["collection"], "collection")
+        if collection.by_reference:
+            raise CommandError(
+                f"collection {collection.name!r} is registered by reference: give a pid<TAB>passage file's"
+            )
         out = Path(o["out"])
         if out.resolve() == Path(collection.path).resolve():
             raise CommandError("--out must not be the collection itself")

@@ -14,10 +14,15 @@ class Command(ProjectCommand):
         parser.add_argument("dataset", help="ir_datasets id, e.g. msmarco-passage/dev/small")
         parser.add_argument("--name", required=True, help="name of the collection, query set and qrels")
         parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed records and report them")
+        parser.add_argument(
+            "--by-reference",
+            action="store_true",
+            help="do not write the documents out: read them through the dataset's docstore, by id, as needed",
+        )
 
-    def handle(self, dataset, name, skip_bad_lines, **options):
+    def handle(self, dataset, name, skip_bad_lines, by_reference, **options):
         with command_errors():
-            result = services.import_dataset(dataset, name, skip_bad_lines=skip_bad_lines)
+            result = services.import_dataset(dataset, name, skip_bad_lines=skip_bad_lines, by_reference=by_reference)
         found = result.obj
         for note in result.notes:
             self.stdout.write(f"Note: {note}")

@@ -41,8 +41,9 @@ class Command(ProjectCommand):
             "--chunks",
             type=whole_number,
             help="hand reading each file to Celery workers, split into this many byte ranges read in "
-            "parallel (start workers first: docs/deployment.md); a chunk whose worker is lost is read "
-            "again by the next try (default: all in this process)",
+            "parallel (start workers first: docs/deployment.md), and over a collection by reference the "
+            "ranked passages' texts read by as many workers, split by bundle file; a chunk whose worker is "
+            "lost is read again by the next try (default: all in this process)",
         )
 
     def handle(self, paths, name, collection, order, run_format, skip_bad_lines, chunks, **options):
@@ -77,7 +78,7 @@ class Command(ProjectCommand):
 
         known = None  # the collection's docids, no longer needed
         try:
-            counted = services.count_pool_passages(imported, bar=options["verbosity"] > 0)
+            counted = services.count_pool_passages(imported, bar=options["verbosity"] > 0, chunks=chunks)
         except ServiceError as error:  # the runs are imported; only the counting ahead is missing
             self.stderr.write(f"Gender words not counted ahead for pooling: {error}")
         else:

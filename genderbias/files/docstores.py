@@ -1,0 +1,218 @@
+"""Texts read by docid, never the whole collection: the one reader of texts by id, and MS MARCO v2's own files.
+
+A *docstore* is anything with ``get_many(ids) -> {docid: document}``: an ``ir_datasets`` docstore
+(``ir_datasets.load(id).docs_store()``), or :class:`V2PassageFiles` over the bundle files of MS MARCO
+v2 passage as the user has them. :func:`read_texts` is how the library (:class:`genderbias.api.inputs.Texts`)
+and the platform (a collection registered by reference) read texts from one: only the docids asked
+for, in batches, so a bias figure costs what the runs retrieve, not what the collection holds.
+
+What was read is pinned by :func:`checksum_of_texts` (one checksum of the texts' digests,
+:func:`text_digests`, in docid order): a report records it, and the same
+texts give the same checksum wherever and whenever they are read again.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from genderbias.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+
+# polars is imported inside the functions: the platform's commands import this module at start-up
+# (a collection by reference is read through it), and most of them never read a text.
+
+#: An MS MARCO v2 passage id: ``msmarco_passage_<bundle>_<byte offset in the uncompressed bundle>``.
+V2_DOCID = re.compile(r"^msmarco_passage_(\d+)_(\d+)$")
+#: A v2 bundle file: ``msmarco_passage_<bundle>`` (JSON lines, as ir_datasets extracts it) or its ``.gz``.
+V2_BUNDLE = re.compile(r"^msmarco_passage_(\d+)(\.gz)?$")
+#: Bytes of each end of a bundle file that its fingerprint reads (:meth:`V2PassageFiles.fingerprint`).
+FINGERPRINT_BYTES = 1 << 16
+
+
+class V2PassageFiles:
+    """The passages of MS MARCO v2 in their own layout, read by docid (a docstore: :meth:`get_many`).
+
+    ``folder`` holds the bundle files ``msmarco_passage_00`` … ``msmarco_passage_69``: JSON lines
+    (``pid``, ``passage``, ``spans``, ``docid``) as ir_datasets' docstore extracts them
+    (``msmarco_v2_passage.tar.extracted/``), or the distribution's gzipped ``msmarco_passage_NN.gz``.
+    A passage id names its bundle and the byte offset of its line in the uncompressed bundle, so a
+    plain bundle is read by seeking (what ir_datasets does); a gzipped one is decompressed from its
+    start to the last offset asked for (no seeking into gzip), so gunzip the bundles once for a pool's
+    cost to follow the runs. The line found must carry the asked id as its ``pid``: a file changed
+    under the ids is an :class:`InputError` naming the file and the offset, never a wrong text.
+    ``reads`` counts the passages read so far.
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise InputError(self.folder, None, "no such folder")
+        self.files: dict[str, Path] = {}
+        for path in sorted(self.folder.iterdir()):
+            match = V2_BUNDLE.match(path.name)
+            if match and path.is_file() and not (match.group(2) and match.group(1) in self.files):
+                self.files[match.group(1)] = path  # a plain bundle wins over its .gz
+        if not self.files:
+            raise InputError(self.folder, None, "no MS MARCO v2 bundle files (msmarco_passage_00 … _69) in it")
+        self.reads = 0
+
+    def fingerprint(self) -> tuple[str, int]:
+        """``(sha256, total bytes)`` of the bundles' names, sizes and first and last 64 KiB: what
+        registering reads (70 × 128 KiB for v2's 60 GB), enough to tell another corpus or a rewritten file."""
+        digest, total = hashlib.sha256(), 0
+        for bundle, path in sorted(self.files.items()):
+            size = path.stat().st_size
+            total += size
+            digest.update(f"{bundle}\t{path.name}\t{size}\n".encode())
+            with open(path, "rb") as file:
+                digest.update(file.read(FINGERPRINT_BYTES))
+                file.seek(max(size - FINGERPRINT_BYTES, 0))
+                digest.update(file.read(FINGERPRINT_BYTES))
+        return digest.hexdigest(), total
+
+    def passages(self) -> int | None:
+        """The number of passages if every bundle has ir_datasets' ``.pos`` file beside it (4 bytes a passage), else None."""
+        sizes = [self.folder / f"msmarco_passage_{bundle}.pos" for bundle in self.files]
+        if not all(pos.is_file() for pos in sizes):
+            return None
+        return sum(pos.stat().st_size // 4 for pos in sizes)
+
+    def contains(self, docids: pl.Series) -> np.ndarray:
+        """A boolean per docid: whether it can name a passage here (the v2 id scheme, a bundle present, an
+        offset inside a plain bundle). Whether a line starts there is known only when it is read."""
+        import polars as pl
+
+        parts = docids.cast(pl.String).str.extract_groups(V2_DOCID.pattern).struct.rename_fields(["bundle", "offset"])
+        frame = parts.struct.unnest().with_columns(pl.col("offset").cast(pl.Int64, strict=False))
+        sizes = {bundle: path.stat().st_size for bundle, path in self.files.items() if path.suffix != ".gz"}
+        known = pl.DataFrame(
+            {"bundle": list(self.files), "size": [sizes.get(bundle) for bundle in self.files]},
+            schema={"bundle": pl.String, "size": pl.Int64},
+        )
+        joined = frame.with_row_index("row").join(known, on="bundle", how="left", maintain_order="left")
+        ok = pl.col("size").is_not_null() & (pl.col("offset") < pl.col("size"))
+        gz = pl.col("bundle").is_in([b for b in self.files if b not in sizes])
+        held = (ok | (gz & pl.col("offset").is_not_null())).fill_null(False).alias("held")
+        return joined.select(held)["held"].to_numpy()
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, str]:
+        """``{docid: passage}`` of those ``ids`` that name a passage (others are left out, as ir_datasets does)."""
+        by_bundle: dict[str, list[tuple[int, str]]] = {}
+        for docid in ids:
+            match = V2_DOCID.match(docid)
+            if match and match.group(1) in self.files:
+                by_bundle.setdefault(match.group(1), []).append((int(match.group(2)), docid))
+        found: dict[str, str] = {}
+        for bundle, wanted in sorted(by_bundle.items()):
+            wanted.sort()
+            path = self.files[bundle]
+            lines = _lines_at_gzip(path, wanted) if path.suffix == ".gz" else _lines_at(path, wanted)
+            for (offset, docid), line in zip(wanted, lines, strict=True):
+                if line is None:
+                    continue
+                try:
+                    record = json.loads(line)
+                    pid, passage = record["pid"], record["passage"]
+                except (ValueError, KeyError, TypeError):
+                    raise InputError(
+                        path, None, f"byte {offset} (passage {docid}): not a passage's JSON line"
+                    ) from None
+                if pid != docid:
+                    raise InputError(
+                        path, None, f"byte {offset} holds passage {pid!r}, not {docid!r}: the file changed"
+                    )
+                found[docid] = passage
+                self.reads += 1
+        return found
+
+
+def _lines_at(path: Path, wanted: list[tuple[int, str]]) -> list[bytes | None]:
+    """The line starting at each offset of a plain file (offsets sorted), by seeking."""
+    size = path.stat().st_size
+    lines: list[bytes | None] = []
+    with open(path, "rb") as file:
+        for offset, _ in wanted:
+            if offset >= size:
+                lines.append(None)
+                continue
+            file.seek(offset)
+            lines.append(file.readline())
+    return lines
+
+
+def _lines_at_gzip(path: Path, wanted: list[tuple[int, str]]) -> list[bytes | None]:
+    """The line starting at each offset of a gzipped file's uncompressed bytes (offsets sorted): read
+    from the start to the last one (gzip cannot seek)."""
+    found: dict[int, bytes] = {}
+    targets = {offset for offset, _ in wanted}
+    last = wanted[-1][0] if wanted else -1
+    position = 0
+    with gzip.open(path, "rb") as file:
+        for line in file:
+            if position in targets:
+                found[position] = line
+            position += len(line)
+            if position > last:
+                break
+    return [found.get(offset) for offset, _ in wanted]
+
+
+def read_texts(store: Any, docids: Iterable[str] | pl.Series, batch: int = 50_000) -> pl.DataFrame:
+    """``docid, text`` of those of ``docids`` that ``store`` holds (``get_many``), asked ``batch`` at a time.
+
+    The one reader of texts by id: the library's texts (:class:`genderbias.api.inputs.Texts`) and a
+    collection registered by reference read through it. A document is an ir_datasets record (its
+    ``text``, else its ``default_text()``) or a string.
+    """
+    import polars as pl
+
+    wanted = pl.Series("docid", docids, dtype=pl.String).unique(maintain_order=True).to_list()
+    parts = []
+    for start in range(0, len(wanted), batch):
+        found = store.get_many(wanted[start : start + batch])
+        rows = [(str(docid), _text_of(document)) for docid, document in found.items()]
+        parts.append(pl.DataFrame(rows, schema=text_schema(), orient="row"))
+    return pl.concat(parts) if parts else pl.DataFrame(schema=text_schema())
+
+
+def text_schema() -> dict:
+    """``docid, text``, both strings: the frame :func:`read_texts` gives."""
+    import polars as pl
+
+    return {"docid": pl.String, "text": pl.String}
+
+
+def _text_of(document: Any) -> str:
+    """An ir_datasets document's text: the ``text`` field, else its ``default_text()``."""
+    if isinstance(document, str):
+        return document
+    if hasattr(document, "text"):
+        return document.text
+    return document.default_text()
+
+
+def text_digests(texts: pl.DataFrame) -> pl.DataFrame:
+    """``docid, digest``: the SHA-256 (first 128 bits, hex) of each text's UTF-8 bytes."""
+    import polars as pl
+
+    digests = [hashlib.sha256(text.encode()).hexdigest()[:32] for text in texts["text"].to_list()]
+    return pl.DataFrame({"docid": texts["docid"], "digest": pl.Series(digests, dtype=pl.String)})
+
+
+def checksum_of_texts(texts: pl.DataFrame) -> str:
+    """One SHA-256 of ``docid<TAB>digest`` lines (:func:`text_digests`) in docid order: the checksum of
+    ``docid, text`` read, independent of the order or the batches they were read in."""
+    import polars as pl
+
+    ordered = text_digests(texts).unique("docid").sort("docid")
+    lines = ordered.select(pl.concat_str("docid", "digest", separator="\t"))["docid"].to_list()
+    return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
