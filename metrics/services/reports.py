@@ -327,13 +327,11 @@ def _texts_read(
     file, whose sha256 already pins every text."""
     import polars as pl
 
-    from genderbias.ranking import measures
-
     collection = runs[0].collection
     if not collection.by_reference:
         return None
     asked = pl.Series("qid", list(qids), dtype=pl.String)
-    depth = max(measures.validate_cutoffs(report_settings.cutoffs))
+    depth = max(CUTOFFS_OPTION.check(report_settings.cutoffs))
     frames = top_rankings(runs, asked, depth, source, through_ties=True)
     docs = [frame["docid"] for frame in frames.values()]
     if background is not None:
