@@ -129,10 +129,15 @@ def browser():
 
 @pytest.fixture
 def page(browser, live_server):
-    """A fresh browser page; ``page.base_url`` is the live server's address."""
+    """A fresh browser page; ``page.base_url`` is the live server's address. An element is looked for
+    10 s; a page load waits for the server's answer, which with the inline job runner holds the job a
+    form started, so it has the jobs' deadline (tests/browser_jobs.py), not a clock."""
+    from tests.browser_jobs import JOB_DEADLINE_MS
+
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
     page.set_default_timeout(10_000)
+    page.set_default_navigation_timeout(JOB_DEADLINE_MS)
     yield page
     context.close()
 

@@ -20,7 +20,7 @@ from metrics import services
 from metrics.models import LabelSensitivityResult, Result
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
-from tests.browser_jobs import open_the_result
+from tests.browser_jobs import open_the_result, wait_for_image
 
 
 def frame(rows):
@@ -315,7 +315,7 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
     assert "majority/drop" in page.locator("#set-sizes").inner_text()
     image = page.locator("img[alt^='Bias of every run']")
     image.scroll_into_view_if_needed()
-    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    wait_for_image(page, image)
     page.get_by_role("link", name="@1").click()
     assert "At cutoff 1" in page.get_by_role("heading", name="At cutoff 1").inner_text()
 
