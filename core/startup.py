@@ -12,8 +12,10 @@ Pure: standard library only.
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import Any
 
 #: Libraries that cost a process tens to hundreds of ms (or a thread pool, or a JIT) to import:
 #: never at start-up, only where used. One name a top-level package.
@@ -46,3 +48,20 @@ def heavy_modules_loaded(modules: Collection[str] | None = None) -> list[str]:
     """The names of :data:`HEAVY_MODULES` among ``modules`` (this process's ``sys.modules`` by default), sorted."""
     loaded = sys.modules if modules is None else modules
     return sorted(name for name in HEAVY_MODULES if name in loaded)
+
+
+def deferred(path: str) -> Callable[..., Any]:
+    """The function at ``path`` (``package.module.name``), imported at its first call rather than now:
+    what an app's ``ready`` registers (a receiver, a connection's test, a page's panel) without loading
+    its module, and what that module imports, into every process's start."""
+    module_name, _, name = path.rpartition(".")
+    found: list[Callable[..., Any]] = []
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not found:
+            found.append(getattr(importlib.import_module(module_name), name))
+        return found[0](*args, **kwargs)
+
+    call.__name__ = name
+    call.__qualname__ = call.__doc__ = path
+    return call
