@@ -12,6 +12,7 @@ Pure: standard library only.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from collections.abc import Callable, Collection
@@ -65,3 +66,22 @@ def deferred(path: str) -> Callable[..., Any]:
     call.__name__ = name
     call.__qualname__ = call.__doc__ = path
     return call
+
+
+def frozen_after(setup: Callable[..., None]) -> Callable[..., None]:
+    """``setup`` (``django.setup``) run with the cyclic collector paused, then what it loaded frozen
+    out of the collector's passes (``gc.freeze``): the settings, modules, models and apps live as long
+    as the process, yet every later collection, and the last one at exit, walked all of them again
+    (docs/benchmarks.md, "Start-up"). ``manage.py`` wraps Django's with it."""
+
+    def frozen_setup(*args: Any, **kwargs: Any) -> None:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            setup(*args, **kwargs)
+        finally:
+            gc.freeze()
+            if enabled:
+                gc.enable()
+
+    return frozen_setup
