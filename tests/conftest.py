@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import re
@@ -156,6 +157,13 @@ def login(page, django_user_model):
         page.wait_for_load_state()
 
     return _login
+
+
+def pytest_collection_finish(session) -> None:
+    """What collecting loaded (Django, the apps, every test module and the libraries they import) lives
+    as long as the worker: frozen out of the cyclic collector's passes (``gc.freeze``, as ``manage.py``
+    does after ``django.setup()``), so the collections the tests' own garbage sets off walk only that."""
+    gc.freeze()
 
 
 @pytest.hookimpl(trylast=True)

@@ -80,6 +80,7 @@ def test_ranking_changes_by_hand():
 # --- a batch over the metrics world (queries 1, 2, 3; runs a, b, c) -------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("background", [None, "c"])
 def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, background):
@@ -112,6 +113,7 @@ def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, b
     assert set(result.rankings.columns) >= {"kendall_tau", "swapped"}
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_adjudicated_policy_reads_the_researchers_rulings(batch, django_user_model):
     """The selector is real now (annotation.selectors.adjudicated_labels): a ruling that the
@@ -250,6 +252,7 @@ def test_label_sensitivity_form_offers_the_existing_batches_and_runs_with_errors
     assert bad.index('name="background"') < bootstrap_error < bad.index('name="bootstrap"')
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_label_sensitivity_api(batch, client, django_user_model, django_capture_on_commit_callbacks):
     staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
