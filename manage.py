@@ -7,8 +7,13 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
+
+    from core.startup import frozen_after
+
+    django.setup = frozen_after(django.setup)  # what the apps load is kept out of the collector's passes
 
     try:
         execute_from_command_line(sys.argv)

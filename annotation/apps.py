@@ -28,9 +28,9 @@ class AnnotationConfig(AppConfig):
         from annotation.accounts import watch_accounts  # start-up
         from annotation.crowd.providers.base import platform_plug_ins  # start-up
         from annotation.crowd.services.hooks import plug_in  # start-up
-        from annotation.machine.services.prelabels import check_chat  # start-up
         from core.connection_kinds import CHAT  # start-up
         from core.services.connections import register_connection  # start-up
+        from core.startup import deferred  # start-up
         from genderbias.labels import ACCEPTED_SPELLINGS, label_code  # start-up
         from pooling.queryfiles import LABELS  # start-up
 
@@ -38,7 +38,8 @@ class AnnotationConfig(AppConfig):
         LABELS.use(label_code, ACCEPTED_SPELLINGS)  # a labelled query file is read with the one vocabulary
         post_migrate.connect(_change_log, sender=self)
         plug_in((*PLUG_INS, *platform_plug_ins()))
-        register_connection(CHAT, check_chat)  # the Connections page's test: the chat labeller's own request
+        # the Connections page's test: the chat labeller's own request (its module loaded when tested)
+        register_connection(CHAT, deferred("annotation.machine.services.prelabels.check_chat"))
 
 
 def _change_log(sender, using: str = "default", **kwargs) -> None:

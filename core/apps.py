@@ -13,11 +13,16 @@ class CoreConfig(AppConfig):
         from django.urls import register_converter
 
         from core.converters import KeyConverter  # start-up
-        from core.services.api_tokens import revoke_unless_researcher  # start-up
         from core.services.input_limits import apply_input_limits, input_limit_changed  # start-up
+        from core.startup import deferred  # start-up
 
         apply_input_limits()
         setting_changed.connect(input_limit_changed, dispatch_uid="core.services.input_limits")
 
         register_converter(KeyConverter, "key")
-        post_save.connect(revoke_unless_researcher, sender=get_user_model(), dispatch_uid="core.services.api_tokens")
+        post_save.connect(
+            deferred("core.services.api_tokens.revoke_unless_researcher"),  # DRF's modules when a user is saved
+            sender=get_user_model(),
+            weak=False,
+            dispatch_uid="core.services.api_tokens",
+        )

@@ -12,8 +12,11 @@ Pure: standard library only.
 
 from __future__ import annotations
 
+import gc
+import importlib
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import Any
 
 #: Libraries that cost a process tens to hundreds of ms (or a thread pool, or a JIT) to import:
 #: never at start-up, only where used. One name a top-level package.
@@ -46,3 +49,39 @@ def heavy_modules_loaded(modules: Collection[str] | None = None) -> list[str]:
     """The names of :data:`HEAVY_MODULES` among ``modules`` (this process's ``sys.modules`` by default), sorted."""
     loaded = sys.modules if modules is None else modules
     return sorted(name for name in HEAVY_MODULES if name in loaded)
+
+
+def deferred(path: str) -> Callable[..., Any]:
+    """The function at ``path`` (``package.module.name``), imported at its first call rather than now:
+    what an app's ``ready`` registers (a receiver, a connection's test, a page's panel) without loading
+    its module, and what that module imports, into every process's start."""
+    module_name, _, name = path.rpartition(".")
+    found: list[Callable[..., Any]] = []
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not found:
+            found.append(getattr(importlib.import_module(module_name), name))
+        return found[0](*args, **kwargs)
+
+    call.__name__ = name
+    call.__qualname__ = call.__doc__ = path
+    return call
+
+
+def frozen_after(setup: Callable[..., None]) -> Callable[..., None]:
+    """``setup`` (``django.setup``) run with the cyclic collector paused, then what it loaded frozen
+    out of the collector's passes (``gc.freeze``): the settings, modules, models and apps live as long
+    as the process, yet every later collection, and the last one at exit, walked all of them again
+    (docs/benchmarks.md, "Start-up"). ``manage.py`` wraps Django's with it."""
+
+    def frozen_setup(*args: Any, **kwargs: Any) -> None:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            setup(*args, **kwargs)
+        finally:
+            gc.freeze()
+            if enabled:
+                gc.enable()
+
+    return frozen_setup

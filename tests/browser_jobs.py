@@ -21,6 +21,13 @@ def wait_for_job(page) -> None:
     assert status == "done", f"the job {status}: {page.locator('#message').inner_text()}"
 
 
+def wait_for_image(page, image) -> None:
+    """Wait until the ``<img>`` at locator ``image`` has loaded (a plot the server draws on request)."""
+    page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0", arg=image.element_handle(), timeout=JOB_DEADLINE_MS
+    )
+
+
 def open_the_result(page) -> None:
     """On a job's page: wait for the job to end, then follow its link to the result."""
     wait_for_job(page)

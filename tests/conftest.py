@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import re
@@ -129,10 +130,15 @@ def browser():
 
 @pytest.fixture
 def page(browser, live_server):
-    """A fresh browser page; ``page.base_url`` is the live server's address."""
+    """A fresh browser page; ``page.base_url`` is the live server's address. An element is looked for
+    10 s; a page load waits for the server's answer, which with the inline job runner holds the job a
+    form started, so it has the jobs' deadline (tests/browser_jobs.py), not a clock."""
+    from tests.browser_jobs import JOB_DEADLINE_MS
+
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
     page.set_default_timeout(10_000)
+    page.set_default_navigation_timeout(JOB_DEADLINE_MS)
     yield page
     context.close()
 
@@ -151,6 +157,13 @@ def login(page, django_user_model):
         page.wait_for_load_state()
 
     return _login
+
+
+def pytest_collection_finish(session) -> None:
+    """What collecting loaded (Django, the apps, every test module and the libraries they import) lives
+    as long as the worker: frozen out of the cyclic collector's passes (``gc.freeze``, as ``manage.py``
+    does after ``django.setup()``), so the collections the tests' own garbage sets off walk only that."""
+    gc.freeze()
 
 
 @pytest.hookimpl(trylast=True)

@@ -321,6 +321,7 @@ def test_bin_setup_sets_up_an_empty_database_and_nothing_else(tmp_path):
     assert counts == {"pooling_collection": 0, "pooling_run": 0, "auth_user": 0}, counts
 
 
+@pytest.mark.slow
 def test_the_first_screen_gets_a_newcomer_to_the_site(tmp_path):
     first = [c for c in readme_commands() if c.section == "Start here"]
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_DEBUG")}

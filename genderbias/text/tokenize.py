@@ -55,6 +55,17 @@ def _word_run() -> re.Pattern[str]:
     return re.compile(word_character() + "+")
 
 
+def tokenizer_key(tokenizer: str) -> str:
+    """What ``tokenizer``'s tokens depend on, for the keys of data derived from them (the counts
+    cache): ``whitespace`` is its name; ``words`` its name and the Unicode version whose categories
+    make :func:`word_character`, so counts made under another Python's Unicode database are not reused."""
+    if tokenizer == "whitespace":
+        return tokenizer
+    if tokenizer == "words":
+        return f"words-unicode{unicodedata.unidata_version}"
+    raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+
+
 def tokenize(text: str, tokenizer: str = DEFAULT_TOKENIZER) -> list[str]:
     """The tokens of ``text`` under ``tokenizer``."""
     if tokenizer == "whitespace":

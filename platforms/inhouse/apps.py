@@ -15,11 +15,11 @@ class InhouseConfig(app_config.PlatformConfig):
         from annotation.accounts import watch_annotators  # start-up
         from annotation.crowd.panels import add_annotator_home, add_batch_panel  # start-up
         from core.services.groups import use_annotator_maker  # start-up
+        from core.startup import deferred  # start-up
         from platforms.inhouse.selectors import ANNOTATORS_GROUP, unfillable_places  # start-up
-        from platforms.inhouse.services.handout import release_held_hits  # start-up
 
         use_annotator_maker(_new_annotator)
-        watch_annotators(ANNOTATORS_GROUP, release_held_hits)
+        watch_annotators(ANNOTATORS_GROUP, deferred("platforms.inhouse.services.handout.release_held_hits"))
         add_batch_panel("unfillable", unfillable_places)  # a team batch's places no member can take
         add_annotator_home(_annotator_home)
 

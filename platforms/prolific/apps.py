@@ -16,24 +16,26 @@ class ProlificConfig(app_config.PlatformConfig):
         from annotation.crowd.panels import add_batch_panel, add_dashboard_panel, add_own_price  # start-up
         from core.db.new_database import reviewed  # start-up
         from core.services.connections import register_connection, register_resealer  # start-up
+        from core.startup import deferred  # start-up
         from platforms.inhouse.services.corrections import refuse_when  # start-up
         from platforms.prolific.bonuses import services as bonuses  # noqa: F401  (paying bonuses)  # start-up
         from platforms.prolific.connection.kind import PROLIFIC  # start-up
-        from platforms.prolific.connection.services import check_prolific  # start-up
         from platforms.prolific.rehearsal import services as rehearsals  # noqa: F401  (rehearsing)  # start-up
-        from platforms.prolific.services import quote  # start-up
-        from platforms.prolific.webhooks.selectors import batch_webhooks  # start-up
         from platforms.prolific.webhooks.services import deliveries  # noqa: F401  (the re-read job)  # start-up
 
         reviewed(self.label, "0001_initial")  # state only: annotation's tables taken over (db_table)
         reviewed(self.label, "0002_hook_secret_sealed")  # seals stored webhook secrets: a new database has none
-        register_connection(PROLIFIC, check_prolific)  # the Connections page, its test, the API
+        register_connection(
+            PROLIFIC, deferred("platforms.prolific.connection.services.check_prolific")
+        )  # the Connections page, its test, the API
         register_resealer(_reseal_hook_secrets)  # connections --rotate re-seals the webhook secret too
-        add_batch_panel("prolific", batch_webhooks)
+        add_batch_panel("prolific", deferred("platforms.prolific.webhooks.selectors.batch_webhooks"))
         add_batch_panel("submissions", _submissions)
         add_batch_panel("bonuses", _bonuses)
         add_dashboard_panel("return_rate_warnings", _return_rate_warnings)
-        add_own_price(self.platform, quote)  # publish_batch prints Prolific's own price
+        add_own_price(
+            self.platform, deferred("platforms.prolific.services.quote")
+        )  # publish_batch prints Prolific's own price
         refuse_when(_paid_on_prolific)  # a participant's correction, once Prolific decided its pay
 
 

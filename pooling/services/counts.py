@@ -26,7 +26,7 @@ from core.services.storage import cache_dir
 from genderbias.errors import InputError, ServiceError
 from genderbias.files import docstores
 from genderbias.files.atomic import write_parquet_atomic
-from genderbias.text.tokenize import DEFAULT_TOKENIZER
+from genderbias.text.tokenize import DEFAULT_TOKENIZER, tokenizer_key
 from genderbias.text.wordlists import GenderWords
 
 from ..analysis import check_tokenizer
@@ -327,8 +327,10 @@ def _store(cache: Path, cached: pl.DataFrame | None, fresh: pl.DataFrame) -> pl.
 
 
 def _cache_path(collection: Collection, wordlist: GenderWords, tokenizer: str) -> Path:
-    """The counts cache of a (collection content, word list content, tokenizer)."""
-    return cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer}.parquet"
+    """The counts cache of a (collection content, word list content, tokenizer definition): keyed by
+    what it holds, never by a name, so the same words from a file, the API or the site (a word list's
+    name is where it came from) reuse what ``import_run`` counted ahead with the built-in list."""
+    return cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer_key(tokenizer)}.parquet"
 
 
 def _check_unchanged(collection: Collection) -> Path:
@@ -375,7 +377,7 @@ def document_counts_chunked(
     else:
         wanted = pl.Series("docid", docids, dtype=pl.String).unique().sort()
         wanted_sha = hashlib.sha256("\n".join(wanted.to_list()).encode()).hexdigest()
-    key = f"{collection.sha256[:16]}-{wordlist.sha256[:16]}-{tokenizer}-{wanted_sha[:16]}-{len(ranges)}"
+    key = f"{collection.sha256[:16]}-{wordlist.sha256[:16]}-{tokenizer_key(tokenizer)}-{wanted_sha[:16]}-{len(ranges)}"
     wanted_path = cache_dir("scans", key) / "docids.parquet"
     if docids is not None and not wanted_path.exists():
         write_parquet_atomic(wanted.to_frame(), wanted_path)

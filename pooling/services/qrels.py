@@ -10,6 +10,7 @@ Reading it back is :func:`pooling.selectors.qrels_frame`.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from django.db import transaction
@@ -54,9 +55,7 @@ def import_qrels(
     with skipped.reading():
         frame = read_qrels_checked(path, collection, query_set, skipped)
     mode = "skip" if skip_bad_lines else "strict"
-    data_path = (
-        cache_dir("qrels") / f"{sha}-{collection.sha256[:16]}-{query_set.sha256[:16] or query_set.pk}-{mode}.parquet"
-    )
+    data_path = cache_dir("qrels") / f"{sha}-{collection.sha256[:16]}-{_queries_key(query_set)[:16]}-{mode}.parquet"
     write_parquet_atomic(frame, data_path)
     with transaction.atomic():
         qrels = Qrels.objects.create(
@@ -71,3 +70,13 @@ def import_qrels(
             data=str(data_path),
         )
     return ImportResult(qrels, True, skipped)
+
+
+def _queries_key(query_set: QuerySet) -> str:
+    """What the checked judgments depend on in ``query_set``: its file's checksum, or for a query set
+    made here (a pool's, which has no file) the checksum of its qids; never its id, which a
+    database may give again to another query set after a deletion."""
+    if query_set.sha256:
+        return query_set.sha256
+    qids = sorted(query_set.queries.values_list("qid", flat=True))
+    return hashlib.sha256("\n".join(qids).encode()).hexdigest()

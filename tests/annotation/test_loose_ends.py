@@ -43,6 +43,7 @@ def _shown(client, url: str, capture) -> dict:
     return client.get(url).context["report"]
 
 
+@pytest.mark.slow
 def test_the_report_refreshes_when_the_earlier_part_of_an_extended_sample_is_answered(
     extended, researcher, client, django_capture_on_commit_callbacks
 ):

@@ -6,6 +6,7 @@ import pytest
 
 from core.sealing import new_key
 from tests.annotation.machine import openai_server as openai_chat
+from tests.browser_jobs import JOB_DEADLINE_MS
 
 SECRET_END = "9xYz"
 
@@ -32,7 +33,9 @@ def test_a_researcher_sets_and_tests_the_language_model_on_the_page(page, login,
         assert "sk-wrong" not in page.content()
 
         card.get_by_role("button", name="Test the connection").click()
-        page.locator("#connection-test-chat .message.error").wait_for()  # shown by itself when the job ends
+        page.locator("#connection-test-chat .message.error").wait_for(
+            timeout=JOB_DEADLINE_MS
+        )  # shown when the job ends
         assert "401: 127.0.0.1 refused the API key" in page.locator("#connection-test-chat").inner_text()
 
         card = page.locator("#connection-chat")
@@ -40,7 +43,7 @@ def test_a_researcher_sets_and_tests_the_language_model_on_the_page(page, login,
         card.get_by_role("button", name="Save", exact=True).click()
         page.wait_for_load_state()
         page.locator("#connection-chat").get_by_role("button", name="Test the connection").click()
-        page.locator("#connection-test-chat .message.success").wait_for()
+        page.locator("#connection-test-chat .message.success").wait_for(timeout=JOB_DEADLINE_MS)
         assert f"{fake.model} answered" in page.locator("#connection-test-chat").inner_text()
 
         for width in (1280, 390):

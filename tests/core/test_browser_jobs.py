@@ -4,6 +4,7 @@ import pytest
 
 from core.jobs import create_job
 from core.models import Job
+from tests.browser_jobs import JOB_DEADLINE_MS
 
 
 @pytest.mark.browser
@@ -17,8 +18,8 @@ def test_the_job_page_follows_the_job_and_opens_the_result(page, login, django_u
     assert page.locator("#status").inner_text() == "pending"
 
     Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, done=50, total=200)
-    page.locator(".progress[aria-valuenow='25']").wait_for()  # polled within a few seconds
+    page.locator(".progress[aria-valuenow='25']").wait_for(timeout=JOB_DEADLINE_MS)  # the page polls the job
     assert page.locator("#status").inner_text() == "running"
 
     Job.objects.filter(pk=job.pk).update(status=Job.Status.DONE, done=200, result={"url": "/annotation/"})
-    page.wait_for_url("**/annotation/")  # the page led on to the result by itself
+    page.wait_for_url("**/annotation/", timeout=JOB_DEADLINE_MS)  # the page led on to the result by itself

@@ -73,6 +73,7 @@ def test_a_typo_in_a_boolean_stops_start_up():
     assert "DJANGO_DEBUG='ture'" in result.stderr
 
 
+@pytest.mark.slow
 def test_debug_is_off_unless_asked_for_and_check_deploy_is_clean(tmp_path):
     result = manage("check", "--deploy", "--fail-level", "WARNING", VAR_DIR=str(tmp_path / "var"), **production_keys())
     assert result.returncode == 0, result.stdout + result.stderr

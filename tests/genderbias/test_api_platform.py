@@ -85,6 +85,7 @@ def test_the_library_gives_the_reports_figures_and_tie_ranges(grep_biasir_report
     assert reported["ARaB@5"][1] < reported["ARaB@5"][0] < reported["ARaB@5"][2]  # ties decide ARaB@5 here
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_ir_measures_and_pyterrier_compute_the_bias_beside_ndcg(grep_biasir_report):
     import ir_measures

@@ -10,6 +10,7 @@ import pytest
 
 from metrics import services
 from pooling.models import Run
+from tests.browser_jobs import wait_for_image
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_labels_section_and_contributions_read_at_desktop_and_phone_width(
         for i in range(plots.count()):
             image = plots.nth(i)
             image.scroll_into_view_if_needed()
-            page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+            wait_for_image(page, image)
             assert image.bounding_box()["width"] <= width
 
         shots = Path(os.environ.get("SCREENSHOT_DIR") or tmp_path)

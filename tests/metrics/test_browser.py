@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from metrics.models import Report
-from tests.browser_jobs import open_the_result
+from tests.browser_jobs import open_the_result, wait_for_image
 
 
 @pytest.mark.browser
@@ -30,7 +30,7 @@ def test_build_a_report_from_the_page_and_see_its_plots(world, page, login, djan
     for i in range(images.count()):
         image = images.nth(i)
         image.scroll_into_view_if_needed()
-        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+        wait_for_image(page, image)
     with page.expect_download() as download:
         page.get_by_role("link", name="Download results (CSV)").click()
     header = download.value.path().read_text(encoding="utf-8").splitlines()[0]
@@ -54,7 +54,7 @@ def test_measure_crbo_from_the_navigation_and_search_its_queries(world, page, lo
     # RBO per query 0.45, 0.90 and 0 (worked in tests/metrics/test_swaps.py): mean 0.45.
     assert page.locator("#crbo-value").inner_text() == "0.4500"
     image = page.locator("img")
-    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    wait_for_image(page, image)
     assert page.locator("#crbo-per-query tbody tr").count() == 3
     page.get_by_label("Search qids").fill("2")
     page.get_by_role("button", name="Search").click()

@@ -11,6 +11,7 @@ from core.models import Job
 from metrics import services
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
+from tests.browser_jobs import JOB_DEADLINE_MS
 
 
 @pytest.fixture
@@ -155,7 +156,7 @@ def test_dashboard_at_1280_and_390_px_light_and_dark(dashboard, researcher, page
             assert page.evaluate("document.documentElement.scrollWidth") <= width
     # The live part swaps in the job's new progress without a reload.
     Job.objects.filter(description="Pool p1").update(done=150)
-    page.locator(".job-numbers", has_text="150 / 200").wait_for()
+    page.locator(".job-numbers", has_text="150 / 200").wait_for(timeout=JOB_DEADLINE_MS)
 
 
 def test_imported_qrels_are_listed_on_the_dashboard(world, researcher, client):

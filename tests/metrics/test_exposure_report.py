@@ -223,6 +223,7 @@ def test_a_report_in_the_reference_form_records_it_and_says_so_everywhere(world,
     assert "in the reference form (FairRankTune's AWRF with its min-max ratio)" in files["table-exposure.tex"].decode()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_an_adapted_report_states_how_it_differs_from_the_papers(report):
     """Every report stored before the option (migration 0007: ``adapted``) keeps its meaning and now says

@@ -22,6 +22,7 @@ def report(world):
     return services.build_report("inline", QuerySet.objects.get(name="q"), runs, settings, bar=False)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_a_drawn_figure_is_inline_and_one_never_drawn_is_an_image(report, client, django_user_model):
     client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
@@ -130,6 +131,7 @@ def test_a_label_xml_cannot_hold_is_drawn_as_outlines():
     assert data.rstrip().endswith(b"</svg>") and b"<text" not in data  # outlines, still a whole SVG
 
 
+@pytest.mark.slow
 def test_other_svgs_never_take_the_reports_settings():
     """matplotlib's settings are global: the calibration report's figures (``svg_bytes`` without
     settings) keep glyph outlines however many report figures are saved at the same time."""

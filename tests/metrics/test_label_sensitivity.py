@@ -20,7 +20,7 @@ from metrics import services
 from metrics.models import LabelSensitivityResult, Result
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet, Run
-from tests.browser_jobs import open_the_result
+from tests.browser_jobs import open_the_result, wait_for_image
 
 
 def frame(rows):
@@ -80,6 +80,7 @@ def test_ranking_changes_by_hand():
 # --- a batch over the metrics world (queries 1, 2, 3; runs a, b, c) -------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("background", [None, "c"])
 def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, background):
@@ -112,6 +113,7 @@ def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, b
     assert set(result.rankings.columns) >= {"kendall_tau", "swapped"}
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_adjudicated_policy_reads_the_researchers_rulings(batch, django_user_model):
     """The selector is real now (annotation.selectors.adjudicated_labels): a ruling that the
@@ -250,6 +252,7 @@ def test_label_sensitivity_form_offers_the_existing_batches_and_runs_with_errors
     assert bad.index('name="background"') < bootstrap_error < bad.index('name="bootstrap"')
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_label_sensitivity_api(batch, client, django_user_model, django_capture_on_commit_callbacks):
     staff = django_user_model.objects.create_user("boss", password="pw-secret-123", is_staff=True)
@@ -315,7 +318,7 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
     assert "majority/drop" in page.locator("#set-sizes").inner_text()
     image = page.locator("img[alt^='Bias of every run']")
     image.scroll_into_view_if_needed()
-    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    wait_for_image(page, image)
     page.get_by_role("link", name="@1").click()
     assert "At cutoff 1" in page.get_by_role("heading", name="At cutoff 1").inner_text()
 

@@ -29,6 +29,7 @@ def researcher_client(client, django_user_model):
         ("cutoffs.png", "cutoff_figure"),
     ],
 )
+@pytest.mark.slow
 def test_drawn_once_then_served_from_the_file_and_revalidated_by_etag(
     report, researcher_client, monkeypatch, url, figure
 ):

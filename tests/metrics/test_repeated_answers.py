@@ -206,6 +206,7 @@ def test_report_and_label_sensitivity_from_the_site(
     assert client.get(reverse("annotation:batch-agreement", args=[batch.name])).status_code == 200
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_label_sensitivity_from_the_command_line(repeated, tmp_path):
     batch, _ = repeated

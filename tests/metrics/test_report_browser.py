@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from tests.browser_jobs import wait_for_image
+
 
 @pytest.fixture
 def report(world, db):
@@ -63,11 +65,11 @@ def test_report_page_reads_at_desktop_and_phone_width(
         for i in range(plots.count()):
             image = plots.nth(i)
             image.scroll_into_view_if_needed()
-            page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+            wait_for_image(page, image)
             assert image.bounding_box()["width"] <= width
         tradeoff = page.locator("#tradeoff-plot")
         tradeoff.scroll_into_view_if_needed()
-        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=tradeoff.element_handle())
+        wait_for_image(page, tradeoff)
 
         shots = Path(os.environ.get("SCREENSHOT_DIR") or tmp_path)
         shots.mkdir(parents=True, exist_ok=True)

@@ -114,6 +114,7 @@ def test_a_use_becomes_its_path_placed_and_styled_as_svg_places_a_use():
     assert [e.get("id") for e in root.iter() if e.get("id")] == ["c1"]
 
 
+@pytest.mark.slow
 def test_svg_settings_never_stay_behind_when_threads_save_at_once():
     """rcParams are global: eight threads saving SVGs at once leave matplotlib's own defaults."""
     before = {key: matplotlib.rcParams[key] for key in plots.SVG_SETTINGS}

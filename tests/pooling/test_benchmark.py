@@ -39,6 +39,9 @@ def test_benchmark_pooling_engine_and_naive_give_the_same_pool(tmp_path):
     assert typed and "import_run " in typed[0] and typed[0].count(" MB)") == 5
     commands = [line for line in text.splitlines() if "as commands" in line and "faster than naive" in line]
     assert commands and "(same pool: True)" in commands[0] and "in CPU" in commands[0]
+    # The same words as a file: the pool the built-in list gives.
+    from_file = [line for line in text.splitlines() if "pool --wordlist (the same 64 words as a file)" in line]
+    assert from_file and "same pool: True" in from_file[0]
 
 
 def test_benchmark_metrics_approaches_agree():

@@ -20,6 +20,7 @@ from core.models import Job
 from genderbias.errors import InputError
 from pooling.models import QuerySet
 from pooling.queryfiles import read_query_table
+from tests.browser_jobs import JOB_DEADLINE_MS
 
 #: The study's label counts (reference README): n 1,765, f 742, m 1,202, o 41.
 STUDY_COUNTS = {"n": 1765, "f": 742, "m": 1202, "o": 41}
@@ -245,7 +246,7 @@ def test_the_preview_columns_are_changed_in_a_browser_and_the_import_uses_them(
         page.set_viewport_size({"width": width, "height": 900})
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.get_by_role("button", name="Import").click()
-    page.wait_for_url("**/jobs/**")
+    page.wait_for_url("**/jobs/**", timeout=JOB_DEADLINE_MS)
     rows = list(QuerySet.objects.get(name="mapped").queries.values_list("qid", "text", "label"))
     assert rows == [("1", "a note", ""), ("2", "b", "")]
 

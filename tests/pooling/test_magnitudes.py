@@ -132,6 +132,7 @@ _PIECES = [
         max_size=20,
     )
 )
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenizer", ["words", "whitespace"])
 def test_engine_equals_the_definition_on_fuzzed_unicode(tokenizer, texts):
     # Texts without newlines or NULs (the collection format has one passage per line).

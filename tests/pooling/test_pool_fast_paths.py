@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from genderbias.ranking.rank_bias import rank_bias_columns, rank_bias_columns_by_run
+from genderbias.text.tokenize import tokenizer_key
 from pooling import selectors
 from pooling.models import Pool
 from pooling.services.common import collector_paused
@@ -103,13 +104,13 @@ def test_a_pool_leaves_lengths_uncounted_and_a_report_counts_them_as_a_cold_cach
     call_command("pool", name="p", queries="q", runs="a,b", tokenizer=tokenizer, verbosity=0)
     collection, words, docids = Collection.objects.get(name="tiny"), default_wordlist(), sorted(PASSAGES)
     cache = Path(settings.CACHE_DIR, "counts")
-    [cached] = [pl.read_parquet(path) for path in cache.glob(f"*-{tokenizer}.parquet")]
+    [cached] = [pl.read_parquet(path) for path in cache.glob(f"*-{tokenizer_key(tokenizer)}.parquet")]
     assert len(cached) and cached["length"].null_count() == len(cached)  # the pool counted no lengths
     pooled = document_counts_for(collection, docids, words, tokenizer, lengths=False, bar=False).sort("docid")
     after_pool = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")
     assert after_pool["length"].null_count() == 0
     assert after_pool.select("docid", "f", "m").equals(pooled.select("docid", "f", "m"))
-    [cached] = [pl.read_parquet(path) for path in cache.glob(f"*-{tokenizer}.parquet")]
+    [cached] = [pl.read_parquet(path) for path in cache.glob(f"*-{tokenizer_key(tokenizer)}.parquet")]
     assert sorted(cached["docid"]) == docids and cached["length"].null_count() == 0  # one row each, complete
     shutil.rmtree(cache)
     cold = document_counts_for(collection, docids, words, tokenizer, bar=False).sort("docid")
@@ -147,3 +148,38 @@ def test_an_empty_text_on_a_page_boundary_is_read(tmp_path):
     assert index.filter(pl.col("docid") == "d1")["start"].item() == granularity
     read = read_passage_texts(path, index.filter(pl.col("docid") != "d0"), block_size=1)
     assert read.rows() == [("d1", ""), ("d2", "she")]
+
+
+@pytest.mark.parametrize("tokenizer", ["words", "whitespace"])
+def test_the_reference_word_list_as_a_file_reuses_what_import_run_counted(
+    world, reference_dir, monkeypatch, tmp_path, tokenizer
+):
+    """The counts cache is keyed by what it holds (the words, the tokenizer, the collection's
+    checksum), not by the word list's name: after ``import_run`` counted ahead with the built-in list,
+    a pool given the same 64 words as the reference file reads no passage and counts nothing again,
+    and pools the same queries as the built-in list; the same file less one word is counted (the
+    spy sees a count when there is one)."""
+    from genderbias.text import magnitudes
+
+    calls = []
+    for reader in ("count_frame", "parse_passages", "read_passage_texts"):
+        original = getattr(magnitudes, reader)
+
+        def spy(*args, _original=original, _reader=reader, **kwargs):
+            calls.append(_reader)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(magnitudes, reader, spy)
+    wordlist = reference_dir / "wordlist_genderspecific.txt"
+    options = {"queries": "q", "runs": "a,b", "rank_cutoff": 2, "depth": 1, "tokenizer": tokenizer, "verbosity": 0}
+    call_command("pool", name="from-file", wordlist=str(wordlist), **options)
+    assert calls == []
+    call_command("pool", name="built-in", **options)
+    assert calls == []
+    pooled = {name: selectors.pool_table(Pool.objects.get(name=name))[1] for name in ("from-file", "built-in")}
+    assert pooled["from-file"] == pooled["built-in"] and pooled["built-in"]
+    assert Pool.objects.get(name="from-file").wordlist == Pool.objects.get(name="built-in").wordlist
+    fewer = tmp_path / "fewer.txt"
+    fewer.write_text("".join(line + "\n" for line in wordlist.read_text().splitlines() if line != "she,f"))
+    call_command("pool", name="fewer-words", wordlist=str(fewer), **options)
+    assert "count_frame" in calls

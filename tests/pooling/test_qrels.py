@@ -190,3 +190,24 @@ def test_qrels_are_imported_from_the_page_and_the_api(
     job = Job.objects.get(pk=response.json()["id"])
     assert job.status == Job.Status.FAILED and "bad.txt:2: expected 4 fields" in job.message
     assert not Qrels.objects.filter(name="judged3").exists()
+
+
+def test_the_cache_of_a_made_query_sets_judgments_is_keyed_by_its_queries_not_its_id(world, qrels_file):
+    """A query set made here (a pool's) has no file checksum: its judgments' cache is named by its
+    qids, so the same queries share one file and other queries never read it (an id comes back after
+    a deletion on SQLite)."""
+    collection = Collection.objects.get(name="tiny")
+    made = {
+        name: services.create_query_set(name, queries, origin=QuerySet.Origin.POOL)
+        for name, queries in {
+            "first": [("1", "who is she"), ("3", "who is he")],
+            "same": [("3", "who is he"), ("1", "who is she")],
+            "other": [("1", "who is she")],
+        }.items()
+    }
+    data = {
+        name: services.import_qrels(qrels_file, name, collection, qs, skip_bad_lines=True).obj.data
+        for name, qs in made.items()
+    }
+    assert data["first"] == data["same"] != data["other"]
+    assert pl.read_parquet(data["other"])["qid"].unique().to_list() == ["1"]

@@ -181,6 +181,7 @@ def test_import_run_counts_ahead_what_a_default_pool_reads(world, settings):
 
     import polars as pl
 
+    from genderbias.text.tokenize import tokenizer_key
     from genderbias.text.wordlists import default_wordlist
     from pooling.services import document_counts_for
     from tests.pooling.conftest import PASSAGES, RUN_A, RUN_B
@@ -188,17 +189,21 @@ def test_import_run_counts_ahead_what_a_default_pool_reads(world, settings):
     words = default_wordlist()
     top = sorted({doc for run_ in (RUN_A, RUN_B) for docs in run_.values() for doc in docs[:10]})
     cache = Path(settings.CACHE_DIR, "counts")
-    ahead = {path.name.rsplit("-", 1)[1]: pl.read_parquet(path).sort("docid") for path in cache.glob("*.parquet")}
-    assert sorted(ahead) == ["whitespace.parquet", "words.parquet"]
+    ahead = {
+        tokenizer: pl.read_parquet(path).sort("docid")
+        for tokenizer in ("whitespace", "words")
+        for path in cache.glob(f"*-{tokenizer_key(tokenizer)}.parquet")
+    }
+    assert sorted(ahead) == ["whitespace", "words"] and len(list(cache.glob("*.parquet"))) == 2
     tokens = {doc: Counter(PASSAGES[doc].lower().split(" ")) for doc in top}
     reference = [
         (doc, sum(tokens[doc][w] for w in words.female), sum(tokens[doc][w] for w in words.male)) for doc in top
     ]
-    assert ahead["whitespace.parquet"].select("docid", "f", "m").rows() == reference
+    assert ahead["whitespace"].select("docid", "f", "m").rows() == reference
     shutil.rmtree(cache)
     collection = Collection.objects.get(name="tiny")
     cold = document_counts_for(collection, top, words, "words", lengths=False, bar=False).sort("docid")
-    assert ahead["words.parquet"].equals(cold)
+    assert ahead["words"].equals(cold)
 
     run("pool", name="cold", queries="q", runs="a,b", depth=2, tokenizer="whitespace")
     shutil.rmtree(cache)
@@ -330,6 +335,7 @@ def test_counting_ahead_fills_each_cache_with_what_it_lacks(world, settings):
 
     import polars as pl
 
+    from genderbias.text.tokenize import tokenizer_key
     from genderbias.text.wordlists import default_wordlist
     from pooling.services import document_counts_for
     from pooling.services.counts import count_ahead
@@ -341,7 +347,8 @@ def test_counting_ahead_fills_each_cache_with_what_it_lacks(world, settings):
     document_counts_for(collection, ["d1", "d2"], words, "words", bar=False)  # with their lengths
     count_ahead(collection, docids, words, ["words", "whitespace"], bar=False)
     ahead = {
-        tok: pl.read_parquet(next(cache.glob(f"*-{tok}.parquet"))).sort("docid") for tok in ("words", "whitespace")
+        tok: pl.read_parquet(next(cache.glob(f"*-{tokenizer_key(tok)}.parquet"))).sort("docid")
+        for tok in ("words", "whitespace")
     }
     assert ahead["words"]["docid"].to_list() == docids == ahead["whitespace"]["docid"].to_list()
     assert ahead["words"].filter(pl.col("length").is_not_null())["docid"].to_list() == ["d1", "d2"]

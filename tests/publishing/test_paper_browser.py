@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from core.models import Job
+from tests.browser_jobs import JOB_DEADLINE_MS
 
 QRELS = "1 0 d1 2\n1 0 d3 0\n2 0 d4 1\n3 0 d2 1\n"
 
@@ -65,9 +66,9 @@ def test_downloaded_bundle_compiles_and_its_first_page_shows(report, browser, li
         # The first download starts the bundle's job and shows its page; once it is done, the page's
         # link (or its own redirect) downloads the kept zip.
         page.locator("#paper-bundle").click()
-        page.wait_for_url("**/jobs/*/")
+        page.wait_for_url("**/jobs/*/", timeout=JOB_DEADLINE_MS)
         job = Job.objects.get(kind="metrics.paper")
-        for _ in range(600):
+        for _ in range(JOB_DEADLINE_MS // 100):  # the job's state, with a deadline far above any pace
             job.refresh_from_db()
             if job.status in (Job.Status.DONE, Job.Status.FAILED):
                 break

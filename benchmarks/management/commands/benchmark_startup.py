@@ -82,7 +82,8 @@ class Command(ProjectCommand):
             bare = write_bare_project(
                 work / "bare",
                 framework_apps(
-                    settings.INSTALLED_APPS, ("core", "pooling", "annotation", "metrics", "publishing", "benchmarks")
+                    settings.INSTALLED_APPS,
+                    ("core", "pooling", "annotation", "platforms", "metrics", "publishing", "benchmarks"),
                 ),
             )
             # label -> (folder, environment for a database file, whether it has the project's commands)

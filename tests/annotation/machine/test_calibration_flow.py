@@ -209,6 +209,7 @@ def read_identity(batch):
     return identity_for(batch)
 
 
+@pytest.mark.slow
 def test_calibration_command_prints_the_report_as_json(machine_batch):
     sample_batch = create_calibration_sample(machine_batch, 40, seed=4)
     services.publish_batch(sample_batch)

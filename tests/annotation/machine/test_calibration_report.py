@@ -83,6 +83,7 @@ def test_the_report_measures_the_machine_against_the_truth_too(answered):
     assert abs(truth["accuracy_true"] - true_accuracy) < 0.16
 
 
+@pytest.mark.slow
 def test_command_api_and_page_show_the_same_figures_with_full_label_names(
     answered, researcher, client, django_capture_on_commit_callbacks
 ):
@@ -211,6 +212,7 @@ def test_after_an_extension_the_alt_test_and_the_truth_figures_use_the_whole_sam
     assert report["against_truth"]["items"] == 85
 
 
+@pytest.mark.slow
 def test_the_page_computes_the_report_once_for_every_worker_and_again_after_a_new_answer(
     answered, researcher, client, monkeypatch, django_capture_on_commit_callbacks
 ):

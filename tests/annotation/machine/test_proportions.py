@@ -194,6 +194,7 @@ def _covers(interval, value) -> bool:
     return interval[0] <= value <= interval[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", ["stratified", "random"])
 @pytest.mark.parametrize("label", ["n", "f", "m"])
 def test_ppi_interval_covers_the_batch_share(simulations, design, label):

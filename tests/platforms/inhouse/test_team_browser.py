@@ -8,6 +8,7 @@ import pytest
 from platforms.inhouse.selectors import get_member
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import answers_for
+from tests.browser_jobs import JOB_DEADLINE_MS
 
 SHOTS = "/tmp/ux-team"
 
@@ -121,7 +122,9 @@ def test_researcher_manages_the_team_from_the_site(width, local_batch, annotator
     assignment = next_assignment(invited)
     submit_local_assignment(assignment, answers_for(assignment))
     # The batch page follows the member's progress by itself (htmx polls while published).
-    page.locator('#team-progress tr[data-username="invited"] .answered').filter(has_text="1 / 2").wait_for()
+    page.locator('#team-progress tr[data-username="invited"] .answered').filter(has_text="1 / 2").wait_for(
+        timeout=JOB_DEADLINE_MS
+    )
     _shoot(page, "batch-team", width)
     page.goto("about:blank")  # stop polling before the live server stops
     for context in (annotator_context, other_context, outsider_context):

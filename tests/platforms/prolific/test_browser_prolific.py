@@ -7,6 +7,7 @@ from annotation.models import Assignment, Judgment
 from platforms.prolific.client import Prolific
 from platforms.prolific.provider import ProlificProvider, completion_code
 from tests.annotation.conftest import TRUTH
+from tests.browser_jobs import JOB_DEADLINE_MS
 from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 from tests.platforms.prolific.test_prolific import make_prolific_batch
 
@@ -78,7 +79,7 @@ def test_a_participant_prolific_cannot_confirm_yet_is_taken_in_by_the_waiting_pa
     assert "takes you to the study as soon as Prolific answers" in page.get_by_role("status").inner_text()
     assert not Assignment.objects.filter(provider_assignment_id=session).exists()
     del prolific_server.standing["get_submission"]
-    page.get_by_role("heading", name=batch.title).wait_for(timeout=10_000)  # no reload, no click
+    page.get_by_role("heading", name=batch.title).wait_for(timeout=JOB_DEADLINE_MS)  # no reload, no click
     assert Assignment.objects.filter(provider_assignment_id=session).exists()
 
 

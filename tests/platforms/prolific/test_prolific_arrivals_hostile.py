@@ -356,7 +356,7 @@ def test_twelve_checks_at_once_start_their_calls_at_the_shared_pace(server, prov
     with ThreadPoolExecutor(12) as pool:
         outcomes = list(pool.map(arrival, range(12)))
     assert outcomes.count("refused") + outcomes.count("waiting") == 12
-    deadline = time.monotonic() + 6
+    deadline = time.monotonic() + 120  # the calls' state, with a deadline far above any machine's pace
     while _asks(server) < 12 and time.monotonic() < deadline:
         time.sleep(0.05)
     times = sorted(at for name, at in server.call_times[started:] if name == "get_submission")
