@@ -8,16 +8,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import pandas as pd
-
 from genderbias.ranking.vocabulary import RAB_LIKE
+
+
+def _missing(value) -> bool:
+    """None, NaN (float or numpy) or pandas' NA, without importing pandas: pages and forms load this
+    module at start-up, which loads no numpy (tests/core/test_startup.py)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:  # pandas' NA has no truth value
+        return True
 
 
 def range_contains_zero(metric: str, low, high) -> bool:
     """Whether a signed metric's (RaB-like: 0 balanced) range over orders of ties holds 0: the ranking
     does not decide the sign of the bias."""
 
-    present = low is not None and high is not None and not pd.isna(low) and not pd.isna(high)
+    present = not _missing(low) and not _missing(high)
     return metric in RAB_LIKE and present and low <= 0 <= high
 
 

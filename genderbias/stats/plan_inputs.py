@@ -14,8 +14,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 #: SIGIR 2020's annotated MS MARCO dev queries (Rekabsaz & Schedl 2020; the GenderBias_IR
 #: repository's ``queries_gender_annotated.csv``): 1,765 of 3,750 non-gendered. The share a plan
 #: assumes when nothing better is known, stated as such.
@@ -46,12 +44,16 @@ def share_interval(successes: int, total: int, level: float = 0.95) -> tuple[flo
 
 def paired_differences(a, b) -> tuple[tuple[str, ...], Any]:
     """``(qids, A − B)`` over the queries both per-query series (pandas, indexed by query) have a value for."""
+    import numpy as np  # start-up: the plan's form and command load this module, which loads no numpy
+
     joined = a.rename("a").to_frame().join(b.rename("b"), how="inner").dropna()
     return tuple(str(q) for q in joined.index), (joined["a"] - joined["b"]).to_numpy(dtype=np.float64)
 
 
 def pilot_moments(differences: Sequence[float]) -> tuple[float, float]:
     """``(mean, sd)`` of a pilot's paired per-query differences (sd with n − 1), as the plan states them."""
+    import numpy as np  # start-up, as above
+
     values = np.asarray(differences, dtype=np.float64)
     return float(np.mean(values)), float(np.std(values, ddof=1))
 
