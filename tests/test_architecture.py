@@ -1061,9 +1061,6 @@ NUMPY_ALLOWED = {
     # library's routing statistics take (genderbias.machine.*), filled from the database.
     "annotation.machine.services.routing.plan",
     "annotation.machine.services.routing.audit",
-    # The in-house demo annotators: the seeded generator the library's simulator draws their answers
-    # from (genderbias.crowd.simulation.answers.draw_answers).
-    "platforms.inhouse.services.simulation",
 }
 
 

@@ -40,7 +40,18 @@ def test_demo_runs_the_whole_path(settings, tmp_path):
 
     with open(demo / "bias.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert set(rows[0]) == {"run", "metric", "variant", "cutoff", "value", "queries", "tie_low", "tie_high", "ties"}
+    assert set(rows[0]) == {
+        "run",
+        "metric",
+        "variant",
+        "cutoff",
+        "value",
+        "queries",
+        "tie_low",
+        "tie_high",
+        "ties",
+        "notes",
+    }
     assert {r["ties"] for r in rows} == {"tie-aware"}  # the default order of tied documents
     assert {r["run"] for r in rows} == {"ranker-a", "ranker-b", "ranker-c"}
     assert {r["metric"] for r in rows} >= {"RaB", "ARaB", "NFaiRR", "TExFAIR"}

@@ -53,7 +53,8 @@ def test_report_list_and_detail(user_client, report):
 def test_downloads(user_client, report, per_query_csv):
     csv_response = user_client.get(reverse("metrics:report-csv", args=["rep"]))
     assert (
-        csv_response.content.decode().splitlines()[0] == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties"
+        csv_response.content.decode().splitlines()[0]
+        == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties,notes"
     )
     assert "attachment" in csv_response["Content-Disposition"]
     per_query = per_query_csv(user_client, "rep")

@@ -4,20 +4,15 @@ Each simulated annotator is a real local account that goes through the same serv
 the site's pages (``next_assignment``, ``submit_local_assignment``). Their "truth" is the
 word-list oracle of the pooling app: a query naming a female word only is Female, a male
 word only Male, both Other or multiple genders, neither Non-gendered. With probability
-``accuracy`` an annotator gives the truth, otherwise one of the other three labels: the library's
-simulated worker (:func:`genderbias.crowd.simulation.workers.worker_confusion`) draws the answers
-(:func:`genderbias.crowd.simulation.answers.draw_answers`); this service only hands them in.
+``accuracy`` an annotator gives the truth, otherwise one of the other three labels.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
-import numpy as np
-
 from annotation.models import Batch, Provider
-from genderbias.crowd.simulation.answers import draw_answers
-from genderbias.crowd.simulation.workers import worker_confusion
 from genderbias.errors import ServiceError
 from genderbias.labels import LABELS
 from genderbias.text.tokenize import tokenize
@@ -52,8 +47,7 @@ def simulate_local_annotations(
         raise ServiceError(f"{batch.assignments_per_query} assignments per query need at least as many annotators")
     if not 0 <= accuracy <= 1:
         raise ServiceError("accuracy must be between 0 and 1")
-    rng = np.random.default_rng(seed)
-    confusion = worker_confusion(LABELS, accuracy)
+    rng = random.Random(seed)
     users = [create_annotator(f"{prefix}-{i}", reuse=True) for i in range(1, annotators + 1)]
     active = list(users)
     assignments = judgments = 0
@@ -63,13 +57,14 @@ def simulate_local_annotations(
             if assignment is None:
                 active.remove(user)
                 continue
-            fields, truth = [], []
+            answers = {}
             for hq in assignment.hit.hit_queries.select_related("batch_query"):
                 bq = hq.batch_query
-                fields.append(hq.field_name)
-                truth.append(LABELS.index(bq.gold_label if bq.is_gold else oracle_label(bq.text)))
-            given = draw_answers(confusion, truth, rng)
-            answers = {field: LABELS[int(label)] for field, label in zip(fields, given, strict=True)}
+                truth = bq.gold_label if bq.is_gold else oracle_label(bq.text)
+                if rng.random() < accuracy:
+                    answers[hq.field_name] = truth
+                else:
+                    answers[hq.field_name] = rng.choice([label for label in LABELS if label != truth])
             submit_local_assignment(assignment, answers)
             assignments += 1
             judgments += len(answers)

@@ -18,6 +18,7 @@ def _names(functions) -> list[str]:
 def test_the_prolific_app_plugs_its_hooks_in_when_ready():
     """platforms.prolific.PLUG_INS are imported as the apps are ready: no caller imports them first."""
     assert _names(hooks.sync_steps.for_provider("prolific")) == [
+        "annotation.machine.services.held_out.reoffer_held_out",  # before the loop: held-out places re-offered
         "annotation.quality.services.loop.close_the_loop",
         "annotation.machine.services.after_sync.report_after_sync",
     ]
