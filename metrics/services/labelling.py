@@ -258,7 +258,9 @@ def ask_label_sensitivity(
             key=key,
             defaults={"batch": batch, "settings": settings, "answers_version": answers, "group_id": batch.group_id},
         )
-        kept = LabelSensitivityResult._base_manager.select_for_update(of=("self",)).select_related("job").get(pk=kept.pk)
+        kept = (
+            LabelSensitivityResult._base_manager.select_for_update(of=("self",)).select_related("job").get(pk=kept.pk)
+        )
         if kept.result is not None:
             return kept
         if kept.job is not None and kept.job.status in (Job.Status.PENDING, Job.Status.RUNNING):
