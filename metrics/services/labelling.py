@@ -156,7 +156,7 @@ def _label_sensitivity(
     dependence_rows, baseline_name = None, None
     if dependence:
         from genderbias.crowd import label_dependence
-        from genderbias.crowd.simulation import dependence
+        from genderbias.crowd.simulation import dependence as simulated_dependence
         from genderbias.stats import significance
 
         base = baseline or runs[0]
@@ -167,7 +167,7 @@ def _label_sensitivity(
         )  # fmt: skip
         dependence_rows = label_dependence.dependence_table(
             significance.wide_values(computed.per_query), computed.labels.table, computed.summary, base.name,
-            [float(d) for d in dependence], simulate=dependence.dependence_simulation(computed.labels.model, report_settings.seed),
+            [float(d) for d in dependence], simulate=simulated_dependence.dependence_simulation(computed.labels.model, report_settings.seed),
         )  # fmt: skip
     return sensitivity.LabelSensitivity(
         batch=batch.name,

@@ -19,6 +19,7 @@ def test_the_app_registers_the_sub_domains_hooks_when_ready():
     (Prolific's own: tests/platforms/prolific/test_prolific_in_the_kernel.py)."""
     assert _names(hooks.created.for_provider("local")) == ["annotation.quality.services.training.store_training"]
     assert _names(hooks.sync_steps.for_provider("mturk")) == [
+        "annotation.machine.services.held_out.reoffer_held_out",  # before the loop: held-out places re-offered
         "annotation.quality.services.loop.close_the_loop",
         "annotation.machine.services.after_sync.report_after_sync",  # after the loop: it reads what the loop settled
     ]
