@@ -226,6 +226,14 @@ DATABASE_INCIDENTAL: dict[str, str] = {
     " holds the small study the bundle is built from",
     "tests/publishing/test_paper.py": "the paper bundle is written from a report's files and compiled with"
     " pdflatex; its rows (a small study) are read back through the ORM the ordinary way",
+    "tests/publishing/test_paper_ties.py": "pdflatex compiles three venues' bundles of one Grep-BiasIR report"
+    " and poppler reads their text; the report's rows are read back once",
+    "tests/annotation/machine/test_llama_server.py": "a real llama-server answers the chat labeller; the machine"
+    " path's rows around it are the ordinary ones, on PostgreSQL in the fake-server tests",
+    "tests/genderbias/test_api_platform.py": "the library beside bias_report on Grep-BiasIR: the report's"
+    " rows are read back once; the library itself reads no database",
+    "tests/genderbias/test_api_measures.py": "measures parsed and written; its one child process checks the"
+    " package loads no numpy, and no test of it reads a database",
     "tests/pooling/test_preview_fuzz.py": "the import preview parses the upload's first bytes and writes"
     " nothing; its one query looks a collection up by name",
     "tests/metrics/test_label_sensitivity.py": "the sensitivity tables, rankings and matplotlib plot are"
