@@ -34,7 +34,7 @@ def test_build_a_report_from_the_page_and_see_its_plots(world, page, login, djan
     with page.expect_download() as download:
         page.get_by_role("link", name="Download results (CSV)").click()
     header = download.value.path().read_text(encoding="utf-8").splitlines()[0]
-    assert header == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties"
+    assert header == "run,metric,variant,cutoff,value,queries,tie_low,tie_high,ties,notes"
 
 
 @pytest.mark.browser
