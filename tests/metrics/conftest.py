@@ -94,3 +94,20 @@ def per_query_csv(django_capture_on_commit_callbacks):
         return b"".join(response.streaming_content).decode()
 
     return download
+
+
+@pytest.fixture
+def report(world):
+    """A report of runs a and c on query set q (cutoffs 1 and 2, baseline a): the pages' and API's tests
+    read it; a module that needs another report defines its own."""
+    from metrics import services
+    from pooling.models import Run
+
+    return services.build_report(
+        "rep",
+        QuerySet.objects.get(name="q"),
+        [Run.objects.get(name="a"), Run.objects.get(name="c")],
+        services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=20),
+        baseline=Run.objects.get(name="a"),
+        bar=False,
+    )

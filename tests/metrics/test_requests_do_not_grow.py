@@ -7,21 +7,8 @@ import io
 import pytest
 
 from core.models import Job
-from metrics import formatting, selectors, services
+from metrics import formatting, selectors
 from metrics.models import Report
-from pooling.models import QuerySet, Run
-
-
-@pytest.fixture
-def report(world):
-    return services.build_report(
-        "rep",
-        QuerySet.objects.get(name="q"),
-        [Run.objects.get(name="a"), Run.objects.get(name="c")],
-        services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=20),
-        baseline=Run.objects.get(name="a"),
-        bar=False,
-    )
 
 
 @pytest.fixture
