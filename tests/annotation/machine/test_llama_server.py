@@ -91,15 +91,21 @@ def test_the_machine_path_on_a_real_llama_server(chat_connection, reference_quer
     started = time.process_time()
     labeller = make_prelabeller("openai")
     summary = prelabel_batch(batch, labeller)
-    assert summary.labelled == QUERIES
+    # Held to the schema, an answer names a label unless it was cut first: the schema's grammar lets the model
+    # put whitespace between the tokens, and SmolLM2 sometimes spends its 16 tokens there ('{\n  "label"\n',
+    # finish_reason "length": 1 answer of 120 in json_object, measured on this server). Such an answer is
+    # unparseable, as docs/prelabelling.md says: counted, never guessed, and its query is left to people.
+    unparseable = labeller.usage.unparseable
+    assert summary.labelled + unparseable == QUERIES and unparseable <= 2
     machine = machine_labels(batch, read_identity(batch))
-    assert set(machine) == {q for q, _, _ in reference_queries}
-    # Held to the schema, every answer names a label, and its confidence comes from log-probabilities.
-    assert labeller.usage.unparseable == 0 and labeller.usage.logprob_answers == QUERIES
-    for prediction in machine.values():
-        assert prediction.label in LABELS and 0 < prediction.confidence <= 1
+    labelled = set(machine)  # a query whose answer named no label has no row
+    assert len(labelled) == summary.labelled
+    # Every label's confidence comes from log-probabilities.
+    assert labeller.usage.logprob_answers == summary.labelled
+    for qid in labelled:
+        assert machine[qid].label in LABELS and 0 < machine[qid].confidence <= 1
     stored = PreLabel.objects.filter(batch_query__batch=batch, labeller="openai")
-    assert stored.count() == QUERIES and all(p.detail["basis"] == "logprobs" for p in stored)
+    assert stored.count() == summary.labelled and all(p.detail["basis"] == "logprobs" for p in stored)
 
     sample_batch = create_calibration_sample(batch, SAMPLE, seed=1)
     services.publish_batch(sample_batch)
@@ -124,6 +130,7 @@ def test_the_machine_path_on_a_real_llama_server(chat_connection, reference_quer
         exported = {row["qid"]: row for row in csv.DictReader(handle)}
     sources = labels_with_sources(batch)
     assert {q for q, s in sources.items() if s.source == MACHINE} == set(plan.accepted)
+    assert not set(plan.accepted) - labelled  # an unlabelled query is never accepted
     for qid in plan.accepted:
         assert exported[qid]["label_source"] == "machine-accepted"
         assert exported[qid]["label"] == machine[qid].label
