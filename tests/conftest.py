@@ -169,8 +169,8 @@ def pytest_collection_finish(session) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``-n``), slow tests first; ``broker`` tests need a real broker:
-    without CELERY_BROKER_URL they are skipped. On PostgreSQL, the tests that would only repeat
-    the SQLite stage are left to it (:func:`_leave_to_the_sqlite_stage`).
+    without CELERY_BROKER_URL they are skipped; ``postgresql`` tests are skipped on SQLite. In bin/test's
+    database stages (``TEST_STAGE``) each runs its share of the suite (:func:`_leave_to_the_other_stage`).
 
     Slow first: xdist hands out tests in collection order, so the long ones (the API fuzzing
     alone is over two minutes) start at once on different workers while the others share the
@@ -182,8 +182,13 @@ def pytest_collection_modifyitems(config, items):
     """
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' collections are what xdist hands out
         items.sort(key=lambda item: (item.get_closest_marker("slow") is None, "live_server" not in item.fixturenames))
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        _leave_to_the_sqlite_stage(config, items)
+    if stage := os.environ.get("TEST_STAGE"):
+        _leave_to_the_other_stage(config, items, stage)
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        needs = pytest.mark.skip(reason="needs PostgreSQL (concurrent writers, row locks): bin/test runs it there")
+        for item in items:
+            if item.get_closest_marker("postgresql"):
+                item.add_marker(needs)
     if os.environ.get("CELERY_BROKER_URL"):
         return
     skip = pytest.mark.skip(reason="needs CELERY_BROKER_URL (bin/test starts Redis)")
@@ -213,57 +218,87 @@ def _touches_no_database(item) -> bool:
 _MODULE_TEXT: dict[str, bool] = {}
 
 
-#: Slow tests whose database use is incidental: rows written and read back through the ORM the
-#: ordinary way, while the minutes go to something no database changes (pdflatex, a parser fed
-#: hostile bytes, a simulation's arithmetic). The PostgreSQL stage leaves them to the SQLite stage
-#: like the pure ones. A key is a test file under tests/ or a node id's beginning; the value says
-#: why the database does not matter there. Keep here nothing that imports, bulk-writes, locks,
-#: migrates, filters JSON or text by case, or runs raw SQL: that is what PostgreSQL can change.
-DATABASE_INCIDENTAL: dict[str, str] = {
-    "tests/publishing/test_paper_templates.py": "pdflatex compiles each venue's paper from a bundle"
-    " whose rows are a small study read back once",
-    "tests/publishing/test_paper_pages.py": "pdflatex and poppler read the compiled pages; the database only"
-    " holds the small study the bundle is built from",
-    "tests/publishing/test_paper.py": "the paper bundle is written from a report's files and compiled with"
-    " pdflatex; its rows (a small study) are read back through the ORM the ordinary way",
-    "tests/publishing/test_paper_ties.py": "pdflatex compiles three venues' bundles of one Grep-BiasIR report"
-    " and poppler reads their text; the report's rows are read back once",
-    "tests/annotation/machine/test_llama_server.py": "a real llama-server answers the chat labeller; the machine"
-    " path's rows around it are the ordinary ones, on PostgreSQL in the fake-server tests",
-    "tests/genderbias/test_api_platform.py": "the library beside bias_report on Grep-BiasIR: the report's"
-    " rows are read back once; the library itself reads no database",
-    "tests/genderbias/test_api_measures.py": "measures parsed and written; its one child process checks the"
-    " package loads no numpy, and no test of it reads a database",
-    "tests/pooling/test_preview_fuzz.py": "the import preview parses the upload's first bytes and writes"
-    " nothing; its one query looks a collection up by name",
-    "tests/metrics/test_label_sensitivity.py": "the sensitivity tables, rankings and matplotlib plot are"
-    " computed from labels read once; the job and API around them are the ordinary ones",
-    "tests/annotation/test_api_fuzz.py": "Schemathesis sends the schema's shapes (types, missing fields),"
-    " which the serializers answer before any query; the values PostgreSQL refuses and SQLite takes (NUL,"
-    " integers past 64 bits, 1e309, 3,000-character names) are test_api_sweep.py's, over every route and"
-    " real rows, which stays on PostgreSQL",
+#: Where bin/test runs a test that uses a database (its key: a folder or file under tests/, or a node
+#: id's beginning; the longest key that matches wins; a test no key names runs on both). Each part runs
+#: on the database its users run it on: the crowd-facing site (the platforms' arrivals, webhooks and paid
+#: actions, the crowd's records, accounts, groups and jobs, under concurrent requests) on PostgreSQL, as a
+#: deployment does; the lab's path (pool, machine labels, results, reports, the paper and dataset) on the
+#: embedded default, as the demo and a laptop do. Migrations, the upgrade, bulk imports and text limits,
+#: where the two differ most, run on both; a test marked ``postgresql`` (concurrent writers, row locks)
+#: runs on PostgreSQL wherever it lives, and one marked ``embedded`` (its own processes on SQLite) on
+#: SQLite. Outside bin/test (no ``TEST_STAGE``) every test runs on the database configured.
+DATABASE_STAGE: dict[str, tuple[str, str]] = {
+    "tests/platforms/": ("postgresql", "arrivals, webhooks and paid actions come concurrently to a deployed site"),
+    "tests/annotation/crowd/": (
+        "postgresql",
+        "the crowd's bonuses, payments and records, written by concurrent requests",
+    ),
+    "tests/annotation/crowd/test_answer_counts_kept.py": (
+        "sqlite",
+        "the answer counts are kept on SQLite only (PostgreSQL counts at each call)",
+    ),
+    "tests/annotation/test_paid_actions_once.py": ("postgresql", "paid actions started at once, under row locks"),
+    "tests/annotation/test_api_sweep.py": (
+        "postgresql",
+        "every route and method with the values PostgreSQL refuses and SQLite takes (NUL, integers past 64"
+        " bits, 1e309, 3,000-character names)",
+    ),
+    "tests/core/": ("postgresql", "accounts, groups, tokens and jobs: the deployed site's own tables"),
+    "tests/core/test_migrations.py": ("both", "each database's migrations, from the originals"),
+    "tests/core/test_upgrade.py": ("both", "an earlier main's database upgraded on each database"),
+    "tests/core/test_field_limits.py": ("both", "text limits: PostgreSQL enforces them, SQLite does not"),
+    "tests/core/test_new_database.py": ("both", "a new database on each"),
+    "tests/core/test_research_groups_migration.py": ("both", "a data migration on each database"),
+    "tests/core/jobs/test_job_migration.py": ("both", "a data migration on each database"),
+    "tests/core/services/test_api_tokens.py": ("both", "a data migration hashes the existing tokens"),
+    "tests/pooling/": ("both", "bulk imports: SQLite's variable limit and PostgreSQL's COPY-sized batches differ"),
+    "tests/pooling/test_preview_fuzz.py": (
+        "sqlite",
+        "the import preview parses the upload's first bytes and writes nothing; its one query looks a"
+        " collection up by name",
+    ),
+    "tests/annotation/machine/": ("sqlite", "the machine path a lab runs on its own database"),
+    "tests/annotation/results/": ("sqlite", "agreement and review read the lab's answers"),
+    "tests/annotation/quality/": ("sqlite", "gold checks and exclusions computed from stored answers"),
+    "tests/annotation/exports/": ("sqlite", "the non-gendered set written from stored labels"),
+    "tests/annotation/test_api_fuzz.py": (
+        "sqlite",
+        "Schemathesis sends the schema's shapes (types, missing fields), which the serializers answer before"
+        " any query; the values PostgreSQL refuses are test_api_sweep.py's",
+    ),
+    "tests/metrics/": ("sqlite", "reports and their pages, computed from rows read once"),
+    "tests/publishing/": ("sqlite", "the paper, the dataset and the deposit, written from a report"),
+    "tests/genderbias/": ("sqlite", "the library beside bias_report; the library itself reads no database"),
+    "tests/test_end_to_end.py": ("sqlite", "the demo's path, on the embedded default as bin/demo runs it"),
+    "tests/test_readme_commands.py": ("sqlite", "the README's commands as a newcomer runs them"),
 }
+STAGES = ("postgresql", "sqlite")
 
 
-def _database_incidental(item) -> bool:
-    return any(item.nodeid.startswith(key) for key in DATABASE_INCIDENTAL)
+def database_stage(item) -> str:
+    """The stage (``postgresql``, ``sqlite`` or ``both``) that runs ``item`` if it uses a database."""
+    if item.get_closest_marker("postgresql"):
+        return "postgresql"
+    if item.get_closest_marker("embedded"):
+        return "sqlite"
+    keys = [key for key in DATABASE_STAGE if item.nodeid.startswith(key)]
+    return DATABASE_STAGE[max(keys, key=len)][0] if keys else "both"
 
 
-def _leave_to_the_sqlite_stage(config, items) -> None:
-    """bin/test's PostgreSQL stage deselects what the SQLite stage runs alike: tests that touch no
-    database (pure computation: the same on any database; half the suite, its statistical
-    simulations among them), ``embedded`` tests (their own processes on SQLite whatever
-    DATABASE_URL says) and the slow tests whose database use is incidental
-    (:data:`DATABASE_INCIDENTAL`). ``ALL_STAGES_RUN_EVERYTHING=1`` keeps them."""
-    if os.environ.get("ALL_STAGES_RUN_EVERYTHING") == "1":
-        return
-    gone = [key for key in DATABASE_INCIDENTAL if not (config.rootpath / key.split("::")[0]).is_file()]
+def _leave_to_the_other_stage(config, items, stage: str) -> None:
+    """bin/test's two database stages (``TEST_STAGE``) split the suite: a test that touches no database
+    (pure computation, the same on any: half the suite, its statistical simulations among them) runs in
+    the SQLite stage; one that does runs where :data:`DATABASE_STAGE` says."""
+    if stage not in STAGES:
+        raise pytest.UsageError(f"TEST_STAGE: one of {', '.join(STAGES)}, got {stage!r}")
+    gone = [key for key in DATABASE_STAGE if not (config.rootpath / key.split("::")[0].rstrip("/")).exists()]
     if gone:
-        raise pytest.UsageError(f"tests/conftest.py DATABASE_INCIDENTAL names no test file: {', '.join(gone)}")
+        raise pytest.UsageError(f"tests/conftest.py DATABASE_STAGE names no test file or folder: {', '.join(gone)}")
     left = [
         item
         for item in items
-        if item.get_closest_marker("embedded") or _database_incidental(item) or _touches_no_database(item)
+        if (stage == "postgresql" and _touches_no_database(item))
+        or (not _touches_no_database(item) and database_stage(item) not in (stage, "both"))
     ]
     if left:
         kept = set(map(id, left))

@@ -69,11 +69,6 @@ def _at_once(action, times: int = 6) -> list:
     return outcomes
 
 
-def _needs_postgresql():
-    if connection.vendor == "sqlite":
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
-
-
 def test_an_identical_extension_is_refused_while_the_first_is_live(db, researcher, client):
     batch = _machine_batch()
     create_calibration_sample(batch, 40, seed=0, extendable=True)
@@ -114,11 +109,11 @@ def test_a_second_publish_is_refused_while_the_first_job_is_queued(query_set, mo
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_six_simultaneous_extensions_make_one(researcher, monkeypatch):
     """The finding: six identical requests to extend a sample made and published six extensions."""
     from django.test import Client
 
-    _needs_postgresql()
     monkeypatch.setattr("core.tasks.send_job", lambda job, task=None: None)
     batch = _machine_batch()
     create_calibration_sample(batch, 40, seed=0, extendable=True)
@@ -138,8 +133,8 @@ def test_six_simultaneous_extensions_make_one(researcher, monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("action", ["publish", "escalate", "sync"])
+@pytest.mark.postgresql
 def test_six_simultaneous_starts_make_one_job(action, monkeypatch):
-    _needs_postgresql()
     monkeypatch.setattr("core.tasks.send_job", lambda job, task=None: None)
     query_set = create_query_set(
         "gq", [(f"q{i}", f"who is the queen number {i}") for i in range(6)], origin=QuerySet.Origin.IMPORTED
@@ -160,12 +155,12 @@ def test_six_simultaneous_starts_make_one_job(action, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_six_simultaneous_routings_make_one_routed_batch(monkeypatch):
     from annotation.machine.services.routing import route_batch
     from annotation.models import Routing
     from tests.annotation.machine.test_routing_service import _answered_sample
 
-    _needs_postgresql()
     monkeypatch.setattr("core.tasks.send_job", lambda job, task=None: None)
     batch = _machine_batch()
     _answered_sample(batch)

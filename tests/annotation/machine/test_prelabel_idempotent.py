@@ -48,6 +48,7 @@ def test_the_page_says_why(query_set, researcher, client):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_three_simultaneous_starts_make_one_job(query_set, monkeypatch):
     """Three posts while the first job is still queued (a busy worker): one job, two refusals.
 
@@ -55,8 +56,6 @@ def test_three_simultaneous_starts_make_one_job(query_set, monkeypatch):
     third post took the lock, and a job that has ended may rightly be started again (CI saw
     two starts). The jobs are left queued here, as a worker that has not picked them up yet.
     """
-    if connection.vendor == "sqlite":
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     monkeypatch.setattr("core.tasks.send_job", lambda job, task=None: None)
     batch = make_batch(query_set)
     start, outcomes = threading.Barrier(3), []

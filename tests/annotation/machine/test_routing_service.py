@@ -312,15 +312,13 @@ def test_the_page_makes_one_sample_and_extends_it(routed_batch, researcher, clie
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_simultaneous_sample_requests_make_one_sample():
     """Four requests at the same moment: one sample is created, the others are refused as a state (409)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from django.db import connection
 
-    if connection.vendor == "sqlite":
-        # As in test_local_provider: the in-memory shared-cache test database ignores the busy timeout.
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     query_set = create_query_set("rq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
     prelabel_batch(batch, SureMachine())

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from annotation import services as annotation_services
@@ -45,11 +45,6 @@ publish_batch_task = task_for("annotation.publish")
 
 ROOT = Path(__file__).resolve().parents[3]
 FINISHED = ("done", "failed")
-
-threads_share_the_database = pytest.mark.skipif(
-    connection.vendor == "sqlite",
-    reason="in-memory SQLite: threads' own connections lock each other (PostgreSQL stage)",
-)
 
 
 def wait_for(condition, timeout: float = 30, interval: float = 0.05):
@@ -198,7 +193,7 @@ def api(live_server, django_user_model):
     return session
 
 
-@threads_share_the_database
+@pytest.mark.postgresql
 def test_three_imports_started_at_once_through_the_api_finish_in_the_background(background, api, gate):
     """The requests answer while the imports are held back (old: each request ran its import
     inline, here for good); released, all three reach ``done``, polled through the API."""
@@ -225,7 +220,7 @@ def test_three_imports_started_at_once_through_the_api_finish_in_the_background(
     assert sorted(QuerySet.objects.values_list("name", flat=True)) == ["q1", "q2", "q3"]
 
 
-@threads_share_the_database
+@pytest.mark.postgresql
 def test_a_batch_published_through_the_api_runs_with_the_configured_app(background, api):
     """Annotation's tasks once went, from a request thread, to Celery's unconfigured default app
     ("the broker is unreachable"), and the job stayed pending."""
@@ -258,7 +253,7 @@ def batch(transactional_db) -> Batch:
     )
 
 
-@threads_share_the_database
+@pytest.mark.postgresql
 def test_a_background_job_leaves_the_committer_at_once_and_stamps_its_heartbeat(background, batch, gate):
     gate(annotation_background, "publish_batch")  # where the publish job finds it
     with transaction.atomic():
@@ -274,7 +269,7 @@ def test_a_background_job_leaves_the_committer_at_once_and_stamps_its_heartbeat(
     assert (job.status, job.attempts, job.result["published"]) == ("done", 1, 3)
 
 
-@threads_share_the_database
+@pytest.mark.postgresql
 def test_a_background_job_that_raises_ends_failed_with_its_message(background, batch, caplog):
     Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.CANCELLED)
 
@@ -287,7 +282,7 @@ def test_a_background_job_that_raises_ends_failed_with_its_message(background, b
     wait_for(lambda: any(f"job {job.pk} failed" in r.getMessage() and r.exc_info for r in caplog.records))
 
 
-@threads_share_the_database
+@pytest.mark.postgresql
 def test_the_same_job_delivered_twice_in_one_process_is_carried_out_once(background, batch, gate):
     """Two threads of one process deliver the same Job: the second stands down (the worker
     identity ``host:pid`` is the same for both, so the claim alone would not tell them apart)."""

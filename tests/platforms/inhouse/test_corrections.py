@@ -288,6 +288,7 @@ def test_corrections_off_when_the_window_is_zero(local_batch, annotators, settin
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_concurrent_corrections_leave_one_judgment_per_query(query_set):
     """Four tabs post a correction at the same moment: the assignment ends with one judgment a query."""
     import threading
@@ -296,8 +297,6 @@ def test_concurrent_corrections_leave_one_judgment_per_query(query_set):
 
     from tests.annotation.conftest import make_batch
 
-    if connection.vendor == "sqlite":
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     batch = make_batch(query_set, queries_per_hit=3, assignments_per_query=2)
     services.publish_batch(batch)
     assignment = _submit_wrong(create_annotator("double-correct"))
@@ -335,6 +334,7 @@ def test_the_no_more_hits_page_after_the_last_submit_offers_the_correction(local
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_an_export_started_during_a_correction_reads_the_corrected_answers(query_set, monkeypatch, tmp_path):
     """The race of the review (issue 45): a correction has passed its checks and is writing when an export
     starts. The export waits for it at the batches' row lock and writes the corrected answers; a
@@ -348,8 +348,6 @@ def test_an_export_started_during_a_correction_reads_the_corrected_answers(query
     from platforms.inhouse.services import corrections
     from tests.annotation.conftest import make_batch
 
-    if connection.vendor == "sqlite":
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     batch = make_batch(query_set, queries_per_hit=3, assignments_per_query=1)
     services.publish_batch(batch)
     assignment = _submit_wrong(create_annotator("racer"))

@@ -204,6 +204,7 @@ def test_local_sync_reviews_submitted_work(local_batch, annotators):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_concurrent_requests_never_overfill_a_hit(query_set):
     """Six annotators ask at the same moment for the one HIT with two places."""
     from concurrent.futures import ThreadPoolExecutor
@@ -212,10 +213,6 @@ def test_concurrent_requests_never_overfill_a_hit(query_set):
 
     from tests.annotation.conftest import make_batch
 
-    if connection.vendor == "sqlite":
-        # The SQLite test database is in memory with a shared cache, whose table locks ignore
-        # the busy timeout; the real file database (WAL, IMMEDIATE) queues writers instead.
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     batch = make_batch(query_set, queries_per_hit=6, assignments_per_query=2)
     services.publish_batch(batch)
     users = [create_annotator(f"racer-{i}") for i in range(6)]
@@ -234,6 +231,7 @@ def test_concurrent_requests_never_overfill_a_hit(query_set):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("ask", ["next_assignment", "next_hit_for"])
+@pytest.mark.postgresql
 def test_one_annotator_in_many_tabs_holds_one_assignment(query_set, ask):
     """Four tabs of one annotator ask at once, with two HITs free: all get the same assignment.
 
@@ -245,8 +243,6 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set, ask):
 
     from tests.annotation.conftest import make_batch
 
-    if connection.vendor == "sqlite":
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     batch = make_batch(query_set, queries_per_hit=2, assignments_per_query=2)
     services.publish_batch(batch)
     assert batch.hits.count() >= 2
@@ -267,6 +263,7 @@ def test_one_annotator_in_many_tabs_holds_one_assignment(query_set, ask):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_two_submits_of_one_assignment_at_once_store_its_judgments_once(query_set):
     """Four tabs post the same HIT at the same moment: one is recorded, the others refused."""
     import threading
@@ -275,8 +272,6 @@ def test_two_submits_of_one_assignment_at_once_store_its_judgments_once(query_se
 
     from tests.annotation.conftest import make_batch
 
-    if connection.vendor == "sqlite":
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     batch = make_batch(query_set, queries_per_hit=3, assignments_per_query=2)
     services.publish_batch(batch)
     assignment = next_assignment(create_annotator("double-submit"))
@@ -306,6 +301,7 @@ def test_two_submits_of_one_assignment_at_once_store_its_judgments_once(query_se
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_a_claim_in_progress_does_not_hide_the_other_open_hits(query_set):
     """While one annotator's claim is still open (not committed), another annotator asking
     at that moment is given one of the other open HITs, never "No more HITs".
@@ -321,8 +317,6 @@ def test_a_claim_in_progress_does_not_hide_the_other_open_hits(query_set):
     from platforms.inhouse.services.handout import claim_hit, local_worker
     from tests.annotation.conftest import make_batch
 
-    if connection.vendor == "sqlite":
-        pytest.skip("row locks need PostgreSQL (bin/test runs the suite on it)")
     batch = make_batch(query_set, queries_per_hit=2, assignments_per_query=1)
     services.publish_batch(batch)
     assert batch.hits.count() >= 2

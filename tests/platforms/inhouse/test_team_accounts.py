@@ -222,14 +222,13 @@ def test_two_browsers_accepting_one_link_set_one_password(db, settings):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_four_browsers_accepting_one_link_at_once_set_one_password():
     """The race itself, on a database where the four posts run at the same time."""
     import threading
 
     from django.db import connection
 
-    if connection.vendor == "sqlite":
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     access = team.add_member("four-at-once")
     browsers = [_open_form(access.link_path) for _ in range(4)]
     start, answers = threading.Barrier(4), {}

@@ -112,14 +112,13 @@ def test_the_team_page_meeting_the_same_add_says_so(researcher, added_meanwhile)
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql
 def test_four_adds_of_one_username_at_once_give_one_201_and_400s(researcher):
     """The race itself, where the database runs the four adds at the same time."""
     import threading
 
     from django.db import connection
 
-    if connection.vendor == "sqlite":
-        pytest.skip("concurrent writers need PostgreSQL (bin/test runs the suite on it)")
     clients = []
     for _ in range(4):
         client = Client(raise_request_exception=False)
