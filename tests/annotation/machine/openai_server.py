@@ -319,7 +319,16 @@ class _Handler(BaseHTTPRequestHandler):
     server: LoopbackServer
 
     def _reply(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self._answered()
         send(self, status, data, headers=headers)
+
+    def _answered(self) -> None:
+        """A call's slots free once its answer is ready, before it is written, as llama-server frees a slot
+        when generation ends: counted after the write, a client that sends its next call the moment it has
+        read an answer was seen beside the call that had just answered it (``most_received`` one too many)."""
+        release, self._release = getattr(self, "_release", None), None
+        if release is not None:
+            release()
 
     def do_GET(self):
         fake = self.server.fake
@@ -346,14 +355,19 @@ class _Handler(BaseHTTPRequestHandler):
             ):  # llama-server answers with `slots` slots at once, a call asking n holds n; the others wait
                 fake.queue.wait_for(lambda: fake.free >= hold)
                 fake.free -= hold
-            try:
-                return self._post(fake, raw)
-            finally:
+
+            def release() -> None:
                 with fake.queue:
                     fake.free += hold
                     fake.queue.notify_all()
                 with self.server.lock:
                     fake.received -= 1
+
+            self._release = release
+            try:
+                return self._post(fake, raw)
+            finally:
+                self._answered()  # an answer that was never written (the connection lost) frees its slots too
         return self._post(fake, raw)
 
     def _post(self, fake: FakeOpenAI, raw: bytes):
