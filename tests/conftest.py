@@ -224,7 +224,8 @@ _MODULE_TEXT: dict[str, bool] = {}
 #: actions, the crowd's records, accounts, groups and jobs, under concurrent requests) on PostgreSQL, as a
 #: deployment does; the lab's path (pool, machine labels, results, reports, the paper and dataset) on the
 #: embedded default, as the demo and a laptop do. Migrations, the upgrade, bulk imports and text limits,
-#: where the two differ most, run on both; a test marked ``postgresql`` (concurrent writers, row locks)
+#: where the two differ most, run on both (a data migration's own test on PostgreSQL, the upgrade of a
+#: whole earlier database on both); a test marked ``postgresql`` (concurrent writers, row locks)
 #: runs on PostgreSQL wherever it lives, and one marked ``embedded`` (its own processes on SQLite) on
 #: SQLite. Outside bin/test (no ``TEST_STAGE``) every test runs on the database configured.
 DATABASE_STAGE: dict[str, tuple[str, str]] = {
@@ -248,10 +249,12 @@ DATABASE_STAGE: dict[str, tuple[str, str]] = {
     "tests/core/test_upgrade.py": ("both", "an earlier main's database upgraded on each database"),
     "tests/core/test_field_limits.py": ("both", "text limits: PostgreSQL enforces them, SQLite does not"),
     "tests/core/test_new_database.py": ("both", "a new database on each"),
-    "tests/core/test_research_groups_migration.py": ("both", "a data migration on each database"),
-    "tests/core/jobs/test_job_migration.py": ("both", "a data migration on each database"),
-    "tests/core/services/test_api_tokens.py": ("both", "a data migration hashes the existing tokens"),
-    "tests/pooling/": ("both", "bulk imports: SQLite's variable limit and PostgreSQL's COPY-sized batches differ"),
+    "tests/pooling/": ("sqlite", "pools and named sets a lab builds on its own database"),
+    **{
+        f"tests/pooling/{name}.py": ("both", "bulk imports: SQLite's variable limit and PostgreSQL's batches differ")
+        for name in ("test_imports", "test_run_chunks", "test_scan_chunks", "test_collections_by_reference")
+    },
+    "tests/pooling/test_services_and_commands.py": ("both", "the import and pool commands on each database"),
     "tests/pooling/test_preview_fuzz.py": (
         "sqlite",
         "the import preview parses the upload's first bytes and writes nothing; its one query looks a"
