@@ -194,8 +194,9 @@ def _report(command, o: dict, batch, launch: Launch, label: str = "", shares: Fa
         f"found no place {tally.no_place}; Prolific asked {launch.calls} times, dealt {dict(launch.dealt) or 'nothing'}"
     )
     command.stdout.write(
-        f"shown no task: {launch.no_task_share:.1%} ({tally.no_task} of {tally.arrived} arrivals); walked out with "
-        f"their HIT {tally.walked_out}; the site read the study {tally.syncs} times"
+        f"shown no task: {launch.no_task_share:.1%} ({tally.no_task} of {tally.arrived} arrivals; kept waiting on a "
+        f"page with no task: {tally.no_task_waited}); walked out with their HIT {tally.walked_out}; the site read "
+        f"the study {tally.syncs} times ({tally.syncs_under_way} found a read under way)"
     )
     if launch.forged:
         command.stdout.write(f"forged arrivals: {dict(tally.forged)}; let in: {len(tally.forged_in)}")

@@ -97,7 +97,7 @@ def test_a_launch_with_a_busy_prolific_fills_every_place_and_lets_no_forgery_in(
     assert run.dealt.get("throttle", 0) > 0 and run.dealt.get("error", 0) > 0  # the faults were dealt
     # Nobody waits on an empty study (issue 67): each arrival got a HIT or, at once, the "no task now" answer
     # (a page that does not wait); and at no moment did Prolific offer newcomers more places than tasks left.
-    assert tally.arrived == len(tally.waits) + tally.no_task
+    assert tally.arrived == len(tally.waits) + tally.no_task and tally.no_task_waited == 0
     assert places_past_tasks(fake, batch.hit_type_id, PLACES, tally.got_task) == []
 
     # Every place's work is a real participant's, in the session Prolific gave them.
