@@ -597,13 +597,6 @@ def site(transactional_db, server, tmp_path, settings):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.xfail(
-    reason="open regression since 1ad008c2 (issue 68's sealed secrets, merged at 0a46e59e): the two gunicorn "
-    "workers' session checks start up to 13-15 in one second against the shared pace's 10 (+2); it passes at "
-    "3c7dd83b and d9e1a93e, fails at 1ad008c2 and every main since; not the error masking (reverted, still "
-    "fails). Every other assertion of the flood is checked before this one. To be found: see the closing note",
-    strict=False,
-)
 def test_a_flood_of_made_up_arrivals_while_prolific_throttles_leaves_the_site_answering(server, provider, batch, site):
     """gunicorn 2 workers x 2 threads; Prolific answers every session check with 429 and
     Retry-After 30, then with a 5 s wait. 60 made-up arrivals from 30 client addresses, 12
