@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path as FilePath
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import Batch, Hit, Judgment
 from core.connection_kinds import hint
@@ -234,13 +235,14 @@ def annotators_answer(path: Path) -> None:
         annotator.get_by_role("button", name="Log in").click()
         annotator.get_by_role("link", name="Next task", exact=True).click()
         for done in range(2):
+            # The HIT page of this round is in (the link's and the last submit's navigation ended): its count says so.
+            submitted = f"You have submitted {done} HIT{'' if done == 1 else 's'}"
+            expect(annotator.locator("#my-count")).to_have_text(submitted)
             legends = annotator.locator("fieldset.query legend")
             if screen is PHONE or done:  # a desk's first HIT opens with the instructions in full
                 first = annotator.locator("fieldset.query").first.bounding_box()
                 assert first["y"] + first["height"] <= screen["height"], f"first query below the fold for {name}"
             assert annotator.evaluate("document.scrollingElement.scrollWidth") <= screen["width"]
-            count = annotator.locator("#my-count").inner_text()
-            assert count == f"You have submitted {done} HIT{'' if done == 1 else 's'}"
             # Where they stand in the batch (2 HITs, each answered by both): "HIT n of N · k left".
             assert annotator.locator("#hit-progress").inner_text() == (
                 f"HIT {done + 1} of 2 in sigir-local · {1 - done} left after this one"
