@@ -297,12 +297,13 @@ def _leave_to_the_other_stage(config, items, stage: str) -> None:
     gone = [key for key in DATABASE_STAGE if not (config.rootpath / key.split("::")[0].rstrip("/")).exists()]
     if gone:
         raise pytest.UsageError(f"tests/conftest.py DATABASE_STAGE names no test file or folder: {', '.join(gone)}")
-    left = [
-        item
-        for item in items
-        if (stage == "postgresql" and _touches_no_database(item))
-        or (not _touches_no_database(item) and database_stage(item) not in (stage, "both"))
-    ]
+
+    def elsewhere(item) -> bool:
+        if _touches_no_database(item):
+            return stage == "postgresql"
+        return database_stage(item) not in (stage, "both")
+
+    left = [item for item in items if elsewhere(item)]
     if left:
         kept = set(map(id, left))
         config.hook.pytest_deselected(items=left)

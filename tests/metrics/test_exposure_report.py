@@ -15,7 +15,6 @@ from core.models import Job
 from genderbias.ranking.vocabulary import FORM_DEFINITIONS
 from metrics import services
 from metrics.models import Report
-from pooling.models import QuerySet, Run
 
 
 def jsd(p: float, t: float = 0.5) -> float:
@@ -24,18 +23,6 @@ def jsd(p: float, t: float = 0.5) -> float:
 
     middle = (p + t) / 2
     return kl(p, middle) / 2 + kl(t, middle) / 2
-
-
-@pytest.fixture
-def report(world):
-    return services.build_report(
-        "rep",
-        QuerySet.objects.get(name="q"),
-        [Run.objects.get(name="a"), Run.objects.get(name="c")],
-        services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=20),
-        baseline=Run.objects.get(name="a"),
-        bar=False,
-    )
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ def tokens(text):
     return TOKEN.findall(text.lower())
 
 
-@pytest.fixture
-def grep_biasir(reference_dir):
+def read_grep_biasir(reference_dir):
+    """Grep-BiasIR's queries and documents, as its CSV files give them (rows as dicts)."""
     folder = reference_dir / "grep-biasir"
     with (folder / "queries.csv").open(newline="", encoding="utf-8") as f:
         queries = list(csv.DictReader(f))
@@ -34,6 +34,11 @@ def grep_biasir(reference_dir):
         with path.open(newline="", encoding="utf-8") as f:
             docs += list(csv.DictReader(f))
     return queries, docs
+
+
+@pytest.fixture
+def grep_biasir(reference_dir):
+    return read_grep_biasir(reference_dir)
 
 
 def bm25_run(queries, docs, k1=0.9, b=0.4):

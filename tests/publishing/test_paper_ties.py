@@ -19,7 +19,7 @@ from pooling.models import Collection, QuerySet
 from pooling.services import import_run
 from publishing.latex import TEMPLATES
 from publishing.services.paper import write_paper_bundle
-from tests.metrics.test_ties_grep_biasir import bm25_run
+from tests.metrics.test_ties_grep_biasir import bm25_run, read_grep_biasir
 
 from .test_paper_templates import compile_bundle, needs_classes
 
@@ -29,18 +29,10 @@ DEPTH = 50  # documents per query in the run: deeper than the largest cutoff (30
 
 @pytest.fixture
 def grep_bm25_report(db, reference_dir, tmp_path):
-    import csv
-
     from metrics.services import ReportSettings, build_report
 
     call_command("import_named_set", "grep-biasir", stdout=io.StringIO())
-    folder = reference_dir / "grep-biasir"
-    with (folder / "queries.csv").open(newline="", encoding="utf-8") as f:
-        queries = list(csv.DictReader(f))
-    docs = []
-    for path in sorted(folder.glob("queries-documents_*.csv")):
-        with path.open(newline="", encoding="utf-8") as f:
-            docs += list(csv.DictReader(f))
+    queries, docs = read_grep_biasir(reference_dir)
     run = bm25_run(queries, docs)
     lines = [
         f"{qid} Q0 {docid} {rank} {score:.6f} bm25\n" for qid, docid, rank, score in run.iter_rows() if rank <= DEPTH
