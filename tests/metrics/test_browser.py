@@ -57,6 +57,7 @@ def test_measure_crbo_from_the_navigation_and_search_its_queries(world, page, lo
     wait_for_image(page, image)
     assert page.locator("#crbo-per-query tbody tr").count() == 3
     page.get_by_label("Search qids").fill("2")
-    page.get_by_role("button", name="Search").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Search").click()
     assert page.locator("#crbo-per-query tbody tr").count() == 1
     assert "1 of 3 rows match" in page.locator(".pager").inner_text()

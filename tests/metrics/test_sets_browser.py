@@ -42,11 +42,13 @@ def test_named_sets_and_across_sets_pages_on_a_phone(world, page, login, live_se
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     login("researcher")
     page.goto(live_server.url + "/pooling/import/")
-    page.get_by_role("navigation").get_by_role("link", name="Named sets").click()
+    with page.expect_navigation():
+        page.get_by_role("navigation").get_by_role("link", name="Named sets").click()
     assert page.locator("#set-grep-biasir").get_by_text("Imported as").is_visible()
     fits_a_phone(page)
     page.set_viewport_size({"width": 1280, "height": 800})
-    page.get_by_role("navigation").get_by_role("link", name="Across sets").click()
+    with page.expect_navigation():
+        page.get_by_role("navigation").get_by_role("link", name="Across sets").click()
     assert page.locator("#sets-form").is_visible()
     fits_a_phone(page)
     page.goto(live_server.url + f"/metrics/sets/{job.pk}/")

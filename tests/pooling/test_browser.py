@@ -11,17 +11,20 @@ def test_pool_page_sorts_by_rank_bias(world, page, login, django_user_model):
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     login("researcher")
     page.goto("/")
-    page.get_by_role("link", name="p", exact=True).click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="p", exact=True).click()
     assert page.locator("#pool-size").inner_text() == "3"
 
     def first_qid() -> str:
         return page.locator("#queries tbody tr").first.locator("td").first.inner_text()
 
     # Run a's RaB@2: q1 = -ln4/2 (female-leaning), q2 = 0, q3 = 0. The server sorts the whole pool.
-    page.locator("#queries thead").get_by_role("link", name="a", exact=True).click()
+    with page.expect_navigation():
+        page.locator("#queries thead").get_by_role("link", name="a", exact=True).click()
     assert "sort=run-0" in page.url
     assert first_qid() == "1"
-    page.locator("#queries thead").get_by_role("link", name="a", exact=True).click()
+    with page.expect_navigation():
+        page.locator("#queries thead").get_by_role("link", name="a", exact=True).click()
     assert "sort=-run-0" in page.url
     assert first_qid() != "1"
     assert page.locator("th[aria-sort=descending]").count() == 1

@@ -74,5 +74,6 @@ def test_in_house_annotator_sees_which_gold_answer_was_wrong(query_set, page, lo
     assert "This HIT will not count" in message
     assert '"what is a mother" is Female, you answered Male' in message
     # The annotator carries on from there.
-    page.get_by_role("link", name="Start annotating").click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="Start annotating").click()
     assert "/annotation/assignments/" in page.url

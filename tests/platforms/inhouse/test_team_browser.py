@@ -56,7 +56,8 @@ def test_researcher_manages_the_team_from_the_site(width, local_batch, annotator
     password = page.locator("#member-password").inner_text()
     assert len(password) >= 20 and "shown only this once" in page.locator(".messages").inner_text()
     _shoot(page, "credentials", width)
-    _nav(page, "Team").click()
+    with page.expect_navigation():
+        _nav(page, "Team").click()
     assert password not in page.content()
 
     # A one-time link: the annotator chooses a password, then the link is refused.
@@ -72,7 +73,8 @@ def test_researcher_manages_the_team_from_the_site(width, local_batch, annotator
     phone.get_by_label("New password:", exact=True).fill("my-own-secret-31")
     phone.get_by_label("New password confirmation:", exact=True).fill("my-own-secret-31")
     _shoot(phone, "welcome", width)
-    phone.get_by_role("button", name="Set password").click()
+    with phone.expect_navigation():
+        phone.get_by_role("button", name="Set password").click()
     assert "Your password is set" in phone.locator(".messages").inner_text()
     _log_in(phone, "invited", "my-own-secret-31")
     assert _nav(phone, "Next task").is_visible()
