@@ -470,11 +470,12 @@ def calibration_report(
     labeller: str | None = None,
     *,
     bootstrap: int = 2000,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[..., None] | None = None,
 ) -> dict[str, Any]:
     """The machine against the crowd on the blind sample; see the module docstring.
 
-    ``progress``: called with each of :data:`REPORT_STEPS` as the step begins.
+    ``progress``: called with each of :data:`REPORT_STEPS` as the step begins, and in the crowd's
+    reliability with ``(step, refitted, bootstrap)`` as its bootstrap refits go.
 
     JSON-ready. Keys: ``labeller``, ``model``, ``prompt_version``, ``sample_batch``, ``n``,
     ``pending``, ``accuracy``, ``kappa``, ``kappa_ci``, ``per_category`` (label -> precision,
@@ -486,7 +487,7 @@ def calibration_report(
     from genderbias.machine.calibration_statistics import calibration_figures
     from genderbias.machine.proportions import category_proportions
 
-    step = progress or (lambda name: None)
+    step = progress or (lambda name, *counts: None)
     step(REPORT_STEPS[0])
     sample = read_sample(batch, labeller)
     report: dict[str, Any] = sample.identity.as_dict() | {
@@ -511,7 +512,9 @@ def calibration_report(
     step(REPORT_STEPS[2])
     report["alt_test"] = _alt_test(batch, sample)
     step(REPORT_STEPS[3])
-    report["against_truth"] = _against_truth(batch, sample, bootstrap=bootstrap)
+    report["against_truth"] = _against_truth(
+        batch, sample, bootstrap=bootstrap, progress=lambda done, total: step(REPORT_STEPS[3], done, total)
+    )
     report["routing_ceiling"] = routing_ceiling_of(batch, sample, report["against_truth"])
     step(REPORT_STEPS[4])
     rest_labels = [m.label for m in sample.rest.values()]
@@ -618,7 +621,9 @@ def fitted_crowd(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
     return _against_truth(batch, sample, bootstrap=0)
 
 
-def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -> dict[str, Any]:
+def _against_truth(
+    batch: Batch, sample: CalibrationSample, *, bootstrap: int, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """What the crowd's measured reliability says (:func:`genderbias.crowd.reliability.crowd_reliability`).
 
     Every sampled query with a vote and a machine label counts, disputed ones too, each
@@ -648,6 +653,7 @@ def _against_truth(batch: Batch, sample: CalibrationSample, *, bootstrap: int) -
         votes_per_query=batch.assignments_per_query,
         gold=gold,
         bootstrap=bootstrap,
+        progress=progress,
     )
     # The assumption under the de-noised accuracy, tested where the truth is known: each gold answer's
     # item is gold:<qid>:<assignment>.

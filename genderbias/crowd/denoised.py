@@ -96,6 +96,7 @@ def refitted_draws(
     bootstrap: int,
     seed: int,
     jackknife: bool = False,
+    progress: resampling.RefitProgress | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """A_true with the crowd model refitted in every bootstrap draw: ``(draws [B], jackknife [G] or None)``.
 
@@ -105,7 +106,8 @@ def refitted_draws(
     multiplicities and recomputes A_true on the draw: the estimation error of the workers'
     confusion matrices and of the class shares is in the interval, not only the items'.
     ``jackknife``: also refit with each block of :func:`genderbias.stats.intervals.jackknife_weights` of the
-    assessed items left out (the other items kept once), for ``bca``'s acceleration.
+    assessed items left out (the other items kept once), for ``bca``'s acceleration. ``progress``:
+    told the bootstrap draws refitted so far (:func:`genderbias.crowd.resampling.bootstrap_posteriors`).
     """
 
     encoded = ds.encoded
@@ -127,7 +129,8 @@ def refitted_draws(
         left_out[:, rows] = blocks
         multiplicity = np.vstack([multiplicity, left_out])
     start = ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
-    posteriors = resampling.bootstrap_posteriors(encoded, multiplicity, start)
+    refitted = None if progress is None else lambda done, total: progress(min(done, bootstrap), bootstrap)
+    posteriors = resampling.bootstrap_posteriors(encoded, multiplicity, start, progress=refitted)
     right = posteriors[:, rows, machine]  # [B (+ G) × assessed]
     w = multiplicity[:, rows] * weights[None, :]
     estimates = (w * right).sum(axis=1) / w.sum(axis=1)
@@ -217,16 +220,18 @@ def refitted_interval(
     alpha: float,
     construction: str = intervals.LABEL_INTERVAL,
     quality: Mapping[str, Any] | None = None,
+    progress: resampling.RefitProgress | None = None,
 ) -> tuple[float, float]:
     """The interval of A_true (``estimate``) from :func:`refitted_draws`, by ``construction``
     (:func:`genderbias.stats.intervals.bootstrap_interval`, the one choice of every label-based interval), joined
     with itself moved by :func:`denoised_bias` where the crowd-quality check warns
-    (:func:`genderbias.stats.intervals.extended`; ``quality``: its verdict on ``ds`` when already computed)."""
+    (:func:`genderbias.stats.intervals.extended`; ``quality``: its verdict on ``ds`` when already computed;
+    ``progress``: as :func:`refitted_draws` takes it)."""
     if bootstrap == 0:
         return (math.nan, math.nan)
     jackknife = intervals.needs_jackknife(construction)
     draws, jack = refitted_draws(
-        ds, items, machine, weights, strata, bootstrap=bootstrap, seed=seed, jackknife=jackknife
+        ds, items, machine, weights, strata, bootstrap=bootstrap, seed=seed, jackknife=jackknife, progress=progress
     )
     accel = intervals.acceleration(jack) if jackknife else None
     extra = None

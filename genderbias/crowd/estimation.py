@@ -326,7 +326,11 @@ def fit(
 ) -> Fit:
     """EM for every draw at once: ``weights`` [B × N] item multiplicities (default: one draw of
     ones), ``start`` [N × K] or [B × N × K] initial soft labels (default :func:`vote_shares`).
-    Converged when every draw's log likelihood moved by at most ``tol`` of its size."""
+
+    Each draw stops on its own, when its log likelihood moved by at most ``tol`` of its size
+    (``converged``: every draw did within ``max_iter`` rounds; ``iterations``: the most any took):
+    a draw's fit is the one it would get alone, whichever draws share its chunk, and the draws
+    that settle early cost nothing while the slowest go on."""
     if max_iter < 1:
         raise ValueError("max_iter must be at least 1")
     weights = np.ones((1, encoded.n_items)) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -336,16 +340,20 @@ def fit(
     by_item, by_answer = _incidence(encoded)
     by_item_t, by_answer_t = by_item.T.tocsr(), by_answer.T.tocsr()
     previous = np.full(b, -np.inf)
-    converged = False
+    active = np.arange(b)
     iterations = 0
     for iterations in range(1, max_iter + 1):  # noqa: B007 -- the count is reported
-        priors, confusion = _m_step(posteriors, weights, encoded, by_answer_t)
-        posteriors, log_likelihood = _e_step(priors, confusion, encoded, by_item_t)
-        posteriors = _fix_gold(posteriors, encoded)
-        if np.all(np.abs(log_likelihood - previous) <= tol * np.maximum(1.0, np.abs(log_likelihood))):
-            converged = True
+        every = len(active) == b
+        current = posteriors if every else posteriors[active]
+        priors, confusion = _m_step(current, weights if every else weights[active], encoded, by_answer_t)
+        current, log_likelihood = _e_step(priors, confusion, encoded, by_item_t)
+        posteriors[active] = _fix_gold(current, encoded)
+        settled = np.abs(log_likelihood - previous[active]) <= tol * np.maximum(1.0, np.abs(log_likelihood))
+        previous[active] = log_likelihood
+        active = active[~settled]
+        if not len(active):
             break
-        previous = log_likelihood
+    converged = not len(active)
     priors, confusion = _m_step(posteriors, weights, encoded, by_answer_t)
     left_out = held_out_posteriors(posteriors, weights, encoded, by_item_t, by_answer_t) if held_out else None
     return Fit(posteriors, priors, confusion, iterations, converged, left_out)

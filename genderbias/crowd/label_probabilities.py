@@ -150,7 +150,13 @@ class LabelModel:
         replaced = set() if others is None else {str(q) for q in others.index}
         return cls(table, fitted, [q for q in crowd if q not in replaced], quality)
 
-    def draws(self, weights: np.ndarray, seed: int = 0, resample_others: bool = True) -> np.ndarray:
+    def draws(
+        self,
+        weights: np.ndarray,
+        seed: int = 0,
+        resample_others: bool = True,
+        progress: resampling.RefitProgress | None = None,
+    ) -> np.ndarray:
         """``[B × N × K]`` (float32): the table's rows, the crowd's refitted on each bootstrap draw.
 
         ``weights`` ``[B × N]``: each query's multiplicity in each draw (rows of ``table``); a
@@ -158,7 +164,7 @@ class LabelModel:
         crowd model's items that are no row of the table (the gold questions' answers) are
         resampled on their own, with replacement (seeded by ``seed``), or kept once each with
         ``resample_others`` false (a jackknife's rows leave queries out, they do not resample).
-        :func:`genderbias.crowd.resampling.bootstrap_posteriors` refits.
+        :func:`genderbias.crowd.resampling.bootstrap_posteriors` refits (``progress``: told as it goes).
         """
 
         weights = np.asarray(weights, dtype=np.float64)
@@ -184,7 +190,7 @@ class LabelModel:
                 len(outside), np.full(len(outside), 1 / len(outside)), weights.shape[0]
             )
         start = self.crowd.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
-        return self._place(resampling.bootstrap_posteriors(encoded, item_weights, start), out)
+        return self._place(resampling.bootstrap_posteriors(encoded, item_weights, start, progress=progress), out)
 
     def leave_out_draws(self, by: str, blocks: int | None = None) -> np.ndarray:
         """``[G × N × K]`` (float32): the table's rows, the crowd's refitted without each group of a

@@ -50,6 +50,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from genderbias.crowd import resampling
 from genderbias.crowd.class_means import class_means, design, design_draws
 from genderbias.crowd.label_probabilities import LabelModel
 from genderbias.ranking.defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LABEL_UNCERTAINTY_COLUMNS
@@ -105,6 +106,7 @@ class CorrectedFit:
         samples: int = DEFAULT_SAMPLES,
         seed: int = DEFAULT_SEED,
         jackknife: bool | None = None,
+        progress: resampling.RefitProgress | None = None,
     ) -> None:
         probabilities = labels.table
         self.labels, self.seed, self._p_left_out, self._calibrated = labels, seed, {}, None
@@ -112,7 +114,9 @@ class CorrectedFit:
         self.probabilities, self.shape = probabilities, probabilities.shape
         n = len(probabilities)
         self.weights = resampling_weights(n, samples, seed)
-        self.p_draws, self.row_weight_draws = design_draws(probabilities, labels.draws(self.weights, seed))
+        self.p_draws, self.row_weight_draws = design_draws(
+            probabilities, labels.draws(self.weights, seed, progress=progress)
+        )
         if jackknife is None:
             jackknife = intervals.needs_jackknife(intervals.LABEL_INTERVAL)
         self.jack_weights = intervals.jackknife_weights(n) if jackknife else None
@@ -253,13 +257,17 @@ def combined_summary(
     is refitted on the draw (:meth:`genderbias.crowd.label_probabilities.LabelModel.draws`), so that its
     estimation error enters every interval (rows without a crowd model are held fixed), and the intervals
     are extended by the bias of posteriors too sure where its check warns (:class:`CorrectedFit`).
-    ``progress``: told ``(step, done, total)`` as the work goes (:data:`REFITTING`, then
-    :data:`FITTING` once per run and per paired difference).
+    ``progress``: told ``(step, done, total)`` as the work goes (:data:`REFITTING` with the draws
+    refitted so far, then :data:`FITTING` once per run and per paired difference).
     """
     say = progress or (lambda step, done, total: None)
     qids = list(labels.table.index.astype(str))
-    say(REFITTING if labels.crowd is not None else RESAMPLING, 0, 1)
-    fitter = CorrectedFit(labels, samples, seed)
+    if labels.crowd is not None:
+        say(REFITTING, 0, samples)
+        fitter = CorrectedFit(labels, samples, seed, progress=lambda done, total: say(REFITTING, done, total))
+    else:
+        say(RESAMPLING, 0, 1)
+        fitter = CorrectedFit(labels, samples, seed)
     members = sorted(in_set)
     runs = list(wide)
     fits = len(runs) + (len(runs) - 1 if baseline is not None and baseline in wide else 0)

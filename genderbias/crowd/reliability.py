@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from genderbias.crowd.denoised import denoised_fit, refitted_interval
+from genderbias.crowd.resampling import RefitProgress
 from genderbias.labels import LABELS
 
 
@@ -172,6 +173,7 @@ def crowd_reliability(
     bootstrap: int = 2000,
     seed: int = 0,
     alpha: float = 0.05,
+    progress: RefitProgress | None = None,
 ) -> CrowdReliability:
     """The figures of the module docstring, from one Dawid–Skene fit.
 
@@ -185,6 +187,8 @@ def crowd_reliability(
     posteriors are P(T | votes, machine label). Leaving it out would bias A_true down for
     any machine that knows something the votes do not: E[P(T = m | votes)] equals
     P(T = m) only when m tells nothing about T beyond the votes.
+
+    ``progress``: told ``(refitted, bootstrap)`` as the interval's refits go (a job's page counts them).
     """
     from genderbias.crowd.aggregation import DS_SMOOTHING
     from genderbias.crowd.label_probabilities import crowd_quality
@@ -195,7 +199,17 @@ def crowd_reliability(
     posteriors = ds.posteriors.loc[items, list(labels)].to_numpy(dtype=float)
     quality = crowd_quality(ds)
     interval = refitted_interval(
-        ds, items, m, w, fitted.strata, accuracy, bootstrap=bootstrap, seed=seed, alpha=alpha, quality=quality
+        ds,
+        items,
+        m,
+        w,
+        fitted.strata,
+        accuracy,
+        bootstrap=bootstrap,
+        seed=seed,
+        alpha=alpha,
+        quality=quality,
+        progress=progress,
     )
     shares = (w[:, None] * posteriors).sum(axis=0) / w.sum()
     row = {item: r for r, item in enumerate(ds.posteriors.index)}

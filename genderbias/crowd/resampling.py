@@ -7,7 +7,7 @@ which every interval built on its posteriors carries (:mod:`genderbias.crowd.lab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -19,18 +19,31 @@ from genderbias.stats import intervals
 CHUNK = 50
 
 
+#: What a refit's ``progress`` is told after each chunk: ``(draws refitted, draws in all)``.
+RefitProgress = Callable[[int, int], None]
+
+
 def bootstrap_posteriors(
-    encoded: Encoded, weights: np.ndarray, start: np.ndarray, *, max_iter: int = 50, tol: float = 1e-5
+    encoded: Encoded,
+    weights: np.ndarray,
+    start: np.ndarray,
+    *,
+    max_iter: int = 50,
+    tol: float = 1e-5,
+    progress: RefitProgress | None = None,
 ) -> np.ndarray:
     """[B × N × K] (float32) held-out posteriors (:func:`held_out_posteriors`) of every item under
     the model refitted with each draw's item multiplicities ``weights`` [B × N], warm-started from
     the full fit's ``start`` [N × K]. Every item gets a posterior, also one a draw left out
-    (weight 0): the refitted workers' confusion matrices and class shares applied to its votes."""
+    (weight 0): the refitted workers' confusion matrices and class shares applied to its votes.
+    ``progress``: told ``(refitted, total)`` after every :data:`CHUNK` draws (a job's page counts them)."""
     weights = np.asarray(weights, dtype=np.float64)
     out = np.empty((weights.shape[0], encoded.n_items, len(encoded.labels)), dtype=np.float32)
     for first in range(0, weights.shape[0], CHUNK):
         chunk = weights[first : first + CHUNK]
         out[first : first + len(chunk)] = fit(encoded, chunk, start, max_iter=max_iter, tol=tol).held_out
+        if progress is not None:
+            progress(first + len(chunk), weights.shape[0])
     return out
 
 

@@ -70,8 +70,32 @@ def test_a_refit_moves_the_crowds_rows_and_holds_the_others():
     items = {str(item): i for i, item in enumerate(encoded.items)}
     for q in (model.crowd_qids[0], model.crowd_qids[-1]):
         assert np.array_equal(refits[:, row[q], :], expected[:, items[q], :])
+    told = []  # the refits counted as they go, a chunk of draws at a time (a job's page shows the count)
+    many = significance.resampling_weights(len(model.table), 120, 5)
+    model.draws(many, 5, progress=lambda done, total: told.append((done, total)))
+    step = resampling.CHUNK
+    assert told == [(min(done, 120), 120) for done in range(step, 120 + step, step)] and len(told) > 1
     for q in others.index:
         assert np.array_equal(refits[:, row[q], :], np.broadcast_to(others.loc[q].to_numpy(np.float32), (3, 4)))
+
+
+def test_each_draw_is_refitted_as_it_would_be_alone():
+    """EM stops each draw by its own rule: refitted beside others (one call), a draw gets what a call for it
+    alone gives, so a bootstrap's figures do not depend on how its draws were chunked."""
+    from genderbias.crowd.estimation import fit
+
+    _, _, model = _batch()
+    encoded = model.crowd.encoded
+    weights = np.random.default_rng(7).multinomial(encoded.n_items, np.full(encoded.n_items, 1 / encoded.n_items), 6)
+    start = model.crowd.posteriors.to_numpy(dtype=np.float64)
+    together = fit(encoded, weights, start, max_iter=50, tol=1e-5)
+    alone = [fit(encoded, weights[d : d + 1], start, max_iter=50, tol=1e-5) for d in range(len(weights))]
+    assert together.iterations == max(a.iterations for a in alone) and together.converged
+    assert len({a.iterations for a in alone}) > 1  # the draws settle at different rounds
+    for d, single in enumerate(alone):
+        assert np.allclose(together.posteriors[d], single.posteriors[0], rtol=0, atol=1e-12)
+        assert np.allclose(together.held_out[d], single.held_out[0], rtol=0, atol=1e-12)
+        assert np.allclose(together.confusion[d], single.confusion[0], rtol=0, atol=1e-12)
 
 
 def test_a_report_takes_the_label_model_whole():

@@ -142,14 +142,16 @@ def report_with_figures(batch: Batch, progress=None) -> dict[str, Any]:
 
 class _Steps:
     """A job's progress through named steps, each shown by the project's one progress writer
-    (:class:`core.progress.Progress`: ``job.result["step"]`` and ``done`` of ``total``)."""
+    (:class:`core.progress.Progress`: ``job.result["step"]`` and ``done`` of ``total``); a step that
+    refits the crowd model says how many of its bootstrap draws are refitted."""
 
     def __init__(self, job: Job, names: tuple[str, ...]) -> None:
         self.job, self.names = job, names
 
-    def __call__(self, name: str) -> None:
+    def __call__(self, name: str, refitted: int | None = None, bootstrap: int | None = None) -> None:
         done, total = self.names.index(name), len(self.names)
-        Progress(f"{name} (step {done + 1} of {total})", total, job=self.job, bar=False, done=done)
+        said = name if refitted is None else f"{name}: {refitted:,} of {bootstrap:,} refits"
+        Progress(f"{said} (step {done + 1} of {total})", total, job=self.job, bar=False, done=done)
 
 
 # StateError (a ServiceError): too few crowd labels yet; the page shows the job's message as why.

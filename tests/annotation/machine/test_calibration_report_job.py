@@ -7,6 +7,8 @@ nothing; a sync of the sample starts the job, so the first view after new answer
 or under way. The report shown is the one :func:`calibration_report` computes on the same state.
 """
 
+import re
+
 import pytest
 from django.db.models.signals import post_save
 from django.urls import reverse
@@ -68,9 +70,13 @@ def test_the_first_view_starts_the_job_and_the_next_shows_its_report(
     assert job.arguments == [calibrated.pk, report_version(calibrated)]
     job.refresh_from_db()
     assert job.status == Job.Status.DONE, job.message
-    # Each step said, in order, with its count; the last one the figures.
+    # Each step said, in order, with its count; the last one the figures. The crowd's reliability counts
+    # its bootstrap refits as they go (the report's 2,000 draws, 50 a chunk), up to all of them.
     names = [*REPORT_STEPS, DRAWING]
-    distinct = list(dict.fromkeys(steps))
+    refits = re.compile(r": ([\d,]+) of 2,000 refits(?= \(step)")
+    counted = [int(m[1].replace(",", "")) for step, _, _ in steps if (m := refits.search(step))]
+    assert counted == list(range(50, 2001, 50)), counted
+    distinct = list(dict.fromkeys((refits.sub("", step), done, total) for step, done, total in steps))
     assert [step for step, _, _ in distinct] == [f"{n} (step {i + 1} of {len(names)})" for i, n in enumerate(names)]
     assert [(done, total) for _, done, total in distinct] == [(i, len(names)) for i in range(len(names))]
 
