@@ -5,11 +5,15 @@ thread of runserver or gunicorn, a job thread) falls back to Celery's *default* 
 unconfigured one that knows none of the tasks and sends to amqp://localhost. This app is
 made the default for every thread, and every task module loads it (``core.tasks``
 imports it), so whoever sends or runs a task uses this configuration.
+
+A worker imports the heavy libraries in its main process before its pool forks
+(:func:`import_heavy_libraries`), as gunicorn's master does for the pages.
 """
 
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -17,3 +21,17 @@ app = Celery("genderbias")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 app.set_default()
+
+
+@worker_init.connect
+def import_heavy_libraries(**_: object) -> None:
+    """Import :data:`config.gunicorn.PRELOADED` (the heavy libraries jobs and pages import on first use)
+    in the worker's main process, before the pool's children fork: a child's first calibration report,
+    report or pool job does not pay them, and the children share that memory. In a new process the
+    calibration report's job spent about 3 of its 5 s of CPU importing them (docs/benchmarks.md)."""
+    import importlib
+
+    from config.gunicorn import PRELOADED
+
+    for name in PRELOADED:
+        importlib.import_module(name)

@@ -42,7 +42,8 @@ control_socket_mode = 0o600
 #: The heavy libraries the researchers' pages import on first use (each module imports them inside
 #: the function that needs them, so commands start fast). Imported once in the master, a worker's
 #: first agreement, report or calibration view does not pay them (ppi_py alone loads numba and
-#: llvmlite: about 1.2 s). ``tests/core/test_gunicorn_preload.py`` keeps the list complete.
+#: llvmlite: about 1.2 s); a Celery worker imports the same before its pool forks
+#: (:func:`config.celery.import_heavy_libraries`). ``tests/core/test_gunicorn_preload.py`` keeps the list complete.
 PRELOADED = (
     "numpy",
     "pandas",

@@ -1,4 +1,5 @@
-"""The gunicorn master imports every heavy library a page may import, before the workers fork."""
+"""The gunicorn master imports every heavy library a page may import, before the workers fork; a Celery
+worker's main process imports the same before its pool forks."""
 
 import ast
 import json
@@ -85,3 +86,22 @@ def test_the_master_compiles_the_sites_templates_once_for_every_worker():
     assert kind == "Loader"  # django.template.loaders.cached
     for page in ("annotation/prelabelling/calibration.html", "annotation/batch_agreement.html", "base.html"):
         assert page in kept
+
+
+@pytest.mark.slow
+def test_a_celery_worker_imports_the_heavy_libraries_before_its_pool_forks():
+    """In a fresh interpreter: the Celery app loaded as ``celery -A config worker`` loads it, then the
+    ``worker_init`` signal Celery sends in the worker's main process before the pool starts."""
+    script = (
+        "import django, json, sys; django.setup(); from config.celery import app; "
+        "from config.gunicorn import PRELOADED; from celery.signals import worker_init; "
+        "before = [n for n in PRELOADED if n in sys.modules]; worker_init.send(sender=None); "
+        "print(json.dumps([before, [n for n in PRELOADED if n not in sys.modules]]))"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_DEBUG": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    before, missing = json.loads(out.strip().splitlines()[-1])
+    assert "ppi_py" not in before and "matplotlib.figure" not in before  # loaded by the signal, not by the app
+    assert missing == []
