@@ -14,11 +14,12 @@ memory (its ``ru_maxrss``):
 
 - ``export_queries`` of the crowd batch and of the machine-labelled batch (``--category
   non-gendered``, TSV and its dataset card);
-- the calibration report after new answers, in a new process (so the libraries it imports count
-  as they do in a new web worker): the first view (``annotation.machine.views._calibration_context``:
-  it finds no kept report and starts the report's job, the page answering with its step), the
-  job's work (the report and its figures, kept: the finished report), the next view (reads
-  it), and the report computed again in that process (libraries loaded) to split the two;
+- the calibration report after new answers, in a new process that first imports the heavy
+  libraries as gunicorn's master and a Celery worker's main process do before forking (timed
+  apart): the first view (``annotation.machine.views._calibration_context``: it finds no kept
+  report and starts the report's job, the page answering with its step), the job's work (the
+  report and its figures, kept: the finished report), the next view (reads it), and the report
+  computed again in that process;
 - the first label-corrected report: ``sync_batch`` of the crowd batch, then ``bias_report
   --from-batch`` with the 7 runs and 4 cutoffs (5, 10, 20, 30).
 
@@ -102,10 +103,12 @@ def build(state: Path, queries: int, sample: int) -> None:
 def calibration_view() -> None:
     """Child: the calibration page in one new process, as a researcher meets it after new answers.
 
-    Prints four CPU times: the first view (it finds no kept report and starts the report's job:
-    the page that answers, with the job's step), the job's work (the report and its figures kept
-    in the results cache: the finished report), the next view (reads it), and the report
-    computed again in this process (libraries loaded), then what the first view showed.
+    Prints five CPU times: the heavy libraries imported first, as gunicorn's master and a Celery
+    worker's main process import them before forking (:func:`config.celery.import_heavy_libraries`),
+    the first view (it finds no kept report and starts the report's job: the page that answers,
+    with the job's step), the job's work (the report and its figures kept in the results cache:
+    the finished report), the next view (reads it), and the report computed again in this process,
+    then what the first view showed.
     """
     import resource
 
@@ -118,6 +121,11 @@ def calibration_view() -> None:
     import django
 
     django.setup()
+    from config.celery import import_heavy_libraries
+
+    before = cpu()
+    import_heavy_libraries()
+    preload_cpu = cpu() - before
     from django.contrib.auth import get_user_model
     from django.db import transaction
     from django.test import RequestFactory
@@ -142,7 +150,7 @@ def calibration_view() -> None:
         raise RuntimeError(f"the report was not kept: {second['waiting'] or second['job']}")
     middle = cpu()
     report_with_figures(batch)  # computed again, libraries loaded
-    print(f"{view_cpu:.3f} {job_cpu:.3f} {next_cpu:.3f} {cpu() - middle:.3f} {shown}")
+    print(f"{preload_cpu:.3f} {view_cpu:.3f} {job_cpu:.3f} {next_cpu:.3f} {cpu() - middle:.3f} {shown}")
 
 
 def _fresh(built: Path, work: Path, name: str) -> Path:
@@ -205,17 +213,20 @@ def main(argv: list[str] | None = None) -> None:
     _pid, status, usage = os.wait4(process.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError("the calibration child failed")
-    view, job, after, again, shown = output.split()[-5:]
+    preload, view, job, after, again, shown = output.split()[-6:]
     seconds = time.perf_counter() - started
     total = usage.ru_utime + usage.ru_stime
-    rows.append(("calibration report, a new process (start-up, first view, its job, next view, again)", seconds,
+    rows.append(("calibration report, a new process (start-up, libraries, first view, its job, next view, again)", seconds,
                  total, usage.ru_maxrss / 1024))  # fmt: skip
-    print(f"  calibration report: first view {float(view):.2f} s CPU ({shown}), its job {float(job):.2f} s CPU, "
+    print(f"  calibration report: libraries {float(preload):.2f} s CPU, first view {float(view):.2f} s CPU ({shown}), "
+          f"its job {float(job):.2f} s CPU, "
           f"next view {float(after):.2f} s CPU, computed again {float(again):.2f} s CPU; the process "
           f"{total:.2f} s CPU, {usage.ru_maxrss / 1024:,.0f} MB", flush=True)  # fmt: skip
+    rows.append(("calibration report, the heavy libraries imported before the fork (gunicorn's master, a Celery "
+                 "worker's main process)", float("nan"), float(preload), 0))  # fmt: skip
     rows.append(("calibration report, first view: the page answers, the job started (the view's work)",
                  float("nan"), float(view), 0))  # fmt: skip
-    rows.append(("calibration report, its job: the report finished and kept (libraries imported on the way)",
+    rows.append(("calibration report, its job: the report finished and kept (in a worker that imported them)",
                  float("nan"), float(job), 0))  # fmt: skip
     rows.append(("calibration report, the next view: the kept report shown", float("nan"), float(after), 0))
     rows.append(("calibration report, computed again in that process (libraries loaded)", float("nan"),

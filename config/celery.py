@@ -28,10 +28,15 @@ def import_heavy_libraries(**_: object) -> None:
     """Import :data:`config.gunicorn.PRELOADED` (the heavy libraries jobs and pages import on first use)
     in the worker's main process, before the pool's children fork: a child's first calibration report,
     report or pool job does not pay them, and the children share that memory. In a new process the
-    calibration report's job spent about 3 of its 5 s of CPU importing them (docs/benchmarks.md)."""
+    calibration report's job spent about 3 of its 5 s of CPU importing them (docs/benchmarks.md). What
+    is loaded is then frozen out of the cyclic collector's passes, as gunicorn's master does
+    (:func:`config.gunicorn.when_ready`): a child's full collections walk only what it made."""
+    import gc
     import importlib
 
     from config.gunicorn import PRELOADED
 
     for name in PRELOADED:
         importlib.import_module(name)
+    gc.collect()
+    gc.freeze()
