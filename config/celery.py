@@ -15,6 +15,8 @@ import os
 from celery import Celery
 from celery.signals import worker_init
 
+from config.gunicorn import PRELOADED
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("genderbias")
@@ -33,8 +35,6 @@ def import_heavy_libraries(**_: object) -> None:
     (:func:`config.gunicorn.when_ready`): a child's full collections walk only what it made."""
     import gc
     import importlib
-
-    from config.gunicorn import PRELOADED
 
     for name in PRELOADED:
         importlib.import_module(name)
