@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from django.core.checks import Tags
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 from django.db.models import Model, QuerySet
 
 from core.db.scope import acting_in
@@ -48,11 +49,41 @@ class ProjectCommand(BaseCommand):
         return parser
 
     def execute(self, *args, **options):
-        """Jobs the command starts run inline: it reports their outcome, and it exits right after."""
+        """Jobs the command starts run inline: it reports their outcome, and it exits right after. On a
+        database that is not migrated (a new file, or one of an earlier version) the database's own error
+        ("no such table") becomes a message that says what to do (:func:`_unmigrated`)."""
 
         slug = options.pop("group", None)
-        with inline_jobs(), acting_in(_group_id(slug) if slug else None, only=True):
-            return super().execute(*args, **options)
+        try:
+            with inline_jobs(), acting_in(_group_id(slug) if slug else None, only=True):
+                return super().execute(*args, **options)
+        except DatabaseError as exc:
+            message = _unmigrated(exc)
+            if message is None:
+                raise
+            raise CommandError(message) from None
+
+
+def _unmigrated(exc: DatabaseError) -> str | None:
+    """What to tell a user whose command failed with ``exc`` on a database with migrations not applied to it,
+    or None when every migration is applied (then the error is another one, and is raised as it is)."""
+    from django.db import DEFAULT_DB_ALIAS, connections
+    from django.db.migrations.executor import MigrationExecutor
+
+    connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError:
+        return None
+    if not pending:
+        return None
+    name = connection.settings_dict.get("NAME")
+    state = "has no tables yet" if not executor.loader.applied_migrations else "is of an earlier version"
+    return (
+        f"the database {name} {state} ({len(pending)} migrations not applied; the database said: "
+        f"{str(exc).splitlines()[0]}): run `python manage.py migrate` first"
+    )
 
 
 def _group_id(slug: str) -> int:

@@ -57,3 +57,26 @@ def test_flush_with_other_settings_empties_their_database_and_leaves_the_default
 
     assert accounts(alternative) == []
     assert accounts(default) == ["kept"]
+
+
+@pytest.mark.slow
+def test_a_command_on_a_database_never_migrated_says_to_migrate_and_then_works(tmp_path):
+    """A user who skips ``migrate`` is told so, not shown the database's traceback ("no such table");
+    after ``migrate`` the same command works."""
+    database = tmp_path / "new.sqlite3"
+    (tmp_path / "q.tsv").write_text("1\twhat is a nurse\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+        "DJANGO_DEBUG": "1",
+        "VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{database}",
+    }
+    command = [sys.executable, "manage.py", "import_queries", str(tmp_path / "q.tsv"), "--name", "q"]
+    for extra in ([], ["--group", "lab"]):  # the group is looked up first: its table is missing too
+        refused = subprocess.run(command + extra, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+        assert f"the database {database} has no tables yet" in refused.stderr
+        assert "run `python manage.py migrate` first" in refused.stderr and "no such table" in refused.stderr
+
+    manage("migrate", "-v", "0", env=env)
+    assert "Imported: query set 'q': 1 queries" in manage(*command[2:], env=env).stdout
