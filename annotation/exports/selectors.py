@@ -170,11 +170,11 @@ def quality_facts(batch: Batch) -> dict[str, Any]:
 
 def share_interval(count: int, total: int) -> dict[str, Any]:
     """A share with its Wilson score interval at :data:`LEVEL` (``estimate`` and ``ci`` None for no data)."""
-    from genderbias.machine.routing_statistics import wilson_interval
+    from genderbias.stats.intervals import wilson_interval
 
     if total <= 0:
         return {"count": count, "total": total, "estimate": None, "ci": [None, None], "method": "Wilson score"}
-    low, high = wilson_interval(count / total, total, alpha=1 - LEVEL)
+    low, high = wilson_interval(count / total, total, level=LEVEL)
     return {
         "count": count,
         "total": total,

@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from statistics import NormalDist
 
 import numpy as np
+
+from genderbias.stats.intervals import wilson_interval
 
 #: Slack when comparing an estimate with the target (float rounding, not statistics).
 TOLERANCE = 1e-12
@@ -71,20 +72,6 @@ def kish_effective_n(weights: Sequence[float]) -> float:
     return float(w.sum() ** 2 / (w**2).sum())
 
 
-def wilson_interval(
-    p: np.ndarray | float, n: np.ndarray | float, *, alpha: float = 0.05
-) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval (low, high) at level 1 − alpha for a proportion p out of n (n may be
-    fractional: a Kish effective n). Works on arrays. Wilson rather than Wald because the
-    accuracies routed on are near 1, where Wald's interval collapses or passes 1."""
-    z = NormalDist().inv_cdf(1 - alpha / 2)
-    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
-    denominator = 1 + z**2 / n
-    centre = (p + z**2 / (2 * n)) / denominator
-    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denominator
-    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
-
-
 def _arrays(confidence, correct, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Confidence, correctness (0/1) and weights as arrays, or ValueError saying what is wrong."""
     c = tied(confidence)
@@ -120,7 +107,7 @@ def _at_thresholds(c: np.ndarray, ok: np.ndarray, w: np.ndarray, thresholds: np.
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = cum_wc[accepted] / cum_w[accepted]
         n_eff = cum_w[accepted] ** 2 / cum_w2[accepted]
-        low, high = wilson_interval(estimate, n_eff, alpha=alpha)
+        low, high = wilson_interval(estimate, n_eff, level=1 - alpha)
     return accepted, estimate, low, high
 
 

@@ -350,3 +350,21 @@ def extended(low: np.ndarray, high: np.ndarray, bias: np.ndarray | None) -> tupl
         return low, high
     bias = np.nan_to_num(np.asarray(bias, dtype=np.float64))
     return low - np.maximum(bias, 0.0), high - np.minimum(bias, 0.0)
+
+
+def wilson_interval(
+    p: np.ndarray | float, n: np.ndarray | float, *, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval ``(low, high)`` at ``level`` of a proportion ``p`` out of ``n`` (Wilson 1927;
+    Agresti & Coull 1998): (p̂ + z²/2n ± z √(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1].
+
+    ``n`` may be fractional (a Kish effective size) and both may be arrays. Wilson rather than Wald because
+    the shares it is given are often near 0 or 1 (accuracies routed on, the non-gendered share of a small
+    pool), where Wald's interval collapses or passes the bounds. The one interval of a share: the study
+    plan's, the dataset card's and routing's."""
+    z = _NORMAL.inv_cdf(1 - (1 - level) / 2)
+    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    denominator = 1 + z**2 / n
+    centre = (p + z**2 / (2 * n)) / denominator
+    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denominator
+    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)

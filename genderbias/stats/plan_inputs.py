@@ -20,26 +20,15 @@ from typing import Any
 SIGIR2020_NON_GENDERED = (1765, 3750)
 
 
-def wilson_interval(successes: int, total: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson's score interval of a proportion (Wilson 1927; Agresti & Coull 1998)::
-
-    (p̂ + z²/2N ± z √(p̂(1 − p̂)/N + z²/4N²)) / (1 + z²/N)
-    """
-    from scipy import stats
+def share_interval(successes: int, total: int, level: float = 0.95) -> tuple[float, float, float]:
+    """``(share, low, high)``: a proportion and its Wilson interval
+    (:func:`genderbias.stats.intervals.wilson_interval`; the study plan's shares)."""
+    from genderbias.stats.intervals import wilson_interval  # start-up: the plan's form loads no numpy
 
     if total <= 0:
         raise ValueError("no labelled queries to estimate a share from")
-    z = float(stats.norm.ppf(1 - (1 - level) / 2))
-    p = successes / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def share_interval(successes: int, total: int, level: float = 0.95) -> tuple[float, float, float]:
-    """``(share, low, high)``: a proportion and its :func:`wilson_interval` (the study plan's shares)."""
-    low, high = wilson_interval(successes, total, level)
-    return successes / total, low, high
+    low, high = wilson_interval(successes / total, total, level=level)
+    return successes / total, float(low), float(high)
 
 
 def paired_differences(a, b) -> tuple[tuple[str, ...], Any]:

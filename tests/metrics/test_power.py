@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from genderbias.stats import plan_inputs, power
+from genderbias.stats.intervals import wilson_interval
 
 # Standard normal quantiles, from tables: z_0.975 and z_0.8.
 Z975, Z80 = 1.959964, 0.841621
@@ -168,11 +169,11 @@ def test_the_minimum_detectable_difference_inverts_the_power():
 def test_wilson_interval_by_hand():
     # 8 of 10: centre (0.8 + 1.920729/10) / 1.384146 = 0.716740, half-width
     # 1.959964 · √(0.016 + 0.0096036) / 1.384146 = 0.226577.
-    low, high = plan_inputs.wilson_interval(8, 10)
+    low, high = wilson_interval(8 / 10, 10)
     assert low == pytest.approx(0.490163, abs=1e-5)
     assert high == pytest.approx(0.943317, abs=1e-5)
     # The SIGIR 2020 default: 1,765 of 3,750.
-    low, high = plan_inputs.wilson_interval(*plan_inputs.SIGIR2020_NON_GENDERED)
+    low, high = wilson_interval(1765 / 3750, 3750)
     assert (low, high) == (pytest.approx(0.454729, abs=1e-5), pytest.approx(0.486665, abs=1e-5))
 
 

@@ -17,8 +17,8 @@ from genderbias.machine.routing_statistics import (
     choose_threshold,
     kish_effective_n,
     split_by_threshold,
-    wilson_interval,
 )
+from genderbias.stats.intervals import wilson_interval
 
 # --- accuracy_at, Wilson, Kish ----------------------------------------------------------
 
