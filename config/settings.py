@@ -391,6 +391,9 @@ RESULTS_CACHE_URL = _redis_url("RESULTS_CACHE_URL")
 #: The most the report figures' files under CACHE_DIR/plots may hold (bytes; the paper bundles'
 #: zips too): past it the least recently drawn go (metrics.services.plot_cache), drawn again if asked.
 PLOT_CACHE_MAX_BYTES = env_int("PLOT_CACHE_MAX_BYTES", 512 * 1024**2, minimum=1024)
+#: The most the reports' per-query CSV files under CACHE_DIR/per-query may hold (bytes; about 400 MB for a
+#: report on 2,000 labelled queries): past it the least recently written go, written again by a job if asked.
+PER_QUERY_CACHE_MAX_BYTES = env_int("PER_QUERY_CACHE_MAX_BYTES", 4 * 1024**3, minimum=1024)
 
 
 def _shared_backend(table: str, redis: bool = True) -> dict:

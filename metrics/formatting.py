@@ -7,12 +7,13 @@ Pure (no Django): takes the frames that :mod:`metrics.selectors` and
 
 from __future__ import annotations
 
+import io
 import math
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
-from core.spreadsheet import csv_text
+from core.spreadsheet import csv_text, write_csv
 from genderbias.figure_notes import SIGN_WARNING, figure_notes
 from genderbias.ranking.defaults import (
     AGGREGATIONS,
@@ -237,7 +238,18 @@ def crowd_quality_note(quality: dict | None) -> str:
 
 
 def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, policy: str = "") -> str:
-    """One row per run, query, metric, variant and cutoff (qids and run names neutralised).
+    """:func:`write_per_query_csv` into a string (a small report's file, or a test's expectation)."""
+    out = io.StringIO()
+    write_per_query_csv(out, per_query, summary, policy)
+    return out.getvalue()
+
+
+def write_per_query_csv(
+    handle: IO[str], per_query: pd.DataFrame, summary: pd.DataFrame | None = None, policy: str = ""
+) -> int:
+    """Write one row per run, query, metric, variant and cutoff (qids and run names neutralised) to
+    ``handle``, a row at a time (at 2,000 labelled queries the file is about 400 MB: it is never held
+    whole in memory); returns the row count.
 
     With the report's ``summary`` (:func:`metrics.selectors.report_summary`), each row also
     carries the figures the report shows for its run: ``mean`` (over the run's queries), its
@@ -252,7 +264,7 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, 
     labelled = "in_set" in per_query.columns
     base = PER_QUERY_COLUMNS + ([c for c in PER_QUERY_LABEL_COLUMNS if c in per_query.columns] if labelled else [])
     if summary is None:
-        return csv_text(base, per_query[base].itertuples(index=False, name=None))
+        return write_csv(handle, base, per_query[base].itertuples(index=False, name=None))
     kept = ["run", "metric", "variant", "cutoff", "value", "ci_low", "ci_high", "p_value"]
     if labelled:
         kept += [c for c in ("corrected", "difference_corrected") if c in summary.columns]
@@ -261,7 +273,7 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, 
     frame = frame.merge(shown, on=["run", "metric", "variant", "cutoff"], how="left")
     frame["significance"] = [policy if p is not None and not pd.isna(p) else "" for p in frame["p_value"]]
     columns = PER_QUERY_CSV_COLUMNS + ([c for c in PER_QUERY_LABEL_COLUMNS if c in frame.columns] if labelled else [])
-    return csv_text(columns, frame[columns].itertuples(index=False, name=None))
+    return write_csv(handle, columns, frame[columns].itertuples(index=False, name=None))
 
 
 def unjudged_note(qrels: str, unjudged: list[str], limit: int = 20) -> str:

@@ -3,9 +3,11 @@
 The file has a row per run, query, metric, variant and cutoff (for a report on a batch's labels,
 every judged query): it grows with the batch, and writing it took tens of seconds at a few thousand
 queries (docs/benchmarks.md, "Requests whose cost grows with the batch"), too long for a request a
-viewer can repeat. A report never changes after it is built, so the file is kept beside the
-report's figures (:mod:`.plot_cache`, same key and bound): the page's link is a file response
-once it is written, and a job writing it before.
+viewer can repeat. A report never changes after it is built, so the file is kept, keyed as the
+report's figures are (:mod:`.plot_cache`) but in a folder and under a bound of its own
+(``CACHE_DIR/per-query``, ``PER_QUERY_CACHE_MAX_BYTES``): at about 400 MB for 2,000 labelled queries, one
+file in the figures' 512 MiB would evict every figure. It is written a row at a time, never held whole in
+memory. The page's link is a file response once it is written, and a job writing it before.
 """
 
 from __future__ import annotations
@@ -14,32 +16,43 @@ from pathlib import Path
 
 from core.jobs import background_job
 from core.models import Job
+from core.services.storage import cache_dir
 from genderbias.errors import ServiceError
+from genderbias.files.atomic import atomic_write
 
 from ..models import Report
-from .plot_cache import cached_plot, plot_key, plot_path
+from .plot_cache import evict, plot_key
 
 KIND = "per-query"
+#: The cache folder of the per-query files (``CACHE_DIR/per-query``), apart from the figures'.
+FOLDER = "per-query"
+
+
+def per_query_path(report: Report) -> Path:
+    """Where the report's per-query CSV is kept (the figures' key: report, software and drawing version)."""
+    return cache_dir(FOLDER) / f"{report.pk}-{plot_key(report, KIND, {})}.csv"
 
 
 def cached_per_query_csv(report: Report) -> Path | None:
     """The report's per-query CSV if a job already wrote it, else ``None``."""
-    path = plot_path(report, plot_key(report, KIND, {}), "csv")
+    path = per_query_path(report)
     return path if path.exists() else None
 
 
 def build_per_query_csv(report: Report) -> Path:
-    """Write the report's per-query CSV (:func:`metrics.formatting.per_query_csv`) into the cache, atomically."""
+    """Write the report's per-query CSV (:func:`metrics.formatting.write_per_query_csv`) into its folder,
+    atomically and a row at a time, then keep the folder within ``PER_QUERY_CACHE_MAX_BYTES``."""
+    from django.conf import settings
+
     from .. import formatting, selectors
 
-    def write() -> bytes:
-        return formatting.per_query_csv(
-            selectors.report_per_query_export(report),
-            selectors.report_summary(report),
-            selectors.report_policy_text(report),
-        ).encode()
-
-    path, _ = cached_plot(report, KIND, {}, "csv", write)
+    path = per_query_path(report)
+    if path.exists():
+        return path
+    per_query, summary = selectors.report_per_query_export(report), selectors.report_summary(report)
+    policy = selectors.report_policy_text(report)
+    atomic_write(path, lambda handle: formatting.write_per_query_csv(handle, per_query, summary, policy), newline="")
+    evict(settings.PER_QUERY_CACHE_MAX_BYTES, keep=path, folder=FOLDER)
     return path
 
 

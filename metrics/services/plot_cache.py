@@ -92,15 +92,15 @@ def cached_plot(
     return path, key
 
 
-def evict(max_bytes: int | None = None, keep: Path | None = None) -> int:
-    """Delete the least recently written figures until the plot cache holds at most ``max_bytes``
-    (default ``PLOT_CACHE_MAX_BYTES``), never ``keep`` (the one just written); returns how many.
-    A file another worker deletes first is skipped."""
+def evict(max_bytes: int | None = None, keep: Path | None = None, folder: str = "plots") -> int:
+    """Delete the least recently written files of the cache ``folder`` (the figures' by default) until it
+    holds at most ``max_bytes`` (default ``PLOT_CACHE_MAX_BYTES``), never ``keep`` (the one just written);
+    returns how many. A file another worker deletes first is skipped."""
     from django.conf import settings
 
     limit = settings.PLOT_CACHE_MAX_BYTES if max_bytes is None else max_bytes
     files = []
-    for path in cache_dir("plots").rglob("*"):
+    for path in cache_dir(folder).rglob("*"):
         try:
             stat = path.stat()
         except OSError:

@@ -27,8 +27,8 @@ def test_the_per_query_csv_is_written_by_one_job_and_then_served_as_a_file(
         selectors.report_policy_text(report),
     )
     calls = []
-    writer = formatting.per_query_csv
-    monkeypatch.setattr(formatting, "per_query_csv", lambda *a, **k: calls.append(1) or writer(*a, **k))
+    writer = formatting.write_per_query_csv
+    monkeypatch.setattr(formatting, "write_per_query_csv", lambda *a, **k: calls.append(1) or writer(*a, **k))
     url = "/metrics/rep/per-query.csv"
 
     first, again = researcher.get(url), researcher.get(url)  # the job is not run: no commit in this test
@@ -88,3 +88,41 @@ def test_the_per_query_api_makes_the_rows_of_one_page_only(researcher, report, m
         assert (values[key] is None) == (row["value"] == "")
         if row["value"]:
             assert values[key] == pytest.approx(float(row["value"]))
+
+
+def test_the_per_query_file_is_written_a_row_at_a_time_in_its_own_bounded_folder(report, settings):
+    """The file is about 400 MB at 2,000 labelled queries: written row by row (no write holds more than a
+    row), kept apart from the figures (a figure evicted never takes it, and it never evicts a figure), and
+    its own folder keeps within PER_QUERY_CACHE_MAX_BYTES, the newest file kept."""
+    from metrics import services
+    from metrics.services.plot_cache import cached_plot, evict, plot_path
+    from pooling.models import QuerySet, Run
+
+    class Handle(io.StringIO):
+        longest = 0
+
+        def write(self, text):
+            Handle.longest = max(Handle.longest, len(text))
+            return super().write(text)
+
+    export, summary = selectors.report_per_query_export(report), selectors.report_summary(report)
+    handle = Handle()
+    rows = formatting.write_per_query_csv(handle, export, summary, selectors.report_policy_text(report))
+    lines = handle.getvalue().splitlines()
+    assert rows == len(export) == len(lines) - 1 > 10
+    assert Handle.longest <= max(len(line) for line in lines) + 1  # one row (and its newline) at a time
+
+    figure, _ = cached_plot(report, "metric", {"metric": "ARaB", "variant": "tf"}, "svg", lambda: b"<svg/>")
+    written = services.build_per_query_csv(report)
+    assert written.read_text(encoding="utf-8") == handle.getvalue()  # the file is the writer's rows
+    assert plot_path(report, "k", "svg").parent not in written.parents and figure.exists()
+    assert evict(max_bytes=0) == 1 and not figure.exists() and written.exists()  # the figures' bound only
+
+    settings.PER_QUERY_CACHE_MAX_BYTES = written.stat().st_size  # room for one file
+    other = services.build_report(
+        "other", QuerySet.objects.get(name="q"), [Run.objects.get(name="c")],
+        services.ReportSettings(cutoffs=(1,), bootstrap_samples=20), bar=False,
+    )  # fmt: skip
+    newer = services.build_per_query_csv(other)
+    assert newer.exists() and not written.exists()  # the older file went, the one just written stayed
+    assert services.cached_per_query_csv(report) is None and services.cached_per_query_csv(other) == newer

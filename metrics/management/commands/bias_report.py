@@ -223,10 +223,11 @@ class Command(ProjectCommand):
                 )
                 self.stdout.write(f"Wrote results to {o['out']}")
             if o["per_query"]:
-                per_query = formatting.per_query_csv(
-                    selectors.report_per_query_export(report), summary, selectors.report_policy_text(report)
+                per_query = selectors.report_per_query_export(report)
+                policy = selectors.report_policy_text(report)
+                atomic_write(
+                    o["per_query"], lambda f: formatting.write_per_query_csv(f, per_query, summary, policy), newline=""
                 )
-                atomic_write(o["per_query"], lambda f: f.write(per_query), newline="")
                 self.stdout.write(f"Wrote per-query values to {o['per_query']}")
             if o["plot"]:
                 from metrics import plots
