@@ -30,6 +30,9 @@ METHODS: dict[str, dict[str, str | None]] = {
         "intervals joined with themselves moved by the bias item difficulty makes",
         "2026-11-26": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
         "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model",
+        "2026-11-26.2": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
+        "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model; each bootstrap "
+        "refit of the crowd model stopped by its own convergence",
     },
     # None: the words are the construction's own (genderbias.stats.intervals.DESCRIPTIONS).
     "label_interval": {"percentile": None, "crossed_net": None, "crossed": None},

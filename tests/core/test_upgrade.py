@@ -121,8 +121,13 @@ from metrics.models import Report, Result
 from metrics.services.reports import start_rebuild
 
 FIGURES = [field.name for field in Result._meta.get_fields() if field.get_internal_type() == "FloatField"]
+# What a method changed since moves (CHANGELOG.md, crowd_model 2026-11-26.2: each bootstrap refit of the crowd
+# model stops by its own convergence): the label-corrected intervals and the p-values of their test, in their
+# fourth decimal, never a point. Compared apart: within a thousandth of their value.
+REFITTED = {"combined_low", "combined_high", "label_share", "difference_combined_low", "difference_combined_high",
+            "difference_label_share", "p_value"}
 old_reports = list(Report.objects.order_by("pk"))
-compared, differing = 0, []
+compared, differing, refitted = 0, [], 0
 for old in old_reports:
     job = start_rebuild(old)
     job.refresh_from_db()
@@ -138,11 +143,14 @@ for old in old_reports:
     for key, values in before.items():
         for name, a, b in zip(FIGURES, values, after[key]):
             compared += 1
+            tolerance = 1e-3 if name in REFITTED else 1e-12
             same = (a is None and b is None) or (a is not None and b is not None and (
-                (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)))
+                (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=tolerance, abs_tol=1e-15)))
+            refitted += name in REFITTED and same and a is not None and a != b
             if not same:
                 differing.append([old.name, list(map(str, key)), name, a, b])
-print(json.dumps({"reports": len(old_reports), "compared": compared, "differing": differing[:20]}))
+print(json.dumps({"reports": len(old_reports), "compared": compared, "differing": differing[:20],
+                  "refitted": refitted}))
 """
 
 
@@ -287,6 +295,6 @@ def test_an_earlier_mains_demo_database_upgrades_as_the_docs_say_keeping_every_r
     rebuilt = json.loads(
         _run(ROOT, environment | {"JOB_LOCAL_RUNNER": "inline"}, "-c", REBUILD).strip().splitlines()[-1]
     )
-    print(f"rebuilt {rebuilt['reports']} reports, {rebuilt['compared']} figures compared")
+    print(f"rebuilt {rebuilt['reports']} reports, {rebuilt['compared']} figures compared, {rebuilt['refitted']} moved")
     assert rebuilt["reports"] >= 2 and rebuilt["compared"] > 100, rebuilt
     assert rebuilt["differing"] == [], rebuilt["differing"]
