@@ -47,6 +47,18 @@ def _heavy_imports() -> dict[str, str]:
     return found
 
 
+def _in_a_fresh_interpreter(script: str, debug: bool = True):
+    """What ``script`` (Django's settings, debug on or off) printed last, read as JSON."""
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_DEBUG": "1" if debug else "0"}
+    if not debug:
+        env.setdefault("DJANGO_SECRET_KEY", "x" * 60)
+        env.setdefault("WORKER_PSEUDONYM_KEY", "y" * 60)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 @pytest.mark.slow
 def test_the_master_has_imported_every_heavy_module_the_site_imports():
     """In a fresh interpreter: Django set up, then gunicorn's ``when_ready`` as the master runs it."""
@@ -54,11 +66,7 @@ def test_the_master_has_imported_every_heavy_module_the_site_imports():
         "import django, gc, json, sys; django.setup(); from config import gunicorn; gunicorn.when_ready(None); "
         "print(json.dumps([sorted(sys.modules), gc.get_freeze_count(), len(gc.get_objects())]))"
     )
-    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_DEBUG": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
-    ).stdout
-    modules, frozen, walked = json.loads(out.strip().splitlines()[-1])
+    modules, frozen, walked = _in_a_fresh_interpreter(script)
     loaded = set(modules)
     missing = {name: where for name, where in _heavy_imports().items() if name not in loaded}
     assert not missing, f"add to config.gunicorn.PRELOADED: {missing}"
@@ -76,13 +84,7 @@ def test_the_master_compiles_the_sites_templates_once_for_every_worker():
         "from django.template import engines; loader = engines['django'].engine.template_loaders[0]; "
         "print(json.dumps([type(loader).__name__, sorted(loader.get_template_cache)]))"
     )
-    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_DEBUG": "0"}
-    env.setdefault("DJANGO_SECRET_KEY", "x" * 60)
-    env.setdefault("WORKER_PSEUDONYM_KEY", "y" * 60)
-    out = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
-    ).stdout
-    kind, kept = json.loads(out.strip().splitlines()[-1])
+    kind, kept = _in_a_fresh_interpreter(script, debug=False)
     assert kind == "Loader"  # django.template.loaders.cached
     for page in ("annotation/prelabelling/calibration.html", "annotation/batch_agreement.html", "base.html"):
         assert page in kept
@@ -98,10 +100,6 @@ def test_a_celery_worker_imports_the_heavy_libraries_before_its_pool_forks():
         "import gc; before = [n for n in PRELOADED if n in sys.modules]; worker_init.send(sender=None); "
         "print(json.dumps([before, [n for n in PRELOADED if n not in sys.modules], gc.get_freeze_count()]))"
     )
-    env = os.environ | {"DJANGO_SETTINGS_MODULE": "config.settings", "DJANGO_DEBUG": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
-    ).stdout
-    before, missing, frozen = json.loads(out.strip().splitlines()[-1])
+    before, missing, frozen = _in_a_fresh_interpreter(script)
     assert "ppi_py" not in before and "matplotlib.figure" not in before  # loaded by the signal, not by the app
     assert missing == [] and frozen > 100_000  # and frozen before the pool forks
