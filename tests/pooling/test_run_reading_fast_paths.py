@@ -200,3 +200,23 @@ def test_an_index_that_cannot_be_saved_still_answers(tmp_path):
     known = _saved(nowhere, ["a", "b"])
     assert known.contains(pl.Series(["a", "c"], dtype=pl.String)).tolist() == [True, False]
     assert not nowhere.parent.exists()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_orders_by_score_are_the_sorts_whether_or_not_the_run_is_in_score_order(seed):
+    """A run written in score order skips the sort of its rows (one pass checks it): both orders are still
+    exactly numpy's stable lexicographic sorts, computed here, with ties (scores from 8 values) in every query."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    block = np.sort(rng.integers(0, 60, n))
+    score = rng.integers(0, 8, n).astype(float)
+    docid = np.array([f"d{i}" for i in rng.permutation(n)])
+    if seed % 2 == 0:  # as rankers write runs: by score within each query, file order among ties
+        order = np.lexsort((np.arange(n), -score, block))
+        score, docid = score[order], docid[order]
+    frame = pl.DataFrame({"block": block, "score": score, "line": np.arange(1, n + 1), "docid": docid})
+    stable, trec = runs._score_orders(frame)
+    assert (stable == np.lexsort((np.arange(n), -score, block))).all()
+    docid_rank = np.argsort(np.argsort(docid))  # larger docid, larger rank
+    assert (trec == np.lexsort((-docid_rank, -score, block))).all()
+    assert (stable != np.arange(n)).any() == (seed % 2 == 1)  # the odd seeds' runs were out of order
