@@ -157,6 +157,11 @@ class Run(GroupOwned):
     reordered_ties = models.PositiveIntegerField(
         default=0, help_text="Queries whose file order differed from score order only because of tied scores."
     )
+    score_ordered = models.BooleanField(
+        default=False,
+        help_text="The file's order is by score within each query (ties in any order): stored in the file's "
+        "order, its tied documents still sit side by side. Unknown (false) for runs imported before.",
+    )
     data = models.CharField(max_length=1000, help_text="Normalised Parquet file: qid, docid, rank, score.")
     created = models.DateTimeField(auto_now_add=True)
 

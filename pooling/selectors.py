@@ -186,14 +186,16 @@ def _scan(run: Run):
 def _through_ties(run: Run, top, wanted, depth: int):
     """``top`` (ranks ≤ depth + 1) cut at ``depth``, with every document tied with the top ``depth`` by score.
 
-    A run stored by score (``Run.Order.SCORE``) ranks by score, so a tie group crosses the depth only
+    A run stored by score (``Run.Order.SCORE``), or in its file's order where the file is by score
+    (``Run.score_ordered``, as rankers write runs), ranks by score, so a tie group crosses the depth only
     where ranks ``depth`` and ``depth + 1`` share a score: the rest of the group is read for those queries
-    alone (a typical run has few). A run stored in its file's order is read whole for its queries: every
-    document scoring at least the lowest score of its top ``depth``.
+    alone (a typical run has few). Another run stored in its file's order is read whole for its queries:
+    every document scoring at least the lowest score of its top ``depth`` (3.9 s of the full-size study's
+    pool of 14 runs: docs/benchmarks.md).
     """
     import polars as pl
 
-    if run.order != Run.Order.SCORE:
+    if run.order != Run.Order.SCORE and not run.score_ordered:
         lowest = pl.col("score").filter(pl.col("rank") <= depth).min().over("qid")
         whole = _scan(run).join(wanted, on="qid", how="semi", maintain_order="left")
         return whole.filter((pl.col("rank") <= depth) | (pl.col("score") >= lowest)).collect()

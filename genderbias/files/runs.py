@@ -43,6 +43,8 @@ class RunTable:
     they are gathered (each at its first appearance), as trec_eval does. ``format`` is the
     format read (``trec`` or ``msmarco``); an MS MARCO run has no score, so ``score`` is
     minus the file's rank (higher is better, and the score order is the rank order).
+    ``in_score_order``: the file's own order (its queries gathered) is already by score within each
+    query, ties in any order: kept in the file's order, its tied documents still sit side by side.
     """
 
     frame: pl.DataFrame
@@ -50,6 +52,7 @@ class RunTable:
     reordered_rows: int
     interleaved_queries: int = 0
     format: str = "trec"
+    in_score_order: bool = False
 
     @property
     def queries(self) -> int:
@@ -365,9 +368,10 @@ def finish_run(path: Path, fields: pl.DataFrame, order: str, skipped: Skipped | 
     # Within a block, "line" is the file order: sorts on (block, score, line) keep it for ties.
     frame = blocks.select("qid", "docid", "score", "block", "line")
     stable, trec = _score_orders(frame)
+    in_score_order = bool((stable == np.arange(len(stable))).all())
     changed = stable != trec
     reordered_rows = int(changed.sum())
     reordered_ties = int(np.unique(frame["block"].to_numpy()[trec[changed]]).size)
     chosen = frame[trec] if order == "score" else frame
     out = chosen.select("qid", "docid", pl.Series("rank", _ranks(chosen["block"].to_numpy())), "score")
-    return RunTable(out, reordered_ties, reordered_rows, interleaved, run_format)
+    return RunTable(out, reordered_ties, reordered_rows, interleaved, run_format, in_score_order)

@@ -130,6 +130,7 @@ def import_run(
             queries=table.queries,
             rows=len(table.frame),
             reordered_ties=table.reordered_ties,
+            score_ordered=table.in_score_order,
             data=str(data_path),
         )
     return ImportResult(run, True, skipped or Skipped(), notes)

@@ -99,3 +99,36 @@ def test_a_bad_order_of_ties_is_refused_by_the_pool_command_and_api(admin_client
         content_type="application/json",
     )
     assert refused.status_code == 400 and "ties" in refused.json()
+
+
+@pytest.mark.django_db
+def test_a_run_kept_in_its_files_score_order_reads_its_ties_as_a_run_stored_by_score(tmp_path):
+    """A run imported in its file's order (``--order file``) whose file is by score within each query is marked
+    so, and the documents tied with its top ``depth`` are found without reading it whole, the same rows the whole
+    read finds; a file out of score order is not marked and is read whole."""
+    import polars as pl
+
+    from pooling.selectors import top_rankings
+
+    collection = tmp_path / "c.tsv"
+    collection.write_text("".join(f"d{i}\ttext {i}\n" for i in range(12)))
+    (tmp_path / "q.tsv").write_text("1\tone\n2\ttwo\n")
+    # Query 1: a tie group of 3 crosses rank 2 (scores 9, 8, 8, 8, 7); query 2: no tie at the depth.
+    lines = ["1 Q0 d0 1 9 t", "1 Q0 d1 2 8 t", "1 Q0 d2 3 8 t", "1 Q0 d3 4 8 t", "1 Q0 d4 5 7 t",
+             "2 Q0 d5 1 6 t", "2 Q0 d6 2 5 t", "2 Q0 d7 3 4 t"]  # fmt: skip
+    (tmp_path / "sorted.trec").write_text("\n".join(lines) + "\n")
+    (tmp_path / "unsorted.trec").write_text("\n".join([lines[4], *lines[:4], *lines[5:]]) + "\n")
+    call_command("import_collection", str(collection), name="c", verbosity=0)
+    call_command("import_queries", str(tmp_path / "q.tsv"), name="q", verbosity=0)
+    for name in ("sorted", "unsorted"):
+        call_command("import_run", str(tmp_path / f"{name}.trec"), collection="c", order="file", verbosity=0)
+    in_order, out_of_order = Run.objects.get(name="sorted"), Run.objects.get(name="unsorted")
+    assert (in_order.score_ordered, out_of_order.score_ordered) == (True, False)
+
+    qids = pl.Series("qid", ["1", "2"])
+    read = top_rankings([in_order], qids, 2, "q", through_ties=True)["sorted"]
+    in_order.score_ordered = False  # as a run imported before the mark: read whole
+    whole = top_rankings([in_order], qids, 2, "q", through_ties=True)["sorted"]
+    assert read.sort("qid", "rank").equals(whole.sort("qid", "rank"))
+    assert sorted(read.filter(pl.col("qid") == "1")["docid"]) == ["d0", "d1", "d2", "d3"]  # the whole tie group
+    assert sorted(read.filter(pl.col("qid") == "2")["docid"]) == ["d5", "d6"]
