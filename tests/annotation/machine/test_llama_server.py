@@ -33,7 +33,9 @@ pytestmark = pytest.mark.slow
 
 #: The answer formats docs/prelabelling.md names for llama-server ("Structured answers").
 FORMATS = ("json_schema", "json_object")
-QUERIES = 12
+#: Queries pre-labelled: enough that the blind sample (SAMPLE, the calibration report's minimum) is drawn from
+#: labelled ones when a few answers are cut short (below).
+QUERIES = 16
 SAMPLE = 10
 SLOTS = 2
 
@@ -93,16 +95,17 @@ def test_the_machine_path_on_a_real_llama_server(chat_connection, reference_quer
     summary = prelabel_batch(batch, labeller)
     # Held to the schema, an answer names a label unless it was cut first: the schema's grammar lets the model
     # put whitespace between the tokens, and SmolLM2 sometimes spends its 16 tokens there ('{\n  "label"\n',
-    # finish_reason "length": 1 answer of 120 in json_object, measured on this server; 0 or 2 of the 12 in
-    # json_schema from one run to the next, as the server batches the calls differently). Such an answer is
-    # unparseable, as docs/prelabelling.md says: counted, never guessed, and its query is left to people.
+    # finish_reason "length": 1 answer of 120 in json_object, measured on this server; 0 to 3 of the first 12
+    # queries in json_schema from one run to the next, as the server batches the calls differently). Such an
+    # answer is unparseable, as docs/prelabelling.md says: counted, never guessed, and its query is left to
+    # people. Enough answers name a label to draw the blind sample from: a client that read none fails here.
     unparseable = labeller.usage.unparseable
-    assert summary.labelled + unparseable == QUERIES and unparseable <= QUERIES // 4
+    assert summary.labelled + unparseable == QUERIES and summary.labelled >= SAMPLE
     machine = machine_labels(batch, read_identity(batch))
     labelled = set(machine)  # a query whose answer named no label has no row
     assert len(labelled) == summary.labelled
-    # Every answer came with log-probabilities (an unparseable one too), and every label's confidence is read from them.
-    assert labeller.usage.logprob_answers == labeller.usage.answers == QUERIES
+    # Every label's confidence is read from log-probabilities (an answer cut short may have none to read).
+    assert labeller.usage.answers == QUERIES and labeller.usage.logprob_answers >= summary.labelled
     for qid in labelled:
         assert machine[qid].label in LABELS and 0 < machine[qid].confidence <= 1
     stored = PreLabel.objects.filter(batch_query__batch=batch, labeller="openai")
