@@ -15,7 +15,7 @@ import os
 from celery import Celery
 from celery.signals import worker_init
 
-from config.gunicorn import PRELOADED
+from config.gunicorn import preload_and_freeze
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -33,10 +33,4 @@ def import_heavy_libraries(**_: object) -> None:
     calibration report's job spent about 3 of its 5 s of CPU importing them (docs/benchmarks.md). What
     is loaded is then frozen out of the cyclic collector's passes, as gunicorn's master does
     (:func:`config.gunicorn.when_ready`): a child's full collections walk only what it made."""
-    import gc
-    import importlib
-
-    for name in PRELOADED:
-        importlib.import_module(name)
-    gc.collect()
-    gc.freeze()
+    preload_and_freeze()

@@ -71,15 +71,23 @@ def when_ready(server) -> None:
     collection in a worker walks every module, template and table loaded here and stops all its threads
     meanwhile, and the calls those threads had waiting set off together after it (the arrival flood saw
     13-16 calls to Prolific start within a second against a pace of 10)."""
-    import gc
-    import importlib
-
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018  (the import is the point)
+    preload_and_freeze(compile_templates)
+
+
+def preload_and_freeze(*also) -> None:
+    """Import :data:`PRELOADED`, run ``also`` (more to load), then freeze everything loaded out of the cyclic
+    collector's passes: what a process does before it forks workers (gunicorn's master, a Celery worker's
+    main process, :func:`config.celery.import_heavy_libraries`)."""
+    import gc
+    import importlib
+
     for name in PRELOADED:
         importlib.import_module(name)
-    compile_templates()
+    for load in also:
+        load()
     gc.collect()
     gc.freeze()
 

@@ -77,8 +77,9 @@ def detect_run_format(path: str | Path) -> str:
     raise InputError(path, None, "the run is empty")
 
 
-def _score_orders(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Row orders by score within each block: ties in file order, and ties by docid descending.
+def _score_orders(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Row orders by score within each block: ties in file order, and ties by docid descending, and
+    whether the rows were already in the first (:attr:`RunTable.in_score_order`).
 
     The second is trec_eval's order. Only the rows inside tie groups are sorted by docid,
     so the whole run is never sorted on strings. A run already in score order within each block (as
@@ -90,7 +91,8 @@ def _score_orders(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     in_order = (block[1:] > block[:-1]) | (
         same_block & ((score[1:] < score[:-1]) | (same_score & (line[1:] > line[:-1])))
     )  # each row after the one before it in (block, score descending, line)
-    if in_order.all():
+    in_score_order = bool(in_order.all())
+    if in_score_order:
         stable = np.arange(len(block))
     else:
         stable = (
@@ -109,7 +111,7 @@ def _score_orders(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         )
         reordered = ties.sort(["group", "docid"], descending=[False, True])["slot"].to_numpy()
         trec[slots] = stable[reordered]
-    return stable, trec
+    return stable, trec, in_score_order
 
 
 def _ranks(block: np.ndarray) -> np.ndarray:
@@ -367,8 +369,7 @@ def finish_run(path: Path, fields: pl.DataFrame, order: str, skipped: Skipped | 
 
     # Within a block, "line" is the file order: sorts on (block, score, line) keep it for ties.
     frame = blocks.select("qid", "docid", "score", "block", "line")
-    stable, trec = _score_orders(frame)
-    in_score_order = bool((stable == np.arange(len(stable))).all())
+    stable, trec, in_score_order = _score_orders(frame)
     changed = stable != trec
     reordered_rows = int(changed.sum())
     reordered_ties = int(np.unique(frame["block"].to_numpy()[trec[changed]]).size)

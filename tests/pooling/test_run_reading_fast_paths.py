@@ -215,7 +215,7 @@ def test_the_orders_by_score_are_the_sorts_whether_or_not_the_run_is_in_score_or
         order = np.lexsort((np.arange(n), -score, block))
         score, docid = score[order], docid[order]
     frame = pl.DataFrame({"block": block, "score": score, "line": np.arange(1, n + 1), "docid": docid})
-    stable, trec = runs._score_orders(frame)
+    stable, trec, _ = runs._score_orders(frame)
     assert (stable == np.lexsort((np.arange(n), -score, block))).all()
     docid_rank = np.argsort(np.argsort(docid))  # larger docid, larger rank
     assert (trec == np.lexsort((-docid_rank, -score, block))).all()
