@@ -33,6 +33,10 @@ METHODS: dict[str, dict[str, str | None]] = {
         "2026-11-26.2": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
         "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model; each bootstrap "
         "refit of the crowd model stopped by its own convergence",
+        "2026-11-26.3": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
+        "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model; each bootstrap "
+        "refit of the crowd model stopped by its own convergence; the crowd's accuracy by true label, each worker's "
+        "one skill on it, where held-out queries' votes chose it",
     },
     # None: the words are the construction's own (genderbias.stats.intervals.DESCRIPTIONS).
     "label_interval": {"percentile": None, "crossed_net": None, "crossed": None},

@@ -221,7 +221,7 @@ def dawid_skene(
     (semi-supervised EM). Gold items keep posterior 1 for their label.
 
     ``model``: ``"auto"`` (the judgments choose, :func:`.model_choice.choose_shrinkage`),
-    ``"one-coin"`` or ``"full"`` (:mod:`.estimation`).
+    ``"one-coin"``, ``"by-label"``, ``"full"`` or ``"full-by-label"`` (:data:`.estimation.MODELS`).
     """
     if max_iter < 1:
         raise ValueError("max_iter must be at least 1")

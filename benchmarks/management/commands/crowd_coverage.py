@@ -1,6 +1,7 @@
 from django.core.management.base import CommandError
 
 from core.management.cli import ProjectCommand
+from genderbias.crowd.simulation import studies as cs
 
 
 class Command(ProjectCommand):
@@ -23,9 +24,9 @@ class Command(ProjectCommand):
         parser.add_argument("--samples", type=int, default=200, help="bootstrap resamples per study (default 200)")
         parser.add_argument(
             "--crowd",
-            choices=("moderate", "heavy", "difficulty", "gold-selected", "demo", "prolific"),
+            choices=(*cs.CROWDS, *cs.SIZED),
             default="moderate",
-            help="genderbias/crowd/simulation/studies.py: CROWDS, or prolific (sized to --queries)",
+            help="genderbias/crowd/simulation/studies.py: CROWDS, or SIZED (sized to --queries); issue 66's kinds: KINDS",
         )
         parser.add_argument(
             "--dependence",
@@ -50,7 +51,6 @@ class Command(ProjectCommand):
         import pandas as pd
 
         from genderbias.crowd.simulation import coverage
-        from genderbias.crowd.simulation import studies as cs
 
         crowd = cs.with_dependence(cs.crowd_named(o["crowd"], o["queries"]), o["dependence"])
         started = time.perf_counter()
@@ -88,6 +88,16 @@ class Command(ProjectCommand):
         self.stdout.write(f"{'':<32}{'share':>8}{'MC s.e.':>9}")
         for name, row in coverage.coverage_table(results).iterrows():
             self.stdout.write(f"{name:<32}{row['share']:>8.3f}{row['mc_se']:>9.3f}")
+        widths = coverage.width_table(results)
+        if len(widths):
+            self.stdout.write(
+                "against the oracle (true labels, same bootstrap): coverage, oracle's, median width ratio;"
+                " power to find the planted difference, oracle's"
+            )
+            for name, row in widths.iterrows():
+                power = f"{row['power']:>8.3f}{row['oracle_power']:>8.3f}" if name == "difference" else ""
+                self.stdout.write(f"{name:<32}{row['coverage']:>8.3f}{row['oracle_coverage']:>8.3f}"
+                                  f"{row['width_ratio']:>8.2f}{power}")  # fmt: skip
         bias = coverage.bias_table(results)
         if len(bias):
             self.stdout.write("in bootstrap s.d.: estimate − truth, mean draw − estimate (MC s.e.), s.d. of the error")

@@ -27,7 +27,7 @@ from genderbias.crowd.simulation.studies import (
     synthetic_truth,
 )
 from genderbias.stats import intervals
-from genderbias.stats.significance import LEVEL
+from genderbias.stats.significance import LEVEL, resampling_weights
 
 #: What :func:`coverage_study` checks, in the order the coverage table prints them.
 COVERED = ("value", "difference", "denoised")
@@ -108,7 +108,7 @@ def coverage_study(
         denoised.ds, denoised.items, denoised.machine, denoised.weights, seed=seed, quality=denoised_quality
     )
     denoised_reach = None if bias is None else np.array([bias])
-    out: dict = {}
+    out: dict = oracle_intervals(drawn, fitter.weights, resampling_weights(len(qids), samples, seed))
     for figure, (point, boot, jack, truth) in fitted.items():
         usable = MIN_USABLE_DRAWS if figure != "denoised" else 0.0
         for name in names:
@@ -122,11 +122,16 @@ def coverage_study(
                 return bool(not np.isnan(low[0]) and not np.isnan(high[0]) and low[0] <= truth <= high[0])
 
             out[f"{figure}:{name}"] = covers(low, high)
+            out[f"{figure}:width_{name}"] = float(high[0] - low[0])
             if name == intervals.LABEL_INTERVAL:
                 # The product's interval: extended by the bias of posteriors too sure where the model's check warns.
                 values = {"value": drawn.a, "difference": drawn.b - drawn.a}.get(figure)
                 bias = denoised_reach if values is None else fitter.reach(values[:, None], point, boot)
-                out[figure] = covers(*intervals.extended(low, high, bias))
+                low, high = intervals.extended(low, high, bias)
+                out[figure] = covers(low, high)
+                out[f"{figure}:width"] = float(high[0] - low[0])
+                if figure == "difference":  # the planted difference is positive: is it found?
+                    out["difference:detected"] = bool(low[0] > 0)
                 out[f"{figure}:unextended"] = out[f"{figure}:{name}"]
                 out[f"{figure}:reach"] = float(bias[0]) if bias is not None else 0.0
                 calibration = denoised_reach if values is None else fitter.calibration_bias(values[:, None])
@@ -143,6 +148,57 @@ def coverage_study(
     out["warning"] = quality["warning"]
     out["misfit"], out["information"], out["model"] = quality["misfit"], quality["information"], quality["model"]
     return out
+
+
+def oracle_intervals(drawn, weights: np.ndarray, machine_weights: np.ndarray) -> dict:
+    """What the true labels would give, with the same bootstrap (the same resampled queries, perfect
+    labels, the percentile interval): the yardstick of every interval's width. The value and the
+    difference are the truly non-gendered queries' means of run A and of B − A; the de-noised accuracy
+    is the machine's share right. Per figure ``<figure>:oracle`` (covers), ``<figure>:oracle_width``, and
+    ``difference:oracle_detected`` (the interval excludes 0)."""
+    non_gendered = (drawn.truth == 0).astype(np.float64)
+    right = (drawn.machine == drawn.truth).astype(np.float64)
+    columns = {
+        "value": (drawn.a, non_gendered, weights, MEAN_A[0]),
+        "difference": (drawn.b - drawn.a, non_gendered, weights, MEAN_DIFFERENCE[0]),
+        "denoised": (right, np.ones(len(right)), machine_weights, MACHINE_ACCURACY),
+    }
+    out: dict = {}
+    for figure, (values, kept, w, truth) in columns.items():
+        point = (values * kept).sum() / kept.sum()
+        draws = (w * kept * values).sum(axis=1) / (w * kept).sum(axis=1)
+        low, high = intervals.bootstrap_interval(draws, point, LEVEL, "percentile")
+        out[f"{figure}:oracle"] = bool(low <= truth <= high)
+        out[f"{figure}:oracle_width"] = float(high - low)
+        if figure == "difference":
+            out["difference:oracle_detected"] = bool(low > 0)
+    return out
+
+
+def width_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per figure of :data:`COVERED` (the product's interval) and per ``<figure>:<construction>`` measured:
+    the coverage, the oracle's (:func:`oracle_intervals`), the median of the width over the oracle's
+    (issue 66 asks at most 1.3) and, for the product's difference, the power each gives (the share of
+    studies whose interval excludes 0)."""
+    rows = {}
+    for figure in COVERED:
+        if f"{figure}:oracle_width" not in results:
+            continue
+        oracle = results[f"{figure}:oracle_width"].astype(float)
+        named = [(figure, f"{figure}:width")]
+        named += [(f"{figure}:{c}", f"{figure}:width_{c}") for c in intervals.CONSTRUCTIONS]
+        for row, width in named:
+            if width not in results:
+                continue
+            rows[row] = {
+                "coverage": results[row].astype(float).mean(),
+                "oracle_coverage": results[f"{figure}:oracle"].astype(float).mean(),
+                "width_ratio": float(np.nanmedian(results[width].astype(float) / oracle)),
+            }
+        if figure == "difference":
+            rows[figure]["power"] = results["difference:detected"].astype(float).mean()
+            rows[figure]["oracle_power"] = results["difference:oracle_detected"].astype(float).mean()
+    return pd.DataFrame(rows).T
 
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:

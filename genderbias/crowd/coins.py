@@ -1,0 +1,139 @@
+"""The one-coin layer of the crowd model: each worker's accuracy, one for every label or one skill on the
+crowd's accuracy by true label, and the crowd's error pattern.
+
+Pure numpy, no Django. :mod:`genderbias.crowd.estimation` builds every worker's confusion rows on these
+(its module docstring says the model whole): one coin per worker, θ_w(t, t) = a_w; or, where the crowd
+errs by label (issue 66), θ_w(t, t) = σ(λ_t + δ_w) with λ_t the crowd's accuracy on true label t and δ_w
+the worker's one skill; the wrong answers along the crowd's pooled error pattern E either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Full rows not offered, or one accuracy for every label: an infinite prior (``Encoded.shrinkage``,
+#: ``Encoded.label_prior``).
+ONE_COIN = float("inf")
+#: A floor under every probability, against log(0) for a label nobody gave.
+FLOOR = 1e-6
+#: Answers' worth of the crowd's pooled accuracy in the Beta prior of each worker's accuracy a_w.
+#: A worker with few answers agrees with the posteriors its own votes helped make, so its accuracy
+#: read from them is too high and its votes too trusted; a prior worth 25 answers takes that bias off a
+#: Prolific-like crowd (11–22 answers per participant) and barely moves the study's crowd (workers with
+#: hundreds of answers). The measured biases by prior: docs/quality.md, "The crowd model".
+SKILL_PRIOR = 25.0
+#: The pooled accuracy's own prior: :data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT`
+#: of the time".
+POOLED_PRIOR = 2.0
+POOLED_RIGHT = 0.7
+#: Answers' worth of the crowd's accuracy over every label in the prior of its accuracy by true label
+#: (:func:`accuracy_by_label`).
+LABEL_PRIOR = 50.0
+#: Newton steps for each worker's skill (:func:`skills`), the skill's bound in logits, and the clip of
+#: the crowd's accuracies before their logit.
+SKILL_STEPS = 8
+SKILL_BOUND = 8.0
+SKILL_CLIP = 1e-4
+#: Pseudo-answers in each wrong cell of the crowd's error pattern E.
+PATTERN_PRIOR = 1.0
+
+
+@dataclass(frozen=True)
+class Coins:
+    """The one-coin layer of every draw: each worker's soft counts, right (``right`` [B × W]) and in all
+    (``answers`` [B × W]), the same by true label (``right_by_label``, ``answers_by_label`` [B × W × T]),
+    and the crowd's pooled wrong answers ``wrong`` [B × T × G] (0 on the diagonal), from which the crowd's
+    accuracy, the error pattern E and each worker's accuracy follow."""
+
+    right: np.ndarray
+    answers: np.ndarray
+    right_by_label: np.ndarray
+    answers_by_label: np.ndarray
+    wrong: np.ndarray
+
+    @property
+    def pooled(self) -> np.ndarray:
+        """The crowd's MAP accuracy [B]."""
+        return pooled_accuracy(self.right.sum(axis=1), self.answers.sum(axis=1))
+
+    @property
+    def pattern(self) -> np.ndarray:
+        """E [B × T × G]: rows sum to 1 over the wrong answers, 0 on the diagonal."""
+        k = self.wrong.shape[-1]
+        cells = self.wrong + PATTERN_PRIOR * (1.0 - np.eye(k))
+        return cells / cells.sum(axis=2, keepdims=True)
+
+    def prior_answers(self) -> np.ndarray:
+        """[B × T]: the skill prior's :data:`SKILL_PRIOR` answers, spread over the true labels as the crowd's are."""
+        per_label = self.answers_by_label.sum(axis=1)
+        return SKILL_PRIOR * per_label / np.maximum(per_label.sum(axis=1, keepdims=True), FLOOR)
+
+    def accuracy(self, label_prior: float = ONE_COIN) -> np.ndarray:
+        """Each worker's MAP accuracy by true label [B × W × T]. One coin (``label_prior`` infinite): a_w,
+        the same for every label, under a Beta prior worth :data:`SKILL_PRIOR` answers of the crowd's
+        accuracy. By label: σ(λ_t + δ_w) (:func:`skills`), λ_t the crowd's accuracy by true label
+        (:func:`accuracy_by_label`, its prior worth ``label_prior`` answers)."""
+        if label_prior == ONE_COIN:
+            a = (self.right + SKILL_PRIOR * self.pooled[:, None]) / (self.answers + SKILL_PRIOR)
+            return np.broadcast_to(a[:, :, None], self.answers_by_label.shape)
+        crowd = accuracy_by_label(self.right_by_label.sum(axis=1), self.answers_by_label.sum(axis=1), label_prior)
+        return skills(self.right_by_label, self.answers_by_label, crowd, self.prior_answers())[0]
+
+
+def pooled_accuracy(right, answers):
+    return (right + POOLED_PRIOR * POOLED_RIGHT) / (answers + POOLED_PRIOR)
+
+
+def accuracy_by_label(right: np.ndarray, answers: np.ndarray, label_prior: float) -> np.ndarray:
+    """The crowd's accuracy by true label [.. × T] from its soft counts right and in all [.. × T]: each
+    label's own share right, shrunk towards the crowd's accuracy over every label with a prior worth
+    ``label_prior`` answers (:data:`LABEL_PRIOR`). A label the crowd meets thousands of times keeps its
+    own accuracy; a rare one (o, or f on the demo's pool) is read as the crowd's, since a rare label's
+    accuracy read from its own few soft counts feeds on itself: the queries EM calls m make "true m" look
+    often answered n, which makes more queries with one m vote m (on the demo's crowd, without the prior,
+    the expected calibration error went 0.005 → 0.124)."""
+    overall = pooled_accuracy(right.sum(axis=-1, keepdims=True), answers.sum(axis=-1, keepdims=True))
+    return (right + label_prior * overall) / (answers + label_prior)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, SKILL_CLIP, 1.0 - SKILL_CLIP)
+    return np.log(p / (1.0 - p))
+
+
+def skills(right: np.ndarray, answers: np.ndarray, crowd: np.ndarray, prior: np.ndarray):
+    """Each worker's one skill δ_w on the logits of the crowd's accuracy by true label λ_t = logit(``crowd``):
+    ``(accuracy σ(λ_t + δ_w) [.. × W × T], δ [.. × W], curvature [.. × W])``.
+
+    δ_w is the MAP under a prior of ``prior`` [.. × T] answers right as often as the crowd is (one coin's
+    Beta prior, spread over the labels): it maximises
+    Σ_t (r_wt + m_t P_t) log σ(λ_t + δ) + (n_wt − r_wt + m_t (1 − P_t)) log(1 − σ(λ_t + δ)),
+    concave in δ, by Newton's method from 0. A worker as good as the crowd keeps the crowd's accuracies;
+    one right more often shifts all of them up, as one coin does, while the crowd's own asymmetry by label
+    (f read as o far more often than n as anything) stays. With one λ for every label it is one coin."""
+    lam = _logit(crowd)[..., None, :]  # [.. × 1 × T]
+    hits = right + (prior * crowd)[..., None, :]
+    total = answers + prior[..., None, :]
+    delta = np.zeros(right.shape[:-1])
+    for _ in range(SKILL_STEPS):
+        sig = 1.0 / (1.0 + np.exp(-(lam + delta[..., None])))
+        gradient = (hits - total * sig).sum(axis=-1)
+        curvature = (total * sig * (1.0 - sig)).sum(axis=-1)
+        delta = np.clip(delta + gradient / np.maximum(curvature, FLOOR), -SKILL_BOUND, SKILL_BOUND)
+    sig = 1.0 / (1.0 + np.exp(-(lam + delta[..., None])))
+    return sig, delta, (total * sig * (1.0 - sig)).sum(axis=-1)
+
+
+def coins(counts: np.ndarray) -> Coins:
+    k = counts.shape[-1]
+    right, by_label = np.einsum("bwtt->bw", counts), np.einsum("bwtt->bwt", counts)
+    return Coins(right, counts.sum(axis=(2, 3)), by_label, counts.sum(axis=3), counts.sum(axis=1) * (1.0 - np.eye(k)))
+
+
+def one_coin_rows(accuracy: np.ndarray, pattern: np.ndarray) -> np.ndarray:
+    """[B × W × T × G]: θ_w(t, t) = a_wt, θ_w(t, g) = (1 − a_wt) E(t, g)."""
+    k = pattern.shape[-1]
+    a = accuracy[:, :, :, None]
+    return a * np.eye(k) + (1.0 - a) * pattern[:, None, :, :]
