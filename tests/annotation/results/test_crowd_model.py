@@ -12,11 +12,14 @@ from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.simulation import studies as cs
 
 
-def test_a_held_out_posterior_is_the_e_step_of_the_model_fitted_without_the_item():
+@pytest.mark.parametrize("model", ["auto", "by-label", "full-by-label"])
+def test_a_held_out_posterior_is_the_e_step_of_the_model_fitted_without_the_item(model):
+    """Each model's held-out posteriors (the coin by label's too: its skills refitted without the item by
+    Newton's method, :func:`genderbias.crowd.coins.skills`) against the M-step and E-step run without it."""
     rng = np.random.default_rng(3)
     truth = cs.synthetic_truth(rng, 120)
     judgments, gold = cs.crowd_judgments(rng, truth, cs.Crowd(workers=8))
-    ds = dawid_skene(judgments, gold=gold)
+    ds = dawid_skene(judgments, gold=gold, model=model)
     encoded = ds.encoded
     posteriors = ds.posteriors.to_numpy()[None]
     by_item, by_answer = estimation._incidence(encoded)
