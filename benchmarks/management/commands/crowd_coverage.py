@@ -91,13 +91,15 @@ class Command(ProjectCommand):
         widths = coverage.width_table(results)
         if len(widths):
             self.stdout.write(
-                "against the oracle (true labels, same bootstrap): coverage, oracle's, median width ratio;"
-                " power to find the planted difference, oracle's"
+                "against the oracle (true labels, same bootstrap): coverage, oracle's, median width ratio; the"
+                " ratio an interval needs (the estimate's own error); power to find the planted difference, oracle's"
             )
             for name, row in widths.iterrows():
-                power = f"{row['power']:>8.3f}{row['oracle_power']:>8.3f}" if name == "difference" else ""
+                needed = row.get("needed_ratio", np.nan)
+                tail = f"{'' if np.isnan(needed) else f'{needed:.2f}':>8}"
+                tail += f"{row['power']:>8.3f}{row['oracle_power']:>8.3f}" if name == "difference" else ""
                 self.stdout.write(f"{name:<32}{row['coverage']:>8.3f}{row['oracle_coverage']:>8.3f}"
-                                  f"{row['width_ratio']:>8.2f}{power}")  # fmt: skip
+                                  f"{row['width_ratio']:>8.2f}{tail}")  # fmt: skip
         bias = coverage.bias_table(results)
         if len(bias):
             self.stdout.write("in bootstrap s.d.: estimate − truth, mean draw − estimate (MC s.e.), s.d. of the error")
