@@ -277,3 +277,29 @@ def test_the_oracle_is_the_true_labels_class_means_under_the_same_bootstrap():
     denoised = (weights * right).sum(axis=1) / weights.sum(axis=1)
     low, high = intervals.bootstrap_interval(denoised, right.mean(), 0.95, "percentile")
     assert out["denoised:oracle_width"] == pytest.approx(high - low, rel=1e-9)
+
+
+def test_the_command_runs_a_crowd_it_did_not_write_and_prints_the_oracle_beside_each_figure(tmp_path):
+    """``crowd_coverage --crowd peerannot`` (peerannot's simulator deals and draws every answer), two small
+    studies: the file holds each figure's width and the oracle's; the printout their table, with the width an
+    interval needs and the power, read back from the file the same (``--read``)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out, again = StringIO(), StringIO()
+    path = tmp_path / "peerannot.csv"
+    options = {"crowd": "peerannot", "queries": 150, "studies": 2, "samples": 10, "product_only": True}
+    call_command("crowd_coverage", out=str(path), stdout=out, **options)
+    rows = pd.read_csv(path)
+    assert len(rows) == 2 and (rows["difference:oracle_width"] > 0).all() and (rows["value:width"] > 0).all()
+    printed = out.getvalue()
+    assert "against the oracle" in printed
+    table = coverage.width_table(rows)
+    oracle_rows = printed.split("against the oracle", 1)[1].splitlines()
+    line = next(x for x in oracle_rows if x.startswith("difference "))
+    assert line.split()[1:4] == [f"{table.loc['difference', c]:.3f}" for c in ("coverage", "oracle_coverage")] + [
+        f"{table.loc['difference', 'width_ratio']:.2f}"
+    ]
+    call_command("crowd_coverage", read=str(path), stdout=again)
+    assert again.getvalue().split("\n", 1)[1].split("(")[0] == printed.split("\n", 1)[1].split("(")[0]
