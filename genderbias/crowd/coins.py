@@ -45,7 +45,9 @@ class Coins:
     """The one-coin layer of every draw: each worker's soft counts, right (``right`` [B × W]) and in all
     (``answers`` [B × W]), the same by true label (``right_by_label``, ``answers_by_label`` [B × W × T]),
     and the crowd's pooled wrong answers ``wrong`` [B × T × G] (0 on the diagonal), from which the crowd's
-    accuracy, the error pattern E and each worker's accuracy follow."""
+    accuracy, the error pattern E and each worker's accuracy follow. The per-worker totals are summed from
+    the counts as one coin always summed them, not from the counts by label: the sums in another order differ
+    in the last bit, and one coin's fits stay bit for bit those stored before the coin by label."""
 
     right: np.ndarray
     answers: np.ndarray

@@ -145,11 +145,6 @@ class ModelChoice:
         """Full − the chosen coin, in standard errors (positive: the full rows predict better)."""
         return (self.full - self.coin) / self.se if self.se > 0 else 0.0
 
-    @property
-    def label_gain(self) -> float:
-        """By label − one coin, in standard errors (positive: the accuracy by label predicts better)."""
-        return (self.by_label - self.one_coin) / self.label_se if self.label_se > 0 else 0.0
-
 
 @dataclass
 class Fit:

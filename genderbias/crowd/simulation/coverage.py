@@ -183,6 +183,7 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
     the labels are noisy) and, for the product's difference, the power each gives (the share of studies
     whose interval excludes 0)."""
     rows = {}
+    covered = coverage_table(results)["share"]  # the coverage as the coverage table says it
     for figure in COVERED:
         if f"{figure}:oracle_width" not in results:
             continue
@@ -193,7 +194,7 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
             if width not in results:
                 continue
             rows[row] = {
-                "coverage": results[row].astype(float).mean(),
+                "coverage": float(covered[row]),
                 "oracle_coverage": results[f"{figure}:oracle"].astype(float).mean(),
                 "width_ratio": float(np.nanmedian(results[width].astype(float) / oracle)),
             }

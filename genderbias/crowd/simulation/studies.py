@@ -244,12 +244,7 @@ def crowd_judgments(
             worker = f"w{w}"
             for q in (*hit, *gold_items):
                 t = gold_truth[-1 - q] if q < 0 else truth[q]
-                if kinds[w] == 1:
-                    given = rng.integers(k)
-                elif kinds[w] == 2:
-                    given = 0
-                else:
-                    given = _answer(rng, crowd, confusions[w, t], t, odds_factor, q, n, given_so_far[w])
+                given = _answer(rng, crowd, kinds[w], confusions[w, t], t, odds_factor, q, n, given_so_far[w])
                 given_so_far[w] += 1
                 rows.append((f"g{-1 - q}" if q < 0 else f"q{q}", worker, LABELS[given]))
     if crowd.escalate_to:
@@ -267,8 +262,13 @@ def crowd_judgments(
     return frame, gold
 
 
-def _answer(rng, crowd: Crowd, row, t: int, odds_factor, q: int, n: int, given: float) -> int:
-    """A good worker's answer to query ``q`` (gold: q < 0, odds index n − 1 − q) of true label t."""
+def _answer(rng, crowd: Crowd, kind: int, row, t: int, odds_factor, q: int, n: int, given: float) -> int:
+    """A worker's answer to query ``q`` (gold: q < 0, odds index n − 1 − q) of true label t: a spammer's
+    (``kind`` 1) at random, a lazy worker's (2) "n", a good worker's (0) from its confusion ``row``."""
+    if kind == 1:
+        return int(rng.integers(len(row)))
+    if kind == 2:
+        return 0
     factor = 1.0
     if (q >= 0 and crowd.dependence) or crowd.difficulty:
         factor = odds_factor[q if q >= 0 else n - 1 - q]
@@ -318,12 +318,7 @@ def _escalate(rng, crowd: Crowd, truth, rows: list, kinds, confusions, activity,
             free = np.ones(crowd.workers, dtype=bool)
             free[[w for w, _ in answers]] = False
             w = int(rng.choice(crowd.workers, p=np.where(free, activity, 0) / activity[free].sum()))
-            if kinds[w] == 1:
-                given = int(rng.integers(k))
-            elif kinds[w] == 2:
-                given = 0
-            else:
-                given = _answer(rng, crowd, confusions[w, truth[q]], truth[q], odds_factor, q, n, given_so_far[w])
+            given = _answer(rng, crowd, kinds[w], confusions[w, truth[q]], truth[q], odds_factor, q, n, given_so_far[w])
             given_so_far[w] += 1
             answers.append((w, given))
             rows.append((f"q{q}", f"w{w}", LABELS[given]))
