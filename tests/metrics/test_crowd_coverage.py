@@ -303,3 +303,17 @@ def test_the_command_runs_a_crowd_it_did_not_write_and_prints_the_oracle_beside_
     ]
     call_command("crowd_coverage", read=str(path), stdout=again)
     assert again.getvalue().split("\n", 1)[1].split("(")[0] == printed.split("\n", 1)[1].split("(")[0]
+
+
+def test_the_peerannot_crowd_without_peerannot_names_the_option_and_writes_nothing(tmp_path, monkeypatch):
+    """Without peerannot installed: an error naming ``--crowd`` and the requirements file, no traceback, no
+    out file."""
+    import sys
+
+    from django.core.management import CommandError, call_command
+
+    monkeypatch.setitem(sys.modules, "peerannot.helpers.simulations_strategies", None)  # import fails
+    path = tmp_path / "peerannot.csv"
+    with pytest.raises(CommandError, match=r"--crowd peerannot: .*requirements-no-deps\.txt"):
+        call_command("crowd_coverage", crowd="peerannot", queries=100, studies=1, samples=5, out=str(path))
+    assert not path.exists()

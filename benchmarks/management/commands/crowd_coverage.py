@@ -67,14 +67,17 @@ class Command(ProjectCommand):
         else:
             rows = []
             for s in range(o["first"], o["first"] + o["studies"]):
-                row = {"study": s} | coverage.coverage_study(
-                    np.random.default_rng([o["seed"], s]),
-                    crowd,
-                    o["queries"],
-                    s,
-                    o["samples"],
-                    constructions=not o["product_only"],
-                )
+                try:
+                    row = {"study": s} | coverage.coverage_study(
+                        np.random.default_rng([o["seed"], s]),
+                        crowd,
+                        o["queries"],
+                        s,
+                        o["samples"],
+                        constructions=not o["product_only"],
+                    )
+                except RuntimeError as exc:  # a crowd whose simulator is not installed (peerannot)
+                    raise CommandError(f"--crowd {o['crowd']}: {exc}") from None
                 rows.append(row)
                 if o["out"]:
                     pd.DataFrame([row]).to_csv(o["out"], mode="a", header=len(rows) == 1 and o["first"] == 0,
