@@ -4,8 +4,9 @@ Pure (numpy, scipy; no Django). The plan (``metrics.services.planning``) reads a
 values and a pool's labels; the arithmetic on them is here, beside :mod:`genderbias.stats.power`, which
 turns the pilot's differences into the queries needed: the pilot's A − B and its moments
 (:func:`paired_differences`, :func:`pilot_moments`), a share with Wilson's interval
-(:func:`share_interval`) and the pooled queries to annotate for a number of non-gendered ones
-(:func:`pooled_to_annotate`).
+(:func:`share_interval`), the pooled queries to annotate for a number of non-gendered ones
+(:func:`pooled_to_annotate`), and how much wider a report on a batch's labels makes a difference's
+interval (:func:`label_width_factor`).
 """
 
 from __future__ import annotations
@@ -52,3 +53,22 @@ def pooled_to_annotate(needed: int, share: float) -> int:
     if not 0 < share <= 1:
         raise ValueError(f"the non-gendered share must be in (0, 1], got {share}")
     return math.ceil(needed / share - 1e-9)
+
+
+def label_width_factor(query_widths: Sequence[float], combined_widths: Sequence[float]) -> float | None:
+    """r: the combined interval's width over the query-only interval's, for paired differences of a
+    report on a batch's labels (the median over the rows given; None where no row has both).
+
+    Why: such a report tests a difference by its combined interval (queries and labels), which is r
+    times as wide as the query-only one around an estimate whose own noise is r times as large. To first
+    order its test is then the paired t-test at Δ/r, and it needs about r² times the queries. The plan
+    sizes that test (``metrics.services.planning``); the coverage studies set the power it promises
+    against the power delivered on simulated crowds (:mod:`genderbias.crowd.simulation.coverage`)."""
+    import numpy as np  # start-up, as above
+
+    query = np.asarray(query_widths, dtype=np.float64)
+    combined = np.asarray(combined_widths, dtype=np.float64)
+    usable = np.isfinite(query) & np.isfinite(combined) & (query > 0) & (combined > 0)
+    if not usable.any():
+        return None
+    return float(np.median(combined[usable] / query[usable]))

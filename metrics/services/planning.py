@@ -19,6 +19,10 @@ Reads only (no state changes), in three steps:
    :mod:`annotation.crowd.costs`), and, where a batch of the pool was routed after machine
    pre-labelling, the crowd's expected share (:func:`crowd_share`: queries whose machine label
    was not accepted) and the cost of that share.
+
+The test sized is the pilot report's: the paired t-test, or, for a report on a batch's labels, its
+combined test, to first order the t-test at Δ/r (:func:`label_factor`; r is the combined interval's
+width over the query-only one's, read from the report's rows).
 """
 
 from __future__ import annotations
@@ -360,7 +364,10 @@ def plan_study(
     d = pilot.differences
     mean_difference, sd = plan_inputs.pilot_moments(d)
     current = len(d)
-    found = power.sample_size(d, delta, alpha, power_target, draws, seed, on_step=on_step)
+    labels = label_factor(pilot)
+    r = labels.factor if labels else 1.0
+    tested = delta / r  # the report's test on a batch's labels is, to first order, the t-test at Δ/r
+    found = power.sample_size(d, tested, alpha, power_target, draws, seed, on_step=on_step)
     plan: dict[str, Any] = {
         "pilot": {
             "source": pilot.source,
@@ -374,8 +381,10 @@ def plan_study(
             "mean_difference": mean_difference,
             "sd_difference": sd,
         },
-        "test": "two-sided paired t-test of A against B (genderbias.stats.significance.paired_t_test), a family of one",
-        "note": _test_note(pilot),
+        "test": _test(labels),
+        "note": _test_note(pilot, labels),
+        "label_width_factor": labels.factor if labels else None,
+        "label_width_factor_source": labels.source if labels else None,
         "delta": float(delta),
         "power": power_target,
         "alpha": alpha,
@@ -390,11 +399,11 @@ def plan_study(
         "n_queries_normal": found.normal_n,
         "current_n": current,
         "minimum_detectable_difference": _finite(
-            power.minimum_detectable_difference(d, current, alpha, power_target, draws, seed)
+            r * power.minimum_detectable_difference(d, current, alpha, power_target, draws, seed)
         ),
-        "minimum_detectable_difference_normal": power.normal_mdd(sd, current, alpha, power_target),
-        "power_at_current_n": power.simulated_power(d, delta, current, alpha, draws, seed),
-        "power_at_current_n_normal": power.normal_power(delta, sd, current, alpha),
+        "minimum_detectable_difference_normal": r * power.normal_mdd(sd, current, alpha, power_target),
+        "power_at_current_n": power.simulated_power(d, tested, current, alpha, draws, seed),
+        "power_at_current_n_normal": power.normal_power(tested, sd, current, alpha),
     }
     if pool_obj is not None:
         plan |= _pool_plan(pool_obj, pilot, found.n, cost_settings)
@@ -411,14 +420,64 @@ def power_statement(value: float | None, se: float | None, draws: int) -> str | 
     return f"power {value:.{decimals}f} ± {se:.{decimals}f} (Monte-Carlo s.e., {draws:,} draws)"
 
 
-def _test_note(pilot: Pilot) -> str | None:
+@dataclass(frozen=True)
+class LabelFactor:
+    """How much wider a report on a batch's labels makes the planned difference's interval
+    (:func:`genderbias.stats.plan_inputs.label_width_factor`), and which of its rows say so."""
+
+    factor: float
+    source: str
+
+
+def label_factor(pilot: Pilot) -> LabelFactor | None:
+    """r from the pilot when it is a report on a batch's labels: the planned pair's own row when one of
+    the two runs is the report's baseline, else the median over the report's runs against its
+    baseline (said so); None for a report on a query set (labels taken as known) or without rows."""
+    report = Report.objects.select_related("baseline").filter(name=pilot.report).first() if pilot.report else None
+    if report is None or not report.on_batch or report.baseline is None:
+        return None
+    rows = list(
+        report.results.select_related("run").filter(
+            metric=pilot.metric, variant=pilot.variant, cutoff=pilot.cutoff, difference_low__isnull=False,
+            difference_combined_low__isnull=False,
+        )
+    )  # fmt: skip
+    baseline = report.baseline.name
+    pair = [row for row in rows if {row.run.name, baseline} == {pilot.run_a, pilot.run_b}]
+    chosen = pair or rows
+    factor = plan_inputs.label_width_factor(
+        [row.difference_high - row.difference_low for row in chosen],
+        [row.difference_combined_high - row.difference_combined_low for row in chosen],
+    )
+    if factor is None:
+        return None
+    where = (
+        f"{pair[0].run.name} against {baseline}"
+        if pair
+        else f"the median over its {len(chosen)} runs against {baseline}, neither planned run being its baseline"
+    )
+    return LabelFactor(factor, f"report {report.name}, {pilot.metric}[{pilot.variant}]@{pilot.cutoff}: {where}")
+
+
+def _test(labels: LabelFactor | None) -> str:
+    """The test the plan sizes, in words."""
+    if labels is None:
+        return "two-sided paired t-test of A against B (genderbias.stats.significance.paired_t_test), a family of one"
+    return (
+        "the combined test of a report on a batch's labels (queries and labels, genderbias.crowd.label_uncertainty), "
+        f"a family of one: to first order the paired t-test at Δ/r, r = {labels.factor:.2f} the combined "
+        f"interval's width over the query-only one's ({labels.source})"
+    )
+
+
+def _test_note(pilot: Pilot, labels: LabelFactor | None) -> str | None:
     """Where the pilot's own report tests otherwise than the plan assumes, say so."""
     report = Report.objects.filter(name=pilot.report).first() if pilot.report else None
-    if report is not None and report.on_batch:
+    if report is not None and report.on_batch and labels is None:
         return (
             f"report {report.name} is on a batch's labels: it marks significance by the combined test "
             "(labels' uncertainty too, Holm over every run against the baseline), which needs more "
-            "queries than this plan for the paired t-test"
+            "queries than this plan for the paired t-test; it has no difference against a baseline to size it by"
         )
     return None
 

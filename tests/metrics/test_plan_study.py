@@ -19,7 +19,7 @@ from annotation.quality.services.adjudication import adjudicate
 from genderbias.errors import ServiceError
 from genderbias.stats import plan_inputs, power
 from genderbias.stats.intervals import wilson_interval
-from metrics.models import Report
+from metrics.models import Report, Result
 from metrics.services import planning
 from metrics.services.reports import default_representative_wordlist
 from pooling.models import Pool, QuerySet, Run
@@ -84,6 +84,66 @@ def test_a_plan_from_a_given_report_is_the_pure_computation_on_its_differences(w
     se = math.sqrt(found.power * (1 - found.power) / 1000)
     assert plan["simulated_power_at_n_se"] == pytest.approx(se)
     assert plan["power_statement"] == f"power {found.power:.2f} ± {se:.2f} (Monte-Carlo s.e., 1,000 draws)"
+
+
+def on_batch(report, world, widths):
+    """``report`` made a report on a batch's labels (every pilot query in its set) with baseline B, and
+    A's rows against B holding ``widths``: {variant: (query-only width, combined width)}."""
+    batch = annotation_services.create_batch(
+        f"{report.name}-labels", annotation_services.BatchSettings(), query_set=QuerySet.objects.get(name="q")
+    )
+    labels = world / f"{report.name}-labels.parquet"
+    pl.DataFrame(
+        {"qid": QIDS, "n": [1.0] * 40, "f": [0.0] * 40, "m": [0.0] * 40, "o": [0.0] * 40,
+         "source": ["crowd"] * 40, "label": ["n"] * 40, "in_set": [True] * 40}
+    ).write_parquet(labels)  # fmt: skip
+    report.label_batch, report.labels_file = batch, str(labels)
+    report.baseline = Run.objects.get(name="b")
+    report.save()
+    for variant, (query, combined) in widths.items():
+        Result.objects.create(
+            report=report, run=Run.objects.get(name="a"), metric="ARaB", variant=variant, cutoff=10, queries=40,
+            difference_low=-query / 2, difference_high=query / 2,
+            difference_combined_low=-combined / 2, difference_combined_high=combined / 2,
+        )  # fmt: skip
+    return report
+
+
+def test_a_plan_on_a_report_on_a_batchs_labels_sizes_its_combined_test(world, client, staff):
+    """Issue 66, item 4: the report on a batch's labels tests by its combined interval, here twice as wide as the
+    query-only one (r = 2), so the plan sizes the t-test at Δ/2: the pure computation at Δ/2, and the minimum
+    detectable difference doubled. Whether the power so promised is delivered is simulated on crowds
+    (tests/metrics/test_crowd_coverage.py, docs/quality.md)."""
+    on_batch(stored_report(world, "pilot"), world, {"tf": (0.01, 0.02), "bool": (0.01, 0.05)})
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=1000)
+    d = pilot_differences()
+    assert plan["label_width_factor"] == pytest.approx(2.0)  # tf's row, not bool's
+    assert "report pilot, ARaB[tf]@10: a against b" in plan["label_width_factor_source"]
+    assert "Δ/r, r = 2.00" in plan["test"] and plan["note"] is None
+    assert plan["n_queries"] == power.sample_size(d, 0.005, draws=1000).n
+    assert plan["n_queries"] > power.sample_size(d, 0.01, draws=1000).n
+    assert plan["n_queries_normal"] == power.normal_sample_size(0.005, float(np.std(d, ddof=1)))
+    assert plan["minimum_detectable_difference"] == pytest.approx(
+        2 * power.minimum_detectable_difference(d, 40, draws=1000)
+    )
+    assert plan["power_at_current_n"] == pytest.approx(power.simulated_power(d, 0.005, 40, draws=1000), abs=0.002)
+    # Planned the other way round (B − A): the same row sizes it.
+    assert planning.plan_study("b", "a", "ARaB", 0.01, report="pilot", draws=500)["label_width_factor"] == 2.0
+    # The panel says which test it sized.
+    client.force_login(staff)
+    params = {"plan-report": "pilot", "plan-run_a": "a", "plan-run_b": "b", "plan-metric": "ARaB", "plan-cutoff": "10"}
+    answer = client.get("/metrics/plan/", params | {"plan-delta": "0.01", "plan-power": "0.8"}).content.decode()
+    assert (
+        f"need about {planning.plan_study('a', 'b', 'ARaB', 0.01, report='pilot')['n_queries']} non-gendered" in answer
+    )
+    assert "the combined test of a report on a batch&#x27;s labels" in answer and "r = 2.00" in answer
+
+
+def test_a_report_on_a_batchs_labels_without_a_difference_says_what_the_plan_cannot_size(world):
+    on_batch(stored_report(world, "pilot"), world, {})
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=500)
+    assert plan["label_width_factor"] is None and "paired t-test" in plan["test"]
+    assert "combined test" in plan["note"] and "no difference against a baseline" in plan["note"]
 
 
 def test_the_power_statement_rounds_to_the_first_significant_digit_of_its_se():

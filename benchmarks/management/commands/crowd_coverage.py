@@ -103,6 +103,20 @@ class Command(ProjectCommand):
                 tail += f"{row['power']:>8.3f}{row['oracle_power']:>8.3f}" if name == "difference" else ""
                 self.stdout.write(f"{name:<32}{row['coverage']:>8.3f}{row['oracle_coverage']:>8.3f}"
                                   f"{row['width_ratio']:>8.2f}{tail}")  # fmt: skip
+            promised = widths.loc["difference"] if "promised" in widths.columns else None
+            if promised is not None:
+                self.stdout.write(
+                    "the study plan's power, each study its own pilot (metrics.services.planning), against the power "
+                    f"delivered ({promised['power']:.3f}): delivered − promised (paired MC s.e.)"
+                )
+                for name, what in (
+                    ("promised", "at Δ/r, the report's test"),
+                    ("promised_query_only", "at Δ, labels as known"),
+                ):
+                    self.stdout.write(
+                        f"  {what:<30}{promised[name]:>8.3f}{promised[f'{name}_gap']:>+9.3f} "
+                        f"({promised[f'{name}_gap_se']:.3f})"
+                    )
         bias = coverage.bias_table(results)
         if len(bias):
             self.stdout.write("in bootstrap s.d.: estimate − truth, mean draw − estimate (MC s.e.), s.d. of the error")

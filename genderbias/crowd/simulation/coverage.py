@@ -26,8 +26,8 @@ from genderbias.crowd.simulation.studies import (
     study,
     synthetic_truth,
 )
-from genderbias.stats import intervals
-from genderbias.stats.significance import LEVEL, resampling_weights
+from genderbias.stats import intervals, plan_inputs, power
+from genderbias.stats.significance import LEVEL, bootstrap_ci, resampling_weights
 
 #: What :func:`coverage_study` checks, in the order the coverage table prints them.
 COVERED = ("value", "difference", "denoised")
@@ -142,12 +142,35 @@ def coverage_study(
         out[f"{figure}:shift"] = (float(np.nanmean(boot[:, 0])) - float(point[0])) / sd if sd > 0 else np.nan
         for name in (c for c in names if intervals.needs_workers(c)):  # how much wider than the bootstrap's
             out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
+    out |= promised_power(drawn, ds.labels.reindex(qids).to_numpy() == "n", out["difference:width"], samples, seed)
     # The de-noised accuracy's own fit (the machine one of its annotators) is checked as the calibration
     # report checks it (crowd_reliability.CrowdReliability.quality).
     out["denoised_warning"] = denoised_quality["warning"]
     out["warning"] = quality["warning"]
     out["misfit"], out["information"], out["model"] = quality["misfit"], quality["information"], quality["model"]
     return out
+
+
+def promised_power(drawn, in_set: np.ndarray, combined_width: float, samples: int, seed: int) -> dict:
+    """What the study plan (``metrics.services.planning``) would promise with this study as its pilot, at
+    this study's size: B − A over the point-estimate set S (``in_set``: the crowd model's final label is
+    non-gendered), its query-only interval as the report builds it (:func:`genderbias.stats.significance.bootstrap_ci`),
+    r the combined interval's width over that one's (:func:`genderbias.stats.plan_inputs.label_width_factor`),
+    and the simulated power of the paired t-test at Δ/r with |S| queries (``difference:promised``), at Δ
+    as if the labels were known (``difference:promised_query_only``), and r (``difference:width_factor``).
+    :func:`width_table` sets them against the share of studies whose interval found the difference."""
+    differences = (drawn.b - drawn.a)[in_set]
+    low, high = bootstrap_ci(differences[:, None], samples, seed)
+    factor = plan_inputs.label_width_factor([high[0] - low[0]], [combined_width])
+    out = {"difference:width_factor": np.nan, "difference:promised": np.nan, "difference:promised_query_only": np.nan}
+    if factor is None or len(differences) < 3:
+        return out
+    planned = MEAN_DIFFERENCE[0]
+    return out | {
+        "difference:width_factor": factor,
+        "difference:promised": power.simulated_power(differences, planned / factor, len(differences), seed=seed),
+        "difference:promised_query_only": power.simulated_power(differences, planned, len(differences), seed=seed),
+    }
 
 
 def oracle_intervals(drawn, weights: np.ndarray, machine_weights: np.ndarray) -> dict:
@@ -181,7 +204,8 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
     (issue 66 asks at most 1.3), for the product's row the width over the oracle's an interval needs to
     cover at the nominal rate (``needed_ratio``: the estimate's own error, wider than the oracle's wherever
     the labels are noisy) and, for the product's difference, the power each gives (the share of studies
-    whose interval excludes 0)."""
+    whose interval excludes 0) beside the power the study plan promised with each study as its pilot
+    (:func:`promised_power`; ``promised_gap``: delivered − promised, with its paired Monte-Carlo s.e.)."""
     rows = {}
     covered = coverage_table(results)["share"]  # the coverage as the coverage table says it
     for figure in COVERED:
@@ -205,8 +229,20 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
             percentile = results[f"{figure}:width_percentile"].astype(float)
             rows[figure]["needed_ratio"] = rmse * float(np.nanmedian(percentile / oracle))
         if figure == "difference":
-            rows[figure]["power"] = results["difference:detected"].astype(float).mean()
+            detected = results["difference:detected"].astype(float)
+            rows[figure]["power"] = detected.mean()
             rows[figure]["oracle_power"] = results["difference:oracle_detected"].astype(float).mean()
+            if "difference:promised" in results:
+                # The plan's promise, each study its own pilot, against what was delivered: paired per study.
+                for name, column in (
+                    ("promised", "difference:promised"),
+                    ("promised_query_only", "difference:promised_query_only"),
+                ):
+                    promised = results[column].astype(float)
+                    gap = (detected - promised).dropna()
+                    rows[figure][name] = promised.mean()
+                    rows[figure][f"{name}_gap"] = gap.mean()
+                    rows[figure][f"{name}_gap_se"] = gap.std(ddof=1) / np.sqrt(len(gap)) if len(gap) > 1 else np.nan
     return pd.DataFrame(rows).T
 
 
