@@ -72,3 +72,9 @@ def label_width_factor(query_widths: Sequence[float], combined_widths: Sequence[
     if not usable.any():
         return None
     return float(np.median(combined[usable] / query[usable]))
+
+
+def tested_difference(delta: float, factor: float | None) -> float:
+    """The Δ the paired t-test is simulated at for a test whose interval is ``factor`` (r) times as wide:
+    Δ/r (:func:`label_width_factor`); Δ itself where there is no r (labels taken as known)."""
+    return delta / factor if factor else delta

@@ -366,7 +366,7 @@ def plan_study(
     current = len(d)
     labels = label_factor(pilot)
     r = labels.factor if labels else 1.0
-    tested = delta / r  # the report's test on a batch's labels is, to first order, the t-test at Δ/r
+    tested = plan_inputs.tested_difference(delta, r)  # a report on a batch's labels: the t-test at Δ/r
     found = power.sample_size(d, tested, alpha, power_target, draws, seed, on_step=on_step)
     plan: dict[str, Any] = {
         "pilot": {

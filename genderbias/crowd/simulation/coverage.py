@@ -165,11 +165,12 @@ def promised_power(drawn, in_set: np.ndarray, combined_width: float, samples: in
     out = {"difference:width_factor": np.nan, "difference:promised": np.nan, "difference:promised_query_only": np.nan}
     if factor is None or len(differences) < 3:
         return out
-    planned = MEAN_DIFFERENCE[0]
+    planned, size = MEAN_DIFFERENCE[0], len(differences)
+    tested = plan_inputs.tested_difference(planned, factor)
     return out | {
         "difference:width_factor": factor,
-        "difference:promised": power.simulated_power(differences, planned / factor, len(differences), seed=seed),
-        "difference:promised_query_only": power.simulated_power(differences, planned, len(differences), seed=seed),
+        "difference:promised": power.simulated_power(differences, tested, size, seed=seed),
+        "difference:promised_query_only": power.simulated_power(differences, planned, size, seed=seed),
     }
 
 
