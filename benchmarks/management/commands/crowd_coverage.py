@@ -15,7 +15,8 @@ class Command(ProjectCommand):
         "construction of genderbias.stats.intervals (percentile, basic, normal, BC, BCa, and the crossed ones that add the "
         "workers' variance from jackknives over the workers and the answers) is computed from the same draws of "
         "each study, so the table compares them paired; the product's (genderbias.stats.intervals.LABEL_INTERVAL) is the "
-        "unsuffixed row, and the crossed ones' mean widening over the bootstrap interval is printed. --out writes one line per study as it finishes (a long run can be read part-way)."
+        "unsuffixed row, and the crossed ones' mean widening over the bootstrap interval is printed; each study is also "
+        "the pilot of a study plan, whose promised power is set against the power delivered. --out writes one line per study as it finishes (a long run can be read part-way)."
     )
 
     def add_arguments(self, parser):
