@@ -432,30 +432,38 @@ class LabelFactor:
 def label_factor(pilot: Pilot) -> LabelFactor | None:
     """r from the pilot when it is a report on a batch's labels: the planned pair's own row when one of
     the two runs is the report's baseline, else the median over the report's runs against its
-    baseline (said so); None for a report on a query set (labels taken as known) or without rows."""
+    baseline (said so: the report does not test that pair); None for a report on a query set (labels
+    taken as known), or when the rows hold no interval of the difference. r below 1 (a combined interval
+    narrower than the query-only one, the corrected mean reading every judged query) is kept: the report's
+    test then needs fewer queries than the t-test, and the plan says so by its figures."""
     report = Report.objects.select_related("baseline").filter(name=pilot.report).first() if pilot.report else None
     if report is None or not report.on_batch or report.baseline is None:
         return None
     rows = list(
         report.results.select_related("run").filter(
-            metric=pilot.metric, variant=pilot.variant, cutoff=pilot.cutoff, difference_low__isnull=False,
-            difference_combined_low__isnull=False,
+            metric=pilot.metric, variant=pilot.variant, cutoff=pilot.cutoff,
+            difference_low__isnull=False, difference_high__isnull=False,
+            difference_combined_low__isnull=False, difference_combined_high__isnull=False,
         )
     )  # fmt: skip
     baseline = report.baseline.name
-    pair = [row for row in rows if {row.run.name, baseline} == {pilot.run_a, pilot.run_b}]
-    chosen = pair or rows
+    planned = {pilot.run_a, pilot.run_b}
+    if baseline in planned:
+        other = (planned - {baseline}).pop()
+        chosen = [row for row in rows if row.run.name == other]
+        where = f"{other} against {baseline}"
+    else:
+        chosen = rows
+        where = (
+            f"the median over its {len(rows)} runs against {baseline}: neither planned run is its baseline, "
+            "so the report does not test this pair"
+        )
     factor = plan_inputs.label_width_factor(
         [row.difference_high - row.difference_low for row in chosen],
         [row.difference_combined_high - row.difference_combined_low for row in chosen],
     )
     if factor is None:
         return None
-    where = (
-        f"{pair[0].run.name} against {baseline}"
-        if pair
-        else f"the median over its {len(chosen)} runs against {baseline}, neither planned run being its baseline"
-    )
     return LabelFactor(factor, f"report {report.name}, {pilot.metric}[{pilot.variant}]@{pilot.cutoff}: {where}")
 
 

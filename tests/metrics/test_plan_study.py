@@ -127,8 +127,14 @@ def test_a_plan_on_a_report_on_a_batchs_labels_sizes_its_combined_test(world, cl
         2 * power.minimum_detectable_difference(d, 40, draws=1000)
     )
     assert plan["power_at_current_n"] == pytest.approx(power.simulated_power(d, 0.005, 40, draws=1000), abs=0.002)
-    # Planned the other way round (B − A): the same row sizes it.
-    assert planning.plan_study("b", "a", "ARaB", 0.01, report="pilot", draws=500)["label_width_factor"] == 2.0
+    sd = float(np.std(d, ddof=1))
+    assert plan["minimum_detectable_difference_normal"] == pytest.approx(2 * power.normal_mdd(sd, 40))
+    assert plan["power_at_current_n_normal"] == pytest.approx(power.normal_power(0.005, sd, 40))
+    # Planned the other way round (B − A): the pair's own row still, not a median over the report's runs.
+    reversed_plan = planning.plan_study("b", "a", "ARaB", 0.01, report="pilot", draws=500)
+    assert reversed_plan["label_width_factor"] == 2.0 and reversed_plan["label_width_factor_source"].endswith(
+        "a against b"
+    )
     # The panel says which test it sized.
     client.force_login(staff)
     params = {"plan-report": "pilot", "plan-run_a": "a", "plan-run_b": "b", "plan-metric": "ARaB", "plan-cutoff": "10"}
@@ -137,6 +143,33 @@ def test_a_plan_on_a_report_on_a_batchs_labels_sizes_its_combined_test(world, cl
         f"need about {planning.plan_study('a', 'b', 'ARaB', 0.01, report='pilot')['n_queries']} non-gendered" in answer
     )
     assert "the combined test of a report on a batch&#x27;s labels" in answer and "r = 2.00" in answer
+
+
+def test_a_pair_the_report_does_not_test_takes_the_median_of_its_runs_and_says_so(world):
+    """Neither planned run is the report's baseline: r is the median over the report's runs against it (here
+    a: 2, c: 4, a row without a combined interval left out), and the source says the report does not test
+    the pair; a pair with the baseline whose row has no interval gets no r rather than another run's."""
+    report = on_batch(stored_report(world, "pilot"), world, {"tf": (0.01, 0.02)})
+    for run, combined in (("c", 0.04), ("a", None)):
+        Result.objects.update_or_create(
+            report=report, run=Run.objects.get(name=run), metric="ARaB", variant="tf", cutoff=10,
+            defaults={"queries": 40, "difference_low": -0.005, "difference_high": 0.005,
+                      "difference_combined_low": None if combined is None else -combined / 2,
+                      "difference_combined_high": None if combined is None else combined / 2},
+        )  # fmt: skip
+    Result.objects.create(
+        report=report, run=Run.objects.get(name="a"), metric="ARaB", variant="bool", cutoff=10, queries=40,
+        difference_low=-0.005, difference_high=0.005, difference_combined_low=-0.01, difference_combined_high=0.01,
+    )  # fmt: skip
+    pilot = planning.Pilot("", "pilot", "q", "a", "c", "ARaB", "tf", 10, (), None)
+    found = planning.label_factor(pilot)
+    assert found.factor == 4.0  # c's row alone: a's tf row has no combined interval now, bool is another variant
+    assert "median over its 1 runs against b" in found.source and "does not test this pair" in found.source
+    assert planning.label_factor(planning.Pilot("", "pilot", "q", "a", "b", "ARaB", "tf", 10, (), None)) is None
+    Result.objects.filter(report=report, run__name="a", variant="tf").update(
+        difference_combined_low=-0.01, difference_combined_high=0.01
+    )
+    assert planning.label_factor(pilot).factor == pytest.approx(3.0)  # the median of 2 and 4
 
 
 def test_a_report_on_a_batchs_labels_without_a_difference_says_what_the_plan_cannot_size(world):
