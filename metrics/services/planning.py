@@ -364,7 +364,8 @@ def plan_study(
     d = pilot.differences
     mean_difference, sd = plan_inputs.pilot_moments(d)
     current = len(d)
-    labels = label_factor(pilot)
+    pilot_report = Report.objects.select_related("baseline").filter(name=pilot.report).first() if pilot.report else None
+    labels = label_factor(pilot, pilot_report)
     r = labels.factor if labels else 1.0
     tested = plan_inputs.tested_difference(delta, r)  # a report on a batch's labels: the t-test at Δ/r
     found = power.sample_size(d, tested, alpha, power_target, draws, seed, on_step=on_step)
@@ -382,7 +383,7 @@ def plan_study(
             "sd_difference": sd,
         },
         "test": _test(labels),
-        "note": _test_note(pilot, labels),
+        "note": _test_note(pilot_report, labels),
         "label_width_factor": labels.factor if labels else None,
         "label_width_factor_source": labels.source if labels else None,
         "delta": float(delta),
@@ -429,14 +430,14 @@ class LabelFactor:
     source: str
 
 
-def label_factor(pilot: Pilot) -> LabelFactor | None:
+def label_factor(pilot: Pilot, report: Report | None) -> LabelFactor | None:
     """r from the pilot when it is a report on a batch's labels: the planned pair's own row when one of
     the two runs is the report's baseline, else the median over the report's runs against its
     baseline (said so: the report does not test that pair); None for a report on a query set (labels
     taken as known), or when the rows hold no interval of the difference. r below 1 (a combined interval
     narrower than the query-only one, the corrected mean reading every judged query) is kept: the report's
-    test then needs fewer queries than the t-test, and the plan says so by its figures."""
-    report = Report.objects.select_related("baseline").filter(name=pilot.report).first() if pilot.report else None
+    test then needs fewer queries than the t-test, and the plan says so by its figures. ``report``: the
+    pilot's stored report (None: computed on the fly)."""
     if report is None or not report.on_batch or report.baseline is None:
         return None
     rows = list(
@@ -478,9 +479,8 @@ def _test(labels: LabelFactor | None) -> str:
     )
 
 
-def _test_note(pilot: Pilot, labels: LabelFactor | None) -> str | None:
+def _test_note(report: Report | None, labels: LabelFactor | None) -> str | None:
     """Where the pilot's own report tests otherwise than the plan assumes, say so."""
-    report = Report.objects.filter(name=pilot.report).first() if pilot.report else None
     if report is not None and report.on_batch and labels is None:
         return (
             f"report {report.name} is on a batch's labels: it marks significance by the combined test "

@@ -162,14 +162,14 @@ def test_a_pair_the_report_does_not_test_takes_the_median_of_its_runs_and_says_s
         difference_low=-0.005, difference_high=0.005, difference_combined_low=-0.01, difference_combined_high=0.01,
     )  # fmt: skip
     pilot = planning.Pilot("", "pilot", "q", "a", "c", "ARaB", "tf", 10, (), None)
-    found = planning.label_factor(pilot)
+    found = planning.label_factor(pilot, report)
     assert found.factor == 4.0  # c's row alone: a's tf row has no combined interval now, bool is another variant
     assert "median over its 1 runs against b" in found.source and "does not test this pair" in found.source
-    assert planning.label_factor(planning.Pilot("", "pilot", "q", "a", "b", "ARaB", "tf", 10, (), None)) is None
+    assert planning.label_factor(planning.Pilot("", "pilot", "q", "a", "b", "ARaB", "tf", 10, (), None), report) is None
     Result.objects.filter(report=report, run__name="a", variant="tf").update(
         difference_combined_low=-0.01, difference_combined_high=0.01
     )
-    assert planning.label_factor(pilot).factor == pytest.approx(3.0)  # the median of 2 and 4
+    assert planning.label_factor(pilot, report).factor == pytest.approx(3.0)  # the median of 2 and 4
 
 
 def test_a_report_on_a_batchs_labels_without_a_difference_says_what_the_plan_cannot_size(world):
