@@ -74,6 +74,7 @@ class Pilot:
     cutoff: int
     qids: tuple[str, ...]
     differences: Any  #: numpy array, aligned with ``qids``
+    stored: Report | None = None  #: the stored report itself (its baseline loaded), read once by :func:`find_pilot`
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def find_pilot(
     runs = [_run(run_a), _run(run_b)]
     chosen: Report | None = None
     if report:
-        chosen = Report.objects.select_related("query_set").filter(name=report).first()
+        chosen = Report.objects.select_related("query_set", "baseline").filter(name=report).first()
         if chosen is None:
             raise ServiceError(f"no report named {report!r}")
         if query_set and chosen.query_set.name != query_set:
@@ -205,7 +206,12 @@ def find_pilot(
         qs = QuerySet.objects.filter(name=query_set).first()
         if qs is None:
             raise ServiceError(f"no query set named {query_set!r}")
-        candidates = Report.objects.filter(query_set=qs, runs=runs[0]).filter(runs=runs[1]).order_by("-created", "-pk")
+        candidates = (
+            Report.objects.select_related("query_set", "baseline")
+            .filter(query_set=qs, runs=runs[0])
+            .filter(runs=runs[1])
+            .order_by("-created", "-pk")
+        )
         chosen = next((r for r in candidates if _has(r, {run_a, run_b}, cutoff, metric)), None)
         source = f"the newest report on {qs.name} with both runs, {chosen.name}" if chosen else ""
     if chosen is not None:
@@ -227,7 +233,7 @@ def find_pilot(
         frame, name, qs_name = computed.per_query, None, qs.name
         source = f"computed on the fly over {qs.name} (no stored report holds both runs at this cutoff)"
     variant, qids, differences = _differences(frame, run_a, run_b, metric, variant, cutoff)
-    return Pilot(source, name, qs_name, run_a, run_b, metric, variant, int(cutoff), qids, differences)
+    return Pilot(source, name, qs_name, run_a, run_b, metric, variant, int(cutoff), qids, differences, chosen)
 
 
 def _pool_batches(pool: Pool) -> list[Batch]:
@@ -364,8 +370,7 @@ def plan_study(
     d = pilot.differences
     mean_difference, sd = plan_inputs.pilot_moments(d)
     current = len(d)
-    pilot_report = Report.objects.select_related("baseline").filter(name=pilot.report).first() if pilot.report else None
-    labels = label_factor(pilot, pilot_report)
+    labels = label_factor(pilot, pilot.stored)
     r = labels.factor if labels else 1.0
     tested = plan_inputs.tested_difference(delta, r)  # a report on a batch's labels: the t-test at Δ/r
     found = power.sample_size(d, tested, alpha, power_target, draws, seed, on_step=on_step)
@@ -383,7 +388,7 @@ def plan_study(
             "sd_difference": sd,
         },
         "test": _test(labels),
-        "note": _test_note(pilot_report, labels),
+        "note": _test_note(pilot.stored, labels),
         "label_width_factor": labels.factor if labels else None,
         "label_width_factor_source": labels.source if labels else None,
         "delta": float(delta),
