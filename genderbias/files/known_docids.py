@@ -35,6 +35,12 @@ class KnownDocids:
     this polars version's hash (:func:`known_index_source`), the same number of rows and hashes in
     order. A missing, unreadable, corrupt or foreign file is rebuilt from ``docids``, never
     trusted; a file that cannot be written is only a lost saving.
+
+    A collection whose docids are all plain integers (MS MARCO v1's passages are 0 … 8,841,822)
+    is held as a table by value instead (:func:`plain_integers`): a run's docid is held when it is
+    written plainly and its value is in the table, exact with no hash, sort or join (a 7M-line
+    run: 0.2 s against 0.8 s, docs/benchmarks.md). Nothing is saved for it: the table is built
+    from the docids as quickly as the hash index loads.
     """
 
     def __init__(
@@ -49,7 +55,8 @@ class KnownDocids:
         self._saved, self._source, self._rows = saved, known_index_source(source), rows
 
     @functools.cached_property
-    def _index(self) -> pl.DataFrame:
+    def _index(self) -> pl.DataFrame | np.ndarray:
+        """The hash index (``hash, known``), or for plain integer docids a table of which values are held."""
         if self._saved is not None:
             index = load_known_index(self._saved, self._source, self._rows)
             if index is not None:
@@ -57,22 +64,60 @@ class KnownDocids:
                 return index
         docids = (self._docids() if callable(self._docids) else self._docids).cast(pl.String)
         self._docids = None
+        held = _held_values(docids)
+        if held is not None:
+            return held
         index = pl.DataFrame({"hash": docids.hash(seed=0), "known": docids}).sort("hash")
         if self._saved is not None and (self._rows is None or index.height == self._rows):
             with contextlib.suppress(OSError, pl.exceptions.PolarsError):  # a lost saving, not a failed import
                 save_known_index(index, self._saved, self._source)
         return index
 
-    def __len__(self) -> int:
-        return self._index.height
-
     def contains(self, docids: pl.Series) -> np.ndarray:
         """A boolean per docid: whether the collection holds it."""
+        if isinstance(self._index, np.ndarray):
+            values = plain_integers(docids)
+            found = (values >= 0) & (values < len(self._index))
+            found[found] = self._index[values[found]]
+            return found
         found = np.zeros(len(docids), dtype=bool)
         probe = pl.DataFrame({"row": np.arange(len(docids)), "hash": docids.hash(seed=0), "docid": docids}).sort("hash")
         pairs = probe.join(self._index, on="hash", how="inner")  # a hash shared by two docids gives both pairs
         found[pairs.filter(pl.col("docid") == pl.col("known"))["row"].to_numpy()] = True
         return found
+
+
+#: 1, 10, …, 10¹⁸: a value's number of digits is how many of these it reaches.
+_POWERS_OF_TEN = 10 ** np.arange(19, dtype=np.int64)
+#: The most bytes a table by value may take per docid held (beyond a first MiB): sparse values keep the hash index.
+_TABLE_BYTES_PER_DOCID = 8
+
+
+def plain_integers(docids: pl.Series) -> np.ndarray:
+    """Each docid's value when it is a non-negative integer written plainly (ASCII digits, no sign,
+    no leading zero: ``"7"``, never ``"07"`` or ``"+7"``), else -1.
+
+    Plainly written integers and their values correspond one to one, so two such docids are the
+    same text exactly when their values are equal. Plain means exactly as many bytes as the
+    value has digits: a sign, a leading zero or any other character adds one.
+    """
+    values = docids.str.to_integer(base=10, strict=False).fill_null(-1).to_numpy()
+    digits = np.maximum(np.searchsorted(_POWERS_OF_TEN, values, side="right"), 1)
+    plain = (values >= 0) & (docids.str.len_bytes().to_numpy() == digits)
+    return np.where(plain, values, -1)
+
+
+def _held_values(docids: pl.Series) -> np.ndarray | None:
+    """A table by value (``table[v]``: the docid ``str(v)`` is held) when every docid is a plain integer
+    and the table is small beside them; else ``None``."""
+    if not len(docids):
+        return None
+    values = plain_integers(docids)
+    if values.min() < 0 or values.max() >= _TABLE_BYTES_PER_DOCID * len(docids) + (1 << 20):
+        return None
+    table = np.zeros(int(values.max()) + 1, dtype=bool)
+    table[values] = True
+    return table
 
 
 def known_index_source(source: str) -> str:

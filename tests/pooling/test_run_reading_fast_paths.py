@@ -98,6 +98,27 @@ def test_known_docids_holds_exactly_the_collections_docids(seed):
     assert len(known_docids.KnownDocids(collection).contains(asked[:0])) == 0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_collection_of_plain_integer_docids_is_held_by_value_with_the_same_answers(seed):
+    """MS MARCO v1's docids are the integers 0 … 8,841,822: held as a table by value, a run's docid
+    is held exactly when its text is one of the collection's (``is_in`` on the strings, computed
+    here), whatever sign, leading zero, digit or size it is written with."""
+    rng = np.random.default_rng(seed)
+    collection = pl.Series([str(i) for i in rng.choice(200_000, size=50_000, replace=False)] + ["0"], dtype=pl.String)
+    odd = "07 +7 -7 -0 00 ٧ ７ 7.0 1e3 18446744073709551617".split() + [" 7", "7 ", "", "9" * 19, "9" * 25]
+    asked = pl.Series([str(i) for i in rng.integers(0, 250_000, size=30_000)] + odd + ["0", "199999"], dtype=pl.String)
+    known = known_docids.KnownDocids(collection)
+    found = known.contains(asked)
+    assert isinstance(known._index, np.ndarray)  # the table by value, not the hash index
+    assert (found == asked.is_in(collection.implode()).to_numpy()).all()
+    assert 0 < found.sum() < len(asked) and not found[-len(odd) - 2 : -2].any()
+    # Docids that are not all plain integers, or too sparse for a table: the hash index, the same answers.
+    for docids in (pl.concat([collection, pl.Series(["07"])]), pl.Series(["1", str(10**12)])):
+        hashed = known_docids.KnownDocids(docids)
+        assert (hashed.contains(asked) == asked.is_in(docids.implode()).to_numpy()).all()
+        assert isinstance(hashed._index, pl.DataFrame)
+
+
 def test_unknown_docids_are_refused_by_line_in_file_order(tmp_path):
     lines = [f"q{i // 10} Q0 d{i} {i % 10 + 1} {100 - i % 10} r" for i in range(100)]
     lines[17] = "q1 Q0 nowhere 8 93 r"
@@ -220,3 +241,28 @@ def test_the_orders_by_score_are_the_sorts_whether_or_not_the_run_is_in_score_or
     docid_rank = np.argsort(np.argsort(docid))  # larger docid, larger rank
     assert (trec == np.lexsort((-docid_rank, -score, block))).all()
     assert (stable != np.arange(n)).any() == (seed % 2 == 1)  # the odd seeds' runs were out of order
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_repeated_pairs_are_exactly_the_later_lines_of_a_pair_seen_before(seed):
+    """Against a set of the pairs seen, line by line: queries interleaved, a docid shared by queries,
+    and one pair repeated on several lines."""
+    rng = random.Random(seed)
+    rows = [(f"q{rng.randrange(40)}", f"d{rng.randrange(300)}") for _ in range(5000)]
+    fields = pl.DataFrame(
+        {"line": range(1, len(rows) + 1), "qid": [q for q, _ in rows], "docid": [d for _, d in rows]},
+        schema={"line": pl.Int64, "qid": pl.String, "docid": pl.String},
+    )
+    seen, expected = set(), []
+    for line, pair in enumerate(rows, 1):
+        if pair in seen:
+            expected.append(line)
+        seen.add(pair)
+    assert runs._repeated_pairs(fields)["line"].to_list() == expected and expected
+
+
+def test_ranks_count_from_one_within_each_block():
+    block = np.array([1, 1, 1, 2, 3, 3, 7, 7, 7, 7, 2])
+    expected = [1, 2, 3, 1, 1, 2, 1, 2, 3, 4, 1]
+    assert runs._ranks(block).tolist() == expected
+    assert runs._ranks(block[:0]).tolist() == []
