@@ -159,8 +159,9 @@ def iter_blocks(
             if block:
                 check_line_lengths(path, block, line)
                 blanks.check(block, line)
-                yield lines_frame(path, block, line, block_start if offsets else None), raw.position
-                line += block.count(b"\n")
+                frame = lines_frame(path, block, line, block_start if offsets else None)
+                yield frame, raw.position
+                line += frame.height  # the block's lines, each ended by a newline (blank ones too)
                 block_start += cut
             if len(rest) > MAX_LINE_BYTES:  # never gather an endless line (a gzip bomb of NULs)
                 raise line_too_long(path, line)

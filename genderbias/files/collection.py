@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,21 +127,40 @@ def scan_collection(
     hashes: list[np.ndarray] = []
     with atomic_path(index_path) if index_path else contextlib.nullcontext() as tmp:
         writer = None
+
+        def index_block(lines: pl.DataFrame) -> None:
+            """Parse one block's passages, hash their docids and add them to the index."""
+            nonlocal writer
+            passages = parse_passages(path, lines, skipped)
+            docids = passages["docid"]
+            hashes.append(docids.hash(seed=0).to_numpy())
+            if tmp is not None:
+                columns = {"docid": docids.to_arrow().cast(pa.large_string())}
+                if "start" in passages.columns:
+                    columns |= {"start": passages["start"].to_arrow(), "length": passages["length"].to_arrow()}
+                table = pa.table(columns)
+                writer = writer or pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table)
+
+        # Each block is indexed on a second thread while the next is read (polars and pyarrow let go of the
+        # GIL): one thread, so in file order, with at most one block waiting. An error in a block comes
+        # before any error found reading the blocks after it, as the file orders them.
+        spans = not is_gzipped(path)  # a gzipped file cannot be read at an offset
+        blocks = iter_blocks(path, digest=digest, offsets=spans and tmp is not None)
         try:
-            spans = not is_gzipped(path)  # a gzipped file cannot be read at an offset
-            for lines, position in iter_blocks(path, digest=digest, offsets=spans and tmp is not None):
-                passages = parse_passages(path, lines, skipped)
-                docids = passages["docid"]
-                hashes.append(docids.hash(seed=0).to_numpy())
-                if tmp is not None:
-                    columns = {"docid": docids.to_arrow().cast(pa.large_string())}
-                    if "start" in passages.columns:
-                        columns |= {"start": passages["start"].to_arrow(), "length": passages["length"].to_arrow()}
-                    table = pa.table(columns)
-                    writer = writer or pq.ParquetWriter(tmp, table.schema)
-                    writer.write_table(table)
-                if progress:
-                    progress(position)
+            with ThreadPoolExecutor(1, thread_name_prefix="index") as indexing:
+                pending, position = None, 0
+                while True:
+                    try:
+                        lines, next_position = next(blocks, (None, 0))
+                    finally:
+                        if pending is not None:
+                            pending.result()
+                            if progress:
+                                progress(position)
+                    if lines is None:
+                        break
+                    pending, position = indexing.submit(index_block, lines), next_position
         finally:
             if writer is not None:
                 writer.close()

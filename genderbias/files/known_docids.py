@@ -87,8 +87,6 @@ class KnownDocids:
         return found
 
 
-#: 1, 10, …, 10¹⁸: a value's number of digits is how many of these it reaches.
-_POWERS_OF_TEN = 10 ** np.arange(19, dtype=np.int64)
 #: The most bytes a table by value may take per docid held (beyond a first MiB): sparse values keep the hash index.
 _TABLE_BYTES_PER_DOCID = 8
 
@@ -98,13 +96,14 @@ def plain_integers(docids: pl.Series) -> np.ndarray:
     no leading zero: ``"7"``, never ``"07"`` or ``"+7"``), else -1.
 
     Plainly written integers and their values correspond one to one, so two such docids are the
-    same text exactly when their values are equal. Plain means exactly as many bytes as the
-    value has digits: a sign, a leading zero or any other character adds one.
+    same text exactly when their values are equal. The integer parser takes ASCII digits after an
+    optional sign; plain is then what it takes with no sign and no leading zero.
     """
-    values = docids.str.to_integer(base=10, strict=False).fill_null(-1).to_numpy()
-    digits = np.maximum(np.searchsorted(_POWERS_OF_TEN, values, side="right"), 1)
-    plain = (values >= 0) & (docids.str.len_bytes().to_numpy() == digits)
-    return np.where(plain, values, -1)
+    text = pl.col("docid")
+    signed = text.str.starts_with("+") | text.str.starts_with("-")
+    padded = text.str.starts_with("0") & (text.str.len_bytes() > 1)
+    value = pl.when(~signed & ~padded).then(text.str.to_integer(base=10, strict=False))
+    return pl.DataFrame({"docid": docids}).select(value.fill_null(-1)).to_series().to_numpy()
 
 
 def _held_values(docids: pl.Series) -> np.ndarray | None:
