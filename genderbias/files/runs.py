@@ -8,6 +8,8 @@ file, the 1-based line and the problem. A regular file is read by polars' column
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,9 +105,9 @@ def _score_orders(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, bool]:
     trec = stable.copy()
     if tied.any():
         slots = np.flatnonzero(tied)
-        ties = pl.DataFrame(
-            {"slot": slots, "group": np.cumsum(~same_as_previous)[slots], "docid": frame["docid"].gather(stable[slots])}
-        )
+        # A tied row starts its group unless it ties the row before: groups numbered over the tied rows alone.
+        group = np.cumsum(~same_as_previous[slots])
+        ties = pl.DataFrame({"slot": slots, "group": group, "docid": frame["docid"].gather(stable[slots])})
         reordered = ties.sort(["group", "docid"], descending=[False, True])["slot"].to_numpy()
         trec[slots] = stable[reordered]
     return stable, trec, in_score_order
@@ -214,6 +216,7 @@ def read_run(
     known_docids: pl.Series | KnownDocids | None = None,
     skipped: Skipped | None = None,
     run_format: str = "auto",
+    scanned: Callable[[], RunFileBytes] | None = None,
 ) -> RunTable:
     """Read a TREC run (``qid Q0 docid rank score tag``) or an MS MARCO run (``qid docid
     rank``), any whitespace; ``run_format`` is one of :data:`RUN_FORMATS`.
@@ -227,9 +230,10 @@ def read_run(
 
     Two steps, which workers may split (:func:`parse_run_lines` on byte ranges, then one
     :func:`finish_run` over the ranges' lines in file order): this is both in one process.
+    ``scanned``: the file's :func:`scan_run_bytes`, when the caller has it made beside the reading.
     """
     path, run_format = check_run_file(path, order, run_format)
-    fields = parse_run_lines(path, run_format, known_docids, skipped)
+    fields = parse_run_lines(path, run_format, known_docids, skipped, scanned=scanned)
     return finish_run(path, fields, order, skipped, run_format)
 
 
@@ -254,12 +258,13 @@ def parse_run_lines(
     skipped: Skipped | None = None,
     byte_range: tuple[int, int] | None = None,
     first_line: int = 1,
+    scanned: Callable[[], RunFileBytes] | None = None,
 ) -> pl.DataFrame:
     """Validated lines of a run (or of one ``byte_range`` of it, whose first line is the
     file's line ``first_line``): ``line, qid, docid, score``, in file order."""
     known = KnownDocids(known_docids) if isinstance(known_docids, pl.Series) else known_docids
     if byte_range is None:
-        regular = read_regular_run(path, run_format)
+        regular = read_regular_run(path, run_format, scanned)
         if regular is not None:
             return _keep_known(path, regular, known, skipped)
     blocks = iter_blocks(path, byte_range=byte_range, first_line=first_line)
@@ -273,7 +278,37 @@ _ASCII_TABS = (b"\t", b"\x0b", b"\x0c")
 _REGULAR_TYPES = {"qid": pl.String, "q0": pl.String, "docid": pl.String, "rank": pl.Int64, "score": pl.Float64}
 
 
-def read_regular_run(path: Path, run_format: str) -> pl.DataFrame | None:
+@dataclass(frozen=True)
+class RunFileBytes:
+    """What one pass over a run file's bytes tells: its SHA-256 (its name in the cache) and what the
+    columnar reader cannot see (:func:`read_regular_run`): its lines, counted with blank ones, whether a
+    carriage return is in it, and whether it is ASCII with no whitespace but the space and the newline."""
+
+    sha256: str
+    lines: int
+    carriage_return: bool
+    ascii_spaces_only: bool
+
+
+def scan_run_bytes(path: str | Path) -> RunFileBytes:
+    """:class:`RunFileBytes` of a plain file, read once in blocks (flat memory). Mostly hashlib's and
+    bytes' C loops: on a thread of its own it runs beside polars' parse (``import_run`` does so)."""
+    digest = hashlib.sha256()
+    newlines, last, carriage_return, ascii_spaces_only = 0, b"", False, True
+    with open(path, "rb") as file:
+        while block := file.read(BLOCK_SIZE):
+            digest.update(block)
+            newlines += block.count(b"\n")
+            last = block[-1:]
+            carriage_return = carriage_return or b"\r" in block
+            # ASCII with no tab, vertical tab or form feed: no field needs the (slower) whitespace pattern.
+            ascii_spaces_only = ascii_spaces_only and block.isascii() and not any(c in block for c in _ASCII_TABS)
+    return RunFileBytes(digest.hexdigest(), newlines + (last not in (b"", b"\n")), carriage_return, ascii_spaces_only)
+
+
+def read_regular_run(
+    path: Path, run_format: str, scanned: Callable[[], RunFileBytes] | None = None
+) -> pl.DataFrame | None:
     """``line, qid, docid, score`` of a plain run file whose every line is regular, read by
     polars' CSV reader (columnar, on every core); ``None`` when any line is not, or the file
     is gzipped: then :func:`parse_run_lines` reads it block by block, naming each bad line.
@@ -284,26 +319,16 @@ def read_regular_run(path: Path, run_format: str) -> pl.DataFrame | None:
     :data:`MAX_LINE_BYTES`. What it gives is then exactly what the block parser gives for the
     same file (``tests/pooling/test_run_reader_paths.py`` compares the two): 3.5 times faster
     in CPU on 7M lines, and no line is ever accepted here that the block parser would refuse.
+    ``scanned`` gives the file's :func:`scan_run_bytes` (a future's result, computed beside the
+    parse), or it is computed here.
     """
     columns = _RUN_LINES[run_format][1]
     with open(path, "rb") as file:
         head = file.read(3)
-        if head[:2] == GZIP_MAGIC or head == UTF8_BOM or not head:
-            return None
-        size = path.stat().st_size
-        if size > DECOMPRESSED.bytes:
-            return None  # the block parser refuses it, naming the line reached
-        file.seek(0)
-        newlines, last, ascii_spaces_only = 0, b"", True
-        while block := file.read(BLOCK_SIZE):
-            if b"\r" in block:  # the CSV reader takes CR LF for a line end
-                return None
-            newlines += block.count(b"\n")
-            last = block[-1:]
-            # ASCII with no tab, vertical tab or form feed: no whitespace but the space and the
-            # newline, so no field needs the (slower) whitespace pattern below.
-            ascii_spaces_only = ascii_spaces_only and block.isascii() and not any(c in block for c in _ASCII_TABS)
-    lines = newlines + (last != b"\n")
+    if head[:2] == GZIP_MAGIC or head == UTF8_BOM or not head:
+        return None
+    if path.stat().st_size > DECOMPRESSED.bytes:
+        return None  # the block parser refuses it, naming the line reached
     schema = {name: _REGULAR_TYPES.get(name, pl.String) for name in columns}
     try:
         frame = pl.read_csv(
@@ -317,11 +342,15 @@ def read_regular_run(path: Path, run_format: str) -> pl.DataFrame | None:
         )
     except (pl.exceptions.PolarsError, UnicodeDecodeError, ValueError):
         return None
-    if frame.height != lines:  # a blank line, skipped by the reader
+    facts = scanned() if scanned is not None else scan_run_bytes(path)
+    # The CSV reader takes CR LF for a line end, and skips a blank line.
+    if facts.carriage_return or frame.height != facts.lines:
         return None
     strings = [name for name, kind in schema.items() if kind == pl.String]
     whitespace = (
-        pl.lit(False) if ascii_spaces_only else pl.any_horizontal(pl.col(name).str.contains(r"\s") for name in strings)
+        pl.lit(False)
+        if facts.ascii_spaces_only
+        else pl.any_horizontal(pl.col(name).str.contains(r"\s") for name in strings)
     )
     # Every line under MAX_LINE_BYTES: the longest of each field together (numbers at most 40 bytes) bound
     # them all at once; only past that bound is each line summed.

@@ -90,7 +90,7 @@ def import_run(
     ``known`` (:func:`known_docids` of ``collection``) saves preparing the collection's
     docids again for each of several runs.
     """
-    from genderbias.files.runs import read_run
+    from genderbias.files.runs import read_run, scan_run_bytes
 
     validate_name(name, "run")
     path = Path(path).resolve()
@@ -108,14 +108,17 @@ def import_run(
         )
     else:
         skipped = LineProblems(path=path, skip=skip_bad_lines)  # every bad line listed, refused unless skipped
-        # The file's hash (its name in the cache) on a thread of its own while the run is read: hashlib lets go
-        # of the GIL, and the reading is mostly one core's work (a 7M-line run: 0.2 s of its 2 s).
-        with skipped.reading(), ThreadPoolExecutor(1) as hashing:
-            hashed = hashing.submit(file_sha256, path)
+        # The pass over the file's bytes (its hash, its name in the cache, and what the columnar reader cannot
+        # see) on a thread of its own while polars parses it: hashlib lets go of the GIL, and polars does
+        # (a 7M-line run: 0.4 s of its 2 s, docs/benchmarks.md).
+        with skipped.reading(), ThreadPoolExecutor(1) as scanning:
+            scanned = scanning.submit(scan_run_bytes, path)
             if known is None:
                 known = known_docids(collection)
-            table = read_run(path, order=order, known_docids=known, skipped=skipped, run_format=run_format)
-            sha = hashed.result()
+            table = read_run(
+                path, order=order, known_docids=known, skipped=skipped, run_format=run_format, scanned=scanned.result
+            )
+            sha = scanned.result().sha256
     notes = [f"format: {'MS MARCO (qid docid rank; ordered by rank)' if table.format == 'msmarco' else 'TREC'}"]
     if table.interleaved_queries:
         notes.append(

@@ -266,3 +266,26 @@ def test_ranks_count_from_one_within_each_block():
     expected = [1, 2, 3, 1, 1, 2, 1, 2, 3, 4, 1]
     assert runs._ranks(block).tolist() == expected
     assert runs._ranks(block[:0]).tolist() == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5 t\n",
+        "q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.5 t",
+        "q1 Q0 d1 1 2.5 t\r\n",
+        "a\tb\n\n",
+        "é\n",
+    ],
+)
+def test_one_pass_over_a_run_files_bytes_gives_its_hash_and_what_the_columnar_reader_cannot_see(tmp_path, text):
+    import hashlib
+
+    path = tmp_path / "run.trec"
+    path.write_bytes(text.encode())
+    scanned = runs.scan_run_bytes(path)
+    data = path.read_bytes()
+    assert scanned.sha256 == hashlib.sha256(data).hexdigest()
+    assert scanned.lines == len(data.decode().splitlines())
+    assert scanned.carriage_return == ("\r" in text)
+    assert scanned.ascii_spaces_only == (text.isascii() and not any(c in text for c in "\t\x0b\x0c"))
