@@ -288,6 +288,34 @@ def test_several_runs_in_one_command_msmarco_format_and_interleaved_note(world, 
 
 
 @pytest.mark.django_db
+def test_several_runs_at_an_error_keep_the_runs_before_it_and_nothing_after(world, tmp_path):
+    """Each run's file is written while the next is read: a bad second file still leaves the first registered
+    with its file, the third untouched, and the same command again imports only what is missing."""
+    from pooling.services import run_frame
+
+    good, bad, last = (tmp_path / f"{name}.trec" for name in ("good", "bad", "last"))
+    good.write_text("1 Q0 d1 1 2 t\n2 Q0 d2 1 2 t\n")
+    bad.write_text("1 Q0 d1 1 2 t\n1 Q0 nowhere 2 1 t\n")
+    last.write_text("1 Q0 d3 1 2 t\n")
+    with pytest.raises(CommandError, match=r"bad\.trec:2: docid 'nowhere' is not in the collection"):
+        run("import_run", str(good), str(bad), str(last), collection="tiny")
+    before = set(Run.objects.exclude(name="good").values_list("name", flat=True))  # the world's own runs
+    assert Run.objects.filter(name__in=["good", "bad", "last"]).count() == 1
+    assert run_frame(Run.objects.get(name="good"))["docid"].to_list() == ["d1", "d2"]
+    bad.write_text("1 Q0 d1 1 2 t\n")
+    out = run("import_run", str(good), str(bad), str(last), collection="tiny")
+    assert "run 'bad': 1 queries" in out and "run 'last': 1 queries" in out
+    assert set(Run.objects.values_list("name", flat=True)) == before | {"bad", "good", "last"}
+    # One name twice in a command (two folders' files): the first registered, the second compared with it.
+    for folder, docid in (("one", "d1"), ("two", "d3")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "twice.trec").write_text(f"1 Q0 {docid} 1 2 t\n")
+    with pytest.raises(CommandError, match="a run named 'twice' already exists with different content"):
+        run("import_run", str(tmp_path / "one" / "twice.trec"), str(tmp_path / "two" / "twice.trec"), collection="tiny")
+    assert run_frame(Run.objects.get(name="twice"))["docid"].to_list() == ["d1"]
+
+
+@pytest.mark.django_db
 def test_first_pool_from_files_in_one_command_equals_pool_by_names(files, tmp_path):
     args = {"rank_cutoff": 2, "depth": 1}
     run(
