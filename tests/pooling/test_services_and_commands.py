@@ -289,7 +289,7 @@ def test_several_runs_in_one_command_msmarco_format_and_interleaved_note(world, 
 
 @pytest.mark.django_db
 def test_several_runs_at_an_error_keep_the_runs_before_it_and_nothing_after(world, tmp_path):
-    """Each run's file is written while the next is read: a bad second file still leaves the first registered
+    """A bad second file leaves the first registered
     with its file, the third untouched, and the same command again imports only what is missing."""
     from pooling.services import run_frame
 
