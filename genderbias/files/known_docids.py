@@ -38,9 +38,9 @@ class KnownDocids:
 
     A collection whose docids are all plain integers (MS MARCO v1's passages are 0 … 8,841,822)
     is held as a table by value instead (:func:`plain_integers`): a run's docid is held when it is
-    written plainly and its value is in the table, exact with no hash, sort or join (a 7M-line
-    run: 0.2 s against 0.8 s, docs/benchmarks.md). Nothing is saved for it: the table is built
-    from the docids as quickly as the hash index loads.
+    written plainly and its value is in the table, exact with no hash, sort or join (in less than
+    half the time, docs/benchmarks.md). Nothing is saved for it: the table is built from the docids as
+    quickly as the hash index loads.
     """
 
     def __init__(

@@ -125,8 +125,8 @@ def _repeated_pairs(fields: pl.DataFrame) -> pl.DataFrame:
 
     Found from an 8-byte key per pair (the docid's hash mixed with the qid's) sorted by polars
     on both cores, rather than a window over the strings (over 1 GB); only rows whose key repeats
-    are compared exactly. The two hashes mixed cost a quarter of a struct's hash, and the sort a
-    third of numpy's (a 7M-line run: 0.25 s against 0.75 s, docs/benchmarks.md).
+    are compared exactly. The two hashes mixed cost a fraction of a struct's hash, and polars' sort
+    of numpy's (docs/benchmarks.md, "The study at its full size").
     """
     qids = fields["qid"].hash(seed=0).to_numpy()
     keys = fields["docid"].hash(seed=0).to_numpy() ^ (qids * np.uint64(0x9E3779B97F4A7C15))

@@ -110,7 +110,7 @@ def import_run(
         skipped = LineProblems(path=path, skip=skip_bad_lines)  # every bad line listed, refused unless skipped
         # The pass over the file's bytes (its hash, its name in the cache, and what the columnar reader cannot
         # see) on a thread of its own while polars parses it: hashlib lets go of the GIL, and polars does
-        # (a 7M-line run: 0.4 s of its 2 s, docs/benchmarks.md).
+        # (docs/benchmarks.md, "The study at its full size").
         with skipped.reading(), ThreadPoolExecutor(1) as scanning:
             scanned = scanning.submit(scan_run_bytes, path)
             if known is None:

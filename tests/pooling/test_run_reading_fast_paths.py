@@ -105,7 +105,7 @@ def test_a_collection_of_plain_integer_docids_is_held_by_value_with_the_same_ans
     here), whatever sign, leading zero, digit or size it is written with."""
     rng = np.random.default_rng(seed)
     collection = pl.Series([str(i) for i in rng.choice(200_000, size=50_000, replace=False)] + ["0"], dtype=pl.String)
-    odd = [*"07 +7 -7 -0 00 ٧ ７ 7.0 1e3 18446744073709551617".split(), " 7", "7 ", "", "9" * 19, "9" * 25]
+    odd = [*"07 +7 -7 -0 00 ٧ ７ 7.0 1e3 1_0 0x7 18446744073709551617".split(), " 7", "7 ", "", "9" * 19, "9" * 25]
     asked = pl.Series([str(i) for i in rng.integers(0, 250_000, size=30_000)] + odd + ["0", "199999"], dtype=pl.String)
     known = known_docids.KnownDocids(collection)
     found = known.contains(asked)
