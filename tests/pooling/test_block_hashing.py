@@ -26,7 +26,7 @@ def test_the_scan_hashes_every_byte_in_order_across_blocks(tmp_path, packed):
 
 
 def test_the_index_built_beside_the_reading_is_every_passage_in_file_order(tmp_path, monkeypatch):
-    monkeypatch.setattr(blocks, "BLOCK_SIZE", 256)  # hundreds of blocks, each indexed on the other thread
+    monkeypatch.setattr(blocks, "BLOCK_SIZE", 2048)  # dozens of blocks, each indexed on the other thread
     texts = [f"p{i}\tpassage {'é' * (i % 7)} number {i}" for i in range(3000)]
     path = tmp_path / "c.tsv"
     path.write_text("\n".join(texts) + "\n", encoding="utf-8")
