@@ -1,5 +1,6 @@
 """Thin shell over :mod:`benchmarks.fullsize` (and :mod:`benchmarks.scan` for the workers)."""
 
+import itertools
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -41,9 +42,26 @@ class Command(BaseCommand):
             help="an empty PostgreSQL database to register and pool on (postgres://…; default: a new SQLite file)",
         )
         parser.add_argument("--redis-port", type=int, default=56507, help="loopback port of the benchmark's Redis")
+        parser.add_argument(
+            "--expect-pool",
+            default=None,
+            help="a pool file written before (e.g. a copy of --work's pooled.tsv): the new pool must be the same, "
+            "byte for byte, or the benchmark fails naming the first line that differs",
+        )
 
     def handle(
-        self, work, passages, queries, runs, depth, reference_passages, workers, redis_port, database_url, **options
+        self,
+        work,
+        passages,
+        queries,
+        runs,
+        depth,
+        reference_passages,
+        workers,
+        redis_port,
+        database_url,
+        expect_pool,
+        **options,
     ):
         from benchmarks.fullsize import Step, reference_on_prefix, register_and_pool, scale_reference, table, write_data
         from benchmarks.scan import run_scan_benchmark
@@ -77,6 +95,15 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(item)
         self.stdout.write(f"  done (load average {_loadavg()})")
+        self.stdout.write(
+            f"  all {len(steps)} commands: {sum(s.seconds for s in steps):.1f} s, "
+            f"{sum(s.cpu_seconds for s in steps):.1f} s CPU, {max(s.peak_mb for s in steps):,.0f} MB peak"
+        )
+        if expect_pool:
+            differs = _first_different_line(work / "pooled.tsv", Path(expect_pool))
+            if differs is not None:
+                raise CommandError(f"the pool differs from {expect_pool}: first at line {differs}")
+            self.stdout.write(f"  the pool is {expect_pool}, byte for byte")
         run_lines = queries * depth * runs
         if reference_passages:
             self.stdout.write(f"The reference approach on the first {reference_passages:,} passages …")
@@ -92,6 +119,15 @@ class Command(BaseCommand):
                 self.stdout.write(f"\n{what} over {', '.join(map(str, worker_counts))} Celery worker(s):")
                 for line in run_scan_benchmark(work, passages, worker_counts, redis_port, what, files["runs"][0]):
                     self.stdout.write(line)
+
+
+def _first_different_line(new: Path, old: Path) -> int | None:
+    """The first line (1-based) where two files differ, a file that ends first included, or ``None``."""
+    with open(new, "rb") as a, open(old, "rb") as b:
+        for number, (x, y) in enumerate(itertools.zip_longest(a, b), 1):
+            if x != y:
+                return number
+    return None
 
 
 def _loadavg() -> str:
