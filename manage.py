@@ -11,8 +11,9 @@ def main() -> None:
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
 
-    from core.startup import frozen_after
+    from core.startup import frozen_after, keep_freed_memory
 
+    keep_freed_memory()
     django.setup = frozen_after(django.setup)  # what the apps load is kept out of the collector's passes
 
     try:

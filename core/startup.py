@@ -85,3 +85,29 @@ def frozen_after(setup: Callable[..., None]) -> Callable[..., None]:
                 gc.enable()
 
     return frozen_setup
+
+
+#: glibc's ``mallopt`` parameters (``malloc.h``).
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+
+
+def keep_freed_memory() -> None:
+    """A command's process takes its large blocks from glibc's heap and keeps up to 1 GiB of what it frees
+    there, instead of a fresh mapping for every block over 32 MiB (every numpy array of a few million rows),
+    each page faulted in anew and unmapped when freed (the full-size ``import_run``: docs/benchmarks.md).
+
+    For the one process of a command, which ends when its work does; long-lived ones (gunicorn, Celery)
+    keep glibc's defaults. An operator's own ``MALLOC_MMAP_MAX_`` or ``MALLOC_TRIM_THRESHOLD_`` wins, and a
+    C library without ``mallopt`` is left alone.
+    """
+    import ctypes
+    import os
+
+    if "MALLOC_MMAP_MAX_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_MAX, 0)
+    mallopt(_M_TRIM_THRESHOLD, 1 << 30)

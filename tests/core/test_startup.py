@@ -212,3 +212,41 @@ def test_polars_allocator_keeps_freed_pages_unless_the_operator_says_otherwise(o
     code = "import os, config; print(os.environ['_RJEM_MALLOC_CONF'])"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == (operator or "dirty_decay_ms:10000,muzzy_decay_ms:0"), done.stderr
+
+
+_MAPPED_BYTES_AFTER_A_LARGE_BLOCK = """
+import ctypes, sys
+from core.startup import keep_freed_memory
+if sys.argv[1] == "kept":
+    keep_freed_memory()
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Mallinfo2
+block = bytearray(64 * 1024 * 1024)  # one malloc of 64 MiB, over glibc's largest mapping threshold
+print(libc.mallinfo2().hblkhd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "operator", "mapped"),
+    [("kept", None, False), ("default", None, True), ("kept", "65536", True)],
+    ids=["a command keeps it on the heap", "glibc's default maps it", "the operator's setting wins"],
+)
+def test_a_commands_large_blocks_come_from_glibcs_heap(mode, operator, mapped):
+    """glibc's own accounting (``mallinfo2``: bytes in mapped blocks) of a 64 MiB block: mapped on its own by
+    default, taken from the heap once ``keep_freed_memory`` ran (as ``manage.py`` runs it), unless the
+    operator set ``MALLOC_MMAP_MAX_``."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MALLOC_")}
+    if operator:
+        env["MALLOC_MMAP_MAX_"] = operator
+    done = subprocess.run(
+        [sys.executable, "-c", _MAPPED_BYTES_AFTER_A_LARGE_BLOCK, mode],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (int(done.stdout) >= 64 * 1024 * 1024) == mapped, done.stderr
