@@ -153,9 +153,13 @@ def iter_blocks(
             if hasher:
                 hasher.add(chunk)
             counter.add(chunk, line)
-            data = rest + chunk
-            cut = data.rfind(b"\n") + 1
-            block, rest = data[:cut], data[cut:]
+            end = chunk.rfind(b"\n") + 1  # the chunk's whole lines end here
+            if end:  # the line carried over and the chunk's whole lines, in one copy at most
+                block = b"".join((rest, memoryview(chunk)[:end])) if rest or end < len(chunk) else chunk
+                rest = chunk[end:]
+            else:
+                block, rest = b"", rest + chunk
+            cut = len(block)
             if block:
                 check_line_lengths(path, block, line)
                 blanks.check(block, line)
