@@ -92,17 +92,23 @@ _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
 
 
 def keep_freed_memory() -> None:
-    """A command's process takes its large blocks from glibc's heap and keeps up to 1 GiB of what it frees
-    there, instead of a fresh mapping for every block over 32 MiB (every numpy array of a few million rows),
-    each page faulted in anew and unmapped when freed (the full-size ``import_run``: docs/benchmarks.md).
+    """A command's process keeps the memory it frees for its next large arrays, instead of taking zeroed
+    pages from the kernel again for each (the full-size ``import_run``: docs/benchmarks.md):
+
+    - polars' allocator (jemalloc, configured at its first use, so before polars loads) keeps freed pages
+      10 s, jemalloc's own default, where polars' build hands them back sooner;
+    - glibc's malloc takes blocks over 32 MiB (every numpy array of a few million rows) from its heap and
+      keeps up to 1 GiB of what is freed there, instead of a fresh mapping for each, faulted in anew and
+      unmapped when freed.
 
     For the one process of a command, which ends when its work does; long-lived ones (gunicorn, Celery)
-    keep glibc's defaults. An operator's own ``MALLOC_MMAP_MAX_`` or ``MALLOC_TRIM_THRESHOLD_`` wins, and a
-    C library without ``mallopt`` is left alone.
+    keep the defaults. An operator's own ``_RJEM_MALLOC_CONF``, ``MALLOC_MMAP_MAX_`` or
+    ``MALLOC_TRIM_THRESHOLD_`` wins, and a C library without ``mallopt`` is left alone.
     """
     import ctypes
     import os
 
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:10000,muzzy_decay_ms:0")
     if "MALLOC_MMAP_MAX_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
         return
     try:

@@ -204,12 +204,12 @@ def test_manage_py_freezes_what_django_setup_loaded():
 
 @pytest.mark.parametrize("operator", [None, "dirty_decay_ms:0"])
 def test_polars_allocator_keeps_freed_pages_unless_the_operator_says_otherwise(operator):
-    """Every process of the project (its settings package imported before polars) starts polars' jemalloc
-    with freed pages kept 10 s for reuse; an operator's own ``_RJEM_MALLOC_CONF`` is left as given."""
+    """A command's process (``manage.py`` runs ``keep_freed_memory`` before polars loads) starts polars'
+    jemalloc with freed pages kept 10 s for reuse; an operator's own ``_RJEM_MALLOC_CONF`` is left as given."""
     env = {key: value for key, value in os.environ.items() if key != "_RJEM_MALLOC_CONF"}
     if operator:
         env["_RJEM_MALLOC_CONF"] = operator
-    code = "import os, config; print(os.environ['_RJEM_MALLOC_CONF'])"
+    code = "import os; from core.startup import keep_freed_memory; keep_freed_memory(); print(os.environ['_RJEM_MALLOC_CONF'])"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == (operator or "dirty_decay_ms:10000,muzzy_decay_ms:0"), done.stderr
 
