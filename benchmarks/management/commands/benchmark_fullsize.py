@@ -66,6 +66,8 @@ class Command(BaseCommand):
         from benchmarks.fullsize import Step, reference_on_prefix, register_and_pool, scale_reference, table, write_data
         from benchmarks.scan import run_scan_benchmark
 
+        if expect_pool and not Path(expect_pool).is_file():  # refused before the long run, not after it
+            raise CommandError(f"--expect-pool: no such file: {expect_pool}")
         work = Path(work).resolve()
         work.mkdir(parents=True, exist_ok=True)
         sizes = {"passages": passages, "queries": queries, "runs": runs, "depth": depth}
