@@ -163,8 +163,17 @@ class Contract:
 
     def request_errors(
         self, method: str, path: str, query: dict | None = None, body: Any = None, token: str = "Token t"
-    ):
+    ) -> list[str]:
         """What the reference finds wrong with this request (empty: nothing)."""
+        return list(self._request_errors(method, path, _canonical(query), _canonical(body), token))
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 -- one Contract per process (reference()), kept for its life
+    def _request_errors(self, method: str, path: str, query_json: str, body_json: str, token: str) -> tuple[str, ...]:
+        """:meth:`request_errors` of a request as canonical JSON: the same request is validated once, as the
+        test servers see the same polls, pages and updates again and again."""
+        return tuple(self._validated_request(method, path, json.loads(query_json), json.loads(body_json), token))
+
+    def _validated_request(self, method: str, path: str, query: dict | None, body: Any, token: str) -> list[str]:
         refused = self.refusal(method, path)
         if refused:
             return [f"{method} {path}: {'no such path' if refused == 404 else 'method not allowed'} in the reference"]
@@ -180,6 +189,13 @@ class Contract:
 
     def response_errors(self, method: str, path: str, status: int, answer: Any, query: dict | None = None) -> list[str]:
         """What the reference finds wrong with a test server's answer (only answers of 2xx, and errors it declares)."""
+        return list(self._response_errors(method, path, status, _canonical(answer), _canonical(query)))
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 -- as _request_errors
+    def _response_errors(self, method: str, path: str, status: int, answer_json: str, query_json: str):
+        return tuple(self._validated_response(method, path, status, json.loads(answer_json), json.loads(query_json)))
+
+    def _validated_response(self, method: str, path: str, status: int, answer: Any, query: dict | None) -> list[str]:
         from openapi_core.testing import MockResponse
 
         operation = self.operation(method, path)
@@ -197,6 +213,11 @@ class Contract:
         except Exception as exc:
             return [f"{method} {path}: {status} answer: {_explain(exc)}"]
         return []
+
+
+def _canonical(value: Any) -> str:
+    """``value`` as JSON with sorted keys: the key of a validation already made (the reference ignores key order)."""
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _explain(exc: Exception) -> str:
