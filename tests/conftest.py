@@ -41,14 +41,29 @@ def django_db_modify_db_settings(request) -> None:
         request.getfixturevalue("django_db_modify_db_settings_parallel_suffix")
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hasher(request, settings):
+def _test_settings(item) -> dict:
     """MD5 for the tests' passwords, set once here: the production hashers cost a tenth of a
     second per user or login, by design. Passwords are still hashed and checked for real.
     Not for the fault tests: their gunicorn is a process of its own, with the production
-    hashers, where the annotators they create log in."""
-    if request.node.get_closest_marker("faults") is None:
-        settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    hashers, where the annotators they create log in. The tests' fixtures and the rows kept for a
+    module (tests/support/kept_state.py) are built under the same settings."""
+    if item.get_closest_marker("faults") is None:
+        return {"PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"]}
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(request, settings):
+    for name, value in _test_settings(request.node).items():
+        setattr(settings, name, value)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    """Before a test's fixtures: the rows kept for its module are those it uses (tests/support/kept_state.py)."""
+    from tests.support import kept_state
+
+    kept_state.before_test(item, _test_settings(item))
 
 
 @pytest.fixture(scope="session", autouse=True)

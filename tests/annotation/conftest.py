@@ -9,6 +9,7 @@ from annotation.crowd.services.batches import read_gold_file
 from platforms.inhouse.services.handout import create_annotator
 from pooling.models import QuerySet
 from pooling.services import create_query_set
+from tests.support.kept_state import kept
 
 #: Queries with an obvious category, so simulated or scripted answers have a truth to aim at.
 QUERIES = [
@@ -22,9 +23,12 @@ QUERIES = [
 TRUTH = {qid: label for qid, _, label in QUERIES}
 
 
-@pytest.fixture
-def query_set(db) -> QuerySet:
+def _query_set(folder) -> QuerySet:
     return create_query_set("gq", [(qid, text) for qid, text, _ in QUERIES], origin=QuerySet.Origin.IMPORTED)
+
+
+#: The fixtures below are built once per module, each test in a savepoint of them (tests/support/kept_state.py).
+_kept_query_set, query_set = kept("query_set", _query_set)
 
 
 @pytest.fixture
@@ -44,9 +48,11 @@ def researcher(django_user_model):
     return django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
 
 
-@pytest.fixture
-def annotators(db):
+def _annotators(folder):
     return [create_annotator(name, password="pw-secret-123") for name in ("ann-a", "ann-b", "ann-c")]
+
+
+_kept_annotators, annotators = kept("annotators", _annotators)
 
 
 def make_batch(query_set, name="b1", **settings):
@@ -55,13 +61,15 @@ def make_batch(query_set, name="b1", **settings):
     return services.create_batch(name, services.BatchSettings(**options), query_set=query_set)
 
 
-@pytest.fixture
-def local_batch(query_set):
+def _local_batch(folder):
     """Published local batch: 6 queries in 2 HITs of 3, 2 annotators per HIT."""
-    batch = make_batch(query_set)
+    batch = make_batch(QuerySet.objects.get(name="gq"))
     services.publish_batch(batch)
     batch.refresh_from_db()
     return batch
+
+
+_kept_local_batch, local_batch = kept("local_batch", _local_batch, after="query_set")
 
 
 @pytest.fixture

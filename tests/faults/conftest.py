@@ -26,7 +26,7 @@ from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.faults.providers import HIT_SERVERS, PROVIDER_SERVERS
 from tests.faults.servers import Postgres, Process, Redis, celery_worker, database_url, redis_port, wait_until
-from tests.pooling.conftest import files, world  # noqa: F401  (the pool world, for the pool task)
+from tests.pooling.conftest import _kept_world, files, world  # noqa: F401  (the pool world, for the pool task)
 
 #: Short job timings for the tests (the defaults are 10 s heartbeat, 60 s lease).
 HEARTBEAT_SECONDS = 0.3

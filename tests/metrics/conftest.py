@@ -8,6 +8,7 @@ from django.core.management import call_command
 from annotation import services as annotation_services
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from pooling.models import QuerySet
+from tests.support.kept_state import kept
 
 PASSAGES = {
     "d1": "She and her sister",  # definitional f = 3; representative f = 3
@@ -39,8 +40,7 @@ def _no_screenshots_unless_browser(request, settings):
         settings.PAPER_SCREENSHOTS = False
 
 
-@pytest.fixture
-def world(db, tmp_path):
+def _world(tmp_path):
     collection = tmp_path / "collection.tsv"
     collection.write_text("".join(f"{pid}\t{text}\n" for pid, text in PASSAGES.items()))
     queries = tmp_path / "queries.tsv"
@@ -54,13 +54,15 @@ def world(db, tmp_path):
     return tmp_path
 
 
+#: Built once per module, each test in a savepoint of it (tests/support/kept_state.py).
+_kept_world, world = kept("world", _world)
+
 # Answers of three annotators: q1 n n f (majority n), q2 n n n, q3 n f m (disputed).
 ANSWERS = {"ann-a": {"1": "n", "2": "n", "3": "n"}, "ann-b": {"1": "n", "2": "n", "3": "f"}}
 ANSWERS["ann-c"] = {"1": "f", "2": "n", "3": "m"}
 
 
-@pytest.fixture
-def batch(world):
+def _batch(folder):
     options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
     batch = annotation_services.create_batch(
         "sens", annotation_services.BatchSettings(**options), query_set=QuerySet.objects.get(name="q")
@@ -76,6 +78,9 @@ def batch(world):
             submit_local_assignment(assignment, fields)
     batch.refresh_from_db()
     return batch
+
+
+_kept_batch, batch = kept("batch", _batch, after="world")
 
 
 @pytest.fixture

@@ -2,6 +2,9 @@
 the toy platform included (a platform that is not the one under test)."""
 
 from tests.annotation.conftest import (  # noqa: F401
+    _kept_annotators,
+    _kept_local_batch,
+    _kept_query_set,
     annotators,
     gold_batch,
     local_batch,

@@ -3,6 +3,8 @@
 import pytest
 from django.core.management import call_command
 
+from tests.support.kept_state import kept
+
 PASSAGES = {
     "d1": "She and her sister",  # f=3 (she, her, sister), m=0
     "d2": "He met his father",  # m=3
@@ -23,8 +25,7 @@ def write_run(path, rankings):
     return path
 
 
-@pytest.fixture
-def files(tmp_path):
+def _files(tmp_path):
     collection = tmp_path / "collection.tsv"
     collection.write_text("".join(f"{pid}\t{text}\n" for pid, text in PASSAGES.items()))
     queries = tmp_path / "queries.tsv"
@@ -38,9 +39,24 @@ def files(tmp_path):
 
 
 @pytest.fixture
-def world(db, files):
+def files(tmp_path):
+    return _files(tmp_path)
+
+
+def _world(folder):
+    files = _files(folder)
     call_command("import_collection", str(files["collection"]), name="tiny", verbosity=0)
     call_command("import_queries", str(files["queries"]), name="q", verbosity=0)
     call_command("import_run", str(files["run_a"]), name="a", collection="tiny", verbosity=0)
     call_command("import_run", str(files["run_b"]), name="b", collection="tiny", verbosity=0)
     return files
+
+
+#: Built once per module, each test in a savepoint of it (tests/support/kept_state.py).
+_kept_world, world = kept("world", _world)
+
+
+@pytest.fixture
+def own_world(db, tmp_path):
+    """The world built for one test, in its own folder: for a test that changes or removes the files."""
+    return _world(tmp_path)

@@ -108,7 +108,7 @@ def test_pool_errors(world):
 
 
 @pytest.mark.django_db
-def test_counts_are_cached_between_pools(world, settings):
+def test_counts_are_cached_between_pools(own_world, settings):
     import shutil
     from pathlib import Path
 
@@ -116,7 +116,7 @@ def test_counts_are_cached_between_pools(world, settings):
     run("pool", name="p1", queries="q", runs="a,b", depth=1)
     caches = list(Path(settings.CACHE_DIR, "counts").glob("*.parquet"))
     assert len(caches) == 1
-    Path(world["collection"]).write_text("corrupted")  # a second pool must not need the file again
+    Path(own_world["collection"]).write_text("corrupted")  # a second pool must not need the file again
     run("pool", name="p2", queries="q", runs="a,b", depth=2)
     assert Pool.objects.count() == 2
 
@@ -158,19 +158,19 @@ def test_unwritable_out_fails_before_the_pool_is_built(world, tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_collection_changed_after_import_is_not_counted(world, settings):
+def test_a_collection_changed_after_import_is_not_counted(own_world, settings):
     import shutil
     from pathlib import Path
 
     shutil.rmtree(Path(settings.CACHE_DIR, "counts"))  # the counts made ahead are gone: the pool must count
-    Path(world["collection"]).write_text("d1\tsomething else entirely, and longer than before\n")
+    Path(own_world["collection"]).write_text("d1\tsomething else entirely, and longer than before\n")
     with pytest.raises(CommandError, match="missing or changed since it was imported"):
         run("pool", name="p", queries="q", runs="a", depth=1)
     assert not Pool.objects.exists()
 
 
 @pytest.mark.django_db
-def test_import_run_counts_ahead_what_a_default_pool_reads(world, settings):
+def test_import_run_counts_ahead_what_a_default_pool_reads(own_world, settings):
     """After ``import_run`` the counts cache holds, for the built-in word list and each tokenizer,
     the passages the runs rank in their top 10: the reference's whitespace counts (lower-case,
     ``split(" ")``), and for ``words`` what a pool counting them itself gets. A default pool then
@@ -207,8 +207,8 @@ def test_import_run_counts_ahead_what_a_default_pool_reads(world, settings):
 
     run("pool", name="cold", queries="q", runs="a,b", depth=2, tokenizer="whitespace")
     shutil.rmtree(cache)
-    run("import_run", str(world["run_a"]), str(world["run_b"]), collection="tiny")  # already imported: counts again
-    Path(world["collection"]).unlink()
+    run("import_run", str(own_world["run_a"]), str(own_world["run_b"]), collection="tiny")  # already imported: counts again
+    Path(own_world["collection"]).unlink()
     run("pool", name="ahead", queries="q", runs="a,b", depth=2, tokenizer="whitespace")
 
     def entries(name: str) -> list[tuple]:
