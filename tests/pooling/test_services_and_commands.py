@@ -207,7 +207,9 @@ def test_import_run_counts_ahead_what_a_default_pool_reads(own_world, settings):
 
     run("pool", name="cold", queries="q", runs="a,b", depth=2, tokenizer="whitespace")
     shutil.rmtree(cache)
-    run("import_run", str(own_world["run_a"]), str(own_world["run_b"]), collection="tiny")  # already imported: counts again
+    run(
+        "import_run", str(own_world["run_a"]), str(own_world["run_b"]), collection="tiny"
+    )  # already imported: counts again
     Path(own_world["collection"]).unlink()
     run("pool", name="ahead", queries="q", runs="a,b", depth=2, tokenizer="whitespace")
 
