@@ -15,6 +15,7 @@ from decimal import Decimal
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -29,6 +30,7 @@ from platforms.inhouse.services.handout import create_annotator, next_assignment
 from pooling.models import QuerySet, Run
 from pooling.services import PoolSettings, build_pool, create_query_set
 from tests.annotation.conftest import answers_for
+from tests.support.kept_state import kept
 from tests.support.url_patterns import site_patterns
 
 #: What each URL pattern (by name, namespaced) is, for the walk:
@@ -229,8 +231,7 @@ def patterns() -> list[tuple[str, str]]:
     return site_patterns()
 
 
-@pytest.fixture
-def first_group(tmp_path, django_user_model):
+def _first_group(tmp_path):
     """The first group's study, made before the second group exists (so in the site's only group):
     a collection, a query set, runs, a pool, a report, a published local batch answered by an
     annotator, an export, a job."""
@@ -251,7 +252,7 @@ def first_group(tmp_path, django_user_model):
     runs = list(Run.objects.all())
     build_pool(SECRET["pool"], query_set, runs, PoolSettings(2, 2, "tf", "words"), bar=False)
     build_report(SECRET["report"], query_set, runs, ReportSettings(cutoffs=(1, 2), bootstrap_samples=20), bar=False)
-    owner = django_user_model.objects.create_user("owner-a", password="pw-secret-123", is_staff=True)
+    owner = get_user_model().objects.create_user("owner-a", password="pw-secret-123", is_staff=True)
     # Its owner's row, as the docs' set-up writes it (making another group writes no one's row).
     Membership.objects.create(user=owner, group=ResearchGroup.objects.get(), role=Membership.Role.OWNER)
     annotator = create_annotator(SECRET["annotator"], password="pw-secret-123")
@@ -268,17 +269,21 @@ def first_group(tmp_path, django_user_model):
     return {"owner": owner, "batch": batch, "annotator": annotator}
 
 
-@pytest.fixture
-def second_group(first_group, django_user_model):
+def _second_group(folder):
     """A second group, with a researcher, a viewer and an annotator of its own."""
     group = group_services.create_group("Second lab")
     users = {}
     for role in ("researcher", "viewer", "owner"):
-        users[role] = django_user_model.objects.create_user(f"b-{role}", password="pw-secret-123", is_staff=True)
+        users[role] = get_user_model().objects.create_user(f"b-{role}", password="pw-secret-123", is_staff=True)
         Membership.objects.create(user=users[role], group=group, role=role)
     with acting_in(group.pk):
         users["annotator"] = create_annotator("b-annotator", password="pw-secret-123")
     return {"group": group, **users}
+
+
+#: Built once for the module, each test in a savepoint of them (tests/support/kept_state.py).
+_kept_first_group, first_group = kept("first_group", _first_group)
+_kept_second_group, second_group = kept("second_group", _second_group, after="first_group")
 
 
 def _values(first_group) -> dict[tuple[str, str], str]:
