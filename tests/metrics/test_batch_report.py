@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from annotation.exports.services import export_queries
+from annotation.models import Batch
 from metrics import services
 from metrics.models import Report, Result
 from metrics.selectors import report_judged_values, report_labels, report_per_query, report_summary
 from pooling.models import QuerySet, Run
+from tests.support.kept_state import kept
 
 SETTINGS = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=200, seed=3)
 
@@ -79,9 +81,14 @@ def test_nothing_is_left_behind_when_the_name_is_taken_or_nothing_is_non_gendere
     assert not Report.objects.filter(name="clash").exists()
 
 
-@pytest.fixture
-def built(batch, runs):
+def _built(folder):
+    runs = [Run.objects.get(name=n) for n in ("a", "b", "c")]
+    batch = Batch.objects.get(name="sens")
     return services.build_batch_report("shown", batch, runs, SETTINGS, baseline=runs[0], bar=False)
+
+
+#: Built once for the module, each test in a savepoint of it (tests/support/kept_state.py).
+_kept_built, built = kept("built", _built, after="batch")
 
 
 @pytest.mark.django_db
