@@ -3,6 +3,7 @@
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
@@ -43,9 +44,11 @@ def toy_platform(monkeypatch):
     return ToyProvider
 
 
-@pytest.fixture
-def researcher(django_user_model):
-    return django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+def _researcher(folder):
+    return get_user_model().objects.create_user("researcher", password="pw-secret-123", is_staff=True)
+
+
+_kept_researcher, researcher = kept("researcher", _researcher)
 
 
 def _annotators(folder):
@@ -69,7 +72,7 @@ def _local_batch(folder):
     return batch
 
 
-_kept_local_batch, local_batch = kept("local_batch", _local_batch, after="query_set")
+_kept_local_batch, local_batch = kept("local_batch", _local_batch, after=("query_set",))
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from tests.annotation.conftest import (  # noqa: F401 (fixtures)
     _kept_annotators,
     _kept_local_batch,
     _kept_query_set,
+    _kept_researcher,
     annotators,
     local_batch,
     query_set,

@@ -283,7 +283,7 @@ def _second_group(folder):
 
 #: Built once for the module, each test in a savepoint of them (tests/support/kept_state.py).
 _kept_first_group, first_group = kept("first_group", _first_group)
-_kept_second_group, second_group = kept("second_group", _second_group, after="first_group")
+_kept_second_group, second_group = kept("second_group", _second_group, after=("first_group",))
 
 
 def _values(first_group) -> dict[tuple[str, str], str]:

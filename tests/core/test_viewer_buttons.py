@@ -16,7 +16,12 @@ import pytest
 from django.test import Client
 
 from core.models import Membership, ResearchGroup
-from tests.core.test_research_groups import first_group, second_group  # noqa: F401  (fixtures)
+from tests.core.test_research_groups import (  # noqa: F401  (fixtures)
+    _kept_first_group,
+    _kept_second_group,
+    first_group,
+    second_group,
+)
 
 #: Pages not walked: logging out ends the walk, the API's own browsable pages and documentation.
 NOT_WALKED = ("/accounts/logout", "/logout", "/api/", "/admin/", "/static/", "/media/")

@@ -80,7 +80,7 @@ def _batch(folder):
     return batch
 
 
-_kept_batch, batch = kept("batch", _batch, after="world")
+_kept_batch, batch = kept("batch", _batch, after=("world",))
 
 
 @pytest.fixture

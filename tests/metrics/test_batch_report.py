@@ -88,7 +88,7 @@ def _built(folder):
 
 
 #: Built once for the module, each test in a savepoint of it (tests/support/kept_state.py).
-_kept_built, built = kept("built", _built, after="batch")
+_kept_built, built = kept("built", _built, after=("batch",))
 
 
 @pytest.mark.django_db

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.metrics.conftest import QUERIES
-from tests.metrics.test_batch_report import built, runs  # noqa: F401  (fixtures)
+from tests.metrics.test_batch_report import _kept_built, built, runs  # noqa: F401  (fixtures)
 
 
 @pytest.mark.django_db

@@ -13,6 +13,7 @@ from tests.annotation.conftest import (  # noqa: F401
     _kept_annotators,
     _kept_local_batch,
     _kept_query_set,
+    _kept_researcher,
     annotators,
     gold_batch,
     local_batch,

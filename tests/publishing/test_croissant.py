@@ -11,7 +11,7 @@ from publishing.croissant import CONFORMS_TO, CONTEXT
 from publishing.services.dataset import publish_dataset
 from publishing.statements import RESEARCHER_FIELDS
 from publishing.tables import CONFIGS
-from tests.publishing.test_dataset_folder import annotated  # noqa: F401 (fixture)
+from tests.publishing.test_dataset_folder import _kept_annotated, annotated  # noqa: F401 (fixture)
 
 #: The one warning mlcroissant gives: the dataset's own citation is the researcher's to write.
 CITE_AS = "citeAs"

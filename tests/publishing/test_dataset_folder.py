@@ -6,8 +6,10 @@ import json
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from annotation.models import Batch
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.selectors import query_results
 from genderbias.errors import ServiceError
@@ -16,15 +18,22 @@ from publishing.services.dataset import publish_dataset
 from publishing.tables import CLASS_NAMES as CLASSES
 from publishing.tables import CONFIGS
 from tests.annotation.results.test_export import _annotate
+from tests.support.kept_state import kept
 
 
-@pytest.fixture
-def annotated(local_batch, annotators, researcher):
+def _annotated(folder):
     """Two votes per query; ann-b disagrees on 104 (o vs f: disputed) and on 106 (m vs f), and a
     researcher rules 106 female. 101 and 105 are Non-gendered."""
-    _annotate(local_batch, annotators[:2], {"ann-b": {"104": "f", "106": "m"}})
-    adjudicate(local_batch, "106", "f", "about women", researcher)
+    local_batch, users = Batch.objects.get(name="b1"), get_user_model().objects
+    _annotate(
+        local_batch, [users.get(username=name) for name in ("ann-a", "ann-b")], {"ann-b": {"104": "f", "106": "m"}}
+    )
+    adjudicate(local_batch, "106", "f", "about women", users.get(username="researcher"))
     return local_batch
+
+
+#: Built once for the module, each test in a savepoint of it (tests/support/kept_state.py).
+_kept_annotated, annotated = kept("annotated", _annotated, after=("local_batch", "annotators", "researcher"))
 
 
 @pytest.fixture

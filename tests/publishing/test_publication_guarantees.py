@@ -13,7 +13,7 @@ from annotation.results.selectors import query_results
 from publishing import tables
 from publishing.services import dataset as services
 from publishing.services.dataset import publish_dataset
-from tests.publishing.test_dataset_folder import annotated  # noqa: F401 (fixture)
+from tests.publishing.test_dataset_folder import _kept_annotated, annotated  # noqa: F401 (fixture)
 
 
 def _results(workers: int) -> list[dict]:

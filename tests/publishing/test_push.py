@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from genderbias.errors import ServiceError
 from publishing.services.dataset import HubError, publish_dataset, push_folder, upload_command
-from tests.publishing.test_dataset_folder import annotated  # noqa: F401 (fixture)
+from tests.publishing.test_dataset_folder import _kept_annotated, annotated  # noqa: F401 (fixture)
 
 
 @pytest.fixture(autouse=True)

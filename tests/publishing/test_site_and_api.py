@@ -11,7 +11,7 @@ from pooling.models import QuerySet
 from pooling.services import create_query_set
 from publishing.services.dataset import publication_zip
 from publishing.tables import CLASS_NAMES
-from tests.publishing.test_dataset_folder import annotated  # noqa: F401 (fixture)
+from tests.publishing.test_dataset_folder import _kept_annotated, annotated  # noqa: F401 (fixture)
 from tests.support.batches import answered_batch
 
 FOLDER = [

@@ -19,7 +19,7 @@ from genderbias.errors import ServiceError
 from publishing.services.dataset import publish_dataset
 from publishing.services.deposits import zenodo_deposit, zenodo_deposit_job
 from publishing.zenodo.deposit import STATE
-from tests.publishing.test_dataset_folder import annotated  # noqa: F401 (fixture)
+from tests.publishing.test_dataset_folder import _kept_annotated, annotated  # noqa: F401 (fixture)
 from tests.publishing.zenodo_server import PREFIX, FakeZenodo, serve
 
 pytestmark = pytest.mark.django_db

@@ -67,7 +67,7 @@ def before_test(item: pytest.Item, settings: dict[str, Any]) -> None:
     if unwanted:
         _release_down_to(unwanted[0])
     for keeper in _KEPT:
-        if not keeper.is_open and id(keeper) in wanted and (keeper.parent is None or keeper.parent.is_open):
+        if not keeper.is_open and id(keeper) in wanted and all(parent.is_open for parent in keeper.parents):
             keeper.open()
 
 
@@ -79,13 +79,13 @@ def _release_down_to(keeper: Keeper) -> None:
 
 @dataclass
 class Keeper:
-    """One kept state: its build, its transaction (a savepoint under its parent's) and its files."""
+    """One kept state: its build, its transaction (a savepoint under its parents') and its files."""
 
     name: str
     build: Callable[[Path], Any]
     folder: Path
     blocker: Any
-    parent: Keeper | None = None
+    parents: tuple[Keeper, ...] = ()
     value: Any = None
     #: A test changed the files the rows name: the rows are built again before the next test that uses them.
     stale: bool = False
@@ -101,7 +101,7 @@ class Keeper:
         return self.folder / "cache"
 
     def lineage(self) -> list[Keeper]:
-        return [self] + (self.parent.lineage() if self.parent else [])
+        return [self, *(keeper for parent in self.parents for keeper in parent.lineage())]
 
     def open(self) -> None:
         from django.db import transaction
@@ -109,9 +109,9 @@ class Keeper:
 
         shutil.rmtree(self.folder, ignore_errors=True)  # what earlier tests left there too
         self.folder.mkdir(parents=True)
-        if self.parent is not None:
-            shutil.copytree(self.parent.cache, self.cache)
-        self.cache.mkdir(parents=True, exist_ok=True)
+        self.cache.mkdir()
+        for parent in self.parents:
+            shutil.copytree(parent.cache, self.cache, dirs_exist_ok=True)
         with self.blocker.unblock():
             self._atomic = transaction.atomic()
             self._atomic.__enter__()
@@ -153,18 +153,20 @@ class Keeper:
         return copy.deepcopy(self.value)
 
 
-def kept(name: str, build: Callable[[Path], Any], *, after: str | None = None):
+def kept(name: str, build: Callable[[Path], Any], *, after: tuple[str, ...] = ()):
     """The two fixtures of a kept state ``name``: assign them as ``_kept_<name>, <name> = kept(...)``.
 
     ``build(folder)`` makes the rows (and any files, in ``folder``) and returns what the tests get;
-    ``after`` names the kept state it builds on (its rows are there when ``build`` runs)."""
+    ``after`` names the kept states it builds on (their rows are there when ``build`` runs). A module or
+    conftest that imports ``<name>`` from another imports ``_kept_<name>`` with it (pytest finds fixtures by
+    the names a module holds), and those of the states it builds on unless a conftest above holds them."""
 
     @pytest.fixture(scope="module", name=f"_kept_{name}")
     def module_fixture(request, django_db_setup, django_db_blocker, tmp_path_factory):
-        parent = request.getfixturevalue(f"_kept_{after}") if after else None
-        keeper = Keeper(name, build, tmp_path_factory.mktemp(f"kept-{name}"), django_db_blocker, parent)
+        parents = tuple(request.getfixturevalue(f"_kept_{parent}") for parent in after)
+        keeper = Keeper(name, build, tmp_path_factory.mktemp(f"kept-{name}"), django_db_blocker, parents)
         _KEPT.append(keeper)
-        if not _CURRENT["transactional"] and (parent is None or parent.is_open):
+        if not _CURRENT["transactional"] and all(parent.is_open for parent in parents):
             keeper.open()
         yield keeper
         _release_down_to(keeper)
@@ -173,8 +175,8 @@ def kept(name: str, build: Callable[[Path], Any], *, after: str | None = None):
     def test_fixture(request, db, settings, tmp_path, **module_fixture):
         (keeper,) = module_fixture.values()
         if not keeper.is_open:
-            if after:
-                request.getfixturevalue(after)
+            for parent in after:
+                request.getfixturevalue(parent)
             yield build(tmp_path)
             return
         yield keeper.handed_to(Path(settings.CACHE_DIR))

@@ -28,8 +28,9 @@ def _child(folder):
 
 
 _kept_sets, sets = kept("sets", _sets)
-_kept_child, child = kept("child", _child, after="sets")
+_kept_child, child = kept("child", _child, after=("sets",))
 _kept_other, other = kept("other", lambda folder: QuerySet.objects.create(name="kept-other").name)
+_kept_both, both = kept("both", lambda folder: QuerySet.objects.create(name="kept-both").name, after=("child", "other"))
 
 
 def names():
@@ -78,6 +79,10 @@ def test_another_state_alone(other):
 
 def test_two_states_opened_in_either_order(other, child):
     assert names() == ["kept-a", "kept-b", "kept-child", "kept-other"]
+
+
+def test_a_state_on_two_others(both):
+    assert names() == ["kept-a", "kept-b", "kept-both", "kept-child", "kept-other"]
 
 
 def test_one_of_them_without_the_other(sets):
