@@ -52,17 +52,18 @@ def transactional(item: pytest.Item) -> bool:
 def before_test(item: pytest.Item, settings: dict[str, Any]) -> None:
     """Roll back the kept rows ``item`` does not use and build again those it uses."""
     _CURRENT.update(transactional=transactional(item), settings=settings)
+    names = set(getattr(item, "fixturenames", ()))
+    if (
+        not _CURRENT["transactional"]
+        and item.get_closest_marker("django_db") is None
+        and "_django_db_helper" not in names
+    ):
+        return  # a test without the database: what it cannot read cannot change what it sees
     wanted: set[int] = set()
     if not _CURRENT["transactional"]:
-        names = set(getattr(item, "fixturenames", ()))
         for keeper in _KEPT:
             if keeper.name in names:
                 wanted.update(id(k) for k in keeper.lineage())
-    uses_database = not _CURRENT["transactional"] and (
-        item.get_closest_marker("django_db") is not None or "_django_db_helper" in getattr(item, "fixturenames", ())
-    )
-    if not uses_database and not _CURRENT["transactional"]:
-        return  # what it cannot read cannot change what it sees
     unwanted = [keeper for keeper in _OPEN if id(keeper) not in wanted or keeper.stale]
     if unwanted:
         _release_down_to(unwanted[0])

@@ -108,3 +108,7 @@ def test_a_file_of_the_build_changed_or_removed_is_named_and_a_new_one_is_not(db
         assert keeper.changed_files() == [built]
     finally:
         keeper.release()
+
+
+def test_a_live_server_test_gets_them_built_in_its_own_database(live_server, sets):
+    assert names() == ["kept-a", "kept-b"]
