@@ -19,10 +19,10 @@ from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch
 from tests.annotation.machine.test_calibration_flow import NoisyMachine, _texts
+from tests.support.kept_state import kept
 
 
-@pytest.fixture
-def answered(db) -> tuple[Batch, Batch]:
+def _answered(folder) -> tuple[Batch, Batch]:
     """A machine-labelled batch whose 60-query sample three noisy annotators answered (many splits)."""
     query_set = create_query_set("mq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="mach", assignments_per_query=3, queries_per_hit=5)
@@ -31,6 +31,10 @@ def answered(db) -> tuple[Batch, Batch]:
     services.publish_batch(sample_batch)
     simulate_local_annotations(sample_batch, annotators=3, accuracy=0.55, seed=2)
     return batch, sample_batch
+
+
+#: Built once for the module, each test in a savepoint of it (tests/support/kept_state.py).
+_kept_answered, answered = kept("answered", _answered)
 
 
 def test_the_alt_test_uses_every_sampled_query_with_two_votes_disputed_ones_too(answered):

@@ -17,7 +17,7 @@ from annotation.machine.services.routing import plan_routing, plan_summary, rout
 from annotation.models import EchoRestore, PreLabel
 from platforms.inhouse.services.handout import create_annotator, local_worker, next_assignment, submit_local_assignment
 from platforms.inhouse.services.simulation import simulate_local_annotations
-from tests.annotation.machine.test_routing_service import routed_batch  # noqa: F401  (the fixture)
+from tests.annotation.machine.test_routing_service import _kept_routed_batch, routed_batch  # noqa: F401  (the fixture)
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from platforms.inhouse.services.simulation import oracle_label, simulate_local_a
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch
+from tests.support.kept_state import kept
 
 TOPICS = ["a synapse", "the flu", "an egg", "a mortgage", "rust", "a comet", "jazz", "a tax return"]
 PEOPLE = ["woman", "girl", "mother", "queen", "man", "boy", "father", "king"]
@@ -62,12 +63,15 @@ class SureMachine(PreLabeller):
         return predictions
 
 
-@pytest.fixture
-def routed_batch(db):
+def _routed_batch(folder):
     query_set = create_query_set("rq", _texts(), origin=QuerySet.Origin.IMPORTED)
     batch = make_batch(query_set, name="rb", assignments_per_query=3, queries_per_hit=10)
     prelabel_batch(batch, SureMachine())
     return batch
+
+
+#: Built once for the module, each test in a savepoint of it (tests/support/kept_state.py).
+_kept_routed_batch, routed_batch = kept("routed_batch", _routed_batch)
 
 
 def _answered_sample(batch, size=150, seed=0, **options):

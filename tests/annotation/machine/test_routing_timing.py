@@ -21,7 +21,7 @@ from genderbias.labels import LABELS
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from platforms.inhouse.services.simulation import oracle_label
 from tests.annotation.conftest import make_batch
-from tests.annotation.machine.test_routing_service import SureMachine, routed_batch  # noqa: F401  (the fixture)
+from tests.annotation.machine.test_routing_service import SureMachine, _kept_routed_batch, routed_batch  # noqa: F401  (the fixture)
 
 WORKERS = [f"timing-{i}" for i in range(9)]
 

@@ -10,7 +10,12 @@ from annotation.machine.services.routing import route_batch
 from annotation.models import Assignment
 from annotation.results import selectors as results
 from genderbias.labels import LABELS
-from tests.annotation.machine.test_routing_service import SureMachine, _answered_sample, routed_batch  # noqa: F401
+from tests.annotation.machine.test_routing_service import (  # noqa: F401
+    SureMachine,
+    _answered_sample,
+    _kept_routed_batch,
+    routed_batch,
+)
 
 
 class SameIdentityOtherLabels(SureMachine):
