@@ -12,6 +12,21 @@ from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.support.kept_state import kept
 
+#: The fixtures other folders' tests live with too (``from tests.annotation.conftest import *``: a kept
+#: state's fixture comes with its module fixture, tests/support/kept_state.py).
+__all__ = [
+    "_kept_annotators",
+    "_kept_local_batch",
+    "_kept_query_set",
+    "_kept_researcher",
+    "annotators",
+    "gold_batch",
+    "local_batch",
+    "query_set",
+    "researcher",
+    "toy_platform",
+]
+
 #: Queries with an obvious category, so simulated or scripted answers have a truth to aim at.
 QUERIES = [
     ("101", "what is a synapse", "n"),

@@ -17,16 +17,7 @@ from core.services.usernames import new_username
 from genderbias.errors import InputError, ServiceError
 from pooling.models import Query, QuerySet
 from pooling.services import import_queries
-from tests.annotation.conftest import (  # noqa: F401 (fixtures)
-    _kept_annotators,
-    _kept_local_batch,
-    _kept_query_set,
-    _kept_researcher,
-    annotators,
-    local_batch,
-    query_set,
-    researcher,
-)
+from tests.annotation.conftest import *  # noqa: F403 (its fixtures: its __all__)
 from tests.annotation.test_api import answered  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db

@@ -9,17 +9,7 @@ import hashlib
 import pandas as pd
 import pytest
 
-from tests.annotation.conftest import (  # noqa: F401
-    _kept_annotators,
-    _kept_local_batch,
-    _kept_query_set,
-    _kept_researcher,
-    annotators,
-    gold_batch,
-    local_batch,
-    query_set,
-    researcher,
-)
+from tests.annotation.conftest import *  # noqa: F403 (its fixtures: its __all__)
 from tests.metrics.conftest import _kept_batch, _kept_world, _no_screenshots_unless_browser, batch, world  # noqa: F401
 
 #: The figures drawn this session, by :func:`_frame_digest` of what they were drawn from.
