@@ -159,14 +159,13 @@ def iter_blocks(
                 rest = chunk[end:]
             else:
                 block, rest = b"", rest + chunk
-            cut = len(block)
             if block:
                 check_line_lengths(path, block, line)
                 blanks.check(block, line)
                 frame = lines_frame(path, block, line, block_start if offsets else None)
                 yield frame, raw.position
                 line += frame.height  # the block's lines, each ended by a newline (blank ones too)
-                block_start += cut
+                block_start += len(block)
             if len(rest) > MAX_LINE_BYTES:  # never gather an endless line (a gzip bomb of NULs)
                 raise line_too_long(path, line)
         if rest:

@@ -171,48 +171,46 @@ class Contract:
     def _request_errors(self, method: str, path: str, query_json: str, body_json: str, token: str) -> tuple[str, ...]:
         """:meth:`request_errors` of a request as canonical JSON: the same request is validated once, as the
         test servers see the same polls, pages and updates again and again."""
-        return tuple(self._validated_request(method, path, json.loads(query_json), json.loads(body_json), token))
-
-    def _validated_request(self, method: str, path: str, query: dict | None, body: Any, token: str) -> list[str]:
+        query, body = json.loads(query_json), json.loads(body_json)
         refused = self.refusal(method, path)
         if refused:
-            return [f"{method} {path}: {'no such path' if refused == 404 else 'method not allowed'} in the reference"]
+            return (f"{method} {path}: {'no such path' if refused == 404 else 'method not allowed'} in the reference",)
         try:
             self.api.validate_request(self._request(method, path, query, body, token))
         except Exception as exc:  # openapi-core's validation errors, each with its causes
-            return [f"{method} {path}: request: {_explain(exc)}"]
+            return (f"{method} {path}: request: {_explain(exc)}",)
         operation = self.operation(method, path)
         for names in self.spec["paths"][operation.template][method.lower()].get("x-one-of-queries", []):
             if not set(names) & set(query or {}):
-                return [f"{method} {path}: request: one of the query parameters {', '.join(names)} is required"]
-        return []
+                return (f"{method} {path}: request: one of the query parameters {', '.join(names)} is required",)
+        return ()
 
     def response_errors(self, method: str, path: str, status: int, answer: Any, query: dict | None = None) -> list[str]:
         """What the reference finds wrong with a test server's answer (only answers of 2xx, and errors it declares)."""
         return list(self._response_errors(method, path, status, _canonical(answer), _canonical(query)))
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 -- as _request_errors
-    def _response_errors(self, method: str, path: str, status: int, answer_json: str, query_json: str):
-        return tuple(self._validated_response(method, path, status, json.loads(answer_json), json.loads(query_json)))
-
-    def _validated_response(self, method: str, path: str, status: int, answer: Any, query: dict | None) -> list[str]:
+    def _response_errors(
+        self, method: str, path: str, status: int, answer_json: str, query_json: str
+    ) -> tuple[str, ...]:
         from openapi_core.testing import MockResponse
 
+        answer, query = json.loads(answer_json), json.loads(query_json)
         operation = self.operation(method, path)
         if operation is None:
-            return [f"{method} {path}: answered, though the reference has no such operation"]
+            return (f"{method} {path}: answered, though the reference has no such operation",)
         declared = self.spec["paths"][operation.template][method.lower()].get("responses", {})
         if str(status) not in declared and "default" not in declared:
             if 200 <= status < 300:
-                return [f"{method} {path}: answered {status}; the reference declares {sorted(declared)}"]
-            return []  # an error answer the reference does not describe
+                return (f"{method} {path}: answered {status}; the reference declares {sorted(declared)}",)
+            return ()  # an error answer the reference does not describe
         data = b"" if status == 204 or answer is None else json.dumps(answer, default=str).encode()
         request = self._request(method, path, query, None, "Token t")
         try:
             self.api.validate_response(request, MockResponse(data, status_code=status))
         except Exception as exc:
-            return [f"{method} {path}: {status} answer: {_explain(exc)}"]
-        return []
+            return (f"{method} {path}: {status} answer: {_explain(exc)}",)
+        return ()
 
 
 def _canonical(value: Any) -> str:
