@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import itertools
 import os
 import re
 import shutil
@@ -103,10 +104,19 @@ def _static_files_listed_once():
     patch.undo()
 
 
+@pytest.fixture(scope="session")
+def _cache_dirs(tmp_path_factory):
+    """The folder of the tests' cache folders, and a counter naming them."""
+    return tmp_path_factory.mktemp("caches"), itertools.count()
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache_dir(settings, tmp_path_factory):
-    """Every test writes caches and exports under its own temporary directory."""
-    settings.CACHE_DIR = tmp_path_factory.mktemp("cache")
+def _isolated_cache_dir(settings, _cache_dirs):
+    """Every test writes caches and exports under its own temporary directory. (Named by a counter:
+    ``mktemp`` lists its folder to number each new one, and a worker makes thousands.)"""
+    folder, numbers = _cache_dirs
+    settings.CACHE_DIR = folder / str(next(numbers))
+    settings.CACHE_DIR.mkdir()
 
 
 @pytest.fixture(autouse=True)

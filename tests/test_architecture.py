@@ -62,6 +62,7 @@ The rules (one test each; a failure lists the offending imports or modules):
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import sys
@@ -454,9 +455,11 @@ def _layer_of(module: str) -> str:
     return next((part for part in _parts(module) if part in LAYERS), "pure")
 
 
-def _sub_domains(graph, app: str) -> set[str]:
+@functools.cache
+def _sub_domains(graph, app: str) -> frozenset[str]:
     """The packages right under an app that are no layer: ``annotation.crowd``, ``annotation.machine`` …;
-    under a folder of sub-domains (:data:`SUB_DOMAIN_FOLDERS`), each package: ``platforms.prolific`` …"""
+    under a folder of sub-domains (:data:`SUB_DOMAIN_FOLDERS`), each package: ``platforms.prolific`` …
+    (Once per graph and app: the checks ask for each import, and the graph is not changed.)"""
     folders = SUB_DOMAIN_FOLDERS.get(app, ())
     found = set()
     for m in graph.modules:
@@ -467,7 +470,7 @@ def _sub_domains(graph, app: str) -> set[str]:
             found.add(parts[0])
         elif len(parts) == 2 and parts[0] in folders and parts[1] not in LAYERS:
             found.add(".".join(parts))
-    return found
+    return frozenset(found)
 
 
 def _sub_domain_names(graph, app: str) -> set[str]:

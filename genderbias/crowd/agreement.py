@@ -26,7 +26,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
-from genderbias.crowd.aggregation import label_counts, majority_vote, validate_judgments
+from genderbias.crowd.aggregation import count_validated, label_counts, majority_of_counts, validate_judgments
 from genderbias.labels import LABELS
 
 
@@ -35,7 +35,10 @@ def reliability_matrix(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) 
 
     Returns the matrix with the sorted worker and item ids labelling its rows and columns.
     """
-    frame = validate_judgments(judgments, labels)
+    return _reliability_matrix(validate_judgments(judgments, labels), labels)
+
+
+def _reliability_matrix(frame: pd.DataFrame, labels: Sequence[str]) -> tuple[np.ndarray, list, list]:
     codes = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(float)
     table = (
         frame.assign(code=codes).pivot(index="worker", columns="item", values="code").sort_index().sort_index(axis=1)
@@ -49,10 +52,15 @@ def krippendorff_alpha(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) 
     Returns ``nan`` when alpha is undefined: fewer than two pairable values, or
     only one label used at all (no disagreement is *expected*, so the ratio is 0/0).
     """
-    matrix, _, _ = reliability_matrix(judgments, labels)
-    counts = _pairable_counts(label_counts(judgments, labels).to_numpy())
+    frame = validate_judgments(judgments, labels)
+    return _krippendorff_alpha(frame, count_validated(frame, labels).to_numpy(), labels)
+
+
+def _krippendorff_alpha(frame: pd.DataFrame, counts: np.ndarray, labels: Sequence[str]) -> float:
+    counts = _pairable_counts(counts)
     if counts.sum() < 2 or np.count_nonzero(counts.sum(axis=0)) < 2:
         return math.nan
+    matrix, _, _ = _reliability_matrix(frame, labels)
     value = krippendorff.alpha(
         reliability_data=matrix,
         level_of_measurement="nominal",
@@ -105,13 +113,13 @@ def per_category_alpha(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) 
     genders) is typically far less reliable than "n" even when overall alpha
     looks fine. ``nan`` for a label nobody (or everybody) used.
     """
-    counts = label_counts(judgments, labels).to_numpy()
+    return _per_category(nominal_alpha_from_counts, label_counts(judgments, labels).to_numpy(), labels)
+
+
+def _per_category(statistic, counts: np.ndarray, labels: Sequence[str]) -> dict[str, float]:
+    """``statistic`` of each label against all others (an items × 2 table per label)."""
     total = counts.sum(axis=1)
-    result = {}
-    for i, label in enumerate(labels):
-        binary = np.column_stack([counts[:, i], total - counts[:, i]])
-        result[label] = nominal_alpha_from_counts(binary)
-    return result
+    return {label: statistic(np.column_stack([counts[:, i], total - counts[:, i]])) for i, label in enumerate(labels)}
 
 
 def percent_agreement(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float:
@@ -120,7 +128,11 @@ def percent_agreement(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -
     Easy to explain but not chance-corrected: with 47% "n" labels two random
     workers already agree often. ``nan`` when no item has two judgments.
     """
-    counts = _pairable_counts(label_counts(judgments, labels).to_numpy()).astype(float)
+    return _percent_agreement(label_counts(judgments, labels).to_numpy())
+
+
+def _percent_agreement(counts: np.ndarray) -> float:
+    counts = _pairable_counts(counts).astype(float)
     if len(counts) == 0:
         return math.nan
     m = counts.sum(axis=1)
@@ -174,7 +186,11 @@ def bootstrap_alpha(
         raise ValueError("n must be at least 1")
     if not 0 < confidence < 1:
         raise ValueError("confidence must be between 0 and 1")
-    m, diagonal, marginals = _alpha_parts(label_counts(judgments, labels).to_numpy())
+    return _bootstrap_alpha(label_counts(judgments, labels).to_numpy(), n, seed, confidence)
+
+
+def _bootstrap_alpha(counts: np.ndarray, n: int, seed: int, confidence: float) -> tuple[float, float]:
+    m, diagonal, marginals = _alpha_parts(counts)
     n_items = len(m)
     if n_items == 0:
         return (math.nan, math.nan)
@@ -209,7 +225,10 @@ def worker_agreement(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) ->
     (``agreed / compared``, ``nan`` when nothing was compared).
     """
     frame = validate_judgments(judgments, labels)
-    counts = label_counts(frame, labels)
+    return _worker_agreement(frame, count_validated(frame, labels), labels)
+
+
+def _worker_agreement(frame: pd.DataFrame, counts: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     label_idx = pd.Categorical(frame["label"], categories=list(labels)).codes.astype(np.int64)
     others = counts.loc[frame["item"]].to_numpy().copy()
     others[np.arange(len(frame)), label_idx] -= 1  # leave the worker's own vote out
@@ -256,12 +275,7 @@ def gwet_ac1(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float:
 
 def per_category_ac1(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> dict[str, float]:
     """Binary AC1 of each label against all others, beside :func:`per_category_alpha`."""
-    counts = label_counts(judgments, labels).to_numpy()
-    total = counts.sum(axis=1)
-    return {
-        label: gwet_ac1_from_counts(np.column_stack([counts[:, i], total - counts[:, i]]))
-        for i, label in enumerate(labels)
-    }
+    return _per_category(gwet_ac1_from_counts, label_counts(judgments, labels).to_numpy(), labels)
 
 
 def annotator_confusion(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
@@ -271,7 +285,11 @@ def annotator_confusion(judgments: pd.DataFrame, labels: Sequence[str] = LABELS)
     the matrix is symmetric and its diagonal holds agreeing pairs. Off-diagonal
     mass shows *which* categories get confused (e.g. "o" versus "f"/"m").
     """
-    counts = label_counts(judgments, labels).to_numpy().astype(np.int64)
+    return _confusion(label_counts(judgments, labels).to_numpy(), labels)
+
+
+def _confusion(counts: np.ndarray, labels: Sequence[str]) -> pd.DataFrame:
+    counts = counts.astype(np.int64)
     pairs = counts.T @ counts - np.diag(counts.sum(axis=0))
     return pd.DataFrame(pairs, index=pd.Index(list(labels)), columns=pd.Index(list(labels)))
 
@@ -303,23 +321,26 @@ def agreement_report(
     ``bootstrap_resamples`` says how many resamples the interval rests on.
     """
     frame = validate_judgments(judgments, labels)
-    majority = majority_vote(frame, labels)
-    if bootstrap > 0:
-        low, high = bootstrap_alpha(frame, n=bootstrap, seed=seed, labels=labels)
-    else:
-        low, high = math.nan, math.nan
-    workers = worker_agreement(frame, labels)
-    confusion = annotator_confusion(frame, labels)
+    table = count_validated(frame, labels)  # every figure below reads these counts
+    counts = table.to_numpy()
+    majority = majority_of_counts(table, labels)
+    low, high = _bootstrap_alpha(counts, bootstrap, seed, 0.95) if bootstrap > 0 else (math.nan, math.nan)
+    workers = _worker_agreement(frame, table, labels)
+    confusion = _confusion(counts, labels)
     majority_labels = majority["label"].dropna().value_counts()
     return {
-        "krippendorff_alpha": _plain(krippendorff_alpha(frame, labels)),
+        "krippendorff_alpha": _plain(_krippendorff_alpha(frame, counts, labels)),
         "alpha_ci": [_plain(low), _plain(high)],
         "bootstrap_resamples": bootstrap,
-        "per_category_alpha": {label: _plain(value) for label, value in per_category_alpha(frame, labels).items()},
-        "gwet_ac1": _plain(gwet_ac1(frame, labels)),
-        "per_category_ac1": {label: _plain(value) for label, value in per_category_ac1(frame, labels).items()},
-        "percent_agreement": _plain(percent_agreement(frame, labels)),
-        "fleiss_kappa": _plain(fleiss_kappa(frame, labels)),
+        "per_category_alpha": {
+            label: _plain(value) for label, value in _per_category(nominal_alpha_from_counts, counts, labels).items()
+        },
+        "gwet_ac1": _plain(gwet_ac1_from_counts(counts)),
+        "per_category_ac1": {
+            label: _plain(value) for label, value in _per_category(gwet_ac1_from_counts, counts, labels).items()
+        },
+        "percent_agreement": _plain(_percent_agreement(counts)),
+        "fleiss_kappa": _plain(fleiss_kappa_from_counts(counts)),
         "queries": len(majority),
         "judgments": len(frame),
         "workers": int(frame["worker"].nunique()),
