@@ -352,7 +352,12 @@ def test_annotator_confusion_matches_brute_force_and_is_symmetric():
 
 
 def test_agreement_report_is_plain_json():
-    frame = random_crowd(1, items=200, per_item=(3,))
+    crowd = random_crowd(1, items=200, per_item=(3,))
+    # A worker's second answer to an item: the report, read off one count of the crowd, keeps the latest, as
+    # each figure's own function does when given the crowd alone.
+    first = crowd.iloc[0]
+    other = next(label for label in LABELS if label != first["label"])
+    frame = pd.concat([crowd, pd.DataFrame([{**first.to_dict(), "label": other}])], ignore_index=True)
     report = agreement_report(frame, bootstrap=200, seed=0)
     text = json.dumps(report, allow_nan=False)  # raises on NaN; numpy types would raise TypeError
     assert json.loads(text) == report
@@ -384,6 +389,15 @@ def test_agreement_report_is_plain_json():
     assert sum(w["judgments"] for w in report["per_worker"]) == 600
     assert report["confusion"]["labels"] == list(LABELS)
     assert report["confusion"]["matrix"] == annotator_confusion(frame).to_numpy().tolist()
+    assert report["alpha_ci"] == pytest.approx(list(bootstrap_alpha(frame, n=200, seed=0)))
+    assert report["per_category_alpha"] == pytest.approx(per_category_alpha(frame))
+    assert report["gwet_ac1"] == pytest.approx(gwet_ac1(frame))
+    assert report["per_category_ac1"] == pytest.approx(per_category_ac1(frame))
+    assert report["percent_agreement"] == pytest.approx(percent_agreement(frame))
+    workers = worker_agreement(frame)
+    assert [(w["worker"], w["judgments"], w["agreed"]) for w in report["per_worker"]] == [
+        (worker, row.judgments, row.agreed) for worker, row in workers.iterrows()
+    ]
 
 
 def test_agreement_report_uses_none_for_undefined_statistics():
