@@ -289,7 +289,7 @@ def wawa_weights(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.
     """Items × ``labels``: each label's sum of its voters' Wawa skills (:func:`wawa`'s steps 1 and 2);
     ``attrs["skills"]``: each worker's skill."""
     frame = validate_judgments(judgments, labels)
-    majority = majority_vote(frame, labels)
+    majority = majority_of_counts(count_validated(frame, labels), labels)
     # A single vote is its own majority: only items with two or more votes measure a skill.
     reference = majority.loc[~majority["disputed"].astype(bool) & (majority["votes"] >= 2), "label"]
     truth = frame["item"].map(reference)

@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from genderbias.crowd.aggregation import (
+    count_validated,
     dawid_skene,
-    label_counts,
-    majority_vote,
+    majority_of_counts,
     validate_judgments,
     wawa,
     wawa_weights,
@@ -86,9 +86,10 @@ class MajorityVote(_Aggregator):
 
     def fit(self, data: pd.DataFrame) -> MajorityVote:
         frame = validate_judgments(judgments(data), self.labels)
-        counts = label_counts(frame, self.labels).astype(float)
+        table = count_validated(frame, self.labels)  # counted once, for the shares and the majority
+        counts = table.astype(float)
         shares = counts.div(counts.sum(axis=1), axis=0)
-        self._set(majority_vote(frame, self.labels)["label"].reindex(counts.index), shares)
+        self._set(majority_of_counts(table, self.labels)["label"], shares)
         return self
 
 
