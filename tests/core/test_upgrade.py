@@ -177,8 +177,11 @@ def _old_tree(destination: Path) -> Path:
     if known.returncode != 0:
         pytest.skip(f"commit {OLD_MAIN} is not in this checkout's history (a shallow clone?): nothing to upgrade from")
     archive = subprocess.Popen([git, "-C", str(ROOT), "archive", OLD_MAIN], stdout=subprocess.PIPE)
+    # The "data" filter (Python 3.11.4 and later) where there is one; Debian 12's own Python 3.11 (3.11.2) has
+    # none, and the archive is this checkout's own history.
+    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
     with tarfile.open(fileobj=archive.stdout, mode="r|") as tar:
-        tar.extractall(destination, filter="data")
+        tar.extractall(destination, **safe)
     assert archive.wait() == 0
     return destination
 
