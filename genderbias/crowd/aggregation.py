@@ -107,7 +107,7 @@ def label_counts(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.
 
 def count_validated(frame: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
     """:func:`label_counts` of a frame :func:`validate_judgments` returned: a report reading several
-    figures off one crowd validates and counts it once (ten times over cost 4× the figures)."""
+    figures off one crowd validates and counts it once, not once per figure."""
     labels = list(labels)
     # One bincount over (item, label) codes: pd.crosstab on a Categorical evaluates group by group
     # in Python (about 100 ms for 15,000 judgments; this is about 2 ms). Same frame, same order.

@@ -139,7 +139,7 @@ def test_the_machine_first_path(machine_batch, tmp_path):
     assert report["accuracy"] == pytest.approx(
         sum(w * r for w, r in zip(weights, right, strict=True)) / sum(weights), abs=1e-12
     )
-    from sklearn.metrics import cohen_kappa_score  # the reference; one test reads it (0.6 s to import)
+    from sklearn.metrics import cohen_kappa_score  # the reference; one test reads it, so only it imports scikit-learn
 
     expected_kappa = cohen_kappa_score(
         [crowd[q] for q in labelled], [machine[q].label for q in labelled], labels=list(LABELS), sample_weight=weights
