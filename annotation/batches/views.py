@@ -56,6 +56,7 @@ from core.web.paging import TablePage, table_page
 from core.web.permissions import researcher_required
 from genderbias.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
+from genderbias.ranking.defaults import LEVEL_PERCENT
 
 
 @login_required
@@ -411,6 +412,7 @@ def _agreement_figures(batch: Batch, report: dict) -> str:
         {
             "batch": batch,
             "report": report,
+            "level": LEVEL_PERCENT,
             "label_bars": label_bars,
             "labelled_count": labelled_count,
             "category_alpha": category_alpha,

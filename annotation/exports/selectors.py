@@ -34,10 +34,9 @@ from annotation.results.selectors import (
 )
 from genderbias.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
+from genderbias.ranking.defaults import LEVEL
 from pooling.selectors import named_set_facts
 
-#: The confidence level of every interval :func:`study_facts` states.
-LEVEL = 0.95
 #: Who labelled the queries, by provider, as every published text names them ("by 3 ...").
 ANNOTATORS = {
     "local": "in-house annotators",

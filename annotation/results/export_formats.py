@@ -28,13 +28,14 @@ from typing import IO, Any
 from core.spreadsheet import write_csv
 from genderbias.files.atomic import atomic_write
 from genderbias.labels import ALL_CATEGORIES, CATEGORY_SLUGS, LABEL_NAMES, LABELS
+from genderbias.ranking.defaults import LEVEL_PERCENT
 from pooling.queryfiles import single_line, write_queries
 
 #: Agreement facts a dataset card shows, in order, with their headings.
 AGREEMENT_FACTS = (
     ("method", "Aggregation method"),
     ("krippendorff_alpha", "Krippendorff's alpha (nominal)"),
-    ("alpha_ci", "95% bootstrap interval"),
+    ("alpha_ci", f"{LEVEL_PERCENT} bootstrap interval"),
     ("bootstrap_resamples", "Bootstrap resamples behind the interval"),
     ("percent_agreement", "Percent agreement"),
     ("fleiss_kappa", "Fleiss' kappa"),

@@ -28,9 +28,7 @@ import pandas as pd
 
 from genderbias.crowd.aggregation import count_validated, label_counts, majority_of_counts, validate_judgments
 from genderbias.labels import LABELS
-
-#: The confidence of the agreement report's bootstrap interval for alpha.
-CONFIDENCE = 0.95
+from genderbias.ranking.defaults import LEVEL
 
 
 def reliability_matrix(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> tuple[np.ndarray, list, list]:
@@ -174,7 +172,7 @@ def bootstrap_alpha(
     judgments: pd.DataFrame,
     n: int = 1000,
     seed: int = 0,
-    confidence: float = CONFIDENCE,
+    confidence: float = LEVEL,
     labels: Sequence[str] = LABELS,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval for nominal alpha, resampling items with replacement.
@@ -327,7 +325,7 @@ def agreement_report(
     table = count_validated(frame, labels)  # every figure below reads these counts
     counts = table.to_numpy()
     majority = majority_of_counts(table, labels)
-    low, high = _bootstrap_alpha(counts, bootstrap, seed, CONFIDENCE) if bootstrap > 0 else (math.nan, math.nan)
+    low, high = _bootstrap_alpha(counts, bootstrap, seed, LEVEL) if bootstrap > 0 else (math.nan, math.nan)
     workers = _worker_agreement(frame, table, labels)
     confusion = _confusion(counts, labels)
     majority_labels = majority["label"].dropna().value_counts()

@@ -6,6 +6,10 @@ defaults from here, so a page, the API and a command start from the same values
 without loading numpy, pandas or scipy.
 """
 
+#: The confidence level of every interval the library computes (bootstraps, Wilson scores, the agreement
+#: report's alpha), and how a text names it.
+LEVEL = 0.95
+LEVEL_PERCENT = f"{LEVEL:.0%}"
 #: Rank cutoffs of the SIGIR 2020 tables. Every report setting's default, bounds and help are read from its
 #: declaration (:mod:`genderbias.options`), which takes the values from here.
 DEFAULT_CUTOFFS = (5, 10, 20, 30)

@@ -22,10 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from genderbias.ranking.defaults import LEVEL
 from genderbias.ranking.vocabulary import BETTER, BY_NAME, HIGHER, LOWER, TOWARDS_ZERO
-
-#: The level of every interval here.
-LEVEL = 0.95
 
 
 @dataclass

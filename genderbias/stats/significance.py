@@ -35,9 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from genderbias.ranking.defaults import DEFAULT_SAMPLES, DEFAULT_SEED
+from genderbias.ranking.defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LEVEL
 
-LEVEL = 0.95
 #: p below this is marked ``*`` (comparisons) or ``†`` (correlations).
 ALPHA = 0.05
 

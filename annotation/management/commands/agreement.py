@@ -4,6 +4,7 @@ from annotation.management.commands._common import command_errors, get_batch
 from annotation.results.selectors import agreement
 from core.management.cli import ProjectCommand, whole_number
 from genderbias.labels import LABEL_NAMES
+from genderbias.ranking.defaults import LEVEL_PERCENT
 
 
 def _number(value, digits: int = 3) -> str:
@@ -23,7 +24,7 @@ class Command(ProjectCommand):
             "--bootstrap",
             type=whole_number,
             default=None,
-            help="bootstrap resamples for alpha's 95%% CI (0 = none; default AGREEMENT_BOOTSTRAP_RESAMPLES, 1000)",
+            help=f"bootstrap resamples for alpha's {LEVEL_PERCENT.replace('%', '%%')} CI (0 = none; default AGREEMENT_BOOTSTRAP_RESAMPLES, 1000)",
         )
 
     def handle(self, name, bootstrap, **o):
@@ -38,7 +39,7 @@ class Command(ProjectCommand):
             f"{report['queries']} queries, {report['judgments']} judgments by {report['workers']} workers"
         )
         self.stdout.write(
-            f"Krippendorff's alpha {_number(report['krippendorff_alpha'])} (95% CI {_number(low)}–{_number(high)}, "
+            f"Krippendorff's alpha {_number(report['krippendorff_alpha'])} ({LEVEL_PERCENT} CI {_number(low)}–{_number(high)}, "
             f"{report['bootstrap_resamples']} bootstrap resamples), "
             f"percent agreement {_number(report['percent_agreement'])}, Fleiss' kappa {_number(report['fleiss_kappa'])}, "
             f"Gwet's AC1 {_number(report['gwet_ac1'])}"
