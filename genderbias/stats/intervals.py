@@ -56,6 +56,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from genderbias.ranking.defaults import LEVEL
+
 #: The constructions :func:`bootstrap_interval` knows, in the order the coverage table prints them.
 CONSTRUCTIONS = (
     "percentile", "basic", "normal", "bc", "bca", "crossed", "crossed_normal", "crossed_net", "crossed_net_normal"
@@ -224,7 +226,7 @@ def acceleration(jackknife: np.ndarray) -> np.ndarray:
 def bootstrap_interval(
     draws: np.ndarray,
     point: np.ndarray | float,
-    level: float = 0.95,
+    level: float = LEVEL,
     construction: str = LABEL_INTERVAL,
     accel: np.ndarray | float | None = None,
     min_usable: float = 0.0,
@@ -353,7 +355,7 @@ def extended(low: np.ndarray, high: np.ndarray, bias: np.ndarray | None) -> tupl
 
 
 def wilson_interval(
-    p: np.ndarray | float, n: np.ndarray | float, *, level: float = 0.95
+    p: np.ndarray | float, n: np.ndarray | float, *, level: float = LEVEL
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wilson's score interval ``(low, high)`` at ``level`` of a proportion ``p`` out of ``n`` (Wilson 1927;
     Agresti & Coull 1998): (p̂ + z²/2n ± z √(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1].

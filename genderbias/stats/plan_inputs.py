@@ -15,13 +15,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from genderbias.ranking.defaults import LEVEL
+
 #: SIGIR 2020's annotated MS MARCO dev queries (Rekabsaz & Schedl 2020; the GenderBias_IR
 #: repository's ``queries_gender_annotated.csv``): 1,765 of 3,750 non-gendered. The share a plan
 #: assumes when nothing better is known, stated as such.
 SIGIR2020_NON_GENDERED = (1765, 3750)
 
 
-def share_interval(successes: int, total: int, level: float = 0.95) -> tuple[float, float, float]:
+def share_interval(successes: int, total: int, level: float = LEVEL) -> tuple[float, float, float]:
     """``(share, low, high)``: a proportion and its Wilson interval
     (:func:`genderbias.stats.intervals.wilson_interval`; the study plan's shares)."""
     from genderbias.stats.intervals import wilson_interval  # start-up: the plan's form loads no numpy
