@@ -6,8 +6,8 @@ defaults from here, so a page, the API and a command start from the same values
 without loading numpy, pandas or scipy.
 """
 
-#: The confidence level of every interval the library computes (bootstraps, Wilson scores, the agreement
-#: report's alpha), and how a text names it.
+#: The confidence level of the library's bootstrap and Wilson intervals (the metrics', the agreement report's
+#: alpha, a plan's shares), and how a text names it. The methods that take a test's alpha (0.05) instead keep it.
 LEVEL = 0.95
 LEVEL_PERCENT = f"{LEVEL:.0%}"
 #: Rank cutoffs of the SIGIR 2020 tables. Every report setting's default, bounds and help are read from its
