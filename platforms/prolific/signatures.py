@@ -35,7 +35,12 @@ re-spelled is refused. What is recorded of a signature keys on the decoded bytes
   captured delivery cannot be replayed later;
 - a signature that is not the secret's over that timestamp and body, compared in
   constant time (403): a forged delivery, or a body or timestamp changed on the way;
-- a signed body that is not a JSON object with an event type and a resource id (400).
+- a signed body that is not a JSON object with an event type and a resource id (400);
+- an event type this site does not subscribe to (:data:`EVENT_TYPES`; 400, *unknown_event_type*):
+  signed by the workspace's secret, it is still no event this site asked for (another subscription
+  of the workspace, or a test), and recording it would only grow a table nobody reads (issue 82).
+  Prolific's reference lists no event types (its ``EventType`` is a free string, the list served
+  by ``GET /hooks/event-types/``), so the set is the one the platform subscribes to.
 
 It then gives the :class:`Delivery`: the event's id, type, the id of the resource it is
 about (a submission or a study) and, for :data:`HIGH_RETURN_RATE`, the event's ``metadata``
@@ -61,7 +66,7 @@ EVENT_ID_HEADER = "X-Event-ID"
 MAX_AGE_SECONDS = 300
 #: Prolific's events are a few hundred bytes; anything much larger is not one.
 MAX_BODY_BYTES = 64 * 1024
-#: The events the platform subscribes to.
+#: The events the platform subscribes to: the only ones a delivery may carry (any other is refused).
 SUBMISSION_STATUS = "submission.status.change"
 STUDY_STATUS = "study.status.change"
 STUDY_PROGRESS = "study.progress.change"
@@ -165,9 +170,11 @@ def read_delivery(
     event_type, resource_id = event.get("event_type"), event.get("resource_id")
     if not isinstance(event_type, str) or not isinstance(resource_id, str) or not _RESOURCE_ID.fullmatch(resource_id):
         raise DeliveryRefused(400, "malformed_body", "the body has no event_type and resource_id")
+    if event_type not in EVENT_TYPES:
+        raise DeliveryRefused(400, "unknown_event_type", f"event_type is not one of {', '.join(EVENT_TYPES)}")
     return Delivery(
         event_id=event_id,
-        event_type=event_type[:100],
+        event_type=event_type,
         resource_id=resource_id,
         timestamp=seconds,
         signature_digest=signature_digest(signature),

@@ -347,6 +347,8 @@ def test_the_endpoint_answers_json_4xx_to_anything_it_refuses(hooked, provider, 
         "forged": (403, "bad_signature"),
         "not json": (400, "malformed_body"),
         "too large": (413, "too_large"),
+        "unknown event type": (400, "unknown_event_type"),  # issue 82: signed, yet no event this site asked for
+        "no event type": (400, "malformed_body"),
     }
     for case, expected in cases.items():
         body, headers = signed(secret, payload, event_id=f"e-{case.replace(' ', '-')}")
@@ -366,6 +368,10 @@ def test_the_endpoint_answers_json_4xx_to_anything_it_refuses(hooked, provider, 
             headers["X-Prolific-Request-Signature"] = base64.b64encode(mac).decode()
         elif case == "too large":
             body = b" " * (70 * 1024)
+        elif case == "unknown event type":
+            body, headers = signed(secret, {**payload, "event_type": "study.unknown_thing"}, event_id="e-ut")
+        elif case == "no event type":
+            body, headers = signed(secret, {"resource_id": payload["resource_id"]}, event_id="e-net")
         status, kind, answer = post(url, body, headers, method=method)
         assert (status, kind, answer["error"]) == (*expected[:1], "application/json", expected[1]), case
     assert ProlificEvent.objects.count() == 0 and resyncs() == 0

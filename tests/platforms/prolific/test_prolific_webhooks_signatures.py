@@ -158,6 +158,17 @@ def test_a_signed_body_of_the_wrong_shape_is_refused_400(body):
     assert (refused.value.status, refused.value.code) == (400, "malformed_body")
 
 
+@pytest.mark.parametrize("event_type", ["study.unknown_thing", "Study.Status.Change", "study.status.change "])
+def test_a_signed_body_of_an_event_type_this_site_does_not_subscribe_to_is_refused_400(event_type):
+    """Issue 82: a correctly signed body of an unknown event type was recorded; it is refused (the types are
+    the four the site subscribes to, written out here, not read from the module)."""
+    headers, raw = delivery({"resource_id": SESSION, "event_type": event_type})
+    with pytest.raises(DeliveryRefused) as refused:
+        read_delivery(headers, raw, SECRET, now=NOW)
+    assert (refused.value.status, refused.value.code) == (400, "unknown_event_type")
+    assert "submission.status.change, study.status.change" in str(refused.value)
+
+
 def test_a_signed_body_that_is_not_json_and_an_oversized_one_are_refused():
     text = b"\xff\xfe not json"
     headers = {

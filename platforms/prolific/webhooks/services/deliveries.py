@@ -21,7 +21,9 @@ The events (docs.prolific.com/api-reference/webhooks/receiving):
 - ``study.has_high_return_rate``: recorded with its batch and its ``metadata``, and shown as a
   warning on the batch page and the dashboard (``selectors.return_rate_warnings``); nothing is
   re-read (the warning says nothing about a submission's state);
-- any other type, or a resource this site does not know: recorded, nothing done ("ignored").
+- a resource this site does not know: recorded, nothing done ("ignored");
+- any other type: refused before anything is stored (400 ``unknown_event_type``,
+  :func:`~platforms.prolific.signatures.read_delivery`), and not taken from the event log either.
 
 **Once.** The event is inserted (``ProlificEvent``, its ``X-Event-ID`` unique) in the same
 transaction that schedules the re-read. A delivery whose event id was already recorded (Prolific
@@ -333,7 +335,7 @@ def recover_missed_events(client=None) -> Recovery:
 def _recover(event: dict, workspace: str) -> tuple[bool, Batch | None]:
     """Record one undelivered event of the log (once) and schedule its batch's re-read: (recorded now,
     the batch re-read or None)."""
-    from platforms.prolific.signatures import _EVENT_ID, _RESOURCE_ID
+    from platforms.prolific.signatures import _EVENT_ID, _RESOURCE_ID, EVENT_TYPES
 
     payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
     event_id = event.get("id")
@@ -341,13 +343,13 @@ def _recover(event: dict, workspace: str) -> tuple[bool, Batch | None]:
     resource_id = event.get("resource_id") or payload.get("resource_id")
     if not (isinstance(event_id, str) and _EVENT_ID.fullmatch(event_id)):
         return False, None
-    if not (isinstance(event_type, str) and isinstance(resource_id, str) and _RESOURCE_ID.fullmatch(resource_id)):
+    if not (event_type in EVENT_TYPES and isinstance(resource_id, str) and _RESOURCE_ID.fullmatch(resource_id)):
         return False, None
     if ProlificEvent.objects.filter(event_id=event_id).exists():
         return False, None
     delivery = Delivery(
         event_id=event_id,
-        event_type=event_type[:100],
+        event_type=event_type,
         resource_id=resource_id,
         timestamp=0.0,
         signature_digest="",
