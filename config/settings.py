@@ -305,6 +305,10 @@ JOB_HEARTBEAT_SECONDS = env_float("JOB_HEARTBEAT_SECONDS", 10, minimum=0.1)
 JOB_LEASE_SECONDS = env_float("JOB_LEASE_SECONDS", 60, minimum=0.1)
 #: The sweeper sends a pending job again when no broker holds its message this long after it was sent.
 JOB_SWEEP_AFTER_SECONDS = env_float("JOB_SWEEP_AFTER_SECONDS", 120, minimum=0.1)
+#: A job whose worker died (killed by the system, perhaps for memory) is carried out at most this many
+#: times; found abandoned after its last attempt, it is recorded failed with the reason, not sent again
+#: (core.tasks.fail_exhausted): a job that kills its worker would otherwise kill one after another.
+JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 

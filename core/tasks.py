@@ -13,7 +13,11 @@ at the same moment on two workers. :func:`job_task` makes that harmless:
    ``JOB_LEASE_SECONDS``, or it was a process on this host that no longer exists, or it is
    this very process (a pool process runs one task at a time, so it is not running it
    now). Of two deliveries at once exactly one wins; the other returns without doing
-   anything.
+   anything. ``Job.attempts`` counts the claims; a Job whose claimer died after
+   ``JOB_MAX_ATTEMPTS`` of them is not taken over but recorded failed with the reason
+   (:func:`fail_exhausted`, which the sweeper calls too): a job that kills its worker (memory,
+   then the kernel) would kill every next one. A claim handed back after a lost database
+   connection (pending again, below) is no death and is not refused.
 2. **Done is done.** A delivery of a Job that is done or failed does nothing.
 3. **Heartbeat.** While the work runs on a worker, a thread stamps ``Job.heartbeat`` every
    ``JOB_HEARTBEAT_SECONDS``; a claimer that stops stamping is gone.
@@ -59,7 +63,7 @@ from typing import Any
 
 from celery import Task
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
@@ -118,8 +122,49 @@ def claimer_gone(job: Job, me: str, now=None) -> bool:
     return process_gone(job.worker)
 
 
+def exhausted(job: Job, me: str | None = None) -> bool:
+    """Whether ``job``, running under a claimer that is gone, has used its ``JOB_MAX_ATTEMPTS``.
+
+    ``me``: the process asking; a Job it claimed itself (a retry after a lost database
+    connection) did not lose its claimer to a death, so it is not counted as one."""
+    return job.worker != me and job.attempts >= settings.JOB_MAX_ATTEMPTS
+
+
+def exhausted_message(job: Job) -> str:
+    """What a researcher reads on a Job failed after its last attempt: what happened, the likely
+    cause, and what to do (the sweeper and a late delivery record the same words)."""
+    tried = f"attempts 1 to {job.attempts}" if job.attempts > 1 else "its only attempt"
+    return (
+        f"Stopped after {tried} (JOB_MAX_ATTEMPTS = {settings.JOB_MAX_ATTEMPTS}): each time, the process "
+        f"carrying out this job (last {job.worker or 'unknown'}) died before it finished, without recording "
+        "an error. A process that dies without a word was most likely killed by the system, often for using "
+        "more memory than it may. It is not run again. Start it again on a smaller input (split the file or "
+        "the collection), or ask whoever runs the site to give the workers more memory (docs/deployment.md)."
+    )
+
+
+def fail_exhausted(job: Job) -> bool:
+    """Record FAILED, with :func:`exhausted_message`, a Job whose claimer died at its last attempt,
+    unless it changed hands meanwhile (the same compare and set as a claim); whether it did.
+
+    Why: a job that kills its worker (a memory blow-up, then the kernel's OOM kill) would otherwise be
+    handed out again and again, killing a worker each time (issue 82)."""
+    with transaction.atomic():
+        failed = Job.objects.filter(pk=job.pk, status=job.status, worker=job.worker, attempts=job.attempts).update(
+            status=Job.Status.FAILED, message=exhausted_message(job)[:5000], updated=timezone.now()
+        )
+        if failed:
+            job.refresh_from_db()
+            if isinstance(job.result, dict) and job.result.pop("step", None) is not None:
+                job.save(update_fields=["result"])
+    if failed:
+        logger.warning("job %s failed after %s attempts, its worker dead each time", job.pk, job.attempts)
+    return bool(failed)
+
+
 def _claim(job_id: int, me: str) -> Job | None:
-    """The Job, now held by ``me``; ``None`` when it is finished, missing or held by a live claimer."""
+    """The Job, now held by ``me``; ``None`` when it is finished, missing or held by a live claimer,
+    or when its claimer died at its last attempt (a late duplicate delivery: it is failed instead)."""
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
         logger.warning("job %s does not exist; its task does nothing", job_id)
@@ -129,6 +174,9 @@ def _claim(job_id: int, me: str) -> Job | None:
         return None
     if job.status == Job.Status.RUNNING and not claimer_gone(job, me):
         logger.info("job %s is running on %s; this delivery does nothing", job_id, job.worker)
+        return None
+    if job.status == Job.Status.RUNNING and exhausted(job, me):
+        fail_exhausted(job)
         return None
     now = timezone.now()
     claimed = Job.objects.filter(pk=job_id, status=job.status, attempts=job.attempts).update(

@@ -13,8 +13,16 @@ Two kinds of Job are stuck:
   known at once. Such a Job is handed back (pending) before it is sent, so a worker on
   any host may take it over without waiting for the lease.
 
-Without a broker, sending is running it here (:mod:`core.jobs.in_process`; inline under
-``manage.py sweep_jobs``).
+A running Job found abandoned after ``JOB_MAX_ATTEMPTS`` claims is not sent again but recorded
+failed, with what happened and what to do (:func:`core.tasks.fail_exhausted`): its worker died
+each time, and a job that kills its worker (a memory blow-up, then the kernel's OOM kill) would
+otherwise kill one worker after another, forever. A late delivery of it does the same.
+
+Without a broker, sending is running it here (:mod:`core.jobs.in_process`): on the background
+threads of the sweeping process, or inline under ``manage.py sweep_jobs`` (the only caller of
+:func:`sweep_jobs`, a command of its own: no request sweeps, so no request waits on a Job sent
+again), each run within the attempts above, so a Job that kills the command's process kills it at
+most ``JOB_MAX_ATTEMPTS`` times.
 
 Sending a Job again is always safe: :mod:`core.tasks` makes a second delivery of a Job
 that is running elsewhere or finished do nothing. Looking into the broker only saves
@@ -37,7 +45,7 @@ from django.utils import timezone
 
 from config.celery import app
 from core.models import Job
-from core.tasks import process_gone, send_job
+from core.tasks import exhausted, fail_exhausted, process_gone, send_job
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +56,7 @@ class Sweep:
 
     resent_pending: list[int] = field(default_factory=list)
     resent_running: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
     held: list[int] = field(default_factory=list)
     unsent: list[int] = field(default_factory=list)
 
@@ -125,11 +134,16 @@ def sweep_jobs(*, now=None) -> Sweep:
     )
     abandoned = []
     for job in running:
-        if process_gone(job.worker):
+        gone = process_gone(job.worker)
+        if not gone and (job.heartbeat or job.updated) >= stale:  # alive, on this host
+            continue
+        if exhausted(job):
+            if fail_exhausted(job):
+                sweep.failed.append(job.pk)
+            continue
+        if gone:
             _hand_back(job)
-            abandoned.append(job)
-        elif (job.heartbeat or job.updated) < stale:  # silent (the query's other half)
-            abandoned.append(job)
+        abandoned.append(job)
     held = broker_messages() if waiting or abandoned else None
     for job in waiting:
         if held is not None and job.message_id in held.queued | held.reserved:
@@ -144,4 +158,6 @@ def sweep_jobs(*, now=None) -> Sweep:
         (sweep.resent_running if _send(job) else sweep.unsent).append(job.pk)
     if sweep.resent:
         logger.warning("sweeper sent again: pending %s, abandoned %s", sweep.resent_pending, sweep.resent_running)
+    if sweep.failed:
+        logger.warning("sweeper failed after their last attempt: %s", sweep.failed)
     return sweep

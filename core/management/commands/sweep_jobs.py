@@ -7,8 +7,9 @@ class Command(ProjectCommand):
     help = (
         "Send again the background jobs the database records as waiting but no broker holds (pending, their "
         "message lost or never sent) and those whose worker died (running, no heartbeat for JOB_LEASE_SECONDS). "
-        "Safe to run at any time and as often as wanted: a job is never carried out twice. Run it every minute "
-        "(systemd timer or cron)."
+        "A job whose worker died after its last attempt (JOB_MAX_ATTEMPTS) is recorded failed instead, with the "
+        "reason. Safe to run at any time and as often as wanted: a job is never carried out twice. Run it every "
+        "minute (systemd timer or cron)."
     )
 
     def handle(self, **options):
@@ -26,6 +27,7 @@ class Command(ProjectCommand):
             self.stdout.write(
                 f"Sent again: {len(sweep.resent_pending)} pending job(s) {sweep.resent_pending}, "
                 f"{len(sweep.resent_running)} abandoned running job(s) {sweep.resent_running}; "
+                f"failed after their last attempt: {len(sweep.failed)} job(s) {sweep.failed}; "
                 f"{len(sweep.held)} waiting on the broker; {len(sweep.unsent)} not sent (broker unreachable)"
             )
         if sweep.unsent:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -212,3 +213,100 @@ def test_an_expected_failure_fails_the_job_without_raising(db, tmp_path):
     assert "queries.tsv" in job.message and ":2" in job.message  # the file and the line
     assert not upload.exists()
     assert not QuerySet.objects.filter(name="q1").exists()
+
+
+# --- JOB_MAX_ATTEMPTS: a job whose worker dies each time is failed, not sent again forever (issue 82) ---
+
+
+def assert_failed_after_its_last_attempt(job: Job, attempts: int) -> None:
+    """What a researcher must read (issue 82): which attempts, that the worker died each time,
+    the likely cause, and what to do."""
+    assert (job.status, job.attempts) == ("failed", attempts)
+    for words in (f"attempts 1 to {attempts}", "died", "killed by the system", "memory", "smaller input"):
+        assert words in job.message, (words, job.message)
+
+
+@pytest.mark.parametrize(
+    "claimer", ["a dead process on this host", "silent elsewhere (heartbeat older than the lease)"]
+)
+def test_a_job_at_its_last_attempt_whose_worker_died_is_failed_with_the_reason_not_sent_again(batch, settings, claimer):
+    settings.JOB_MAX_ATTEMPTS = 3
+    if claimer.startswith("silent"):
+        held = {"worker": "elsewhere:4242", "heartbeat": timezone.now() - timedelta(seconds=settings.JOB_LEASE_SECONDS)}
+    else:
+        held = {"worker": f"{worker_identity().rpartition(':')[0]}:{dead_pid()}", "heartbeat": timezone.now()}
+    job = publish_job(batch, status="running", attempts=3, message_id="the-last", **held)
+
+    sweep = sweep_jobs()
+
+    assert (sweep.failed, sweep.resent) == ([job.pk], [])
+    job.refresh_from_db()
+    assert_failed_after_its_last_attempt(job, 3)
+    assert job.message_id == "the-last"  # no new message
+    assert unpublished(batch) == 3  # not run again
+
+    assert sweep_jobs().failed == []  # and the next sweep leaves it alone
+
+
+def test_a_job_under_its_attempts_whose_worker_died_is_still_sent_again(batch, settings):
+    settings.JOB_MAX_ATTEMPTS = 3
+    host = worker_identity().rpartition(":")[0]
+    job = publish_job(batch, status="running", attempts=2, worker=f"{host}:{dead_pid()}", heartbeat=timezone.now())
+
+    sweep = sweep_jobs()
+
+    assert (sweep.resent_running, sweep.failed) == ([job.pk], [])
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.worker) == ("done", 3, worker_identity())
+    assert unpublished(batch) == 0
+
+
+def test_a_late_delivery_of_a_job_past_its_attempts_fails_it_instead_of_starting_it(batch, settings):
+    """A message delivered again after the claimer of the last attempt died (a worker's pool
+    process killed: ``task_reject_on_worker_lost`` puts it back at once) fails the Job, with the
+    same words as the sweeper."""
+    settings.JOB_MAX_ATTEMPTS = 2
+    host = worker_identity().rpartition(":")[0]
+    job = publish_job(batch, status="running", attempts=2, worker=f"{host}:{dead_pid()}", heartbeat=timezone.now())
+
+    publish_batch_task.apply((job.pk, batch.pk))
+
+    job.refresh_from_db()
+    assert_failed_after_its_last_attempt(job, 2)
+    assert unpublished(batch) == 3
+
+
+def test_a_job_this_process_claimed_is_no_death_and_is_taken_again(batch, settings):
+    """A retry after a lost database connection whose hand-back failed finds the Job still claimed
+    by its own process: that claimer did not die, so its attempts do not stop it."""
+    settings.JOB_MAX_ATTEMPTS = 1
+    job = publish_job(batch, status="running", attempts=1, worker=worker_identity(), heartbeat=timezone.now())
+
+    publish_batch_task.apply((job.pk, batch.pk))
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == ("done", 2)
+
+
+def test_sweep_jobs_command_reports_the_jobs_it_failed(batch, settings, capsys):
+    settings.JOB_MAX_ATTEMPTS = 1
+    job = publish_job(batch, status="running", attempts=1, worker="elsewhere:1", heartbeat=None)
+    Job.objects.filter(pk=job.pk).update(updated=timezone.now() - timedelta(seconds=settings.JOB_LEASE_SECONDS + 1))
+
+    call_command("sweep_jobs")
+
+    assert f"failed after their last attempt: 1 job(s) [{job.pk}]" in capsys.readouterr().out
+    assert Job.objects.get(pk=job.pk).status == "failed"
+
+
+def test_only_the_sweep_jobs_command_sweeps_so_no_request_runs_a_job_sent_again():
+    """Without a broker a sweep runs what it sends inline in its own process: a request that swept
+    would wait on (or die with) that work. Only ``manage.py sweep_jobs`` may call the sweeper."""
+    root = Path(__file__).resolve().parents[3]
+    callers = {
+        str(path.relative_to(root))
+        for app in ("core", "pooling", "annotation", "metrics", "platforms", "publishing", "config", "benchmarks")
+        for path in (root / app).rglob("*.py")
+        if "sweep_jobs(" in path.read_text() or "core.jobs.sweeper import" in path.read_text()
+    }
+    assert callers <= {"core/management/commands/sweep_jobs.py", "core/jobs/sweeper.py"}, callers
