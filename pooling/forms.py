@@ -185,7 +185,7 @@ class ImportForm(forms.Form):
                 self.add_error("path", "give the folder of the MS MARCO v2 passage bundles")
             else:
                 try:
-                    data["path"] = check_import_path(data["path"], "path", folder=True)
+                    data["path"] = services.check_bundle_folder(data["path"], "path")
                 except ServiceError as exc:
                     self.add_error("path", str(exc).removeprefix("path: "))
             return data

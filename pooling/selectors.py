@@ -10,6 +10,7 @@ functions, so importing this module stays light (tests/core/test_startup.py).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,8 +36,17 @@ if TYPE_CHECKING:
 
 def collection_texts(collection: Collection):
     """The docstore (``get_many``) of a collection by reference, after checking it still is what was
-    registered: MS MARCO v2 bundles with the same fingerprint, or the dataset's docstore."""
+    registered: MS MARCO v2 bundles with the same fingerprint, or the dataset's docstore.
+
+    The folder was registered with its links resolved (inside ``IMPORT_ROOTS`` when registered through
+    a page or the API), so a path that now resolves elsewhere (a folder swapped for a link) is refused;
+    its bundles are opened without following links each time they are read (:class:`V2PassageFiles`)."""
     if collection.kind == Collection.Kind.MSMARCO_V2:
+        if os.path.realpath(collection.path) != collection.path:
+            raise ServiceError(
+                f"collection {collection.name!r}: {collection.path} now leads through a symbolic link "
+                "elsewhere; only the folder registered is read"
+            )
         try:
             files = V2PassageFiles(collection.path)
         except InputError as exc:

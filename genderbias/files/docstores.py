@@ -13,15 +13,17 @@ texts give the same checksum wherever and whenever they are read again.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from genderbias.errors import InputError
+from genderbias.files.textfiles import GZIP_MAGIC, bounded_line, expanded, open_regular
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 V2_DOCID = re.compile(r"^msmarco_passage_(\d+)_(\d+)$")
 #: A v2 bundle file: ``msmarco_passage_<bundle>`` (JSON lines, as ir_datasets extracts it) or its ``.gz``.
 V2_BUNDLE = re.compile(r"^msmarco_passage_(\d+)(\.gz)?$")
+#: ir_datasets' index beside a bundle: 4 bytes a passage (:meth:`V2PassageFiles.passages`).
+V2_POS = re.compile(r"^msmarco_passage_(\d+)\.pos$")
 #: Bytes of each end of a bundle file that its fingerprint reads (:meth:`V2PassageFiles.fingerprint`).
 FINGERPRINT_BYTES = 1 << 16
 
@@ -50,6 +54,13 @@ class V2PassageFiles:
     cost to follow the runs. The line found must carry the asked id as its ``pid``: a file changed
     under the ids is an :class:`InputError` naming the file and the offset, never a wrong text.
     ``reads`` counts the passages read so far.
+
+    Only what the folder itself holds is read: a bundle (or ``.pos``) name that is a symbolic link,
+    a hard link or not a regular file refuses the folder, and every file is opened again through
+    :func:`genderbias.files.textfiles.open_regular` each time it is read, so a link swapped in later
+    is refused then (the caller checks that the folder is where it may read). A line is read at most
+    :data:`genderbias.files.textfiles.MAX_LINE_BYTES` at a time, as every reader reads one: a bundle
+    without line breaks is refused, never held.
     """
 
     def __init__(self, folder: str | Path) -> None:
@@ -59,7 +70,13 @@ class V2PassageFiles:
         self.files: dict[str, Path] = {}
         for path in sorted(self.folder.iterdir()):
             match = V2_BUNDLE.match(path.name)
-            if match and path.is_file() and not (match.group(2) and match.group(1) in self.files):
+            if (match or V2_POS.match(path.name)) and not _regular(path):
+                raise InputError(
+                    path,
+                    None,
+                    "not a regular file with one name (a link?): bundles are read only as the folder's own files",
+                )
+            if match and not (match.group(2) and match.group(1) in self.files):
                 self.files[match.group(1)] = path  # a plain bundle wins over its .gz
         if not self.files:
             raise InputError(self.folder, None, "no MS MARCO v2 bundle files (msmarco_passage_00 … _69) in it")
@@ -70,10 +87,10 @@ class V2PassageFiles:
         registering reads (70 × 128 KiB for v2's 60 GB), enough to tell another corpus or a rewritten file."""
         digest, total = hashlib.sha256(), 0
         for bundle, path in sorted(self.files.items()):
-            size = path.stat().st_size
-            total += size
-            digest.update(f"{bundle}\t{path.name}\t{size}\n".encode())
-            with open(path, "rb") as file:
+            with open_regular(path) as file:
+                size = os.fstat(file.fileno()).st_size
+                total += size
+                digest.update(f"{bundle}\t{path.name}\t{size}\n".encode())
                 digest.update(file.read(FINGERPRINT_BYTES))
                 file.seek(max(size - FINGERPRINT_BYTES, 0))
                 digest.update(file.read(FINGERPRINT_BYTES))
@@ -82,9 +99,9 @@ class V2PassageFiles:
     def passages(self) -> int | None:
         """The number of passages if every bundle has ir_datasets' ``.pos`` file beside it (4 bytes a passage), else None."""
         sizes = [self.folder / f"msmarco_passage_{bundle}.pos" for bundle in self.files]
-        if not all(pos.is_file() for pos in sizes):
+        if not all(_regular(pos) for pos in sizes):
             return None
-        return sum(pos.stat().st_size // 4 for pos in sizes)
+        return sum(os.lstat(pos).st_size // 4 for pos in sizes)
 
     def contains(self, docids: pl.Series) -> np.ndarray:
         """A boolean per docid: whether it can name a passage here (the v2 id scheme, a bundle present, an
@@ -93,7 +110,7 @@ class V2PassageFiles:
 
         parts = docids.cast(pl.String).str.extract_groups(V2_DOCID.pattern).struct.rename_fields(["bundle", "offset"])
         frame = parts.struct.unnest().with_columns(pl.col("offset").cast(pl.Int64, strict=False))
-        sizes = {bundle: path.stat().st_size for bundle, path in self.files.items() if path.suffix != ".gz"}
+        sizes = {bundle: os.lstat(path).st_size for bundle, path in self.files.items() if path.suffix != ".gz"}
         known = pl.DataFrame(
             {"bundle": list(self.files), "size": [sizes.get(bundle) for bundle in self.files]},
             schema={"bundle": pl.String, "size": pl.Int64},
@@ -135,34 +152,52 @@ class V2PassageFiles:
         return found
 
 
+def _regular(path: Path) -> bool:
+    """Whether ``path`` itself (not a link's target) is a regular file with one name (what
+    :func:`genderbias.files.textfiles.open_regular` opens)."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(status.st_mode) and status.st_nlink == 1
+
+
+def _where(offset: int, docid: str | None) -> str:
+    """Where a line is, for an error: its byte offset and the passage asked there."""
+    return f"byte {offset}" + (f" (passage {docid})" if docid else "")
+
+
 def _lines_at(path: Path, wanted: list[tuple[int, str]]) -> list[bytes | None]:
-    """The line starting at each offset of a plain file (offsets sorted), by seeking."""
-    size = path.stat().st_size
+    """The line starting at each offset of a plain file (offsets sorted), by seeking; each line bounded."""
     lines: list[bytes | None] = []
-    with open(path, "rb") as file:
-        for offset, _ in wanted:
+    with open_regular(path) as file:
+        size = os.fstat(file.fileno()).st_size
+        for offset, docid in wanted:
             if offset >= size:
                 lines.append(None)
                 continue
             file.seek(offset)
-            lines.append(file.readline())
+            lines.append(bounded_line(file, path, _where(offset, docid)))
     return lines
 
 
 def _lines_at_gzip(path: Path, wanted: list[tuple[int, str]]) -> list[bytes | None]:
     """The line starting at each offset of a gzipped file's uncompressed bytes (offsets sorted): read
-    from the start to the last one (gzip cannot seek)."""
+    from the start to the last one (gzip cannot seek), a bounded line at a time through the one gzip
+    reader (:func:`genderbias.files.textfiles.expanded`, which also refuses a compression bomb)."""
     found: dict[int, bytes] = {}
-    targets = {offset for offset, _ in wanted}
+    targets = {offset: docid for offset, docid in wanted}
     last = wanted[-1][0] if wanted else -1
     position = 0
-    with gzip.open(path, "rb") as file:
-        for line in file:
+    with open_regular(path) as raw:
+        if raw.read(2) != GZIP_MAGIC:
+            raise InputError(path, None, "not a gzip file, though its name ends in .gz")
+        raw.seek(0)
+        stream = expanded(path, raw)
+        while position <= last and (line := bounded_line(stream, path, _where(position, targets.get(position)))):
             if position in targets:
                 found[position] = line
             position += len(line)
-            if position > last:
-                break
     return [found.get(offset) for offset, _ in wanted]
 
 

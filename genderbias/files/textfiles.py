@@ -16,8 +16,11 @@ from its settings (:func:`configure_limits`, called by ``core.services.input_lim
 
 from __future__ import annotations
 
+import errno
 import io
+import os
 import re
+import stat
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -238,6 +241,27 @@ def open_binary(path: str | Path) -> Iterator[BinaryIO]:
         yield expanded(path, raw)
 
 
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading bytes if it is a regular file with one name, checked on the open file:
+    the one check of files that must be what their path says (bundles by reference, a Zenodo deposit).
+    A symbolic link is refused, not followed (``O_NOFOLLOW``: one swapped in after a listing or a
+    registration is refused when opened), a FIFO not waited on (``O_NONBLOCK``), a hard link (a second
+    name of a file that may live elsewhere) refused; each an :class:`InputError` naming the path."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as exc:
+        problem = "a symbolic link (not followed)" if exc.errno == errno.ELOOP else f"cannot be opened ({exc.strerror})"
+        raise InputError(path, None, problem) from None
+    file = os.fdopen(descriptor, "rb")
+    status = os.fstat(descriptor)
+    if stat.S_ISREG(status.st_mode) and status.st_nlink == 1:
+        return file
+    file.close()
+    problem = "not a regular file" if not stat.S_ISREG(status.st_mode) else f"a hard link ({status.st_nlink} names)"
+    raise InputError(path, None, f"{problem}: only regular files with one name are read")
+
+
 class BlankRun:
     """Counts blank lines in a row across the blocks a reader takes, refusing more than
     :data:`MAX_BLANK_LINES` (:func:`too_many_blank_lines`). Works on bytes, with substring
@@ -300,15 +324,25 @@ def split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def line_too_long(path: str | Path, line: int) -> InputError:
+def line_too_long(path: str | Path, line: int | None, where: str = "") -> InputError:
     """The one error for a line over :data:`MAX_LINE_BYTES`: ``path:line: problem``, as every
-    bad input is named (:func:`too_large` for a file past its size)."""
+    bad input is named (:func:`too_large` for a file past its size); a reader that seeks to a byte
+    offset (:mod:`genderbias.files.docstores`) knows no line number and names ``where`` instead."""
     return InputError(
         path,
         line,
-        f"the line is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): "
+        f"{where}{': ' if where else ''}the line is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): "
         "this is not a file of text lines, or its line breaks are missing",
     )
+
+
+def bounded_line(file: BinaryIO, path: str | Path, where: str) -> bytes:
+    """The next line of ``file`` (its ending kept), read at most :data:`MAX_LINE_BYTES` and its line
+    break: a longer one is refused (:func:`line_too_long` naming ``where``), as :func:`open_text` does."""
+    line = file.readline(MAX_LINE_BYTES + 1)
+    if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+        raise line_too_long(path, None, where)
+    return line
 
 
 @contextmanager

@@ -41,6 +41,7 @@ from .counts import (
 )
 from .imports import (
     IMPORT_KINDS,
+    check_bundle_folder,
     create_query_set,
     import_collection,
     import_dataset,
@@ -72,6 +73,7 @@ __all__ = [
     "NamedSetImport",
     "PoolSettings",
     "build_pool",
+    "check_bundle_folder",
     "check_named_import",
     "check_named_set",
     "count_pool_passages",

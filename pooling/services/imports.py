@@ -25,6 +25,7 @@ from core.models import Job
 from core.progress import Progress, shown
 from core.services.names import validate_name
 from core.services.storage import cache_dir, staging_path
+from core.services.uploads import check_import_path
 from genderbias.errors import InputError, ServiceError, Skipped
 from genderbias.files.atomic import file_sha256
 from genderbias.files.docstores import V2PassageFiles
@@ -104,6 +105,19 @@ def import_collection(
             source=source,
         )
     return ImportResult(collection, True, skipped)
+
+
+def check_bundle_folder(value: str, field: str = "path") -> Path:
+    """The folder of MS MARCO v2 bundles ``value`` names, if the site may read it: inside
+    ``IMPORT_ROOTS`` once links are resolved (:func:`core.services.uploads.check_import_path`) and its
+    bundles the folder's own regular files (:class:`genderbias.files.docstores.V2PassageFiles`: a
+    link to a file elsewhere is refused, not followed). Raises :class:`ServiceError` naming ``field``."""
+    folder = check_import_path(value, field, folder=True)
+    try:
+        V2PassageFiles(folder)
+    except InputError as exc:
+        raise ServiceError(f"{field}: {exc}") from None
+    return folder
 
 
 def register_collection_by_reference(location: str | Path, name: str, *, kind: str, source: str = "") -> ImportResult:

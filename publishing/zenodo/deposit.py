@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from core.http import HttpError, JsonClient
-from genderbias.errors import ProviderError
+from genderbias.errors import InputError, ProviderError
+from genderbias.files.textfiles import open_regular
 
 from .metadata import check_metadata
 
@@ -91,14 +92,13 @@ MAX_NAME_CHARS = 255
 
 
 def _read_regular(path: Path) -> bytes:
-    """The bytes of ``path``, opened without following a link and checked on the open file: a regular
-    file with a single link (a file swapped for a link after it was listed is refused too)."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1:
-            raise ValueError(f"{path}: changed into something other than a regular file with one link; run again")
-        return handle.read()
+    """The bytes of ``path`` through the one check of files that must be what their path says
+    (:func:`genderbias.files.textfiles.open_regular`): a file swapped for a link after it was listed is refused too."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read()
+    except InputError as exc:
+        raise ValueError(f"{exc} (it changed after it was listed); run again") from None
 
 
 def _name_problem(name: str) -> str | None:
