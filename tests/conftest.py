@@ -280,6 +280,7 @@ DATABASE_STAGE: dict[str, tuple[str, str]] = {
         for name in ("test_imports", "test_run_chunks", "test_scan_chunks", "test_collections_by_reference")
     },
     "tests/pooling/test_services_and_commands.py": ("both", "the import and pool commands on each database"),
+    "tests/pooling/test_by_reference_links.py": ("both", "links refused at registration and at each read (issue 82)"),
     "tests/pooling/test_preview_fuzz.py": (
         "sqlite",
         "the import preview parses the upload's first bytes and writes nothing; its one query looks a"
