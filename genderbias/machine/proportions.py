@@ -1,14 +1,20 @@
-"""Category shares of a whole batch from machine labels and a human-labelled sample (PPI++).
+"""Label-corrected figures of a batch from predicted labels and an expert audit sample (PPI++): the share
+of a class, a run's mean over the queries of a class, and the paired difference of two runs there. One
+machinery for a machine's labels and for the crowd's (its aggregated label as the prediction).
 
-Pure numpy plus ``ppi_py`` (imported inside the function: it takes seconds), no Django.
+Pure numpy, no Django; ``ppi_py`` (pinned) is the reference the tests compare with, not imported here.
 
-A machine pre-labeller labels every query of a batch; humans label a sample. The machine's
-share of a category is precise but biased (its errors are not symmetric: gendered names
-called non-gendered, say); the sample's share is unbiased but noisy. Prediction-powered
-inference (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, "Prediction-powered inference",
-Science 2023) combines them, and PPI++ (Angelopoulos, Duchi & Zrnic, "PPI++: Efficient
-Prediction-Powered Inference", arXiv 2311.01453, 2023) tunes how much to trust the machine.
+A machine pre-labeller, or the crowd, labels every query of a batch; an expert (or humans, for a
+machine) labels a random sample, blind to those labels. The predicted figure is precise but biased
+(errors are not symmetric: gendered names called non-gendered, say; a crowd's errors shared by hard
+queries, which no crowd model corrects); the sample's figure is unbiased but noisy. Prediction-powered
+inference (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, "Prediction-powered inference", Science 2023)
+combines them, and PPI++ (Angelopoulos, Duchi & Zrnic, "PPI++: Efficient Prediction-Powered Inference",
+arXiv 2311.01453, 2023) tunes how much to trust the prediction. It assumes nothing about how the
+prediction was made: the sample being random is what the interval rests on.
 
+Shares
+------
 For a category ``k``, per query ``Y = 1[human == k]`` (known on the sample, n queries) and
 ``Ŷ = 1[machine == k]`` (known on all N queries of the batch)::
 
@@ -17,11 +23,11 @@ For a category ``k``, per query ``Y = 1[human == k]`` (known on the sample, n qu
     CI  = θ̂_λ ± z_{1−α/2} · se          (clamped to [0, 1], as is θ̂)
 
 with population variances (ddof 0) and ``w̃ = w · n / Σw``, exactly as ``ppi_py.ppi_mean_ci``
-computes them. ``λ = 1`` is classic PPI, ``λ = 0`` the sample alone; by default ``ppi_py``
-picks the λ in [0, 1] that minimises the estimated variance (PPI++), so the interval is not
-wider than the sample's own, up to estimation noise, and the machine cannot make it worse.
+computes them. ``λ = 1`` is classic PPI, ``λ = 0`` the sample alone; by default λ is the one in
+[0, 1] that minimises the estimated variance (PPI++, ``ppi_py``'s rule), so the interval is not
+wider than the sample's own, up to estimation noise, and the prediction cannot make it worse.
 
-The unlabelled set given to ``ppi_py`` is the machine labels of the *whole* batch (sample and
+The unlabelled set is the machine labels of the *whole* batch (sample and
 rest), not only the rest: the estimand is the share in this batch, whose machine share is
 then known exactly, and it stays right when the sample was not drawn proportionally (if a
 rare stratum were sampled in full, the rest would hold none of it and its machine share
@@ -38,6 +44,36 @@ stratified sampling without replacement that over-states the variance (it adds t
 between strata and leaves out the finite-population correction), so the interval is
 conservative. :func:`stratified_weights` computes the weights.
 
+
+Class means and paired differences: one moment condition, its test inverted
+---------------------------------------------------------------------------
+Every figure here is the root θ of a moment condition over the batch's true labels T::
+
+    E[A − θ B] = 0
+
+- the share of class c: ``A = 1[T = c]``, ``B = 1`` (θ = E[A]: the section above);
+- a run's mean over the queries of class c: ``A = v · 1[T = c]``, ``B = 1[T = c]``, the root of
+  E[(v − θ) · 1(T = c)] = 0 (a ratio: E[v 1(T = c)] / P(T = c));
+- the paired difference of two runs over class c: the same, with v the per-query difference.
+
+The values v are known for every query (the runs are); T only on the sample. The prediction P stands in
+for T on every query: ``Â = v · 1[P = c]``, ``B̂ = 1[P = c]`` (a query without a prediction, a disputed
+majority, has ``1[P = c] = 0`` for every c). For a fixed θ, ``Y_θ = A − θ B`` has batch mean 0 at the
+true θ, and the PPI++ interval above (``ppi_mean_ci`` with ``Ŷ_θ = Â − θ B̂``, λ tuned at that θ) is a
+test of it; the interval for θ is every θ whose interval holds 0 (the test inverted, as Fieller's
+interval inverts the classical one). Each quantity at θ is a quadratic in θ of sums taken once
+(:class:`_Moments`), so the test costs O(n) per θ; the ends of the accepted set are found by a grid
+between the estimate and the range's ends (:data:`GRID` points a side) and Brent's method on the
+outermost change. The estimate is the root of the PPI++ mean of Y_θ. For a share (B = 1) nothing but
+the centre depends on θ, so the inverted test is exactly ``ppi_mean_ci``'s interval (clamped).
+
+The delta method (the ratio's linearisation, estimate ± z · se) is not used: with an audit sample of 50
+it under-covers (0.86-0.90 in issue 81's measurements); the inverted test does not assume the ratio's
+estimate symmetric. θ lies within the values' range over the batch ([0, 1] for a share): the interval
+is clamped to it, and is all of it when the sample cannot exclude any value there.
+
+Coverage on a real crowd with gold (adultcontent2, 3 answers a site): docs/quality.md, "Audit samples".
+
 Rare categories (``o``, about 1 %): the interval is a normal approximation, unreliable when
 the sample holds only a few queries of the category, and of zero width when it holds none
 and the machine adds nothing (λ = 0). Read it as "rare", not as a precise zero.
@@ -48,10 +84,19 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from statistics import NormalDist
 
 import numpy as np
+from scipy.optimize import brentq
 
 from genderbias.labels import LABELS
+from genderbias.ranking.defaults import LEVEL
+
+#: The error level of every interval here: the project's one confidence level (95%).
+ALPHA = 1 - LEVEL
+#: Grid points between the estimate and each end of the range, where the inverted test's outermost
+#: change of verdict is looked for before Brent's method refines it.
+GRID = 64
 
 
 def category_proportions(
@@ -61,7 +106,7 @@ def category_proportions(
     *,
     weights: Sequence[float] | None = None,
     labels: Sequence[str] = LABELS,
-    alpha: float = 0.05,
+    alpha: float = ALPHA,
     lam: float | None = None,
 ) -> dict[str, dict]:
     """Share of each category in the whole batch, with a (1 − alpha) confidence interval.
@@ -74,34 +119,237 @@ def category_proportions(
 
     Returns label -> {"estimate", "ci": [lo, hi], "machine_only": machine share over the
     batch, "sample_only": (weighted) human share in the sample, "sample_ci": its classical
-    CLT interval}.
+    CLT interval}: :func:`audit_share` for each label, the sample first in the batch.
     """
-    from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
-
     labels = _validate_labels(labels)
     _validate(human, machine_sample, machine_rest, labels, alpha, lam)
     w = _validate_weights(weights, len(human))
-    human_codes = _codes(human, labels)
-    sample_codes = _codes(machine_sample, labels)
-    batch_codes = np.concatenate([sample_codes, _codes(machine_rest, labels)])
-
+    predicted = _codes([*machine_sample, *machine_rest], labels)
+    audited = np.arange(len(human))
+    truth = _codes(human, labels)
     result = {}
     for k, label in enumerate(labels):
-        y = (human_codes == k).astype(float)
-        yhat = (sample_codes == k).astype(float)
-        yhat_batch = (batch_codes == k).astype(float)
-        lam_k = _lam(lam, yhat_batch)
-        estimate = ppi_mean_pointestimate(y, yhat, yhat_batch, lam=lam_k, w=w)
-        lo, hi = ppi_mean_ci(y, yhat, yhat_batch, alpha=alpha, lam=lam_k, w=w)
-        sample_lo, sample_hi = classical_mean_ci(y, w=w, alpha=alpha)
+        row = _share(truth == k, predicted == k, audited, w, alpha, lam)
         result[label] = {
-            "estimate": _clamp(estimate),
-            "ci": [_clamp(lo), _clamp(hi)],
-            "machine_only": float(yhat_batch.mean()),
-            "sample_only": float(np.average(y, weights=w)),
-            "sample_ci": [_clamp(sample_lo), _clamp(sample_hi)],
+            "estimate": row["estimate"],
+            "ci": row["ci"],
+            "machine_only": row["predicted_only"],
+            "sample_only": row["sample_only"],
+            "sample_ci": row["sample_ci"],
         }
     return result
+
+
+def audit_share(
+    truth: Sequence[str],
+    predicted: Sequence[str | None],
+    audited: Sequence[int],
+    *,
+    label: str,
+    weights: Sequence[float] | None = None,
+    labels: Sequence[str] = LABELS,
+    alpha: float = ALPHA,
+    lam: float | None = None,
+) -> dict:
+    """The share of ``label`` in the batch, with its PPI++ interval at level 1 − alpha.
+
+    predicted: every query's predicted label (the crowd's aggregated label or a machine's; ``None``
+    where there is none, a disputed majority), in batch order. audited: the positions in
+    ``predicted`` of the audit sample's queries (a random sample, distinct); truth: their expert
+    labels, in the same order. weights: per audited query, its inverse inclusion probability
+    (``None``: a simple random sample). lam: ``None`` tunes λ (PPI++), 1 is classic PPI, 0 the
+    sample alone.
+
+    Returns {"estimate", "ci": [lo, hi], "lam": the λ used, "predicted_only": the predicted share,
+    "sample_only": the sample's (weighted) share, "sample_ci": the sample's own interval (λ = 0)}.
+    """
+    labels, truth_codes, predicted_codes, index, w = _validate_audit(
+        truth, predicted, audited, weights, labels, alpha, lam
+    )
+    k = _label_code(label, labels)
+    return _share(truth_codes == k, predicted_codes == k, index, w, alpha, lam)
+
+
+def audit_class_mean(
+    truth: Sequence[str],
+    predicted: Sequence[str | None],
+    audited: Sequence[int],
+    values: Sequence[float],
+    *,
+    label: str,
+    weights: Sequence[float] | None = None,
+    labels: Sequence[str] = LABELS,
+    alpha: float = ALPHA,
+    lam: float | None = None,
+) -> dict:
+    """A run's mean value over the batch's queries truly labelled ``label``, with its PPI++ interval.
+
+    values: the run's value on every query of the batch, in ``predicted``'s order; the rest as
+    :func:`audit_share`. The interval inverts the PPI++ test of E[(v − θ) · 1(T = label)] = 0 (the
+    module's docstring) and lies within the values' range.
+
+    Returns {"estimate", "ci", "lam": λ at the estimate, "predicted_only": the mean over the queries
+    predicted ``label`` (``None`` if none is), "sample_only": the mean over the audited queries of
+    ``label`` (weighted), "sample_ci": the audit sample's own interval (λ = 0, the same inversion)}.
+    """
+    labels, truth_codes, predicted_codes, index, w = _validate_audit(
+        truth, predicted, audited, weights, labels, alpha, lam
+    )
+    v = _validate_values(values, len(predicted_codes), "values")
+    return _class_mean(truth_codes, predicted_codes, index, v, _label_code(label, labels), label, w, alpha, lam)
+
+
+def audit_difference(
+    truth: Sequence[str],
+    predicted: Sequence[str | None],
+    audited: Sequence[int],
+    first: Sequence[float],
+    second: Sequence[float],
+    *,
+    label: str,
+    weights: Sequence[float] | None = None,
+    labels: Sequence[str] = LABELS,
+    alpha: float = ALPHA,
+    lam: float | None = None,
+) -> dict:
+    """The paired difference ``second − first`` of two runs' means over the queries truly labelled
+    ``label``: :func:`audit_class_mean` of the per-query differences (same keys)."""
+    labels, truth_codes, predicted_codes, index, w = _validate_audit(
+        truth, predicted, audited, weights, labels, alpha, lam
+    )
+    a = _validate_values(first, len(predicted_codes), "first")
+    b = _validate_values(second, len(predicted_codes), "second")
+    return _class_mean(truth_codes, predicted_codes, index, b - a, _label_code(label, labels), label, w, alpha, lam)
+
+
+def _share(in_truth, in_predicted, audited, w, alpha, lam) -> dict:
+    """The share of a class: A = 1[T = c], B = 1, known on every query (``in_truth`` over the audit,
+    ``in_predicted`` over the batch): the test is ``ppi_mean_ci`` of A shifted by θ, weights or not."""
+    a = in_truth.astype(float)
+    ahat = in_predicted.astype(float)
+    moments = _Moments(a, np.zeros(len(a)), ahat, np.zeros(len(ahat)), audited, w, known=1.0)
+    estimate, lo, hi, lam_used = _inverted_interval(moments, (0.0, 1.0), alpha, lam)
+    sample_estimate, sample_lo, sample_hi, _ = _inverted_interval(moments, (0.0, 1.0), alpha, 0.0)
+    return {
+        "estimate": estimate,
+        "ci": [lo, hi],
+        "lam": lam_used,
+        "predicted_only": float(ahat.mean()),
+        "sample_only": sample_estimate,
+        "sample_ci": [sample_lo, sample_hi],
+    }
+
+
+def _class_mean(truth_codes, predicted_codes, audited, v, k, label, w, alpha, lam) -> dict:
+    """A class mean: A = v · 1[T = c], B = 1[T = c]."""
+    members = truth_codes == k
+    if members.sum() < 2:
+        raise ValueError(
+            f"The audit sample holds {int(members.sum())} queries labelled {label!r}; "
+            "a class mean needs at least 2 of them (a larger audit sample)."
+        )
+    b = members.astype(float)
+    bhat = (predicted_codes == k).astype(float)
+    span = (float(v.min()), float(v.max()))
+    moments = _Moments(v[audited] * b, b, v * bhat, bhat, audited, w)
+    estimate, lo, hi, lam_used = _inverted_interval(moments, span, alpha, lam)
+    sample_estimate, sample_lo, sample_hi, _ = _inverted_interval(moments, span, alpha, 0.0)
+    return {
+        "estimate": estimate,
+        "ci": [lo, hi],
+        "lam": lam_used,
+        "predicted_only": float(v[bhat == 1].mean()) if bhat.any() else None,
+        "sample_only": sample_estimate,
+        "sample_ci": [sample_lo, sample_hi],
+    }
+
+
+class _Moments:
+    """The PPI++ test of E[A − θ B] = 0 at any θ, as ``ppi_py.ppi_mean_ci`` computes it on
+    Y = A − θB (the audit sample), Ŷ = Â − θB̂ (its predictions) and the batch's Ŷ (unlabelled set:
+    the whole batch, sample included), with ``w`` rescaled to mean 1.
+
+    a, b: A and B on the audit sample (n); ahat, bhat: Â and B̂ on every query of the batch (N);
+    audited: the sample's positions in the batch; known: a part of B that is the same known constant on
+    every query (a share's B = 1), tested as E[A − θB] − θ · known: with weights, estimating a known
+    constant from the sample would only add the weights' spread to the variance.
+    """
+
+    def __init__(self, a, b, ahat, bhat, audited, w, known: float = 0.0) -> None:
+        self.known = known
+        self.a, self.b = a[:, None], b[:, None]
+        self.ahat, self.bhat = ahat[audited][:, None], bhat[audited][:, None]
+        self.n, self.big_n = len(a), len(ahat)
+        self.w = np.ones((self.n, 1)) if w is None else (w * self.n / w.sum())[:, None]
+        # The batch's Ŷ = Â − θB̂: mean and population variance are quadratics in θ of these.
+        self.mean_a, self.mean_b = float(ahat.mean()), float(bhat.mean())
+        self.var_aa, self.var_bb = float(ahat.var()), float(bhat.var())
+        self.cov_ab = float(np.mean((ahat - self.mean_a) * (bhat - self.mean_b)))
+        # A prediction constant over the batch carries nothing, and PPI++'s λ would be 0/0: the sample alone.
+        self.uninformative = np.ptp(ahat) == 0 and np.ptp(bhat) == 0
+
+    def test(self, theta: np.ndarray, lam: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(PPI++ mean of Y_θ, its standard error, the λ used) at each θ of ``theta`` (1-d)."""
+        n, big_n, w = self.n, self.big_n, self.w
+        y = self.a - theta * self.b
+        yhat = self.ahat - theta * self.bhat
+        mean_u = self.mean_a - theta * self.mean_b
+        var_u = np.maximum(self.var_aa - 2 * theta * self.cov_ab + theta**2 * self.var_bb, 0.0)
+        if lam is not None or self.uninformative:
+            lam_t = np.full(theta.shape, 0.0 if lam is None else float(lam))
+        else:
+            # ppi_py's _calc_lam_glm (clip=True) for a mean: grads at the λ = 1 estimate; the
+            # variance (ddof 1) of the sample's and the batch's predicted grads stacked together.
+            p1 = mean_u + (w * (y - yhat)).mean(axis=0)
+            g, gh = w * (y - p1), w * (yhat - p1)
+            cov = np.mean((g - g.mean(axis=0)) * (gh - gh.mean(axis=0)), axis=0)
+            d_u = mean_u - p1
+            centre = (gh.sum(axis=0) + big_n * d_u) / (n + big_n)
+            squares = ((gh - centre) ** 2).sum(axis=0) + big_n * (var_u + (d_u - centre) ** 2)
+            var = squares / (n + big_n - 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lam_t = np.where(var > 0, np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0), 0.0)
+        rectifier = w * (y - lam_t * yhat)
+        estimate = lam_t * mean_u + rectifier.mean(axis=0) - theta * self.known
+        se = np.sqrt(np.maximum(lam_t**2 * var_u / big_n + rectifier.var(axis=0) / n, 0.0))
+        return estimate, se, lam_t
+
+
+def _inverted_interval(
+    moments: _Moments, span: tuple[float, float], alpha: float, lam: float | None
+) -> tuple[float, float, float, float]:
+    """(estimate, low, high, λ at the estimate): the θ in ``span`` whose PPI++ interval of E[A − θB]
+    holds 0 (their hull), and the root of its centre."""
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    low_end, high_end = span
+    xtol = 1e-12 * max(1.0, high_end - low_end)
+
+    def centre(x: float) -> float:
+        return float(moments.test(np.array([x]), lam)[0][0])
+
+    def rejection(x) -> np.ndarray:
+        estimate, se, _ = moments.test(np.atleast_1d(np.asarray(x, dtype=float)), lam)
+        return estimate**2 - (z * se) ** 2  # > 0: rejected at level alpha
+
+    if high_end == low_end or centre(low_end) <= 0:
+        theta = low_end
+    elif centre(high_end) >= 0:
+        theta = high_end
+    else:
+        theta = brentq(centre, low_end, high_end, xtol=xtol)
+    lam_used = float(moments.test(np.array([theta]), lam)[2][0])
+    if rejection(theta)[0] > 0:  # the whole interval lies outside the range: clamped to its end
+        return theta, theta, theta, lam_used
+
+    def outermost(end: float) -> float:
+        points = np.linspace(end, theta, GRID + 1)
+        rejected = rejection(points)
+        j = int(np.argmax(rejected <= 0))
+        if j == 0 or rejected[j] == 0:
+            return float(points[j])
+        return float(brentq(lambda x: float(rejection(x)[0]), points[j - 1], points[j], xtol=xtol))
+
+    return float(theta), outermost(low_end), outermost(high_end), lam_used
 
 
 def stratified_weights(machine_sample: Sequence[str], machine_rest: Sequence[str]) -> list[float]:
@@ -123,25 +371,61 @@ def stratified_weights(machine_sample: Sequence[str], machine_rest: Sequence[str
     return [batch[label] / sampled[label] for label in machine_sample]
 
 
-def _lam(lam: float | None, yhat_batch: np.ndarray) -> float | None:
-    """λ to pass to ``ppi_py``: as given, or ``None`` to tune it.
-
-    When the machine gives (or withholds) the category for every query its indicator is a
-    constant, carries no information and ``ppi_py``'s λ would be 0/0: use the sample alone.
-    """
-    if lam is None and np.ptp(yhat_batch) == 0:
-        return 0.0
-    return lam
-
-
-def _clamp(value) -> float:
-    """A share as a plain float in [0, 1] (``ppi_py`` returns 1-element arrays)."""
-    return float(np.clip(np.asarray(value, dtype=float).squeeze(), 0.0, 1.0))
-
-
-def _codes(values: Sequence[str], labels: tuple[str, ...]) -> np.ndarray:
+def _codes(values: Sequence[str | None], labels: tuple[str, ...]) -> np.ndarray:
+    """Each label's position in ``labels``; ``None`` (no label) is −1."""
     index = {label: k for k, label in enumerate(labels)}
+    index[None] = -1
     return np.fromiter((index[v] for v in values), dtype=int, count=len(values))
+
+
+def _label_code(label: str, labels: tuple[str, ...]) -> int:
+    if label not in labels:
+        raise ValueError(f"label must be one of {list(labels)}, got {label!r}.")
+    return labels.index(label)
+
+
+def _validate_audit(truth, predicted, audited, weights, labels, alpha, lam):
+    """(labels, truth codes, predicted codes, audited positions, weights) of an audit sample, or ValueError
+    naming the argument at fault."""
+    labels = _validate_labels(labels)
+    if len(truth) != len(audited):
+        raise ValueError(
+            f"truth and audited must describe the same queries in the same order: "
+            f"{len(truth)} true labels, {len(audited)} audited positions."
+        )
+    if len(truth) < 2:
+        raise ValueError(f"The audit sample needs at least 2 queries for a variance, got {len(truth)}.")
+    unknown = sorted({str(v) for v in truth} - set(labels))
+    if unknown:
+        raise ValueError(f"truth has labels outside {list(labels)}: {unknown}.")
+    unknown = sorted({str(v) for v in predicted if v is not None} - set(labels))
+    if unknown:
+        raise ValueError(f"predicted has labels outside {list(labels)} (or None): {unknown}.")
+    index = np.asarray(audited)
+    if index.ndim != 1 or not np.issubdtype(index.dtype, np.integer):
+        raise ValueError("audited must be the audited queries' positions in predicted (integers).")
+    bad = index[(index < 0) | (index >= len(predicted))]
+    if bad.size:
+        raise ValueError(f"audited has positions outside the batch of {len(predicted)} queries: {bad[:5].tolist()}.")
+    if np.unique(index).size != index.size:
+        raise ValueError("audited has a position twice: an audit sample holds each query once.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
+    if lam is not None and not math.isfinite(lam):
+        raise ValueError(f"lam must be a finite number or None, got {lam!r}.")
+    w = _validate_weights(weights, len(truth))
+    return labels, _codes(truth, labels), _codes(predicted, labels), index, w
+
+
+def _validate_values(values: Sequence[float], big_n: int, name: str) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    if v.shape != (big_n,):
+        raise ValueError(f"{name} needs one value per query of the batch: {big_n} queries, {v.size} values.")
+    if not np.isfinite(v).all():
+        raise ValueError(
+            f"{name} has a value that is not a finite number at position {int(np.flatnonzero(~np.isfinite(v))[0])}."
+        )
+    return v
 
 
 def _validate_labels(labels: Sequence[str]) -> tuple[str, ...]:
