@@ -7,6 +7,10 @@
   for both a page and a terminal: it names the field or object, never a command-line flag;
   :class:`FieldError` is the one raised when one field breaks its rule.
   :class:`ProviderError` is the one raised for a crowd provider's refusal or failure.
+- :class:`MeasureError`: a measure written as a string (``ARaB@10``, ``nDCG@10``) that cannot be
+  built; it names the measure and the part at fault (its cutoff, a parameter). Both parsers of
+  measure strings raise it: the bias measures' (:mod:`genderbias.api.notation`) and the
+  effectiveness measures' (:mod:`genderbias.ranking.effectiveness`).
 
 Commands turn both into ``CommandError`` (:func:`core.management.cli.command_errors`); pages show
 them as form errors or messages; the API returns them as JSON with a 4xx status (502 for
@@ -31,6 +35,15 @@ class InputError(ValueError):
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
         return f"{where}: {self.problem}"
+
+
+class MeasureError(ValueError):
+    """A measure that cannot be built: ``measure`` as written, ``parameter`` the one at fault ("" if none)."""
+
+    def __init__(self, measure: str, parameter: str, problem: str) -> None:
+        self.measure, self.parameter, self.problem = measure, parameter, problem
+        where = f"{measure}: parameter {parameter!r}" if parameter else measure
+        super().__init__(f"{where}: {problem}")
 
 
 class ServiceError(Exception):

@@ -62,6 +62,8 @@ def parse_count(value: object, field: str, *, minimum: int = 0, maximum: int) ->
     elif isinstance(value, str):
         text = value.strip(AROUND)
         if not DIGITS.fullmatch(text):
+            if text.isascii() and text.isdigit():  # more digits than any bound: say the bound
+                raise NumberError(field, f"must be at most {maximum} (got a {len(text)}-digit number)")
             raise NumberError(field, f"{_shown(value)} is not a whole number: use ASCII digits 0-9, like 10")
         number = int(text)
     else:

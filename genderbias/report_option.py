@@ -144,8 +144,10 @@ class ReportOption:
                 return self.check(
                     parse_counts(text, self.name, minimum=int(self.minimum), maximum=int(self.maximum), most=self.most)
                 )
-            if self.kind == "count":
-                return self.check(parse_count(text, self.name, maximum=10**18))
+            if self.kind == "count":  # the bounds given to the reader too: it names them for a 20-digit number
+                low = 0 if self.minimum is None else math.ceil(self.minimum)
+                high = 10**18 if self.maximum is None else math.floor(self.maximum)
+                return self.check(parse_count(text, self.name, minimum=low, maximum=high))
             if self.kind == "number":
                 return self.check(parse_decimal(text, self.name))
         except NumberError as exc:

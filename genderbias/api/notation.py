@@ -10,9 +10,11 @@ ir_measures' own ``calc_aggregate``/``iter_calc`` and
 PyTerrier's ``pt.Experiment`` compute it beside nDCG@10 through ir_measures' runtime provider, which
 takes any measure with a ``runtime_impl``.
 
-Every parameter's value is checked by its declaration's one check
-(:meth:`genderbias.report_option.ReportOption.check`); a bad one is a :class:`MeasureError` naming the
-measure and the parameter. Light: no numpy until a measure is computed.
+Every parameter's value is read and checked by its declaration (:meth:`genderbias.report_option.ReportOption.parse`
+for a value written in a string, so a cutoff or a number goes through the one number reader,
+:mod:`genderbias.numbers`: ASCII digits, bounded; ``check`` for a value given as it is); a bad one
+is a :class:`~genderbias.errors.MeasureError` naming the measure and the parameter. Light: no numpy
+until a measure is computed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from ir_measures.measures.base import MeanAgg, Measure, ParamInfo
 
+from genderbias.errors import MeasureError
 from genderbias.options import (
     BOUND_OPTION,
     CRBO_P_OPTION,
@@ -36,15 +39,6 @@ from genderbias.options import (
     TOKENIZER_OPTION,
 )
 from genderbias.report_option import OptionError, ReportOption
-
-
-class MeasureError(ValueError):
-    """A measure that cannot be built: ``measure`` as written, ``parameter`` the one at fault ("" if none)."""
-
-    def __init__(self, measure: str, parameter: str, problem: str) -> None:
-        self.measure, self.parameter, self.problem = measure, parameter, problem
-        where = f"{measure}: parameter {parameter!r}" if parameter else measure
-        super().__init__(f"{where}: {problem}")
 
 
 class _NaNSkippingMean(MeanAgg):
@@ -78,14 +72,19 @@ class BiasMeasure(Measure):
         }
 
     def _checked(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Each value by its declaration: a string as a person writes it (``ReportOption.parse``: numbers
+        through :mod:`genderbias.numbers`, so ``@١٠`` or ``@99999999999999999999`` is refused here,
+        not by the job that computes it), any other value as it is (``ReportOption.check``)."""
         checked = {}
         for name, value in params.items():
             option = CUTOFF_OPTION if name == "cutoff" else self.OPTIONS.get(name)
             if option is None:
                 takes = ", ".join(["cutoff (@k)", *self.OPTIONS])
                 raise MeasureError(self.NAME, name, f"{self.NAME} takes no parameter {name!r}; it takes {takes}")
+            if isinstance(value, str) and not value.strip():
+                raise MeasureError(self.NAME, name, f"give a value of {name}")
             try:
-                checked[name] = option.check(value)
+                checked[name] = option.parse(value) if isinstance(value, str) else option.check(value)
             except OptionError as exc:
                 raise MeasureError(self.NAME, name, exc.problem) from None
         return checked
@@ -197,18 +196,15 @@ CRBO = _CRBO()
 MEASURES: dict[str, BiasMeasure] = {m.NAME: m for m in (RaB, ARaB, NFaiRR, TExFAIR, AWRF, rKL, rND, rRD, CRBO)}
 
 _WRITTEN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?:\((?P<params>[^()]*)\))?\s*(?:@\s*(?P<cutoff>\S+?))?\s*$")
-_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
-def _value(text: str) -> Any:
-    """A parameter's value as written: quoted text, a number, True/False, or a bare word (``bool``, ``tie-aware``)."""
+def _value(text: str) -> str:
+    """A parameter's value as written, unquoted (``'bool'``, ``bool``, ``2.0``, ``10``): its declaration
+    reads it (:meth:`BiasMeasure._checked`), numbers through the one number reader."""
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
-    if _NUMBER.match(text):
-        number = float(text)
-        return int(number) if re.fullmatch(r"[+-]?\d+", text) else number
-    return {"True": True, "False": False}.get(text, text)
+    return text
 
 
 def parse_measure(measure: str | BiasMeasure) -> BiasMeasure:

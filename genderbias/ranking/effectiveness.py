@@ -34,7 +34,10 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from genderbias.errors import MeasureError
+from genderbias.options import CUTOFF_OPTION
 from genderbias.ranking.vocabulary import EFFECTIVENESS, MEASURE_ALIASES
+from genderbias.report_option import OptionError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,22 +46,29 @@ if TYPE_CHECKING:
 #: The measures a report adds when given qrels but no ``--measures``.
 DEFAULT_MEASURES: tuple[str, ...] = ("RR@10", "nDCG@10", "R@10", "P@10")
 
-_MEASURE = re.compile(r"^\s*([A-Za-z]+)\s*@\s*(\d+)\s*$")
+#: A name, ``@`` and the cutoff as written (read by the cutoff's declaration, not here: ``\d`` takes ``١٠``).
+_MEASURE = re.compile(r"^\s*([A-Za-z]+)\s*@\s*(\S+?)\s*$")
 
 COLUMNS = ["qid", "metric", "cutoff", "value"]
 
 
 def parse_measure(text: str) -> tuple[str, int]:
     """``"nDCG@10"`` → ``("nDCG", 10)``; ``MRR@10`` is ``RR@10``. ValueError naming the
-    supported measures for anything else (a measure needs a cutoff)."""
-    match = _MEASURE.match(text)
+    supported measures for anything else (a measure needs a cutoff); a cutoff is read as every
+    measure's is (:data:`genderbias.options.CUTOFF_OPTION`: ASCII digits, 1 to ``MAX_CUTOFF``), else a
+    :class:`~genderbias.errors.MeasureError` naming the measure and its cutoff, before any job
+    asks ir_measures for ``P@99999999999999999999``."""
+    match = _MEASURE.match(text) if isinstance(text, str) else None
     name = match and MEASURE_ALIASES.get(match[1], match[1])
-    if not match or name not in EFFECTIVENESS or int(match[2]) < 1:
+    if not match or name not in EFFECTIVENESS:
         raise ValueError(
-            f"unknown measure {text.strip()!r}: give NAME@k with NAME one of "
+            f"unknown measure {str(text).strip()!r}: give NAME@k with NAME one of "
             f"{', '.join(EFFECTIVENESS)} (or MRR) and k ≥ 1, e.g. RR@10,nDCG@10"
         )
-    return name, int(match[2])
+    try:
+        return name, CUTOFF_OPTION.parse(match[2])
+    except OptionError as exc:
+        raise MeasureError(text.strip(), "cutoff", exc.problem) from None
 
 
 def parse_measures(measures: str | Iterable[str]) -> tuple[str, ...]:

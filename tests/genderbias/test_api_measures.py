@@ -61,8 +61,12 @@ def test_the_objects_are_built_as_ir_measures_builds_its_own():
         ("NFaiRR(threshold=-1)@10", "threshold", "must not be negative"),
         ("RaB(magnitude=tc)@5", "magnitude", "choose one of tf, bool"),
         ("ARaB(ties=random)@5", "ties", "choose one of tie-aware, trec_eval, file"),
-        ("ARaB@0", "cutoff", "from 1 to 10000"),
-        ("ARaB@ten", "cutoff", "must be a number"),
+        ("ARaB@0", "cutoff", "must be at least 1 (got 0)"),
+        ("ARaB@ten", "cutoff", "'ten' is not a whole number"),
+        ("RaB@١٠", "cutoff", "'١٠' is not a whole number: use ASCII digits 0-9"),  # Arabic-Indic ten
+        ("RaB@99999999999999999999", "cutoff", "must be at most 10000 (got a 20-digit number)"),
+        ("TExFAIR(seed=1_0)@10", "seed", "'1_0' is not a whole number"),
+        ("NFaiRR(threshold=١.٥)@10", "threshold", "'١.٥' is not a decimal number"),
         ("ARaB(threshold=2)@5", "threshold", "ARaB takes no parameter 'threshold'"),
         ("CRBO(p=1.5)@10", "p", "strictly between 0 and 1"),
         ("AWRF(target=1)@10", "target", "strictly between 0 and 1"),
@@ -73,6 +77,28 @@ def test_a_bad_parameter_is_refused_by_name(text, parameter, words):
         parse_measure(text)
     assert refused.value.parameter == parameter
     assert words in str(refused.value) and f"'{parameter}'" in str(refused.value) and text in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("P@99999999999999999999", "must be at most 10000 (got a 20-digit number)"),  # issue 82's input
+        ("nDCG@١٠", "'١٠' is not a whole number: use ASCII digits 0-9, like 10"),
+        ("RR@0", "must be at least 1 (got 0)"),
+        ("AP@10001", "must be at most 10000 (got 10001)"),
+    ],
+)
+def test_an_effectiveness_measures_cutoff_is_read_as_every_cutoff(text, words):
+    """ir_measures' own measures (P@k, nDCG@k …) take the bias measures' cutoff rule: refused when
+    parsed, naming the measure and its cutoff (a 20-digit cutoff once reached ir_measures and failed
+    the report's job with a KeyError)."""
+    from genderbias.ranking.effectiveness import parse_measures
+
+    with pytest.raises(MeasureError) as refused:
+        parse_measures(f"RR@10,{text}")
+    assert (refused.value.measure, refused.value.parameter) == (text, "cutoff")
+    assert str(refused.value) == f"{text}: parameter 'cutoff': {words}"
+    assert parse_measures("P@10000, nDCG@10") == ("P@10000", "nDCG@10")
 
 
 def test_an_unknown_measure_or_a_missing_cutoff_is_refused():

@@ -110,6 +110,8 @@ def test_the_projects_rank_is_evaluated_not_a_resort_by_docid():
 def test_measure_names():
     assert eff.parse_measures("MRR@10, nDCG@10,R@100,P@5,nDCG@10") == ("RR@10", "nDCG@10", "R@100", "P@5")
     assert eff.measures_depth(["RR@10", "R@100"]) == 100
-    for bad in ("nDCG", "ERR@10", "P@0", "RR(rel=2)@10"):
+    for bad in ("nDCG", "ERR@10", "RR(rel=2)@10"):
         with pytest.raises(ValueError, match="unknown measure"):
             eff.parse_measures(bad)
+    with pytest.raises(ValueError, match=r"P@0: parameter 'cutoff': must be at least 1"):
+        eff.parse_measures("P@0")

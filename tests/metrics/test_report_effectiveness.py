@@ -3,6 +3,7 @@ stored results, the CSVs, the command's output and the API; unjudged queries lis
 
 import csv
 import io
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -94,6 +95,29 @@ def test_measures_need_qrels_and_valid_names(judged):
         call_command("bias_report", queries="q", runs="a", qrels="judged", measures="ERR@10", verbosity=0)
     call_command("bias_report", queries="q", runs="a", cutoffs="2", qrels="judged", bootstrap=5, name="d", verbosity=0)
     assert Report.objects.get(name="d").measures == ["RR@10", "nDCG@10", "R@10", "P@10"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("measures", "words"),
+    [
+        ("P@99999999999999999999", "must be at most 10000 (got a 20-digit number)"),  # issue 82: once a 202
+        ("nDCG@١٠", "is not a whole number: use ASCII digits 0-9"),
+    ],
+)
+def test_a_measures_cutoff_is_refused_before_a_job_is_made(judged, client, django_user_model, measures, words):
+    from core.models import Job
+
+    client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
+    body = {"name": "big", "queries": "q", "runs": ["a"], "cutoffs": "2", "qrels": "judged", "measures": measures}
+    response = client.post("/api/metrics/reports/", body, content_type="application/json")
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    (problem,) = response.json()["measures"]
+    assert problem.startswith(f"{measures}: parameter 'cutoff': ") and words in problem
+    assert not Job.objects.exists() and not Report.objects.exists()
+    with pytest.raises(CommandError, match=r"parameter 'cutoff': .*" + re.escape(words)):
+        call_command("bias_report", queries="q", runs="a", qrels="judged", measures=measures, verbosity=0)
+    assert not Report.objects.exists()
 
 
 @pytest.mark.django_db
