@@ -8,8 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api import form_data, form_errors, job_started
+from core.api import ErrorSerializer, form_data, form_errors, job_started
 from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
+from core.templatetags.roles import may_act
 from genderbias.errors import ServiceError
 from genderbias.numbers import NumberError, parse_count
 from genderbias.options import (
@@ -240,7 +241,8 @@ class LabelSensitivityView(APIView):
     variant, cutoff, value, ci_low, ci_high, n_queries), ``rankings`` (Kendall's tau against
     majority/drop and the swapped pairs), ``set_sizes`` (non-gendered queries per aggregation/policy).
     Bad parameters: 400 with ``detail``; an unknown batch: 404; past the bound on jobs in flight
-    (``JOB_MAX_IN_FLIGHT_PER_USER``, ``JOB_MAX_IN_FLIGHT_PER_GROUP``): 429 saying so.
+    (``JOB_MAX_IN_FLIGHT_PER_USER``, ``JOB_MAX_IN_FLIGHT_PER_GROUP``): 429 saying so. A viewer starts no job:
+    the kept result (200) or the job under way (202), else 409 saying a researcher asks for it.
     """
 
     permission_classes = [permissions.IsAdminUser]
@@ -254,7 +256,7 @@ class LabelSensitivityView(APIView):
             OpenApiParameter("background", str, description="NFaiRR background run (default: the collection)"),
             OpenApiParameter("bootstrap", int, description="bootstrap resamples, at most 2000 (default 1000)"),
         ],
-        responses={200: LabelSensitivitySerializer, 202: JobSerializer},
+        responses={200: LabelSensitivitySerializer, 202: JobSerializer, 409: ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
         form = LabelSensitivityForm.from_query(request.query_params)
@@ -263,7 +265,8 @@ class LabelSensitivityView(APIView):
                 return Response({"detail": f"no batch named {form.data['batch']!r}"}, status=404)
             detail = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
             return Response({"detail": detail, "errors": form.errors}, status=400)
-        kept = form.ask()  # a refusal (ServiceError, TooManyJobs) is the exception handler's 400 / 429
+        # A refusal (ServiceError, TooManyJobs, a viewer's StateError) is the exception handler's 400 / 429 / 409.
+        kept = form.ask(may_start=may_act(request.user, form.cleaned_data["batch"]))
         if kept.result is None:
             return job_started(kept.job)
         return Response(kept.result)

@@ -250,11 +250,12 @@ class LabelSensitivityForm(forms.Form):
             data["bootstrap"] = DEFAULT_SAMPLES
         return data
 
-    def ask(self):
+    def ask(self, *, may_start: bool):
         """Ask for label sensitivity (:func:`~metrics.services.ask_label_sensitivity`): the kept result of
-        these settings, or the job computing it. A refused request raises its ServiceError
-        (:class:`core.jobs.TooManyJobs` past the bound on jobs in flight)."""
-        return self._call(services.ask_label_sensitivity, self.cleaned_data["batch"])
+        these settings, or the job computing it (started only when ``may_start``: the asker may act on the
+        batch). A refused request raises its ServiceError (:class:`core.jobs.TooManyJobs` past the bound on
+        jobs in flight; ``StateError`` for a viewer when nothing is kept or under way)."""
+        return self._call(services.ask_label_sensitivity, self.cleaned_data["batch"], may_start=may_start)
 
     def _call(self, service, batch, **extra):
         """``service`` on ``batch`` with this form's runs and settings: the one place the form's

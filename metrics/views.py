@@ -19,9 +19,10 @@ from core.jobs import TooManyJobs
 from core.models import Job
 from core.selectors import jobs_for, unacknowledged_changes
 from core.spreadsheet import csv_text
+from core.templatetags.roles import may_act
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
-from genderbias.errors import ServiceError
+from genderbias.errors import ServiceError, StateError
 from genderbias.figure_notes import figure_notes
 from genderbias.numbers import parse_count
 from genderbias.ranking.defaults import MAX_CUTOFF, TABLE_LAYOUTS
@@ -303,9 +304,11 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
         response["Content-Type"] = "text/csv; charset=utf-8"
         return response
     try:
-        job = services.start_per_query_csv(report)
+        job = services.start_per_query_csv(report, may_start=may_act(request.user, report))
     except TooManyJobs as exc:
         return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+    except StateError as exc:  # a viewer, and no job under way
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     return redirect("core:job-detail", pk=job.pk)
@@ -477,7 +480,7 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
         if not form.is_valid():
             return render(request, "metrics/label_sensitivity.html", {"form": form}, status=400)
         try:
-            kept = form.ask()
+            kept = form.ask(may_start=may_act(request.user, form.cleaned_data["batch"]))
         except ServiceError as exc:
             form.add_error(None, str(exc))
             status = 429 if isinstance(exc, TooManyJobs) else 400

@@ -13,7 +13,8 @@ from rest_framework.views import APIView
 from annotation.models import Batch
 from core.api import ErrorSerializer, body_object, checked, job_started
 from core.serializers import JobSerializer
-from genderbias.errors import ServiceError
+from core.templatetags.roles import may_act
+from genderbias.errors import ServiceError, StateError
 from metrics.models import Report
 from publishing.latex import TEMPLATES
 from publishing.latex import template as latex_template
@@ -67,14 +68,15 @@ class ReportPaperView(APIView):
                 "lncs (llncs) or article (default).",
             )
         ],
-        responses={(200, "application/zip"): OpenApiTypes.BINARY, 202: JobSerializer},
+        responses={(200, "application/zip"): OpenApiTypes.BINARY, 202: JobSerializer, 409: ErrorSerializer},
     )
     def get(self, request, name: str, format=None):
         """The report's paper bundle as a zip (``publishing.services.paper``): its papers' tables as LaTeX
         (booktabs, the same marks and p-values as ``table``), its figures as PDF, ``methods.tex`` from the
         study's facts, ``references.bib`` and a ``main.tex`` that compiles. Built once in a background
         job: until it is ready, 202 with the job (``Location``: where to poll it); ask again when it is
-        ``done``. 404 with ``detail`` if the report's files are gone."""
+        ``done``. 404 with ``detail`` if the report's files are gone; 409 with ``detail`` for a viewer when it
+        is neither built nor being built (a viewer's request starts no job)."""
         report = get_object_or_404(Report, name=name)
         template = request.query_params.get("template") or None
         try:
@@ -86,7 +88,9 @@ class ReportPaperView(APIView):
             suffix = "" if template is None else f"-{template}"
             return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper{suffix}.zip")
         try:
-            job = start_paper_bundle(report, template)
+            job = start_paper_bundle(report, template, may_start=may_act(request.user, report))
+        except StateError as exc:  # a viewer, and no job under way
+            return Response({"detail": str(exc)}, status=409)
         except ServiceError as exc:
             return Response({"detail": str(exc)}, status=404)
         return job_started(job)

@@ -9,8 +9,9 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from annotation.models import Batch
+from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
-from genderbias.errors import ServiceError
+from genderbias.errors import ServiceError, StateError
 from metrics.models import Report
 from publishing.forms import PublishDatasetForm
 from publishing.latex import template as latex_template
@@ -66,7 +67,9 @@ def report_paper(request: HttpRequest, name: str) -> HttpResponse:
         suffix = "" if template is None else f"-{template}"
         return FileResponse(path.open("rb"), as_attachment=True, filename=f"{report.name}-paper{suffix}.zip")
     try:
-        job = start_paper_bundle(report, template)
+        job = start_paper_bundle(report, template, may_start=may_act(request.user, report))
+    except StateError as exc:  # a viewer, and no job under way
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
     except ServiceError as exc:
         raise Http404(str(exc)) from None
     return redirect("core:job-detail", pk=job.pk)

@@ -26,7 +26,7 @@ from annotation import selectors as annotation_selectors
 from annotation.services import reading_answers
 from core.jobs import background_job
 from core.models import Job
-from genderbias.errors import ServiceError
+from genderbias.errors import ServiceError, StateError
 from genderbias.numbers import NumberError, parse_decimal
 from genderbias.ranking.defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
 from genderbias.text.wordlists import GenderWords
@@ -231,6 +231,14 @@ def sensitivity_key(
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest(), settings
 
 
+#: A viewer's answer when the settings asked for are neither computed nor being computed.
+NOT_STARTED_FOR_A_VIEWER = (
+    "the label sensitivity of these settings is not computed yet, and a viewer's request starts no job: "
+    "a researcher or owner of the batch's group asks for it (the page's form or this request), then it is "
+    "kept for everyone"
+)
+
+
 def ask_label_sensitivity(
     batch,
     runs: Sequence[Run],
@@ -238,13 +246,18 @@ def ask_label_sensitivity(
     *,
     threshold: float = CONFIDENCE_THRESHOLD,
     background: Run | None = None,
+    may_start: bool,
 ) -> LabelSensitivityResult:
     """The kept label sensitivity of these settings: computed already (``result`` filled), being computed
     (its ``job`` in flight), or asked for now (a job started once the caller's transaction commits).
 
     One computation per settings and state of the answers, however often and by whomever it is asked for:
     requests never compute it, and a flood of the same request starts one job. A job asked for past the
-    bound on jobs in flight is refused (:class:`core.jobs.TooManyJobs`)."""
+    bound on jobs in flight is refused (:class:`core.jobs.TooManyJobs`). ``may_start``: whether the asker
+    may act on the batch (``core.templatetags.roles.may_act``); a viewer reads what is kept or follows the
+    job under way, and where neither is, is refused (:data:`NOT_STARTED_FOR_A_VIEWER`, ``StateError``: the
+    API's 409) and nothing is written: a viewer's GET starts no job (issue 82: eight such GETs held half
+    the lab's ``JOB_MAX_IN_FLIGHT_PER_GROUP``)."""
     report_settings.validate()
     if not 0 <= threshold <= 1:
         raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
@@ -265,6 +278,8 @@ def ask_label_sensitivity(
             return kept
         if kept.job is not None and kept.job.status in (Job.Status.PENDING, Job.Status.RUNNING):
             return kept
+        if not may_start:  # the row just made, if any, goes with the transaction
+            raise StateError(NOT_STARTED_FOR_A_VIEWER)
         kept.job = label_sensitivity_job.start(
             f"Label sensitivity of {batch.name}",
             batch.pk,

@@ -17,7 +17,7 @@ from pathlib import Path
 from core.jobs import background_job
 from core.models import Job
 from core.services.storage import cache_dir
-from genderbias.errors import ServiceError
+from genderbias.errors import ServiceError, StateError
 from genderbias.files.atomic import atomic_write
 
 from ..models import Report
@@ -71,13 +71,20 @@ def per_query_csv_job(job: Job, report_id: int) -> None:
     job.message = f"Per-query values of {report.name} ready"
 
 
-def start_per_query_csv(report: Report) -> Job:
-    """The Job writing the report's per-query CSV: the one already pending or running, else a new one.
-    ServiceError if the report's files are gone."""
+def start_per_query_csv(report: Report, *, may_start: bool) -> Job:
+    """The Job writing the report's per-query CSV: the one already pending or running, else a new one when
+    ``may_start`` (the asker may act on the report: ``core.templatetags.roles.may_act``; a viewer's GET
+    starts no job, issue 82: ``StateError``, a 409, saying who can). ServiceError if the report's files are
+    gone."""
     from .. import selectors
 
     selectors.check_report_files(report)
     running = Job.objects.filter(
         kind=per_query_csv_job.kind, arguments=[report.pk], status__in=[Job.Status.PENDING, Job.Status.RUNNING]
     ).first()
+    if running is None and not may_start:
+        raise StateError(
+            f"the per-query values of {report.name} are not written yet, and a viewer's request starts no job: "
+            "a researcher or owner of the report's group opens this link once, then the file is kept for everyone"
+        )
     return running or per_query_csv_job.start(f"Per-query values of {report.name}", report.pk, of=report)

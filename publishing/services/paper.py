@@ -43,7 +43,7 @@ from annotation.services import reading_answers, render_hit_html
 from core.jobs import background_job
 from core.models import Job
 from core.version import software_version
-from genderbias.errors import ServiceError
+from genderbias.errors import ServiceError, StateError
 from genderbias.figure_notes import SIGN_WARNING, figure_notes
 from genderbias.files.atomic import replace_folder
 from genderbias.presets import preset_lines
@@ -731,9 +731,11 @@ def paper_bundle_job(job: Job, report_id: int, template: str | None = None) -> N
     job.message = f"Paper bundle of {report.name} ({_template(template).name}) ready"
 
 
-def start_paper_bundle(report: Report, template: str | None = None) -> Job:
+def start_paper_bundle(report: Report, template: str | None = None, *, may_start: bool) -> Job:
     """The Job building the report's zip in ``template``: the one already pending or running, else a
-    new one. ServiceError if the report's files are gone or the template is unknown."""
+    new one when ``may_start`` (the asker may act on the report: ``core.templatetags.roles.may_act``; a
+    viewer's GET starts no job, issue 82: ``StateError``, a 409, saying who can). ServiceError if the
+    report's files are gone or the template is unknown."""
 
     name = _template(template).name
     selectors.check_report_files(report)
@@ -743,6 +745,11 @@ def start_paper_bundle(report: Report, template: str | None = None) -> Job:
         kind=paper_bundle_job.kind, arguments=arguments, status__in=[Job.Status.PENDING, Job.Status.RUNNING]
     ).first()
     title = f"Paper bundle of {report.name}" + ("" if name == DEFAULT_TEMPLATE else f" ({name})")
+    if running is None and not may_start:
+        raise StateError(
+            f"the paper bundle of {report.name} ({name}) is not built yet, and a viewer's request starts no job: "
+            "a researcher or owner of the report's group opens this link once, then the zip is kept for everyone"
+        )
     return running or paper_bundle_job.start(title, *arguments, of=report)
 
 

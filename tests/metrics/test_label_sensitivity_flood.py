@@ -1,14 +1,14 @@
-"""Issue 68.1: a viewer's flood of label-sensitivity requests does not hold another lab's pages or jobs.
+"""Issue 68.1: a flood of label-sensitivity requests does not hold another lab's pages or jobs.
 
-One lab's viewer sends 16 label-sensitivity requests (16 settings) while another lab's researcher
+One lab's member sends 16 label-sensitivity requests (16 settings) while another lab's researcher
 browses and starts a job. Asserted through what can be counted, never a clock:
 
-- no request computes: the viewer's requests and the researcher's pages are all answered while no
+- no request computes: the member's requests and the researcher's pages are all answered while no
   sensitivity computation runs inside a request;
-- the viewer's 16 requests create at most ``JOB_MAX_IN_FLIGHT_PER_USER`` jobs; the rest get a JSON 429
+- the member's 16 requests create at most ``JOB_MAX_IN_FLIGHT_PER_USER`` jobs; the rest get a JSON 429
   naming the bound; the same request again is the same job;
 - waiting jobs take the groups in turn: the researcher's job, started after the flood, runs after at
-  most one of the viewer's jobs per thread, not after all of them;
+  most one of the member's jobs per thread, not after all of them;
 - each settings is computed once, and its result is then answered from the kept row.
 
 The queue is driven by hand (one turn at a time, in this thread, which shares the test's database):
@@ -44,20 +44,21 @@ class HeldPool:
 
 @pytest.fixture
 def two_labs(batch, django_user_model):
-    """Lab A holds the batch (the fixtures' default group) and its viewer; lab B a researcher of its own."""
+    """Lab A holds the batch (the fixtures' default group) and the member who floods it, a researcher (a viewer
+starts no job since issue 82: ``test_viewer_starts_no_job.py``); lab B a researcher of its own."""
     lab_a = batch.group
     lab_b = ResearchGroup.objects.create(name="Lab B", slug="lab-b")
-    viewer = django_user_model.objects.create_user("vic", password="pw-secret-123", is_staff=True)
-    Membership.objects.create(user=viewer, group=lab_a, role=Membership.Role.VIEWER)
+    flooder = django_user_model.objects.create_user("vic", password="pw-secret-123", is_staff=True)
+    Membership.objects.create(user=flooder, group=lab_a, role=Membership.Role.RESEARCHER)
     researcher = django_user_model.objects.create_user("rita", password="pw-secret-123", is_staff=True)
     Membership.objects.create(user=researcher, group=lab_b, role=Membership.Role.RESEARCHER)
-    return lab_a, lab_b, viewer, researcher
+    return lab_a, lab_b, flooder, researcher
 
 
-def test_a_viewers_flood_is_bounded_and_another_labs_pages_and_job_go_first(
+def test_a_flood_is_bounded_and_another_labs_pages_and_job_go_first(
     two_labs, client, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
-    _, lab_b, viewer, researcher = two_labs
+    _, lab_b, flooder, researcher = two_labs
     settings.JOB_LOCAL_RUNNER = "threads"  # as deployed without a broker: jobs wait for the pool
     pool = HeldPool()
     monkeypatch.setattr(in_process, "_pool", lambda: pool)
@@ -74,7 +75,7 @@ def test_a_viewers_flood_is_bounded_and_another_labs_pages_and_job_go_first(
     def ask(bootstrap: int):
         return client.get(api, {"batch": "sens", "runs": "a,b", "cutoffs": "1,2", "bootstrap": str(bootstrap)})
 
-    client.force_login(viewer)
+    client.force_login(flooder)
     with django_capture_on_commit_callbacks(execute=True):
         answers = [ask(20 + i) for i in range(FLOOD)]
         repeats = [ask(20) for _ in range(3)]
@@ -83,9 +84,9 @@ def test_a_viewers_flood_is_bounded_and_another_labs_pages_and_job_go_first(
     assert all("JOB_MAX_IN_FLIGHT_PER_USER" in a.json()["detail"] for a in answers[bound:])
     assert {a.json()["id"] for a in repeats} == {answers[0].json()["id"]}
     flood = [a.json()["id"] for a in answers[:bound]]
-    assert Job.objects.filter(started_by=viewer).count() == bound == pool.turns
+    assert Job.objects.filter(started_by=flooder).count() == bound == pool.turns
 
-    # Lab B's researcher browses while the viewer's jobs wait, then starts a job of her own.
+    # Lab B's researcher browses while the flooder's jobs wait, then starts a job of her own.
     client.force_login(researcher)
     pages = [reverse("home"), reverse("metrics:label-sensitivity"), reverse("pooling:import")]
     pages += [reverse("metrics:report-list")]
@@ -100,7 +101,7 @@ def test_a_viewers_flood_is_bounded_and_another_labs_pages_and_job_go_first(
     assert Job.objects.get(pk=theirs).group == lab_b
     assert computed == {"in_requests": 0, "in_jobs": 0}  # nothing computed yet: every answer came at once
 
-    # The pool's turns, one at a time: lab B's job comes second, not after the viewer's eight.
+    # The pool's turns, one at a time: lab B's job comes second, not after the flooder's eight.
     order = []
     # Each turn runs here (the pool's own wrapper would close this thread's connection: the test's database).
     monkeypatch.setattr(in_process, "_deliver", lambda job_id, run: (order.append(job_id), run()))
@@ -110,8 +111,8 @@ def test_a_viewers_flood_is_bounded_and_another_labs_pages_and_job_go_first(
     assert Job.objects.get(pk=theirs).status == Job.Status.DONE
     assert computed == {"in_requests": 0, "in_jobs": bound}  # once per settings, never in a request
 
-    # Done: the viewer's same requests are answered from the kept rows, nothing computed again.
-    client.force_login(viewer)
+    # Done: the flooder's same requests are answered from the kept rows, nothing computed again.
+    client.force_login(flooder)
     again = [ask(20 + i) for i in range(bound)]
     assert [a.status_code for a in again] == [200] * bound
     assert LabelSensitivityResult.objects.filter(result__isnull=False).count() == bound
