@@ -236,12 +236,15 @@ def publish_dataset(
     try:
         license_id = hub_card.check_license(license_id)
         license_terms = hub_card.check_license_terms(license_id, license_name, license_link)
-        if paper:
-            from publishing.zenodo.metadata import related
-
-            related(paper, "isSupplementTo", "publication-article")  # refused before anything is written
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
+    if paper:
+        from publishing.zenodo.metadata import related
+
+        try:  # refused before anything is written
+            related(paper, "isSupplementTo", "publication-article")
+        except ValueError as exc:
+            raise ServiceError(f"--paper: {exc}") from None
     target = Path(os.path.abspath(out))  # "..", "a/../b" normalised; a symbolic link is not followed
     into = _check_target(target, force)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))

@@ -69,6 +69,7 @@ from publishing.latex import (
 )
 from publishing.methods_text import default_title, limitations_tex, methods_tex
 from publishing.screenshot import chromium_path, screenshot
+from publishing.zenodo.metadata import related, zenodo_metadata
 
 #: Metrics drawn against the cutoff and as per-query distributions (the papers' four).
 FIGURE_METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
@@ -622,6 +623,11 @@ def write_paper_bundle(
     If the final rename fails, the earlier bundle is put back."""
     target = Path(out)
     _template(template)
+    if dataset:  # refused before the bundle is computed (what .zenodo.json's reader refuses)
+        try:
+            related(dataset, "isSupplementedBy", "dataset")
+        except ValueError as exc:
+            raise ServiceError(f"--dataset: {exc}") from None
     _refuse_unsafe(target)
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
@@ -659,7 +665,6 @@ def zenodo_json(report: Report, title: str, dataset: str | None = None) -> str:
     from django.utils import timezone
 
     from publishing.hub_card import METHOD_REFERENCE
-    from publishing.zenodo.metadata import zenodo_metadata
 
     try:
         metadata = zenodo_metadata(
