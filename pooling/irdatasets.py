@@ -50,11 +50,36 @@ def dataset_source(dataset_id: str, version: str) -> str:
 
 
 def check_dataset_id(dataset_id: str) -> str:
-    """The id, stripped; a :class:`ServiceError` if it cannot be an ir_datasets id."""
+    """The id, stripped, if ``ir_datasets`` knows it; a :class:`ServiceError` naming the field otherwise.
+
+    The page, the API, the command and the service all check here, so an id ``ir_datasets`` does not
+    know (``nosuch/dataset``) is refused before a job is made, not by the job. Membership only: the
+    registry is asked whether it has the id, nothing is loaded or downloaded."""
     dataset_id = str(dataset_id).strip()
     if not DATASET_ID.match(dataset_id) or ".." in dataset_id or len(dataset_id) > 200:
         raise ServiceError(f"dataset: {dataset_id!r} is not an ir_datasets id (such as msmarco-passage/dev/small)")
+    if not _registered(dataset_id):
+        raise ServiceError(unknown_message(dataset_id))
     return dataset_id
+
+
+def unknown_message(dataset_id: str) -> str:
+    return (
+        f"dataset: ir_datasets {ir_datasets_version()} has no dataset {dataset_id!r} "
+        "(the ids are listed at https://ir-datasets.com)"
+    )
+
+
+def _registered(dataset_id: str) -> bool:
+    """Whether ``ir_datasets.registry`` has ``dataset_id``: one of its registered ids, or one its id
+    patterns make on first use (clirmatrix's language pairs). The registry has no public membership
+    test (``in`` iterates its registered ids only), hence its ``_patterns``, read and never called."""
+    import ir_datasets
+
+    registry = ir_datasets.registry
+    if dataset_id in set(registry):
+        return True
+    return any(pattern.match(dataset_id) for pattern, _ in getattr(registry, "_patterns", ()))
 
 
 def folder_name(dataset_id: str) -> str:
@@ -83,11 +108,8 @@ def load_dataset(dataset_id: str):
     dataset_id = check_dataset_id(dataset_id)
     try:
         return ir_datasets.load(dataset_id)
-    except KeyError:
-        raise ServiceError(
-            f"dataset: ir_datasets {ir_datasets.__version__} has no dataset {dataset_id!r} "
-            "(the ids are listed at https://ir-datasets.com)"
-        ) from None
+    except KeyError:  # a pattern's id its initializer refuses
+        raise ServiceError(unknown_message(dataset_id)) from None
 
 
 def write_dataset_files(

@@ -124,7 +124,11 @@ def imported_parts(found) -> str:
     parts = []
     if found.collection is not None:
         passages = found.collection.passages
-        size = f"{passages:,} passages" if passages is not None else "by reference: passages read by id"
+        if found.collection.by_reference:  # not read: what its metadata says, never lines read
+            known = f"{passages:,} passages known from its metadata" if passages is not None else "passages"
+            size = f"by reference: {known}, read by id as pools and reports ask"
+        else:
+            size = f"{passages:,} passages"
         parts.append(f"collection {found.collection.name!r} ({size})")
     if found.query_set is not None:
         parts.append(f"query set {found.query_set.name!r} ({found.query_set.queries.count():,} queries)")

@@ -34,19 +34,38 @@ class ImportResult:
         """``lines_read`` (the data lines: not blank, not comments), ``imported`` (rows made:
         passages, queries, run lines, words, judgments) and ``skipped`` (bad lines passed over). An
         import that found its content already there imports nothing; ``lines_read`` is then
-        ``None`` (a run already there is not read again)."""
+        ``None`` (a run already there is not read again).
+
+        A collection registered by reference is not read: its passages are neither lines read nor
+        rows imported, and ``by_reference`` holds how many its metadata says it has (``None``: it does
+        not say), so that registering MS MARCO v2's 138M passages does not report them read."""
         skipped = len(self.skipped)
         if not self.created:
             return {"lines_read": None, "imported": 0, "skipped": skipped}
         imported = _records(self.obj)
-        return {"lines_read": imported + skipped, "imported": imported, "skipped": skipped}
+        counts = {"lines_read": imported + skipped, "imported": imported, "skipped": skipped}
+        held = _by_reference(self.obj)
+        if held is not None:
+            counts["by_reference"] = held.passages
+        return counts
 
     def outcome(self) -> str:
-        """The counts in words, for a job's message: ``8 lines read, 6 imported, 2 skipped``."""
+        """The counts in words, for a job's message: ``8 lines read, 6 imported, 2 skipped``; a collection
+        by reference first, as what it is: ``passages registered by reference: 138,364,198 known from the
+        collection's metadata, 0 read``."""
         counts = self.counts()
         if counts["lines_read"] is None:
             return "nothing imported"
-        return f"{counts['lines_read']:,} lines read, {counts['imported']:,} imported, {counts['skipped']:,} skipped"
+        read = f"{counts['lines_read']:,} lines read, {counts['imported']:,} imported, {counts['skipped']:,} skipped"
+        if "by_reference" not in counts:
+            return read
+        known = counts["by_reference"]
+        held = (
+            "passages registered by reference: "
+            + (f"{known:,} known from the collection's metadata" if known is not None else "their number unknown")
+            + ", 0 read (each is read by id when a pool or a report asks for it)"
+        )
+        return held if counts["lines_read"] == 0 else f"{held}; {read}"
 
 
 @dataclass
@@ -69,8 +88,8 @@ def _records(obj) -> int:
 
     if isinstance(obj, DatasetImport) or hasattr(obj, "named"):  # a dataset's or a named set's parts
         return sum(_records(part) for part in obj.parts())
-    if isinstance(obj, Collection):  # a collection by reference is not read: none, when it does not say
-        return obj.passages or 0
+    if isinstance(obj, Collection):  # a collection by reference is not read: no row made (ImportResult.counts)
+        return 0 if obj.by_reference else obj.passages or 0
     if isinstance(obj, QuerySet):
         return obj.queries.count()
     if isinstance(obj, Run):
@@ -80,6 +99,13 @@ def _records(obj) -> int:
     if isinstance(obj, Qrels):
         return obj.judgments
     raise TypeError(f"not an import's result: {obj!r}")
+
+
+def _by_reference(obj) -> Collection | None:
+    """The collection by reference an import registered (alone, or as a dataset's documents), if any."""
+    if isinstance(obj, DatasetImport):
+        obj = obj.collection
+    return obj if isinstance(obj, Collection) and obj.by_reference else None
 
 
 def byte_progress(path: Path, description: str, job: Job | None, bar: bool) -> Progress:

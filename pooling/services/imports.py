@@ -387,8 +387,13 @@ def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploade
     """
     # An upload is kept as uploads/<12 hex>-<its name> (core.services.uploads.keep_upload); a path was given by the user.
     shown_as = options.get("file_name") or (re.sub(r"^[0-9a-f]{12}-", "", Path(path).name) if uploaded else str(path))
-    # Messages name the file as the user did, never its staging or cache path (core.progress.shown).
-    job.shown_names = {str(Path(path).resolve()): shown_as, str(path): shown_as, Path(path).name: shown_as}
+    # Messages name the file as the user did, never its staging or cache path (core.progress.shown). A
+    # dataset's id is no path: nothing to hide, and its last segment may be a word of the messages ("dataset").
+    job.shown_names = (
+        {}
+        if kind == "dataset"
+        else {str(Path(path).resolve()): shown_as, str(path): shown_as, Path(path).name: shown_as}
+    )
     job.result = {"form": reverse("pooling:import-create", args=[kind]), "file": shown_as}  # to try again
     job.save(update_fields=["result"])
     keep = False

@@ -244,3 +244,34 @@ def test_texts_read_over_celery_workers_split_by_bundle_file(v2_files, settings,
         services.texts_by_reference(v2, ["msmarco_passage_00_1"], chunks=2)  # inside a line
     with pytest.raises(ServiceError, match="has no passage msmarco_passage_01_999999999"):
         services.texts_by_reference(v2, ["msmarco_passage_01_999999999"], chunks=2)  # past the bundle's end
+
+
+@pytest.mark.django_db
+def test_a_v2_folder_by_reference_reports_its_passages_known_and_none_read(
+    client, admin_user, v2_files, settings, django_capture_on_commit_callbacks
+):
+    """Issue 82: MS MARCO v2 registered by reference reported its 138M passages (its ``.pos`` files' sizes)
+    as lines read and imported. Here its 2,000 passages (counted from the bundles' lines, here) are
+    known from the ``.pos`` files ir_datasets writes (4 bytes a passage), and none is read."""
+    from core.models import Job
+
+    for bundle in sorted(v2_files["folder"].glob("msmarco_passage_??")):
+        lines = len(bundle.read_text(encoding="utf-8").splitlines())
+        (bundle.parent / f"{bundle.name}.pos").write_bytes(b"\0" * (4 * lines))
+    client.force_login(admin_user)
+    settings.IMPORT_ROOTS = [str(v2_files["folder"].parent)]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/api/pooling/imports/collection/",
+            {"name": "v2", "path": str(v2_files["folder"]), "by_reference": True},
+            content_type="application/json",
+        )
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.status == Job.Status.DONE, job.message
+    assert Collection.objects.get(name="v2").passages == len(v2_files["passages"]) == 2_000
+    counts = {k: job.result[k] for k in ("lines_read", "imported", "skipped", "by_reference")}
+    assert counts == {"lines_read": 0, "imported": 0, "skipped": 0, "by_reference": 2_000}
+    assert job.message == (
+        "Imported: collection v2; passages registered by reference: 2,000 known from the collection's metadata, "
+        "0 read (each is read by id when a pool or a report asks for it)"
+    )

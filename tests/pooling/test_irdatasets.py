@@ -19,6 +19,9 @@ pytestmark = pytest.mark.skipif(find_spec("ir_datasets") is None, reason="ir_dat
 TINY = "project-test/tiny"
 QUERIES_ONLY = "project-test/queries-only"
 OFFLINE = "project-test/offline"
+#: An id whose last segment is a word of the messages ("ir_datasets could not download …"): never rewritten.
+WORDY = "project-test/dataset"
+COUNTED = "project-test/counted"
 DOCS = {"p1": "She and her sister", "p2": "He met his father", "p3": "nothing gendered here"}
 QUERIES = {"1": "who is she", "2": "who is he"}
 QRELS = [("1", "p1", 1), ("1", "p3", 0), ("2", "p2", 2)]
@@ -47,6 +50,13 @@ def _register(tmp_path_factory):
     qrels = folder / "qrels.txt"
     qrels.write_text("".join(f"{qid} 0 {pid} {rel}\n" for qid, pid, rel in QRELS))
     levels = {0: "not relevant", 1: "relevant", 2: "highly relevant"}
+
+    class CountedDocs(TsvDocs):
+        """Documents whose number the dataset states (as MS MARCO's metadata does), without reading them."""
+
+        def docs_count(self):
+            return len(DOCS)
+
     offline = Download([RequestsDownload("http://127.0.0.1:1/collection.tsv")], cache_path=str(folder / "never.tsv"))
     datasets = {
         TINY: Dataset(
@@ -54,6 +64,8 @@ def _register(tmp_path_factory):
         ),
         QUERIES_ONLY: Dataset(TsvQueries(LocalDownload(queries))),
         OFFLINE: Dataset(TsvDocs(offline), TsvQueries(LocalDownload(queries))),
+        WORDY: Dataset(TsvDocs(offline), TsvQueries(LocalDownload(queries))),
+        COUNTED: Dataset(CountedDocs(LocalDownload(docs)), TsvQueries(LocalDownload(queries))),
     }
     known = set(ir_datasets.registry)
     for name, dataset in datasets.items():
@@ -184,3 +196,75 @@ def test_the_dataset_is_named_on_the_home_page_and_in_the_dataset_card(registere
     assert _source(SimpleNamespace(pool=None, query_set=query_set)) == f"tiny-home (queries from {source})"
     plain = QuerySet(name="plain", source="/data/q.tsv")
     assert plain.dataset_source == "" and _source(SimpleNamespace(pool=None, query_set=plain)) == "plain"
+
+
+@pytest.mark.django_db
+def test_an_id_ir_datasets_does_not_know_is_refused_before_a_job_is_made(
+    registered, admin_client, django_capture_on_commit_callbacks
+):
+    """Issue 82's input: ``nosuch/dataset`` once made a job (202) whose failure message read
+    ``dataset: ir_datasets … has no nosuch/dataset 'nosuch/dataset'``; now every door refuses it
+    first, naming the field and the id, and makes no job."""
+    import ir_datasets
+
+    said = f"ir_datasets {ir_datasets.__version__} has no dataset 'nosuch/dataset' (the ids are listed at https://ir-datasets.com)"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            "/api/pooling/imports/dataset/", {"name": "x", "dataset": "nosuch/dataset"}, content_type="application/json"
+        )
+    assert response.status_code == 400 and response.json() == {"dataset": [said]}
+    page = admin_client.post("/pooling/import/dataset/", {"name": "x", "dataset": "nosuch/dataset"})
+    assert page.status_code == 400 and page.context["form"].errors == {"dataset": [said]}
+    with pytest.raises(CommandError) as caught:
+        call_command("import_dataset", "nosuch/dataset", name="x")
+    assert str(caught.value) == f"dataset: {said}"
+    with pytest.raises(ServiceError, match="has no dataset 'nosuch/dataset'"):
+        services.start_import("dataset", "nosuch/dataset", "x", {})
+    assert not Job.objects.exists() and not QuerySet.objects.exists() and not Collection.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_jobs_message_keeps_the_words_of_an_id_whose_last_segment_is_one(
+    registered, admin_client, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            "/api/pooling/imports/dataset/", {"name": "wordy", "dataset": WORDY}, content_type="application/json"
+        )
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.status == Job.Status.FAILED
+    assert job.message.startswith(f"ir_datasets could not download {WORDY}: "), job.message
+    assert job.message.endswith("copy ~/.ir_datasets, or set IR_DATASETS_HOME"), job.message
+
+
+@pytest.mark.django_db
+def test_by_reference_the_counts_say_no_document_was_read(
+    registered, admin_client, django_capture_on_commit_callbacks, capsys
+):
+    """The documents of a dataset by reference are registered, not read: the 3 passages of ``COUNTED``
+    are known from what the dataset states, and only its 2 queries are lines read (issue 82: MS MARCO
+    v2 by reference reported its 138M passages as lines read)."""
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            "/api/pooling/imports/dataset/",
+            {"name": "held", "dataset": COUNTED, "by_reference": True},
+            content_type="application/json",
+        )
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.status == Job.Status.DONE, job.message
+    assert Collection.objects.get(name="held").by_reference
+    counts = {k: job.result[k] for k in ("lines_read", "imported", "skipped", "by_reference")}
+    assert counts == {"lines_read": 2, "imported": 2, "skipped": 0, "by_reference": 3}
+    assert job.message.startswith(
+        "Imported: dataset held; passages registered by reference: 3 known from the collection's metadata, 0 read "
+        "(each is read by id when a pool or a report asks for it); 2 lines read, 2 imported, 0 skipped"
+    ), job.message
+
+    call_command("import_dataset", COUNTED, name="held2", by_reference=True)
+    out = capsys.readouterr().out
+    assert "collection 'held2' (by reference: 3 passages known from its metadata, read by id" in out, out
+
+    # A dataset that does not state its number of documents: none claimed, none read.
+    result = services.import_dataset(TINY, "held3", by_reference=True, bar=False)
+    assert result.counts() == {"lines_read": 5, "imported": 5, "skipped": 0, "by_reference": None}
+    assert result.outcome().startswith("passages registered by reference: their number unknown, 0 read")
