@@ -34,6 +34,12 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str, inter
         time.sleep(interval)
 
 
+def parent_pid(pid: int) -> int:
+    """The process that started ``pid`` (a Celery pool process's worker)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
 def port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.2)

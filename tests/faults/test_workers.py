@@ -18,7 +18,7 @@ from core.models import Job
 from core.tasks import send_job, task_for
 from pooling.models import Pool, QuerySet, Run
 from tests.faults.conftest import assert_one_hit_per_group
-from tests.faults.servers import wait_until
+from tests.faults.servers import parent_pid, wait_until
 
 publish_batch_task = task_for("annotation.publish")
 build_pool_task = task_for("pool")
@@ -36,11 +36,6 @@ def _all_finished(jobs: list[Job], sweep: bool) -> bool:
     if sweep:
         sweep_jobs()
     return all(job.status in ("done", "failed") for job in Job.objects.filter(pk__in=[j.pk for j in jobs]))
-
-
-def _parent_pid(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as stat:
-        return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
 @pytest.mark.parametrize("victim", ["pool process", "whole worker"])
@@ -68,7 +63,7 @@ def test_a_worker_killed_mid_task_leaves_every_effect_exactly_once(
     if victim == "pool process":
         os.kill(pid, signal.SIGKILL)
     else:
-        owner = next(w for w in workers if w.pid == _parent_pid(pid))
+        owner = next(w for w in workers if w.pid == parent_pid(pid))
         owner.kill9()
 
     wait_until(lambda: _all_finished(jobs, sweep=victim == "whole worker"), 60, "every job to finish", interval=0.5)
