@@ -16,7 +16,8 @@ their own thread at the commit:
 Either way the Job goes through the same :func:`core.tasks.job_task` wrapper (claim,
 heartbeat, done is done) as on a worker. A process that dies with Jobs queued or running
 here leaves them pending or running under a dead ``host:pid``; ``manage.py sweep_jobs``
-(:mod:`core.jobs.sweeper`) runs them again. This module imports neither Celery nor the models:
+(:mod:`core.jobs.sweeper`) runs them again, in its own process, up to ``JOB_MAX_ATTEMPTS`` times
+(a Job that killed its process, say for memory, would kill the next one too). This module imports neither Celery nor the models:
 :mod:`core.management.cli` loads it in every command.
 """
 
