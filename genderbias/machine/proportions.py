@@ -2,7 +2,7 @@
 of a class, a run's mean over the queries of a class, and the paired difference of two runs there. One
 machinery for a machine's labels and for the crowd's (its aggregated label as the prediction).
 
-Pure numpy, no Django; ``ppi_py`` (pinned) is the reference the tests compare with, not imported here.
+Pure numpy and scipy, no Django; ``ppi_py`` is the reference the tests compare with (not imported here).
 
 A machine pre-labeller, or the crowd, labels every query of a batch; an expert (or humans, for a
 machine) labels a random sample, blind to those labels. The predicted figure is precise but biased
@@ -47,32 +47,20 @@ conservative. :func:`stratified_weights` computes the weights.
 
 Class means and paired differences: one moment condition, its test inverted
 ---------------------------------------------------------------------------
-Every figure here is the root θ of a moment condition over the batch's true labels T::
-
-    E[A − θ B] = 0
-
-- the share of class c: ``A = 1[T = c]``, ``B = 1`` (θ = E[A]: the section above);
-- a run's mean over the queries of class c: ``A = v · 1[T = c]``, ``B = 1[T = c]``, the root of
-  E[(v − θ) · 1(T = c)] = 0 (a ratio: E[v 1(T = c)] / P(T = c));
-- the paired difference of two runs over class c: the same, with v the per-query difference.
-
-The values v are known for every query (the runs are); T only on the sample. The prediction P stands in
-for T on every query: ``Â = v · 1[P = c]``, ``B̂ = 1[P = c]`` (a query without a prediction, a disputed
-majority, has ``1[P = c] = 0`` for every c). For a fixed θ, ``Y_θ = A − θ B`` has batch mean 0 at the
-true θ, and the PPI++ interval above (``ppi_mean_ci`` with ``Ŷ_θ = Â − θ B̂``, λ tuned at that θ) is a
-test of it; the interval for θ is every θ whose interval holds 0 (the test inverted, as Fieller's
-interval inverts the classical one). Each quantity at θ is a quadratic in θ of sums taken once
-(:class:`_Moments`), so the test costs O(n) per θ; the ends of the accepted set are found by a grid
-between the estimate and the range's ends (:data:`GRID` points a side) and Brent's method on the
-outermost change. The estimate is the root of the PPI++ mean of Y_θ. For a share (B = 1) nothing but
-the centre depends on θ, so the inverted test is exactly ``ppi_mean_ci``'s interval (clamped).
-
-The delta method (the ratio's linearisation, estimate ± z · se) is not used: with an audit sample of 50
-it under-covers (0.86-0.90 in issue 81's measurements); the inverted test does not assume the ratio's
-estimate symmetric. θ lies within the values' range over the batch ([0, 1] for a share): the interval
-is clamped to it, and is all of it when the sample cannot exclude any value there.
-
-Coverage on a real crowd with gold (adultcontent2, 3 answers a site): docs/quality.md, "Audit samples".
+Every figure is the root θ of E[A − θ B] = 0 over the batch's true labels T: a share of class c has
+``A = 1[T = c]``, ``B = 1``; a run's mean over the queries of class c has ``A = v · 1[T = c]``,
+``B = 1[T = c]`` (the root of E[(v − θ) · 1(T = c)] = 0, a ratio); a paired difference is that mean of
+the per-query difference of two runs. v is known on every query, T on the sample; the prediction P
+stands in for T everywhere (``Â = v · 1[P = c]``, ``B̂ = 1[P = c]``; no prediction: 0 for every c).
+At a fixed θ, ``Y_θ = A − θ B`` has batch mean 0 at the true θ, and ``ppi_mean_ci`` on it (with
+``Ŷ_θ = Â − θ B̂``, λ tuned at that θ) is a test; the interval is every θ whose interval holds 0 (the
+test inverted, as Fieller's interval inverts the classical one), their hull found by a grid of
+:data:`GRID` points a side and Brent's method; the estimate is the root of the test's centre. Each
+quantity is a quadratic in θ of sums taken once (:class:`_Moments`). For a share only the centre moves
+with θ: the inverted test is ``ppi_mean_ci``'s interval exactly (clamped to [0, 1]). The delta method
+is not used: it under-covers with an audit of 50 (0.86-0.90, issue 81). θ lies within the values'
+range over the batch; the interval is clamped to it, all of it when the sample excludes no value.
+Coverage on a real crowd with gold (adultcontent2): docs/quality.md, "Audit samples".
 
 Rare categories (``o``, about 1 %): the interval is a normal approximation, unreliable when
 the sample holds only a few queries of the category, and of zero width when it holds none
@@ -151,18 +139,13 @@ def audit_share(
     alpha: float = ALPHA,
     lam: float | None = None,
 ) -> dict:
-    """The share of ``label`` in the batch, with its PPI++ interval at level 1 − alpha.
-
-    predicted: every query's predicted label (the crowd's aggregated label or a machine's; ``None``
-    where there is none, a disputed majority), in batch order. audited: the positions in
-    ``predicted`` of the audit sample's queries (a random sample, distinct); truth: their expert
-    labels, in the same order. weights: per audited query, its inverse inclusion probability
-    (``None``: a simple random sample). lam: ``None`` tunes λ (PPI++), 1 is classic PPI, 0 the
-    sample alone.
-
-    Returns {"estimate", "ci": [lo, hi], "lam": the λ used, "predicted_only": the predicted share,
-    "sample_only": the sample's (weighted) share, "sample_ci": the sample's own interval (λ = 0)}.
-    """
+    """The share of ``label`` in the batch, with its PPI++ interval at level 1 − alpha. predicted: every
+    query's predicted label (the crowd's aggregated one or a machine's; ``None``: none, a disputed
+    majority), in batch order; audited: the audit sample's positions in it (random, distinct); truth:
+    their expert labels, in that order; weights: per audited query, its inverse inclusion probability
+    (``None``: a simple random sample); lam: ``None`` tunes λ (PPI++), 1 is classic PPI, 0 the sample
+    alone. Returns {"estimate", "ci": [lo, hi], "lam", "predicted_only": the predicted share,
+    "sample_only": the sample's (weighted) share, "sample_ci": the sample's own interval (λ = 0)}."""
     labels, truth_codes, predicted_codes, index, w = _validate_audit(
         truth, predicted, audited, weights, labels, alpha, lam
     )
@@ -182,16 +165,10 @@ def audit_class_mean(
     alpha: float = ALPHA,
     lam: float | None = None,
 ) -> dict:
-    """A run's mean value over the batch's queries truly labelled ``label``, with its PPI++ interval.
-
-    values: the run's value on every query of the batch, in ``predicted``'s order; the rest as
-    :func:`audit_share`. The interval inverts the PPI++ test of E[(v − θ) · 1(T = label)] = 0 (the
-    module's docstring) and lies within the values' range.
-
-    Returns {"estimate", "ci", "lam": λ at the estimate, "predicted_only": the mean over the queries
-    predicted ``label`` (``None`` if none is), "sample_only": the mean over the audited queries of
-    ``label`` (weighted), "sample_ci": the audit sample's own interval (λ = 0, the same inversion)}.
-    """
+    """A run's mean value over the queries truly labelled ``label``, with its PPI++ interval (the test of
+    E[(v − θ) · 1(T = label)] = 0 inverted; within the values' range). values: the run's value on every
+    query, in ``predicted``'s order; the rest and the keys as :func:`audit_share` (``predicted_only``: the
+    mean over the queries predicted ``label``, ``None`` if none is; ``lam``: λ at the estimate)."""
     labels, truth_codes, predicted_codes, index, w = _validate_audit(
         truth, predicted, audited, weights, labels, alpha, lam
     )
