@@ -259,10 +259,11 @@ IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 2 * 1024**3, minimu
 #: The most bytes a collection or run may expand to once decompressed (a plain file: its
 #: size); those readers stream, so this bounds work and disk, not memory.
 IMPORT_MAX_DECOMPRESSED_BYTES = env_int("IMPORT_MAX_DECOMPRESSED_BYTES", 32 * 1024**3, minimum=1)
-#: The same for files read whole into memory: query, qrels and word-list files, gold,
-#: training and labelled files (the trained labeller's). Every line is then held as Python
-#: objects (a few hundred bytes each), so this bounds a worker's memory.
-IMPORT_MAX_HELD_BYTES = env_int("IMPORT_MAX_HELD_BYTES", 64 * 1024**2, minimum=1)
+#: The most a file read whole into memory may hold: query, qrels and word-list files, gold,
+#: training and labelled files (the trained labeller's). Each line counts its bytes and the
+#: Python objects it becomes (genderbias.files.textfiles.HELD_LINE_BYTES), so this bounds
+#: what an import holds in a worker's memory (the factor measured: docs/deployment.md).
+IMPORT_MAX_HELD_BYTES = env_int("IMPORT_MAX_HELD_BYTES", 512 * 1024**2, minimum=1)
 #: How many times its compressed size a gzip file may expand (every reader, site and command
 #: line), checked while decompressing past its first IMPORT_EXPANSION_FREE_BYTES: text
 #: compresses 3-10 times, a compression bomb (2 MB of one repeated line, 2 GiB expanded)

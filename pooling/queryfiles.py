@@ -301,7 +301,10 @@ def read_query_table(
         raise InputError(path, None, "no queries")
     table = with_columns(table, chosen or {})
     if table.plain:  # the rankers' format, read by its own reader (its messages are the ones people know)
-        return [(qid, text, "") for qid, text in read_queries(path, skipped)], table
+        queries: list = read_queries(path, skipped)
+        for i, (qid, text) in enumerate(queries):  # in place: never two lists of every query at once
+            queries[i] = (qid, text, "")
+        return queries, table
     rows: list[tuple[str, str, str]] = []
     seen: dict[str, int] = {}
     with open_text(path) as lines:

@@ -36,8 +36,8 @@ def insert_rows(model: type[Model], columns: Sequence[str], rows: Iterable[Seque
                 copy.write_row(row)
         return
     head, one = _insert_into(model, columns)
-    with connection.cursor() as cursor:
-        cursor.executemany(head + one, list(rows))
+    with connection.cursor() as cursor:  # the rows streamed, never a second list of them (an import's memory)
+        cursor.executemany(head + one, iter(rows))
 
 
 def insert_few_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence]) -> None:

@@ -55,16 +55,17 @@ class InputLimit:
     setting: str
     #: Which files it bounds, named in the error.
     files: str
+    #: Bytes counted for each line besides its own: what a line costs once a reader holds it.
+    per_line: int = 0
 
 
 #: Files a reader streams, holding a block at a time or columns (collections, runs).
 DECOMPRESSED = InputLimit(32 * 1024**3, "IMPORT_MAX_DECOMPRESSED_BYTES", "collections and runs")
-#: Files a reader keeps line by line in memory (queries, qrels, word lists, gold, training and
-#: labelled files): a line costs a few hundred bytes as Python objects, so 64 MiB of short
-#: lines is already several hundred megabytes held.
-HELD = InputLimit(
-    64 * 1024**2, "IMPORT_MAX_HELD_BYTES", "query, qrels, word-list and labelled files (read whole into memory)"
-)
+#: Files a reader keeps line by line in memory (queries, qrels, word lists, gold, training, labelled):
+#: a line becomes Python objects of a few hundred bytes beyond its own (measured: docs/deployment.md,
+#: "Input limits"), so it counts its bytes and :data:`HELD_LINE_BYTES`: the limit bounds what is held.
+HELD_LINE_BYTES = 384
+HELD = InputLimit(512 * 1024**2, "IMPORT_MAX_HELD_BYTES", "query, qrels, word-list and labelled files (read whole into memory)", HELD_LINE_BYTES)  # fmt: skip
 
 
 @dataclass
@@ -108,12 +109,13 @@ def configure_limits(
 def too_large(path: str | Path, line: int, limit: InputLimit) -> InputError:
     """The one error for a file past its :class:`InputLimit`: ``path:line: problem``, ``line``
     being the line the reader had reached."""
-    return InputError(
-        path,
-        line,
-        f"the file expands to more than {limit.bytes:,} bytes, the limit for {limit.files} "
-        f"(setting {limit.setting}); reading stopped here",
-    )
+    held = f" once read (each line's bytes and {limit.per_line} for the objects it becomes)"
+    size = f"{'holds' if limit.per_line else 'expands to'} more than {limit.bytes:,} bytes{held * bool(limit.per_line)}"
+    return InputError(path, line, f"the file {size}, the limit for {limit.files} (setting {limit.setting}); reading stopped here")  # fmt: skip
+
+
+#: UTF-8 lead bytes of characters past U+FFFF and U+00FF: the bytes a character of a line holding one costs.
+_WIDE = ((re.compile(rb"[\xf0-\xf4]"), 4), (re.compile(rb"[\xc4-\xef]"), 2))
 
 
 class SizeCounter:
@@ -123,13 +125,20 @@ class SizeCounter:
         self.path, self.limit, self.read = path, limit, start
 
     def add(self, data: bytes, first_line: int) -> None:
-        """Count ``data`` (read next, its first line the file's ``first_line``): over the limit,
-        the error names the line that holds the first byte past it."""
-        self.read += len(data)
-        over = self.read - self.limit.bytes
-        if over > 0:
-            cut = max(len(data) - over, 0)
-            raise too_large(self.path, first_line + data.count(b"\n", 0, cut), self.limit)
+        """Count ``data`` (read next, from line ``first_line``); a held limit counts each line break with
+        ``per_line``, and a block's bytes 2 or 4 times if it has a character past U+00FF or U+FFFF (Python
+        stores such a line 2 or 4 bytes a character). Over the limit, name the line whose count crosses it."""
+        before, per_line = self.read, self.limit.per_line
+        width = next((w for lead, w in _WIDE if per_line and lead.search(data)), 1)
+        self.read += width * len(data) + (per_line * data.count(b"\n") if per_line else 0)
+        if self.read > self.limit.bytes:
+            line, start = first_line, 0
+            while (end := data.find(b"\n", start)) >= 0:
+                before += width * (end + 1 - start) + per_line
+                if before > self.limit.bytes:
+                    break
+                line, start = line + 1, end + 1
+            raise too_large(self.path, line, self.limit)
 
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -242,11 +251,9 @@ def open_binary(path: str | Path) -> Iterator[BinaryIO]:
 
 
 def open_regular(path: str | Path) -> BinaryIO:
-    """``path`` opened for reading bytes if it is a regular file with one name, checked on the open file:
-    the one check of files that must be what their path says (bundles by reference, a Zenodo deposit).
-    A symbolic link is refused, not followed (``O_NOFOLLOW``: one swapped in after a listing or a
-    registration is refused when opened), a FIFO not waited on (``O_NONBLOCK``), a hard link (a second
-    name of a file that may live elsewhere) refused; each an :class:`InputError` naming the path."""
+    """``path`` opened for reading bytes if it is a regular file with one name (checked on the open file): the
+    one check of files that must be what their path says (bundles by reference, a Zenodo deposit). A link is refused,
+    not followed (``O_NOFOLLOW``: one swapped in after a listing is refused when opened), a FIFO not waited on."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         descriptor = os.open(path, flags)
@@ -257,7 +264,7 @@ def open_regular(path: str | Path) -> BinaryIO:
     status = os.fstat(descriptor)
     if stat.S_ISREG(status.st_mode) and status.st_nlink == 1:
         return file
-    file.close()
+    file.close()  # a hard link is a second name of a file that may live elsewhere
     problem = "not a regular file" if not stat.S_ISREG(status.st_mode) else f"a hard link ({status.st_nlink} names)"
     raise InputError(path, None, f"{problem}: only regular files with one name are read")
 
@@ -325,15 +332,10 @@ def split_lines(text: str) -> list[str]:
 
 
 def line_too_long(path: str | Path, line: int | None, where: str = "") -> InputError:
-    """The one error for a line over :data:`MAX_LINE_BYTES`: ``path:line: problem``, as every
-    bad input is named (:func:`too_large` for a file past its size); a reader that seeks to a byte
-    offset (:mod:`genderbias.files.docstores`) knows no line number and names ``where`` instead."""
-    return InputError(
-        path,
-        line,
-        f"{where}{': ' if where else ''}the line is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): "
-        "this is not a file of text lines, or its line breaks are missing",
-    )
+    """The one error for a line over :data:`MAX_LINE_BYTES`: ``path:line: problem``, as every bad input is
+    named; a reader that seeks to a byte offset (:mod:`.docstores`) knows no line and names ``where``."""
+    problem = f"the line is longer than {MAX_LINE_BYTES:,} bytes (the limit of every reader): this is not a file of"
+    return InputError(path, line, f"{where}{': ' if where else ''}{problem} text lines, or its line breaks are missing")
 
 
 def bounded_line(file: BinaryIO, path: str | Path, where: str) -> bytes:

@@ -5,6 +5,7 @@ Limits are set small (settings overrides) so small files show what huge ones wou
 """
 
 import gzip
+import tracemalloc
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -12,8 +13,9 @@ from django.core.management import CommandError, call_command
 from genderbias.errors import InputError
 from genderbias.files.collection import scan_collection
 from genderbias.files.runs import read_run
-from genderbias.files.textfiles import DECOMPRESSED, HELD, open_text
+from genderbias.files.textfiles import DECOMPRESSED, HELD, HELD_LINE_BYTES, open_text
 from genderbias.text.wordlists import load_wordlist
+from pooling.models import QuerySet
 from pooling.qrelfiles import read_qrels
 from pooling.queryfiles import read_queries
 
@@ -25,10 +27,10 @@ def gz(path, text: str):
 
 
 def message(path, line, limit, setting, files):
-    return (
-        f"{path}:{line}: the file expands to more than {limit:,} bytes, the limit for {files} "
-        f"(setting {setting}); reading stopped here"
-    )
+    size = f"expands to more than {limit:,} bytes"
+    if setting == "IMPORT_MAX_HELD_BYTES":  # a held line counts its bytes and the objects it becomes
+        size = f"holds more than {limit:,} bytes once read (each line's bytes and 384 for the objects it becomes)"
+    return f"{path}:{line}: the file {size}, the limit for {files} (setting {setting}); reading stopped here"
 
 
 HELD_FILES = "query, qrels, word-list and labelled files (read whole into memory)"
@@ -58,12 +60,13 @@ def test_held_readers_stop_at_the_held_limit_naming_the_line(tmp_path, settings,
         gz(path, text)
     else:
         path.write_text(text)
-    settings.IMPORT_MAX_HELD_BYTES = 555  # byte 556 (offset 555) is on line 56
-    assert HELD.bytes == 555
+    assert HELD_LINE_BYTES == 384  # docs/deployment.md: a held line counts its bytes and 384
+    settings.IMPORT_MAX_HELD_BYTES = 2000  # 394 a line: lines 1-5 count 1,970, line 6 takes it to 2,364
+    assert HELD.bytes == 2000
     with pytest.raises(InputError) as err:
         read(path)
-    assert str(err.value) == message(path, 56, 555, "IMPORT_MAX_HELD_BYTES", HELD_FILES)
-    settings.IMPORT_MAX_HELD_BYTES = 1000  # exactly the file: read
+    assert str(err.value) == message(path, 6, 2000, "IMPORT_MAX_HELD_BYTES", HELD_FILES)
+    settings.IMPORT_MAX_HELD_BYTES = 100 * 394  # exactly the file: read
     read(path)
 
 
@@ -106,6 +109,50 @@ def test_a_range_of_a_plain_run_counts_from_where_the_range_starts(tmp_path, set
 
 def test_the_import_command_reports_the_limit(tmp_path, settings):
     path = gz(tmp_path / "q.tsv.gz", "".join(f"{i:03d}\tquery\n" for i in range(100)))
-    settings.IMPORT_MAX_HELD_BYTES = 500
-    with pytest.raises(CommandError, match=r"q\.tsv\.gz:51: the file expands to more than 500 bytes"):
+    settings.IMPORT_MAX_HELD_BYTES = 1000  # 10 + 384 a line: line 3 takes the count past 1,000
+    with pytest.raises(CommandError, match=r"q\.tsv\.gz:3: the file holds more than 1,000 bytes once read"):
         call_command("import_queries", str(path), "--name", "qs")
+
+
+def write_short_queries(path, budget: int, per_line: int = 0) -> int:
+    """Short query lines while their bytes (and ``per_line`` each) stay within ``budget``; returns how many."""
+    count = lines = 0
+    with open(path, "w") as out:
+        while count + len(line := f"{lines}\twhat is thing {lines}\n") + per_line <= budget:
+            out.write(line)
+            count, lines = count + len(line) + per_line, lines + 1
+    return lines
+
+
+@pytest.mark.django_db
+def test_an_import_of_short_lines_holds_what_the_held_limit_says(tmp_path, settings):
+    """Issue 82: IMPORT_MAX_HELD_BYTES of short query lines cost a worker 17 times the setting. A file
+    whose bytes fit is now refused when its lines would hold more; one that fits its count imports
+    holding (Python's own allocations, tracemalloc) less than the setting."""
+    from pooling import services
+
+    settings.IMPORT_MAX_HELD_BYTES = limit = 32 * 1024**2
+    write_short_queries(tmp_path / "bytes.tsv", limit)  # 32 MiB of 30-byte lines: over a million queries
+    with pytest.raises(InputError, match=r"bytes\.tsv:\d+: the file holds more than 33,554,432 bytes once read"):
+        services.import_queries(tmp_path / "bytes.tsv", "bytes")
+    lines = write_short_queries(tmp_path / "fits.tsv", limit, per_line=384)
+    tracemalloc.start()
+    try:
+        services.import_queries(tmp_path / "fits.tsv", "fits")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert QuerySet.objects.get(name="fits").queries.count() == lines
+    assert peak < limit, peak
+
+
+def test_a_held_block_with_a_character_past_u_ffff_counts_its_bytes_four_times(tmp_path, settings):
+    """Python holds a line with one emoji 4 bytes a character (issue 82: 3.8 times the setting before this count)."""
+    path = tmp_path / "q.tsv"
+    path.write_text("".join(f"{i:03d}\tquery \U0001f600\n" for i in range(10)), encoding="utf-8")  # 15 bytes a line
+    settings.IMPORT_MAX_HELD_BYTES = 10 * (15 + 384)  # the bytes counted once would fit
+    with pytest.raises(InputError) as err:
+        read_queries(path)
+    assert err.value.line == 9  # 4 * 15 + 384 = 444 a line: line 9 takes the count from 3,552 to 3,996
+    settings.IMPORT_MAX_HELD_BYTES = 10 * 444
+    assert len(read_queries(path)) == 10

@@ -22,6 +22,12 @@ from tests.annotation.crowd.test_site_batches import FORM
 
 LINE = "{i:07d},what is a query number {i:07d},n\n"  # 41 bytes, every qid different
 LINE_BYTES = len(LINE.format(i=0))
+#: What a held line counts (docs/deployment.md, "Input limits"): its bytes and 384 for its objects.
+HEADER_COUNT, LINE_COUNT = 16 + 384, LINE_BYTES + 384
+HELD = (
+    "holds more than {:,} bytes once read (each line's bytes and 384 for the objects it becomes), the limit for "
+    "query, qrels, word-list and labelled files (read whole into memory) (setting IMPORT_MAX_HELD_BYTES)"
+)
 
 
 def write_labelled_gz(path, lines: int):
@@ -44,13 +50,10 @@ def test_a_labelled_file_expanding_past_the_limit_stops_there_at_flat_memory(tmp
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # The first byte past 1 MiB: 16 header bytes, then 41-byte lines.
-    expected_line = 2 + (1024 * 1024 - 16) // LINE_BYTES
+    # The line whose count passes 1 MiB: the header counts 400, then each line 425.
+    expected_line = 2 + (1024 * 1024 - HEADER_COUNT) // LINE_COUNT
     assert err.value.line == expected_line
-    assert str(err.value) == (
-        f"{path}:{expected_line}: the file expands to more than 1,048,576 bytes, the limit for query, qrels, "
-        "word-list and labelled files (read whole into memory) (setting IMPORT_MAX_HELD_BYTES); reading stopped here"
-    )
+    assert str(err.value) == f"{path}:{expected_line}: the file {HELD.format(1024 * 1024)}; reading stopped here"
     # What was read before the limit (1 MiB of lines, ~25,000 objects) and a read block, no more.
     assert peak < 20 * 1024 * 1024, peak
 
@@ -59,20 +62,20 @@ def test_gold_files_and_the_trained_labellers_training_file_obey_the_same_limit(
     settings.IMPORT_MAX_HELD_BYTES = 4096
     path = write_labelled_gz(tmp_path / "gold.csv.gz", 1000)
     for read in (read_gold_file, training_data):
-        line = 2 + (4096 - 16) // LINE_BYTES  # 101
-        with pytest.raises(InputError, match=rf"gold\.csv\.gz:{line}: the file expands to more than 4,096 bytes"):
+        line = 2 + (4096 - HEADER_COUNT) // LINE_COUNT  # 10
+        with pytest.raises(InputError, match=rf"gold\.csv\.gz:{line}: the file holds more than 4,096 bytes"):
             read(path)
-    settings.IMPORT_MAX_HELD_BYTES = 64 * 1024  # 41 kB expanded: within the limit, read whole
+    settings.IMPORT_MAX_HELD_BYTES = 512 * 1024  # 41 kB expanded, 425,400 counted: within the limit, read whole
     assert len(read_labelled_file(path)) == 1000
 
 
 def test_a_plain_labelled_file_counts_its_bytes_the_same_way(tmp_path, settings):
-    settings.IMPORT_MAX_HELD_BYTES = 100
+    settings.IMPORT_MAX_HELD_BYTES = 2500
     path = tmp_path / "gold.tsv"
     path.write_text("".join(f"q{i:02d}\tquery {i:03d}\tf\n" for i in range(20)))  # 16 bytes a line
     with pytest.raises(InputError) as err:
         read_labelled_file(path)
-    assert err.value.line == 7  # line 7 holds bytes 97-112: byte 101 is the first past the limit
+    assert err.value.line == 7  # 16 + 384 a line: lines 1-6 count 2,400, line 7 takes it to 2,800
 
 
 LONG = 200_000  # over the csv module's default field limit (131,072), under the 1 MiB line limit
