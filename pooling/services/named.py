@@ -19,6 +19,7 @@ and line, in the result's notes.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 from genderbias.errors import FieldError, InputError, ServiceError, Skipped
-from genderbias.files.atomic import atomic_write, atomic_write_bytes, file_sha256
+from genderbias.files.atomic import atomic_path, atomic_write, file_sha256
 from pooling.queryfiles import read_query_table
 
 from ..models import Collection, QuerySet
@@ -141,7 +142,8 @@ def write_named_set_files(found: NamedSetImport, out: str | Path) -> list[Path]:
         for part, file_name in ((found.collection, "collection.tsv"), (found.qrels, "qrels.txt")):
             if part is None:
                 continue
-            atomic_write_bytes(folder / file_name, Path(part.path).read_bytes())
+            with atomic_path(folder / file_name) as tmp:  # copied a block at a time, never held whole
+                shutil.copyfile(part.path, tmp)
             written.append(folder / file_name)
     return written
 
