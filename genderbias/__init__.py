@@ -36,6 +36,7 @@ _PUBLIC = {
     "load_run": "genderbias.api.inputs",
     "load_texts": "genderbias.api.inputs",
     "Texts": "genderbias.api.inputs",
+    "MissingTextsError": "genderbias.api.inputs",
     "GenderWords": "genderbias.text.wordlists",
     "load_wordlist": "genderbias.text.wordlists",
 }

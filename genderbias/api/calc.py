@@ -8,6 +8,10 @@ orders of tied documents by :func:`genderbias.ranking.ties.tie_summary`, and CRB
 under ``tie-aware`` its expectation over the orders of ties) with ``.low`` and ``.high``, the lowest
 and highest value an order of the run's ties gives (equal to the figure when no order moves it; NaN
 where the range is not computed: TExFAIR and the exposure measures unless tie-aware, and CRBO).
+
+``preset="sigir2020"`` computes as a paper's reference code did (:func:`with_preset`): the presets
+are :data:`genderbias.presets.PRESETS`, the platform's ``--preset``. ``missing``: what a ranked
+document the texts lack is (:class:`genderbias.api.inputs.Texts`: refused by default).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ir_measures import Metric as IrMetric
 from genderbias.api.inputs import Texts, load_run, load_texts
 from genderbias.api.notation import MEASURES, BiasMeasure, parse_measure
 from genderbias.options import EXPOSURE_OPTIONS, SEED_OPTION, THRESHOLD_OPTION
+from genderbias.presets import PRESETS
 from genderbias.ranking.exposure import ExposureSettings
 from genderbias.ranking.measures import evaluate_run
 from genderbias.ranking.rbo import crbo
@@ -60,13 +65,54 @@ class Metric(NamedTuple):
     value: Figure
 
 
-def measures_for(texts: Any, *, counterfactual: Any = None, measures: Iterable[str] | None = None) -> list:
+def measures_for(
+    texts: Any,
+    *,
+    counterfactual: Any = None,
+    measures: Iterable[str] | None = None,
+    missing: str = "error",
+    preset: str | None = None,
+) -> list:
     """The library's measures bound to ``texts`` (and CRBO to a ``counterfactual`` run), for ir_measures'
     ``calc_aggregate`` and PyTerrier: each measure written as a string (``"ARaB@10"``), or by default
-    the prototypes (``ARaB``, ``NFaiRR``, …: give the cutoff with ``@``)."""
-    source = load_texts(texts)
+    the prototypes (``ARaB``, ``NFaiRR``, …: give the cutoff with ``@``); ``missing`` and ``preset``
+    as :func:`calc_aggregate`'s."""
+    source = load_texts(texts, missing)
     chosen = [parse_measure(m) for m in measures] if measures is not None else list(MEASURES.values())
+    chosen = with_preset(chosen, preset)
     return [_bound(type(measure))(texts=source, counterfactual=counterfactual, **measure.params) for measure in chosen]
+
+
+def with_preset(measures: Iterable[str | BiasMeasure], preset: str | None) -> list[BiasMeasure]:
+    """``measures`` parsed, with what ``preset`` (:data:`genderbias.presets.PRESETS`) sets of each one's
+    parameters: ``sigir2020``, Rekabsaz & Schedl's reference code: the whitespace tokenizer
+    ``text.lower().split(" ")`` and the run's own order of tied documents (``ties="file"``: a frame's or
+    dict's order as given; a run file is read as the platform imports it, by score, ties by docid
+    descending as trec_eval orders them), ``ln(1 + count)`` as every tf magnitude here. A measure that
+    writes a parameter the preset sets otherwise is refused; a preset that normalises NFaiRR by a
+    background run is the platform's (the library takes no background run)."""
+    parsed = [parse_measure(m) for m in measures]
+    if preset is None:
+        return parsed
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    chosen = PRESETS[preset]
+    if chosen.needs_background:
+        raise ValueError(
+            f"preset {preset!r} ({chosen.paper}) normalises NFaiRR by a background run, which the library "
+            f"does not take: the platform's report computes it (bias_report --preset {preset} --background RUN)"
+        )
+    out = []
+    for measure in parsed:
+        sets = {name: value for name, value in chosen.settings.items() if name in measure.OPTIONS}
+        for name, value in sets.items():
+            if name in measure.params and measure.params[name] != value:
+                raise ValueError(
+                    f"{measure}: it gives {name}={measure.params[name]!r} and preset {preset!r} sets {name}={value!r}; "
+                    f"leave {name} out of the measure or the preset"
+                )
+        out.append(measure(**sets))
+    return out
 
 
 class _Bound:
@@ -94,10 +140,12 @@ def per_query(
     counterfactual: Any = None,
     wordlist=None,
     representative=None,
+    missing: str = "error",
+    preset: str | None = None,
 ):
-    """Long pandas frame ``measure, qid, value, low, high, tied`` (``measure`` as written, queries in
-    the run's order): what :func:`iter_calc` and :func:`calc_aggregate` read."""
-    measures = [parse_measure(m) for m in measures]
+    """Long pandas frame ``measure, qid, value, low, high, tied`` (``measure`` as written, with what
+    ``preset`` sets; queries in the run's order): what :func:`iter_calc` and :func:`calc_aggregate` read."""
+    measures = with_preset(measures, preset)
     for measure in measures:
         measure.cutoff  # noqa: B018 - refuses a measure without a cutoff before any work
     frame = load_run(run)
@@ -114,7 +162,7 @@ def per_query(
         source = texts if texts is not None else members[0].texts
         if source is None:
             raise ValueError(f"{members[0]} reads the documents' texts: give texts (a file, dict, frame or docstore)")
-        parts += _bias(members, frame, load_texts(source), wordlist, representative)
+        parts += _bias(members, frame, load_texts(source, missing), wordlist, representative)
     columns = ["measure", "qid", "value", "low", "high", "tied"]
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
@@ -139,7 +187,9 @@ def _bias(members: list[BiasMeasure], run, texts: Texts, wordlist, representativ
     depth = max(cutoffs)
     # The documents the figures read: the top ``depth`` under the order of ties, and every member of a
     # tie group reaching it (the tie-aware expectation and the range average over them).
-    docids = pl.concat([order_run(run, order, depth)["docid"] for order in {ties, TIE_AWARE}]).unique()
+    docids = pl.concat([order_run(run, order, depth)["docid"] for order in {ties, TIE_AWARE}]).unique(
+        maintain_order=True
+    )
     counts = texts.counts(docids, wordlist or default_wordlist(), tokenizer)
     representative_counts = texts.counts(docids, representative or default_representative_wordlist(), tokenizer)
     settings = ExposureSettings(
@@ -188,23 +238,30 @@ def _crbo(measure: BiasMeasure, run, counterfactual):
     ).assign(tied=False)
 
 
-def iter_calc(measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, **inputs: Any) -> Iterator[Metric]:
+def iter_calc(
+    measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, *, preset: str | None = None, **inputs: Any
+) -> Iterator[Metric]:
     """Every query's figure of every measure: ``Metric(query_id, measure, value)``, ``value`` a :class:`Figure`
     (``.low``, ``.high``: its range over the orders of the query's tied documents)."""
-    measures = {str(m): m for m in (parse_measure(m) for m in measures)}
+    measures = {str(m): m for m in with_preset(measures, preset)}
     table = per_query(measures.values(), run, texts, **inputs)
     for name, qid, value, low, high in table[["measure", "qid", "value", "low", "high"]].itertuples(index=False):
         yield Metric(qid, measures[name], Figure(value, low, high))
 
 
-def calc_aggregate(measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, **inputs: Any) -> dict:
+def calc_aggregate(
+    measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, *, preset: str | None = None, **inputs: Any
+) -> dict:
     """``{measure: Figure}``: each measure's mean over the run's queries with a value, as the platform's
     report, with ``.low``/``.high`` its range over the orders of tied documents (``tie_summary``'s).
 
+    ``preset``: a paper's computation (:func:`with_preset`; the keys are the measures with what it set).
     ``inputs``: ``counterfactual`` (CRBO's second run), ``wordlist`` (RaB/ARaB's, default the 32 + 32
-    definitional words) and ``representative`` (the others', default the 163 + 163 representative words).
+    definitional words), ``representative`` (the others', default the 163 + 163 representative words)
+    and ``missing`` (``"error"``, the default: ranked documents the texts lack are refused; ``"empty"``:
+    they read as texts without a gendered word).
     """
-    measures = {str(m): m for m in (parse_measure(m) for m in measures)}
+    measures = {str(m): m for m in with_preset(measures, preset)}
     table = per_query(measures.values(), run, texts, **inputs)
     long = table.rename(columns={"measure": "run"}).assign(metric="", variant="", cutoff=0)
     ranges, _ = tie_summary(long)

@@ -11,6 +11,18 @@ or a docstore (anything with ``get_many(ids)``: an ir_datasets docstore, MS MARC
 :class:`genderbias.files.docstores.V2PassageFiles`): only the texts of the documents a measure reads are
 fetched, by id, never the whole collection (:func:`genderbias.files.docstores.read_texts`, the platform's
 reader of a collection registered by reference).
+
+What would give a wrong number is refused, each rule checked once, where the input is read:
+
+- a run: a query or document id that is missing, a document ranked twice for a query, a score that
+  is not a finite number (NaN or ±inf has no place in a ranking: :func:`genderbias.ranking.ties.check_scores`);
+- texts: ranked documents the texts lack (:class:`MissingTextsError`, with how many and the first
+  ids: a dict keyed by another kind of id than the run's reads as "no text at all", and every measure
+  would call the run perfectly fair). ``missing="empty"`` reads them as empty texts (no gendered
+  word), as a collection that truly lacks a few documents asks; a document given twice with two
+  texts; a text that is not a string. A dict keyed by ints (``pd.read_csv`` without ``dtype=str``)
+  is read by ``str(key)``, as the run's ids are (``1`` is the run's ``"1"``); ids that still match
+  no ranked document are the missing ones above.
 """
 
 from __future__ import annotations
@@ -25,11 +37,16 @@ from genderbias.files.blocks import iter_blocks
 from genderbias.files.collection import parse_passages
 from genderbias.files.docstores import read_texts
 from genderbias.files.runs import read_run
+from genderbias.ranking.ties import check_scores
 from genderbias.text.magnitudes import count_frame
 
 RUN_SCHEMA = {"qid": pl.String, "docid": pl.String, "rank": pl.Int64, "score": pl.Float64}
 _QID = ("qid", "query_id")
 _DOCID = ("docno", "docid", "doc_id")
+#: What a ranked document the texts lack reads as: refused (the default), or an empty text.
+MISSING = ("error", "empty")
+#: How many of the missing documents' ids a message names.
+FIRST_IDS = 5
 
 
 def _column(frame: pl.DataFrame, names: tuple[str, ...], what: str) -> str:
@@ -70,37 +87,76 @@ def load_run(run: Any) -> pl.DataFrame:
         raise TypeError(
             f"a run is a TREC run file, a frame (qid, docno, score) or a dict {{qid: {{docno: score}}}}, not {type(run).__name__}"
         )
+    check_run(frame)
     if "rank" not in frame.columns:
         order = frame.with_row_index("given").sort(["qid", "score", "given"], descending=[False, True, False])
         ranks = order.with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("qid").alias("rank"))
         frame = ranks.sort("given").drop("given")
-    repeated = frame.filter(pl.struct("qid", "docid").is_duplicated())
-    if len(repeated):
-        qid, docid = repeated.row(0)[:2]
-        raise ValueError(f"the run ranks document {docid!r} twice for query {qid!r}")
     first = frame.select("qid").unique(maintain_order=True).with_row_index("query")
     frame = frame.join(first, on="qid", maintain_order="left").sort(["query", "rank"], maintain_order=True)
     return frame.select(*RUN_SCHEMA)
 
 
-class Texts:
-    """Documents' texts fetched by id as the measures ask for them, each fetched once."""
+def check_run(frame: pl.DataFrame) -> None:
+    """Refuse a run (``qid, docid, score[, rank]``) that would give a wrong number, one rule a check,
+    each naming the first row at fault: ids missing, a document ranked twice, a score not finite."""
+    for column, what in (("qid", "query id"), ("docid", "document id")):
+        empty = frame.with_row_index("row").filter(pl.col(column).is_null())
+        if len(empty):
+            raise ValueError(f"the run's row {empty['row'][0] + 1} has no {what} (a missing {column})")
+    repeated = frame.filter(pl.struct("qid", "docid").is_duplicated())
+    if len(repeated):
+        qid, docid = repeated.row(0)[:2]
+        raise ValueError(f"the run ranks document {docid!r} twice for query {qid!r}")
+    check_scores(frame)
 
-    def __init__(self, source: Any) -> None:
-        self.source = source
+
+class MissingTextsError(ValueError):
+    """Ranked documents the texts lack: ``count`` of them, the first ids in ``first``."""
+
+    def __init__(self, count: int, asked: int, first: list[str]) -> None:
+        self.count, self.first = count, first
+        named = ", ".join(map(repr, first)) + (", …" if count > len(first) else "")
+        super().__init__(
+            f"the texts lack {count} of the {asked} ranked documents the measures read (first: {named}); "
+            "give the texts keyed by the run's document ids, or missing='empty' to read a document "
+            "without a text as one without a gendered word"
+        )
+
+
+class Texts:
+    """Documents' texts fetched by id as the measures ask for them, each fetched once.
+
+    ``missing``: what a ranked document the texts lack is: ``"error"`` (the default: refused, with
+    how many and the first ids, :class:`MissingTextsError`) or ``"empty"`` (an empty text: no
+    gendered word).
+    """
+
+    def __init__(self, source: Any, missing: str = "error") -> None:
+        if missing not in MISSING:
+            raise ValueError(f"missing must be one of {', '.join(map(repr, MISSING))}, got {missing!r}")
+        self.source, self.missing = source, missing
         self._known = pl.DataFrame(schema={"docid": pl.String, "text": pl.String})
         self._asked: set[str] = set()
+        self._by_str: dict[str, Any] | None = None  # a dict's keys that are not strings, by str(key)
+
+    def __repr__(self) -> str:
+        return f"Texts({type(self.source).__name__}, missing={self.missing!r})"
 
     def frame(self, docids: Iterable[str]) -> pl.DataFrame:
-        """``docid, text`` of those of ``docids`` the texts hold (a document they lack reads as empty:
-        no gendered word, :mod:`genderbias.ranking.measures`)."""
-        wanted = pl.Series("docid", list(docids), dtype=pl.String).unique()
+        """``docid, text`` of ``docids``; a document the texts lack is refused, or with
+        ``missing="empty"`` left out (it reads as empty: no gendered word, :mod:`genderbias.ranking.measures`)."""
+        wanted = pl.Series("docid", list(docids), dtype=pl.String).unique(maintain_order=True)
         new = [docid for docid in wanted.to_list() if docid not in self._asked]
         if new:
-            fetched = self._fetch(pl.Series("docid", new, dtype=pl.String))
-            self._known = pl.concat([self._known, fetched.select("docid", "text").cast(pl.String)])
+            fetched = self._fetch(pl.Series("docid", new, dtype=pl.String)).select("docid", "text")
+            self._known = pl.concat([self._known, _check_texts(fetched.cast(pl.String))])
             self._asked.update(new)
-        return self._known.join(wanted.to_frame(), on="docid", how="semi")
+        found = self._known.join(wanted.to_frame(), on="docid", how="semi")
+        if self.missing == "error" and len(found) < len(wanted):
+            absent = wanted.to_frame().join(found, on="docid", how="anti")["docid"]
+            raise MissingTextsError(len(absent), len(wanted), absent.head(FIRST_IDS).to_list())
+        return found
 
     def counts(self, docids: Iterable[str], wordlist, tokenizer: str) -> pl.DataFrame:
         """``docid, f, m, length`` under ``wordlist`` and ``tokenizer``: the platform's counting
@@ -114,7 +170,8 @@ class Texts:
             parts = [parse_passages(path, lines, wanted=wanted) for lines, _ in iter_blocks(path)]
             return pl.concat([p.select("docid", "text") for p in parts]) if parts else self._known.clear()
         if isinstance(source, Mapping):
-            rows = [(docid, source[docid]) for docid in wanted.to_list() if docid in source]
+            rows = [(docid, self._text(docid)) for docid in wanted.to_list()]
+            rows = [(docid, text if isinstance(text, str) else None) for docid, text in rows if text is not _ABSENT]
             return pl.DataFrame(rows, schema=self._known.schema, orient="row")
         if hasattr(source, "get_many"):
             return read_texts(source, wanted)
@@ -130,7 +187,42 @@ class Texts:
             f"with get_many(ids), not {type(source).__name__}"
         )
 
+    def _text(self, docid: str) -> Any:
+        """A dict's text of ``docid``: by the key itself, else by a key that is not a string and
+        reads as ``docid`` (``1`` for ``"1"``). Two keys reading as one id are refused: a plain dict's
+        keys are all looked at once, another mapping's when an id is not among them."""
+        source = self.source
+        if self._by_str is None and (type(source) is dict or docid not in source):
+            self._by_str = {}
+            for key in source:
+                if not isinstance(key, str):
+                    text = str(key)
+                    if text in self._by_str or text in source:
+                        raise ValueError(f"the texts' keys {key!r} and {text!r} are one document id, {text!r}")
+                    self._by_str[text] = key
+        if docid in source:
+            return source[docid]
+        key = self._by_str.get(docid, _ABSENT) if self._by_str else _ABSENT
+        return _ABSENT if key is _ABSENT else source[key]
 
-def load_texts(texts: Any) -> Texts:
-    """``texts`` as :class:`Texts` (itself when it is one already)."""
-    return texts if isinstance(texts, Texts) else Texts(texts)
+
+_ABSENT = object()
+
+
+def _check_texts(fetched: pl.DataFrame) -> pl.DataFrame:
+    """``fetched`` (``docid, text``) once per document, or refused where it would give a wrong number,
+    one rule a check: a text missing or not a string (None, pandas' NaN), a document given twice with
+    two texts."""
+    empty = fetched.filter(pl.col("text").is_null())
+    if len(empty):
+        raise ValueError(f"the text of document {empty['docid'][0]!r} is missing or not a string")
+    fetched = fetched.unique(maintain_order=True)
+    twice = fetched.filter(pl.col("docid").is_duplicated())
+    if len(twice):
+        raise ValueError(f"the texts give document {twice['docid'][0]!r} twice, with two texts")
+    return fetched
+
+
+def load_texts(texts: Any, missing: str = "error") -> Texts:
+    """``texts`` as :class:`Texts` (itself when it is one already: its own ``missing`` holds)."""
+    return texts if isinstance(texts, Texts) else Texts(texts, missing)

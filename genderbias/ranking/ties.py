@@ -52,6 +52,25 @@ def check_ties(ties: str) -> str:
     return ties
 
 
+def check_scores(run: pl.DataFrame) -> None:
+    """Refuse a run whose scores are not all finite numbers, naming the first (query, document): a NaN
+    has no place in an order (it would be ranked somewhere, and every tie around it collapse), and an
+    infinite score ties with every other of its sign."""
+    if "score" not in run.columns:
+        return
+    scores = run["score"].cast(pl.Float64)
+    if not scores.null_count() and scores.is_finite().all():  # the usual case: no frame built
+        return
+    bad = run.filter(~pl.col("score").cast(pl.Float64).is_finite().fill_null(False))
+    if len(bad):
+        qid, docid, score = bad.select("qid", "docid", "score").row(0)
+        problem = "no score" if score is None else f"score {score!r}"
+        raise ValueError(
+            f"the run gives document {docid!r} of query {qid!r} {problem}: a score must be a finite number "
+            f"({len(bad)} in all are not)"
+        )
+
+
 def order_run(run: pl.DataFrame, ties: str = DEFAULT_TIES, depth: int | None = None) -> pl.DataFrame:
     """The run's ranking under ``ties``: ``qid, docid, rank, group`` (ranks 1, 2, … per query).
 
@@ -62,6 +81,8 @@ def order_run(run: pl.DataFrame, ties: str = DEFAULT_TIES, depth: int | None = N
     """
     check_ties(ties)
     frame = run.select("qid", "docid", "rank", *(["score"] if "score" in run.columns else []))
+    if ties != FILE:
+        check_scores(frame)
     if ties == FILE or "score" not in frame.columns:
         if depth is not None:  # the stored ranks ≤ depth, renumbered (closing gaps left by removed rows)
             frame = frame.filter(pl.col("rank") <= depth)
