@@ -73,7 +73,9 @@ def validate_judgments(
     frame["label"] = frame["label"].astype(str)
     unknown = sorted(set(frame["label"].unique()) - set(labels))
     if unknown:
-        raise ValueError(f"unknown label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(labels)}")
+        raise ValueError(
+            f"unknown label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(map(str, labels))}"
+        )
     return one_answer_per_worker(frame, repeatable)
 
 
@@ -241,7 +243,9 @@ def dawid_skene(
     frame = validate_judgments(judgments, labels, repeatable=gold)
     unknown = sorted(set(gold.values()) - set(labels))
     if unknown:
-        raise ValueError(f"unknown gold label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(labels)}")
+        raise ValueError(
+            f"unknown gold label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(map(str, labels))}"
+        )
     encoded = model_choice.encode(frame, labels, gold, model=model)
     items, workers, n_labels = encoded.items, encoded.workers, len(labels)
 

@@ -9,7 +9,11 @@ the other on the same frame:
   returns the fitted aggregator;
 - ``labels_``: a Series indexed by task (``agg_label``), the aggregated label;
 - ``probas_``: a DataFrame task × label, each row the label probabilities;
-- ``fit_predict(data)`` and ``fit_predict_proba(data)`` return them.
+- ``fit_predict(data)`` and ``fit_predict_proba(data)`` return them;
+- ``labels``: any hashable labels (``DawidSkene(labels=(0, 1))``; ``None``: those the answers give,
+  sorted), by default the project's :data:`genderbias.labels.LABELS`; ``labels_`` and ``probas_``
+  speak in them;
+- ``get_params()`` and ``repr()`` give the parameters, as scikit-learn's and crowd-kit's estimators do.
 
 Where they differ from crowd-kit's: a tie of a majority or of Wawa's weights is no label (None, its
 probabilities split evenly), never a coin flip or the first label; :class:`DawidSkene` has priors
@@ -19,7 +23,8 @@ tasks at their known labels (``true_labels``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +54,17 @@ def judgments(data: pd.DataFrame) -> pd.DataFrame:
     return data.loc[:, [TASK, "worker", "label"]].rename(columns={TASK: "item"})
 
 
+def _codes(labels: Sequence[Hashable]) -> dict[Hashable, str]:
+    """Each label's code, the text the crowd models read (``str(label)``); two labels one code are refused."""
+    codes: dict[Hashable, str] = {}
+    for label in labels:
+        code = str(label)
+        if code in codes.values():
+            raise ValueError(f"labels {labels!r}: two labels read as {code!r}")
+        codes[label] = code
+    return codes
+
+
 def _by_task(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     out.index = out.index.astype(str)
@@ -58,10 +74,38 @@ def _by_task(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 class _Aggregator:
-    """``fit_predict`` and ``fit_predict_proba`` from ``fit``."""
+    """``fit_predict`` and ``fit_predict_proba`` from ``fit``; the labels given coded for the crowd
+    models (:meth:`_coded`) and back (:meth:`_set`); ``get_params`` and ``repr`` from ``__init__``."""
 
+    labels: tuple[Hashable, ...] | None
     labels_: pd.Series
     probas_: pd.DataFrame
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters ``__init__`` took, by name (scikit-learn's ``get_params``)."""
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {name: getattr(self, name) for name in names}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{name}={value!r}" for name, value in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def _coded(self, data: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...]]:
+        """``data`` as the crowd models read it (``item, worker, label``, each label its code) and the codes."""
+        frame = judgments(data)
+        labels = (
+            self.labels
+            if self.labels is not None
+            else tuple(sorted(frame["label"].dropna().unique().tolist(), key=str))
+        )
+        self._decode = {code: label for label, code in _codes(labels).items()}
+        encode = {label: code for code, label in self._decode.items()}
+        unknown = [label for label in frame["label"].dropna().unique().tolist() if label not in encode]
+        if unknown:
+            raise ValueError(
+                f"unknown label(s) {', '.join(map(repr, unknown))}; expected one of {', '.join(map(repr, labels))}"
+            )
+        return frame.assign(label=frame["label"].map(encode, na_action="ignore")), tuple(self._decode)
 
     def fit(self, data: pd.DataFrame) -> Any:  # pragma: no cover - each aggregator defines it
         raise NotImplementedError
@@ -73,23 +117,25 @@ class _Aggregator:
         return self.fit(data, *args, **kwargs).probas_
 
     def _set(self, labels: pd.Series, probas: pd.DataFrame) -> None:
-        self.probas_ = _by_task(probas)
-        self.labels_ = pd.Series(labels.to_numpy(dtype=object), index=self.probas_.index, name=AGGREGATED)
+        self.probas_ = _by_task(probas.rename(columns=self._decode))
+        decoded = [self._decode.get(label) if label is not None else None for label in labels.to_numpy(dtype=object)]
+        self.labels_ = pd.Series(decoded, index=self.probas_.index, name=AGGREGATED, dtype=object)
 
 
 class MajorityVote(_Aggregator):
     """The strict-plurality label (:func:`genderbias.crowd.aggregation.majority_vote`): ``probas_`` each
     task's vote shares, ``labels_`` None where the top votes tie."""
 
-    def __init__(self, labels: Sequence[str] = LABELS) -> None:
-        self.labels = tuple(labels)
+    def __init__(self, labels: Sequence[Hashable] | None = LABELS) -> None:
+        self.labels = tuple(labels) if labels is not None else None
 
     def fit(self, data: pd.DataFrame) -> MajorityVote:
-        frame = validate_judgments(judgments(data), self.labels)
-        table = count_validated(frame, self.labels)  # counted once, for the shares and the majority
+        coded, codes = self._coded(data)
+        frame = validate_judgments(coded, codes)
+        table = count_validated(frame, codes)  # counted once, for the shares and the majority
         counts = table.astype(float)
         shares = counts.div(counts.sum(axis=1), axis=0)
-        self._set(majority_of_counts(table, self.labels)["label"], shares)
+        self._set(majority_of_counts(table, codes)["label"], shares)
         return self
 
 
@@ -97,15 +143,16 @@ class Wawa(_Aggregator):
     """Worker Agreement With Aggregate (:func:`genderbias.crowd.aggregation.wawa`): ``probas_`` each task's
     labels weighted by their voters' skills, ``labels_`` None where the top weights tie."""
 
-    def __init__(self, labels: Sequence[str] = LABELS) -> None:
-        self.labels = tuple(labels)
+    def __init__(self, labels: Sequence[Hashable] | None = LABELS) -> None:
+        self.labels = tuple(labels) if labels is not None else None
 
     def fit(self, data: pd.DataFrame) -> Wawa:
-        frame = validate_judgments(judgments(data), self.labels)
-        weights = wawa_weights(frame, self.labels)
+        coded, codes = self._coded(data)
+        frame = validate_judgments(coded, codes)
+        weights = wawa_weights(frame, codes)
         total = weights.sum(axis=1).replace(0.0, np.nan)
         self.skills_ = weights.attrs["skills"]
-        self._set(wawa(frame, self.labels)["label"], weights.div(total, axis=0).fillna(1.0 / len(self.labels)))
+        self._set(wawa(frame, codes)["label"], weights.div(total, axis=0).fillna(1.0 / len(codes)))
         return self
 
 
@@ -117,13 +164,20 @@ class DawidSkene(_Aggregator):
     fitted on the others (what every label-corrected interval reads); ``result_``: the whole fit."""
 
     def __init__(
-        self, n_iter: int = 100, tol: float = 1e-6, model: str = "auto", labels: Sequence[str] = LABELS
+        self, n_iter: int = 100, tol: float = 1e-6, model: str = "auto", labels: Sequence[Hashable] | None = LABELS
     ) -> None:
-        self.n_iter, self.tol, self.model, self.labels = n_iter, tol, model, tuple(labels)
+        self.n_iter, self.tol, self.model = n_iter, tol, model
+        self.labels = tuple(labels) if labels is not None else None
 
-    def fit(self, data: pd.DataFrame, true_labels: Mapping[str, str] | pd.Series | None = None) -> DawidSkene:
-        gold = {str(task): str(label) for task, label in dict(true_labels if true_labels is not None else {}).items()}
-        result = dawid_skene(judgments(data), self.labels, self.n_iter, self.tol, gold=gold, model=self.model)
+    def fit(self, data: pd.DataFrame, true_labels: Mapping[Any, Hashable] | pd.Series | None = None) -> DawidSkene:
+        coded, codes = self._coded(data)
+        encode = {label: code for code, label in self._decode.items()}
+        gold = {}
+        for task, label in dict(true_labels if true_labels is not None else {}).items():
+            if label not in encode:
+                raise ValueError(f"task {task!r}'s true label {label!r} is not one of {', '.join(map(repr, encode))}")
+            gold[str(task)] = encode[label]
+        result = dawid_skene(coded, codes, self.n_iter, self.tol, gold=gold, model=self.model)
         self.result_ = result
         self._set(result.labels, result.posteriors)
         self.held_out_probas_ = _by_task(result.held_out)
