@@ -64,7 +64,9 @@ def test_print_the_flood_figures(batch, two_labs, client, settings, monkeypatch,
     loaded = {page: _median_ms(lambda page=page: client.get(page)) for page in pages}
     print()
     print(f"one label-sensitivity computation (bootstrap 1000), as a request used to do it: {in_request_ms:.0f} ms")
-    print(f"the flooder's {FLOOD} requests now: median {statistics.median(flood_ms):.0f} ms, max {max(flood_ms):.0f} ms")
+    print(
+        f"the flooder's {FLOOD} requests now: median {statistics.median(flood_ms):.0f} ms, max {max(flood_ms):.0f} ms"
+    )
     print(f"{'page':<40} {'unloaded ms':>12} {'flooded ms':>12} {'ratio':>6}")
     for page in pages:
         print(f"{page:<40} {unloaded[page]:>12.1f} {loaded[page]:>12.1f} {loaded[page] / unloaded[page]:>6.2f}")

@@ -45,7 +45,7 @@ class HeldPool:
 @pytest.fixture
 def two_labs(batch, django_user_model):
     """Lab A holds the batch (the fixtures' default group) and the member who floods it, a researcher (a viewer
-starts no job since issue 82: ``test_viewer_starts_no_job.py``); lab B a researcher of its own."""
+    starts no job since issue 82: ``test_viewer_starts_no_job.py``); lab B a researcher of its own."""
     lab_a = batch.group
     lab_b = ResearchGroup.objects.create(name="Lab B", slug="lab-b")
     flooder = django_user_model.objects.create_user("vic", password="pw-secret-123", is_staff=True)
