@@ -1,0 +1,271 @@
+"""Which interval each label-corrected figure of a batch gets, and the one sentence that says why (issue 81).
+
+Pure (numpy, pandas; no Django). The crowd model's intervals (:mod:`genderbias.crowd.label_uncertainty`)
+assume a query's answers independent given its true label; on real crowds errors are shared by query
+(hard queries fool most workers alike) and those intervals can miss the truth by many of their own widths
+(docs/quality.md, "Audit samples"). With an expert audit sample of the batch (a random sample labelled blind
+to the crowd), every figure gets the prediction-powered interval instead
+(:mod:`genderbias.machine.proportions`: PPI++, the crowd's label as the prediction), which rests on no crowd
+model, only on the sample being random. Without one, the crowd model's interval stands unless the
+shared-errors check fires; then no figure is printed as a 95% interval: it "may not cover", with the audit
+size that would settle it. :func:`interval_choice` makes the decision and its sentence, which every surface
+(report page, CSV, API, plots' captions, the paper) prints; :func:`choose_intervals` applies it to a report's
+figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from genderbias.crowd import shared_errors
+from genderbias.crowd.label_probabilities import LabelModel
+from genderbias.crowd.label_uncertainty import _finite, _holm_by_family, label_share
+from genderbias.machine.proportions import audit_class_mean, audit_difference
+from genderbias.stats.significance import LEVEL
+
+#: The interval kinds a label-corrected figure gets (:func:`interval_choice`): the PPI++ interval on an expert
+#: audit sample, the crowd model's (:class:`CorrectedFit`), or none printed as a 95% interval.
+AUDIT, CROWD, MAY_NOT_COVER = "audit", "crowd", "may_not_cover"
+INTERVAL_KINDS = (AUDIT, CROWD, MAY_NOT_COVER)
+#: Queries of the class of interest an audit sample needs to settle a warned figure (issue 81: about 25, the
+#: size at which the PPI++ interval covered 0.93-0.97 on real crowds, docs/quality.md "Audit samples").
+AUDIT_ITEMS_OF_CLASS = 25
+#: The class the label-corrected figures are means over (the non-gendered queries).
+FIGURE_CLASS = "n"
+#: The crowd model in a sentence's words.
+CROWD_MODEL_WORDS = "Dawid-Skene, gold-seeded"
+
+
+def suggested_audit(expected_share: float | None) -> int:
+    """About :data:`AUDIT_ITEMS_OF_CLASS` queries of the class of interest: ``ceil(25 / its expected share)``
+    (25 when the share is unknown or not positive)."""
+    if expected_share is None or not expected_share > 0:
+        return AUDIT_ITEMS_OF_CLASS
+    return int(np.ceil(AUDIT_ITEMS_OF_CLASS / min(float(expected_share), 1.0) - 1e-9))
+
+
+def interval_choice(
+    *,
+    audit_size: int = 0,
+    audit_of_class: int = 0,
+    shared: Mapping | None = None,
+    expected_share: float | None = None,
+    crowd_model: str = CROWD_MODEL_WORDS,
+) -> dict:
+    """Which interval every label-corrected figure of a batch gets, and the one sentence that says why
+    (the report page, CSV, API, plots' captions and the paper all take their words from here).
+
+    With an audit sample holding at least 2 queries of :data:`FIGURE_CLASS` (``audit_of_class`` of its
+    ``audit_size`` expert labels): the PPI++ interval (:func:`audit_summary`), which rests on no crowd model,
+    only on the sample being random. Without one, the crowd model's interval, which assumes the answers
+    independent given the true label; unless the shared-errors check (``shared``: ``{"fires": bool,
+    "suggested_audit": int | None}``, :func:`shared_errors_verdict`; None: not run) fires, where no interval
+    is printed as a 95% one: the figure "may not cover", with the audit size that would settle it (the
+    check's, else :func:`suggested_audit` of ``expected_share``, the class's share among the crowd's labels).
+
+    Returns ``{"kind", "sentence", "audit_size", "suggested_audit"}`` (``suggested_audit`` None unless the
+    figure may not cover)."""
+    if audit_size < 0 or audit_of_class < 0 or audit_of_class > audit_size:
+        raise ValueError(f"audit_of_class ({audit_of_class}) must be within 0 and audit_size ({audit_size}).")
+    if audit_of_class >= 2:
+        return {
+            "kind": AUDIT,
+            "sentence": f"PPI++ on an audit sample of {audit_size} expert labels: rests on no crowd model",
+            "audit_size": audit_size,
+            "suggested_audit": None,
+        }
+    small = (
+        f"an audit sample of {audit_size} holds {audit_of_class} non-gendered quer{'y' if audit_of_class == 1 else 'ies'}, "
+        "fewer than the 2 a PPI++ interval needs"
+        if audit_size
+        else "no audit sample"
+    )
+    if shared and shared.get("fires"):
+        size = shared.get("suggested_audit") or suggested_audit(expected_share)
+        return {
+            "kind": MAY_NOT_COVER,
+            "sentence": f"may not cover: errors shared by query; an audit sample of about {size} would settle it",
+            "audit_size": audit_size,
+            "suggested_audit": int(size),
+        }
+    return {
+        "kind": CROWD,
+        "sentence": f"crowd model ({crowd_model}): assumes independent errors; {small}",
+        "audit_size": audit_size,
+        "suggested_audit": None,
+    }
+
+
+def shared_errors_verdict(model: LabelModel | None) -> dict | None:
+    """The shared-errors check on a batch's crowd, as :func:`interval_choice` reads it (``{"fires",
+    "suggested_audit"}``), or None where it is not run. The one adapter to the check of errors shared by query
+    (issue 81, item 3: from the gold questions and from the answers' per-query agreement), built in
+    :mod:`genderbias.crowd.shared_errors` as ``query_check(model)``; until that function exists no figure is
+    warned by it (None)."""
+    check = getattr(shared_errors, "query_check", None)
+    if check is None or model is None or getattr(model, "crowd", None) is None:
+        return None
+    found = check(model)
+    if found is None:
+        return None
+    return {"fires": bool(found.get("fires")), "suggested_audit": found.get("suggested_audit")}
+
+
+#: The columns :func:`audit_summary` and :func:`withheld_summary` replace.
+_CORRECTED = ("corrected", "combined_low", "combined_high", "label_share")
+_DIFFERENCE = ("difference_corrected", "difference_combined_low", "difference_combined_high", "difference_label_share")
+#: The precision of the p that inverts the PPI++ interval (:func:`_audit_p`).
+P_TOLERANCE = 1e-4
+
+
+def audit_summary(
+    summary: pd.DataFrame,
+    wide: Mapping[str, pd.DataFrame],
+    predicted: Mapping[str, str | None],
+    audit: Mapping[str, str],
+    baseline: str | None = None,
+    level: float = LEVEL,
+    label: str = FIGURE_CLASS,
+) -> pd.DataFrame:
+    """``summary`` as :func:`combined_summary` made it, each label-corrected figure replaced by its PPI++
+    figure on the expert audit sample (:func:`genderbias.machine.proportions.audit_class_mean` for a run's
+    mean over the queries truly ``label``, :func:`~genderbias.machine.proportions.audit_difference` for its
+    paired difference against ``baseline``), and ``p_value`` by the p that inverts the difference's interval,
+    Holm-adjusted within the family as before.
+
+    ``wide``: per run, qid × ``(metric, variant, cutoff)`` values of every judged query (NaN: no value);
+    ``predicted``: every judged query's crowd label (None: disputed), the batch the PPI++ estimate is over;
+    ``audit``: qid → expert label of the audit sample's queries (those not judged are left out). Per figure,
+    the queries without a value are left out of the batch and of the sample; a figure whose sample then
+    holds fewer than 2 queries of ``label`` has no interval (–), never the crowd model's."""
+    alpha = 1 - level
+    qids = [q for q in predicted]
+    position = {q: i for i, q in enumerate(qids)}
+    sampled = [(position[q], audit[q]) for q in audit if q in position]
+    labels_of = [predicted[q] for q in qids]
+    columns = sorted({key for table in wide.values() for key in table.columns})
+    aligned = {run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) for run in wide}
+
+    def figure(values: np.ndarray, base: np.ndarray | None, want_p: bool) -> tuple:
+        finite = np.isfinite(values) & (np.isfinite(base) if base is not None else True)
+        kept = np.flatnonzero(finite)
+        renumber = {int(i): j for j, i in enumerate(kept)}
+        audited = [(renumber[i], t) for i, t in sampled if i in renumber]
+        if sum(t == label for _, t in audited) < 2:
+            return None, None, None, None
+        args = ([t for _, t in audited], [labels_of[i] for i in kept], [i for i, _ in audited])
+        if base is None:
+            found = audit_class_mean(*args, values[kept], label=label, alpha=alpha)
+            return found["estimate"], *found["ci"], None
+        found = audit_difference(*args, base[kept], values[kept], label=label, alpha=alpha)
+        p = _audit_p(lambda a: audit_difference(*args, base[kept], values[kept], label=label, alpha=a)["ci"])
+        return found["estimate"], *found["ci"], p
+
+    out = summary.copy()
+    keys = list(zip(out["run"], out["metric"], out["variant"], out["cutoff"].astype(int), strict=True))
+    index = {key: i for i, key in enumerate(columns)}
+    rows: dict[tuple, dict] = {}
+    tests: dict[tuple, float] = {}
+    has_baseline = baseline is not None and baseline in wide
+    for key in keys:
+        run, column = key[0], index.get(key[1:])
+        if column is None or run not in aligned:
+            continue
+        point, low, high, _ = figure(aligned[run][:, column], None, False)
+        row = {"corrected": point, "combined_low": low, "combined_high": high}
+        if has_baseline and run != baseline:
+            d, d_low, d_high, p = figure(aligned[run][:, column], aligned[baseline][:, column], True)
+            row |= {"difference_corrected": d, "difference_combined_low": d_low, "difference_combined_high": d_high}
+            if p is not None:
+                tests[key] = p
+        rows[key] = row
+    adjusted = _holm_by_family(tests)
+    for column in ("corrected", "combined_low", "combined_high"):
+        out[column] = [_finite(rows.get(key, {}).get(column)) for key in keys]
+    if has_baseline:
+        for column in ("difference_corrected", "difference_combined_low", "difference_combined_high"):
+            out[column] = [_finite(rows.get(key, {}).get(column)) for key in keys]
+        out["difference_label_share"] = [
+            _finite(x)
+            for x in label_share(
+                _floats(out, "difference_high") - _floats(out, "difference_low"),
+                _floats(out, "difference_combined_high") - _floats(out, "difference_combined_low"),
+            )
+        ]
+        out["p_value"] = pd.Series([adjusted.get(key) for key in keys], index=out.index, dtype=object)
+    share = label_share(
+        _floats(out, "ci_high") - _floats(out, "ci_low"), _floats(out, "combined_high") - _floats(out, "combined_low")
+    )
+    out["label_share"] = [_finite(x) for x in share]
+    return out
+
+
+def withheld_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with no label-corrected interval and no combined test where the figure may not cover
+    (:data:`MAY_NOT_COVER`): the estimates kept, their intervals, label shares and p (the combined test's,
+    which inverts the interval) withheld, so that no surface prints them as a 95% interval or a significance."""
+    out = summary.copy()
+    for column in (*_CORRECTED[1:], *_DIFFERENCE[1:]):
+        if column in out:
+            out[column] = None
+    if "p_value" in out and "query_p_value" in out:
+        out["p_value"] = pd.Series([None] * len(out), index=out.index, dtype=object)
+    return out
+
+
+def _audit_p(interval: Callable[[float], list[float]]) -> float:
+    """The two-sided p of "the difference is 0" that inverts the PPI++ interval: the smallest α whose
+    (1 − α) interval excludes 0 (``interval(α)`` → ``[low, high]``; narrower as α grows), by bisection to
+    :data:`P_TOLERANCE`. 1 when even the narrowest holds 0."""
+
+    def excludes(alpha: float) -> bool:
+        low, high = interval(alpha)
+        return low > 0 or high < 0
+
+    if not excludes(1 - 1e-9):
+        return 1.0
+    if excludes(1e-12):
+        return 0.0
+    low, high = 1e-12, 1 - 1e-9
+    while high - low > P_TOLERANCE:
+        middle = (low + high) / 2
+        low, high = (low, middle) if excludes(middle) else (middle, high)
+    return high
+
+
+def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
+    return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+
+
+def choose_intervals(
+    summary: pd.DataFrame,
+    wide: Mapping[str, pd.DataFrame],
+    predicted: Mapping[str, str | None],
+    audit: Mapping[str, str] | None = None,
+    shared: Mapping | None = None,
+    baseline: str | None = None,
+    level: float = LEVEL,
+) -> tuple[pd.DataFrame, dict]:
+    """The label-corrected figures of a report on a batch's labels, each with the interval it gets, and
+    that choice (:func:`interval_choice`: its kind and sentence). ``summary``: :func:`combined_summary`'s
+    (the crowd model's intervals); ``predicted``: every judged query's crowd label (None: disputed);
+    ``audit``: qid → expert label of the batch's audit sample (None or empty: none); ``shared``:
+    :func:`shared_errors_verdict`'s. With an audit: :func:`audit_summary`; a warning and no audit:
+    :func:`withheld_summary`; else ``summary`` as it is."""
+    audit = {q: t for q, t in (audit or {}).items() if q in predicted}
+    given = [label for label in predicted.values() if label is not None]
+    share = sum(label == FIGURE_CLASS for label in given) / len(given) if given else None
+    choice = interval_choice(
+        audit_size=len(audit),
+        audit_of_class=sum(t == FIGURE_CLASS for t in audit.values()),
+        shared=shared,
+        expected_share=share,
+    )
+    if choice["kind"] == AUDIT:
+        return audit_summary(summary, wide, predicted, audit, baseline, level), choice
+    if choice["kind"] == MAY_NOT_COVER:
+        return withheld_summary(summary), choice
+    return summary, choice
