@@ -9,9 +9,11 @@ app label, table names and migrations are the app's, wherever a model is declare
 - :mod:`.bonuses` -- the bonuses paid to any crowd's workers (Prolific's own state: ``platforms.prolific.models``);
 - :mod:`.quality` -- escalations, training, qualifications, re-offers, flags, rulings;
 - :mod:`.results` -- exports;
-- :mod:`.machine` -- pre-labels, their answers, routings.
+- :mod:`.machine` -- pre-labels, their answers, routings;
+- :mod:`.audit` -- expert audit samples of a batch and their labels.
 """
 
+from annotation.models.audit import AuditItem, AuditSample
 from annotation.models.bonuses import BonusPayment
 from annotation.models.crowd import (
     FREES_PLACE,
@@ -38,6 +40,8 @@ __all__ = [
     "Adjudication",
     "AnswerUse",
     "Assignment",
+    "AuditItem",
+    "AuditSample",
     "Batch",
     "BatchQuery",
     "BonusPayment",
