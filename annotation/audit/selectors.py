@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from annotation.models import AuditItem, AuditSample, Batch
+from core.models import ROLE_RANK, Membership
+from core.selectors import group_of, role_in
 
 
 def audit_sample(batch: Batch) -> AuditSample | None:
@@ -29,3 +33,87 @@ def audit_labels(batch: Batch) -> dict[str, str]:
         .values_list("batch_query__qid", "label")
     )
     return dict(rows)
+
+
+def population_qids(batch: Batch) -> list[str]:
+    """The queries an audit sample is drawn from: the batch's own (gold questions left out, their labels are known)."""
+    return list(batch.queries.filter(is_gold=False).values_list("qid", flat=True))
+
+
+def may_label(user, sample: AuditSample) -> bool:
+    """Whether ``user`` may give expert labels in ``sample``: a researcher or owner of the batch's group,
+    or an account the researcher named as trusted (``AuditSample.trusted``). Viewers never."""
+    if user is None:  # the operator, on the command line
+        return True
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_superuser:
+        return True
+    role = role_in(user, group_of(sample.batch))
+    if ROLE_RANK.get(role, 0) >= ROLE_RANK[Membership.Role.RESEARCHER]:
+        return True
+    return role is not None and sample.trusted.filter(pk=user.pk).exists()
+
+
+def may_read(user, batch: Batch) -> bool:
+    """Whether ``user`` may read the sample's progress and labels: any member of the batch's group
+    (viewers included), or a trusted labeller."""
+    if user.is_superuser:
+        return True
+    if role_in(user, group_of(batch)) not in (None, Membership.Role.ANNOTATOR):
+        return True
+    sample = audit_sample(batch)
+    return sample is not None and may_label(user, sample)
+
+
+def audit_progress(batch: Batch) -> dict[str, Any]:
+    """The sample's state for the batch page, the API and the command: drawn or not, its size,
+    seed, who drew it and when, how many are labelled, and who labelled them."""
+    sample = audit_sample(batch)
+    if sample is None:
+        return {"drawn": False, "population": len(population_qids(batch))}
+    items = sample.items.all()
+    labelled = items.exclude(label="")
+    labellers = sorted({name for name in labelled.values_list("labeller_name", flat=True) if name})
+    dates = labelled.order_by("labelled_at").values_list("labelled_at", flat=True)
+    return {
+        "drawn": True,
+        "size": sample.size,
+        "seed": sample.seed,
+        "population": sample.population,
+        "drawn_by": sample.drawn_by.get_username() if sample.drawn_by else "",
+        "drawn_at": sample.drawn_at,
+        "labelled": labelled.count(),
+        "labellers": labellers,
+        "first_labelled_at": dates.first(),
+        "last_labelled_at": dates.last(),
+        "trusted": sorted(sample.trusted.values_list("username", flat=True)),
+    }
+
+
+def audit_items(batch: Batch) -> list[dict[str, Any]]:
+    """Every audited query in draw order: qid, text, expert label ("" until labelled), who and when."""
+    rows = AuditItem.objects.filter(sample__batch=batch).order_by("draw_index")
+    return [
+        {
+            "index": item.draw_index,
+            "qid": item.batch_query.qid,
+            "text": item.batch_query.text,
+            "label": item.label,
+            "labeller": item.labeller_name,
+            "labelled_at": item.labelled_at,
+            "changes": len(item.history),
+        }
+        for item in rows.select_related("batch_query")
+    ]
+
+
+def next_to_label(batch: Batch, after: int = -1) -> AuditItem | None:
+    """The first unlabelled audited query after draw index ``after`` (wrapping round), or None when all are labelled."""
+    rows = AuditItem.objects.filter(sample__batch=batch, label="").select_related("batch_query").order_by("draw_index")
+    return rows.filter(draw_index__gt=after).first() or rows.first()
+
+
+def audit_item(batch: Batch, index: int) -> AuditItem | None:
+    """The audited query at draw index ``index``."""
+    return AuditItem.objects.filter(sample__batch=batch, draw_index=index).select_related("batch_query").first()
