@@ -3,6 +3,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from annotation.audit import api as api_audit
 from annotation.batches import api
 from annotation.machine import api as api_prelabelling
 
@@ -33,6 +34,11 @@ urlpatterns = [
         name="api-batch-calibration-echo",
     ),
     path("batches/<slug:name>/routing/", api_prelabelling.RoutingView.as_view(), name="api-batch-routing"),
+    # The expert audit sample (annotation/audit/api.py).
+    path("batches/<slug:name>/audit/", api_audit.AuditSampleView.as_view(), name="api-batch-audit"),
+    path("batches/<slug:name>/audit/labels/", api_audit.AuditLabelView.as_view(), name="api-batch-audit-labels"),
+    path("batches/<slug:name>/audit/import/", api_audit.AuditImportView.as_view(), name="api-batch-audit-import"),
+    path("batches/<slug:name>/audit/trusted/", api_audit.AuditTrustView.as_view(), name="api-batch-audit-trusted"),
     path("prelabel-cache/", api_prelabelling.PrelabelCacheView.as_view(), name="api-prelabel-cache"),
     path(
         "prelabel-cache/<key:model>/",

@@ -3,6 +3,7 @@ crowd platform's pages, platforms/<name>/urls.py, join it there: ``annotation:pr
 
 from django.urls import path
 
+from annotation.audit import views as audit
 from annotation.batches import views as batches
 from annotation.machine import views as machine
 from annotation.quality import views as quality
@@ -38,4 +39,10 @@ urlpatterns = [
     path("batches/<slug:name>/calibration/live/", machine.batch_calibration_live, name="batch-calibration-live"),
     path("batches/<slug:name>/calibration/echo/", machine.batch_calibration_echo, name="batch-calibration-echo"),
     path("batches/<slug:name>/routing/", machine.batch_routing, name="batch-routing"),
+    # The expert audit sample (annotation/audit/views.py).
+    path("batches/<slug:name>/audit/", audit.audit_page, name="batch-audit"),
+    path("batches/<slug:name>/audit/draw/", audit.audit_draw, name="batch-audit-draw"),
+    path("batches/<slug:name>/audit/import/", audit.audit_import, name="batch-audit-import"),
+    path("batches/<slug:name>/audit/trusted/", audit.audit_trust, name="batch-audit-trust"),
+    path("batches/<slug:name>/audit/label/", audit.audit_label, name="batch-audit-label"),
 ]

@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.audit.selectors import audit_progress
 from annotation.crowd.forms import AdjudicateForm, BatchForm, EscalateForm
 from annotation.crowd.panels import annotator_home, batch_panels
 from annotation.crowd.selectors import (
@@ -150,6 +151,7 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "flags": batch.worker_flags.count(),
             "comparison": _price_comparison(batch),
             "gold_left_out": gold_left_out(batch),
+            "audit": audit_progress(batch),  # the expert audit sample's card (drawn? k of n labelled)
         }
         # The platforms' panels (annotation.crowd.panels): Prolific's webhooks, submissions and bonuses, the team's
         # places no member can take.

@@ -100,6 +100,11 @@ PATTERNS: dict[str, str] = {
     "annotation:batch-calibration-live": STUDY,
     "annotation:batch-calibration-echo": STUDY,
     "annotation:batch-routing": STUDY,
+    "annotation:batch-audit": STUDY,
+    "annotation:batch-audit-draw": STUDY,
+    "annotation:batch-audit-import": STUDY,
+    "annotation:batch-audit-trust": STUDY,
+    "annotation:batch-audit-label": STUDY,
     "annotation:team": PAGE,
     "annotation:team-member": STUDY,
     "annotation:team-member-access": STUDY,
@@ -152,6 +157,10 @@ PATTERNS: dict[str, str] = {
     "api-batch-calibration": STUDY,
     "api-batch-calibration-echo": STUDY,
     "api-batch-routing": STUDY,
+    "api-batch-audit": STUDY,
+    "api-batch-audit-labels": STUDY,
+    "api-batch-audit-import": STUDY,
+    "api-batch-audit-trusted": STUDY,
     # The cache of a chat model's answers is the site's (keyed by model and query text, shared by
     # every group: docs/deployment.md says so); the walk checks it shows no study's names.
     "api-prelabel-cache": PAGE,

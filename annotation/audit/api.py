@@ -1,0 +1,117 @@
+"""REST endpoints of a batch's expert audit sample, as on its pages.
+
+- ``GET /api/annotation/batches/<name>/audit/``: the sample's state and its audited queries with their
+  expert labels (any member of the batch's group, and its trusted labellers);
+- ``POST /api/annotation/batches/<name>/audit/`` ``{size?, seed?, expected_share?}``: draw it (201), or
+  extend it with its seed and a larger size (200); another seed or a smaller size 409;
+- ``POST /api/annotation/batches/<name>/audit/labels/`` ``{qid, label}``: one expert label (blind: the
+  answer carries nothing of the crowd); a qid not in the sample 400 naming ``qid``;
+- ``POST /api/annotation/batches/<name>/audit/import/`` (multipart ``file``): labels from a file, all or
+  nothing; a bad line 400 ``file:line: problem``;
+- ``POST /api/annotation/batches/<name>/audit/trusted/`` ``{username, trusted?}``: name a trusted labeller.
+
+Refusals are JSON (``core.api.exception_handler``): a viewer's or an outsider's write 403 (or 404 where
+the batch is not theirs to see), bad input 400 naming the field, a state that refuses the action 409.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, status
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.audit import selectors
+from annotation.audit.serializers import (
+    AuditItemSerializer,
+    AuditSampleSerializer,
+    DrawRequestSerializer,
+    ImportRequestSerializer,
+    LabelRequestSerializer,
+    TrustRequestSerializer,
+)
+from annotation.audit.services.samples import draw_audit_sample, import_audit_labels, label_audit_query, trust_labeller
+from annotation.models import Batch
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked
+
+
+class _AuditView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    parser_classes = [JSONParser, FormParser]
+
+    def batch(self, request, name: str) -> Batch:
+        batch = get_object_or_404(Batch, name=name)
+        if not selectors.may_read(request.user, batch):
+            raise PermissionDenied("This audit sample is for the batch's research group and the labellers it trusts.")
+        return batch
+
+    def state(self, batch: Batch, code: int = status.HTTP_200_OK) -> Response:
+        data = selectors.audit_progress(batch) | {"items": selectors.audit_items(batch)}
+        return Response(AuditSampleSerializer(data).data, status=code)
+
+
+class AuditSampleView(_AuditView):
+    @extend_schema(responses={200: AuditSampleSerializer, 403: ErrorSerializer, 404: ErrorSerializer})
+    def get(self, request, name: str, format=None):
+        """The audit sample's state and its audited queries, in draw order, with their expert labels."""
+        return self.state(self.batch(request, name))
+
+    @extend_schema(
+        request=DrawRequestSerializer,
+        responses={200: AuditSampleSerializer, 201: AuditSampleSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request, name: str, format=None):
+        """Draw the audit sample (201), or extend it with its own seed and a larger size (200)."""
+        batch = self.batch(request, name)
+        data = checked(DrawRequestSerializer, body_object(request))
+        existed = selectors.audit_sample(batch) is not None
+        draw_audit_sample(
+            batch, by=request.user, size=data.get("size"), seed=data.get("seed"), expected_share=data["expected_share"]
+        )
+        return self.state(batch, status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+
+
+class AuditLabelView(_AuditView):
+    @extend_schema(
+        request=LabelRequestSerializer,
+        responses={200: AuditItemSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request, name: str, format=None):
+        """Record the caller's expert label of one audited query."""
+        batch = self.batch(request, name)
+        data = checked(LabelRequestSerializer, body_object(request))
+        item = label_audit_query(batch, data["qid"], data["label"], by=request.user)
+        row = next(row for row in selectors.audit_items(batch) if row["index"] == item.draw_index)
+        return Response(AuditItemSerializer(row).data)
+
+
+class AuditImportView(StagedUploadsMixin, _AuditView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": ImportRequestSerializer},
+        responses={200: AuditSampleSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request, name: str, format=None):
+        """Import expert labels from a file: every line or none."""
+        batch = self.batch(request, name)
+        data = checked(ImportRequestSerializer, body_object(request) | request.FILES.dict())
+        upload = data["file"]
+        import_audit_labels(batch, upload.staged_path, by=request.user, name=upload.name)
+        return self.state(batch)
+
+
+class AuditTrustView(_AuditView):
+    @extend_schema(
+        request=TrustRequestSerializer,
+        responses={200: AuditSampleSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request, name: str, format=None):
+        """Name (or un-name) a member of the group as trusted to label the audit sample."""
+        batch = self.batch(request, name)
+        data = checked(TrustRequestSerializer, body_object(request))
+        trust_labeller(batch, data["username"], by=request.user, trusted=data["trusted"])
+        return self.state(batch)
