@@ -365,3 +365,31 @@ def test_another_target_on_labels_already_routed_on_has_no_guarantee(routed_batc
         other = plan_routing(batch, target, risk=risk)
         assert not other.certified and other.threshold is None and other.accepted == []
         assert "target changed after seeing the labels" in " ".join(plan_summary(other))
+
+
+def test_route_audit_reads_a_crowd_file_with_bounded_lines_and_memory(routed_batch, tmp_path):
+    """Issue 82: ``--crowd FILE`` was read whole (``read_text``). A newline-free sparse file of 400 MB (its start a
+    crowd model's) is refused at its first MiB by the one text reader, naming the file and line, the reader's limit
+    (MAX_LINE_BYTES, 1 MiB a line, as every reader) in its words; the command's memory stays far below the file."""
+    import tracemalloc
+
+    path = _labels_file(tmp_path, routed_batch)
+    crowd = tmp_path / "crowd.json"
+    with open(crowd, "wb") as f:
+        f.write(b'{"workers": [{"accuracy": 0.9, "share": "')
+        f.truncate(400 * 2**20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CommandError) as refused:
+            call_command(
+                "route_audit", "rb", "--labels", str(path), "--target-accuracy", "0.9", "--redraws", "2",
+                "--crowd", str(crowd), stdout=StringIO(), verbosity=0,
+            )  # fmt: skip
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(refused.value) == (
+        f"{crowd}:1: the line is longer than 1,048,576 bytes (the limit of every reader): this is not a file of "
+        "text lines, or its line breaks are missing"
+    )
+    assert peak < 64 * 2**20  # the whole file is 400 MiB

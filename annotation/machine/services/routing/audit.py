@@ -164,6 +164,7 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
     from genderbias.crowd.simulation.escalation import ReferenceRule
     from genderbias.crowd.simulation.workers import crowd_from_dict, crowd_from_figures
     from genderbias.errors import InputError
+    from genderbias.files.textfiles import open_text
     from genderbias.labels import LABELS
 
     sample = None
@@ -185,11 +186,14 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
             )
         return crowd_from_figures(fitted_crowd(batch, sample)), "fitted to the calibration sample's votes", rule
     path = Path(crowd)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # through the one text reader: bounded lines and size (a newline-free file is refused at its first MiB)
+        with open_text(path) as lines:
+            data = json.loads("\n".join(lines))
         model = crowd_from_dict(data if isinstance(data, dict) else {}, tuple(LABELS))
     except OSError as exc:
         raise InputError(str(path), None, f"cannot read the crowd model ({exc.strerror})") from None
+    except InputError:  # the reader's own refusal names the file and line
+        raise
     except ValueError as exc:
         raise InputError(str(path), None, f"not a crowd model: {exc}") from None
     return model, f"the crowd model in {path.name}", rule
