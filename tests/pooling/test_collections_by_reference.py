@@ -9,6 +9,7 @@ the passages' own text.
 import hashlib
 import json
 from importlib.util import find_spec
+from io import StringIO
 
 import numpy as np
 import pytest
@@ -275,3 +276,25 @@ def test_a_v2_folder_by_reference_reports_its_passages_known_and_none_read(
         "Imported: collection v2; passages registered by reference: 2,000 known from the collection's metadata, "
         "0 read (each is read by id when a pool or a report asks for it)"
     )
+
+
+@pytest.mark.django_db
+def test_import_collection_by_reference_says_no_passage_was_read(tmp_path):
+    """Issue 82: ``import_collection --by-reference`` printed a v2 folder's metadata as ``138,364,198 passages``
+    as if they were read. Its ``.pos`` files (4 bytes a passage, sparse here: MS MARCO v2's count, 138,364,198)
+    are all it reads; the output says that number is the metadata's and that 0 passages were read."""
+    folder = write_v2_bundles(tmp_path / "v2", 20, bundles=2, texts=10)
+    for bundle in ("00", "01"):
+        with open(folder / f"msmarco_passage_{bundle}.pos", "wb") as f:
+            f.truncate(4 * 69_182_099)
+    out = StringIO()
+    call_command("import_collection", str(folder), name="v2", by_reference=True, stdout=out, verbosity=0)
+    v2 = Collection.objects.get(name="v2")
+    assert out.getvalue() == (
+        "Imported: collection 'v2': passages registered by reference: 138,364,198 known from the collection's "
+        f"metadata, 0 read (each is read by id when a pool or a report asks for it), {v2.size:,} bytes, "
+        f"sha256 {v2.sha256[:12]}…\n"
+    )
+    again = StringIO()
+    call_command("import_collection", str(folder), name="v2", by_reference=True, stdout=again, verbosity=0)
+    assert again.getvalue().startswith("Already imported (unchanged): collection 'v2': by reference, 0 passages read")

@@ -31,5 +31,8 @@ class Command(ProjectCommand):
                     path, name, skip_bad_lines=skip_bad_lines, bar=options["verbosity"] > 0
                 )
         c = result.obj
-        passages = f"{c.passages:,} passages" if c.passages is not None else "passages read by id"
+        if c.by_reference:  # none read: say so, with what its metadata says (ImportResult.outcome's words)
+            passages = result.outcome() if result.created else "by reference, 0 passages read"
+        else:
+            passages = f"{c.passages:,} passages"
         report_import(self, result, f"collection {c.name!r}: {passages}, {c.size:,} bytes, sha256 {c.sha256[:12]}…")
