@@ -290,6 +290,7 @@ DATABASE_STAGE: dict[str, tuple[str, str]] = {
     "tests/annotation/results/": ("sqlite", "agreement and review read the lab's answers"),
     "tests/annotation/quality/": ("sqlite", "gold checks and exclusions computed from stored answers"),
     "tests/annotation/exports/": ("sqlite", "the non-gendered set written from stored labels"),
+    "tests/annotation/audit/": ("sqlite", "an audit sample a lab draws and labels on its own database"),
     "tests/annotation/test_api_fuzz.py": (
         "sqlite",
         "Schemathesis sends the schema's shapes (types, missing fields), which the serializers answer before"
