@@ -20,6 +20,7 @@ Each name is defined in its sub-domain's selectors (no writes, no heavy imports 
 Each crowd platform's reads are in its own app (``platforms/<name>/selectors``), above this one.
 """
 
+from annotation.audit.selectors import audit_labels
 from annotation.crowd.panels import dashboard_panels
 from annotation.crowd.selectors import batches, is_machine_labelled, pay_figures, query_texts
 from annotation.exports.selectors import study_facts
@@ -44,6 +45,7 @@ __all__ = [
     "CITATION",
     "adjudicated_labels",
     "answers_version",
+    "audit_labels",
     "batch_of_query_set",
     "batch_overview",
     "batch_state",

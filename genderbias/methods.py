@@ -38,6 +38,13 @@ METHODS: dict[str, dict[str, str | None]] = {
         "refit of the crowd model stopped by its own convergence; the crowd's accuracy by true label, each worker's "
         "one skill on it, where held-out queries' votes chose it",
     },
+    # Which interval a label-corrected figure gets (genderbias.crowd.figure_intervals, issue 81).
+    "figure_interval": {
+        "2026-11-22": "the crowd model's interval for every label-corrected figure",
+        "2026-11-27": "with an expert audit sample, the prediction-powered (PPI++) interval, the crowd's label as "
+        "the prediction, which rests on no crowd model; without one, the crowd model's interval unless the check "
+        "of errors shared by query fires, where no 95% interval is given",
+    },
     # None: the words are the construction's own (genderbias.stats.intervals.DESCRIPTIONS).
     "label_interval": {"percentile": None, "crossed_net": None, "crossed": None},
     "ties": {
@@ -62,7 +69,7 @@ CURRENT: dict[str, str] = {name: list(versions)[-1] for name, versions in METHOD
 USED_BY: dict[str, tuple[str, ...]] = {
     "pool": ("pool", "wordlists"),
     "report": ("ties", "wordlists"),
-    "report_on_batch": ("ties", "wordlists", "crowd_model", "label_interval"),
+    "report_on_batch": ("ties", "wordlists", "crowd_model", "label_interval", "figure_interval"),
     "agreement": ("crowd_model",),
     "calibration": ("crowd_model", "label_interval"),
     "routing": ("crowd_model",),

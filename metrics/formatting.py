@@ -89,10 +89,22 @@ TIE_CSV_COLUMNS = ["tie_low", "tie_high", "ties"]
 NOTES_CSV_COLUMN = "notes"
 
 
-def results_csv(summary: pd.DataFrame, ties: str | None = None, crowd_quality: dict | None = None) -> str:
+def interval_notes(notes: list[str], sentence: str | None, corrected) -> list[str]:
+    """A figure's notes (:meth:`genderbias.figure_notes.FigureNotes.texts`) and, for a label-corrected one
+    (``corrected`` not missing), which interval it got and why (``sentence``: the report's
+    :attr:`metrics.models.Report.interval_sentence`), as the CSV's notes and the API's say it."""
+    if sentence and corrected is not None and not (isinstance(corrected, float) and math.isnan(corrected)):
+        return [*notes, f"label-corrected interval: {sentence}"]
+    return notes
+
+
+def results_csv(
+    summary: pd.DataFrame, ties: str | None = None, crowd_quality: dict | None = None, interval: str | None = None
+) -> str:
     """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision);
     a report on a batch's labels adds :data:`LABEL_CSV_COLUMNS` (empty where undefined); with the
-    report's ``ties`` (:mod:`genderbias.ranking.ties`), :data:`TIE_CSV_COLUMNS`; with either, then
+    report's ``ties`` (:mod:`genderbias.ranking.ties`), :data:`TIE_CSV_COLUMNS`; with either, or the
+    sentence of which interval the label-corrected figures got (``interval``), then
     :data:`NOTES_CSV_COLUMN`, what the page says of the figure (empty where nothing)."""
     extra = LABEL_CSV_COLUMNS if "combined_low" in summary.columns else []
     if ties is not None:
@@ -101,8 +113,11 @@ def results_csv(summary: pd.DataFrame, ties: str | None = None, crowd_quality: d
             if column not in summary.columns:
                 summary[column] = None
         extra = [*extra, *TIE_CSV_COLUMNS]
-    if ties is not None or crowd_quality is not None:
-        notes = ["; ".join(figure_notes(row, crowd_quality).texts()) for row in summary.to_dict("records")]
+    if ties is not None or crowd_quality is not None or interval:
+        notes = [
+            "; ".join(interval_notes(figure_notes(row, crowd_quality).texts(), interval, row.get("corrected")))
+            for row in summary.to_dict("records")
+        ]
         summary = summary.assign(**{NOTES_CSV_COLUMN: notes})
         extra = [*extra, NOTES_CSV_COLUMN]
     rows = summary[CSV_HEADER + extra].itertuples(index=False, name=None)
@@ -152,16 +167,22 @@ def p_mark(p: float | None, alpha: float = 0.05) -> str:
     return "*" if p is not None and not pd.isna(p) and p < alpha else ""
 
 
-def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -> str:
+def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05, kind: str | None = None) -> str:
     """A report on a batch's labels at one cutoff, as text: per metric, variant and run, the value
     with its query-only 95% interval, the label-corrected value with the combined interval and
     the labels' share of its width; against the baseline, the difference's two intervals and p
-    (``*``: p < alpha, the combined test)."""
+    (``*``: p < alpha, the combined test). ``kind``: which interval the label-corrected figures got
+    (:func:`genderbias.crowd.figure_intervals.interval_choice`): ``audit``, headed PPI++; ``may_not_cover``,
+    none printed as a 95% interval, each said to be "may not cover"."""
     rows = summary[summary["cutoff"] == cutoff]
     if not len(rows) or "combined_low" not in rows.columns:
         return "(no label-uncertainty figures)"
+    withheld = kind == "may_not_cover"
+    heading = {"audit": "PPI++ 95%", "may_not_cover": "with labels"}.get(kind, "with labels 95%")
 
-    def interval(low, high) -> str:
+    def interval(low, high, corrected=True) -> str:
+        if withheld and corrected:
+            return "may not cover"
         return "–" if low is None or pd.isna(low) else f"[{low:.4f}, {high:.4f}]"
 
     def number(value) -> str:
@@ -172,8 +193,8 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -
 
     width = max(10, *(len(r) for r in rows["run"])) + 2
     header = (
-        f"{'run':<{width}}{'value':>8} {'query-only 95%':>20} {'corrected':>10} {'with labels 95%':>20} {'labels':>7}"
-        f"   {'Δ query-only 95%':>20} {'Δ with labels 95%':>20} {'p':>8}"
+        f"{'run':<{width}}{'value':>8} {'query-only 95%':>20} {'corrected':>10} {heading:>20} {'labels':>7}"
+        f"   {'Δ query-only 95%':>20} {'Δ ' + heading:>20} {'p':>8}"
     )
     blocks = []
     for (metric, variant), part in rows.groupby(["metric", "variant"], sort=False):
@@ -182,9 +203,10 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05) -
             p = r.p_value
             mark = p_mark(p, alpha) or " "
             lines.append(
-                f"{r.run:<{width}}{number(r.value):>8} {interval(r.ci_low, r.ci_high):>20} {number(r.corrected):>10} "
+                f"{r.run:<{width}}{number(r.value):>8} {interval(r.ci_low, r.ci_high, False):>20} "
+                f"{number(r.corrected):>10} "
                 f"{interval(r.combined_low, r.combined_high):>20} {share(r.label_share):>7}"
-                f"   {interval(r.difference_low, r.difference_high):>20} "
+                f"   {interval(r.difference_low, r.difference_high, False):>20} "
                 f"{interval(r.difference_combined_low, r.difference_combined_high):>20} "
                 f"{number(p):>7}{mark}"
             )

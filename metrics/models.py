@@ -148,6 +148,13 @@ class Report(GroupOwned):
         help_text="A report on a batch's labels: how much the crowd's answers say and whether the "
         "label-corrected intervals are to be trusted (genderbias.crowd.label_probabilities.crowd_quality).",
     )
+    label_interval = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="A report on a batch's labels: which interval its label-corrected figures got (kind: audit, "
+        "crowd or may_not_cover) and the sentence that says why (genderbias.crowd.figure_intervals.interval_choice); "
+        "null: built before the choice was made (the crowd model's interval).",
+    )
     methods = models.JSONField(
         default=dict,
         blank=True,
@@ -166,6 +173,20 @@ class Report(GroupOwned):
     def on_batch(self) -> bool:
         """A report on a batch's labels (its intervals carry label uncertainty)."""
         return self.label_batch_id is not None
+
+    @property
+    def interval_sentence(self) -> str | None:
+        """Which interval its label-corrected figures got and why, the one sentence every surface prints
+        (:attr:`label_interval`; None on a query set, or built before the choice was made)."""
+        return (self.label_interval or {}).get("sentence")
+
+    @property
+    def figure_quality(self) -> dict | None:
+        """The crowd check whose warning its label-corrected figures carry: none where they got the audit
+        sample's PPI++ interval (which rests on no crowd model) or no interval (they may not cover)."""
+        if (self.label_interval or {}).get("kind") in ("audit", "may_not_cover"):
+            return None
+        return self.crowd_quality
 
     @property
     def background(self) -> str:

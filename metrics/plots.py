@@ -496,10 +496,12 @@ def tradeoff_figure(
     return _save(figure, format)
 
 
-def label_interval_figure(rows: pd.DataFrame, *, format: str = "svg") -> bytes:
+def label_interval_figure(rows: pd.DataFrame, *, interval: str | None = None, format: str = "svg") -> bytes:
     """One metric at one cutoff of a report on a batch's labels: per run, the value with its
     query-only 95% interval (thin, hollow) above the label-corrected value with the interval that
-    also carries the labels' uncertainty (thick, filled). An SVG that scales and follows dark mode."""
+    also carries the labels' uncertainty (thick, filled; none where it may not cover). ``interval``: which
+    interval that is and why (:attr:`metrics.models.Report.interval_sentence`), in the caption. An SVG that
+    scales and follows dark mode."""
     runs = list(dict.fromkeys(rows["run"]))
     metric, variant, cutoff = rows["metric"].iloc[0], rows["variant"].iloc[0], int(rows["cutoff"].iloc[0])
     figure = Figure(figsize=(3.7, 0.6 + 0.55 * max(1, len(runs))), layout="constrained")
@@ -524,7 +526,8 @@ def label_interval_figure(rows: pd.DataFrame, *, format: str = "svg") -> bytes:
     axes.set_yticks(range(len(runs)), list(reversed(runs)), fontsize=9)
     axes.set_ylim(-0.6, len(runs) - 0.4)
     axes.set_title(f"{metric}@{cutoff} [{variant}]", fontsize=11)
-    axes.set_xlabel(_wrap(f"{note(metric)}; hollow: queries only, filled: with labels", 44), fontsize=9)
+    filled = f"filled: {interval}" if interval else "filled: with labels"
+    axes.set_xlabel(_wrap(f"{note(metric)}; hollow: queries only, {filled}", 44), fontsize=9)
     ink(axes)
     return _save(figure, format)
 

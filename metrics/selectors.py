@@ -173,7 +173,8 @@ def report_policy_text(report: Report) -> str:
     if report.on_batch:
         from genderbias.crowd.label_uncertainty import policy_text as combined_text
 
-        return combined_text(baseline, report_interval(report))
+        said = combined_text(baseline, report_interval(report))
+        return f"{said} Label-corrected intervals: {report.interval_sentence}." if report.interval_sentence else said
     return policy_text(baseline)
 
 
@@ -208,7 +209,16 @@ def report_policy(report: Report) -> dict | None:
         return significance.policy(baseline)
     from genderbias.crowd.label_uncertainty import COMBINED_POLICY
 
-    return {**COMBINED_POLICY, "interval": report_interval(report), "baseline": baseline}
+    policy = {**COMBINED_POLICY, "interval": report_interval(report), "baseline": baseline}
+    if report.interval_sentence:
+        # With an audit sample the test is the PPI++ interval's, inverted (genderbias.crowd.figure_intervals).
+        kind = report.label_interval["kind"]
+        if kind == "audit":
+            policy["test"] = (
+                "PPI++ test of the label-corrected paired difference on the audit sample, inverted, two-sided"
+            )
+        policy |= {"label_interval": report.interval_sentence, "label_interval_kind": kind}
+    return policy
 
 
 def report_table(

@@ -7,6 +7,7 @@ from core.serializers import CountField, DecimalNumberField
 from genderbias.figure_notes import FigureNotes, figure_notes
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from genderbias.report_option import ReportOption
+from metrics.formatting import interval_notes
 from metrics.selectors import report_policy
 
 from .models import Report, Result
@@ -48,14 +49,14 @@ class ResultSerializer(serializers.ModelSerializer):
     def _notes(self, result: Result) -> FigureNotes:
         return figure_notes(
             {field: getattr(result, field) for field in ("metric", "tie_low", "tie_high", "combined_low")},
-            result.report.crowd_quality,
+            result.report.figure_quality,
         )
 
     def get_sign_undecided(self, result: Result) -> bool:
         return self._notes(result).sign_undecided
 
     def get_notes(self, result: Result) -> list[str]:
-        return self._notes(result).texts()
+        return interval_notes(self._notes(result).texts(), result.report.interval_sentence, result.corrected)
 
 
 class ReportListSerializer(serializers.ModelSerializer):
@@ -79,6 +80,12 @@ class SignificanceSerializer(serializers.Serializer):
         required=False,
         help_text="A report on a batch's labels: the combined interval's construction (genderbias.stats.intervals.LABEL_INTERVAL).",
     )
+    label_interval = serializers.CharField(
+        required=False, help_text="A report on a batch's labels: which interval its figures got and why."
+    )
+    label_interval_kind = serializers.ChoiceField(
+        choices=["audit", "crowd", "may_not_cover"], required=False, help_text="That interval's kind."
+    )
 
 
 class ReportSerializer(ReportListSerializer):
@@ -95,6 +102,12 @@ class ReportSerializer(ReportListSerializer):
 
         return report_policy(report)
 
+    label_interval = serializers.JSONField(
+        read_only=True,
+        help_text="A report on a batch's labels: which interval its label-corrected figures got (kind: audit, "
+        "PPI++ on an expert audit sample; crowd, the crowd model's; may_not_cover, none: their combined_low and "
+        "combined_high are null) and the sentence that says why; null on a query set or built before.",
+    )
     label_batch = serializers.SlugRelatedField(
         slug_field="name", read_only=True, help_text="A report on this batch's labels (null: on a query set)."
     )
@@ -129,6 +142,7 @@ class ReportSerializer(ReportListSerializer):
             "answers_version",
             "labels_calibrated",
             "crowd_quality",
+            "label_interval",
             "results",
         ]
 

@@ -205,8 +205,9 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
             "batch": batch.name,
             "stale": report.answers_version != annotation_selectors.answers_version(batch),
             "calibrated": report.labels_calibrated,
-            "quality": report.crowd_quality,
+            "quality": report.figure_quality,
             "interval": selectors.report_interval(report),
+            "label_interval": report.label_interval,
         }
     }
 
@@ -284,7 +285,9 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 
     report = get_object_or_404(Report, name=name)
     response = HttpResponse(
-        formatting.results_csv(selectors.report_summary(report), report.ties, report.crowd_quality),
+        formatting.results_csv(
+            selectors.report_summary(report), report.ties, report.figure_quality, report.interval_sentence
+        ),
         content_type="text/csv; charset=utf-8",
     )
     response["Content-Disposition"] = f'attachment; filename="{report.name}.csv"'
@@ -413,7 +416,7 @@ def report_svg(request: HttpRequest, name: str, kind: str) -> HttpResponse:
             ]
             if chosen.empty:
                 raise Http404(f"the report has no {metric} [{variant}] at cutoff {cutoff}")
-            return plots.label_interval_figure(chosen)
+            return plots.label_interval_figure(chosen, interval=report.interval_sentence)
         raise Http404("SVG plots: metric, tradeoff, labels")
 
     return _plot_response(request, report, kind, "svg", draw)

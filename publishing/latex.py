@@ -608,6 +608,7 @@ def uncertainty_tex(
     baseline: str | None,
     alpha: float = 0.05,
     layout: str | Template | None = None,
+    chosen: dict | None = None,
 ) -> str:
     """A report on a batch's labels at one cutoff (``rows``: its results there, as dicts with the
     fields of :data:`genderbias.ranking.defaults.LABEL_UNCERTAINTY_COLUMNS`), as the report page and
@@ -618,11 +619,14 @@ def uncertainty_tex(
     own after the values'. A row with ``crowd_warning`` (:func:`genderbias.figure_notes.figure_notes`) has
     its corrected value marked :data:`CROWD_MARK`, and the note says why. A column wide at :data:`TABLE_POINTS`; split by metric into parts that are
     each no taller than the text block of ``layout`` (:data:`TEMPLATES`), labelled ``tab:labels``,
-    ``tab:labels-2``…"""
+    ``tab:labels-2``…. ``chosen``: which interval the corrected values got and why
+    (:attr:`metrics.models.Report.label_interval`), said in the note; where they may not cover, none is
+    printed (the corrected value alone, marked "may not cover")."""
 
     from metrics.formatting import p_mark
 
     page = template(layout)
+    withheld = (chosen or {}).get("kind") == "may_not_cover"
 
     def value(number_, low, high) -> str:
         if _missing(number_):
@@ -655,7 +659,8 @@ def uncertainty_tex(
                         _header(str(row["run"])),
                         value(row.get("value"), row.get("ci_low"), row.get("ci_high")),
                         value(row.get("corrected"), row.get("combined_low"), row.get("combined_high"))
-                        + (CROWD_MARK if row.get("crowd_warning") else ""),
+                        + (CROWD_MARK if row.get("crowd_warning") else "")
+                        + (" (may not cover)" if withheld and not _missing(row.get("corrected")) else ""),
                         "--" if _missing(share) else f"{share:.0%}".replace("%", r"\%"),
                     ]
                 )
@@ -672,7 +677,9 @@ def uncertainty_tex(
                         [
                             _header(str(row["run"])),
                             interval(row.get("difference_low"), row.get("difference_high")),
-                            interval(row.get("difference_combined_low"), row.get("difference_combined_high")),
+                            "may not cover"
+                            if withheld
+                            else interval(row.get("difference_combined_low"), row.get("difference_combined_high")),
                             p_text,
                         ]
                     )
@@ -692,6 +699,8 @@ def uncertainty_tex(
         "query's label probabilities; its interval resamples the queries and re-fits the labels' class means. "
         "Labels: the share of that interval's width the labels contribute."
     )
+    if chosen and chosen.get("sentence"):
+        note += f" Corrected intervals: {escape(chosen['sentence'])}."
     if any(row.get("crowd_warning") for row in rows):
         note += rf" {CROWD_MARK}\,{escape(CROWD_WARNING)}: see the crowd's informativeness in the methods."
     if baseline:

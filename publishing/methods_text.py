@@ -20,7 +20,7 @@ from genderbias.figure_notes import SIGN_WARNING
 from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from genderbias.ranking.vocabulary import form_statement
 from publishing.latex import breakable, escape, prose
-from publishing.statements import reward_clause
+from publishing.statements import audit_sample, reward_clause
 
 #: The label sources of :func:`annotation.selectors.study_facts` (``labels.sources``), as
 #: ``annotation.results.selectors`` names them (this module is pure: it cannot import them).
@@ -299,6 +299,8 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     if agreement:
         sentences.append(agreement)
     sentences += _labels_sentences(facts)
+    if audit := audit_sample(facts):
+        sentences.append(escape(audit))
     export = settings.get("export")
     if export:
         sentences.append(
@@ -373,7 +375,13 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         # Only what was measured on this study: the construction, and the crowd model's own check on
         # its answers (simulated coverages are the docs' business, not this paper's).
         interval = escape(methods.describe("label_interval", used.get("label_interval")))
-        sentences.append(f"Intervals with labels are the {interval}.")
+        # Which interval the label-corrected figures got and why (genderbias.crowd.figure_intervals): with an
+        # audit sample, not the crowd model's.
+        chosen = settings.get("label_interval") or {}
+        if chosen.get("kind") != "audit":
+            sentences.append(f"Intervals with labels are the {interval}.")
+        if chosen.get("sentence"):
+            sentences.append(f"Label-corrected intervals: {escape(chosen['sentence'])}.")
         sentences += _crowd_quality_sentences(settings.get("crowd_quality"))
     if metrics & {"RaB", "ARaB"}:
         sentences.append(

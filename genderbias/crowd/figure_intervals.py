@@ -23,6 +23,7 @@ import pandas as pd
 from genderbias.crowd import shared_errors
 from genderbias.crowd.label_probabilities import LabelModel
 from genderbias.crowd.label_uncertainty import _finite, _holm_by_family, label_share
+from genderbias.labels import LABELS
 from genderbias.machine.proportions import audit_class_mean, audit_difference
 from genderbias.stats.significance import LEVEL
 
@@ -30,21 +31,10 @@ from genderbias.stats.significance import LEVEL
 #: audit sample, the crowd model's (:class:`CorrectedFit`), or none printed as a 95% interval.
 AUDIT, CROWD, MAY_NOT_COVER = "audit", "crowd", "may_not_cover"
 INTERVAL_KINDS = (AUDIT, CROWD, MAY_NOT_COVER)
-#: Queries of the class of interest an audit sample needs to settle a warned figure (issue 81: about 25, the
-#: size at which the PPI++ interval covered 0.93-0.97 on real crowds, docs/quality.md "Audit samples").
-AUDIT_ITEMS_OF_CLASS = 25
 #: The class the label-corrected figures are means over (the non-gendered queries).
 FIGURE_CLASS = "n"
 #: The crowd model in a sentence's words.
 CROWD_MODEL_WORDS = "Dawid-Skene, gold-seeded"
-
-
-def suggested_audit(expected_share: float | None) -> int:
-    """About :data:`AUDIT_ITEMS_OF_CLASS` queries of the class of interest: ``ceil(25 / its expected share)``
-    (25 when the share is unknown or not positive)."""
-    if expected_share is None or not expected_share > 0:
-        return AUDIT_ITEMS_OF_CLASS
-    return int(np.ceil(AUDIT_ITEMS_OF_CLASS / min(float(expected_share), 1.0) - 1e-9))
 
 
 def interval_choice(
@@ -52,7 +42,6 @@ def interval_choice(
     audit_size: int = 0,
     audit_of_class: int = 0,
     shared: Mapping | None = None,
-    expected_share: float | None = None,
     crowd_model: str = CROWD_MODEL_WORDS,
 ) -> dict:
     """Which interval every label-corrected figure of a batch gets, and the one sentence that says why
@@ -64,7 +53,7 @@ def interval_choice(
     independent given the true label; unless the shared-errors check (``shared``: ``{"fires": bool,
     "suggested_audit": int | None}``, :func:`shared_errors_verdict`; None: not run) fires, where no interval
     is printed as a 95% one: the figure "may not cover", with the audit size that would settle it (the
-    check's, else :func:`suggested_audit` of ``expected_share``, the class's share among the crowd's labels).
+    check's: about 25 queries of the class over its expected share).
 
     Returns ``{"kind", "sentence", "audit_size", "suggested_audit"}`` (``suggested_audit`` None unless the
     figure may not cover)."""
@@ -84,7 +73,7 @@ def interval_choice(
         else "no audit sample"
     )
     if shared and shared.get("fires"):
-        size = shared.get("suggested_audit") or suggested_audit(expected_share)
+        size = shared["suggested_audit"]
         return {
             "kind": MAY_NOT_COVER,
             "sentence": f"may not cover: errors shared by query; an audit sample of about {size} would settle it",
@@ -101,17 +90,15 @@ def interval_choice(
 
 def shared_errors_verdict(model: LabelModel | None) -> dict | None:
     """The shared-errors check on a batch's crowd, as :func:`interval_choice` reads it (``{"fires",
-    "suggested_audit"}``), or None where it is not run. The one adapter to the check of errors shared by query
-    (issue 81, item 3: from the gold questions and from the answers' per-query agreement), built in
-    :mod:`genderbias.crowd.shared_errors` as ``query_check(model)``; until that function exists no figure is
-    warned by it (None)."""
-    check = getattr(shared_errors, "query_check", None)
+    "suggested_audit"}``), or None where it is not run (no crowd answers). The one adapter to the check of
+    errors shared by query (issue 81, item 3: from the gold questions and from the answers' per-query
+    agreement), :func:`genderbias.crowd.shared_errors.crowd_shared_errors` on the crowd model's own fit; where
+    that function is not there (it is being built beside this one), no figure is warned by it (None)."""
+    check = getattr(shared_errors, "crowd_shared_errors", None)
     if check is None or model is None or getattr(model, "crowd", None) is None:
         return None
-    found = check(model)
-    if found is None:
-        return None
-    return {"fires": bool(found.get("fires")), "suggested_audit": found.get("suggested_audit")}
+    found = check([], labels=LABELS, fit=model.crowd)
+    return {"fires": bool(found.fires), "suggested_audit": int(found.audit_size)}
 
 
 #: The columns :func:`audit_summary` and :func:`withheld_summary` replace.
@@ -256,13 +243,8 @@ def choose_intervals(
     :func:`shared_errors_verdict`'s. With an audit: :func:`audit_summary`; a warning and no audit:
     :func:`withheld_summary`; else ``summary`` as it is."""
     audit = {q: t for q, t in (audit or {}).items() if q in predicted}
-    given = [label for label in predicted.values() if label is not None]
-    share = sum(label == FIGURE_CLASS for label in given) / len(given) if given else None
     choice = interval_choice(
-        audit_size=len(audit),
-        audit_of_class=sum(t == FIGURE_CLASS for t in audit.values()),
-        shared=shared,
-        expected_share=share,
+        audit_size=len(audit), audit_of_class=sum(t == FIGURE_CLASS for t in audit.values()), shared=shared
     )
     if choice["kind"] == AUDIT:
         return audit_summary(summary, wide, predicted, audit, baseline, level), choice

@@ -176,6 +176,9 @@ class Computed:
     tied_queries: dict[str, dict[str, int]] = field(default_factory=dict)
     #: A collection by reference: the checksum of the texts read and how many (:func:`_texts_read`).
     texts_read: tuple[str, int] | None = None
+    #: A report on a batch's labels: which interval its label-corrected figures got and why
+    #: (:func:`genderbias.crowd.figure_intervals.interval_choice`).
+    label_interval: dict | None = None
 
 
 def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int, ...]:
@@ -224,7 +227,10 @@ def compute_batch_report(
     if not members:
         raise ServiceError(f"no query of batch {batch.name!r} is labelled non-gendered yet")
     judged = [q for q in labels.texts if q in labels.table.index or q in set(members)]
-    return _compute(judged, f"the queries of batch {batch.name!r}", runs, report_settings, inputs, labels=labels)
+    audit = selectors.audit_labels(batch)
+    return _compute(
+        judged, f"the queries of batch {batch.name!r}", runs, report_settings, inputs, labels=labels, audit=audit
+    )
 
 
 def _compute(
@@ -235,6 +241,7 @@ def _compute(
     inputs: ReportInputs,
     *,
     labels=None,
+    audit: dict[str, str] | None = None,
 ) -> Computed:
     from genderbias.ranking.ties import tie_summary
     from genderbias.stats import significance
@@ -287,11 +294,13 @@ def _compute(
         summary = significance.summarise(
             measured, baseline=base_name, samples=report_settings.bootstrap_samples, seed=report_settings.seed
         )
+    label_interval = None
     if labels is not None and len(summary):
-        from genderbias.crowd.label_uncertainty import combined_summary
+        from genderbias.crowd import figure_intervals, label_uncertainty
 
-        summary = combined_summary(
-            significance.wide_values(per_query),
+        wide = significance.wide_values(per_query)
+        summary = label_uncertainty.combined_summary(
+            wide,
             labels.model,
             members,
             summary,
@@ -299,6 +308,16 @@ def _compute(
             samples=report_settings.bootstrap_samples,
             seed=report_settings.seed,
             progress=_StepProgress(job, bar),
+        )
+        # Which interval each label-corrected figure gets: PPI++ on the batch's audit sample, the crowd
+        # model's, or none where errors are shared by query (issue 81).
+        summary, label_interval = figure_intervals.choose_intervals(
+            summary,
+            wide,
+            {q: labels.label.get(q) for q in labels.table.index.astype(str)},
+            audit,
+            figure_intervals.shared_errors_verdict(labels.model),
+            baseline=base_name,
         )
     ranges, tied_queries = tie_summary(measured)
     if len(summary):
@@ -315,6 +334,7 @@ def _compute(
         labels,
         tied_queries,
         _texts_read(qids, runs, report_settings, inputs.get("background"), source),
+        label_interval,
     )
 
 
@@ -611,6 +631,7 @@ def _store(
                 if labels is not None and "machine-accepted" in labels.source.values()
                 else None,
                 crowd_quality=labels.quality if labels is not None else None,
+                label_interval=computed.label_interval,
             )
             report.runs.set(computed.runs)
             Result.objects.bulk_create(

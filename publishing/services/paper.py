@@ -220,7 +220,7 @@ def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | N
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`publishing.methods_text.methods_tex` states them."""
 
-    said = [(row, figure_notes(row, report.crowd_quality)) for row in summary.to_dict("records")]
+    said = [(row, figure_notes(row, report.figure_quality)) for row in summary.to_dict("records")]
     queries = report.query_set.queries.count()
     return {
         # What the report says of its figures (metrics.formatting.figure_notes), as Limitations states it.
@@ -260,7 +260,9 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
         "seed": report.seed,
         "policy": selectors.report_policy(report),
         "on_batch": report.on_batch,
-        "crowd_quality": report.crowd_quality,
+        "crowd_quality": report.figure_quality,
+        # Which interval its label-corrected figures got and why (genderbias.crowd.figure_intervals).
+        "label_interval": report.label_interval,
         "software_version": report.software_version,
         "methods": report.methods,
         # A collection by reference: the checksum of the texts the report read (metrics.models.Report.texts_sha256).
@@ -498,10 +500,11 @@ def _paper_files(
     cutoff = tables[0]["cutoff"] if tables else max(report.cutoffs)
     if report.on_batch:
         texts["table-labels.tex"] = uncertainty_tex(
-            labels_rows(summary, cutoff, report.crowd_quality),
+            labels_rows(summary, cutoff, report.figure_quality),
             cutoff,
             report.baseline.name if report.baseline_id else None,
             layout=venue,
+            chosen=report.label_interval,
         )
     files: dict[str, bytes] = {}
     if batch is not None:

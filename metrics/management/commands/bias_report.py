@@ -200,8 +200,11 @@ class Command(ProjectCommand):
                 f"of batch {batch.name}; corrected = mean over the truly non-gendered queries, estimated "
                 "from every judged query's label probabilities):\n"
             )
-            self.stdout.write(formatting.uncertainty_table(summary, cutoff))
-            quality_note = formatting.crowd_quality_note(report.crowd_quality)
+            kind = (report.label_interval or {}).get("kind")
+            self.stdout.write(formatting.uncertainty_table(summary, cutoff, kind=kind))
+            if report.interval_sentence:
+                self.stdout.write("\n" + formatting.wrap(f"Label-corrected intervals: {report.interval_sentence}."))
+            quality_note = formatting.crowd_quality_note(report.figure_quality)
             if quality_note:
                 self.stdout.write("\n" + quality_note)
         if report.baseline_id:
@@ -218,7 +221,9 @@ class Command(ProjectCommand):
             if o["out"]:
                 atomic_write(
                     o["out"],
-                    lambda f: f.write(formatting.results_csv(summary, report.ties, report.crowd_quality)),
+                    lambda f: f.write(
+                        formatting.results_csv(summary, report.ties, report.figure_quality, report.interval_sentence)
+                    ),
                     newline="",
                 )
                 self.stdout.write(f"Wrote results to {o['out']}")

@@ -94,13 +94,9 @@ def test_the_p_inverts_the_interval():
 
 def test_a_warning_without_audit_withholds_every_interval():
     _, predicted, _, _, wide, summary = _study()
-    out, choice = fi.choose_intervals(summary, wide, predicted, None, {"fires": True, "suggested_audit": None}, "A")
+    out, choice = fi.choose_intervals(summary, wide, predicted, None, {"fires": True, "suggested_audit": 50}, "A")
     assert choice["kind"] == fi.MAY_NOT_COVER
-    share = sum(v == "n" for v in predicted.values() if v) / sum(v is not None for v in predicted.values())
-    assert choice["suggested_audit"] == int(np.ceil(25 / share))
-    assert choice["sentence"] == (
-        f"may not cover: errors shared by query; an audit sample of about {choice['suggested_audit']} would settle it"
-    )
+    assert choice["sentence"] == "may not cover: errors shared by query; an audit sample of about 50 would settle it"
     for column in ("combined_low", "combined_high", "difference_combined_low", "difference_combined_high", "p_value"):
         assert out[column].isna().all()
     assert list(out["corrected"]) == list(summary["corrected"])
@@ -118,9 +114,3 @@ def test_an_audit_with_fewer_than_two_of_the_class_is_not_used():
     choice = fi.interval_choice(audit_size=10, audit_of_class=1)
     assert choice["kind"] == fi.CROWD
     assert "an audit sample of 10 holds 1 non-gendered query" in choice["sentence"]
-
-
-def test_suggested_audit_is_25_over_the_share():
-    assert fi.suggested_audit(0.5) == 50
-    assert fi.suggested_audit(0.3) == 84
-    assert fi.suggested_audit(None) == 25
