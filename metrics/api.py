@@ -403,13 +403,20 @@ class PlanRequestSerializer(serializers.Serializer):
     reward = MoneyField(minimum="0.01", required=False)
     assignments_per_query = CountField(min_value=1, max_value=50, required=False)
     queries_per_hit = CountField(min_value=1, max_value=100, required=False)
+    audit_width = DecimalNumberField(
+        required=False, help_text="The audit-based interval's full width wanted for the difference (default Δ)."
+    )
+    audit_seconds = DecimalNumberField(
+        min_value=1, max_value=3600, required=False, help_text="An expert's seconds per audited query (default 20)."
+    )
 
 
 class PlanView(APIView):
     """``POST /api/metrics/plan/``: a study plan, computed on request (``metrics.services.planning``):
     ``n_queries`` (simulated, beside ``n_queries_normal``), ``minimum_detectable_difference``,
     ``power_at_current_n``, the ``pilot`` used and, with a ``pool``, ``pooled_to_annotate``,
-    ``non_gendered_share`` and ``cost`` per provider (USD; ``machine`` after routing). Bad input:
+    ``non_gendered_share`` and ``cost`` per provider (USD; ``machine`` after routing); ``audit``, the expert
+    audit sample's size and hours. Bad input:
     400 with the fields' errors or ``detail``."""
 
     permission_classes = [permissions.IsAdminUser]

@@ -42,7 +42,7 @@ from pooling.models import Collection, Pool, Qrels, QuerySet, Run, WordList
 
 from . import services
 from .models import Report
-from .services.planning import DEFAULT_ALPHA, DEFAULT_CUTOFF, DEFAULT_POWER
+from .services.planning import DEFAULT_ALPHA, DEFAULT_AUDIT_SECONDS, DEFAULT_CUTOFF, DEFAULT_POWER
 
 
 def option_field(option: ReportOption) -> forms.Field:
@@ -407,12 +407,24 @@ class PlanForm(forms.Form):
     reward = MoneyField(name="reward", minimum="0.01", required=False)
     assignments_per_query = CountField(min_value=1, max_value=50, required=False)
     queries_per_hit = CountField(min_value=1, max_value=100, required=False)
+    audit_width = DecimalNumberField(
+        required=False, label="Audit width", help_text="The audit-based interval's width (default Δ)."
+    )
+    audit_seconds = DecimalNumberField(
+        min_value=1, max_value=3600, initial=DEFAULT_AUDIT_SECONDS, required=False, label="Seconds per audited query"
+    )
 
     def clean_delta(self) -> float:
         delta = self.cleaned_data["delta"]
         if not math.isfinite(delta) or delta <= 0:
             raise forms.ValidationError("Δ must be a positive number")
         return delta
+
+    def clean_audit_width(self) -> float | None:
+        width = self.cleaned_data.get("audit_width")
+        if width is not None and (not math.isfinite(width) or width <= 0):
+            raise forms.ValidationError("the audit's width must be a positive number")
+        return width
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -447,6 +459,8 @@ class PlanForm(forms.Form):
                 data.get("assignments_per_query") or defaults.assignments_per_query,
                 data.get("queries_per_hit") or defaults.queries_per_hit,
             ),
+            audit_width=data.get("audit_width"),
+            audit_seconds=data.get("audit_seconds") or DEFAULT_AUDIT_SECONDS,
         )
 
     def try_plan(self) -> dict[str, Any] | None:

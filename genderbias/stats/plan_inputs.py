@@ -5,8 +5,10 @@ values and a pool's labels; the arithmetic on them is here, beside :mod:`genderb
 turns the pilot's differences into the queries needed: the pilot's A − B and its moments
 (:func:`paired_differences`, :func:`pilot_moments`), a share with Wilson's interval
 (:func:`share_interval`), the pooled queries to annotate for a number of non-gendered ones
-(:func:`pooled_to_annotate`), and how much wider a report on a batch's labels makes a difference's
-interval (:func:`label_width_factor`).
+(:func:`pooled_to_annotate`), how much wider a report on a batch's labels makes a difference's
+interval (:func:`label_width_factor`), and the expert audit sample a batch needs for a target width of its
+prediction-powered interval and the hours to label it (:func:`audit_size_for_width`, :func:`audit_hours`; issue
+81; the smallest audit worth drawing is ``annotation.audit.sizing.planned_audit_size``'s rule).
 """
 
 from __future__ import annotations
@@ -80,3 +82,35 @@ def tested_difference(delta: float, factor: float | None) -> float:
     """The Δ the paired t-test is simulated at for a test whose interval is ``factor`` (r) times as wide:
     Δ/r (:func:`label_width_factor`); Δ itself where there is no r (labels taken as known)."""
     return delta / factor if factor else delta
+
+
+def audit_size_for_width(sd: float, share: float, width: float, level: float = LEVEL) -> int:
+    """Audited queries for a 95% (``level``) interval of a class mean (or a paired difference of two runs'
+    means over the class) of full width ``width``: ⌈(2 z σ / w)² / share⌉, σ the values' standard deviation
+    within the class, ``share`` the class's share of the batch.
+
+    Why this formula: the audit-based interval (PPI++, :mod:`genderbias.machine.proportions`) tests
+    E[(v − θ) · 1(T = c)] = 0; with the sample alone (λ = 0) its standard error is σ / √(n · share), so its
+    width is 2 z σ / √(n · share). PPI++ tunes λ to the smallest variance, λ = 0 among the candidates, so the
+    interval it prints is at most this wide (up to λ's estimation noise), and narrower the better the crowd's
+    labels predict the expert's: the size rests on no crowd model, as the interval does."""
+    from statistics import NormalDist
+
+    if not (math.isfinite(width) and width > 0):
+        raise ValueError(f"the target width must be a positive number, got {width!r}")
+    if not 0 < share <= 1:
+        raise ValueError(f"the class's share must be in (0, 1], got {share}")
+    if not (math.isfinite(sd) and sd >= 0):
+        raise ValueError(f"the standard deviation must be a non-negative number, got {sd!r}")
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    ratio = 2 * z * sd / width
+    if ratio > 1e9:  # beyond any batch (and ratio² would overflow a float), as power.normal_sample_size
+        return 10**18
+    return math.ceil(ratio**2 / share - 1e-9)
+
+
+def audit_hours(size: int, seconds_per_label: float) -> float:
+    """The researcher's time to label ``size`` audited queries at ``seconds_per_label`` each, in hours."""
+    if not (math.isfinite(seconds_per_label) and seconds_per_label > 0):
+        raise ValueError(f"the seconds per label must be a positive number, got {seconds_per_label!r}")
+    return size * seconds_per_label / 3600

@@ -19,6 +19,12 @@ Reads only (no state changes), in three steps:
    :mod:`annotation.crowd.costs`), and, where a batch of the pool was routed after machine
    pre-labelling, the crowd's expected share (:func:`crowd_share`: queries whose machine label
    was not accepted) and the cost of that share.
+4. **The audit sample** (:func:`audit_plan`, issue 81): the expert-labelled random sample of the batch's queries
+   that gives every label-corrected figure its prediction-powered interval, sized for a target width of
+   the paired difference's interval over the non-gendered queries
+   (:func:`genderbias.stats.plan_inputs.audit_size_for_width`), at least the size the site draws by default
+   (:func:`annotation.audit.sizing.planned_audit_size`: about 25 non-gendered queries, at least 50), and the
+   researcher's hours to label it.
 
 The test sized is the pilot report's: the paired t-test, or, for a report on a batch's labels, its
 combined test, to first order the t-test at Δ/r (:func:`label_factor`; r is the combined interval's
@@ -36,6 +42,7 @@ from django.db.models import Q
 
 from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
+from annotation.audit.sizing import planned_audit_size
 from annotation.models import Batch, Export, Provider
 from genderbias.errors import ServiceError
 from genderbias.labels import LABELS, NON_GENDERED
@@ -56,6 +63,9 @@ if TYPE_CHECKING:
 DEFAULT_POWER = 0.8
 DEFAULT_ALPHA = 0.05
 DEFAULT_CUTOFF = CUTOFF_OPTION.default
+#: Seconds an expert takes to label one audited query (one at a time, blind to the crowd), for the audit's
+#: cost in the researcher's time (the command's ``--audit-seconds``, the API's ``audit_seconds``).
+DEFAULT_AUDIT_SECONDS = 20.0
 #: Most simulated studies a command may ask for (the API and the page: at most power.DEFAULT_DRAWS).
 MAX_DRAWS = 20000
 
@@ -333,6 +343,8 @@ def plan_study(
     draws: int = power.DEFAULT_DRAWS,
     seed: int = 0,
     cost_settings: CostSettings = CostSettings(),
+    audit_width: float | None = None,
+    audit_seconds: float = DEFAULT_AUDIT_SECONDS,
     on_step: Callable[[str, int, float], None] | None = None,
     bar: bool = False,
     compute: bool = True,
@@ -351,6 +363,10 @@ def plan_study(
         raise ServiceError(f"the power ({power_target}) must exceed α ({alpha})")
     if not 100 <= draws <= MAX_DRAWS:
         raise ServiceError(f"draws must be between 100 and {MAX_DRAWS}, got {draws}")
+    if audit_width is not None and not (math.isfinite(audit_width) and audit_width > 0):
+        raise ServiceError(f"the audit's target width must be a positive number, got {audit_width!r}")
+    if not (math.isfinite(audit_seconds) and audit_seconds > 0):
+        raise ServiceError(f"the seconds per audited query must be a positive number, got {audit_seconds!r}")
     pool_obj = None
     if pool:
         pool_obj = Pool.objects.filter(name=pool).first()
@@ -413,7 +429,50 @@ def plan_study(
     }
     if pool_obj is not None:
         plan |= _pool_plan(pool_obj, pilot, found.n, cost_settings)
+    plan["audit"] = audit_plan(
+        plan, sd, delta if audit_width is None else audit_width, audit_width is None, audit_seconds
+    )
     return plan
+
+
+def audit_plan(plan: dict[str, Any], sd: float, width: float, width_is_delta: bool, seconds: float) -> dict[str, Any]:
+    """The audit sample of the planned batch (docs/metrics.md, "Planning a study"): its size for a 95% interval of
+    full width ``width`` of the label-corrected difference over the non-gendered queries, σ the pilot's sd of the
+    differences and the share the pool's (else the SIGIR 2020 one, said so), at least the audit the site draws
+    by default for the batch (:func:`annotation.audit.sizing.planned_audit_size`); and the hours an expert
+    labels it in at ``seconds`` a query."""
+
+    if "non_gendered_share" in plan:
+        share, share_source = plan["non_gendered_share"]["share"], f"pool {plan['pool']}"
+    else:
+        count, total = plan_inputs.SIGIR2020_NON_GENDERED
+        share, share_source = count / total, f"assumed: SIGIR 2020's {count:,} of {total:,} (no pool given)"
+    batch = plan.get("pooled_to_annotate")
+    if batch is None and plan["n_queries"] is not None:
+        batch = plan_inputs.pooled_to_annotate(plan["n_queries"], share)
+    for_width = plan_inputs.audit_size_for_width(sd, share, width)
+    minimum = planned_audit_size(batch or 10**18, share)  # no batch planned: no cap
+    size = max(for_width, minimum)
+    return {
+        "size": size,
+        "size_for_width": for_width,
+        "minimum": minimum,
+        "target_width": float(width),
+        "target_width_source": "Δ (default)" if width_is_delta else "given",
+        "sd": sd,
+        "non_gendered_share": share,
+        "non_gendered_share_source": share_source,
+        "batch_queries": batch,
+        "whole_batch": batch is not None and size >= batch,
+        "seconds_per_query": float(seconds),
+        "hours": plan_inputs.audit_hours(size, seconds),
+        "method": (
+            "a random sample of the batch's queries labelled by an expert blind to the crowd's labels; every "
+            "label-corrected figure then gets its prediction-powered (PPI++) interval, which rests on no crowd "
+            "model. Size: ⌈(2 z σ / w)² / share⌉ (the sample alone's interval, which PPI++ is not wider than), "
+            "at least the site's default audit, ⌈25 / share⌉ (about 25 non-gendered queries) and 50, at most the batch"
+        ),
+    }
 
 
 def power_statement(value: float | None, se: float | None, draws: int) -> str | None:

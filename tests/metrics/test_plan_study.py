@@ -539,3 +539,80 @@ def test_each_pool_plans_with_its_own_share_never_another_pools(world, staff):
     share = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", pool="three", draws=200)["non_gendered_share"]
     assert (share["count"], share["total"]) == plan_inputs.SIGIR2020_NON_GENDERED
     assert share["source"].startswith("assumed: the SIGIR 2020")
+
+
+# --- the audit sample (issue 81, item 6) ------------------------------------------------------------
+
+
+def _audit_size(sd, share, width, batch):
+    """⌈(2 z σ / w)² / share⌉ with z from scipy (not the code under test), at least the site's default audit of
+    the batch: ⌈25 / share⌉, at least 50, at most the batch (annotation.audit.sizing)."""
+    from scipy.stats import norm
+
+    return max(math.ceil((2 * norm.ppf(0.975) * sd / width) ** 2 / share), min(batch, max(50, math.ceil(25 / share))))
+
+
+def test_the_plan_sizes_the_audit_sample_and_its_hours(world, staff):
+    """The pilot's sd σ ≈ 0.016, no pool: the SIGIR 2020 share 1,765/3,750, said so; the planned batch ⌈n / share⌉;
+    the audit for a difference's interval Δ wide (0.01: the width asks for 83, the site's default ⌈25 / share⌉ =
+    54 capped by the batch), and its hours at 20 s a query. A width given and 30 s: its own size and hours. With
+    a pool 4 of 5 non-gendered so far and Δ = 0.04: that share, and the whole small batch (below 50)."""
+    stored_report(world, "pilot")
+    sd = float(np.std(pilot_differences(), ddof=1))
+    plan = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=200)
+    audit = plan["audit"]
+    batch = math.ceil(plan["n_queries"] * 3750 / 1765)
+    assert audit["batch_queries"] == batch
+    size = _audit_size(sd, 1765 / 3750, 0.01, batch)
+    assert audit["size"] == size == 83 and audit["minimum"] == min(batch, 54)
+    assert audit["whole_batch"] == (size >= batch)
+    assert audit["hours"] == pytest.approx(size * 20 / 3600)
+    assert audit["non_gendered_share_source"].startswith("assumed: SIGIR 2020")
+    assert audit["target_width"] == 0.01 and audit["target_width_source"] == "Δ (default)"
+
+    given = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=200, audit_width=0.004, audit_seconds=30)
+    assert given["audit"]["size"] == _audit_size(sd, 1765 / 3750, 0.004, batch) == 519
+    assert given["audit"]["target_width_source"] == "given"
+    assert given["audit"]["hours"] == pytest.approx(519 * 30 / 3600)
+
+    pool = make_pool()
+    labelled = annotation_services.create_batch("pool-batch", annotation_services.BatchSettings(), pool=pool)
+    _labelled(labelled, ["n", "n", "n", "n", "f"], staff)
+    pooled = planning.plan_study("a", "b", "ARaB", 0.04, report="pilot", pool="pl", draws=200)
+    audit = pooled["audit"]
+    assert audit["non_gendered_share"] == 0.8 and audit["batch_queries"] == pooled["pooled_to_annotate"] < 50
+    assert audit["size"] == _audit_size(sd, 0.8, 0.04, pooled["pooled_to_annotate"]) == audit["batch_queries"]
+    assert audit["whole_batch"]
+    with pytest.raises(ServiceError, match="audit's target width"):
+        planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=200, audit_width=0.0)
+
+
+def test_the_command_the_api_and_the_panel_show_the_audit_sample(world, client, staff):
+    stored_report(world, "pilot")
+    n = planning.plan_study("a", "b", "ARaB", 0.01, report="pilot", draws=200)["n_queries"]
+    batch = math.ceil(n * 3750 / 1765)  # the planned batch, smaller than the audit here: the command says so
+    size = _audit_size(float(np.std(pilot_differences(), ddof=1)), 1765 / 3750, 0.01, batch)
+    assert batch <= size
+    out = io.StringIO()
+    call_command(
+        "plan_study", "--report", "pilot", "--runs", "a,b", "--metric", "ARaB", "--delta", "0.01", "--draws", "200",
+        "--audit-seconds", "36", stdout=out, stderr=io.StringIO(),
+    )  # fmt: skip
+    assert (
+        f"Audit sample: {size} queries labelled by an expert (the whole batch: audit it all, the crowd adds "
+        f"nothing), about {size * 36 / 3600:.1f} h at 36 s a query"
+    ) in out.getvalue()
+
+    client.force_login(staff)
+    body = {"runs": ["a", "b"], "metric": "ARaB", "delta": 0.01, "report": "pilot", "draws": 200}
+    answer = client.post("/api/metrics/plan/", body | {"audit_seconds": 36}, content_type="application/json")
+    assert answer.status_code == 200, answer.content
+    assert (answer.json()["audit"]["size"], answer.json()["audit"]["hours"]) == (size, pytest.approx(size / 100))
+    for bad in ({"audit_width": 0}, {"audit_width": "wide"}, {"audit_seconds": 0}):
+        refused = client.post("/api/metrics/plan/", body | bad, content_type="application/json")
+        assert refused.status_code == 400 and set(bad) <= set(refused.json()), refused.content
+
+    params = {"plan-report": "pilot", "plan-run_a": "a", "plan-run_b": "b", "plan-metric": "ARaB", "plan-cutoff": "10"}
+    page = client.get("/metrics/plan/", params | {"plan-delta": "0.01", "plan-draws": "200"}).content.decode()
+    assert f'id="plan-audit">Audit sample: {size} queries labelled by an expert' in page
+    assert 'name="plan-audit_width"' in page and 'name="plan-audit_seconds"' in page

@@ -8,7 +8,7 @@ from core.management.cli import ProjectCommand, command_errors, decimal_number, 
 from genderbias.options import CUTOFF_OPTION
 from genderbias.stats.power import DEFAULT_DRAWS
 from metrics.services import CostSettings, plan_study
-from metrics.services.planning import DEFAULT_ALPHA, DEFAULT_POWER
+from metrics.services.planning import DEFAULT_ALPHA, DEFAULT_AUDIT_SECONDS, DEFAULT_POWER
 
 PROVIDER_NAMES = {"local": "in-house", "mturk": "MTurk", "prolific": "Prolific"}
 
@@ -58,6 +58,17 @@ class Command(ProjectCommand):
         parser.add_argument("--reward", type=_money, default=Decimal("0.05"), help="USD per assignment (0.05)")
         parser.add_argument("--assignments", type=whole_number, default=3, help="workers per query (3)")
         parser.add_argument("--queries-per-hit", type=whole_number, default=10, help="queries per HIT (10)")
+        parser.add_argument(
+            "--audit-width",
+            type=decimal_number,
+            help="the audit-based 95%% interval's full width wanted for the difference (default: Δ)",
+        )
+        parser.add_argument(
+            "--audit-seconds",
+            type=decimal_number,
+            default=DEFAULT_AUDIT_SECONDS,
+            help=f"an expert's seconds to label one audited query (default {DEFAULT_AUDIT_SECONDS:g})",
+        )
         parser.add_argument("--json", action="store_true", help="print the plan as JSON (progress still on stderr)")
 
     def handle(self, **o):
@@ -89,6 +100,8 @@ class Command(ProjectCommand):
                 draws=o["draws"],
                 seed=o["seed"],
                 cost_settings=CostSettings(o["reward"], o["assignments"], o["queries_per_hit"]),
+                audit_width=o["audit_width"],
+                audit_seconds=o["audit_seconds"],
                 on_step=step,
                 bar=not o["json"],
             )
@@ -160,4 +173,17 @@ def describe(plan: dict) -> list[str]:
                     "crowd: "
                     + ", ".join(f"{PROVIDER_NAMES.get(p, p)} ${usd:,.2f}" for p, usd in machine["cost"].items())
                 )
+    lines.append(audit_sentence(plan["audit"]))
     return lines
+
+
+def audit_sentence(audit: dict) -> str:
+    """The audit sample's line of the plan."""
+    whole = " (the whole batch: audit it all, the crowd adds nothing)" if audit["whole_batch"] else ""
+    return (
+        f"Audit sample: {audit['size']} queries labelled by an expert{whole}, about {audit['hours']:.1f} h at "
+        f"{audit['seconds_per_query']:g} s a query, for a 95% interval of the difference {audit['target_width']:g} "
+        f"wide ({audit['target_width_source']}; {audit['size_for_width']} for the width, at least "
+        f"{audit['minimum']}, the site's default audit; share {audit['non_gendered_share']:.3f}, "
+        f"{audit['non_gendered_share_source']})."
+    )
