@@ -1,6 +1,8 @@
-"""Benchmark: the audit-sample intervals (PPI++) on a real crowd with gold (issue 81, Done-when's first bullet).
+"""Benchmark: the audit-sample intervals (PPI++) on a real crowd with gold and on every simulated crowd (issue 81,
+Done-when's first bullet).
 
 ``python -m benchmarks.audit_coverage [--reference ../shared/reference] [--resamplings 200] [--votes 3]``
+``python -m benchmarks.audit_coverage --simulated [--queries 1000,3750] [--studies 80] [--crowds all] [--processes 1]``
 
 The crowd: ``crowds/adultcontent2`` under the reference folder (Mechanical Turk workers labelling web
 sites G, P, R or X; Apache-2.0, its README): the gold sites that have answers, each worker's latest
@@ -18,11 +20,22 @@ and the majority vote's plug-in (the same figure over the sites the majority cal
 Prints one Markdown table: per audit size and figure, the share of resamplings whose 95% interval holds
 the truth with its Monte-Carlo standard error, the median width, the sample alone's median width
 (λ = 0) and the plug-in's mean error. Pure library (no Django).
+
+``--simulated``: the project's crowd simulator (:mod:`genderbias.crowd.simulation.studies`: every crowd of
+``CROWDS`` and ``SIZED``, ``difficulty`` among them), each study drawn as the coverage studies draw it
+(:func:`~genderbias.crowd.simulation.studies.study` on a synthetic truth of ``--queries`` queries with the
+crowd's shares, the queries left unanswered dropped), the crowd's prediction the batch's label, the majority of
+its answers (:func:`genderbias.crowd.aggregation.majority_vote`, disputed: none; a report's crowd label), an
+audit of each size drawn at random with the true labels as the expert's; the truth is each figure over the
+study's queries. At the largest audit of 100 or less, on the first ``--reference-studies`` studies of each crowd
+and size, the width is set against ppi-python's PPI++ interval on the same data (``ppi_mean_ci``; for a class
+mean inverted on a grid of 401 θ: :mod:`tests.support.ppi_reference`).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import time
 from pathlib import Path
 
@@ -36,6 +49,10 @@ from genderbias.machine.proportions import audit_class_mean, audit_difference, a
 #: adultcontent2's classes in the roles of the study's labels (G, the default, as n).
 ROLES = {"G": "n", "P": "f", "R": "m", "X": "o"}
 FIGURES = ("share", "mean", "difference")
+#: Every simulated crowd (``crowd_coverage --crowd``'s names).
+SIMULATED = (*cs.CROWDS, *cs.SIZED)
+#: θ points of the reference's inverted test, across the interval and half its width either side.
+REFERENCE_GRID = 401
 
 
 def read_crowd(folder: Path) -> tuple[pd.DataFrame, pd.Series]:
@@ -113,6 +130,132 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def simulated_study(
+    name: str, queries: int, seed: int, index: int, audits: tuple[int, ...], reference: bool
+) -> list[dict]:
+    """One study of crowd ``name`` on ``queries`` queries: per audit size and figure, covered, width, λ and
+    (``reference``, at the audit compared) the width over ppi-python's."""
+    rng = np.random.default_rng([seed, queries, SIMULATED.index(name), index])
+    crowd = cs.crowd_named(name, queries)
+    drawn = cs.answered(cs.study(rng, cs.synthetic_truth(rng, queries, crowd.label_shares), crowd))
+    vote = majority_vote(drawn.judgments)["label"]
+    predicted = [vote.get(q) for q in drawn.qids]
+    is_n = drawn.truth == 0
+    said_n = np.array([p == "n" for p in predicted], dtype=float)
+    difference = drawn.b - drawn.a
+    truths = {"share": is_n.mean(), "mean": drawn.a[is_n].mean(), "difference": difference[is_n].mean()}
+    compared = max((size for size in audits if size <= 100), default=None)
+    rows = []
+    for size in audits:
+        audited = rng.choice(len(drawn.truth), size=size, replace=False)
+        truth = [cs.LABELS[t] for t in drawn.truth[audited]]
+        results = {
+            "share": audit_share(truth, predicted, audited, label="n"),
+            "mean": audit_class_mean(truth, predicted, audited, drawn.a, label="n"),
+            "difference": audit_difference(truth, predicted, audited, drawn.a, drawn.b, label="n"),
+        }
+        for figure, result in results.items():
+            low, high = result["ci"]
+            row = {
+                "crowd": name,
+                "queries": queries,
+                "audit": size,
+                "figure": figure,
+                "covered": low <= truths[figure] <= high,
+                "width": high - low,
+                "sample_width": result["sample_ci"][1] - result["sample_ci"][0],
+                "lam": result["lam"],
+                "to_ppi_py": np.nan,
+            }
+            if reference and size == compared:
+                row["to_ppi_py"] = (high - low) / _ppi_py_width(figure, low, high, drawn, said_n, audited, truth)
+            rows.append(row)
+    return rows
+
+
+def _ppi_py_width(figure: str, low: float, high: float, drawn, said_n, audited, truth) -> float:
+    from tests.support import ppi_reference  # ppi_py: a benchmark dependency, read only where compared
+
+    in_truth = np.array([t == "n" for t in truth], dtype=float)
+    if figure == "share":
+        ref_low, ref_high = ppi_reference.share_ci(in_truth, said_n, audited)
+        return ref_high - ref_low
+    values = drawn.a if figure == "mean" else drawn.b - drawn.a
+    margin = (high - low) / 2
+    grid = np.linspace(low - margin, high + margin, REFERENCE_GRID)
+    ref_low, ref_high = ppi_reference.inverted_class_mean_ci(values, in_truth, said_n, audited, grid)
+    return ref_high - ref_low
+
+
+def _simulated_job(args: tuple) -> list[dict]:
+    return simulated_study(*args)
+
+
+def simulated_table(rows: pd.DataFrame) -> pd.DataFrame:
+    grouped = rows.groupby(["crowd", "queries", "audit", "figure"], sort=False)
+    out = grouped.agg(
+        studies=("covered", "size"),
+        coverage=("covered", "mean"),
+        median_width=("width", "median"),
+        sample_alone_width=("sample_width", "median"),
+        median_lam=("lam", "median"),
+        to_ppi_py_median=("to_ppi_py", "median"),
+        to_ppi_py_max=("to_ppi_py", "max"),
+        compared=("to_ppi_py", "count"),
+    )
+    out.insert(2, "mc_se", np.sqrt(out["coverage"] * (1 - out["coverage"]) / out["studies"]))
+    return out.reset_index()
+
+
+def compact(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per crowd, size and audit: each figure's coverage ± its Monte-Carlo s.e. and median width, and
+    the widest of the three against ppi_py."""
+    out = []
+    for (crowd, queries, audit), part in frame.groupby(["crowd", "queries", "audit"], sort=False):
+        row = {"crowd": crowd, "queries": queries, "audit": audit, "studies": int(part["studies"].min())}
+        for figure in part.itertuples(index=False):
+            row[f"{figure.figure} coverage"] = f"{figure.coverage:.3f} ± {figure.mc_se:.3f}"
+        for figure in part.itertuples(index=False):
+            row[f"{figure.figure} width"] = figure.median_width
+        ratio = part["to_ppi_py_max"].max()
+        row["max width / ppi_py"] = "–" if np.isnan(ratio) else f"{ratio:.3f}"
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def run_simulated(o: argparse.Namespace, audits: tuple[int, ...]) -> None:
+    names = SIMULATED if o.crowds == "all" else tuple(o.crowds.split(","))
+    unknown = [name for name in names if name not in SIMULATED]
+    if unknown:
+        raise SystemExit(f"--crowds: no simulated crowd {', '.join(unknown)} (known: {', '.join(SIMULATED)})")
+    sizes = tuple(int(s) for s in o.queries.split(","))
+    jobs = [
+        (name, queries, o.seed, i, audits, i < o.reference_studies)
+        for name in names
+        for queries in sizes
+        for i in range(o.studies)
+    ]
+    print(
+        f"simulated crowds {', '.join(names)}; {', '.join(map(str, sizes))} queries; {o.studies} studies each; "
+        f"audits {', '.join(map(str, audits))}; prediction: the majority vote"
+    )
+    if o.processes > 1:
+        with multiprocessing.Pool(o.processes) as pool:
+            results = pool.map(_simulated_job, jobs, chunksize=4)
+    else:
+        results = [_simulated_job(job) for job in jobs]
+    frame = simulated_table(pd.DataFrame([row for rows in results for row in rows]))
+    print(markdown(frame))
+    print()
+    print(markdown(compact(frame)))
+    worst = frame.loc[frame["coverage"].idxmin()]
+    print(
+        f"lowest coverage {worst['coverage']:.3f} ± {worst['mc_se']:.3f} ({worst['crowd']}, {worst['queries']} "
+        f"queries, audit {worst['audit']}, {worst['figure']}); widest against ppi_py "
+        f"{frame['to_ppi_py_max'].max():.3f} times"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", default="../shared/reference", help="the folder holding crowds/adultcontent2")
@@ -120,11 +263,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--votes", type=int, default=3)
     parser.add_argument("--audits", default="50,100,200", help="audit sample sizes, comma-separated")
     parser.add_argument("--seed", type=int, default=81)
+    parser.add_argument("--simulated", action="store_true", help="the project's simulated crowds, not adultcontent2")
+    parser.add_argument("--queries", default="1000,3750", help="--simulated: queries a study, comma-separated")
+    parser.add_argument("--studies", type=int, default=80, help="--simulated: studies per crowd and size")
+    parser.add_argument("--crowds", default="all", help="--simulated: crowd names, comma-separated, or all")
+    parser.add_argument(
+        "--reference-studies", type=int, default=10, help="--simulated: studies per cell compared with ppi_py"
+    )
+    parser.add_argument("--processes", type=int, default=1)
     o = parser.parse_args(argv)
+    audits = tuple(int(s) for s in o.audits.split(","))
+    if o.simulated:
+        started = time.perf_counter()
+        run_simulated(o, audits)
+        print(f"{time.perf_counter() - started:.0f} s")
+        return
     folder = Path(o.reference) / "crowds" / "adultcontent2"
     if not (folder / "gold.txt").is_file():
         parser.error(f"--reference {o.reference}: no crowds/adultcontent2/gold.txt there")
-    audits = tuple(int(s) for s in o.audits.split(","))
     started = time.perf_counter()
     answers, gold = read_crowd(folder)
     print(

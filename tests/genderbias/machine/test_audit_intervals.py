@@ -13,6 +13,7 @@ from genderbias.crowd.simulation import studies as cs
 from genderbias.labels import LABELS
 from genderbias.machine.proportions import audit_class_mean, audit_difference, audit_share
 from genderbias.ranking.defaults import LEVEL
+from tests.support import ppi_reference
 
 ALPHA = 1 - LEVEL
 
@@ -46,32 +47,14 @@ def test_the_share_is_ppi_mean_ci_on_the_indicator(label, weighted):
     assert result["predicted_only"] == pytest.approx(yhat_all.mean())
 
 
-def _inverted_ppi_mean_ci(y_of, yhat_of, grid) -> tuple[float, float]:
-    """ppi-python's PPI++ interval for a class mean as issue 81 builds it: the θ of a grid whose
-    ppi_mean_ci (λ tuned at each θ) of (v − θ) · 1(T = c) holds 0."""
-    kept = []
-    for theta in grid:
-        yhat_all = yhat_of(theta)
-        lo, hi = ppi_mean_ci(y_of(theta), yhat_all[AUDITED_FOR_REFERENCE[0]], yhat_all, alpha=ALPHA)
-        if lo[0] <= 0 <= hi[0]:
-            kept.append(theta)
-    return min(kept), max(kept)
-
-
-AUDITED_FOR_REFERENCE: list[np.ndarray] = []
-
-
 @pytest.mark.parametrize("figure", ["mean", "difference"])
 def test_the_class_mean_is_ppi_mean_ci_inverted(figure):
     drawn, predicted, audited, truth = _batch(3, audit=100)
     v = drawn.a if figure == "mean" else drawn.b - drawn.a
     in_truth, in_predicted = _indicator(truth, "n"), _indicator(predicted, "n")
-    AUDITED_FOR_REFERENCE[:] = [audited]
     step = 0.0005
     grid = np.arange(-0.5, 0.5, step)
-    ref_lo, ref_hi = _inverted_ppi_mean_ci(
-        lambda t: (v[audited] - t) * in_truth, lambda t: (v - t) * in_predicted, grid
-    )
+    ref_lo, ref_hi = ppi_reference.inverted_class_mean_ci(v, in_truth, in_predicted, audited, grid)
     if figure == "mean":
         result = audit_class_mean(truth, predicted, audited, drawn.a, label="n")
     else:
