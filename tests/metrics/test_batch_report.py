@@ -277,7 +277,7 @@ def test_the_report_job_says_each_step_with_its_counts(batch, runs, django_captu
     assert counts[0] == (0, fits) and counts[-1] == (fits, fits)
     assert [done for done, _ in counts] == sorted(done for done, _ in counts)  # it only moves forward
     # The crowd model's refits are counted out of the report's 200 bootstrap draws (the job's row is written
-    # at most twice a second: the counts between, tests/metrics/test_label_model.py).
+    # at most twice a second: the counts between, tests/genderbias/crowd/test_label_probabilities.py).
     assert label_step.lower() == REFITTING
     refits = [(done, total) for step, done, total in seen if step == label_step]
     assert refits[0] == (0, 200) and refits[-1] == (200, 200), refits

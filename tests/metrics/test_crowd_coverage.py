@@ -61,7 +61,7 @@ def test_moderate_crowd_coverage_and_heavy_crowd_warning():
     crowd 0.51), not a shortfall of a few points: issue 40's "≥ 0.93" needs hundreds of studies (a test that
     tells 0.95 from 0.90 with a false-failure rate of 0.3% and fails a 0.90 procedure 91% of the time needs
     about 450), which is the benchmark's job (``manage.py crowd_coverage``), not CI's. The in-sample
-    posteriors' bias is tested directly in ``tests/annotation/results/test_crowd_model.py``.
+    posteriors' bias is tested directly in ``tests/genderbias/crowd/test_estimation.py``.
 
     Heavy crowd (35% spammers, accuracy 0.55–0.85): its corrected value and difference come out too high (by
     1.9 and 1.6 bootstrap s.d. over 80 studies of the benchmark), beyond what the bootstrap's interval holds

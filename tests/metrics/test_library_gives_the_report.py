@@ -1,5 +1,5 @@
 """The library computes what the platform reports: Grep-BiasIR imported as the platform bundles it, a
-BM25 run (written in the test, Robertson's formula: tests/metrics/test_ties_grep_biasir.py) imported
+BM25 run (written in the test, Robertson's formula: tests/genderbias/ranking/test_ties.py) imported
 and reported by ``bias_report``; the library, given the same two files, gives the report's tie-aware
 figures and ranges. ir_measures' own ``calc_aggregate`` computes nDCG@10 beside them, and PyTerrier's
 ``pt.Experiment`` too; and in a fresh venv with the library alone (no Django) the figure is the same."""
@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 
 import genderbias
-from tests.metrics.test_ties_grep_biasir import bm25_run
+from tests.genderbias.ranking.test_ties import bm25_run
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURES = {  # the library's string → the report's (metric, variant, cutoff)

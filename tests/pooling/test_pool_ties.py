@@ -1,7 +1,7 @@
 """One RaB for a query (issue 67): the pool ranks queries by the report's tie-aware RaB@10, its order of
 ties a choice declared once with the reports' (genderbias.options.TIES_OPTION), and the pool page shows
 each query's figure and its tie range as the report does. On Grep-BiasIR with a BM25 run, whose three
-wordings of a document tie (:mod:`tests.metrics.test_ties_grep_biasir`), the pool's RaB@10 [tf] of every
+wordings of a document tie (:mod:`tests.genderbias.ranking.test_ties`), the pool's RaB@10 [tf] of every
 pooled query equals the report's per-query RaB@10 [tf] on the same data, under each order of ties."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every warning travels with its figure (issue 67): a Grep-BiasIR report on a BM25 run (the run written in
-:mod:`tests.metrics.test_ties_grep_biasir` from Robertson's formula; the three wordings of a document tie)
+:mod:`tests.genderbias.ranking.test_ties` from Robertson's formula; the three wordings of a document tie)
 flags the figures whose range over the orders of ties holds 0. The ACM, LNCS and article bundles, compiled
 with pdflatex and read with pdftotext, name each such figure with its tie range and the sign warning, and
 the table that shows it marks it; the plots draw the tie range. Which figures are flagged is computed here
@@ -19,7 +19,7 @@ from pooling.models import Collection, QuerySet
 from pooling.services import import_run
 from publishing.latex import TEMPLATES
 from publishing.services.paper import write_paper_bundle
-from tests.metrics.test_ties_grep_biasir import bm25_run, read_grep_biasir
+from tests.genderbias.ranking.test_ties import bm25_run, read_grep_biasir
 
 from .test_paper_templates import compile_bundle, needs_classes
 

@@ -9,6 +9,8 @@ here by :func:`genderbias.crowd.aggregation.dawid_skene`, or the ruling's and th
 a refit's crowd rows are the crowd model refitted on the query weights (computed here by
 :func:`genderbias.crowd.resampling.bootstrap_posteriors`) and the other rows held, and the report's
 label-corrected value is the least-squares class mean on the table (numpy's own solver).
+
+Each machine-accepted label's probabilities from the blind sample (genderbias.crowd.label_probabilities).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pandas as pd
 import pytest
 
 from genderbias.crowd import class_means, label_uncertainty, resampling
+from genderbias.crowd import label_probabilities as lp
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.label_probabilities import LabelModel, confidence_rows, crowd_quality, one_hot
 from genderbias.crowd.simulation import studies
@@ -120,3 +123,29 @@ def test_a_report_takes_the_label_model_whole():
         assert report.loc[run, "combined_low"] < report.loc[run, "corrected"] < report.loc[run, "combined_high"]
     difference = np.linalg.lstsq(design, drawn.b - drawn.a, rcond=None)[0][0]
     assert report.loc["B", "difference_corrected"] == pytest.approx(difference)
+
+
+def test_a_band_is_the_crowds_label_distribution_smoothed():
+    """Twelve sample queries the machine called n (too few for 4 bands of 10: one band); the crowd
+    said n 9 times, f twice, o once. With 0.5 added to each label: (9.5, 2.5, 0.5, 1.5) / 14."""
+    human = ["n"] * 9 + ["f"] * 2 + ["o"]
+    got = lp.band_distributions(LABELS, ["n"] * 12, np.linspace(0.6, 0.99, 12), human, [1.0] * 12, ["n"], [0.95])
+    assert got[0] == pytest.approx(np.array([9.5, 2.5, 0.5, 1.5]) / 14)
+
+
+def test_bands_follow_the_confidence_and_the_design_weights():
+    """40 sample queries called f: the 20 least confident were all crowd n, the 20 most confident
+    crowd f. Two bands of 20 (BANDS = 4 quantile bands, each ≥ 10); weights double the first half."""
+    conf = np.linspace(0.5, 0.99, 40)
+    human = ["n"] * 20 + ["f"] * 20
+    weights = [2.0] * 20 + [1.0] * 20
+    unsure, sure = lp.band_distributions(LABELS, ["f"] * 40, conf, human, weights, ["f", "f"], [0.52, 0.98])
+    # A band of 10 crowd-n queries (weights rescaled to its 10 queries): (10.5, 0.5, 0.5, 0.5) / 12.
+    assert unsure == pytest.approx(np.array([10.5, 0.5, 0.5, 0.5]) / 12)
+    assert sure == pytest.approx(np.array([0.5, 10.5, 0.5, 0.5]) / 12)
+
+
+def test_a_label_the_sample_never_shows_takes_the_machines_confidence():
+    got = lp.band_distributions(LABELS, ["n"] * 12, [0.9] * 12, ["n"] * 12, [1.0] * 12, ["o"], [0.7])
+    assert got[0] == pytest.approx([0.1, 0.1, 0.1, 0.7])
+    assert lp.confidence_rows(LABELS, ["o"], [0.7])[0] == pytest.approx(got[0])

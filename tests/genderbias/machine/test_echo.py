@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from genderbias.machine.echo import echo_check
-from tests.annotation.machine.echo_simulation import LABELS, run_studies
+from tests.genderbias.machine.echo_simulation import LABELS, run_studies
 
 
 def test_a_worker_who_copies_the_machine_is_flagged_and_one_who_reads_is_not():
