@@ -239,12 +239,32 @@ def run_simulated(o: argparse.Namespace, audits: tuple[int, ...]) -> None:
         f"simulated crowds {', '.join(names)}; {', '.join(map(str, sizes))} queries; {o.studies} studies each; "
         f"audits {', '.join(map(str, audits))}; prediction: the majority vote"
     )
-    if o.processes > 1:
-        with multiprocessing.Pool(o.processes) as pool:
-            results = pool.map(_simulated_job, jobs, chunksize=4)
-    else:
-        results = [_simulated_job(job) for job in jobs]
-    frame = simulated_table(pd.DataFrame([row for rows in results for row in rows]))
+    results = []
+    with multiprocessing.Pool(o.processes) if o.processes > 1 else _Serial() as pool:
+        for start in range(0, len(jobs), o.studies):  # one crowd and size at a time, kept as it ends
+            cell = [row for rows in pool.map(_simulated_job, jobs[start : start + o.studies]) for row in rows]
+            results += cell
+            if o.rows:
+                pd.DataFrame(cell).to_csv(o.rows, mode="a", header=not Path(o.rows).exists(), index=False)
+    print_simulated(pd.DataFrame(results))
+
+
+class _Serial:
+    """``multiprocessing.Pool``'s ``map`` in this process (``--processes 1``)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def map(self, function, jobs):
+        return [function(job) for job in jobs]
+
+
+def print_simulated(rows: pd.DataFrame) -> None:
+    """The simulated crowds' tables, full and compact, and the worst cell."""
+    frame = simulated_table(rows)
     print(markdown(frame))
     print()
     print(markdown(compact(frame)))
@@ -271,8 +291,13 @@ def main(argv: list[str] | None = None) -> None:
         "--reference-studies", type=int, default=10, help="--simulated: studies per cell compared with ppi_py"
     )
     parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--rows", help="--simulated: append each crowd and size's rows to this CSV as it ends")
+    parser.add_argument("--table-from", help="print the simulated tables from rows kept by --rows, run nothing")
     o = parser.parse_args(argv)
     audits = tuple(int(s) for s in o.audits.split(","))
+    if o.table_from:
+        print_simulated(pd.read_csv(o.table_from))
+        return
     if o.simulated:
         started = time.perf_counter()
         run_simulated(o, audits)
