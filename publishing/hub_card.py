@@ -332,6 +332,8 @@ def card(
         lines.append("")
     lines += ["## How the queries were chosen", "", statements.collection(facts), ""]
     lines += ["## How the labels were made", "", statements.platform(facts), "", statements.protocol(facts), ""]
+    if audit := statements.audit_sample(facts):
+        lines += [audit, ""]
     demographics = statements.demographics(facts)
     if demographics:
         lines += [demographics, ""]

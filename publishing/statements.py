@@ -276,6 +276,22 @@ def protocol(facts: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
+def audit_sample(facts: Mapping[str, Any]) -> str | None:
+    """The expert audit sample in one sentence (None without one): the dataset card and the paper's
+    methods say the same (its size, seed, who labelled it and when)."""
+    audit = facts.get("audit")
+    if not audit:
+        return None
+    who = ", ".join(audit["labellers"]) or "nobody yet"
+    first, last = audit.get("first_labelled_on"), audit.get("last_labelled_on")
+    when = "" if not first else f" on {first}" if first == last else f" between {first} and {last}"
+    return (
+        f"An expert audit sample of {count(audit['size'], 'query', 'queries')}, a simple random sample of the "
+        f"{audit['population']} queries of the batch drawn with seed {audit['seed']} on {audit['drawn_on']}, was "
+        f"labelled without the crowd's answers by {who}{when} ({audit['labelled']} of {audit['size']} labelled)."
+    )
+
+
 def annotations_per_item(facts: Mapping[str, Any]) -> str:
     """Votes per query: planned, and as given (the mean over every query, and how many have none).
 

@@ -139,7 +139,8 @@ SUB_DOMAIN_ORDER = {
         ("crowd",),  # batches, HITs, publishing, sync, answers, the providers' interface: the kernel
         ("results",),  # what the answers add up to, a batch's state
         ("quality",),  # the quality loop: escalation, re-offers, thresholds, training, rulings
-        ("machine", "audit"),  # machine labelling; expert audit samples (the truth PPI intervals rest on)
+        ("machine",),  # machine labelling
+        ("audit",),  # expert audit samples (the truth the PPI intervals rest on; their draw is the machine's sample)
         ("exports",),  # the labelled query sets' exports and the study's facts (publishing reads them)
         ("batches",),  # the researcher's batch pages and API, composing everything
     )

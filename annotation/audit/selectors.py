@@ -117,3 +117,26 @@ def next_to_label(batch: Batch, after: int = -1) -> AuditItem | None:
 def audit_item(batch: Batch, index: int) -> AuditItem | None:
     """The audited query at draw index ``index``."""
     return AuditItem.objects.filter(sample__batch=batch, draw_index=index).select_related("batch_query").first()
+
+
+def audit_facts(batch: Batch) -> dict[str, Any] | None:
+    """The audit sample as the study's facts state it (JSON-friendly; None without one): its size, seed, the
+    queries it was drawn from, how many are labelled, by whom, who drew it and the dates."""
+    progress = audit_progress(batch)
+    if not progress["drawn"]:
+        return None
+
+    def day(value) -> str | None:
+        return value.date().isoformat() if value else None
+
+    return {
+        "size": progress["size"],
+        "seed": progress["seed"],
+        "population": progress["population"],
+        "labelled": progress["labelled"],
+        "labellers": progress["labellers"],
+        "drawn_by": progress["drawn_by"],
+        "drawn_on": day(progress["drawn_at"]),
+        "first_labelled_on": day(progress["first_labelled_at"]),
+        "last_labelled_on": day(progress["last_labelled_at"]),
+    }

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotation.audit.selectors import audit_facts
 from annotation.crowd.selectors import crowd_batch_ids
 from annotation.machine.prelabellers.interface import is_language_model
 from annotation.machine.selectors import calibration_report
@@ -284,7 +285,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
     with their interval), ``labels`` (queries, labelled, per-label counts, label sources,
     rulings, set-aside queries and why, votes per query), ``non_gendered_share`` (among
     labelled queries, :func:`share_interval`), ``source_dataset`` (:func:`source_dataset`),
-    ``machine`` (:func:`routing_facts`),
+    ``machine`` (:func:`routing_facts`), ``audit`` (:func:`annotation.audit.selectors.audit_facts`),
     ``results`` (the per-query rows of :func:`annotation.results.selectors.query_results`) and
     ``label_agents`` (who made each label, :func:`label_agents`).
     """
@@ -361,6 +362,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
         "non_gendered_share": share_interval(counts["n"], len(labelled)),
         "source_dataset": source_dataset(batch),
         "machine": machine,
+        "audit": audit_facts(batch),  # the expert audit sample, if one was drawn (annotation.audit)
         "results": results,
         "label_agents": agents,
     }
