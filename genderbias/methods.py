@@ -62,6 +62,11 @@ METHODS: dict[str, dict[str, str | None]] = {
     },
 }
 
+#: The test of a paired difference whose interval is the PPI++ one on an audit sample (figure_interval 2026-11-27).
+AUDIT_TEST = (
+    "PPI++ test of the label-corrected paired difference on the expert audit sample (its interval inverted), two-sided"
+)
+
 #: Today's version of each method: the newest declared.
 CURRENT: dict[str, str] = {name: list(versions)[-1] for name, versions in METHODS.items()}
 

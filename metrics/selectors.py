@@ -171,9 +171,15 @@ def report_policy_text(report: Report) -> str:
 
     baseline = report.baseline.name if report.baseline_id else None
     if report.on_batch:
-        from genderbias.crowd.label_uncertainty import policy_text as combined_text
+        from genderbias.crowd import label_uncertainty
 
-        said = combined_text(baseline, report_interval(report))
+        said = label_uncertainty.policy_text(baseline, report_interval(report))
+        if baseline is not None and (report.label_interval or {}).get("kind") == "audit":
+            policy = label_uncertainty.COMBINED_POLICY
+            said = (
+                f"p: {methods.AUDIT_TEST}, against {baseline}; family: {policy['family']}; "
+                f"{policy['correction']}-adjusted; * p < {policy['alpha']} (the PPI++ interval excludes 0)."
+            )
         return f"{said} Label-corrected intervals: {report.interval_sentence}." if report.interval_sentence else said
     return policy_text(baseline)
 
@@ -214,9 +220,7 @@ def report_policy(report: Report) -> dict | None:
         # With an audit sample the test is the PPI++ interval's, inverted (genderbias.crowd.figure_intervals).
         kind = report.label_interval["kind"]
         if kind == "audit":
-            policy["test"] = (
-                "PPI++ test of the label-corrected paired difference on the audit sample, inverted, two-sided"
-            )
+            policy["test"] = methods.AUDIT_TEST
         policy |= {"label_interval": report.interval_sentence, "label_interval_kind": kind}
     return policy
 

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from genderbias.figure_notes import CROWD_WARNING, SIGN_WARNING
+from genderbias.methods import AUDIT_TEST
 from genderbias.stats.p_values import p_value_text
 from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
@@ -693,10 +694,18 @@ def uncertainty_tex(
         "bootstrap test of the label-corrected paired difference, "
         r"Holm-adjusted \cite{holm1979} within each metric, variant and cutoff."
     )
+    audited = (chosen or {}).get("kind") == "audit"  # PPI++ on the audit sample (genderbias.crowd.figure_intervals)
+    if audited:
+        test = escape(AUDIT_TEST) + r", Holm-adjusted \cite{holm1979} within each metric, variant and cutoff."
+    corrected = (
+        "estimated from the crowd's labels and the expert audit sample by prediction-powered inference (PPI++)"
+        if audited
+        else "estimated from every judged query's label probabilities; its interval resamples the queries and "
+        "re-fits the labels' class means"
+    )
     note = (
         "Value: the mean over the queries labelled non-gendered, $\\pm$ half its query-only 95\\% bootstrap interval "
-        "\\cite{efron1979}. Corrected: the mean over the truly non-gendered queries, estimated from every judged "
-        "query's label probabilities; its interval resamples the queries and re-fits the labels' class means. "
+        f"\\cite{{efron1979}}. Corrected: the mean over the truly non-gendered queries, {corrected}. "
         "Labels: the share of that interval's width the labels contribute."
     )
     if chosen and chosen.get("sentence"):

@@ -365,19 +365,25 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
         # The methods that computed this report (its stored versions), not today's (genderbias.methods).
         used = settings.get("methods") or {}
         crowd_model = escape(methods.describe("crowd_model", used.get("crowd_model")))
+        chosen = settings.get("label_interval") or {}
+        carried = (
+            "and its interval is the prediction-powered (PPI++) interval on an expert audit sample, the crowd's "
+            "label as the prediction"
+            if chosen.get("kind") == "audit"
+            else "and its interval carries that uncertainty as well as the queries' sampling, the crowd model being "
+            "refitted in every bootstrap resample"
+        )
         sentences.append(
             "The queries are those labelled non-gendered; each value is also corrected for the labels' "
             "uncertainty, every judged query weighted by its label probabilities (the crowd's Dawid--Skene "
             f"posterior \\cite{{dawid1979}} with priors, {crowd_model}, one-hot for a ruling, "
-            "the calibration sample's for a machine label), and its interval carries that uncertainty as well as "
-            "the queries' sampling, the crowd model being refitted in every bootstrap resample."
+            f"the calibration sample's for a machine label), {carried}."
         )
         # Only what was measured on this study: the construction, and the crowd model's own check on
         # its answers (simulated coverages are the docs' business, not this paper's).
         interval = escape(methods.describe("label_interval", used.get("label_interval")))
         # Which interval the label-corrected figures got and why (genderbias.crowd.figure_intervals): with an
         # audit sample, not the crowd model's.
-        chosen = settings.get("label_interval") or {}
         if chosen.get("kind") != "audit":
             sentences.append(f"Intervals with labels are the {interval}.")
         if chosen.get("sentence"):

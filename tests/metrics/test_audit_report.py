@@ -104,10 +104,14 @@ def test_a_report_with_an_audit_sample_gives_the_ppi_interval_on_every_surface(a
     shown = next(r for r in api["results"] if r["run"] == "a" and all(r[k] == v for k, v in key.items()))
     assert shown["combined_low"] == row.combined_low and f"label-corrected interval: {SENTENCE}" in shown["notes"]
     assert api["significance"]["label_interval"] == SENTENCE
+    assert api["significance"]["test"].startswith("PPI++ test of the label-corrected paired difference")
     files = paper_files(report, screenshots=False)
-    assert f"Label-corrected intervals: {SENTENCE}." in files["methods.tex"].decode().replace("\n", " ")
+    methods_tex = files["methods.tex"].decode().replace("\n", " ")
+    assert f"Label-corrected intervals: {SENTENCE}." in methods_tex
+    assert "refitted in every bootstrap resample" not in methods_tex  # the crowd model's interval is not the one
     table = files["table-labels.tex"].decode()
     assert f"Corrected intervals: {SENTENCE}." in table.replace("\n", " ")
+    assert "PPI++ test of the label-corrected paired difference" in table.replace("\n", " ")
     half = (row.combined_high - row.combined_low) / 2
     assert f"$\\pm {half:.4f}$" in table
 
