@@ -1,4 +1,4 @@
-"""genderbias: gender-bias measures of rankings (RaB, ARaB, NFaiRR, TExFAIR, AWRF, rKL, rND, rRD, CRBO),
+"""genderbias: gender-bias measures of rankings (RaB, ARaB, NFaiRR, TExFAIR, AWRF, rKL, rND, rRD, EE, GFR, CRBO),
 tie-aware, in the field's conventions (docs/library.md)::
 
     import genderbias
@@ -33,6 +33,8 @@ _PUBLIC = {
     "rND": "genderbias.api.notation",
     "rRD": "genderbias.api.notation",
     "CRBO": "genderbias.api.notation",
+    "EE": "genderbias.api.notation",
+    "GFR": "genderbias.api.notation",
     "load_run": "genderbias.api.inputs",
     "load_texts": "genderbias.api.inputs",
     "Texts": "genderbias.api.inputs",
@@ -41,6 +43,9 @@ _PUBLIC = {
     "load_wordlist": "genderbias.text.wordlists",
 }
 __all__ = sorted(_PUBLIC)
+
+# The measures join ir_measures' registry (ir_measures.parse_measure("ARaB@10")); light: no numpy.
+importlib.import_module("genderbias.api.notation")
 
 
 def __getattr__(name: str) -> Any:

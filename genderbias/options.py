@@ -320,3 +320,14 @@ BOUND_OPTION = ReportOption(
     "lowest and highest value an order of ties gives",
     what="bound",
 )
+
+#: Every parameter of a bias measure's string (``ARaB(magnitude=bool)@5``) by name, declared once: the
+#: measures' declarations (:attr:`genderbias.ranking.vocabulary.Metric.parameters`) name them.
+MEASURE_PARAMETERS: dict[str, ReportOption] = EXPOSURE_OPTIONS | {
+    "magnitude": MAGNITUDE_OPTION,
+    "variant": TEXFAIR_VARIANT_OPTION,
+    "ties": TIES_OPTION,
+    "tokenizer": TOKENIZER_OPTION,
+    "seed": SEED_OPTION,
+    "bound": BOUND_OPTION,
+}

@@ -23,21 +23,12 @@ import math
 import re
 from typing import Any
 
-from ir_measures.measures.base import MeanAgg, Measure, ParamInfo
+from ir_measures.measures.base import MeanAgg, Measure, ParamInfo, register, registry
 
 from genderbias.errors import MeasureError
-from genderbias.options import (
-    BOUND_OPTION,
-    CRBO_P_OPTION,
-    CUTOFF_OPTION,
-    EXPOSURE_OPTIONS,
-    MAGNITUDE_OPTION,
-    SEED_OPTION,
-    TEXFAIR_VARIANT_OPTION,
-    THRESHOLD_OPTION,
-    TIES_OPTION,
-    TOKENIZER_OPTION,
-)
+from genderbias.options import CRBO_P_OPTION, CUTOFF_OPTION, MEASURE_PARAMETERS, SEED_OPTION, TIES_OPTION
+from genderbias.ranking.group_measure import GroupMeasure
+from genderbias.ranking.vocabulary import VOCABULARY
 from genderbias.report_option import OptionError, ReportOption
 
 
@@ -123,64 +114,6 @@ class BiasMeasure(Measure):
         raise ValueError(f"{self} reads the documents' texts: bind it first, genderbias.measures_for(texts)")
 
 
-class _RankBias(BiasMeasure):
-    OPTIONS = {
-        "magnitude": MAGNITUDE_OPTION,
-        "ties": TIES_OPTION,
-        "tokenizer": TOKENIZER_OPTION,
-        "bound": BOUND_OPTION,
-    }
-
-
-class _RaB(_RankBias):
-    NAME = "RaB"
-
-
-class _ARaB(_RankBias):
-    NAME = "ARaB"
-
-
-class _NFaiRR(BiasMeasure):
-    NAME = "NFaiRR"
-    OPTIONS = {"threshold": THRESHOLD_OPTION, "ties": TIES_OPTION, "tokenizer": TOKENIZER_OPTION, "bound": BOUND_OPTION}
-
-
-class _TExFAIR(BiasMeasure):
-    NAME = "TExFAIR"
-    OPTIONS = {
-        "variant": TEXFAIR_VARIANT_OPTION,
-        "ties": TIES_OPTION,
-        "tokenizer": TOKENIZER_OPTION,
-        "seed": SEED_OPTION,
-        "bound": BOUND_OPTION,
-    }
-
-
-class _Exposure(BiasMeasure):
-    OPTIONS = EXPOSURE_OPTIONS | {
-        "ties": TIES_OPTION,
-        "tokenizer": TOKENIZER_OPTION,
-        "seed": SEED_OPTION,
-        "bound": BOUND_OPTION,
-    }
-
-
-class _AWRF(_Exposure):
-    NAME = "AWRF"
-
-
-class _rKL(_Exposure):
-    NAME = "rKL"
-
-
-class _rND(_Exposure):
-    NAME = "rND"
-
-
-class _rRD(_Exposure):
-    NAME = "rRD"
-
-
 class _CRBO(BiasMeasure):
     """CRBO@k: RBO of the run against the same ranker's run on the counterfactual collection
     (gendered words swapped): it reads that second run, not texts, so it is bound to it."""
@@ -189,11 +122,26 @@ class _CRBO(BiasMeasure):
     OPTIONS = {"p": CRBO_P_OPTION, "ties": TIES_OPTION, "seed": SEED_OPTION}
 
 
-RaB, ARaB, NFaiRR, TExFAIR = _RaB(), _ARaB(), _NFaiRR(), _TExFAIR()
-AWRF, rKL, rND, rRD = _AWRF(), _rKL(), _rND(), _rRD()
+def _declared(metric) -> BiasMeasure:
+    """The measure of a metric of the vocabulary: its parameters are those it declares
+    (:attr:`genderbias.ranking.vocabulary.Metric.parameters`), each read by its one declaration."""
+    options = {name: MEASURE_PARAMETERS[name] for name in metric.parameters}
+    kind = type(f"_{metric.name}", (BiasMeasure,), {"NAME": metric.name, "OPTIONS": options})
+    kind.__doc__ = type(metric).__doc__ if isinstance(metric, GroupMeasure) else metric.title
+    return kind()
+
+
 CRBO = _CRBO()
-#: Every measure of the library by name, unbound, without a cutoff.
-MEASURES: dict[str, BiasMeasure] = {m.NAME: m for m in (RaB, ARaB, NFaiRR, TExFAIR, AWRF, rKL, rND, rRD, CRBO)}
+#: Every measure of the library by name, unbound, without a cutoff: one per bias measure of the vocabulary, CRBO.
+MEASURES: dict[str, BiasMeasure] = {m.name: _declared(m) for m in VOCABULARY if m.parameters} | {"CRBO": CRBO}
+RaB, ARaB, NFaiRR, TExFAIR = (MEASURES[name] for name in ("RaB", "ARaB", "NFaiRR", "TExFAIR"))
+AWRF, rKL, rND, rRD, EE, GFR = (MEASURES[name] for name in ("AWRF", "rKL", "rND", "rRD", "EE", "GFR"))
+
+# ir_measures knows them by name once genderbias is imported (``ir_measures.parse_measure("ARaB@10")``), as
+# its own measures join its registry; computing one there without its texts says so by name (runtime_impl).
+for _name, _measure in MEASURES.items():
+    if _name not in registry:
+        register(_measure, name=_name)
 
 _WRITTEN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?:\((?P<params>[^()]*)\))?\s*(?:@\s*(?P<cutoff>\S+?))?\s*$")
 

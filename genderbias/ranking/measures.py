@@ -18,6 +18,9 @@ Definitions (``k`` a cutoff, ``n`` the documents the run has for the query, w_r 
 - **AWRF@k, rKL@k, rND@k, rRD@k**: :mod:`genderbias.ranking.exposure` (group alignment from the same
   representative counts, soft f/(f+m), m/(f+m); neutral documents excluded from the groups).
 
+- **EE@k, GFR@k** and any other :class:`genderbias.ranking.group_measure.GroupMeasure`: each its own
+  class and module, from the same alignments and exposure settings.
+
 A document missing from ``counts`` has magnitude 0 for RaB and no exposure for TExFAIR. Runs
 imported through ``pooling`` are validated against their collection, so this only happens in pure use.
 """
@@ -36,7 +39,7 @@ from genderbias.ranking.defaults import (
     DEFAULT_THRESHOLD,
     DEFAULT_TIES,
 )
-from genderbias.ranking.exposure import ExposureSettings, exposure_columns
+from genderbias.ranking.exposure import ExposureSettings, alignment, exposure_columns
 from genderbias.ranking.nfairr import nfairr_columns, nfairr_variant
 from genderbias.ranking.rank_bias import rank_bias_of
 from genderbias.ranking.ranked_counts import (
@@ -50,7 +53,7 @@ from genderbias.ranking.ranked_counts import (
     with_ties,
 )
 from genderbias.ranking.ties import Orders
-from genderbias.ranking.vocabulary import BY_NAME, EXPOSURE, RAB_LIKE
+from genderbias.ranking.vocabulary import BY_NAME, EXPOSURE, GROUP_MEASURES, RAB_LIKE
 from genderbias.text.magnitudes import magnitudes_frame
 
 RANK_BIAS_VARIANTS = BY_NAME["RaB"].variants  # ("tf", "bool"), shared by every RaB-like metric
@@ -219,6 +222,9 @@ def evaluate_run(
     for metric in EXPOSURE:
         variant = settings.awrf_variant() if metric == "AWRF" else settings.rank_variant()
         parts.append(_long(groups, metric, variant, cutoffs, metric))
+    for measure in GROUP_MEASURES:  # each declared and computed by its own class (EE, GFR)
+        values = over_orders(representative, lambda r, m=measure: _group_columns(m, r, cutoffs, settings), orders)
+        parts.append(_long(values, measure.name, measure.variant(settings), cutoffs, measure.name))
     table = pd.concat(parts, ignore_index=True)
     flags = np.concatenate([tied.tied(k) for k in cutoffs])
     if all(len(part) == len(flags) and list(part["qid"][: len(tied.qids)]) == tied.qids for part in parts):
@@ -229,6 +235,11 @@ def evaluate_run(
     table = table.merge(frame, on=["qid", "cutoff"], how="left", sort=False)
     table["tied"] = table["tied"].fillna(False).astype(bool)
     return table
+
+
+def _group_columns(measure, ranked: RankedCounts, cutoffs, settings: ExposureSettings) -> dict[str, np.ndarray]:
+    a_f, a_m, _ = alignment(ranked.f, ranked.m, settings.threshold)
+    return measure.columns(a_f, a_m, ranked.n, cutoffs, settings)
 
 
 def _long(table: pd.DataFrame, metric: str, variant: str, cutoffs: Sequence[int], prefix: str) -> pd.DataFrame:

@@ -1,5 +1,10 @@
 """The one vocabulary of the metrics: each metric's name, which values are fairer (or, for the
-effectiveness measures, better), whether it is RaB-like, its variants and what its values mean.
+effectiveness measures, better), whether it is RaB-like, its variants, what its values mean and the
+parameters of its measure string: one declaration per measure, as ir_measures declares its own.
+
+The measures declared and computed by one class each (:class:`~genderbias.ranking.group_measure.GroupMeasure`:
+EE, GFR) join it from their modules. The measure strings (:mod:`genderbias.api.notation`, and so
+ir_measures' registry) are built from it.
 
 Every place that needs a metric's properties takes them from here, in the spirit of
 :mod:`genderbias.labels`: the order of tables and plots (:mod:`metrics.formatting`,
@@ -12,15 +17,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from genderbias.ranking.defaults import EXPOSURE_FORMS
+from genderbias.ranking.group_measure import BETTER, HIGHER, LOWER, TOWARDS_ZERO, GroupMeasure, registered
 
-#: ``direction``: values closer to 0 are fairer (signed: positive leans male, negative female).
-TOWARDS_ZERO = "closer to 0 is fairer"
-#: ``direction``: higher values are fairer (1 is fair).
-HIGHER = "higher is fairer"
-#: ``direction``: lower values are fairer (0 is fair, 1 the most unfair: rKL, rND, rRD).
-LOWER = "lower is fairer"
-#: ``direction`` of the effectiveness measures: higher values are better rankings.
-BETTER = "higher is better"
+__all__ = [
+    "BETTER",
+    "BY_NAME",
+    "EFFECTIVENESS",
+    "EXPOSURE",
+    "FORM_DEFINITIONS",
+    "GROUP_MEASURES",
+    "HIGHER",
+    "LOWER",
+    "MEASURE_ALIASES",
+    "METRICS",
+    "PRIMARY_VARIANTS",
+    "RAB_LIKE",
+    "REFERENCE_TOKEN",
+    "TOWARDS_ZERO",
+    "VOCABULARY",
+    "ExposureForm",
+    "Metric",
+    "form_statement",
+    "is_rab_like",
+    "metric_position",
+    "note",
+    "variant_form",
+    "variant_position",
+]
 
 
 @dataclass(frozen=True)
@@ -32,19 +55,36 @@ class Metric:
     variants: tuple[str, ...]  #: variants computed, the paper's first; () when named by the background or qrels
     note: str  #: what a value means, in a few words (the plots' axis label)
     effectiveness: bool = False  #: a retrieval effectiveness measure (ir_measures), judged by qrels
+    #: Its measure string's parameters (:mod:`genderbias.api.notation`), each declared once in
+    #: :data:`genderbias.options.MEASURE_PARAMETERS`; () for the effectiveness measures (ir_measures' own).
+    parameters: tuple[str, ...] = ()
 
 
-VOCABULARY: tuple[Metric, ...] = (
-    Metric("RaB", "Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male"),
-    Metric("ARaB", "Average Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male"),
-    Metric("NFaiRR", "Normalized Fairness of Retrieval Results", False, HIGHER, (), "1: fair"),
-    Metric("TExFAIR", "Term Exposure-based Fairness", False, HIGHER, ("rbdf", "plain"), "1: fair"),
+#: Each bias measure's parameters: every one reads how ties are ordered and the texts' tokenizer, and gives a
+#: ``bound``; AWRF, rKL, rND, rRD read the exposure settings (``genderbias.ranking.exposure.ExposureSettings``).
+_READS = ("ties", "tokenizer")
+_RAB, _NFAIRR = ("magnitude", *_READS, "bound"), ("threshold", *_READS, "bound")
+_TEXFAIR = ("variant", *_READS, "seed", "bound")
+_EXPOSURE = ("weights", "p", "target", "protected", "step", "threshold", "form", *_READS, "seed", "bound")
+_LIST = "0: fair, 1: most unfair"
+
+#: The measures declared and computed by one class each (:mod:`genderbias.ranking.group_measure`): EE, GFR.
+GROUP_MEASURES: tuple[GroupMeasure, ...] = registered()
+
+VOCABULARY: tuple[Metric | GroupMeasure, ...] = (
+    Metric("RaB", "Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male", parameters=_RAB),
+    Metric("ARaB", "Average Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male", parameters=_RAB),
+    Metric("NFaiRR", "Normalized Fairness of Retrieval Results", False, HIGHER, (), "1: fair", parameters=_NFAIRR),
+    Metric("TExFAIR", "Term Exposure-based Fairness", False, HIGHER, ("rbdf", "plain"), "1: fair", parameters=_TEXFAIR),
     # Exposure-based group fairness (genderbias.ranking.exposure); the variant names the settings (weights or
     # protected group, the target when not 1/2), so no variant is "the paper's".
-    Metric("AWRF", "Attention-Weighted Rank Fairness", False, HIGHER, (), "1: fair (1 − JSD, nats)"),
-    Metric("rKL", "Normalized discounted KL-divergence", False, LOWER, (), "0: fair, 1: most unfair"),
-    Metric("rND", "Normalized discounted difference", False, LOWER, (), "0: fair, 1: most unfair"),
-    Metric("rRD", "Normalized discounted ratio", False, LOWER, (), "0: fair, 1: most unfair"),
+    Metric(
+        "AWRF", "Attention-Weighted Rank Fairness", False, HIGHER, (), "1: fair (1 − JSD, nats)", parameters=_EXPOSURE
+    ),
+    Metric("rKL", "Normalized discounted KL-divergence", False, LOWER, (), _LIST, parameters=_EXPOSURE),
+    Metric("rND", "Normalized discounted difference", False, LOWER, (), _LIST, parameters=_EXPOSURE),
+    Metric("rRD", "Normalized discounted ratio", False, LOWER, (), _LIST, parameters=_EXPOSURE),
+    *GROUP_MEASURES,
     # Effectiveness (ir_measures names; the variant is the qrels' name). RR's mean over queries is MRR.
     Metric("RR", "Reciprocal Rank (mean: MRR)", False, BETTER, (), "1: first result relevant", True),
     Metric("nDCG", "Normalized Discounted Cumulative Gain", False, BETTER, (), "1: ideal ranking", True),
@@ -54,7 +94,7 @@ VOCABULARY: tuple[Metric, ...] = (
 )
 
 #: Name -> metric.
-BY_NAME: dict[str, Metric] = {metric.name: metric for metric in VOCABULARY}
+BY_NAME: dict[str, Metric | GroupMeasure] = {metric.name: metric for metric in VOCABULARY}
 #: Metric names in the order of the papers' tables.
 METRICS: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY)
 #: The RaB-like metrics, computed together from one rank-bias table per variant.

@@ -99,7 +99,7 @@ def test_majority_drop_equals_bias_report_on_the_exported_set(batch, tmp_path, b
         (r.run.name, r.metric, r.variant, r.cutoff): r
         for r in Result.objects.filter(report=report).select_related("run")
     }
-    assert len(base) == len(stored) == 3 * (14 + 4 * 2)  # + AWRF, rKL, rND, rRD at 2 cutoffs
+    assert len(base) == len(stored) == 3 * (14 + 6 * 2)  # + AWRF, rKL, rND, rRD, EE, GFR at 2 cutoffs
     for row in base.itertuples(index=False):
         expected = stored[(row.run, row.metric, row.variant, row.cutoff)]
         assert row.value == expected.value or (math.isnan(row.value) and expected.value is None)

@@ -176,7 +176,7 @@ def test_rank_bias_through_pooling_with_tf_and_bool():
     assert value[("1", "ARaB", "bool", 2)] == pytest.approx((-1 + 0) / 2, abs=1e-12)
     # query 3 has one document (no gendered word): RaB@2 = RaB@1 = 0
     assert value[("3", "RaB", "tf", 2)] == 0.0
-    assert set(long["metric"]) == {"RaB", "ARaB", "NFaiRR", "TExFAIR", "AWRF", "rKL", "rND", "rRD"}
+    assert set(long["metric"]) == {"RaB", "ARaB", "NFaiRR", "TExFAIR", "AWRF", "rKL", "rND", "rRD", "EE", "GFR"}
     assert set(long.loc[long["metric"] == "TExFAIR", "variant"]) == {"rbdf", "plain"}
 
 
