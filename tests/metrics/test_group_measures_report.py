@@ -30,7 +30,7 @@ def test_ee_and_gfr_are_on_the_report_its_page_csv_and_api_as_the_library_comput
     assert expected <= set(stored)
 
     page = user_client.get(reverse("metrics:report-detail", args=["rep"])).content.decode()
-    assert "EE" in page and "GFR" in page
+    assert 'EE <span class="muted">[rbp0.5]</span>' in page and 'GFR <span class="muted">[jsd]</span>' in page
     rows = list(
         csv.DictReader(io.StringIO(user_client.get(reverse("metrics:report-csv", args=["rep"])).content.decode()))
     )
