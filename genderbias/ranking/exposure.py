@@ -87,7 +87,7 @@ from genderbias.ranking.defaults import (
     PROTECTED_GROUPS,
 )
 from genderbias.ranking.exposure_reference import reference_awrf, reference_rank_fairness, within
-from genderbias.ranking.vocabulary import REFERENCE_TOKEN
+from genderbias.ranking.vocabulary import EXPOSURE, REFERENCE_TOKEN
 
 #: AWRF's position weights (see the module docstring).
 WEIGHTS = AWRF_WEIGHTS
@@ -95,8 +95,8 @@ WEIGHTS = AWRF_WEIGHTS
 PROTECTED = PROTECTED_GROUPS
 #: The largest cut-point step (a step beyond the list's length leaves the one cut point min(k, n)).
 MAX_STEP = MAX_CUT_STEP
-#: The metrics this module computes, in the order of tables and plots.
-METRICS = ("AWRF", "rKL", "rND", "rRD")
+#: The metrics this module computes, in the order of tables and plots (the vocabulary's).
+METRICS = EXPOSURE
 #: The forms: the platform's ``adapted`` one (default) and the cited papers' ``reference`` code's.
 FORMS = EXPOSURE_FORMS
 
