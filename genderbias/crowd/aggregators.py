@@ -182,3 +182,59 @@ class DawidSkene(_Aggregator):
         self._set(result.labels, result.posteriors)
         self.held_out_probas_ = _by_task(result.held_out)
         return self
+
+
+class GLAD(_Aggregator):
+    """The item-difficulty crowd model (:mod:`genderbias.crowd.difficulty`: worker ability α, task easiness
+    β = e^b, P(right) = σ(α β); Whitehill et al. 2009), crowd-kit's ``GLAD`` with class shares estimated
+    (crowd-kit fixes them uniform: ``priors``), the prior mean of the log easiness estimated (crowd-kit's 1:
+    ``easiness_mean``) and wrong answers along the crowd's error pattern
+    (``pattern="crowd"``; crowd-kit's even spread: ``"even"``). ``fit(data, true_labels)``: gold tasks held at
+    their labels. ``alphas_`` by worker, ``betas_`` by task (b, the log easiness, as crowd-kit's), ``result_``."""
+
+    def __init__(
+        self,
+        n_iter: int = 100,
+        tol: float = 1e-6,
+        pattern: str = "crowd",
+        priors: Sequence[float] | None = None,
+        easiness_mean: float | None = None,
+        labels: Sequence[Hashable] | None = LABELS,
+    ) -> None:
+        self.n_iter, self.tol, self.pattern, self.priors = n_iter, tol, pattern, priors
+        self.easiness_mean = easiness_mean
+        self.labels = tuple(labels) if labels is not None else None
+
+    def fit(self, data: pd.DataFrame, true_labels: Mapping[Any, Hashable] | pd.Series | None = None) -> GLAD:
+        from genderbias.crowd.difficulty import fit_difficulty
+        from genderbias.crowd.model_choice import encode
+
+        coded, codes = self._coded(data)
+        encode_label = {label: code for code, label in self._decode.items()}
+        gold = {}
+        for task, label in dict(true_labels if true_labels is not None else {}).items():
+            if label not in encode_label:
+                raise ValueError(
+                    f"task {task!r}'s true label {label!r} is not one of {', '.join(map(repr, encode_label))}"
+                )
+            gold[str(task)] = encode_label[label]
+        frame = validate_judgments(coded, codes, repeatable=gold)
+        encoded = encode(frame, codes, gold, model="one-coin")
+        priors = None if self.priors is None else np.asarray(self.priors, dtype=np.float64)
+        result = fit_difficulty(
+            encoded,
+            pattern=self.pattern,
+            priors=priors,
+            easiness_mean=self.easiness_mean,
+            max_iter=self.n_iter,
+            tol=self.tol,
+        )
+        self.result_ = result
+        probas = pd.DataFrame(result.posteriors, index=pd.Index(encoded.items, name="item"), columns=list(codes))
+        top = probas.to_numpy()
+        tied = (np.isclose(top, top.max(axis=1, keepdims=True))).sum(axis=1) > 1
+        labels = pd.Series(np.where(tied, None, np.array(codes, dtype=object)[top.argmax(axis=1)]), index=probas.index)
+        self._set(labels, probas)
+        self.alphas_ = pd.Series(result.alpha, index=pd.Index(encoded.workers, name="worker"), name="alpha")
+        self.betas_ = pd.Series(np.log(result.easiness), index=self.probas_.index, name="beta")
+        return self

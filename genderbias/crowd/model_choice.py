@@ -11,7 +11,7 @@ without scoring full rows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,6 +34,9 @@ CHOICE_SE = 2.0
 #: by 1.8 s.e. biased the value by 2.7 of its bootstrap s.d.; on the Prolific-like crowd, which errs the same
 #: on every label, the gain was −3.1 to +0.8 s.e. in six studies.
 LABEL_CHOICE_SE = 1.0
+#: EM's stopping rule for the item-difficulty fits :func:`choose_difficulty` scores (a fifth of the time
+#: of 1e-6; the held-out scores move by far less than their standard error).
+CHOICE_TOL = 1e-4
 #: Folds of the items in :func:`choose_shrinkage`.
 FOLDS = 5
 #: A worker with fewer answers than this has a reliability estimated from too few of them ...
@@ -92,25 +95,13 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
     one coin wins and the full rows invent a class; on a crowd with a lazy worker, spammers and
     class-dependent errors, thousands of queries, the full rows win by tens of s.e.
     (docs/quality.md, "The crowd model")."""
-    free = np.setdiff1d(np.arange(encoded.n_items), encoded.gold_rows)
     sparse = sparse_share(encoded)
+    fold, free = held_out_folds(encoded, folds, seed)
     if len(free) < 2 * folds:  # too few queries: one coin
         return ModelChoice(ONE_COIN, 0.0, 0.0, 0.0, len(free), sparse)
-    fold = np.full(encoded.n_items, -1, dtype=np.int64)
-    fold[np.random.default_rng(seed).permutation(free)] = np.arange(len(free)) % folds
-    weights = np.stack([(fold != f).astype(np.float64) for f in range(folds)])
-    by_item, _ = _incidence(encoded)
-    by_item_t = by_item.T.tocsr()
 
     def scored(label_prior: float, shrinkage: float) -> np.ndarray:
-        fitted = fit(replace(encoded, label_prior=label_prior, shrinkage=shrinkage), weights, held_out=False)
-        _, per_item = _e_step_items(fitted.priors, fitted.confusion, encoded, by_item_t)
-        return per_item[fold[free], free]
-
-    def better(more: np.ndarray, fewer: np.ndarray, margin: float = CHOICE_SE) -> tuple[bool, float]:
-        difference = more - fewer
-        se = float(difference.std(ddof=1) * np.sqrt(len(difference)))
-        return bool(difference.sum() > margin * se), se
+        return held_out_scores(replace(encoded, label_prior=label_prior, shrinkage=shrinkage), fold, free)
 
     one_coin, by_label = scored(ONE_COIN, ONE_COIN), scored(LABEL_PRIOR, ONE_COIN)
     labelled, label_se = better(by_label, one_coin, LABEL_CHOICE_SE)
@@ -123,6 +114,77 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
     return ModelChoice(
         SHRINKAGE if chosen else ONE_COIN, float(one_coin.sum()), float(full.sum()), se, len(free), sparse, **found
     )
+
+
+def better(more: np.ndarray, fewer: np.ndarray, margin: float = CHOICE_SE) -> tuple[bool, float]:
+    """Whether the held-out scores ``more`` beat ``fewer`` (per item, paired) by ``margin`` standard errors
+    of their summed difference, and that standard error."""
+    difference = more - fewer
+    se = float(difference.std(ddof=1) * np.sqrt(len(difference)))
+    return bool(difference.sum() > margin * se), se
+
+
+def held_out_folds(encoded: Encoded, folds: int = FOLDS, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's fold ([N]; −1 for gold, never left out) and the non-gold items, dealt at random (seeded)."""
+    free = np.setdiff1d(np.arange(encoded.n_items), encoded.gold_rows)
+    fold = np.full(encoded.n_items, -1, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(free)] = np.arange(len(free)) % folds
+    return fold, free
+
+
+def held_out_scores(encoded: Encoded, fold: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """[len(free)]: each non-gold item's log likelihood of its votes, log Σ_t π_t Π_j θ_w(t, g_ij), under
+    ``encoded``'s Dawid–Skene form fitted without its fold."""
+    folds = int(fold.max()) + 1
+    weights = np.stack([(fold != f).astype(np.float64) for f in range(folds)])
+    by_item, _ = _incidence(encoded)
+    fitted = fit(encoded, weights, held_out=False)
+    _, per_item = _e_step_items(fitted.priors, fitted.confusion, encoded, by_item.T.tocsr())
+    return per_item[fold[free], free]
+
+
+@dataclass(frozen=True)
+class DifficultyChoice:
+    """:func:`choose_difficulty`'s verdict: held-out log likelihoods of the non-gold queries' votes under the
+    item-difficulty model and under the Dawid–Skene form the judgments chose, and the paired difference's s.e."""
+
+    chosen: bool
+    difficulty: float
+    crowd: float  #: under ``model``, the Dawid–Skene form compared with
+    se: float
+    items: int
+    model: str
+
+    @property
+    def gain(self) -> float:
+        """Difficulty − Dawid–Skene, in standard errors (positive: the difficulty model predicts better)."""
+        return (self.difficulty - self.crowd) / self.se if self.se > 0 else 0.0
+
+
+def choose_difficulty(
+    encoded: Encoded, *, folds: int = FOLDS, seed: int = 0, margin: float = CHOICE_SE
+) -> DifficultyChoice:
+    """Whether the item-difficulty model (GLAD, :mod:`genderbias.crowd.difficulty`) earns its place: on the
+    folds of :func:`choose_shrinkage`, its held-out log likelihood of each left-out query's votes (its
+    easiness unknown, integrated over its prior: :func:`genderbias.crowd.difficulty.vote_log_likelihood`)
+    against ``encoded``'s own Dawid–Skene form's, chosen when it beats it by ``margin`` standard errors of the
+    queries' paired differences (one parameter a query must be paid for on queries it never saw). Where
+    some queries are hard for everyone it wins; where errors are independent given the label, a spread of
+    easiness only costs (tests/genderbias/crowd/test_model_choice_difficulty.py; docs/quality.md)."""
+    from genderbias.crowd.difficulty import fit_difficulty, vote_log_likelihood
+
+    model = next(name for name, form in MODELS.items() if form == (encoded.label_prior, encoded.shrinkage))
+    fold, free = held_out_folds(encoded, folds, seed)
+    if len(free) < 2 * folds:
+        return DifficultyChoice(False, 0.0, 0.0, 0.0, len(free), model)
+    difficulty = np.empty(len(free))
+    for f in range(folds):
+        left = fold[free] == f
+        fitted = fit_difficulty(encoded, (fold != f).astype(np.float64), tol=CHOICE_TOL)
+        difficulty[left] = vote_log_likelihood(fitted, encoded)[free[left]]
+    crowd = held_out_scores(encoded, fold, free)
+    chosen, se = better(difficulty, crowd, margin)
+    return DifficultyChoice(chosen, float(difficulty.sum()), float(crowd.sum()), se, len(free), model)
 
 
 def sparse_share(encoded: Encoded) -> float:

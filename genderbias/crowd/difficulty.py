@@ -1,0 +1,180 @@
+"""The item-difficulty crowd model (GLAD, Whitehill et al. 2009): worker ability α_w, query easiness β_i.
+
+Pure (numpy, scipy; no Django). Dawid–Skene (:mod:`genderbias.crowd.estimation`) reads a query's answers
+as independent given its true label: every worker errs on a hard query as on an easy one. Where some
+queries are hard for everyone (a cue missing, a query that could be read two ways), their answers err
+together, and a per-worker model reads a hard query's agreeing wrong answers as sure evidence
+(docs/quality.md, "The item-difficulty model"). GLAD gives each query its own easiness:
+
+    P(answer = t | T_i = t) = a_wi = σ(α_w β_i),   P(answer = g ≠ t | T_i = t) = (1 − a_wi) E(t, g),
+
+with β_i = exp(b_i) > 0, priors α_w ~ N(:data:`ALPHA_MEAN`, 1) and b_i ~ N(b̄, 1) (crowd-kit's ``GLAD``, b̄ fixed
+at :data:`EASINESS_MEAN` there; estimated here unless fixed), and E the crowd's error pattern as in the one-coin layer
+(:mod:`genderbias.crowd.coins`, ``pattern="crowd"``: :data:`~genderbias.crowd.coins.PATTERN_PRIOR`
+pseudo-answers in each wrong cell) or errors spread evenly (``pattern="even"``, crowd-kit's and
+the paper's). Class shares π are estimated (Dirichlet(1 + :data:`~genderbias.crowd.estimation.CLASS_PRIOR`))
+unless given. Gold queries keep their known label.
+
+EM: the E-step is Dawid–Skene's with each answer's row built from α_w β_i; the M-step sets π and E from
+the soft counts and (α, b) by L-BFGS on the expected log likelihood, which in them is a logistic
+regression of "the answer is right" (weight r_j = p_i(g_j), the posterior of the label answered).
+
+What the data choose (:func:`genderbias.crowd.model_choice.choose_difficulty`): a left-out query's
+votes are scored with its easiness unknown, integrated over its prior (:func:`vote_log_likelihood`,
+Gauss–Hermite over its prior), so β earns its place only where the spread of agreement across queries needs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from genderbias.crowd.coins import FLOOR, PATTERN_PRIOR
+from genderbias.crowd.estimation import CLASS_PRIOR, Encoded, _fix_gold, _incidence, vote_shares
+
+#: Prior means of a worker's ability α_w and a query's log easiness b_i (both with s.d. 1): crowd-kit's.
+ALPHA_MEAN, EASINESS_MEAN = 1.0, 1.0
+#: Gauss–Hermite nodes of the integral over a left-out query's easiness (:func:`vote_log_likelihood`).
+NODES = 24
+#: L-BFGS iterations of (α, b) in each M-step.
+M_STEP_ITER = 25
+PATTERNS = ("crowd", "even")
+
+
+@dataclass(frozen=True)
+class DifficultyFit:
+    """A GLAD fit: ``posteriors`` [N × K], ``priors`` [K], ``alpha`` [W], ``easiness`` β [N] (> 0),
+    ``pattern`` E [K × K] (rows: true label; the diagonal 0), ``log_likelihood`` of the votes."""
+
+    posteriors: np.ndarray
+    priors: np.ndarray
+    alpha: np.ndarray
+    easiness: np.ndarray
+    pattern: np.ndarray
+    log_likelihood: float
+    iterations: int
+    converged: bool
+    #: The prior mean of the log easiness b_i (estimated: the mean over the queries in the fit, unless fixed).
+    easiness_mean: float = EASINESS_MEAN
+
+
+def _answer_log_rows(x: np.ndarray, pattern: np.ndarray, label_idx: np.ndarray) -> np.ndarray:
+    """[J × K]: log P(answer g_j | T = t) for each answer with logit x_j = α_w β_i."""
+    k = pattern.shape[0]
+    log_right = -np.logaddexp(0.0, -x)  # log σ(x)
+    log_wrong = -np.logaddexp(0.0, x)  # log (1 − σ(x))
+    right = np.eye(k)[label_idx].astype(bool)  # [J × K]: t = g_j
+    wrong = log_wrong[:, None] + np.log(np.maximum(pattern[:, label_idx].T, FLOOR))
+    return np.where(right, log_right[:, None], wrong)
+
+
+def _posteriors(log_rows: np.ndarray, priors: np.ndarray, encoded: Encoded, by_item_t) -> tuple[np.ndarray, float]:
+    summed = np.asarray(by_item_t @ log_rows) + np.log(priors)[None, :]
+    peak = summed.max(axis=1, keepdims=True)
+    unnormalised = np.exp(summed - peak)
+    norm = unnormalised.sum(axis=1, keepdims=True)
+    return _fix_gold((unnormalised / norm)[None], encoded)[0], float((np.log(norm) + peak).sum())
+
+
+def _pattern(posteriors: np.ndarray, encoded: Encoded, weight: np.ndarray, how: str) -> np.ndarray:
+    k = len(encoded.labels)
+    off = 1.0 - np.eye(k)
+    if how == "even":
+        return off / (k - 1)
+    counts = np.zeros((k, k))
+    np.add.at(counts.T, encoded.label_idx, posteriors[encoded.item_idx] * weight[:, None])
+    cells = counts * off + PATTERN_PRIOR * off
+    return cells / cells.sum(axis=1, keepdims=True)
+
+
+def _ability_step(alpha, b, right, weight, encoded: Encoded, mean: float) -> tuple[np.ndarray, np.ndarray]:
+    """(α, b) maximising Σ_j m_i [r_j log σ(α_w β_i) + (1 − r_j) log(1 − σ(α_w β_i))] + their log priors."""
+    from scipy.optimize import minimize
+
+    w_idx, i_idx = encoded.worker_idx, encoded.item_idx
+    n_w = encoded.n_workers
+
+    def negative(z: np.ndarray) -> tuple[float, np.ndarray]:
+        a, e = z[:n_w], z[n_w:]
+        beta = np.exp(e)
+        x = a[w_idx] * beta[i_idx]
+        value = weight * (right * -np.logaddexp(0.0, -x) + (1.0 - right) * -np.logaddexp(0.0, x))
+        residual = weight * (right - 1.0 / (1.0 + np.exp(-x)))  # dQ/dx
+        grad_a = np.bincount(w_idx, residual * beta[i_idx], n_w) - (a - ALPHA_MEAN)
+        grad_e = np.bincount(i_idx, residual * x, encoded.n_items) - (e - mean)
+        objective = value.sum() - 0.5 * ((a - ALPHA_MEAN) ** 2).sum() - 0.5 * ((e - mean) ** 2).sum()
+        return -objective, -np.concatenate([grad_a, grad_e])
+
+    result = minimize(
+        negative, np.concatenate([alpha, b]), jac=True, method="L-BFGS-B", options={"maxiter": M_STEP_ITER}
+    )
+    return result.x[:n_w], result.x[n_w:]
+
+
+def fit_difficulty(
+    encoded: Encoded,
+    weights: np.ndarray | None = None,
+    *,
+    pattern: str = "crowd",
+    priors: np.ndarray | None = None,
+    easiness_mean: float | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+) -> DifficultyFit:
+    """GLAD by EM on coded judgments (:func:`genderbias.crowd.model_choice.encode`), ``weights`` [N]
+    the queries' multiplicities (0: left out of the fit, as a held-out fold), ``priors`` [K] fixed
+    class shares (crowd-kit fixes them uniform) or None (estimated), ``easiness_mean`` the prior mean of the
+    log easiness (crowd-kit fixes it at 1) or None (estimated: empirical Bayes, the mean of the fitted queries'
+    log easiness, so that a crowd whose queries are all hard or all easy is not read against 1). Stops when the log likelihood of
+    the votes moves by at most ``tol`` of its size."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern {pattern!r}: expected one of {', '.join(PATTERNS)}")
+    m = np.ones(encoded.n_items) if weights is None else np.asarray(weights, dtype=np.float64)
+    weight = m[encoded.item_idx]
+    by_item, _ = _incidence(encoded)
+    by_item_t = by_item.T.tocsr()
+    posteriors = vote_shares(encoded)
+    alpha = np.full(encoded.n_workers, ALPHA_MEAN)
+    mean = EASINESS_MEAN if easiness_mean is None else float(easiness_mean)
+    b = np.full(encoded.n_items, mean)
+    previous, converged, iterations = -np.inf, False, 0
+    for iterations in range(1, max_iter + 1):  # noqa: B007 -- the count is reported
+        if priors is None:
+            classes = (posteriors * m[:, None]).sum(axis=0) + CLASS_PRIOR
+            shares = classes / classes.sum()
+        else:
+            shares = np.asarray(priors, dtype=np.float64)
+        errors = _pattern(posteriors, encoded, weight, pattern)
+        right = posteriors[encoded.item_idx, encoded.label_idx]
+        alpha, b = _ability_step(alpha, b, right, weight, encoded, mean)
+        if easiness_mean is None:
+            mean = float(b[m > 0].mean())
+        x = alpha[encoded.worker_idx] * np.exp(b[encoded.item_idx])
+        posteriors, log_likelihood = _posteriors(
+            _answer_log_rows(x, errors, encoded.label_idx), shares, encoded, by_item_t
+        )
+        if abs(log_likelihood - previous) <= tol * max(1.0, abs(log_likelihood)):
+            converged = True
+            break
+        previous = log_likelihood
+    return DifficultyFit(posteriors, shares, alpha, np.exp(b), errors, log_likelihood, iterations, converged, mean)
+
+
+def vote_log_likelihood(fitted: DifficultyFit, encoded: Encoded, *, nodes: int = NODES) -> np.ndarray:
+    """[N]: each query's log likelihood of its votes, log ∫ Σ_t π_t Π_j P(g_j | t, α_w, e^b) N(b; b̄, 1) db, its
+    easiness unknown (the fit's prior, b̄ its ``easiness_mean``), by Gauss–Hermite: what a query the fit did
+    not see is scored by (:func:`genderbias.crowd.model_choice.choose_difficulty`)."""
+    points, node_weights = np.polynomial.hermite_e.hermegauss(nodes)
+    log_w = np.log(node_weights / node_weights.sum())
+    by_item, _ = _incidence(encoded)
+    by_item_t = by_item.T.tocsr()
+    out = np.empty((nodes, encoded.n_items))
+    for q, point in enumerate(points):
+        x = fitted.alpha[encoded.worker_idx] * np.exp(fitted.easiness_mean + point)
+        summed = np.asarray(by_item_t @ _answer_log_rows(x, fitted.pattern, encoded.label_idx))
+        summed += np.log(fitted.priors)[None, :]
+        peak = summed.max(axis=1, keepdims=True)
+        out[q] = (np.log(np.exp(summed - peak).sum(axis=1, keepdims=True)) + peak)[:, 0] + log_w[q]
+    peak = out.max(axis=0)
+    return np.log(np.exp(out - peak).sum(axis=0)) + peak
