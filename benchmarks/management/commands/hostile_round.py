@@ -1,4 +1,4 @@
-"""A hostile round (issue 53): two labs set up as docs/deployment.md says, then every URL pattern of
+r"""A hostile round (issue 53): two labs set up as docs/deployment.md says, then every URL pattern of
 the site asked with every method, a set of hostile bodies and query strings, as every kind of
 account of the second lab and as accounts of no group, with the path's parameters naming the first
 lab's objects. Each answer is judged:
@@ -10,19 +10,36 @@ lab's objects. Each answer is judged:
 - **Medium**: a 5xx;
 - **Low**: an API answer (``/api/``) of 4xx that is not JSON.
 
-Then each finding of the fifth round (issue 68) is tried again by :func:`_findings_of_issue_68`, with
+Each finding of the fifth round (issue 68) is tried again first, by :func:`_findings_of_issue_68`, with
 the same judge: a 5xx or a database error is Medium, what the finding did (a look-alike account made,
 a name past its column stored, a secret in plaintext or echoed, a hard link deposited, a formula in a
 download, a bad number or rank taken, a respelled token passing the replay key, a static file
 answering POST) is Low.
+
+Then each finding of the sixth round (issue 82), by :func:`_findings_of_issue_82`, through the entry a user or an
+attacker reaches: a newline-free sparse bundle of 400 MB registered by reference through the API and read by a
+pool job (Medium if the traced peak or the process's peak RSS grows by more than 64 MiB, Low if the job is not
+refused); a symbolic link in an import root to a file outside it (in a folder of bundles, alone, the link itself)
+and ``/etc/passwd`` registered by reference through the API (High if an answer or the collections' list shows the
+file's text, Medium its size or a hash of it, Low if registered), a bundle moved outside the roots and linked
+back after a registration (Low if a job's reader reads it);
+``P@99999999999999999999``, ``RaB@١٠`` and ``nDCG@١٠`` in a report request and ``nosuch/dataset`` to the dataset
+import (Low unless a JSON 400 on the field, no job, the id not rewritten); signed webhook bodies of unknown event
+types (Low unless a 4xx and no row); lab B's viewer GETting every URL pattern with its parameters naming lab B's
+own objects (a report, a batch with answers, round six's label-sensitivity flood as the query string: Low for
+each GET that makes a Job); ``paper --dataset`` with ``"}\input{/etc/passwd}`` after a DOI; a Job RUNNING under
+a dead process at its last attempt (``JOB_MAX_ATTEMPTS``), swept: Low unless failed with the reason and not run
+or sent again. Lab A also has an audit sample (issue 81) whose labeller's name is a secret and whose labels are
+part of its state. ``-v 2`` prints every attempt of the two rounds' findings, refused or not.
 
 Run on a database of its own (it writes two labs into it)::
 
     VAR_DIR=$(mktemp -d) DJANGO_DEBUG=1 MANAGE_RESIDENT=off .venv/bin/python manage.py migrate -v0
     VAR_DIR=... DJANGO_DEBUG=1 MANAGE_RESIDENT=off .venv/bin/python manage.py hostile_round --rounds 2
 
-It prints the counts and each finding (at most 50 of each kind) and exits 1 when any High or
-Medium was found. Not a test of the suite: it takes minutes (docs/benchmarks.md).
+It prints the counts after the findings and after each round (flushed: a round stopped early on a loaded
+machine has said what it found), then each finding (at most 50 of each kind), and exits 1 when any High or
+Medium was found. Not a test of the suite: it takes minutes, on a loaded machine hours (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -39,6 +56,7 @@ SECRETS = {
     "query_set": "zq-lab-a-queries",
     "batch": "zq-lab-a-batch",
     "annotator": "zq-lab-a-annotator",
+    "audit labeller": "zq-lab-a-audit-labeller",  # who gave lab A's audit labels (issue 81's audit sample)
 }
 SECRET_TEXTS = ["zq lab a secret query about queens", "zq lab a secret query about kings"]
 HOSTILE_VALUES = [
@@ -95,6 +113,22 @@ class Command(ProjectCommand):
         before = self._state(world)
         counts = {"attempts": 0, "High": 0, "Medium": 0, "Low": 0}
         findings: dict[str, list[str]] = {"High": [], "Medium": [], "Low": []}
+        # The fifth and sixth rounds' findings first, each tried again (printed as they end, so a round
+        # stopped early still says them); the fifth's make lab B's pool, which the sixth's viewer asks for.
+        fifth = _findings_of_issue_68(world)
+        sixth = _findings_of_issue_82(world, self._paths(world, lab="b"))
+        for kind, line in [*fifth, *sixth]:
+            counts["attempts"] += 1
+            if options["verbosity"] > 1:  # -v 2: every attempt of the rounds' findings, refused or not
+                self.stdout.write(f"  [{kind or 'refused'}] {line}")
+            if kind:
+                counts[kind] += 1
+                findings[kind].append(line)
+        if self._state(world) != before:
+            counts["High"] += 1
+            findings["High"].append(f"the rounds' findings changed lab A's state: {self._state(world)} vs {before}")
+            before = self._state(world)
+        self._progress("the rounds' findings", counts, started)
         templates = self._paths(world)[:limit]
         bodies = self._bodies()
         for round_number in range(rounds):
@@ -113,11 +147,7 @@ class Command(ProjectCommand):
                     counts["High"] += 1
                     findings["High"].append(f"{name} {path}: lab A's state changed: {self._state(world)} vs {before}")
                     before = self._state(world)
-        for kind, line in _findings_of_issue_68(world):  # the fifth round's findings, each checked again
-            counts["attempts"] += 1
-            if kind:
-                counts[kind] += 1
-                findings[kind].append(line)
+            self._progress(f"round {round_number + 1} of {rounds}", counts, started)
         self.stdout.write(
             f"attempts {counts['attempts']}, URL patterns {len(templates)}, accounts {len(identities)}, "
             f"rounds {rounds}, {time.monotonic() - started:.0f} s"
@@ -128,6 +158,14 @@ class Command(ProjectCommand):
                 self.stdout.write(f"  {line}")
         if counts["High"] or counts["Medium"]:
             raise SystemExit(1)
+
+    def _progress(self, what: str, counts: dict, started: float) -> None:
+        """The counts so far, flushed: a long round on a loaded machine says what it found as it goes."""
+        self.stdout.write(
+            f"after {what}: attempts {counts['attempts']}, High {counts['High']}, Medium {counts['Medium']}, "
+            f"Low {counts['Low']}, {time.monotonic() - started:.0f} s"
+        )
+        self.stdout.flush()
 
     # --- the two labs, as docs/deployment.md sets them up -------------------------------------------
 
@@ -185,6 +223,7 @@ class Command(ProjectCommand):
             assignment = next_assignment(annotator, batch)
             answers = {f"q-{hq.position}": "n" for hq in assignment.hit.hit_queries.all()}
             submit_local_assignment(assignment, answers)
+            _audit_sample(batch)
         with acting_in(b.pk):
             b_queries = create_query_set("zz-lab-b-queries", [("b1", "who is he")], origin=QuerySet.Origin.IMPORTED)
             world["b-batch"] = services.create_batch(
@@ -194,6 +233,8 @@ class Command(ProjectCommand):
                 ),
                 query_set=b_queries,
             )
+        with acting_in(b.pk):  # what lab B's viewer may read, so that its GETs reach the job-starting code
+            world.update(_lab_b_reports(b))
         with acting_in(a.pk):  # an annotator of lab A, then removed from it: of no group
             loner = create_annotator("hr-loner", password="pw-secret-123")
         groups.remove_member(None, a, "hr-loner")
@@ -201,10 +242,11 @@ class Command(ProjectCommand):
         return world
 
     def _state(self, world) -> tuple:
-        from annotation.models import Assignment, Batch
+        from annotation.models import Assignment, AuditItem, Batch
         from core.models import Membership
 
         batch = Batch._base_manager.get(pk=world["batch"].pk)
+        audit = AuditItem._base_manager.filter(sample__batch=batch).order_by("pk")
         annotator = type(world["annotator"]).objects.get(pk=world["annotator"].pk)
         return (
             batch.status,
@@ -212,24 +254,37 @@ class Command(ProjectCommand):
             annotator.password,
             annotator.is_active,
             tuple(Membership.objects.filter(group=world["a"]).order_by("pk").values_list("user_id", "role")),
+            tuple(audit.values_list("label", "labeller_name", "labelled_at")),
         )
 
     # --- what is sent -----------------------------------------------------------------------------
 
-    def _paths(self, world) -> list[tuple[str, str]]:
-        from annotation.models import Export, Hit, Judgment
+    def _paths(self, world, lab: str = "a") -> list[tuple[str, str]]:
+        """Every URL pattern (but the admin's) with its parameters naming ``lab``'s objects: lab A's for the
+        other lab's accounts to try; lab B's for its viewer's GETs (issue 82: a viewer's GET starts no job)."""
+        from annotation.models import Assignment, Export, Hit, Judgment
         from core.models import Job
 
-        batch = world["batch"]
+        if lab == "a":
+            batch, assignment = world["batch"], world["assignment"]
+            names = {"": SECRETS["batch"], "query-sets": SECRETS["query_set"], "collections": SECRETS["collection"]}
+            username = SECRETS["annotator"]
+        else:
+            batch = world["b-sens"]
+            assignment = Assignment._base_manager.filter(hit__batch=batch).first()
+            names = {"": batch.name, "query-sets": "zz-lab-b-q", "collections": "zz-lab-b-collection",
+                     "runs": "zz-lab-b-a", "pools": "hr-b-pool", "reports": world["b-report"].name,
+                     "metrics": world["b-report"].name}  # fmt: skip
+            username = "zz-b-ann-a"
         hit = Hit._base_manager.filter(batch=batch).first()
-        judgment = Judgment._base_manager.filter(assignment=world["assignment"]).first()
-        job = Job._base_manager.order_by("pk").first()
+        judgment = Judgment._base_manager.filter(assignment=assignment).first()
+        job = Job._base_manager.filter(group=world[lab]).order_by("pk").first() or Job._base_manager.first()
         export = Export._base_manager.filter(batch=batch).first()
         values = {
-            "pk": str(world["assignment"].pk),
-            "name": SECRETS["batch"],
-            "username": SECRETS["annotator"],
-            "qid": "q1",
+            "pk": str(assignment.pk) if assignment else "1",
+            "name": names[""],
+            "username": username,
+            "qid": "q1" if lab == "a" else "1",
             "position": "1",
             "kind": "prolific",
             "model": "gpt-4o-mini",
@@ -239,10 +294,9 @@ class Command(ProjectCommand):
             ("judgments", "pk"): str(judgment.pk) if judgment else "1",
             ("jobs", "pk"): str(job.pk) if job else "1",
             ("exports", "pk"): str(export.pk) if export else "1",
-            ("query-sets", "name"): SECRETS["query_set"],
-            ("collections", "name"): SECRETS["collection"],
             ("import", "kind"): "queries",
             ("imports", "kind"): "queries",
+            **{(segment, "name"): name for segment, name in names.items() if segment},
         }
         out = []
         for name, template in site_patterns():
@@ -310,6 +364,8 @@ class Command(ProjectCommand):
         status = response.status_code
         where = f"{who}: {method} {path} ({name}) -> {status}"
         if status >= 500:
+            if getattr(response, "exc_info", None):  # what the 500 was, for the report
+                where += f": {response.exc_info[0].__name__}: {str(response.exc_info[1])[:200]}"
             counts["Medium"] += 1
             findings["Medium"].append(where)
             return
@@ -328,6 +384,21 @@ class Command(ProjectCommand):
 
 #: Parameters whose value does not depend on the segment before them.
 ANY_SEGMENT = {"format": "json", "fmt": "tsv", "part": "data", "app_label": "annotation", "url": "x"}
+
+
+def _audit_sample(batch) -> None:
+    """Lab A's audit sample of its batch (issue 81): two queries drawn, each with an expert label whose labeller's
+    name is a secret; its URLs are walked with the others, and its labels are part of lab A's state."""
+    from django.utils import timezone
+
+    from annotation.models import AuditItem, AuditSample
+
+    queries = list(batch.queries.order_by("pk")[:2])
+    sample = AuditSample.objects.create(batch=batch, seed=82, size=len(queries), population=batch.queries.count(),
+                                        drawn_at=timezone.now())  # fmt: skip
+    for index, query in enumerate(queries):
+        AuditItem.objects.create(sample=sample, batch_query=query, draw_index=index, label="f",
+                                 labeller_name=SECRETS["audit labeller"], labelled_at=timezone.now())  # fmt: skip
 
 
 def _user(username: str):
@@ -585,3 +656,367 @@ def _static_methods(world) -> list[tuple[str | None, str]]:
             status = researcher.generic(method, path).status_code
             out.append(_status("Low", f"{method} {path}", status, status != 405))
     return out
+
+
+# --- the sixth round's findings (issue 82), each tried again ----------------------------------------------
+
+#: Lab B's small world for its viewer's GETs: passages, queries, two runs, judgments, a report and a batch of
+#: in-house answers (tests/metrics/conftest.py's), so label sensitivity, a report's per-query CSV and its paper
+#: bundle are there to be asked for.
+_B_PASSAGES = {"d1": "She and her sister", "d2": "He met his father", "d3": "nothing gendered here",
+               "d4": "the man and the woman"}  # fmt: skip
+_B_QUERIES = {"1": "who is she", "2": "what is a synapse", "3": "who is he"}
+_B_RUNS = {"a": {"1": ["d1", "d3"], "2": ["d3", "d4"], "3": ["d2", "d1"]},
+           "c": {"1": ["d4", "d3"], "2": ["d4", "d3"], "3": ["d3", "d4"]}}  # fmt: skip
+_B_ANSWERS = {"zz-b-ann-a": {"1": "n", "2": "n", "3": "n"}, "zz-b-ann-b": {"1": "n", "2": "n", "3": "f"},
+              "zz-b-ann-c": {"1": "f", "2": "n", "3": "m"}}  # fmt: skip
+#: The label-sensitivity settings of round six's flood, never computed before a viewer asks.
+_B_SENSITIVITY = {"runs": "zz-lab-b-a,zz-lab-b-c", "cutoffs": "1,2", "bootstrap": "20"}
+
+
+def _lab_b_reports(b) -> dict:
+    """Lab B's report and label-sensitivity-able batch (called acting in lab B)."""
+    import tempfile
+    from pathlib import Path
+
+    from annotation import services as annotation
+    from metrics import services as metrics
+    from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+    from pooling.services import import_collection, import_qrels, import_queries, import_run
+
+    folder = Path(tempfile.mkdtemp(prefix="hostile-82-lab-b-"))
+    (folder / "c.tsv").write_text("".join(f"{pid}\t{text}\n" for pid, text in _B_PASSAGES.items()))
+    (folder / "q.tsv").write_text("".join(f"{qid}\t{text}\n" for qid, text in _B_QUERIES.items()))
+    (folder / "qrels.txt").write_text("1 0 d1 1\n2 0 d3 1\n3 0 d2 1\n")
+    collection = import_collection(folder / "c.tsv", "zz-lab-b-collection").obj
+    query_set = import_queries(folder / "q.tsv", "zz-lab-b-q").obj
+    import_qrels(folder / "qrels.txt", "zz-lab-b-qrels", collection, query_set)
+    runs = []
+    for name, rankings in _B_RUNS.items():
+        lines = [f"{q} Q0 {d} {r} {10 - r} t\n" for q, docs in rankings.items() for r, d in enumerate(docs, 1)]
+        (folder / f"{name}.trec").write_text("".join(lines))
+        runs.append(import_run(folder / f"{name}.trec", f"zz-lab-b-{name}", collection).obj)
+    report = metrics.build_report(
+        "zz-lab-b-report", query_set, runs, metrics.ReportSettings(cutoffs=(1, 2), bootstrap_samples=20), bar=False
+    )
+    options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
+    batch = annotation.create_batch("zz-lab-b-sens", annotation.BatchSettings(**options), query_set=query_set)
+    annotation.publish_batch(batch)
+    for name, answers in _B_ANSWERS.items():
+        user = create_annotator(name, password="pw-secret-123")
+        while (assignment := next_assignment(user, batch)) is not None:
+            hit_queries = assignment.hit.hit_queries.select_related("batch_query")
+            submit_local_assignment(assignment, {hq.field_name: answers[hq.batch_query.qid] for hq in hit_queries})
+    batch.refresh_from_db()
+    return {"b-report": report, "b-sens": batch}
+
+
+def _findings_of_issue_82(world, lab_b_paths: list[tuple[str, str]]) -> list[tuple[str | None, str]]:
+    """``(kind, line)`` per attempt, as :func:`_findings_of_issue_68`: each finding of the sixth round tried
+    again through the entry a user or an attacker reaches (the API, a page, a command, the sweeper)."""
+    import tempfile
+    from pathlib import Path
+
+    from django.test import override_settings
+
+    folder = Path(tempfile.mkdtemp(prefix="hostile-82-"))
+    out: list[tuple[str | None, str]] = []
+    checks = (_sparse_bundle, _linked_bundles, _measure_numbers, _dataset_ids, _webhook_event_types,
+              _viewer_gets, _paper_doi, _exhausted_job)  # fmt: skip
+    with override_settings(IMPORT_ROOTS=[str(folder / "root")], CACHE_DIR=str(folder / "cache")):
+        (folder / "root").mkdir()
+        for check in checks:
+            try:
+                out += check(world, folder) if check is not _viewer_gets else check(world, lab_b_paths)
+            except Exception as exc:  # a crash of the code under test is a finding, not the end of the round
+                out.append(("Medium", f"{check.__name__}: {type(exc).__name__}: {str(exc)[:300]}"))
+    return out
+
+
+#: Peak memory growth past which reading one bundle line is the unbounded read of round six (21.8 GB).
+_BUNDLE_GROWTH = 64 * 2**20
+
+
+def _sparse_bundle(world, folder) -> list[tuple[str | None, str]]:
+    """A newline-free sparse bundle of 400 MB in a folder registered by reference through the API, then read
+    by a pool job started through the API: refused (the job failed naming the line), memory bounded."""
+    import resource
+    import tracemalloc
+
+    from core.jobs.in_process import inline_jobs
+    from core.models import Job
+    from pooling.models import Collection
+    from pooling.synthetic import write_v2_bundles
+
+    bundles = write_v2_bundles(folder / "root" / "sparse", 20, bundles=2, texts=10)
+    with open(bundles / "msmarco_passage_02", "wb") as f:  # the issue's input: a start, then 400 MB of nothing
+        f.write(b'{"pid": "msmarco_passage_02_0", "passage": "')
+        f.truncate(400 * 2**20)
+    researcher = _client(world["b-researcher"])
+    body = {"name": "hr-82-sparse", "path": str(bundles), "by_reference": True}
+    with inline_jobs():
+        answer = researcher.post("/api/pooling/imports/collection/", body, content_type="application/json")
+    out = [_status("Low", "by reference: a folder with a newline-free sparse bundle", answer.status_code, False)]
+    collection = Collection._base_manager.filter(name="hr-82-sparse").first()
+    if collection is None:
+        return [*out, (None, f"the sparse bundle's folder refused at registration -> {answer.status_code}")]
+    queries, run = _lab_b_run(world, folder, collection, "msmarco_passage_02_0")
+    pool = {"name": "hr-82-sparse-pool", "queries": queries, "runs": [run], "depth": 1, "rank_cutoff": 1}
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tracemalloc.start()
+    try:
+        with inline_jobs():
+            try:
+                answer = researcher.post("/api/pooling/pools/", pool, content_type="application/json")
+                status = answer.status_code
+            except Exception as exc:  # an inline job raises what it raised; its Job row says the rest
+                status = type(exc).__name__
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss
+    job = Job._base_manager.filter(kind="pool", group=world["b"]).order_by("-pk").first()
+    refused = job is not None and job.status == Job.Status.FAILED and "longer than" in job.message
+    what = f"pool over the sparse bundle -> {status}; traced peak {peak / 2**20:.1f} MiB, RSS +{grown / 2**20:.1f} MiB"
+    if max(peak, grown) > _BUNDLE_GROWTH:
+        return [*out, ("Medium", f"{what}: memory unbounded")]
+    return [*out, (None if refused else "Low", f"{what}; job {job.status if job else None}: "
+                   f"{(job.message if job else '')[:160]}")]  # fmt: skip
+
+
+def _lab_b_run(world, folder, collection, pid: str) -> tuple[str, str]:
+    """A query set and a run of lab B ranking ``pid`` of ``collection`` (by reference: ids not checked)."""
+    from core.db.scope import acting_in
+    from pooling.services import import_queries, import_run
+
+    name = f"hr-82-{collection.name}"
+    (folder / f"{name}.tsv").write_text("1\twho is she\n")
+    (folder / f"{name}.trec").write_text(f"1 Q0 {pid} 1 9 r\n")
+    with acting_in(world["b"].pk):
+        import_queries(folder / f"{name}.tsv", f"{name}-q")
+        import_run(folder / f"{name}.trec", f"{name}-run", collection)
+    return f"{name}-q", f"{name}-run"
+
+
+def _linked_bundles(world, folder) -> list[tuple[str | None, str]]:
+    """A symbolic link in an import root to a file outside it (standing for /etc/passwd: a size of its own,
+    54,321 bytes) registered by reference through the API, in a folder of bundles, alone in a folder, itself, and
+    /etc/passwd: High if an answer or the collections' list shows its text, Medium its size or hash (round six:
+    /etc/passwd's through the API), Low if registered. Then a bundle moved outside the roots and linked back
+    after a registration (the same bytes: the fingerprint alone cannot tell): Low if read through the link."""
+    import hashlib
+    import json
+    import os
+    import re
+    from pathlib import Path
+
+    from core.db.scope import acting_in
+    from pooling.models import Collection
+    from pooling.services import texts_by_reference, texts_checksum
+    from pooling.synthetic import write_v2_bundles
+
+    secret = "root:x:0:0:root:/root:/bin/bash hostile-82"
+    outside = folder / "passwd"
+    line = json.dumps({"pid": "msmarco_passage_00_0", "passage": secret})
+    outside.write_text(line[:-2] + " " * (54_321 - len(line) - 1) + line[-2:] + "\n")  # a size of its own
+    digest = hashlib.sha256(outside.read_bytes()).hexdigest()[:12]
+    researcher = _client(world["b-researcher"])
+    out = []
+    linked = write_v2_bundles(folder / "root" / "linked", 20, bundles=1, texts=10)
+    (linked / "msmarco_passage_01").symlink_to(outside)
+    alone = folder / "root" / "alone"
+    alone.mkdir()
+    (alone / "msmarco_passage_00").symlink_to(outside)
+    cases = (("a folder of bundles and a link to an outside file", linked), ("a folder of only that link", alone),
+             ("the link itself", linked / "msmarco_passage_01"), ("/etc/passwd", Path("/etc/passwd")))  # fmt: skip
+    for label, path in cases:
+        body = {"name": "hr-82-linked", "path": str(path), "by_reference": True}
+        answer = researcher.post("/api/pooling/imports/collection/", body, content_type="application/json")
+        made = Collection._base_manager.filter(name="hr-82-linked").first()
+        shown = answer.content.decode() + researcher.get("/api/pooling/collections/").content.decode()
+        if made is not None:
+            shown += researcher.get(f"/api/pooling/collections/{made.name}/").content.decode()
+        what = f"by reference, {label}"
+        if secret in shown:
+            out.append(("High", f"{what} -> {answer.status_code}: shows the outside file's text"))
+        elif re.search(r"\b54,?321\b", shown) or digest in shown or (made is not None and label.endswith("link")):
+            out.append(("Medium", f"{what} -> {answer.status_code}: shows the outside file's size or a hash of it"))
+        else:
+            out.append(_status("Low", f"{what}{': registered' * bool(made)}", answer.status_code, made is not None))
+        Collection._base_manager.filter(name="hr-82-linked").delete()
+    swapped = write_v2_bundles(folder / "root" / "swapped", 20, bundles=2, texts=10)
+    body = {"name": "hr-82-swapped", "path": str(swapped), "by_reference": True}
+    answer = researcher.post("/api/pooling/imports/collection/", body, content_type="application/json")
+    collection = Collection._base_manager.filter(name="hr-82-swapped").first()
+    if collection is None:
+        return [*out, ("Low", f"a folder of plain bundles refused by reference -> {answer.status_code}")]
+    bundle = swapped / "msmarco_passage_01"
+    os.replace(bundle, folder / "moved")  # outside the import root, the same bytes
+    bundle.symlink_to(folder / "moved")
+    for name, read in (("texts", texts_by_reference), ("checksum", texts_checksum)):
+        with acting_in(world["b"].pk):
+            try:
+                read(collection, ["msmarco_passage_01_0"])
+                out.append(("Low", f"a link swapped in after registration: {name} read the file outside the roots"))
+            except Exception as exc:  # the refusal: the reader's InputError as a ServiceError
+                refused = "symbolic link" in str(exc) or "not a regular file" in str(exc)
+                out.append((None if refused else "Low", f"a link swapped in, {name}: {str(exc)[:140]}"))
+    return out
+
+
+def _measure_numbers(world, folder) -> list[tuple[str | None, str]]:
+    """``P@99999999999999999999`` and ``RaB@١٠`` in a report request: a JSON 400 on measures, no job."""
+    from core.models import Job
+
+    researcher = _client(world["b-researcher"])
+    out = []
+    for measures in ("P@99999999999999999999", "RaB@١٠", "nDCG@١٠"):
+        jobs = Job._base_manager.count()
+        body = {"name": "hr-82-big", "queries": "zz-lab-b-q", "runs": ["zz-lab-b-a"], "cutoffs": "2",
+                "qrels": "zz-lab-b-qrels", "measures": measures}  # fmt: skip
+        answer = researcher.post("/api/metrics/reports/", body, content_type="application/json")
+        refused = answer.status_code == 400 and "measures" in answer.content.decode()
+        taken = not refused or Job._base_manager.count() != jobs
+        out.append(_status("Low", f"report measures={measures}", answer.status_code, taken))
+    return out
+
+
+def _dataset_ids(world, folder) -> list[tuple[str | None, str]]:
+    """``nosuch/dataset`` to the dataset import (API and page): refused on its field, no job, the id unrewritten."""
+    from importlib.util import find_spec
+
+    from core.models import Job
+
+    if find_spec("ir_datasets") is None:
+        return [(None, "nosuch/dataset: ir_datasets not installed (the import is off)")]
+    researcher = _client(world["b-researcher"])
+    out = []
+    for path, body in (("/api/pooling/imports/dataset/", {"name": "hr-82-ds", "dataset": "nosuch/dataset"}),
+                       ("/pooling/import/dataset/", {"name": "hr-82-ds", "dataset": "nosuch/dataset"})):  # fmt: skip
+        jobs = Job._base_manager.count()
+        if path.startswith("/api/"):
+            answer = researcher.post(path, body, content_type="application/json")
+        else:
+            answer = researcher.post(path, body)
+        text = answer.content.decode()
+        ok = (
+            answer.status_code == 400 and "has no dataset &#x27;nosuch/dataset&#x27;" in text
+        ) or "has no dataset 'nosuch/dataset'" in text
+        taken = not ok or Job._base_manager.count() != jobs or "ir_nosuch" in text
+        out.append(_status("Low", f"{path} dataset=nosuch/dataset", answer.status_code, taken))
+    return out
+
+
+def _webhook_event_types(world, folder) -> list[tuple[str | None, str]]:
+    """A signed Prolific webhook body of an event type the site does not subscribe to: 4xx, no row."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+    import time
+    from unittest import mock
+
+    from django.test import Client, override_settings
+
+    from platforms.prolific.models import ProlificEvent
+
+    secret = "hostile-82-webhook-secret-0123456789"
+    out = []
+    for event_type in ("study.unknown_thing", "Study.Status.Change", "submission.status.change "):
+        body = json.dumps({"resource_id": "0" * 24, "event_type": event_type, "status": "RETURNED"}).encode()
+        stamp = str(int(time.time()))
+        signature = base64.b64encode(hmac.new(secret.encode(), stamp.encode() + body, hashlib.sha256).digest())
+        headers = {"HTTP_X_PROLIFIC_REQUEST_SIGNATURE": signature.decode(), "HTTP_X_PROLIFIC_REQUEST_TIMESTAMP": stamp,
+                   "HTTP_X_EVENT_ID": f"hostile-82-{event_type.strip()}"}  # fmt: skip
+        rows = ProlificEvent._base_manager.count()
+        with (
+            override_settings(PROLIFIC_WEBHOOKS=True),
+            mock.patch("platforms.prolific.webhooks.services.deliveries._secret", return_value=secret),
+        ):
+            answer = Client(raise_request_exception=False, HTTP_HOST="localhost").post(
+                "/annotation/prolific/webhooks/events/", body, content_type="application/json", **headers
+            )
+        stored = ProlificEvent._base_manager.count() != rows
+        taken = stored or not 400 <= answer.status_code < 500
+        out.append(_status("Low", f"signed webhook of event type {event_type!r}", answer.status_code, taken))
+    return out
+
+
+def _viewer_gets(world, lab_b_paths: list[tuple[str, str]]) -> list[tuple[str | None, str]]:
+    """Lab B's viewer GETs every URL pattern with its parameters naming lab B's own objects, and the query
+    string of round six's label-sensitivity flood: no Job is made by a viewer (round six: 8 jobs)."""
+    from urllib.parse import urlencode
+
+    from core.jobs.in_process import inline_jobs
+    from core.models import Job
+
+    viewer = _client(world["b-viewer"])
+    query = urlencode({"batch": world["b-sens"].name, **_B_SENSITIVITY})
+    out = []
+    for name, path in lab_b_paths:
+        before = Job._base_manager.count()
+        with inline_jobs():
+            try:
+                answer = viewer.get(f"{path}?{query}")
+                status = answer.status_code
+                if status >= 500 and getattr(answer, "exc_info", None):  # what the 500 was, for the report
+                    name = f"{name}: {answer.exc_info[0].__name__}: {str(answer.exc_info[1])[:200]}"
+            except Exception as exc:  # an inline job raises what it raised
+                status = 500
+                name = f"{name} ({type(exc).__name__})"
+        made = list(Job._base_manager.filter(pk__gt=0).order_by("-pk")[: Job._base_manager.count() - before])
+        kinds = sorted(job.kind for job in made)
+        out.append(_status("Low", f"lab B viewer GET {path} ({name}){f' made jobs {kinds}' if made else ''}",
+                           status, bool(made)))  # fmt: skip
+    by_viewer = Job._base_manager.filter(started_by=world["b-viewer"]).count()
+    out.append(("Low" if by_viewer else None, f"jobs started by lab B's viewer: {by_viewer}"))
+    return out
+
+
+def _paper_doi(world, folder) -> list[tuple[str | None, str]]:
+    """``paper --dataset`` with ``"}\\input{/etc/passwd}`` after a DOI: refused before anything is written."""
+    from django.core.management import CommandError, call_command
+
+    from core.db.scope import acting_in
+
+    out_folder = folder / "paper"
+    with acting_in(world["b"].pk):
+        try:
+            call_command("paper", world["b-report"].name, out=str(out_folder), dataset='10.5281/zenodo.1234"}\\input{/etc/passwd}', stdout=_Quiet(), stderr=_Quiet())  # fmt: skip
+            return [("Low", "paper --dataset took a DOI with LaTeX after it")]
+        except CommandError as exc:
+            written = out_folder.exists()
+            return [(("Low" if written else None), f"paper --dataset: {str(exc)[:120]}{' (written)' * written}")]
+
+
+def _exhausted_job(world, folder) -> list[tuple[str | None, str]]:
+    """A job RUNNING under a dead process at its last attempt (``JOB_MAX_ATTEMPTS``): the sweeper fails it
+    with the reason, sends it no more and runs nothing inline."""
+    import subprocess
+    import sys
+
+    from django.conf import settings
+    from django.utils import timezone
+
+    from core.jobs.sweeper import sweep_jobs
+    from core.models import Job
+    from core.tasks import task_for, worker_identity
+
+    publish_batch_task = task_for("annotation.publish")
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    batch = world["b-batch"]
+    unpublished = batch.hits.filter(provider_id=None).count() if hasattr(batch, "hits") else None
+    job = Job._base_manager.create(
+        kind="annotation.publish", task=publish_batch_task.name, arguments=[batch.pk], group=world["b"],
+        status=Job.Status.RUNNING, attempts=getattr(settings, "JOB_MAX_ATTEMPTS", 3), message_id="hostile-82-last",
+        worker=f"{worker_identity().rpartition(':')[0]}:{process.pid}", heartbeat=timezone.now(),
+    )  # fmt: skip
+    sweep = sweep_jobs()
+    job.refresh_from_db()
+    failed = job.status == Job.Status.FAILED and "died" in job.message and job.message_id == "hostile-82-last"
+    ran = unpublished is not None and batch.hits.filter(provider_id=None).count() != unpublished
+    again = sweep_jobs()
+    taken = not failed or ran or job.pk in again.failed + again.resent
+    return [(("Low" if taken else None), f"a job at its last attempt under a dead pid: {job.status}, swept "
+             f"failed={sweep.failed[:3]} resent={sweep.resent[:3]}: {job.message[:120]}")]  # fmt: skip
