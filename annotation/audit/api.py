@@ -98,7 +98,7 @@ class AuditImportView(StagedUploadsMixin, _AuditView):
     def post(self, request, name: str, format=None):
         """Import expert labels from a file: every line or none."""
         batch = self.batch(request, name)
-        data = checked(ImportRequestSerializer, body_object(request) | request.FILES.dict())
+        data = checked(ImportRequestSerializer, body_object(request))  # a multipart body holds the file too
         upload = data["file"]
         import_audit_labels(batch, upload.staged_path, by=request.user, name=upload.name)
         return self.state(batch)
