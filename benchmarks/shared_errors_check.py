@@ -1,0 +1,185 @@
+"""Benchmark: the check for errors shared by query, without an audit sample (issue 81, item 3's Done-when).
+
+``python -m benchmarks.shared_errors_check [--queries 1000] [--studies 100] [--crowds all] [--processes 2]``
+``python -m benchmarks.shared_errors_check --real [--reference ../shared/reference] [--resamplings 200] [--votes 3,5]``
+
+Per study: the product's crowd-model interval for run A's mean over the non-gendered queries
+(:meth:`genderbias.crowd.label_uncertainty.CorrectedFit.interval` on :meth:`LabelModel.fit
+<genderbias.crowd.label_probabilities.LabelModel.fit>` of the answers and gold, ``--samples`` bootstrap draws,
+the crossed construction extended where the crowd-quality check warns), whether it holds the truth, and the
+check (:func:`genderbias.crowd.shared_errors.crowd_shared_errors` on the same answers and gold, seeded by the
+study). Prints, per crowd: the studies, the share whose interval misses, the check's firing rate among those
+and among all studies (each with its Monte-Carlo standard error), and which source fired.
+
+Simulated (the default): every crowd of :mod:`genderbias.crowd.simulation.studies` (``CROWDS`` and ``SIZED``),
+each study drawn as the coverage studies draw it (:func:`~genderbias.crowd.simulation.studies.study` on a
+synthetic truth of ``--queries`` queries, unanswered ones dropped); the truth is the non-gendered class mean
+:data:`~genderbias.crowd.simulation.studies.MEAN_A` [n], as ``crowd_coverage`` takes it.
+
+``--real``: adultcontent2 under the reference folder (Mechanical Turk workers labelling web sites; Apache-2.0,
+its README), its gold sites that have answers, read as :mod:`benchmarks.audit_coverage` reads them (G plays
+n). Per resampling a random ``GOLD_SHARE`` of the sites are the batch's gold questions (every answer kept, the
+known label given to the model), the other sites keep ``--votes`` answers drawn at random; run A's values
+drawn per site by its true class (:func:`genderbias.crowd.simulation.studies.values`); the truth is the mean
+over the non-gold sites whose true label is G. Pure library (no Django); never imported by the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.audit_coverage import markdown, read_crowd, resample
+from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
+from genderbias.crowd.label_uncertainty import CorrectedFit
+from genderbias.crowd.shared_errors import crowd_shared_errors
+from genderbias.crowd.simulation import studies as cs
+
+SIMULATED = (*cs.CROWDS, *cs.SIZED)
+#: Share of adultcontent2's gold sites that serve as the batch's gold questions (every answer kept).
+GOLD_SHARE = 0.1
+
+
+def _interval_misses(judgments: pd.DataFrame, gold: dict, values: dict, truth: float, samples: int, seed: int):
+    """(misses, the fit's crowd-quality warning): the product's crowd-model interval for the mean of ``values``
+    (qid → value) over the class n, against ``truth``."""
+    model = LabelModel.fit(judgments, gold)
+    qids = list(model.table.index)
+    low, high = CorrectedFit(model, samples, seed).interval(np.array([values[q] for q in qids])[:, None])[1:3]
+    return not (low[0] <= truth <= high[0]), bool(model.quality["warning"]), model.crowd
+
+
+def _row(crowd: str, judgments, gold, values, truth, samples: int, seed: int) -> dict:
+    if samples:
+        misses, warned, fit = _interval_misses(judgments, gold, values, truth, samples, seed)
+    else:  # --samples 0: the check alone (its firing rate among all studies), no interval
+        fit = dawid_skene(judgments, gold=gold)
+        misses, warned = None, bool(crowd_quality(fit)["warning"])
+    check = crowd_shared_errors(judgments, gold, seed=seed, fit=fit)
+    return {
+        "crowd": crowd,
+        "misses": misses,
+        "fires": check.fires,
+        "gold": "gold" in check.sources,
+        "answers": "answers" in check.sources,
+        "quality_warning": warned,
+        "gold_dispersion": check.gold_dispersion,
+        "answers_dispersion": check.answers_dispersion,
+        "audit_size": check.audit_size,
+    }
+
+
+def simulated_study(args: tuple) -> dict:
+    name, queries, samples, seed, index = args
+    rng = np.random.default_rng([seed, queries, SIMULATED.index(name), index])
+    crowd = cs.crowd_named(name, queries)
+    drawn = cs.answered(cs.study(rng, cs.synthetic_truth(rng, queries, crowd.label_shares), crowd))
+    values = dict(zip(drawn.qids, drawn.a, strict=True))
+    return _row(name, drawn.judgments, drawn.gold, values, cs.MEAN_A[0], samples, index)
+
+
+def real_study(args: tuple) -> dict:
+    answers, gold, votes, samples, seed, index = args
+    rng = np.random.default_rng([seed, votes, index])
+    sites = np.array(gold.index)
+    questions = set(rng.choice(sites, size=round(GOLD_SHARE * len(sites)), replace=False))
+    on_gold = answers["item"].isin(questions)
+    kept = pd.concat([answers[on_gold], resample(rng, answers[~on_gold], votes)], ignore_index=True)
+    codes = np.array([cs.LABELS.index(label) for label in gold])
+    a, _ = cs.values(rng, codes)
+    values = dict(zip(sites, a, strict=True))
+    scored = [i for i, site in enumerate(sites) if site not in questions and codes[i] == 0]
+    known = {site: gold[site] for site in questions}
+    return _row(f"adultcontent2, {votes} answers", kept, known, values, float(a[scored].mean()), samples, index)
+
+
+def table(rows: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for crowd, part in rows.groupby("crowd", sort=False):
+        measured = part["misses"].notna().any()
+        missed = part[part["misses"].fillna(False).astype(bool)]
+
+        def rate(frame: pd.DataFrame) -> str:
+            if not len(frame):
+                return "–"
+            p = frame["fires"].mean()
+            return f"{p:.2f} ± {np.sqrt(p * (1 - p) / len(frame)):.2f}"
+
+        out.append(
+            {
+                "crowd": crowd,
+                "studies": len(part),
+                "interval misses": f"{part['misses'].astype(float).mean():.3f}" if measured else "–",
+                "fires among misses": f"{rate(missed)} ({len(missed)})" if measured else "–",
+                "fires among all": rate(part),
+                "by gold": f"{part['gold'].mean():.2f}",
+                "by answers": f"{part['answers'].mean():.2f}",
+                "quality warning": f"{part['quality_warning'].mean():.2f}",
+                "median gold dispersion": f"{part['gold_dispersion'].median():.2f}"
+                if part["gold_dispersion"].notna().any()
+                else "–",
+                "median answers dispersion": f"{part['answers_dispersion'].median():.2f}",
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--real", action="store_true", help="adultcontent2 resampled, not the simulator")
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--studies", type=int, default=100)
+    parser.add_argument("--crowds", default="all", help="comma-separated simulated crowds, or all")
+    parser.add_argument("--reference", type=Path, default=Path("../shared/reference"))
+    parser.add_argument("--resamplings", type=int, default=200)
+    parser.add_argument("--votes", default="3,5")
+    parser.add_argument(
+        "--samples", type=int, default=200, help="bootstrap draws of the crowd-model interval (0: the check alone)"
+    )
+    parser.add_argument("--seed", type=int, default=81)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--rows", type=Path, help="also append each study's row to this CSV as it ends")
+    parser.add_argument("--table", type=Path, help="only print the table of the rows in this CSV (of --rows)")
+    o = parser.parse_args(argv)
+    if o.table:
+        print(markdown(table(pd.read_csv(o.table))))
+        return
+    started = time.perf_counter()
+    if o.real:
+        answers, gold = read_crowd(o.reference / "crowds" / "adultcontent2")
+        jobs = [
+            (answers, gold, int(votes), o.samples, o.seed, i)
+            for votes in o.votes.split(",")
+            for i in range(o.resamplings)
+        ]
+        job = real_study
+        print(f"adultcontent2: {len(gold)} gold sites, {len(answers)} answers; {o.resamplings} resamplings each")
+    else:
+        names = SIMULATED if o.crowds == "all" else tuple(o.crowds.split(","))
+        unknown = [name for name in names if name not in SIMULATED]
+        if unknown:
+            raise SystemExit(f"--crowds: no simulated crowd {', '.join(unknown)} (known: {', '.join(SIMULATED)})")
+        # Interleaved (study 0 of every crowd, then study 1, ...): a run stopped early has every crowd alike.
+        jobs = [(name, o.queries, o.samples, o.seed, i) for i in range(o.studies) for name in names]
+        job = simulated_study
+        print(f"simulated crowds {', '.join(names)}; {o.queries} queries; {o.studies} studies each")
+    rows = []
+    with multiprocessing.Pool(o.processes) as pool:
+        for row in pool.imap(job, jobs) if o.processes > 1 else map(job, jobs):
+            rows.append(row)
+            if o.rows:
+                header = not o.rows.exists()
+                pd.DataFrame([row]).to_csv(o.rows, mode="a", header=header, index=False)
+    print(f"crowd-model interval: {o.samples} bootstrap draws; seed {o.seed}")
+    print(markdown(table(pd.DataFrame(rows))))
+    print(f"{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
