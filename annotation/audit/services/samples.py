@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.audit.selectors import may_label, population_qids
@@ -59,14 +59,20 @@ def draw_audit_sample(
         Batch.objects.select_for_update().filter(pk=batch.pk).first()  # one draw of a batch at a time
         sample = AuditSample.objects.filter(batch=batch).first()
         if sample is None:
-            sample = AuditSample.objects.create(
-                batch=batch,
-                seed=secrets.randbits(32) if seed is None else seed,
-                size=0,
-                population=len(qids),
-                drawn_by=by if by is not None and by.is_authenticated else None,
-                drawn_at=timezone.now(),
-            )
+            try:
+                with transaction.atomic():  # two first draws at once: the second is refused, not a 500
+                    sample = AuditSample.objects.create(
+                        batch=batch,
+                        seed=secrets.randbits(32) if seed is None else seed,
+                        size=0,
+                        population=len(qids),
+                        drawn_by=by if by is not None and by.is_authenticated else None,
+                        drawn_at=timezone.now(),
+                    )
+            except IntegrityError:
+                raise StateError(
+                    f"batch {batch.name}'s audit sample is being drawn by someone else: try again"
+                ) from None
         else:
             if seed is not None and seed != sample.seed:
                 raise StateError(
