@@ -20,6 +20,26 @@ ensure_venv() {  # ensure_venv REQUIREMENTS_FILE [PIP_OPTION...] (e.g. --no-deps
   fi
 }
 
+# The library's venv (bin/test's library stage): `pip install ".[test]"` alone, as a user of the library makes it,
+# so it holds no Django and nothing the platform adds; made again when pyproject.toml changes. Installed from a
+# copy of the library's files: a build in the checkout would leave build/, whose stale modules a later build packs.
+LIBRARY_VENV=var/venv-lib
+ensure_library_venv() {
+  local stamp="$LIBRARY_VENV/.installed-pyproject.toml"
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "==> Creating $LIBRARY_VENV: pip install \".[test]\" (the library and its tests' packages, no Django)"
+    rm -rf "$LIBRARY_VENV"
+    "$PYTHON" -m venv "$LIBRARY_VENV"
+    local copy
+    copy="$(mktemp -d)"
+    tar -c --exclude=__pycache__ pyproject.toml genderbias docs/library.md | tar -x -C "$copy"
+    "$LIBRARY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    "$LIBRARY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$copy[test]"
+    rm -rf "$copy"
+    touch "$stamp"
+  fi
+}
+
 ensure_debian_packages() {  # ensure_debian_packages PKG...
   local missing=()
   for pkg in "$@"; do

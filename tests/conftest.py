@@ -300,11 +300,17 @@ DATABASE_STAGE: dict[str, tuple[str, str]] = {
     "tests/metrics/test_viewer_starts_no_job.py": ("both", "a viewer's GET starts no job, on each database"),
     "tests/publishing/": ("sqlite", "the paper, the dataset and the deposit, written from a report"),
     "tests/publishing/test_doi_reader.py": ("both", "a typed DOI refused before anything is written, on each"),
-    "tests/genderbias/": ("sqlite", "the library beside bias_report; the library itself reads no database"),
+    "tests/genderbias/": (
+        "library",
+        "the library's own tests: bin/test's library stage runs them in a venv of `pip install .[test]`, no Django",
+    ),
     "tests/test_end_to_end.py": ("sqlite", "the demo's path, on the embedded default as bin/demo runs it"),
     "tests/test_readme_commands.py": ("sqlite", "the README's commands as a newcomer runs them"),
 }
 STAGES = ("postgresql", "sqlite")
+#: The folder bin/test's library stage runs alone, without this file (``--confcutdir tests/genderbias``): the
+#: database stages leave it.
+LIBRARY_STAGE = "library"
 
 
 def database_stage(item) -> str:
@@ -320,7 +326,8 @@ def database_stage(item) -> str:
 def _leave_to_the_other_stage(config, items, stage: str) -> None:
     """bin/test's two database stages (``TEST_STAGE``) split the suite: a test that touches no database
     (pure computation, the same on any: half the suite, its statistical simulations among them) runs in
-    the SQLite stage; one that does runs where :data:`DATABASE_STAGE` says."""
+    the SQLite stage; one that does runs where :data:`DATABASE_STAGE` says. The library's tests run in
+    neither: bin/test's library stage runs them, in a venv without Django."""
     if stage not in STAGES:
         raise pytest.UsageError(f"TEST_STAGE: one of {', '.join(STAGES)}, got {stage!r}")
     gone = [key for key in DATABASE_STAGE if not (config.rootpath / key.split("::")[0].rstrip("/")).exists()]
@@ -328,6 +335,8 @@ def _leave_to_the_other_stage(config, items, stage: str) -> None:
         raise pytest.UsageError(f"tests/conftest.py DATABASE_STAGE names no test file or folder: {', '.join(gone)}")
 
     def elsewhere(item) -> bool:
+        if database_stage(item) == LIBRARY_STAGE:
+            return True
         if _touches_no_database(item):
             return stage == "postgresql"
         return database_stage(item) not in (stage, "both")

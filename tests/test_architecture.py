@@ -977,19 +977,35 @@ HELP = dict(help_text="see TaskBuilder")
 PLATFORM_PACKAGES = ("django", "rest_framework", "celery", "boto3", "botocore", "kombu")
 
 
-def _declared_dependencies() -> dict[str, str]:
-    """pyproject.toml's dependencies and optional ones, ``{normalised name: pinned version}``."""
+#: pyproject.toml's extra for the library's own tests (pytest, the independent implementations they check
+#: against): installed by bin/test's library stage, imported by no module of the library.
+TEST_EXTRA = "test"
+
+
+def _pins(requirements: list[str]) -> dict[str, str]:
+    """``{normalised name: pinned version}`` of requirement lines (``name==version``, comments, extras)."""
+    pins = {}
+    for line in requirements:
+        name, _, version = line.split("#")[0].strip().partition("==")
+        if version:
+            pins[re.sub(r"[-_.]+", "-", name.split("[")[0]).lower()] = version
+    return pins
+
+
+def _pyproject() -> dict:
     import tomllib
 
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _declared_dependencies() -> dict[str, str]:
+    """pyproject.toml's dependencies and optional ones but the tests', ``{normalised name: pinned version}``."""
+    project = _pyproject()
     declared = list(project["dependencies"])
-    for extra in project.get("optional-dependencies", {}).values():
-        declared += extra
-    pins = {}
-    for requirement in declared:
-        name, _, version = requirement.partition("==")
-        pins[re.sub(r"[-_.]+", "-", name).lower()] = version
-    return pins
+    for name, extra in project.get("optional-dependencies", {}).items():
+        if name != TEST_EXTRA:
+            declared += extra
+    return _pins(declared)
 
 
 def test_the_library_imports_only_what_pyproject_declares(graph):
@@ -1011,12 +1027,8 @@ def test_the_library_imports_only_what_pyproject_declares(graph):
     declared = _declared_dependencies()
     # ir_measures computes nDCG and its kin through pytrec_eval: declared beside it, imported by it
     assert used | {"pytrec-eval-terrier"} == set(declared), (used, set(declared))
-    pinned = {}
-    for line in [*(ROOT / "requirements.txt").read_text().splitlines(),
-                 *(ROOT / "requirements-no-deps.txt").read_text().splitlines()]:  # fmt: skip
-        name, _, version = line.split("#")[0].strip().partition("==")
-        if version:
-            pinned[re.sub(r"[-_.]+", "-", name.split("[")[0]).lower()] = version
+    pinned = _pins([*(ROOT / "requirements.txt").read_text().splitlines(),
+                    *(ROOT / "requirements-no-deps.txt").read_text().splitlines()])  # fmt: skip
     assert {name: pinned.get(name) for name in declared} == declared
     reached = [
         " -> ".join(chain)
@@ -1026,6 +1038,62 @@ def test_the_library_imports_only_what_pyproject_declares(graph):
         if (chain := graph.find_shortest_chain(importer=module, imported=framework)) is not None
     ]
     assert reached == []
+
+
+def test_the_library_tests_extra_is_pinned_as_the_platform_venv():
+    """pyproject.toml's ``test`` extra (bin/test's library stage) pins each package as requirements-dev.txt and
+    requirements.txt pin it for the platform's venv: the library's tests run on the same versions in both."""
+    extra = _pins(_pyproject()["optional-dependencies"][TEST_EXTRA])
+    pinned = _pins([*(ROOT / "requirements.txt").read_text().splitlines(),
+                    *(ROOT / "requirements-dev.txt").read_text().splitlines()])  # fmt: skip
+    assert {name: pinned.get(name) for name in extra} == extra
+
+
+def _top_level_imports(module: str) -> set[str]:
+    """What a module of the checkout imports at its top level (read with ``ast``; not inside functions)."""
+    path = ROOT / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT / module.replace(".", "/") / "__init__.py"
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def test_the_library_tests_import_no_django_and_no_app(graph):
+    """The library's tests (``tests/genderbias``) run in a venv with the library alone (bin/test's library
+    stage): none of their modules imports Django, DRF, Celery or an app, even inside a function; what they
+    import from the rest of ``tests/`` (``tests/conftest.py``'s ``reference_dir``, whose Django is inside its
+    fixtures) imports none of them at its top level, nor another such module that does."""
+
+    def platform(module: str) -> bool:
+        top = module.split(".")[0]
+        return top in PLATFORM_PACKAGES or (top in PRODUCT and top != "genderbias")
+
+    library_tests = {m for m in graph.modules if m == "tests.genderbias" or m.startswith("tests.genderbias.")}
+    wrong = []
+    support = []
+    for module in sorted(library_tests):
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if platform(imported):
+                wrong.append((module, imported))
+            elif imported.split(".")[0] == "tests" and imported not in library_tests:
+                support.append(imported)
+    seen = set()
+    while support:
+        module = support.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for imported in sorted(_top_level_imports(module)):
+            if platform(imported):
+                wrong.append((module, imported))
+            elif imported.split(".")[0] == "tests" and imported not in library_tests:
+                support.append(imported)
+    assert wrong == [], "the library's tests reaching Django or an app:" + _listing(wrong)
 
 
 #: The most lines a module of the library may have. Issue 65 asks for "no file of the library over about
