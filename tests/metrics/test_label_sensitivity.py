@@ -171,7 +171,7 @@ def test_label_sensitivity_command_writes_table_rankings_and_plot(batch, tmp_pat
     assert list(rows[0]) == sensitivity.CSV_COLUMNS
     assert {(r["aggregation"], r["disputed"]) for r in rows} >= {("majority", "drop"), ("dawid-skene", "drop")}
     assert {r["run"] for r in rows} == {"a", "b", "c"}
-    assert {r["metric"] for r in rows} == {"RaB", "ARaB", "NFaiRR", "TExFAIR", "AWRF", "rKL", "rND", "rRD"}
+    assert {r["metric"] for r in rows} == {"RaB", "ARaB", "NFaiRR", "TExFAIR", "AWRF", "rKL", "rND", "rRD", "EE", "GFR"}
     assert rankings.read_text().startswith("aggregation,disputed,metric,variant,cutoff,runs,kendall_tau,swapped\n")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = stdout.getvalue()
