@@ -126,6 +126,7 @@ FIGURES = [field.name for field in Result._meta.get_fields() if field.get_intern
 # fourth decimal, never a point. Compared apart: within a thousandth of their value.
 REFITTED = {"combined_low", "combined_high", "label_share", "difference_combined_low", "difference_combined_high",
             "difference_label_share", "p_value"}
+ADDED_SINCE = {"EE", "GFR"}
 old_reports = list(Report.objects.order_by("pk"))
 compared, differing, refitted = 0, [], 0
 for old in old_reports:
@@ -137,8 +138,10 @@ for old in old_reports:
         return {(r.run.name, r.metric, r.variant, r.cutoff): [getattr(r, f) for f in FIGURES]
                 for r in Result.objects.filter(report=report).select_related("run")}
     before, after = figures(old), figures(new)
-    if set(before) != set(after):
-        differing.append([old.name, "rows", sorted(map(str, set(before) ^ set(after)))[:5]])
+    # Measures added since (issue 83: EE, GFR, each one class): a rebuilt report computes them beside every old row.
+    added = {key for key in set(after) - set(before) if key[1] not in ADDED_SINCE}
+    if set(before) - set(after) or added:
+        differing.append([old.name, "rows", sorted(map(str, (set(before) - set(after)) | added))[:5]])
         continue
     for key, values in before.items():
         for name, a, b in zip(FIGURES, values, after[key]):
