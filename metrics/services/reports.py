@@ -219,7 +219,9 @@ def compute_batch_report(
     The values are the means over the point-estimate set (the queries whose final label is
     non-gendered: what the export writes); the per-query values cover every judged query, so
     that :func:`genderbias.crowd.label_uncertainty.combined_summary` can estimate the class means from
-    every query's label probabilities (no writes).
+    every query's label probabilities (no writes). With the batch's expert audit sample
+    (:func:`annotation.selectors.audit_labels`) the label-corrected figures are its PPI++ ones, without one the
+    crowd model's unless the shared-errors check fires (:func:`genderbias.crowd.figure_intervals.choose_intervals`).
     """
 
     labels = selectors.label_probabilities(batch)
