@@ -269,7 +269,6 @@ TARGET = 0.93
 def pooled(rows: pd.DataFrame) -> pd.DataFrame:
     """Per size, audit and figure over every crowd: the coverage ± its Monte-Carlo s.e., the cells (crowds)
     and how many lie more than 2 s.e. below :data:`TARGET` (their own s.e.)."""
-    rows = rows.drop_duplicates()  # a cell run twice (two processes) is the same seeds, the same rows
     cells = simulated_table(rows)
     cells["short"] = cells["coverage"] + 2 * cells["mc_se"] < TARGET
     out = (
@@ -286,9 +285,21 @@ def pooled(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def kept_rows(paths: list[str]) -> pd.DataFrame:
+    """The rows kept by ``--rows`` in one or more files (runs split over processes); a crowd and size in more
+    than one is taken from the first (the same seeds give the same rows)."""
+    frames, seen = [], set()
+    for path in paths:
+        frame = pd.read_csv(path)
+        cells = set(zip(frame["crowd"], frame["queries"], strict=True))
+        keep = [(c, q) not in seen for c, q in zip(frame["crowd"], frame["queries"], strict=True)]
+        frames.append(frame[keep])
+        seen |= cells
+    return pd.concat(frames, ignore_index=True)
+
+
 def print_simulated(rows: pd.DataFrame) -> None:
     """The simulated crowds' tables, full, compact and pooled over the crowds, and the worst cell."""
-    rows = rows.drop_duplicates()
     frame = simulated_table(rows)
     print(markdown(frame))
     print()
@@ -319,11 +330,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--rows", help="--simulated: append each crowd and size's rows to this CSV as it ends")
-    parser.add_argument("--table-from", help="print the simulated tables from rows kept by --rows, run nothing")
+    parser.add_argument(
+        "--table-from", help="print the simulated tables from rows kept by --rows (files comma-separated), run nothing"
+    )
     o = parser.parse_args(argv)
     audits = tuple(int(s) for s in o.audits.split(","))
     if o.table_from:
-        print_simulated(pd.read_csv(o.table_from))
+        print_simulated(kept_rows(o.table_from.split(",")))
         return
     if o.simulated:
         started = time.perf_counter()
