@@ -85,8 +85,8 @@ def test_page_long_results_filter_svg_plots_and_paper_table(judged, client, djan
     build(baseline="a")
     client.force_login(django_user_model.objects.create_user("res", password="pw-secret-123", is_staff=True))
     page = client.get("/metrics/tab/").content.decode()
-    # RaB, ARaB (tf, bool), NFaiRR, TExFAIR (2), AWRF, rKL, rND, rRD, RR, nDCG, R
-    assert page.count('class="group"') == 14
+    # RaB, ARaB (tf, bool), NFaiRR, TExFAIR (2), AWRF, rKL, rND, rRD, EE, GFR, RR, nDCG, R
+    assert page.count('class="group"') == 16
     assert 'class="ci">[' in page and "metric.svg?metric=RaB&amp;variant=tf" in page
     assert "tradeoff.svg?x=nDCG%3Ajudged%402&amp;y=NFaiRR%3Acollection%402" in page
     only = client.get("/metrics/tab/?metric=nDCG").content.decode()
