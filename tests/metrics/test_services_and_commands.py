@@ -45,7 +45,7 @@ def test_build_report_stores_means_over_the_queries_each_run_contains(world):
     ideal = 1 + 1 / log2(3)
     # q1: d3 (neutral), d1 (one-sided) → 1/ideal; q2: d2 only (one-sided) → 0
     assert nfairr.value == pytest.approx((1 / ideal + 0) / 2, abs=1e-9)
-    assert Result.objects.filter(report=report).count() == 2 * (2 * 2 * 2 + 2 + 2 * 2 + 4 * 2)
+    assert Result.objects.filter(report=report).count() == 2 * (2 * 2 * 2 + 2 + 2 * 2 + 4 * 2 + 2 * 2)  # + EE, GFR
     per_query = selectors.report_per_query(report)
     assert set(per_query.columns) == {"run", "qid", "metric", "variant", "cutoff", "value", "low", "high", "tied"}
     assert set(per_query.loc[per_query["run"] == "b", "qid"]) == {"1", "2"}
@@ -168,6 +168,8 @@ def test_bias_report_command_writes_csv_table_and_plot(world, tmp_path):
         ("rKL", "female"),
         ("rND", "female"),
         ("rRD", "female"),
+        ("EE", "rbp0.5"),
+        ("GFR", "jsd"),
     }
     assert {r["cutoff"] for r in rows} == {"1", "2"}
     header = "run,qid,metric,variant,cutoff,value,mean,ci_low,ci_high,p_value,significance\n"
