@@ -109,6 +109,7 @@ def coverage_study(
     )
     denoised_reach = None if bias is None else np.array([bias])
     out: dict = oracle_intervals(drawn, fitter.weights, resampling_weights(len(qids), samples, seed))
+    out |= floor_intervals(drawn, fitter.weights, crowd.label_shares)
     for figure, (point, boot, jack, truth) in fitted.items():
         usable = MIN_USABLE_DRAWS if figure != "denoised" else 0.0
         for name in names:
@@ -199,6 +200,49 @@ def oracle_intervals(drawn, weights: np.ndarray, machine_weights: np.ndarray) ->
     return out
 
 
+def known_posteriors(drawn, shares: np.ndarray) -> np.ndarray | None:
+    """[N × K]: each query's posterior under the workers' true confusions and the true class shares
+    (``drawn.confusions``, :func:`genderbias.crowd.simulation.studies.crowd_judgments`), the answers read as
+    independent given the label; None when the study does not carry them."""
+    confusions = drawn.confusions
+    if not confusions:
+        return None
+    row = {q: i for i, q in enumerate(drawn.qids)}
+    answers = drawn.judgments[drawn.judgments["item"].isin(row)]
+    index = answers["item"].map(row).to_numpy()
+    log_rows = np.log(np.maximum(np.array([confusions[w] for w in answers["worker"]]), 1e-12))  # [J × T × G]
+    given = np.array([LABELS.index(label) for label in answers["label"]])
+    log_post = np.tile(np.log(np.asarray(shares, dtype=np.float64)), (len(drawn.qids), 1))
+    np.add.at(log_post, index, log_rows[np.arange(len(given)), :, given])
+    posteriors = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+    return posteriors / posteriors.sum(axis=1, keepdims=True)
+
+
+def floor_intervals(drawn, weights: np.ndarray, shares: np.ndarray) -> dict:
+    """The known-confusion floor (issue 81, item 5): the label-corrected value and difference (least squares on
+    the posteriors, :func:`genderbias.crowd.class_means.class_means`) on the posteriors the workers' true
+    confusions give (:func:`known_posteriors`), with the same resampled queries and the percentile interval: the
+    narrowest a crowd-model interval can be when the model is right and its parameters known. Where the answers
+    are not independent given the label (difficulty, fatigue) those posteriors are too sure and the floor is
+    below what any interval that covers can reach. ``<figure>:floor`` (covers), ``<figure>:floor_width``."""
+    from genderbias.crowd.class_means import class_means
+
+    posteriors = known_posteriors(drawn, shares)
+    if posteriors is None:
+        return {}
+    out: dict = {}
+    for figure, values, truth in (
+        ("value", drawn.a, MEAN_A[0]),
+        ("difference", drawn.b - drawn.a, MEAN_DIFFERENCE[0]),
+    ):
+        point = float(class_means(posteriors, values)[0, 0])
+        draws = class_means(posteriors, values, weights)[:, 0, 0]
+        low, high = intervals.bootstrap_interval(draws, point, LEVEL, "percentile")
+        out[f"{figure}:floor"] = bool(low <= truth <= high)
+        out[f"{figure}:floor_width"] = float(high - low)
+    return out
+
+
 def width_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per figure of :data:`COVERED` (the product's interval) and per ``<figure>:<construction>`` measured:
     the coverage, the oracle's (:func:`oracle_intervals`), the median of the width over the oracle's
@@ -223,6 +267,13 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
                 "oracle_coverage": results[f"{figure}:oracle"].astype(float).mean(),
                 "width_ratio": float(np.nanmedian(results[width].astype(float) / oracle)),
             }
+            if (
+                f"{figure}:floor_width" in results
+            ):  # the known-confusion floor: the width over it, and it over the oracle
+                floor = results[f"{figure}:floor_width"].astype(float)
+                rows[row]["floor_ratio"] = float(np.nanmedian(results[width].astype(float) / floor))
+                rows[row]["floor_over_oracle"] = float(np.nanmedian(floor / oracle))
+                rows[row]["floor_coverage"] = results[f"{figure}:floor"].astype(float).mean()
         if f"{figure}:width_percentile" in results:
             # What an interval needs to cover at the nominal rate: the estimate's root-mean-square error over the
             # studies (in each study's bootstrap s.d.) times the bootstrap interval's width, over the oracle's.

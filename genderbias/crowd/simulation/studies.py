@@ -211,7 +211,10 @@ def crowd_judgments(
     """The crowd's answers (``item, worker, label``, in the order answered; gold items ``g<i>``)
     and the gold questions' known labels. With gold selection, ``frame.attrs["discarded"]`` is the
     number of assignments that lost their other answers (what
-    :func:`annotation.results.selectors.gold_discarded_assignments` counts in a batch)."""
+    :func:`annotation.results.selectors.gold_discarded_assignments` counts in a batch).
+    ``frame.attrs["confusions"]``: each worker's true confusion matrix (worker → [K × K]), before the
+    query's difficulty or the worker's fatigue tilts it (what :func:`genderbias.crowd.simulation.coverage.floor_intervals`
+    reads the known-confusion floor from, kept on :class:`Study`)."""
     n, k = len(truth), len(LABELS)
     kinds = np.zeros(crowd.workers, dtype=np.int64)  # 0 good, 1 spammer, 2 lazy
     spam = round(crowd.spammers * crowd.workers)
@@ -227,8 +230,14 @@ def crowd_judgments(
     if crowd.class_skill is not None:
         right = 1 / (1 + np.exp(-(np.log(accuracy / (1 - accuracy))[:, None] + np.asarray(crowd.class_skill))))
         confusions = right[:, :, None] * np.eye(k) + (1 - right)[:, :, None] * errors[None]
+    # Each worker's true confusion (a spammer's rows uniform, a lazy worker's all "n"): the known-confusion floor's.
+    true_rows = confusions.copy()
+    true_rows[kinds == 1] = np.full((k, k), 1 / k)
+    true_rows[kinds == 2] = np.eye(k)[np.zeros(k, dtype=int)]
     if crowd.generator == "peerannot":
-        return _peerannot_answers(rng, truth, crowd, kinds, confusions), {}
+        frame = _peerannot_answers(rng, truth, crowd, kinds, confusions)
+        frame.attrs["confusions"] = _as_rows(true_rows)
+        return frame, {}
     given_so_far = np.zeros(crowd.workers)
     z = np.zeros(n) if a is None or crowd.dependence == 0 else (a - a.mean()) / a.std()
     # Hardness of each query and gold question (drawn only when asked: same seeds, same crowds).
@@ -250,6 +259,7 @@ def crowd_judgments(
     if crowd.escalate_to:
         _escalate(rng, crowd, truth, rows, kinds, confusions, activity, odds_factor, given_so_far)
     frame = pd.DataFrame(rows, columns=["item", "worker", "label"])
+    frame.attrs["confusions"] = _as_rows(true_rows)
     gold = {f"g{i}": LABELS[t] for i, t in enumerate(gold_truth)}
     if crowd.discard_failed_gold:
         is_gold = frame["item"].str.startswith("g").to_numpy()
@@ -260,6 +270,11 @@ def crowd_judgments(
         frame = frame.loc[~(failed[assignment] & ~is_gold)].reset_index(drop=True)
         frame.attrs["discarded"] = int(failed.sum())
     return frame, gold
+
+
+def _as_rows(confusions: np.ndarray) -> dict[str, tuple[tuple[float, ...], ...]]:
+    """Worker → its confusion matrix as tuples (a frame's attrs are compared and copied with the frame)."""
+    return {f"w{w}": tuple(map(tuple, matrix.tolist())) for w, matrix in enumerate(confusions)}
 
 
 def _answer(rng, crowd: Crowd, kind: int, row, t: int, odds_factor, q: int, n: int, given: float) -> int:
@@ -343,6 +358,8 @@ class Study:
     machine: np.ndarray
     #: Assignments whose other answers gold selection discarded (``Crowd.discard_failed_gold``).
     discarded: int = 0
+    #: Each worker's true confusion matrix (worker → [K × K]; :func:`crowd_judgments`).
+    confusions: dict | None = None
 
     @property
     def qids(self) -> list[str]:
@@ -353,7 +370,9 @@ def study(rng: np.random.Generator, truth: np.ndarray, crowd: Crowd = MODERATE) 
     """Draw one study on ``truth``."""
     a, b = values(rng, truth)
     judgments, gold = crowd_judgments(rng, truth, crowd, a)
-    return Study(truth, a, b, judgments, gold, machine_labels(rng, truth), judgments.attrs.get("discarded", 0))
+    confusions = judgments.attrs.pop("confusions", None)  # kept on the study, not copied with every frame
+    discarded = judgments.attrs.get("discarded", 0)
+    return Study(truth, a, b, judgments, gold, machine_labels(rng, truth), discarded, confusions)
 
 
 def answered(drawn: Study) -> Study:
@@ -366,8 +385,9 @@ def answered(drawn: Study) -> Study:
     renamed = {f"q{old}": f"q{new}" for new, old in enumerate(np.flatnonzero(keep))}
     judgments = drawn.judgments.assign(item=drawn.judgments["item"].map(lambda item: renamed.get(item, item)))
     return Study(
-        drawn.truth[keep], drawn.a[keep], drawn.b[keep], judgments, drawn.gold, drawn.machine[keep], drawn.discarded
-    )
+        drawn.truth[keep], drawn.a[keep], drawn.b[keep], judgments, drawn.gold, drawn.machine[keep], drawn.discarded,
+        drawn.confusions,
+    )  # fmt: skip
 
 
 def with_dependence(crowd: Crowd, dependence: float) -> Crowd:

@@ -1,0 +1,93 @@
+"""Benchmark: the crowd-model interval's width against the known-confusion floor and the true labels' (issue 81, item 5).
+
+``python -m benchmarks.floor_widths [--crowds all] [--queries 1000] [--studies 40] [--samples 200] [--processes 2]
+[--out floor.csv] [--read floor.csv]``
+
+Per study, drawn as the coverage studies draw it (:func:`genderbias.crowd.simulation.coverage.coverage_study`, the
+product's interval only, seeds ``[2040, study]``): the product's label-corrected value and difference, the interval
+the true labels give (``oracle``) and the known-confusion floor (``floor``: the same estimator and bootstrap on the
+posteriors the workers' true confusions give, :func:`genderbias.crowd.simulation.coverage.floor_intervals`). Prints
+per crowd and figure: the product's coverage (MC s.e.), the floor's, the median of the product's width over the
+floor's and of the floor's over the oracle's, and whether the crowd-quality check warned. ``--out`` keeps the rows
+(one a study), ``--read`` prints the table of kept rows again. Pure library (no Django).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import time
+
+import numpy as np
+import pandas as pd
+
+from genderbias.crowd.simulation import studies as cs
+from genderbias.crowd.simulation.coverage import coverage_study
+
+#: Every simulated crowd (``crowd_coverage --crowd``'s names).
+SIMULATED = (*cs.CROWDS, *cs.SIZED)
+FIGURES = ("value", "difference")
+
+
+def one(args: tuple) -> dict:
+    crowd, queries, study, samples = args
+    rng = np.random.default_rng([2040, study])
+    out = coverage_study(rng, cs.crowd_named(crowd, queries), queries, study, samples, constructions=False)
+    keep = {k: v for k, v in out.items() if k.split(":")[0] in FIGURES or k == "warning"}
+    return {"crowd": crowd, "queries": queries, "study": study} | keep
+
+
+def table(rows: pd.DataFrame) -> pd.DataFrame:
+    out = {}
+    for (crowd, queries), group in rows.groupby(["crowd", "queries"], sort=False):
+        for figure in FIGURES:
+            covered = group[figure].astype(float)
+            se = np.sqrt(max(covered.mean() * (1 - covered.mean()), 1 / len(group)) / len(group))
+            floor = group[f"{figure}:floor_width"].astype(float)
+            warned = group["warning"].astype(bool)
+            ratio = group[f"{figure}:width"].astype(float) / floor
+            out[(crowd, queries, figure)] = {
+                "studies": len(group),
+                "coverage": f"{covered.mean():.3f} ({se:.3f})",
+                "floor covers": f"{group[f'{figure}:floor'].astype(float).mean():.3f}",
+                "width / floor": f"{ratio.median():.2f}",
+                "unwarned width / floor": f"{ratio[~warned].median():.2f}" if (~warned).any() else "–",
+                "floor / oracle": f"{(floor / group[f'{figure}:oracle_width'].astype(float)).median():.2f}",
+                "warned": f"{warned.mean():.2f}",
+            }
+    frame = pd.DataFrame(out).T
+    frame.index.names = ["crowd", "queries", "figure"]
+    return frame
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--crowds", default="all")
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--studies", type=int, default=40)
+    parser.add_argument("--first", type=int, default=0)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--out")
+    parser.add_argument("--read")
+    options = parser.parse_args()
+    if options.read:
+        print(table(pd.read_csv(options.read)).to_markdown())
+        return
+    crowds = SIMULATED if options.crowds == "all" else tuple(options.crowds.split(","))
+    jobs = [
+        (c, options.queries, s, options.samples)
+        for c in crowds
+        for s in range(options.first, options.first + options.studies)
+    ]
+    started = time.time()
+    with multiprocessing.Pool(options.processes) as pool:
+        rows = pd.DataFrame(pool.map(one, jobs, chunksize=1))
+    if options.out:
+        rows.to_csv(options.out, index=False)
+    print(table(rows).to_markdown())
+    print(f"\n{len(jobs)} studies in {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
