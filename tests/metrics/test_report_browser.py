@@ -61,7 +61,7 @@ def test_report_page_reads_at_desktop_and_phone_width(
         assert page.evaluate("(t => t.scrollWidth <= t.clientWidth)", page.locator("#results").element_handle())
 
         plots = page.locator("#metric-plots img")
-        assert plots.count() == 13  # RaB, ARaB × tf, bool; NFaiRR; TExFAIR × 2; AWRF, rKL, rND, rRD; RR; nDCG
+        assert plots.count() == 15  # RaB, ARaB × tf, bool; NFaiRR; TExFAIR × 2; AWRF, rKL, rND, rRD; EE, GFR; RR; nDCG
         for i in range(plots.count()):
             image = plots.nth(i)
             image.scroll_into_view_if_needed()
