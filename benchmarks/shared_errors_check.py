@@ -103,7 +103,7 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for crowd, part in rows.groupby("crowd", sort=False):
         measured = part["misses"].notna().any()
-        missed = part[part["misses"].fillna(False).astype(bool)]
+        missed = part[part["misses"].eq(True)]
 
         def rate(frame: pd.DataFrame) -> str:
             if not len(frame):
