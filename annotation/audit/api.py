@@ -26,10 +26,10 @@ from rest_framework.views import APIView
 
 from annotation.audit import selectors
 from annotation.audit.serializers import (
+    AuditImportRequestSerializer,
     AuditItemSerializer,
     AuditSampleSerializer,
     DrawRequestSerializer,
-    ImportRequestSerializer,
     LabelRequestSerializer,
     TrustRequestSerializer,
 )
@@ -92,13 +92,13 @@ class AuditImportView(StagedUploadsMixin, _AuditView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        request={"multipart/form-data": ImportRequestSerializer},
+        request={"multipart/form-data": AuditImportRequestSerializer},
         responses={200: AuditSampleSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request, name: str, format=None):
         """Import expert labels from a file: every line or none."""
         batch = self.batch(request, name)
-        data = checked(ImportRequestSerializer, body_object(request))  # a multipart body holds the file too
+        data = checked(AuditImportRequestSerializer, body_object(request))  # a multipart body holds the file too
         upload = data["file"]
         import_audit_labels(batch, upload.staged_path, by=request.user, name=upload.name)
         return self.state(batch)

@@ -22,7 +22,7 @@ class LabelRequestSerializer(serializers.Serializer):
     label = serializers.CharField(help_text="n, f, m or o (or a category's name or slug).")
 
 
-class ImportRequestSerializer(serializers.Serializer):
+class AuditImportRequestSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="qid<TAB>label[<TAB>labeller] lines, or the same as CSV.")
 
 
