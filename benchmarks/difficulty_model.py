@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.audit_coverage import markdown
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.class_means import class_means
 from genderbias.crowd.difficulty import fit_difficulty
@@ -107,7 +108,7 @@ def main() -> None:
     started = time.time()
     with multiprocessing.Pool(options.processes) as pool:
         rows = pool.starmap(_call, jobs)
-    print(table(pd.DataFrame(rows)).to_markdown())
+    print(markdown(table(pd.DataFrame(rows)).reset_index()))
     print(f"\n{len(jobs)} studies in {time.time() - started:.0f} s")
 
 

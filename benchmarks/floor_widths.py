@@ -21,6 +21,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from benchmarks.audit_coverage import markdown
 from genderbias.crowd.simulation import studies as cs
 from genderbias.crowd.simulation.coverage import coverage_study
 
@@ -72,7 +73,7 @@ def main() -> None:
     parser.add_argument("--read")
     options = parser.parse_args()
     if options.read:
-        print(table(pd.read_csv(options.read)).to_markdown())
+        print(markdown(table(pd.read_csv(options.read)).reset_index()))
         return
     crowds = SIMULATED if options.crowds == "all" else tuple(options.crowds.split(","))
     jobs = [
@@ -85,7 +86,7 @@ def main() -> None:
         rows = pd.DataFrame(pool.map(one, jobs, chunksize=1))
     if options.out:
         rows.to_csv(options.out, index=False)
-    print(table(rows).to_markdown())
+    print(markdown(table(rows).reset_index()))
     print(f"\n{len(jobs)} studies in {time.time() - started:.0f} s")
 
 
