@@ -19,10 +19,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.audit.selectors import may_label, population_qids
-from annotation.audit.sizing import planned_audit_size
 from annotation.models import AuditItem, AuditSample, Batch
 from core.models import Membership
 from core.selectors import group_of, require_role, role_in
+from genderbias.crowd.shared_errors import suggested_audit_size
 from genderbias.errors import FieldError, InputError, StateError
 from genderbias.files.textfiles import csv_records, open_text
 from genderbias.labels import LABELS, label_code
@@ -35,7 +35,7 @@ IMPORT_HEADER = ("qid", "label")
 def draw_audit_sample(
     batch: Batch, *, by=None, size: int | None = None, seed: int | None = None, expected_share: float = 0.5
 ) -> AuditSample:
-    """Draw the batch's audit sample (``size`` default: :func:`~annotation.audit.sizing.planned_audit_size`
+    """Draw the batch's audit sample (``size`` default: :func:`genderbias.crowd.shared_errors.suggested_audit_size`, at most the batch
     for ``expected_share``; ``seed`` default: a fresh one, stored), or extend the one drawn.
 
     ``by``: the researcher drawing it (``None``: the operator at the command line)."""
@@ -50,7 +50,7 @@ def draw_audit_sample(
         raise StateError(f"batch {batch.name} has no queries to audit")
     if size is None:
         try:
-            size = planned_audit_size(len(qids), expected_share)
+            size = min(len(qids), suggested_audit_size(expected_share))
         except ValueError as exc:
             raise FieldError("expected_share", str(exc)) from exc
     if size > len(qids):

@@ -4,9 +4,9 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from annotation.audit.selectors import audit_items, audit_progress
 from annotation.audit.services.samples import draw_audit_sample, import_audit_labels
-from annotation.audit.sizing import MINIMUM, PER_CLASS
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand, decimal_number, whole_number
+from genderbias.crowd.shared_errors import AUDIT_CLASS_ITEMS, MIN_AUDIT
 
 
 class Command(ProjectCommand):
@@ -29,8 +29,8 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--size",
             type=whole_number,
-            help=f"with --draw: queries to draw (default {PER_CLASS} / --expected-share, rounded up, at least "
-            f"{MINIMUM}, at most the batch's queries)",
+            help=f"with --draw: queries to draw (default {AUDIT_CLASS_ITEMS} / --expected-share, rounded up, at least "
+            f"{MIN_AUDIT}, at most the batch's queries)",
         )
         parser.add_argument(
             "--seed", type=whole_number, help="with --draw: the random seed (default: a fresh one, stored)"

@@ -17,8 +17,8 @@ from annotation.audit.services.samples import (
     label_audit_query,
     trust_labeller,
 )
-from annotation.audit.sizing import planned_audit_size
 from annotation.models import AuditItem
+from genderbias.crowd.shared_errors import suggested_audit_size
 from genderbias.errors import FieldError, InputError, StateError
 from genderbias.machine.calibration_sample import random_sample
 from tests.annotation.audit.conftest import QUERIES
@@ -74,7 +74,7 @@ def test_every_query_is_equally_likely_to_be_drawn_across_seeds():
     [(1000, 0.8, 50), (1000, 0.5, 50), (1000, 0.2, 125), (1000, 0.3, 84), (1000, 0.1, 250), (30, 0.5, 30)],
 )
 def test_the_planned_size_is_25_over_the_share_at_least_50_at_most_the_batch(population, share, size):
-    assert planned_audit_size(population, share) == size
+    assert min(population, suggested_audit_size(share)) == size
 
 
 def test_the_default_draw_takes_the_planned_size(big_batch, people):
