@@ -19,52 +19,48 @@ For a category ``k``, per query ``Y = 1[human == k]`` (known on the sample, n qu
 ``Ŷ = 1[machine == k]`` (known on all N queries of the batch)::
 
     θ̂_λ = mean_batch(λ Ŷ) + mean_w(Y − λ Ŷ)
-    se² = var(λ Ŷ over the batch) / N + var(w̃ (Y − λ Ŷ) over the sample) / n
+    se² = var(λ Ŷ over the batch) / N + var(w̃ (Y − λ Ŷ) over the sample) / n   (the latter floored: below)
     CI  = θ̂_λ ± z_{1−α/2} · se          (clamped to [0, 1], as is θ̂)
 
-with population variances (ddof 0) and ``w̃ = w · n / Σw``, exactly as ``ppi_py.ppi_mean_ci``
-computes them. ``λ = 1`` is classic PPI, ``λ = 0`` the sample alone; by default λ is the one in
-[0, 1] that minimises the estimated variance (PPI++, ``ppi_py``'s rule), so the interval is not
-wider than the sample's own, up to estimation noise, and the prediction cannot make it worse.
+with population variances (ddof 0) and ``w̃ = w · n / Σw``, exactly as ``ppi_py.ppi_mean_ci`` computes them.
+``λ = 1`` is classic PPI, ``λ = 0`` the sample alone; by default λ is the one in [0, 1] that minimises the
+estimated variance (PPI++, ``ppi_py``'s rule), so the prediction cannot make the interval wider, up to noise.
 
-The unlabelled set is the machine labels of the *whole* batch (sample and
-rest), not only the rest: the estimand is the share in this batch, whose machine share is
-then known exactly, and it stays right when the sample was not drawn proportionally (if a
-rare stratum were sampled in full, the rest would hold none of it and its machine share
-would be biased). The ``var/N`` term is therefore a small conservative extra.
+The unlabelled set is the machine labels of the *whole* batch (sample and rest): the estimand is the share in
+this batch, whose machine share is then known exactly, and it stays right when the sample was not drawn
+proportionally (a rare stratum sampled in full leaves the rest none of it). The ``var/N`` term is a small
+conservative extra.
 
-Sample weights. A sample stratified by machine label (stratum ``s``, ``N_s`` batch queries,
-``n_s`` sampled) has inclusion probability ``n_s/N_s``; passing ``w = N_s/n_s`` as
-``ppi_py``'s ``w`` turns the rectifier into the stratified (Horvitz–Thompson/Hájek) mean
-``Σ_s (N_s/N) mean_s(Y − λŶ)``, unbiased for the batch mean of ``Y − λŶ`` because the
-strata partition the batch (Σ N_s = N). Since ``Ŷ`` is constant within a machine-label
-stratum, θ̂ is then the classical stratified estimator ``Σ_s (N_s/N) mean_s(Y)`` for every λ.
-``ppi_py``'s standard error treats the n weighted terms as independent draws; under
-stratified sampling without replacement that over-states the variance (it adds the spread
-between strata and leaves out the finite-population correction), so the interval is
-conservative. :func:`stratified_weights` computes the weights.
-
+Sample weights. A sample stratified by machine label (stratum ``s``, ``N_s`` batch queries, ``n_s`` sampled)
+has inclusion probability ``n_s/N_s``; ``w = N_s/n_s`` as ``ppi_py``'s ``w`` turns the rectifier into the
+stratified (Horvitz–Thompson/Hájek) mean ``Σ_s (N_s/N) mean_s(Y − λŶ)``, unbiased for the batch mean of
+``Y − λŶ`` as the strata partition the batch. ``Ŷ`` being constant within a stratum, θ̂ is then the classical
+stratified estimator ``Σ_s (N_s/N) mean_s(Y)`` for every λ. ``ppi_py``'s standard error treats the n weighted
+terms as independent draws, which over-states the variance under stratified sampling without replacement: the
+interval is conservative. :func:`stratified_weights` computes the weights.
 
 Class means and paired differences: one moment condition, its test inverted
 ---------------------------------------------------------------------------
 Every figure is the root θ of E[A − θ B] = 0 over the batch's true labels T: a share of class c has
-``A = 1[T = c]``, ``B = 1``; a run's mean over the queries of class c has ``A = v · 1[T = c]``,
-``B = 1[T = c]`` (the root of E[(v − θ) · 1(T = c)] = 0, a ratio); a paired difference is that mean of
-the per-query difference of two runs. v is known on every query, T on the sample; the prediction P
-stands in for T everywhere (``Â = v · 1[P = c]``, ``B̂ = 1[P = c]``; no prediction: 0 for every c).
-At a fixed θ, ``Y_θ = A − θ B`` has batch mean 0 at the true θ, and ``ppi_mean_ci`` on it (with
-``Ŷ_θ = Â − θ B̂``, λ tuned at that θ) is a test; the interval is every θ whose interval holds 0 (the
-test inverted, as Fieller's interval inverts the classical one), their hull found by a grid of
-:data:`GRID` points a side and Brent's method; the estimate is the root of the test's centre. Each
-quantity is a quadratic in θ of sums taken once (:class:`_Moments`). For a share only the centre moves
-with θ: the inverted test is ``ppi_mean_ci``'s interval exactly (clamped to [0, 1]). The delta method
-is not used: it under-covers with an audit of 50 (0.86-0.90, issue 81). θ lies within the values'
-range over the batch; the interval is clamped to it, all of it when the sample excludes no value.
-Coverage on a real crowd with gold (adultcontent2): docs/quality.md, "Audit samples".
+``A = 1[T = c]``, ``B = 1``; a run's mean over the queries of class c has ``A = v · 1[T = c]``, ``B = 1[T = c]``
+(the root of E[(v − θ) · 1(T = c)] = 0, a ratio); a paired difference is that mean of the per-query difference of
+two runs. v is known on every query, T on the sample; the prediction P stands in for T everywhere
+(``Â = v · 1[P = c]``, ``B̂ = 1[P = c]``; no prediction: 0 for every c). At a fixed θ, ``Y_θ = A − θ B`` has batch
+mean 0 at the true θ, and ``ppi_mean_ci`` on it (``Ŷ_θ = Â − θ B̂``, λ tuned at that θ) is a test; the interval
+is every θ whose interval holds 0 (the test inverted, as Fieller's interval inverts the classical one), their hull
+found by a grid of :data:`GRID` points a side and Brent's method; the estimate is the root of the test's centre.
+Each quantity is a quadratic in θ of sums taken once (:class:`_Moments`). For a share only the centre moves with
+θ: the inverted test is ``ppi_mean_ci``'s interval exactly (clamped to [0, 1]). The delta method is not used: it
+under-covers with an audit of 50 (0.86-0.90, issue 81). θ lies within the values' range over the batch; the
+interval is clamped to it. Coverage on real and simulated crowds: docs/quality.md, "Audit samples".
 
-Rare categories (``o``, about 1 %): the interval is a normal approximation, unreliable when
-the sample holds only a few queries of the category, and of zero width when it holds none
-and the machine adds nothing (λ = 0). Read it as "rare", not as a precise zero.
+Small audits (issue 81: an audit of 50 under-covered, docs/quality.md, "Audit samples"). A class mean's variance
+and λ rest on the audit's members of the class (about 24 of 50): its quantile is Student's t with (members − 1)
+degrees of freedom. A share's rectifier variance is floored at ``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)``: the
+Agresti–Coull variance of an audit of n holding none of the class. Without it an audit holding 0-1 queries of a
+rare class, or 0-1 disagreeing with the prediction, gave an interval of almost no width (the ``demo`` crowd's
+share of "n", 97%: coverage 0.65 at 50). The floor binds only there; elsewhere a share is ``ppi_mean_ci``'s
+interval exactly, and ``ppi_py`` has no floor (its interval is the narrower one where the floor binds).
 """
 
 from __future__ import annotations
@@ -76,6 +72,7 @@ from statistics import NormalDist
 
 import numpy as np
 from scipy.optimize import brentq
+from scipy.stats import t as student_t
 
 from genderbias.labels import LABELS
 from genderbias.ranking.defaults import LEVEL
@@ -204,7 +201,9 @@ def _share(in_truth, in_predicted, audited, w, alpha, lam) -> dict:
     ``in_predicted`` over the batch): the test is ``ppi_mean_ci`` of A shifted by θ, weights or not."""
     a = in_truth.astype(float)
     ahat = in_predicted.astype(float)
-    moments = _Moments(a, np.zeros(len(a)), ahat, np.zeros(len(ahat)), audited, w, known=1.0)
+    z2 = NormalDist().inv_cdf(1 - alpha / 2) ** 2
+    floor = (z2 / 2) / (len(a) + z2) * (1 - (z2 / 2) / (len(a) + z2))
+    moments = _Moments(a, np.zeros(len(a)), ahat, np.zeros(len(ahat)), audited, w, known=1.0, floor=floor)
     estimate, lo, hi, lam_used = _inverted_interval(moments, (0.0, 1.0), alpha, lam)
     sample_estimate, sample_lo, sample_hi, _ = _inverted_interval(moments, (0.0, 1.0), alpha, 0.0)
     return {
@@ -228,7 +227,7 @@ def _class_mean(truth_codes, predicted_codes, audited, v, k, label, w, alpha, la
     b = members.astype(float)
     bhat = (predicted_codes == k).astype(float)
     span = (float(v.min()), float(v.max()))
-    moments = _Moments(v[audited] * b, b, v * bhat, bhat, audited, w)
+    moments = _Moments(v[audited] * b, b, v * bhat, bhat, audited, w, df=int(members.sum()) - 1)
     estimate, lo, hi, lam_used = _inverted_interval(moments, span, alpha, lam)
     sample_estimate, sample_lo, sample_hi, _ = _inverted_interval(moments, span, alpha, 0.0)
     return {
@@ -249,11 +248,12 @@ class _Moments:
     a, b: A and B on the audit sample (n); ahat, bhat: Â and B̂ on every query of the batch (N);
     audited: the sample's positions in the batch; known: a part of B that is the same known constant on
     every query (a share's B = 1), tested as E[A − θB] − θ · known: with weights, estimating a known
-    constant from the sample would only add the weights' spread to the variance.
+    constant from the sample would only add the weights' spread to the variance. floor: the least variance of
+    the rectifier; df: the t quantile's degrees of freedom (None: the normal quantile). See "Small audits".
     """
 
-    def __init__(self, a, b, ahat, bhat, audited, w, known: float = 0.0) -> None:
-        self.known = known
+    def __init__(self, a, b, ahat, bhat, audited, w, known=0.0, floor=0.0, df: int | None = None) -> None:
+        self.known, self.floor, self.df = known, floor, df
         self.a, self.b = a[:, None], b[:, None]
         self.ahat, self.bhat = ahat[audited][:, None], bhat[audited][:, None]
         self.n, self.big_n = len(a), len(ahat)
@@ -288,7 +288,7 @@ class _Moments:
                 lam_t = np.where(var > 0, np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0), 0.0)
         rectifier = w * (y - lam_t * yhat)
         estimate = lam_t * mean_u + rectifier.mean(axis=0) - theta * self.known
-        se = np.sqrt(np.maximum(lam_t**2 * var_u / big_n + rectifier.var(axis=0) / n, 0.0))
+        se = np.sqrt(np.maximum(lam_t**2 * var_u / big_n + np.maximum(rectifier.var(axis=0), self.floor) / n, 0.0))
         return estimate, se, lam_t
 
 
@@ -297,7 +297,7 @@ def _inverted_interval(
 ) -> tuple[float, float, float, float]:
     """(estimate, low, high, λ at the estimate): the θ in ``span`` whose PPI++ interval of E[A − θB]
     holds 0 (their hull), and the root of its centre."""
-    z = NormalDist().inv_cdf(1 - alpha / 2)
+    z = NormalDist().inv_cdf(1 - alpha / 2) if moments.df is None else float(student_t.ppf(1 - alpha / 2, moments.df))
     low_end, high_end = span
     xtol = 1e-12 * max(1.0, high_end - low_end)
 

@@ -5,11 +5,14 @@ shared-errors check fires without an audit, no surface prints the figure as a 95
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 import pandas as pd
 import pytest
 from django.utils import timezone
 from ppi_py import ppi_mean_ci
+from scipy.stats import t as student_t
 
 from annotation.models import AuditItem, AuditSample
 from genderbias.crowd import figure_intervals
@@ -36,12 +39,14 @@ def _audit(batch, labels):
 
 
 def _ppi_inverted(v, truth_n, predicted_n, audited, step=0.0005):
-    """ppi-python's ppi_mean_ci of (v − θ) · 1(T = n) (λ tuned at each θ, alpha 0.05), inverted on a grid of θ
-    over the values' range: the reference the report's interval must match."""
+    """ppi-python's ppi_mean_ci of (v − θ) · 1(T = n) (λ tuned at each θ), inverted on a grid of θ over the
+    values' range: the reference the report's interval must match. The library's quantile is Student's t on the
+    audit's n queries less one; ppi_py's is normal, so it gets the alpha whose normal quantile that is."""
+    alpha = 2 * (1 - NormalDist().cdf(student_t.ppf(0.975, truth_n.sum() - 1)))
     kept = []
     for theta in np.arange(v.min(), v.max() + step, step):
         yhat = (v - theta) * predicted_n
-        lo, hi = ppi_mean_ci((v[audited] - theta) * truth_n, yhat[audited], yhat, alpha=0.05)
+        lo, hi = ppi_mean_ci((v[audited] - theta) * truth_n, yhat[audited], yhat, alpha=alpha)
         if lo[0] <= 0 <= hi[0]:
             kept.append(theta)
     return min(kept), max(kept)

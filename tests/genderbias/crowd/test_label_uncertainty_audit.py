@@ -4,10 +4,13 @@ withholds the interval; the sentence each surface prints."""
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 import pandas as pd
 import pytest
 from ppi_py import ppi_mean_ci
+from scipy.stats import t as student_t
 
 from genderbias.crowd import figure_intervals as fi
 from genderbias.crowd.aggregation import majority_vote
@@ -48,11 +51,14 @@ def _study(seed: int = 3, queries: int = 300, audit: int = 80):
 
 
 def _ppi_inverted(v, in_truth, in_predicted, audited, step=0.0005):
-    """ppi-python's ppi_mean_ci of (v − θ) · 1(T = n), λ tuned at each θ, inverted on a grid of θ."""
+    """ppi-python's ppi_mean_ci of (v − θ) · 1(T = n), λ tuned at each θ, inverted on a grid of θ. The library's
+    quantile is Student's t on the audit's n queries less one; ppi_py's is normal: it gets the alpha whose normal
+    quantile that is."""
+    alpha = 2 * (1 - NormalDist().cdf(student_t.ppf(1 - ALPHA / 2, in_truth.sum() - 1)))
     kept = []
     for theta in np.arange(-0.6, 0.6, step):
         yhat = (v - theta) * in_predicted
-        lo, hi = ppi_mean_ci((v[audited] - theta) * in_truth, yhat[audited], yhat, alpha=ALPHA)
+        lo, hi = ppi_mean_ci((v[audited] - theta) * in_truth, yhat[audited], yhat, alpha=alpha)
         if lo[0] <= 0 <= hi[0]:
             kept.append(theta)
     return min(kept), max(kept)

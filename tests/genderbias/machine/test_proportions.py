@@ -31,7 +31,11 @@ def test_classic_ppi_matches_the_published_estimator(label):
     yhat_batch = _indicator(MACHINE_SAMPLE + MACHINE_REST, label)
     n, big_n = 10, 30
     theta = yhat_batch.mean() + (y - yhat).mean()
-    half = Z95 * np.sqrt(np.var(yhat_batch, ddof=0) / big_n + np.var(y - yhat, ddof=0) / n)
+    # The rectifier's variance floored at the Agresti-Coull variance of a sample holding none of the class
+    # (p0 = (z²/2)/(n + z²)): it binds for f and m, whose Y − Ŷ holds a single disagreement.
+    p0 = (Z95**2 / 2) / (n + Z95**2)
+    rectifier = max(np.var(y - yhat, ddof=0), p0 * (1 - p0))
+    half = Z95 * np.sqrt(np.var(yhat_batch, ddof=0) / big_n + rectifier / n)
 
     result = category_proportions(HUMAN, MACHINE_SAMPLE, MACHINE_REST, lam=1)[label]
     assert result["estimate"] == pytest.approx(theta)
@@ -99,14 +103,14 @@ def test_returns_every_label_with_clamped_intervals():
         assert 0 <= row["sample_ci"][0] <= row["sample_ci"][1] <= 1
     # f: the sample's share is .2 with a classical half-width above .2, so the raw lower bound is negative.
     assert result["f"]["sample_ci"][0] == 0.0
-    # o: never given by the machine nor the humans: λ cannot be tuned (0/0); the sample alone says 0.
-    assert result["o"] == {
-        "estimate": 0.0,
-        "ci": [0.0, 0.0],
-        "machine_only": 0.0,
-        "sample_only": 0.0,
-        "sample_ci": [0.0, 0.0],
-    }
+    # o: never given by the machine nor the humans: λ cannot be tuned (0/0); the sample alone says 0, its
+    # variance floored at p0 (1 − p0), p0 = (z²/2)/(10 + z²) (Agresti-Coull with no member): "rare", not a
+    # precise zero.
+    p0 = (Z95**2 / 2) / (10 + Z95**2)
+    high = Z95 * np.sqrt(p0 * (1 - p0) / 10)
+    o = result["o"]
+    assert (o["estimate"], o["machine_only"], o["sample_only"]) == (0.0, 0.0, 0.0)
+    assert o["ci"] == pytest.approx([0.0, high]) and o["sample_ci"] == pytest.approx([0.0, high])
 
 
 @pytest.mark.parametrize(
