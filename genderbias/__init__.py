@@ -11,6 +11,9 @@ such as :mod:`genderbias.ranking.defaults`, and importing the package must not l
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
 from typing import Any
 
 #: Public name → the module defining it.
@@ -44,8 +47,34 @@ _PUBLIC = {
 }
 __all__ = sorted(_PUBLIC)
 
-# The measures join ir_measures' registry (ir_measures.parse_measure("ARaB@10")); light: no numpy.
-importlib.import_module("genderbias.api.notation")
+
+class _JoinIrMeasures(importlib.abc.MetaPathFinder):
+    """The measures join ir_measures' registry (``ir_measures.parse_measure("ARaB@10")``) as soon as both are
+    imported, in either order: the platform imports the package at start-up, where loading ir_measures (and
+    what it loads) would cost every process and command (tests/core/test_startup.py), so the registration
+    waits for ir_measures' own import and follows it."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "ir_measures":
+            return None
+        sys.meta_path.remove(self)  # one registration; the spec below comes from the other finders
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            load(module)
+            importlib.import_module("genderbias.api.notation")
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if "ir_measures" in sys.modules:
+    importlib.import_module("genderbias.api.notation")
+elif not any(isinstance(finder, _JoinIrMeasures) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _JoinIrMeasures())
 
 
 def __getattr__(name: str) -> Any:

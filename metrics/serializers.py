@@ -7,7 +7,6 @@ from core.serializers import CountField, DecimalNumberField
 from genderbias.figure_notes import FigureNotes, figure_notes
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from genderbias.report_option import ReportOption
-from metrics.formatting import interval_notes
 from metrics.selectors import report_policy
 
 from .models import Report, Result
@@ -56,6 +55,8 @@ class ResultSerializer(serializers.ModelSerializer):
         return self._notes(result).sign_undecided
 
     def get_notes(self, result: Result) -> list[str]:
+        from metrics.formatting import interval_notes  # start-up
+
         return interval_notes(self._notes(result).texts(), result.report.interval_sentence, result.corrected)
 
 

@@ -38,6 +38,8 @@ from genderbias.crowd.aggregation import (
     wawa,
     wawa_weights,
 )
+from genderbias.crowd.difficulty import fit_difficulty
+from genderbias.crowd.model_choice import encode
 from genderbias.labels import LABELS
 
 #: crowd-kit's names: the task column, and the aggregated label's Series.
@@ -206,8 +208,6 @@ class GLAD(_Aggregator):
         self.labels = tuple(labels) if labels is not None else None
 
     def fit(self, data: pd.DataFrame, true_labels: Mapping[Any, Hashable] | pd.Series | None = None) -> GLAD:
-        from genderbias.crowd.difficulty import fit_difficulty
-        from genderbias.crowd.model_choice import encode
 
         coded, codes = self._coded(data)
         encode_label = {label: code for code, label in self._decode.items()}

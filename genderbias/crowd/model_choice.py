@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from genderbias.crowd.coins import LABEL_PRIOR, ONE_COIN
+from genderbias.crowd.difficulty import fit_difficulty, vote_log_likelihood
 from genderbias.crowd.estimation import (
     MODELS,
     SHRINKAGE,
@@ -171,7 +172,6 @@ def choose_difficulty(
     queries' paired differences (one parameter a query must be paid for on queries it never saw). Where
     some queries are hard for everyone it wins; where errors are independent given the label, a spread of
     easiness only costs (tests/genderbias/crowd/test_model_choice_difficulty.py; docs/quality.md)."""
-    from genderbias.crowd.difficulty import fit_difficulty, vote_log_likelihood
 
     model = next(name for name, form in MODELS.items() if form == (encoded.label_prior, encoded.shrinkage))
     fold, free = held_out_folds(encoded, folds, seed)

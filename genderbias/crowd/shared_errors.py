@@ -20,6 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.audit_size import AUDIT_CLASS_ITEMS, MIN_AUDIT, suggested_audit_size  # noqa: F401  (re-exported)
+from genderbias.labels import LABELS
+
 #: Permutations of :func:`shared_errors` when the arrangements are too many to enumerate.
 SHARED_ERROR_DRAWS = 10_000
 
@@ -116,20 +120,6 @@ CROWD_CHECK_REPLICATES = 400
 CROWD_CHECK_LEVEL = 0.05
 #: A gold question counts in the gold test with at least this many answers.
 MIN_GOLD_ANSWERS = 3
-#: Queries of the class of interest an audit needs, and the fewest queries an audit sample has: the prediction-
-#: powered interval covers from 50 audited queries on (docs/quality.md, "Audit samples").
-AUDIT_CLASS_ITEMS, MIN_AUDIT = 25, 50
-
-
-def suggested_audit_size(expected_share: float) -> int:
-    """How many queries an expert audit sample needs to settle a figure about one class: about
-    :data:`AUDIT_CLASS_ITEMS` queries of that class, i.e. ``ceil(25 / expected_share)``, and never fewer than
-    :data:`MIN_AUDIT` (below that the prediction-powered interval under-covers). ``expected_share`` in (0, 1]:
-    the class's share of the batch (the crowd model's class share, or the researcher's guess)."""
-    share = float(expected_share)
-    if not 0.0 < share <= 1.0:
-        raise ValueError(f"expected_share {expected_share!r}: must lie in (0, 1]")
-    return max(MIN_AUDIT, math.ceil(AUDIT_CLASS_ITEMS / share - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -239,8 +229,6 @@ def crowd_shared_errors(
     ``level`` / 2 (Bonferroni: ``level`` for the two together on a crowd without shared errors). Calibrated on
     the simulated crowds and adultcontent2 (``benchmarks/shared_errors_check.py``, docs/quality.md "Errors
     shared by query")."""
-    from genderbias.crowd.aggregation import dawid_skene
-    from genderbias.labels import LABELS
 
     frame = _answers_frame(answers)
     gold = {str(task): str(label) for task, label in (gold or {}).items()}

@@ -8,7 +8,7 @@ turns the pilot's differences into the queries needed: the pilot's A − B and i
 (:func:`pooled_to_annotate`), how much wider a report on a batch's labels makes a difference's
 interval (:func:`label_width_factor`), and the expert audit sample a batch needs for a target width of its
 prediction-powered interval and the hours to label it (:func:`audit_size_for_width`, :func:`audit_hours`; issue
-81; the smallest audit worth drawing is ``genderbias.crowd.shared_errors.suggested_audit_size``'s rule).
+81; the smallest audit worth drawing is ``genderbias.crowd.audit_size.suggested_audit_size``'s rule).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Reads only (no state changes), in three steps:
    that gives every label-corrected figure its prediction-powered interval, sized for a target width of
    the paired difference's interval over the non-gendered queries
    (:func:`genderbias.stats.plan_inputs.audit_size_for_width`), at least the size the site draws by default
-   (:func:`genderbias.crowd.shared_errors.suggested_audit_size`: about 25 non-gendered queries, at least 50), and the
+   (:func:`genderbias.crowd.audit_size.suggested_audit_size`: about 25 non-gendered queries, at least 50), and the
    researcher's hours to label it.
 
 The test sized is the pilot report's: the paired t-test, or, for a report on a batch's labels, its
@@ -43,7 +43,7 @@ from django.db.models import Q
 from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
 from annotation.models import Batch, Export, Provider
-from genderbias.crowd.shared_errors import suggested_audit_size
+from genderbias.crowd.audit_size import suggested_audit_size
 from genderbias.errors import ServiceError
 from genderbias.labels import LABELS, NON_GENDERED
 from genderbias.options import CUTOFF_OPTION
@@ -439,7 +439,7 @@ def audit_plan(plan: dict[str, Any], sd: float, width: float, width_is_delta: bo
     """The audit sample of the planned batch (docs/metrics.md, "Planning a study"): its size for a 95% interval of
     full width ``width`` of the label-corrected difference over the non-gendered queries, σ the pilot's sd of the
     differences and the share the pool's (else the SIGIR 2020 one, said so), at least the audit the site draws
-    by default for the batch (:func:`genderbias.crowd.shared_errors.suggested_audit_size`, at most the batch); and the hours an expert
+    by default for the batch (:func:`genderbias.crowd.audit_size.suggested_audit_size`, at most the batch); and the hours an expert
     labels it in at ``seconds`` a query."""
 
     if "non_gendered_share" in plan:

@@ -546,7 +546,7 @@ def test_each_pool_plans_with_its_own_share_never_another_pools(world, staff):
 
 def _audit_size(sd, share, width, batch):
     """⌈(2 z σ / w)² / share⌉ with z from scipy (not the code under test), at least the site's default audit of
-    the batch: ⌈25 / share⌉, at least 50, at most the batch (genderbias.crowd.shared_errors.suggested_audit_size)."""
+    the batch: ⌈25 / share⌉, at least 50, at most the batch (genderbias.crowd.audit_size.suggested_audit_size)."""
     from scipy.stats import norm
 
     return max(math.ceil((2 * norm.ppf(0.975) * sd / width) ** 2 / share), min(batch, max(50, math.ceil(25 / share))))

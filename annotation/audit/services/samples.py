@@ -22,11 +22,10 @@ from annotation.audit.selectors import may_label, population_qids
 from annotation.models import AuditItem, AuditSample, Batch
 from core.models import Membership
 from core.selectors import group_of, require_role, role_in
-from genderbias.crowd.shared_errors import suggested_audit_size
+from genderbias.crowd.audit_size import suggested_audit_size
 from genderbias.errors import FieldError, InputError, StateError
 from genderbias.files.textfiles import csv_records, open_text
 from genderbias.labels import LABELS, label_code
-from genderbias.machine.calibration_sample import random_sample
 
 #: The optional header of an imported labels file.
 IMPORT_HEADER = ("qid", "label")
@@ -35,7 +34,7 @@ IMPORT_HEADER = ("qid", "label")
 def draw_audit_sample(
     batch: Batch, *, by=None, size: int | None = None, seed: int | None = None, expected_share: float = 0.5
 ) -> AuditSample:
-    """Draw the batch's audit sample (``size`` default: :func:`genderbias.crowd.shared_errors.suggested_audit_size`, at most the batch
+    """Draw the batch's audit sample (``size`` default: :func:`genderbias.crowd.audit_size.suggested_audit_size`, at most the batch
     for ``expected_share``; ``seed`` default: a fresh one, stored), or extend the one drawn.
 
     ``by``: the researcher drawing it (``None``: the operator at the command line)."""
@@ -86,6 +85,8 @@ def draw_audit_sample(
                     f"batch {batch.name} had {sample.population} queries when its audit sample was drawn and has "
                     f"{len(qids)} now: the sample cannot be extended"
                 )
+        from genderbias.machine.calibration_sample import random_sample  # start-up
+
         drawn = random_sample(qids, size, seed=sample.seed)
         kept = list(sample.items.order_by("draw_index").values_list("batch_query__qid", flat=True))
         if drawn[: len(kept)] != kept:

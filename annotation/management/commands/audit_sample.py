@@ -6,7 +6,7 @@ from annotation.audit.selectors import audit_items, audit_progress
 from annotation.audit.services.samples import draw_audit_sample, import_audit_labels
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand, decimal_number, whole_number
-from genderbias.crowd.shared_errors import AUDIT_CLASS_ITEMS, MIN_AUDIT
+from genderbias.crowd.audit_size import AUDIT_CLASS_ITEMS, MIN_AUDIT
 
 
 class Command(ProjectCommand):

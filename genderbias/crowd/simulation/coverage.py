@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from genderbias.crowd.aggregation import dawid_skene
+from genderbias.crowd.class_means import class_means
 from genderbias.crowd.denoised import denoised_bias, denoised_fit, leave_out_estimates, refitted_draws
 from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
 from genderbias.crowd.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
@@ -225,7 +226,6 @@ def floor_intervals(drawn, weights: np.ndarray, shares: np.ndarray) -> dict:
     narrowest a crowd-model interval can be when the model is right and its parameters known. Where the answers
     are not independent given the label (difficulty, fatigue) those posteriors are too sure and the floor is
     below what any interval that covers can reach. ``<figure>:floor`` (covers), ``<figure>:floor_width``."""
-    from genderbias.crowd.class_means import class_means
 
     posteriors = known_posteriors(drawn, shares)
     if posteriors is None:

@@ -18,7 +18,7 @@ from annotation.audit.services.samples import (
     trust_labeller,
 )
 from annotation.models import AuditItem
-from genderbias.crowd.shared_errors import suggested_audit_size
+from genderbias.crowd.audit_size import suggested_audit_size
 from genderbias.errors import FieldError, InputError, StateError
 from genderbias.machine.calibration_sample import random_sample
 from tests.annotation.audit.conftest import QUERIES

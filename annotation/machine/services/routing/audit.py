@@ -25,6 +25,7 @@ from annotation.machine.services.routing.plan import (
 )
 from annotation.models import Batch
 from genderbias.errors import FieldError, StateError
+from genderbias.files.textfiles import open_text
 
 
 def audit_routing(
@@ -164,7 +165,6 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
     from genderbias.crowd.simulation.escalation import ReferenceRule
     from genderbias.crowd.simulation.workers import crowd_from_dict, crowd_from_figures
     from genderbias.errors import InputError
-    from genderbias.files.textfiles import open_text
     from genderbias.labels import LABELS
 
     sample = None
