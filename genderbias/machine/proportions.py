@@ -188,12 +188,11 @@ def audit_difference(
 ) -> dict:
     """The paired difference ``second − first`` of two runs' means over the queries truly labelled
     ``label``: :func:`audit_class_mean` of the per-query differences (same keys)."""
-    labels, truth_codes, predicted_codes, index, w = _validate_audit(
-        truth, predicted, audited, weights, labels, alpha, lam
+    a = _validate_values(first, len(predicted), "first")
+    b = _validate_values(second, len(predicted), "second")
+    return audit_class_mean(
+        truth, predicted, audited, b - a, label=label, weights=weights, labels=labels, alpha=alpha, lam=lam
     )
-    a = _validate_values(first, len(predicted_codes), "first")
-    b = _validate_values(second, len(predicted_codes), "second")
-    return _class_mean(truth_codes, predicted_codes, index, b - a, _label_code(label, labels), label, w, alpha, lam)
 
 
 def _share(in_truth, in_predicted, audited, w, alpha, lam) -> dict:
