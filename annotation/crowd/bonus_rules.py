@@ -38,9 +38,6 @@ CENT = Decimal("0.01")
 BULK_SIZE = 200
 #: The largest amount a rule may name (what a ``BonusPayment`` holds: 8 digits, 2 decimals).
 MAX_AMOUNT = Decimal("999999.99")
-#: What a participant may earn in bonuses from one batch unless configured otherwise
-#: (``settings.BONUS_MAX_PER_PARTICIPANT_USD``): more is refused as a likely typo (Prolific pays at once).
-DEFAULT_MAX_PER_PARTICIPANT = Decimal("100.00")
 
 
 class RuleError(ValueError):

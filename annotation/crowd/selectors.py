@@ -23,11 +23,6 @@ def batches() -> QuerySet[Batch]:
     return Batch.objects.all()
 
 
-def batch_by_name(name: str) -> Batch | None:
-    """The batch named ``name``, or None."""
-    return Batch.objects.filter(name=name).first()
-
-
 # -- what counts as answered and as charged: one rule for every figure (issue 45) -------------------
 # Work that failed its gold questions is rejected by the next sync (unless the researcher approves
 # everything): counted as answered before the sync and not after, a page showed 81/81 and $6.48,

@@ -87,7 +87,6 @@ def read_bonus_rule(text: str) -> dict:
     return {"kind": kind.strip(), "amount": amount.strip()}
 
 
-PROLIFIC_ONLY = "Prolific only: "
 #: A Prolific study's options (``Batch.provider_options``), declared once for the form, the API and the command.
 OPTIONS: tuple[BatchOption, ...] = (
     BatchOption(

@@ -38,8 +38,6 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-#: The URL parameter Prolific adds the token to.
-TOKEN_PARAMETER = "prolific_token"
 #: The key type and algorithm the JWKS and the token's header name (always these, says the reference).
 ALGORITHM = "RS256"
 #: Seconds of clock difference allowed on ``exp`` and ``iat``.

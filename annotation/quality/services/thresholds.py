@@ -91,8 +91,3 @@ def apply_thresholds(batch: Batch, provider: CrowdProvider) -> ThresholdResult:
             provider.block_worker(flag.worker.identity.external_id, f"Blocked after batch {batch.name}: {flag.reason}")
         WorkerFlag.objects.filter(pk=flag.pk).update(provider_blocked=True)
     return result
-
-
-def flags_by_worker(batch: Batch) -> dict[str, WorkerFlag]:
-    """The batch's flags by worker pseudonym (for the worker quality page)."""
-    return {f.worker.pseudonym: f for f in batch.worker_flags.select_related("worker")}
