@@ -27,7 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatPreLabeller, MemoryCache, Sampled
+from annotation.machine.prelabellers.chat_answers import DEFAULT_PROMPT, Sampled
+from annotation.machine.prelabellers.openai_chat import ChatPreLabeller, MemoryCache
 from genderbias.labels import LABELS
 from genderbias.machine.routing_audit import oracle_threshold
 

@@ -26,7 +26,7 @@ from django.core.management import call_command
 
 from annotation import services
 from annotation.exports.services import export_for_download
-from annotation.machine.prelabellers.openai_chat import Sampled
+from annotation.machine.prelabellers.chat_answers import Sampled
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
 from core.services.api_tokens import api_token

@@ -31,8 +31,9 @@ from django.db import transaction
 
 from annotation.crowd.services.batches import LABELLED_SET_PREFIX, read_labelled, read_labelled_file
 from annotation.machine.prelabellers import PreLabeller, get_prelabeller
+from annotation.machine.prelabellers.chat_answers import DEFAULT_PROMPT, Prompt, Sampled, parse_answer
+from annotation.machine.prelabellers.chat_client import ChatClient
 from annotation.machine.prelabellers.interface import Prediction, PreLabelError, PreLabelStopped, Usage
-from annotation.machine.prelabellers.openai_chat import DEFAULT_PROMPT, ChatClient, Prompt, Sampled, parse_answer
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from annotation.results.selectors import BatchAnswers
 from core.redaction import mask_secret

@@ -14,7 +14,7 @@ import pytest
 
 from annotation import services
 from annotation.exports.services import export_queries
-from annotation.machine.prelabellers.openai_chat import ChatClient
+from annotation.machine.prelabellers.chat_client import ChatClient
 from annotation.machine.selectors import calibration_report, machine_labels, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import make_prelabeller, prelabel_batch

@@ -10,8 +10,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from annotation.machine.prelabellers import PreLabelError, get_prelabeller, openai_chat
-from annotation.machine.prelabellers.openai_chat import ChatClient, ChatPreLabeller, parse_answer, vote
+from annotation.machine.prelabellers import PreLabelError, chat_answers, get_prelabeller
+from annotation.machine.prelabellers.chat_answers import parse_answer, vote
+from annotation.machine.prelabellers.chat_client import ChatClient
+from annotation.machine.prelabellers.openai_chat import ChatPreLabeller
 from annotation.machine.prelabellers.rules import RulesPreLabeller
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
@@ -88,9 +90,9 @@ def test_the_prompt_matches_its_version():
         "gender-v1": "ad548855750dc875b00a1cb4c917dec35742c36b31c21c3ec955f1ab632102a5",
         "gender-v2": "79dd94a92d132a661c853a5d8fcfd0fdf725b82659efa4a85f6f3a4025cad5f4",  # the query as data
     }
-    digest = hashlib.sha256(f"{openai_chat.SYSTEM_PROMPT}\n\n{openai_chat.USER_TEMPLATE}".encode()).hexdigest()
-    assert digest == openai_chat.PROMPT_SHA256
-    assert known[openai_chat.PROMPT_VERSION] == digest
+    digest = hashlib.sha256(f"{chat_answers.SYSTEM_PROMPT}\n\n{chat_answers.USER_TEMPLATE}".encode()).hexdigest()
+    assert digest == chat_answers.PROMPT_SHA256
+    assert known[chat_answers.PROMPT_VERSION] == digest
 
 
 # -- over HTTP -------------------------------------------------------------------------------
@@ -206,7 +208,7 @@ def test_unparseable_answers_are_counted_never_guessed(fake_openai, batch):
     assert "101" not in stored(batch)
     assert summary.unlabelled == 1 and summary.usage.unparseable == 4
     kept = PreLabelAnswer.objects.get(text=TEXT["101"]).answers  # kept with their log-probabilities
-    assert [openai_chat.answer_content(a) for a in kept] == ["maybe", "", "n or o"]
+    assert [chat_answers.answer_content(a) for a in kept] == ["maybe", "", "n or o"]
 
 
 def test_a_server_that_ignores_n_is_asked_again_only_when_needed_and_calls_are_limited(fake_openai, batch):
@@ -271,7 +273,7 @@ def test_a_prompt_file_is_sent_and_versioned_by_its_text(fake_openai, batch, set
     prompt_file.write_text("Label the query: n, f, m or o.\n---\nQuery: {query}\n")
     settings.PRELABEL_PROMPT_FILE = str(prompt_file)
     first = prelabel_batch(batch, "openai")
-    assert first.prompt_version.startswith("custom-") and first.prompt_version != openai_chat.PROMPT_VERSION
+    assert first.prompt_version.startswith("custom-") and first.prompt_version != chat_answers.PROMPT_VERSION
     assert {r["messages"][0]["content"] for r in fake_openai.requests} == {"Label the query: n, f, m or o."}
     # Editing the prompt makes a new version: its labels sit beside the old ones, the cache is not reused.
     prompt_file.write_text("Label the query with one letter: n, f, m or o.\n---\nQuery: {query}\n")

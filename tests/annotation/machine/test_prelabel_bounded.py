@@ -10,12 +10,8 @@ import math
 import pytest
 
 from annotation.machine.prelabellers import PreLabelError
-from annotation.machine.prelabellers.openai_chat import (
-    DEFAULT_MAX_ANSWER_TOKENS,
-    ChatClient,
-    ChatPreLabeller,
-    MemoryCache,
-)
+from annotation.machine.prelabellers.chat_client import DEFAULT_MAX_ANSWER_TOKENS, ChatClient
+from annotation.machine.prelabellers.openai_chat import ChatPreLabeller, MemoryCache
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import PreLabel
 from tests.annotation.conftest import QUERIES, make_batch

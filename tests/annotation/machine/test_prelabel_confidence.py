@@ -9,17 +9,16 @@ import math
 
 import pytest
 
-from annotation.machine.prelabellers.interface import PreLabelStopped
-from annotation.machine.prelabellers.openai_chat import (
-    ChatClient,
-    ChatPreLabeller,
-    MemoryCache,
+from annotation.machine.prelabellers.chat_answers import (
     answer_content,
     distribution,
     read_top_logprobs,
     token_label,
     vote,
 )
+from annotation.machine.prelabellers.chat_client import ChatClient
+from annotation.machine.prelabellers.interface import PreLabelStopped
+from annotation.machine.prelabellers.openai_chat import ChatPreLabeller, MemoryCache
 from annotation.machine.services.prelabels import DatabaseAnswerCache, _sha, prelabel_batch
 from annotation.models import PreLabelAnswer
 from tests.annotation.machine.openai_server import KEY, FakeOpenAI, serve

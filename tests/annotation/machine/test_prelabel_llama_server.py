@@ -8,8 +8,9 @@ import math
 
 import pytest
 
+from annotation.machine.prelabellers.chat_client import ChatClient
 from annotation.machine.prelabellers.interface import PreLabelStopped
-from annotation.machine.prelabellers.openai_chat import NAMELESS_AFTER, ChatClient, ChatPreLabeller, MemoryCache
+from annotation.machine.prelabellers.openai_chat import NAMELESS_AFTER, ChatPreLabeller, MemoryCache
 from tests.annotation.machine.openai_server import KEY, FakeOpenAI, llama_server, serve
 
 #: What SmolLM2-135M wrote to the built-in prompt in free text (measured on llama-server).
@@ -94,7 +95,7 @@ def test_the_fake_writes_the_fence_and_the_cut_as_llama_server_does(fake):
     import json
     import urllib.request
 
-    from annotation.machine.prelabellers.openai_chat import messages, response_format
+    from annotation.machine.prelabellers.chat_answers import messages, response_format
 
     llama_server(fake, 1)
     body = {"model": fake.model, "messages": messages("q"), "temperature": 1.0, "max_tokens": 11}

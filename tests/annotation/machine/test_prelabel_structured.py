@@ -15,15 +15,10 @@ import jsonschema
 import pytest
 
 from annotation.machine.prelabellers import PreLabelError
+from annotation.machine.prelabellers.chat_answers import LABEL_SCHEMA, PROMPT_VERSION, messages
+from annotation.machine.prelabellers.chat_client import ChatClient
 from annotation.machine.prelabellers.interface import PreLabelStopped
-from annotation.machine.prelabellers.openai_chat import (
-    LABEL_SCHEMA,
-    PROMPT_VERSION,
-    ChatClient,
-    ChatPreLabeller,
-    MemoryCache,
-    messages,
-)
+from annotation.machine.prelabellers.openai_chat import ChatPreLabeller, MemoryCache
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import PreLabel
 from core.connection_kinds import KINDS
