@@ -1,6 +1,6 @@
 """The shared app: what every other app uses.
 
-Errors (:mod:`genderbias.errors`), atomic files and hashing (:mod:`genderbias.files.atomic`), cache and
+Refusals of a request (:mod:`core.errors`), atomic files and hashing (:mod:`genderbias.files.atomic`), cache and
 staging folders (:mod:`core.services.storage`), names (:mod:`core.services.names`), bulk inserts
 (:mod:`core.db`), the :class:`~core.models.Job` progress record with its pages, API and
 task wrapper (:mod:`core.jobs`, :mod:`core.progress`, :mod:`core.tasks`, :mod:`core.jobs.sweeper`), permissions

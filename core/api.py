@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.connection_kinds import KINDS
+from core.errors import FieldError, ProviderError, ServiceError, StateError
 from core.jobs import TooManyJobs
 from core.models import Job
 from core.selectors import connection_state, connection_states, jobs_for
@@ -23,7 +24,7 @@ from core.serializers import ConnectionSerializer, ConnectionUpdateSerializer, J
 from core.services.connections import delete_connection, save_connection, start_test_connection
 from core.services.uploads import discard_uploads, use_staging_uploads
 from core.web.permissions import can_manage_connections
-from genderbias.errors import FieldError, InputError, ProviderError, ServiceError, StateError
+from genderbias.errors import InputError
 
 
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
@@ -77,7 +78,7 @@ def checked(
     default 3, silently). Query parameters are not checked so (``format``, ``page``: the framework's).
 
     The serializer only reads (types, formats, the fields the OpenAPI schema shows): a rule on
-    the values is checked once, by the service the endpoint calls (a :class:`~genderbias.errors.FieldError`,
+    the values is checked once, by the service the endpoint calls (a :class:`~core.errors.FieldError`,
     answered as a 400 naming the field by :func:`exception_handler`), or by the page's form
     the endpoint hands them to (:func:`form_data`, :func:`form_errors`)."""
     params = serializer_class(data=data)
@@ -138,11 +139,11 @@ def exception_handler(exc, context) -> Response | None:
 
     DRF already answers its own exceptions, ``Http404`` and ``PermissionDenied``; this adds
     the project's two error types and Django's model validation, which would otherwise
-    escape as 500s: :class:`~genderbias.errors.ServiceError` (a taken name, an empty selection)
+    escape as 500s: :class:`~core.errors.ServiceError` (a taken name, an empty selection)
     and :class:`~genderbias.errors.InputError` (a file's content, named with its line) are 400s;
-    a :class:`~genderbias.errors.StateError` (the object's state refuses the action, such as
-    publishing a completed batch) is a 409; a :class:`~genderbias.errors.FieldError` (a service's check of
-    one field's rule) is a 400 naming its field, as a serializer's would. A :class:`~genderbias.errors.ProviderError` is a
+    a :class:`~core.errors.StateError` (the object's state refuses the action, such as
+    publishing a completed batch) is a 409; a :class:`~core.errors.FieldError` (a service's check of
+    one field's rule) is a 400 naming its field, as a serializer's would. A :class:`~core.errors.ProviderError` is a
     ServiceError (400) when the provider refused the call, and a 502 when the provider
     itself failed (5xx, throttled past the retries, no answer): the request was fine and
     may succeed later. The body is always ``{"detail": message}`` or, for field errors,

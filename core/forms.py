@@ -11,7 +11,7 @@ from genderbias.numbers import NumberError, parse_count
 
 
 def add_service_error(form: forms.Form, exc: Exception) -> None:
-    """A service's refusal shown on the page's form: a :class:`~genderbias.errors.FieldError` (the
+    """A service's refusal shown on the page's form: a :class:`~core.errors.FieldError` (the
     service's one check of a field's rule) under its field when the form has that field, any
     other refusal above the fields."""
     field = getattr(exc, "field", None)

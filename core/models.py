@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from core.db import scope as _scope
 from core.db.prepared import Prepared
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 #: The group a site starts with: the migration puts every existing study and staff account in it.
 DEFAULT_GROUP_SLUG = "default"

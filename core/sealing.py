@@ -18,7 +18,7 @@ import functools
 import json
 from pathlib import Path
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 KEY_SETTING = "CONNECTIONS_KEY"
 #: The key file's name in the site's data folder, when ``CONNECTIONS_KEY`` is not set.

@@ -12,6 +12,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 
 from core.connection_kinds import KINDS
+from core.errors import ServiceError
 from core.forms import ApiTokenForm, ConnectionForm
 from core.models import Job, Membership, chosen_group_id, roles_of
 from core.selectors import (
@@ -28,7 +29,6 @@ from core.services.api_tokens import api_token, revoke_api_token, token_of
 from core.services.changelog import acknowledge_changelog
 from core.services.connections import delete_connection, save_connection, start_test_connection
 from core.web.permissions import connections_manager_required, researcher_required
-from genderbias.errors import ServiceError
 
 
 def _job_context(job: Job) -> dict:

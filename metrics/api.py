@@ -9,9 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api import ErrorSerializer, form_data, form_errors, job_started
+from core.errors import ServiceError
 from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
 from core.templatetags.roles import may_act
-from genderbias.errors import ServiceError
 from genderbias.numbers import NumberError, parse_count
 from genderbias.options import (
     AWRF_P_OPTION,

@@ -8,9 +8,9 @@ from typing import Any
 from django import forms
 
 from annotation import selectors as annotation_selectors
+from core.errors import ServiceError
 from core.forms import CountField, DecimalNumberField, MoneyField, add_service_error
 from core.models import Job
-from genderbias.errors import ServiceError
 from genderbias.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,

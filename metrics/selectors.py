@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotation.selectors import query_texts, remembered
+from core.errors import ServiceError
 from genderbias import methods
-from genderbias.errors import ServiceError
 from genderbias.labels import LABELS
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from genderbias.ranking.vocabulary import BY_NAME

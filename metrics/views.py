@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import selectors as annotation_selectors
 from annotation.models import Batch
+from core.errors import ServiceError, StateError
 from core.jobs import TooManyJobs
 from core.models import Job
 from core.selectors import jobs_for, unacknowledged_changes
@@ -22,7 +23,6 @@ from core.spreadsheet import csv_text
 from core.templatetags.roles import may_act
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
-from genderbias.errors import ServiceError, StateError
 from genderbias.figure_notes import figure_notes
 from genderbias.numbers import parse_count
 from genderbias.ranking.defaults import MAX_CUTOFF, TABLE_LAYOUTS

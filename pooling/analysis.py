@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.text import DEFAULT_MAGNITUDE, MAGNITUDES
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 

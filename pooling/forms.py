@@ -2,10 +2,10 @@
 
 from django import forms
 
+from core.errors import ServiceError
 from core.forms import CountField, add_service_error
 from core.models import Job
 from core.services.uploads import check_import_path, keep_upload, upload_too_large_message
-from genderbias.errors import ServiceError
 from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.models import Pool

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.files.atomic import atomic_write
 
 #: What an ir_datasets id looks like (``msmarco-passage/dev/small``, ``beir/scifact/test``).

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 
-from genderbias.errors import InputError, ServiceError, Skipped
+from core.errors import ServiceError
+from genderbias.errors import InputError, Skipped
 from genderbias.figure_notes import figure_notes
 from genderbias.files.atomic import file_sha256, write_parquet_atomic
 from genderbias.files.docstores import V2PassageFiles

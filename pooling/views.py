@@ -10,13 +10,14 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllow
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
+from core.errors import ServiceError
 from core.models import Job
 from core.natural import natural_key
 from core.services.uploads import check_import_path, staged_uploads
 from core.spreadsheet import write_csv, write_tsv
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
-from genderbias.errors import InputError, ServiceError
+from genderbias.errors import InputError
 
 from . import selectors, services
 from .forms import ImportForm, NamedSetForm, PoolForm, chosen_columns

@@ -12,9 +12,9 @@ from rest_framework.views import APIView
 
 from annotation.models import Batch
 from core.api import ErrorSerializer, body_object, checked, job_started
+from core.errors import ServiceError, StateError
 from core.serializers import JobSerializer
 from core.templatetags.roles import may_act
-from genderbias.errors import ServiceError, StateError
 from metrics.models import Report
 from publishing.latex import TEMPLATES
 from publishing.latex import template as latex_template

@@ -9,9 +9,9 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from annotation.models import Batch
+from core.errors import ServiceError, StateError
 from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
-from genderbias.errors import ServiceError, StateError
 from metrics.models import Report
 from publishing.forms import PublishDatasetForm
 from publishing.latex import template as latex_template

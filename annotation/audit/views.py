@@ -26,10 +26,10 @@ from annotation.audit.forms import DrawForm, ImportForm, TrustForm
 from annotation.audit.services.samples import draw_audit_sample, import_audit_labels, label_audit_query, trust_labeller
 from annotation.crowd.services.publishing import CATEGORIES
 from annotation.models import Batch
+from core.errors import ServiceError
 from core.forms import add_service_error
 from core.services.uploads import staged_uploads
 from core.templatetags.roles import may_act
-from genderbias.errors import ServiceError
 
 
 def _batch(request: HttpRequest, name: str) -> Batch:

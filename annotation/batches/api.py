@@ -49,8 +49,8 @@ from annotation.results.selectors import query_results
 from annotation.results.serializers import ExportRequestSerializer
 from annotation.results.views import export_file_response
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
+from core.errors import StateError
 from core.serializers import JobSerializer
-from genderbias.errors import StateError
 from genderbias.labels import LABELS
 
 #: Filters of the per-query rows: ``?q=`` (qid or text) and ``?label=`` (a label, or ``none``: set aside).

@@ -50,12 +50,12 @@ from annotation.results.selectors import (
     set_aside_rows,
 )
 from annotation.results.views import export_file_response
+from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted
 from core.services.uploads import staged_uploads
 from core.web import paging
 from core.web.paging import TablePage, table_page
 from core.web.permissions import researcher_required
-from genderbias.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 from genderbias.ranking.defaults import LEVEL_PERCENT
 

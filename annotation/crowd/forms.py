@@ -13,9 +13,10 @@ from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery, s
 from annotation.crowd.services.batches import create_batch, estimate_cost, labelled_query_set, read_gold_file
 from annotation.models import Batch, HitQuery
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
+from core.errors import ServiceError
 from core.forms import CountField
 from core.services.uploads import upload_too_large_message
-from genderbias.errors import InputError, ServiceError
+from genderbias.errors import InputError
 from genderbias.labels import LABEL_CHOICES
 from pooling.models import Pool, QuerySet
 

@@ -33,7 +33,7 @@ from annotation.results.selectors import (
     query_results,
     usable_judgments,
 )
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 from genderbias.ranking.defaults import LEVEL
 from pooling.selectors import named_set_facts

@@ -25,9 +25,9 @@ from annotation.results.export_formats import (
     write_dataset_card,
 )
 from annotation.results.selectors import CITATION, BatchAnswers, agreement, min_votes, query_results
+from core.errors import ServiceError
 from core.services.names import validate_name
 from core.services.storage import cache_dir
-from genderbias.errors import ServiceError
 from genderbias.files.atomic import check_writable, file_sha256
 from genderbias.labels import EXPORT_CATEGORIES
 from pooling import services as pooling_services

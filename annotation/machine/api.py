@@ -57,10 +57,10 @@ from annotation.machine.services.prelabels import cached_answers, clear_answer_c
 from annotation.machine.services.routing import plan_routing, plan_summary, route_and_publish, routing_request
 from annotation.models import Batch
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
+from core.errors import ServiceError, StateError
 from core.models import Job
 from core.serializers import JobSerializer
 from core.templatetags.roles import may_act
-from genderbias.errors import ServiceError, StateError
 
 #: The plan's query id lists, left out of a preview unless ``?qids=1``.
 QID_LISTS = ("accepted", "to_humans", "over_budget", "in_training", "no_machine_label")

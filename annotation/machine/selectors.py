@@ -41,7 +41,7 @@ from annotation.results.selectors import (
     machine_accepted,
     remembered,
 )
-from genderbias.errors import StateError
+from core.errors import StateError
 from genderbias.labels import LABEL_NAMES, LABELS
 from genderbias.machine.echo import ECHO_Z, MIN_ANSWERS, echo_check
 

@@ -28,8 +28,8 @@ from annotation.results.review import (
     with_status,
 )
 from annotation.results.selectors import following_query, review_queue
+from core.errors import ServiceError
 from core.web.permissions import researcher_required
-from genderbias.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, VOCABULARY
 
 

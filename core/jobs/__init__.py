@@ -38,10 +38,10 @@ from django.db import transaction
 from django.db.models import Model
 
 from core.db.scope import current_request
+from core.errors import ServiceError
 from core.jobs import registry as job_registry
 from core.jobs.registry import JobDeclaration
 from core.models import Job, ResearchGroup
-from genderbias.errors import ServiceError
 
 if TYPE_CHECKING:
     from celery import Task

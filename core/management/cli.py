@@ -17,9 +17,10 @@ from django.db import DatabaseError
 from django.db.models import Model, QuerySet
 
 from core.db.scope import acting_in
+from core.errors import FieldError, ServiceError
 from core.jobs.in_process import inline_jobs
 from core.models import ResearchGroup, group_id_by_slug
-from genderbias.errors import FieldError, InputError, ServiceError
+from genderbias.errors import InputError
 from genderbias.numbers import NumberError, parse_count
 
 
@@ -99,7 +100,7 @@ def _group_id(slug: str) -> int:
 def command_errors(*also: type[Exception], flags: Mapping[str, str] | None = None) -> Iterator[None]:
     """Bad input, refused requests, unwritable files (and ``also``) become ``CommandError``.
 
-    A :class:`~genderbias.errors.FieldError` (a service's check of one field's rule) names the command's
+    A :class:`~core.errors.FieldError` (a service's check of one field's rule) names the command's
     option: ``--target-accuracy: …``. The option is the field's name
     with dashes unless ``flags`` maps the field to another (``{"target_accuracy": "--size-for"}``).
     """

@@ -31,9 +31,9 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework import authentication, exceptions, throttling
 
+from core.errors import ServiceError
 from core.models import ApiToken
 from core.web.client_ip import client_ip
-from genderbias.errors import ServiceError
 
 #: Hex digits of a key: 160 random bits, like DRF's tokens, so migrated keys keep working.
 KEY_LENGTH = 40

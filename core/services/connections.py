@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core.connection_kinds import HUGGINGFACE, KINDS, ZENODO, ConnectionKind
+from core.errors import ServiceError
 from core.http import HttpError, JsonClient
 from core.jobs import background_job
 from core.models import Connection, Job
@@ -28,7 +29,6 @@ from core.selectors import (
     environment_value,
     huggingface_settings,
 )
-from genderbias.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from core.db.scope import acting_in
+from core.errors import ServiceError
 from core.models import Membership, ResearchGroup, creation_group
 from core.selectors import require_role
 from core.services.usernames import new_username
-from genderbias.errors import ServiceError
 
 #: Roles of staff accounts (researchers' side); an annotator's account is no staff.
 STAFF_ROLES = (Membership.Role.OWNER, Membership.Role.RESEARCHER, Membership.Role.VIEWER)

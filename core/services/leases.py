@@ -26,8 +26,8 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.errors import StateError
 from core.models import Lease
-from genderbias.errors import StateError
 
 DEFAULT_TTL = timedelta(hours=6)
 _held = threading.local()

@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 
+from core.errors import ServiceError
 from core.models import GroupOwned, scope_of
-from genderbias.errors import ServiceError
 
 
 def name_limit() -> int:

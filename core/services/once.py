@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import models, transaction
 
+from core.errors import StateError
 from core.models import Job
-from genderbias.errors import StateError
 
 if TYPE_CHECKING:
     from core.jobs import BackgroundJob

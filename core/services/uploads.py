@@ -24,8 +24,8 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
+from core.errors import ServiceError
 from core.services.storage import cache_dir, staging_path
-from genderbias.errors import ServiceError
 from genderbias.files.textfiles import safe_basename
 
 

@@ -22,7 +22,7 @@ from confusable_homoglyphs import confusables
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 #: Names no account may take (nor a look-alike of them): they read as the site's or the operator's.
 RESERVED = frozenset(

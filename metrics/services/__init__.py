@@ -24,7 +24,7 @@ Everything is re-exported here: ``from metrics import services; services.build_r
 computation (:mod:`genderbias.crowd.sensitivity`, which loads numpy and pandas, so it is imported from there).
 """
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.text.wordlists import REPRESENTATIVE_WORDLIST, default_representative_wordlist
 
 from .counterfactual_collection import (

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from django.urls import reverse
 
+from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
 from core.services.names import validate_name
 from core.services.storage import cache_dir
-from genderbias.errors import ServiceError
 from genderbias.ranking.counterfactual import Swapper, swap_table, write_counterfactual
 from metrics.services.reports import default_representative_wordlist
 from pooling.models import Collection, WordList

@@ -24,9 +24,9 @@ from django.utils import timezone
 from annotation import selectors
 from annotation import selectors as annotation_selectors
 from annotation.services import reading_answers
+from core.errors import ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
-from genderbias.errors import ServiceError, StateError
 from genderbias.numbers import NumberError, parse_decimal
 from genderbias.ranking.defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
 from genderbias.text.wordlists import GenderWords

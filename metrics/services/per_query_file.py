@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.errors import ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
 from core.services.storage import cache_dir
-from genderbias.errors import ServiceError, StateError
 from genderbias.files.atomic import atomic_write
 
 from ..models import Report

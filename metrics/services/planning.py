@@ -43,8 +43,8 @@ from django.db.models import Q
 from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
 from annotation.models import Batch, Export, Provider
+from core.errors import ServiceError
 from genderbias.crowd.audit_size import suggested_audit_size
-from genderbias.errors import ServiceError
 from genderbias.labels import LABELS, NON_GENDERED
 from genderbias.options import CUTOFF_OPTION
 from genderbias.ranking.vocabulary import BY_NAME

@@ -24,9 +24,9 @@ import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from core.errors import ServiceError
 from core.services.storage import cache_dir
 from core.version import software_version
-from genderbias.errors import ServiceError
 from genderbias.files.atomic import atomic_write_bytes
 from genderbias.numbers import NumberError, parse_count
 from genderbias.ranking.defaults import MAX_CUTOFF

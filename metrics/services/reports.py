@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from annotation import selectors
 from annotation.services import reading_answers
+from core.errors import FieldError, ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
@@ -29,7 +30,6 @@ from core.services.names import validate_name
 from core.services.storage import cache_dir
 from core.version import software_version
 from genderbias import methods
-from genderbias.errors import FieldError, ServiceError
 from genderbias.files.atomic import write_parquet_atomic
 from genderbias.options import (
     AWRF_P_OPTION,
@@ -125,7 +125,7 @@ class ReportSettings:
 
     def validate(self) -> None:
         """Each setting by its declaration's one check (:meth:`genderbias.report_option.ReportOption.check`):
-        a :class:`genderbias.errors.FieldError` naming the setting; then the preset and the measures."""
+        a :class:`core.errors.FieldError` naming the setting; then the preset and the measures."""
         for option in REPORT_OPTIONS.values():
             if option.kind == "file":
                 continue
@@ -184,7 +184,7 @@ class Computed:
 def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int, ...]:
     """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (:data:`genderbias.options.CUTOFFS_OPTION`:
     whole numbers within its bounds, at most its number of them; empty: its default), or a
-    :class:`genderbias.errors.FieldError` naming ``cutoffs``."""
+    :class:`core.errors.FieldError` naming ``cutoffs``."""
     try:
         return tuple(option.parse(text))
     except OptionError as exc:

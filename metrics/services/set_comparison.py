@@ -21,11 +21,11 @@ from collections.abc import Sequence
 
 from django.urls import reverse
 
+from core.errors import FieldError, ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.natural import natural_sorted
 from core.services.names import validate_name
-from genderbias.errors import FieldError, ServiceError
 from genderbias.ranking.vocabulary import BY_NAME
 from metrics import selectors
 from metrics.services.reports import ReportSettings, build_report

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from django.urls import reverse
 
+from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.natural import natural_key
-from genderbias.errors import ServiceError
 from genderbias.ranking.defaults import VARIANT_VERSIONS
 from pooling.models import Run
 from pooling.named_sets import wording_variants

@@ -14,8 +14,8 @@ from annotation.crowd.selectors import place_takers, team_size
 from annotation.crowd.team_text import team_needs
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Provider, Worker
 from annotation.quality.selectors import worker_quality
+from core.errors import ServiceError
 from core.selectors import scope_users
-from genderbias.errors import ServiceError
 
 #: The group of annotator accounts (in-house and Prolific participants alike).
 ANNOTATORS_GROUP = "annotators"

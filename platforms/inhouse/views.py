@@ -33,8 +33,8 @@ from annotation.crowd.forms import HitAnswerForm, TrainingAnswerForm
 from annotation.crowd.services.publishing import CATEGORIES, hit_page_context
 from annotation.models import Assignment, Batch, Provider
 from annotation.quality.services.training import qualification_of, submit_training
+from core.errors import ServiceError
 from core.web.permissions import researcher_required
-from genderbias.errors import ServiceError
 from platforms.inhouse.selectors import (
     ANNOTATORS_GROUP,
     get_member,

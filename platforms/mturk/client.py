@@ -15,7 +15,7 @@ What this layer adds to a bare boto3 client, and why:
 * **Idempotent review**: approving an approved assignment (or rejecting a rejected one)
   returns ``False`` instead of failing, so a sync that was interrupted can simply run again.
 * **One exception type**, :class:`MTurkError`, with a message fit to show a user: a
-  :class:`genderbias.errors.ProviderError` (so a ``ServiceError``), ``upstream`` when MTurk failed
+  :class:`core.errors.ProviderError` (so a ``ServiceError``), ``upstream`` when MTurk failed
   rather than refused.
 """
 
@@ -35,7 +35,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, HTTPClientError, NoCredentialsError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from genderbias.errors import ProviderError
+from core.errors import ProviderError
 
 REGION = "us-east-1"
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"

@@ -88,7 +88,7 @@ class MTurkProvider(CrowdProvider):
     @classmethod
     def check_settings(cls, batch_settings) -> None:
         """MTurk approves (and pays) what nobody reviewed: its delay must leave a sync time to reject first."""
-        from genderbias.errors import ServiceError
+        from core.errors import ServiceError
 
         keys = {option.store_key for option in cls.own_options()}
         unknown = set(batch_settings.provider_options) - keys

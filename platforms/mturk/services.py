@@ -15,7 +15,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from annotation.models import Assignment, Batch, BonusPayment, Escalation, Hit, Provider, Worker
-from genderbias.errors import ServiceError, StateError
+from core.errors import ServiceError, StateError
 from platforms.mturk.provider import MTurkProvider
 
 

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from core.errors import ProviderError
 from core.http import HttpError, JsonClient
-from genderbias.errors import ProviderError
 
 #: Documented rejection categories of ``POST /submissions/{id}/transition/``.
 REJECTION_CATEGORIES = frozenset(
@@ -79,7 +79,7 @@ MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 class ProlificError(ProviderError):
     """Prolific answered with an error (4xx other than 429), or kept failing.
 
-    A :class:`genderbias.errors.ProviderError` (so a ``ServiceError``): ``upstream`` when Prolific
+    A :class:`core.errors.ProviderError` (so a ``ServiceError``): ``upstream`` when Prolific
     failed rather than refused (a 5xx or a 429 past the retries, or no answer; given for
     the latter, which has no ``status``).
     """

@@ -25,7 +25,7 @@ from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
 from annotation.models import Assignment, Batch, Hit, Provider, WorkerIdentity
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.prolific import prices
 from platforms.prolific.client import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
 from platforms.prolific.selectors import submissions

@@ -70,10 +70,10 @@ from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done, settle_hit_statuses
 from annotation.crowd.services.sync import SyncResult, run_sync_steps
 from annotation.models import Assignment, Batch, Provider, Worker
+from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
 from core.services.ratelimit import over_limit, shared_cache
-from genderbias.errors import ServiceError
 from platforms.inhouse.services.handout import claim_hit, release_abandoned
 from platforms.prolific.client import Prolific, ProlificError, Submission
 from platforms.prolific.models import ProlificSession, ProlificSubmission

@@ -21,8 +21,8 @@ from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.publishing import hit_page_context
 from annotation.models import Assignment, Batch, Provider
 from annotation.quality.services.training import qualification_of
+from core.errors import ServiceError
 from core.web.permissions import researcher_required
-from genderbias.errors import ServiceError
 from platforms.inhouse.services.corrections import why_not_correctable
 from platforms.inhouse.services.handout import submit_local_assignment
 from platforms.inhouse.views import correction_step, training_step, unanswered_context

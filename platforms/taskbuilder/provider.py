@@ -35,7 +35,7 @@ from django.conf import settings
 from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.labels import VOCABULARY
 from platforms.prolific.provider import ProlificProvider
 from platforms.taskbuilder.client import (

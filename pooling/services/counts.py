@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
+from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
 from core.services.storage import cache_dir
-from genderbias.errors import InputError, ServiceError
+from genderbias.errors import InputError
 from genderbias.files import docstores
 from genderbias.files.atomic import write_parquet_atomic
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, tokenizer_key

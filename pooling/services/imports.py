@@ -20,13 +20,14 @@ from django.db import transaction
 from django.urls import reverse
 
 from core.db import insert_rows
+from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress, shown
 from core.services.names import validate_name
 from core.services.storage import cache_dir, staging_path
 from core.services.uploads import check_import_path
-from genderbias.errors import InputError, ServiceError, Skipped
+from genderbias.errors import InputError, Skipped
 from genderbias.files.atomic import file_sha256
 from genderbias.files.docstores import V2PassageFiles
 from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist

@@ -27,11 +27,12 @@ from pathlib import Path
 from django.db import transaction
 from django.urls import reverse
 
+from core.errors import FieldError, ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
-from genderbias.errors import FieldError, InputError, ServiceError, Skipped
+from genderbias.errors import InputError, Skipped
 from genderbias.files.atomic import atomic_path, atomic_write, file_sha256
 from pooling.queryfiles import read_query_table
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from django.db import transaction
 
+from core.errors import ServiceError
 from core.services.names import validate_name
 from core.services.storage import cache_dir
-from genderbias.errors import InputError, ServiceError, Skipped
+from genderbias.errors import InputError, Skipped
 from genderbias.files.atomic import file_sha256, write_parquet_atomic
 
 from ..models import Collection, Qrels, QuerySet

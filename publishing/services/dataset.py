@@ -42,7 +42,7 @@ from django.utils import timezone
 from annotation.models import Batch
 from annotation.selectors import CITATION, study_facts
 from annotation.services import reading_answers
-from genderbias.errors import ProviderError, ServiceError
+from core.errors import ProviderError, ServiceError
 from genderbias.files.atomic import file_sha256, replace_folder
 from publishing import croissant, hub_card, statements, tables
 

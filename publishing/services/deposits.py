@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
-from genderbias.errors import ServiceError
 from publishing.zenodo.deposit import Deposit, ZenodoClient, deposit_folder
 
 

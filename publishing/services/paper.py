@@ -40,10 +40,10 @@ from typing import Any
 from annotation import selectors as annotation_selectors
 from annotation.models import Assignment, Batch, Export, Hit
 from annotation.services import reading_answers, render_hit_html
+from core.errors import ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
 from core.version import software_version
-from genderbias.errors import ServiceError, StateError
 from genderbias.figure_notes import SIGN_WARNING, figure_notes
 from genderbias.files.atomic import replace_folder
 from genderbias.presets import preset_lines

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import ProviderError
 from core.http import HttpError, JsonClient
-from genderbias.errors import InputError, ProviderError
+from genderbias.errors import InputError
 from genderbias.files.textfiles import open_regular
 
 from .metadata import check_metadata

@@ -23,7 +23,7 @@ def test_a_cascade_floor_is_a_plain_decimal():
     import pytest
 
     from annotation.machine.services.routing import parse_cascade
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     assert parse_cascade(["rules:0.5", "trained"]) == [("rules", 0.5), ("trained", None)]
     assert parse_cascade(["rules:5e-1", "trained:.75"]) == [("rules", 0.5), ("trained", 0.75)]  # as pasted (issue 53)
@@ -36,7 +36,7 @@ def test_an_escalations_posterior_is_a_plain_decimal():
     import pytest
 
     from annotation.quality.services.escalation import parse_until
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     assert parse_until("posterior:0.9") == 0.9 and parse_until("majority") is None
     assert parse_until("posterior:9e-1") == 0.9 and parse_until("posterior:.95") == 0.95  # as pasted (issue 53)

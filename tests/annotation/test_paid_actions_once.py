@@ -20,8 +20,8 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
 from annotation.quality.services.background import start_escalate
+from core.errors import StateError
 from core.models import Job
-from genderbias.errors import StateError
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import make_batch

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection as db
 
+from core.errors import ServiceError
 from core.models import Connection, Job
 from core.sealing import SealError, new_key, reseal, seal, unseal
 from core.selectors import (
@@ -18,7 +19,6 @@ from core.selectors import (
     huggingface_settings,
 )
 from core.services.connections import delete_connection, reseal_connections, save_connection, start_test_connection
-from genderbias.errors import ServiceError
 from platforms.prolific.connection.selectors import prolific_settings
 from tests.annotation.machine import openai_server as openai_chat
 from tests.platforms.prolific import fake_server as prolific

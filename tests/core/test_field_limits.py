@@ -10,11 +10,12 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from annotation.models import Export
+from core.errors import ServiceError
 from core.models import GroupOwned, ResearchGroup
 from core.services.groups import create_group
 from core.services.names import validate_name
 from core.services.usernames import new_username
-from genderbias.errors import InputError, ServiceError
+from genderbias.errors import InputError
 from pooling.models import Query, QuerySet
 from pooling.services import import_queries
 from tests.annotation.conftest import *  # noqa: F403 (its fixtures: its __all__)

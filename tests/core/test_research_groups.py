@@ -572,7 +572,7 @@ def test_an_exclude_across_a_relation_reads_within_the_scope(first_group, second
 def test_an_owner_cannot_bring_another_groups_annotator_under_their_team(first_group, second_group, django_user_model):
     """Adding the first group's annotator to the second group would put them on its team pages, where
     their access can be reset: refused for the second group's owner, done by a superuser."""
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     group = second_group["group"]
     owner = second_group["owner"]
@@ -639,7 +639,7 @@ def test_a_commands_group_holds_inside_the_jobs_it_runs_inline(first_group, seco
 def test_crbo_compares_runs_of_one_group_only(first_group, second_group):
     """A member of two groups cannot put one group's run into a CRBO Job (which names both runs and
     holds their per-query measurements) that the other group's members read."""
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
     from metrics.services.crbo import start_crbo
 
     run = Run.objects.get(name=SECRET["run"])

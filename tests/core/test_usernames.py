@@ -13,10 +13,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from core.errors import ServiceError
 from core.models import Membership
 from core.services import groups as group_services
 from core.services.usernames import RESERVED, new_username
-from genderbias.errors import ServiceError
 from platforms.inhouse.services import team
 from platforms.inhouse.services.handout import create_annotator
 

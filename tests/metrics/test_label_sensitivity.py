@@ -412,7 +412,7 @@ def test_label_sensitivity_command_dependence_check(batch, tmp_path):
      ("١", "not a decimal number"), ("6", "at most 5"), ("-5.5", "at least -5"), (",".join("0" * 11), "at most 10")],
 )  # fmt: skip
 def test_dependences_are_plain_bounded_decimals(typed, problem):
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     with pytest.raises(ServiceError, match=problem):
         services.parse_dependences(typed)

@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from annotation import services as annotation_services
 from annotation.models import Routing
 from annotation.quality.services.adjudication import adjudicate
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.stats import plan_inputs, power
 from genderbias.stats.intervals import wilson_interval
 from metrics.models import Report, Result

@@ -8,7 +8,7 @@ import math
 import pytest
 from django.core.management import CommandError, call_command
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from metrics import formatting, selectors, services
 from metrics.models import Report, Result
 from pooling.models import QuerySet, Run

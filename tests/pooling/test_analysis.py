@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from pooling.analysis import (
     DEFAULT_MAGNITUDE,
     DEFAULT_TOKENIZER,

@@ -9,8 +9,8 @@ import os
 import pytest
 from django.core.management import CommandError, call_command
 
+from core.errors import ServiceError
 from core.models import Job
-from genderbias.errors import ServiceError
 from pooling import services
 from pooling.models import Collection, Pool, Run
 from pooling.synthetic import write_v2_bundles

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.files.docstores import V2PassageFiles
 from metrics.models import Report
 from metrics.services.reports import ReportSettings, build_report

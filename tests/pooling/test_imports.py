@@ -259,8 +259,8 @@ def test_the_run_form_says_to_import_a_collection_first(client, researcher):
 
 
 def test_check_import_path_refuses_unusable_paths_naming_the_field(settings, tmp_path):
+    from core.errors import ServiceError
     from core.services.uploads import check_import_path
-    from genderbias.errors import ServiceError
 
     settings.IMPORT_ROOTS = [str(tmp_path)]
     loop = tmp_path / "loop"

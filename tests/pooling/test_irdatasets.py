@@ -8,8 +8,8 @@ from importlib.util import find_spec
 import pytest
 from django.core.management import CommandError, call_command
 
+from core.errors import ServiceError
 from core.models import Job
-from genderbias.errors import ServiceError
 from pooling import services
 from pooling.models import Collection, Qrels, QuerySet
 

@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 from django.core.management import call_command
 
-from genderbias.errors import InputError, ServiceError, Skipped
+from core.errors import ServiceError
+from genderbias.errors import InputError, Skipped
 from genderbias.files.blocks import byte_ranges, line_numbers_at
 from genderbias.files.runs import read_run
 from pooling import selectors, services

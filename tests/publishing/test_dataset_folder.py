@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from annotation.models import Batch
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.selectors import query_results
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.labels import LABEL_NAMES
 from publishing.services.dataset import publish_dataset
 from publishing.tables import CLASS_NAMES as CLASSES

@@ -61,7 +61,7 @@ def test_each_publication_draws_a_fresh_salt_and_numbers_by_it(annotated, tmp_pa
 def test_a_rerun_never_deletes_what_it_did_not_write(annotated, tmp_path, capsys):  # noqa: F811
     from django.core.management import call_command
 
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     # A git clone of the Hub repository, with the files of an earlier publication and the user's own.
     clone = tmp_path / "clone"
@@ -155,7 +155,7 @@ def test_replace_folder_rolls_back_and_never_collides(tmp_path):
 
 
 def test_a_leftover_or_a_symlinked_out_is_a_clean_refusal_or_no_matter(annotated, tmp_path):  # noqa: F811
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     out = tmp_path / "gq"
     publish_dataset(annotated, out, "mit")
@@ -248,7 +248,7 @@ def test_a_routing_that_accepted_nothing_gets_no_machine_wording():
 
 @pytest.mark.parametrize("repo_id", ["me/bad name", "me/..", "me/-x", "me/a--b", "me/x.git", "me/" + "x" * 97])
 def test_a_bad_repository_id_is_named_not_reported_as_a_hub_failure(annotated, tmp_path, repo_id):  # noqa: F811
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     if not (tmp_path / "d").exists():
         publish_dataset(annotated, tmp_path / "d", "mit")
@@ -272,7 +272,7 @@ def test_license_other_names_its_terms_in_the_hubs_yaml(annotated, tmp_path, cli
     import yaml
     from django.core.management import CommandError, call_command
 
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     with pytest.raises(CommandError, match="--license-name"):
         call_command("publish_dataset", annotated.name, "--out", str(tmp_path / "a"), "--license", "other")

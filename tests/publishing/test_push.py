@@ -8,7 +8,7 @@ import socket
 import pytest
 from django.core.management import CommandError, call_command
 
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from publishing.services.dataset import HubError, publish_dataset, push_folder, upload_command
 from tests.publishing.test_dataset_folder import _kept_annotated, annotated  # noqa: F401 (fixture)
 

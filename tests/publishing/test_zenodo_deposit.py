@@ -14,8 +14,8 @@ import os
 import pytest
 from django.core.management import CommandError, call_command
 
+from core.errors import ServiceError
 from core.models import Job
-from genderbias.errors import ServiceError
 from publishing.services.dataset import publish_dataset
 from publishing.services.deposits import zenodo_deposit, zenodo_deposit_job
 from publishing.zenodo.deposit import STATE

@@ -20,10 +20,11 @@ from django.utils import timezone
 
 from annotation.audit.selectors import may_label, population_qids
 from annotation.models import AuditItem, AuditSample, Batch
+from core.errors import FieldError, StateError
 from core.models import Membership
 from core.selectors import group_of, require_role, role_in
 from genderbias.crowd.audit_size import suggested_audit_size
-from genderbias.errors import FieldError, InputError, StateError
+from genderbias.errors import InputError
 from genderbias.files.textfiles import csv_records, open_text
 from genderbias.labels import LABELS, label_code
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 from annotation.crowd.providers import CrowdProvider
 from annotation.models import Assignment, BatchQuery, HitQuery, Judgment
 from core.db import insert_few_rows
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 from genderbias.numbers import NumberError, parse_count
 

@@ -23,10 +23,10 @@ from django.urls import reverse
 from annotation.crowd.services.publishing import check_publishable, publish_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Batch
+from core.errors import StateError
 from core.jobs import background_job
 from core.models import Job
 from core.services.once import start_once
-from genderbias.errors import StateError
 
 
 def _require_status(batch: Batch, *allowed: str) -> None:

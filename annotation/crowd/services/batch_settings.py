@@ -30,7 +30,7 @@ from annotation.crowd.providers.options import (
     BatchOption,
     options_by_name,
 )
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 __all__ = ["MAX_AUTO_APPROVAL_DELAY", "MAX_LIFETIME", "MAX_REWARD", "MIN_LIFETIME"]
 

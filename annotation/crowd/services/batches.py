@@ -17,8 +17,9 @@ from annotation.crowd.providers import CrowdProvider, get_provider, provider_cla
 from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings, GoldQuery, bonus_rule_of
 from annotation.crowd.services.hooks import cancelled, created
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
+from core.errors import ServiceError, StateError
 from core.services.names import validate_name
-from genderbias.errors import InputError, ServiceError, StateError
+from genderbias.errors import InputError
 from genderbias.files.textfiles import MAX_LINE_BYTES, csv_records, open_text
 from genderbias.labels import label_code
 from pooling.models import Pool, QuerySet

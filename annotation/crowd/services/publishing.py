@@ -34,9 +34,9 @@ from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.hooks import preparing, published
 from annotation.crowd.services.locking import one_per_batch
 from annotation.models import Batch, Hit, HitQuery
+from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
-from genderbias.errors import ServiceError
 from genderbias.labels import VOCABULARY
 
 #: The four categories as workers see them (the template's shape of :data:`genderbias.labels.VOCABULARY`).

@@ -13,9 +13,9 @@ from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.crowd.services.statuses import complete_if_done, settle_hit_statuses
 from annotation.models import Assignment, Batch, Hit
+from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
-from genderbias.errors import ServiceError
 
 
 @dataclass

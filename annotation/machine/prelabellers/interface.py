@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from core.errors import ProviderError
 from core.lazy_registry import LazyRegistry
-from genderbias.errors import ProviderError
 
 
 class PreLabelError(ProviderError):

@@ -35,12 +35,13 @@ from annotation.machine.selectors import (
 from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, live_prelabel, prelabel_batch
 from annotation.models import Batch
 from annotation.results.selectors import remembered
+from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
 from core.services.once import claim, live_job
 from genderbias import methods
-from genderbias.errors import InputError, ServiceError
+from genderbias.errors import InputError
 
 
 def _machine_url(batch: Batch) -> str:

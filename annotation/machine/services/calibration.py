@@ -41,9 +41,9 @@ from annotation.machine.selectors import (
     sample_chain,
 )
 from annotation.models import Batch, BatchQuery
+from core.errors import ServiceError, StateError
 from core.services.names import validate_name
 from core.services.once import claim
-from genderbias.errors import ServiceError, StateError
 from genderbias.labels import LABELS
 
 #: The sample size when none is given: enough for kappa within about +-0.1.

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from annotation.machine.selectors import read_sample
 from annotation.models import Batch, EchoRestore, Worker
-from genderbias.errors import FieldError, StateError
+from core.errors import FieldError, StateError
 
 
 def restore_echo_worker(batch: Batch, worker: str, *, by=None, reason: str = "") -> EchoRestore:

@@ -30,7 +30,7 @@ from annotation.machine.selectors import read_sample
 from annotation.models import Assignment, Batch, Hit, Reoffer
 from annotation.quality.services.budget import affordable, extra_assignment_price
 from annotation.quality.services.escalation import round_in_progress
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 
 def held_out_without_reoffer(batch: Batch) -> list[Assignment]:

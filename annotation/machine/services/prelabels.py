@@ -36,10 +36,11 @@ from annotation.machine.prelabellers.chat_client import ChatClient
 from annotation.machine.prelabellers.interface import Prediction, PreLabelError, PreLabelStopped, Usage
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from annotation.results.selectors import BatchAnswers
+from core.errors import ServiceError
 from core.redaction import mask_secret
 from core.selectors import chat_settings
 from core.services.connections import ConnectionTestFailed, _failure
-from genderbias.errors import InputError, ServiceError
+from genderbias.errors import InputError
 from genderbias.labels import LABELS
 
 CHUNK = 200

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Adjudication, Batch, BatchQuery
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.labels import CATEGORY_SLUGS, LABELS
 
 

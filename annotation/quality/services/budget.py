@@ -16,7 +16,7 @@ from django.db.models import Sum
 from annotation.crowd.costs import extra_assignments_cost
 from annotation.crowd.providers.base import provider_class
 from annotation.models import Batch
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 
 def extra_assignment_price(batch: Batch) -> Decimal:

@@ -43,7 +43,7 @@ from annotation.models import Assignment, Batch, Escalation, Hit
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.quality.services.budget import affordable, budget_left
 from annotation.results.selectors import BatchAnswers
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.numbers import NumberError, parse_decimal
 
 UNTIL_CHOICES = "majority or posterior:P (0.5 < P < 1)"

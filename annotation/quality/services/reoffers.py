@@ -26,7 +26,7 @@ from annotation.crowd.providers import CrowdProvider
 from annotation.crowd.providers.base import provider_class
 from annotation.models import Assignment, Batch, Reoffer
 from annotation.quality.services.budget import affordable, extra_assignment_price
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 
 @dataclass

@@ -24,7 +24,7 @@ from annotation.crowd.providers.base import platform_label, provider_class
 from annotation.crowd.services.batch_settings import BatchSettings, GoldQuery
 from annotation.crowd.services.hooks import created
 from annotation.models import Batch, Qualification, TrainingQuery, Worker
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 
 #: Wrong answers named in the feedback (all of them for a short training set).

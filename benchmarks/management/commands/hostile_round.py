@@ -468,7 +468,8 @@ def _lengths(world) -> list[tuple[str | None, str]]:
     from django.db import DatabaseError
 
     from core.db.scope import acting_in
-    from genderbias.errors import InputError, ServiceError
+    from core.errors import ServiceError
+    from genderbias.errors import InputError
     from pooling.models import QuerySet
     from pooling.services import import_queries
 

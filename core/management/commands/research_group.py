@@ -1,8 +1,8 @@
+from core.errors import ServiceError
 from core.management.cli import ProjectCommand, command_errors
 from core.models import ResearchGroup, scope_of
 from core.selectors import members
 from core.services import groups
-from genderbias.errors import ServiceError
 
 
 class Command(ProjectCommand):

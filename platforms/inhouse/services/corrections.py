@@ -73,7 +73,7 @@ from annotation.models import (
     HitQuery,
     Judgment,
 )
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 _DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
 #: Why another platform says an assignment's answers were used (its pay decided there: Prolific's

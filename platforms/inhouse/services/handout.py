@@ -50,10 +50,10 @@ from annotation.crowd.services.statuses import ANSWERED, settle_hit_status
 from annotation.models import FREES_PLACE, Assignment, Batch, Hit, HitQuery, Provider, Worker
 from annotation.quality.services.training import plan_of, training_rows
 from core.db.prepared import Prepared, PreparedUpdate
+from core.errors import ServiceError
 from core.models import scope_of
 from core.services.groups import join_current_group
 from core.services.usernames import new_username
-from genderbias.errors import ServiceError
 from platforms.inhouse.selectors import ANNOTATORS_GROUP
 from platforms.inhouse.services.team_access import assignment_open, batch_open_to, is_open_to, open_to
 

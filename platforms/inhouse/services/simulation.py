@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 
 from annotation.models import Batch, Provider
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.labels import LABELS
 from genderbias.text.tokenize import tokenize
 from genderbias.text.wordlists import default_wordlist

@@ -43,8 +43,8 @@ from django.utils.http import urlsafe_base64_encode
 
 from annotation.accounts import access_token_generator
 from annotation.models import Assignment, Batch, Provider
+from core.errors import ServiceError
 from core.selectors import require_account_manager
-from genderbias.errors import ServiceError
 from platforms.inhouse.selectors import team_members
 from platforms.inhouse.services.handout import create_annotator, validate_new_password
 from platforms.inhouse.services.team_access import assignment_open

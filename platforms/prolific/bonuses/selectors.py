@@ -14,7 +14,7 @@ from annotation.crowd.bonus_rules import BULK_SIZE, BonusRule, Owed, RuleError, 
 from annotation.crowd.costs import BonusCost, bonus_costs
 from annotation.crowd.providers.base import platform_label, provider_class, provider_names
 from annotation.models import Assignment, Batch, BonusPayment
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 
 
 def bonus_rule(batch: Batch) -> BonusRule | None:

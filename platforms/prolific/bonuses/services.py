@@ -60,10 +60,10 @@ from annotation.crowd.services.background import _batch_url
 from annotation.crowd.services.batch_settings import check_amount, check_bonus_rule
 from annotation.crowd.services.locking import one_per_batch
 from annotation.models import Batch, BonusPayment, Provider
+from core.errors import ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
 from core.services.once import start_once
-from genderbias.errors import ServiceError, StateError
 from platforms.prolific.bonuses.selectors import (  # the reads: the preview, the rule, what is owed
     bonus_rule,
     check_pays_bonus_rules,

@@ -43,8 +43,8 @@ from django.utils import timezone
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.hooks import cancelled, preparing
 from annotation.models import Assignment, Batch, Provider
+from core.errors import ServiceError
 from core.services.leases import exclusive
-from genderbias.errors import ServiceError
 from platforms.prolific.client import ProlificError, ProlificUnknownOutcome
 from platforms.prolific.models import GroupMember, ParticipantGroup
 from platforms.prolific.provider import GOLD_FAILED_GROUP

@@ -36,9 +36,9 @@ from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.publishing import check_publishable, prepare_batch
 from annotation.models import Batch, Provider
+from core.errors import ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
-from genderbias.errors import ServiceError, StateError
 from platforms.prolific.client import ProlificError, ProlificUnknownOutcome
 from platforms.prolific.selectors import REHEARSAL_KEY, rehearsal_of, rehearsal_study_id
 

@@ -2,9 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from core.errors import ServiceError
 from core.management.cli import ProjectCommand, command_errors, get_named, report_import, whole_number
 from core.services.names import validate_name
-from genderbias.errors import ServiceError
 from genderbias.files.runformats import RUN_FORMATS
 from pooling import services
 from pooling.models import Collection, Run

@@ -18,8 +18,9 @@ from annotation.audit.services.samples import (
     trust_labeller,
 )
 from annotation.models import AuditItem
+from core.errors import FieldError, StateError
 from genderbias.crowd.audit_size import suggested_audit_size
-from genderbias.errors import FieldError, InputError, StateError
+from genderbias.errors import InputError
 from genderbias.machine.calibration_sample import random_sample
 from tests.annotation.audit.conftest import QUERIES
 

@@ -8,7 +8,8 @@ import pytest
 from annotation import services
 from annotation.crowd.services.batches import cancel_batch, read_gold_file
 from annotation.models import Batch, BatchQuery, Hit, HitQuery
-from genderbias.errors import InputError, ServiceError
+from core.errors import ServiceError
+from genderbias.errors import InputError
 from tests.annotation.conftest import QUERIES, make_batch
 
 

@@ -17,7 +17,7 @@ from annotation import services
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Batch
 from core.amounts import AmountError, parse_amount
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.prolific.bonuses import services as prolific_bonuses
 
 NOT_PLAIN = ["1_0", "٣", "０.５", "1e2", "NaN", "Infinity", "-1", "0.005", ".5", "1,5", "", " "]

@@ -1,5 +1,5 @@
 """A crowd provider that refuses or fails is never a 500: MTurk's and Prolific's errors are
-``ServiceError``s (``genderbias.errors.ProviderError``), shown with their message on the batch page
+``ServiceError``s (``core.errors.ProviderError``), shown with their message on the batch page
 and answered by the API as JSON, 502 when the provider failed and 400 when it refused.
 
 Cancelling is the provider call a page and the API make while the researcher waits; the
@@ -15,8 +15,8 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Batch, Hit
+from core.errors import ProviderError, ServiceError
 from core.models import Job
-from genderbias.errors import ProviderError, ServiceError
 from platforms.mturk import client as mturk
 from platforms.mturk.client import MTurkError
 from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome

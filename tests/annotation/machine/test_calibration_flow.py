@@ -19,7 +19,7 @@ from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, Routing
 from annotation.results.selectors import MACHINE, BatchAnswers, labels_with_sources
-from genderbias.errors import ServiceError, StateError
+from core.errors import ServiceError, StateError
 from genderbias.labels import LABELS
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from pooling.models import QuerySet

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from annotation.machine.services.routing import plan_routing, route_and_publish
 from annotation.models import Batch, Routing
-from genderbias.errors import FieldError
+from core.errors import FieldError
 from tests.annotation.conftest import make_batch
 
 ROOT = Path(__file__).resolve().parents[3]

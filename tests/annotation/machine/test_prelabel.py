@@ -17,7 +17,7 @@ from annotation.machine.prelabellers.openai_chat import ChatPreLabeller
 from annotation.machine.prelabellers.rules import RulesPreLabeller
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
 from annotation.models import PreLabel, PreLabelAnswer
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.text.wordlists import GenderWords
 from tests.annotation.conftest import QUERIES, make_batch
 from tests.annotation.machine.openai_server import KEY, PROMPT_TOKENS, FakeOpenAI, serve

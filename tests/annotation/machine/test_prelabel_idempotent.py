@@ -10,8 +10,8 @@ from django.db import connection
 from django.urls import reverse
 
 from annotation.machine.services.background import start_prelabel
+from core.errors import StateError
 from core.models import Job
-from genderbias.errors import StateError
 from tests.annotation.conftest import make_batch
 
 

@@ -199,9 +199,9 @@ def test_the_connections_page_takes_exactly_the_formats_and_caps_the_labeller_se
     """What the Connections page offers and saves for the answer format and the cap's field, the labeller
     puts in its requests (the fake holds them to OpenAI's published shapes); a value it would refuse is
     refused at the save, naming the field, and nothing is stored."""
+    from core.errors import ServiceError
     from core.models import Connection
     from core.services.connections import save_connection
-    from genderbias.errors import ServiceError
 
     sent = {"json_schema": "json_schema", "json_object": "json_object", "text": None}
     assert set(KINDS["chat"].field("answer_format").choices) == set(sent)

@@ -18,7 +18,8 @@ from annotation.machine.prelabellers.trained import MIN_TRAINING, TrainedPreLabe
 from annotation.machine.services.prelabels import make_prelabeller, prelabel_batch
 from annotation.models import PreLabel
 from annotation.results.export_formats import write_labelled_csv
-from genderbias.errors import InputError, ServiceError
+from core.errors import ServiceError
+from genderbias.errors import InputError
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -20,7 +20,7 @@ from annotation.machine.services.routing import parse_cascade, plan_routing, pla
 from annotation.models import Escalation
 from annotation.quality.services.budget import extra_assignment_price
 from annotation.results.selectors import machine_accepted
-from genderbias.errors import ServiceError, StateError
+from core.errors import ServiceError, StateError
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from tests.annotation.machine.test_routing_service import _kept_routed_batch, routed_batch  # noqa: F401  (the fixture)
 

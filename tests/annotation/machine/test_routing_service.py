@@ -21,7 +21,7 @@ from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, plan_summary, route_batch
 from annotation.machine.services.routing.plan import _cost
 from annotation.models import Batch, PreLabel
-from genderbias.errors import ServiceError, StateError
+from core.errors import ServiceError, StateError
 from genderbias.labels import LABELS
 from genderbias.machine.calibration_sample import random_sample
 from genderbias.machine.routing_audit import audit

@@ -21,7 +21,7 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Assignment, Batch, Escalation, Hit, Judgment, Routing
-from genderbias.errors import StateError
+from core.errors import StateError
 from platforms.inhouse.services.handout import create_annotator
 from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet

@@ -13,8 +13,8 @@ from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.escalation import plan_escalation
 from annotation.results.selectors import agreement, judgments_frame, query_results
 from annotation.selectors import adjudicated_labels
+from core.errors import ServiceError
 from genderbias.crowd.aggregation import dawid_skene
-from genderbias.errors import ServiceError
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for
 

@@ -23,7 +23,7 @@ from annotation.quality.services.escalation import (
     settled_queries,
 )
 from annotation.quality.services.thresholds import apply_thresholds
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for, make_batch
 

@@ -7,7 +7,7 @@ from annotation import services
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Qualification
 from annotation.quality.services.training import submit_training
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.inhouse.services.handout import local_worker, next_assignment
 
 TRAINING = [

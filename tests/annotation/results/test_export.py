@@ -10,7 +10,7 @@ from annotation.exports.services import export_queries
 from annotation.models import Assignment, Export
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
 from annotation.results.selectors import agreement, judgments_frame, query_results
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
 from pooling.models import QuerySet
 from tests.annotation.conftest import TRUTH, answers_for

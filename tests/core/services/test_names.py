@@ -2,8 +2,8 @@
 
 import pytest
 
+from core.errors import ServiceError
 from core.services.names import validate_name
-from genderbias.errors import ServiceError
 
 
 @pytest.mark.parametrize("name", ["msmarco-dev", "run_1", "A2", "-"])

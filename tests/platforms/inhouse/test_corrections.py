@@ -420,7 +420,7 @@ def test_a_dataset_read_from_the_answers_refuses_a_later_correction(local_batch,
 def test_a_refused_reading_is_no_use(local_batch, annotators, tmp_path):
     """A dataset refused before it read anything (a bad licence) records no use: the correction goes on."""
     from annotation.models import AnswerUse
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
     from publishing.services.dataset import publish_dataset
 
     assignment = _submit_wrong(annotators[0])

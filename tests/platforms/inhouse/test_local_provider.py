@@ -12,7 +12,7 @@ from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Judgment
 from annotation.quality.services.escalation import escalate_batch
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.inhouse.services import handout
 from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for

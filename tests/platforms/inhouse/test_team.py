@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Assignment
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.inhouse.selectors import ANNOTATORS_GROUP
 from platforms.inhouse.services import team
 from platforms.inhouse.services.handout import is_annotator, next_assignment, submit_local_assignment

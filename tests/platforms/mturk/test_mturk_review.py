@@ -11,7 +11,7 @@ import pytest
 from annotation import services
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Judgment
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH
 from tests.platforms.mturk.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)

@@ -12,7 +12,7 @@ from annotation import services
 from annotation.crowd.selectors import spent
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment
-from genderbias.errors import StateError
+from core.errors import StateError
 from platforms.mturk import services as mturk_admin
 from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH

@@ -17,7 +17,7 @@ from annotation.crowd.services.batches import cancel_batch, read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerIdentity
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.mturk.client import MTurk, make_client
 from platforms.mturk.mturk_xml import build_answers_xml
 from platforms.mturk.provider import MTurkProvider

@@ -18,7 +18,7 @@ from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, BonusPayment, Judgment, Worker
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from platforms.inhouse.services.handout import submit_local_assignment
 from platforms.prolific import provider as prolific_rules
 from platforms.prolific import services as prolific_services

@@ -25,8 +25,8 @@ from annotation.crowd.selectors import spent
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import BonusPayment
+from core.errors import ServiceError, StateError
 from core.models import Job
-from genderbias.errors import ServiceError, StateError
 from platforms.prolific.bonuses import services as prolific_bonuses
 from platforms.prolific.bonuses.selectors import preview_bonuses
 from tests.platforms.prolific import test_prolific as base

@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.models import Assignment, Batch, Judgment, Worker
-from genderbias.errors import StateError
+from core.errors import StateError
 from platforms.prolific.models import ProlificSession
 from platforms.prolific.rehearsal import services as rehearsals
 from tests.platforms.prolific.fake_server import hexid

@@ -308,7 +308,7 @@ def test_a_throttled_call_waits_as_long_as_prolific_asks_and_a_lost_creation_is_
 
 def test_its_option_is_refused_on_another_platform_naming_task_builder_alone(query_set):
     """Two platforms store provider options now: a refusal names the one whose option was given."""
-    from genderbias.errors import ServiceError
+    from core.errors import ServiceError
 
     settings = services.BatchSettings(provider="local", provider_options={"taskbuilder_minutes": 5})
     with pytest.raises(

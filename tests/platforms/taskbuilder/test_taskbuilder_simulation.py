@@ -29,7 +29,7 @@ from annotation import services
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, BatchQuery
-from genderbias.errors import ServiceError
+from core.errors import ServiceError
 from genderbias.labels import LABELS
 from platforms.taskbuilder.provider import QUIET_SECONDS
 from pooling.models import QuerySet

@@ -24,7 +24,7 @@ from annotation.machine.services.routing.plan import (
     parse_cascade,
 )
 from annotation.models import Batch
-from genderbias.errors import FieldError, StateError
+from core.errors import FieldError, StateError
 from genderbias.files.textfiles import open_text
 
 

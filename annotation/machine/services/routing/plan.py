@@ -45,7 +45,7 @@ from annotation.machine.services.calibration import (
     settings_of,
 )
 from annotation.models import Batch, Routing
-from genderbias.errors import FieldError, StateError
+from core.errors import FieldError, StateError
 from genderbias.numbers import NumberError, parse_decimal
 
 #: The risk δ when none is given.
@@ -107,7 +107,7 @@ def check_routing(
     """Every rule of a routing request, checked once: the page's form, the API's serializer and
     ``manage.py route`` only read the values and hand them here (through :func:`plan_routing`,
     :func:`route_batch` or :func:`route_and_publish`), so each refuses bad input with the same
-    :class:`~genderbias.errors.FieldError`, which each shows in its own words.
+    :class:`~core.errors.FieldError`, which each shows in its own words.
 
     ``no_guarantee`` (or ``risk=None``) chooses the point estimate, with no guarantee; a risk
     given is checked either way. A cascade needs the guarantee: each labeller keeps only what
@@ -605,7 +605,7 @@ def _rule_record(rule) -> dict[str, Any]:
 def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
     """``["rules:0.9", "trained", "openai"]`` -> ``[("rules", 0.9), ("trained", None), ("openai", None)]``:
     each labeller with its floor (the lowest confidence it may keep; below it, queries go on unread).
-    A :class:`~genderbias.errors.FieldError` of ``cascade`` naming the bad item."""
+    A :class:`~core.errors.FieldError` of ``cascade`` naming the bad item."""
     stages = []
     for item in names:
         name, _, floor = str(item).strip().partition(":")

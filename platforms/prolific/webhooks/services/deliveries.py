@@ -77,11 +77,11 @@ from django.utils import timezone
 from annotation.crowd.services.background import sync_job
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch
+from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.services.leases import LeaseHeld
 from core.services.ratelimit import shared_cache
-from genderbias.errors import ServiceError
 from platforms.prolific.connection.selectors import prolific_settings
 from platforms.prolific.models import ProlificEvent, ProlificHookSecret, ProlificSession
 from platforms.prolific.signatures import (

@@ -60,8 +60,8 @@ from django.utils import timezone
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.hooks import published
 from annotation.models import Batch, Provider
+from core.errors import ServiceError
 from core.services.leases import LeaseHeld, exclusive
-from genderbias.errors import ServiceError
 from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
 from platforms.prolific.models import ProlificHookSecret, ProlificSubscription
 from platforms.prolific.signatures import EVENT_TYPES
