@@ -1,16 +1,10 @@
 """A small client for Prolific's public REST API (v1), over the standard library.
 
 No maintained Python client exists, so the few calls the product needs are made here
-directly: studies (create, find by internal name, publish, stop, add places), their
-submissions (every page, or one by its id; approve or reject), bulk bonuses (set up, pay, and
-the bonuses a submission shows: how a lost pay answer is reconciled), participant groups
-(find, create, members, add, remove, delete) and the cost calculator. Every request carries ``Authorization: Token <token>``.
+directly, each carrying ``Authorization: Token <token>``.
 
-Retries. Calls go through the project's one HTTP client (:class:`core.http.JsonClient`:
-an overall ``deadline`` per call, answers of at most ``max_bytes``, no redirects, the token
-sent to the configured origin only). A 429 or a 5xx answer, a connection that breaks before
-an answer arrives and an answer that is not JSON are retried with exponential back-off
-(``Retry-After`` is honoured when given, per call), up to ``max_attempts``; ``pace`` (optional)
+Retries. Calls go through the project's one HTTP client (:class:`core.http.JsonClient`, which
+retries a 429, a 5xx or a lost answer up to ``max_attempts``); ``pace`` (optional)
 spaces the calls' starts by a rate every process of the site shares (see
 ``platforms.prolific.provider.api_client``). Only calls that are safe to repeat are retried blindly: reads, the
 submission transitions (documented as idempotent) and PATCHing a study's absolute place
@@ -186,8 +180,7 @@ class Prolific:
         )
 
     def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
-        """Send one call through :class:`core.http.JsonClient`: 429, 5xx and broken connections retried
-        when ``repeatable``, within ``deadline`` seconds in all, answers of at most ``max_bytes``.
+        """Send one call (see the module docstring, Retries).
 
         A call that is not ``repeatable`` is still retried on 429 and 503 with Retry-After
         (the server refused it before doing anything), but a 5xx, a broken connection or an
@@ -205,8 +198,7 @@ class Prolific:
         return {} if answer is None else answer
 
     def pages(self, path: str) -> Iterator[dict]:
-        """Every item of a list endpoint (:func:`core.http.list_pages`: ``_links.next`` followed, or
-        offsets until a short page)."""
+        """Every item of a list endpoint (:func:`core.http.list_pages`: ``_links.next``, else offsets)."""
         from core.http import list_pages
 
         return list_pages(
@@ -432,13 +424,9 @@ class Prolific:
 
     def delete_hook_subscription(self, subscription_id: str) -> bool:
         """``DELETE /hooks/subscriptions/{id}/``; ``False`` when Prolific knows no such subscription (already gone)."""
-        try:
-            self.request("DELETE", f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/")
-        except ProlificError as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        return _unless_gone(
+            lambda: self.request("DELETE", f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/")
+        )
 
     # -- participant groups across waves, bonuses paid once (issue 32) ----------------------
     def group_members(self, group_id: str) -> set[str]:
@@ -457,13 +445,9 @@ class Prolific:
 
     def delete_group(self, group_id: str) -> bool:
         """``DELETE /participant-groups/{id}/``; False when Prolific no longer knows the group (already deleted)."""
-        try:
-            self.request("DELETE", f"participant-groups/{urllib.parse.quote(group_id, safe='')}/")
-        except ProlificError as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        return _unless_gone(
+            lambda: self.request("DELETE", f"participant-groups/{urllib.parse.quote(group_id, safe='')}/")
+        )
 
     def submission_bonuses(self, submission_id: str) -> list[int]:
         """The bonuses Prolific shows on a submission (``bonus_payments``, in the currency's cents).
@@ -481,6 +465,17 @@ class Prolific:
             return [round(float(value)) for value in found]
         except (TypeError, ValueError):
             raise ProlificError("Prolific answered bonus_payments that are not amounts", 502) from None
+
+
+def _unless_gone(call: Callable[[], Any]) -> bool:
+    """Whether ``call`` (a delete) went through; ``False`` on a 404: what is already gone needs no second delete."""
+    try:
+        call()
+    except ProlificError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
 
 
 def _prolific_error(method: str, path: str, exc: HttpError) -> ProlificError:

@@ -621,24 +621,7 @@ class ProlificProvider(CrowdProvider):
         self._transition(batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
 
     def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
-        """Transition the study if its status is one of ``when``; after a lost answer, look again.
-
-        Returns whether this call made the transition (False: it was not needed).
-        """
-        for _ in range(3):
-            if self.client.get_study(study_id).get("status") not in when:
-                return False
-            try:
-                self.client.transition_study(study_id, action)
-                return True
-            except ProlificUnknownOutcome:
-                continue  # it may have happened: the status says
-        if self.client.get_study(study_id).get("status") not in when:
-            return True  # the last lost answer hid a success
-        # Not done: returning quietly would let a cancel report a study stopped that still runs.
-        raise ProlificError(
-            f"Prolific did not {action} study {study_id}: three attempts lost their answer", upstream=True
-        )
+        return transition_study(self.client, study_id, action, when=when)
 
     def stop_study(self, study_id: str) -> bool:
         """Stop the study (once, and only if it is running); whether this call stopped it."""
@@ -683,3 +666,21 @@ class ProlificProvider(CrowdProvider):
     def block_worker(self, external_id: str, reason: str) -> None:
         """Add the participant to the workspace's blocked group, which every study of this site excludes."""
         self.client.add_to_group(group_id(self, BLOCKED_GROUP), [external_id])
+
+
+def transition_study(client: Prolific, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
+    """Transition the study if its status is one of ``when``; after a lost answer, look again (Prolific
+    takes no request token). Returns whether this call made the transition (False: it was not needed);
+    Task Builder's studies are Prolific studies and transition the same way."""
+    for _ in range(3):
+        if client.get_study(study_id).get("status") not in when:
+            return False
+        try:
+            client.transition_study(study_id, action)
+            return True
+        except ProlificUnknownOutcome:
+            continue  # it may have happened: the status says
+    if client.get_study(study_id).get("status") not in when:
+        return True  # the last lost answer hid a success
+    # Not done: returning quietly would let a cancel report a study stopped that still runs.
+    raise ProlificError(f"Prolific did not {action} study {study_id}: three attempts lost their answer", upstream=True)

@@ -37,7 +37,7 @@ from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, reg
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
 from core.errors import ServiceError
 from genderbias.labels import VOCABULARY
-from platforms.prolific.provider import ProlificProvider
+from platforms.prolific.provider import ProlificProvider, transition_study
 from platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
     DATASET_DONE,
@@ -355,20 +355,7 @@ class TaskBuilderProvider(CrowdProvider):
 
     def launch(self, batch: Batch) -> None:
         """Publish the study unless it is published already (after a lost answer, its status says)."""
-        self._transition(batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
-
-    def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
-        for _ in range(3):
-            if self.client.get_study(study_id).get("status") not in when:
-                return False
-            try:
-                self.client.transition_study(study_id, action)
-                return True
-            except TaskBuilderUnknownOutcome:
-                continue
-        if self.client.get_study(study_id).get("status") not in when:
-            return True
-        raise TaskBuilderError(f"Prolific did not {action} study {study_id}: three answers lost", upstream=True)
+        transition_study(self.client, batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
 
     def publish_hit(self, hit: Hit, question_html: str) -> str:
         """Nothing to send: the HIT is a task group of the dataset uploaded at :meth:`prepare`."""
@@ -491,7 +478,7 @@ class TaskBuilderProvider(CrowdProvider):
         """Stop the study (once per batch, and only if it runs)."""
         study_id = hit.batch.hit_type_id
         if study_id and study_id not in self._stopped:
-            self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
+            transition_study(self.client, study_id, "STOP", when=("ACTIVE", "PAUSED"))
             self._stopped.add(study_id)
 
 
