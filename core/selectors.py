@@ -26,6 +26,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 
+from core import methods
 from core.connection_kinds import CHAT, HUGGINGFACE, KINDS, ZENODO, ConnectionField, ConnectionKind, hint
 from core.models import (
     ROLE_RANK,
@@ -39,7 +40,6 @@ from core.models import (
 )
 from core.sealing import KEY_FILE, KEY_SETTING, SealError, key_in_file, unseal
 from core.web.permissions import can_manage_connections
-from genderbias import methods
 
 #: Where a field's value in force comes from.
 ENVIRONMENT, SITE, DEFAULT, UNSET = "environment", "site", "default", "unset"
@@ -328,12 +328,12 @@ def members(group: ResearchGroup) -> QuerySet[Membership]:
     return group.memberships.select_related("user").order_by("user__username")
 
 
-#: The list of method changes that move a figure (genderbias.methods), at the checkout's root.
+#: The list of method changes that move a figure (core.methods), at the checkout's root.
 CHANGELOG = Path(__file__).resolve().parent.parent / "CHANGELOG.md"
 
 
 def changelog_entries() -> list:
-    """CHANGELOG.md's entries, newest first (:func:`genderbias.methods.changelog_entries`; none without the file)."""
+    """CHANGELOG.md's entries, newest first (:func:`core.methods.changelog_entries`; none without the file)."""
 
     try:
         return methods.changelog_entries(CHANGELOG.read_text(encoding="utf-8"))

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotation.selectors import query_texts, remembered
+from core import methods
 from core.errors import ServiceError
-from genderbias import methods
 from genderbias.labels import LABELS
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from genderbias.ranking.vocabulary import BY_NAME
@@ -186,7 +186,7 @@ def report_policy_text(report: Report) -> str:
 
 def report_interval(report: Report) -> str:
     """The interval construction that computed the report's intervals with labels, in words (its stored
-    version, not today's: genderbias.methods)."""
+    version, not today's: core.methods)."""
 
     return methods.describe("label_interval", (report.methods or {}).get("label_interval"))
 

@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.methods import AUDIT_TEST
 from genderbias.figure_notes import CROWD_WARNING, SIGN_WARNING
-from genderbias.methods import AUDIT_TEST
 from genderbias.stats.p_values import p_value_text
 from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from genderbias import methods
+from core import methods
 from genderbias.figure_notes import SIGN_WARNING
 from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from genderbias.ranking.vocabulary import form_statement
@@ -362,7 +362,7 @@ def metrics_paragraph(settings: dict[str, Any]) -> str:
             f"The runs rank the passages of the collection{'s' if len(named) != 1 else ''} {_list(named)}."
         )
     if settings.get("on_batch"):
-        # The methods that computed this report (its stored versions), not today's (genderbias.methods).
+        # The methods that computed this report (its stored versions), not today's (core.methods).
         used = settings.get("methods") or {}
         crowd_model = escape(methods.describe("crowd_model", used.get("crowd_model")))
         chosen = settings.get("label_interval") or {}

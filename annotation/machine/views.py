@@ -45,13 +45,13 @@ from annotation.machine.services.routing import (
 )
 from annotation.models import Batch
 from annotation.results.selectors import latest_routing
+from core import methods
 from core.errors import ServiceError
 from core.forms import add_service_error
 from core.models import Job
 from core.services.uploads import staged_uploads
 from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
-from genderbias import methods
 from genderbias.labels import LABEL_NAMES, LABELS
 
 # --- reads shared by the pages and the API ---------------------------------------------------

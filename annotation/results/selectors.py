@@ -49,9 +49,9 @@ from annotation.crowd.selectors import (
 )
 from annotation.models import Adjudication, Assignment, Batch, Escalation, Judgment, PreLabel, Routing
 from annotation.results.review import next_query, review_rows
+from core import methods
 from core import selectors as core_selectors
 from core.version import code_key
-from genderbias import methods
 from genderbias.labels import LABEL_NAMES, LABELS
 
 if TYPE_CHECKING:

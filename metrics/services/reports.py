@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from annotation import selectors
 from annotation.services import reading_answers
+from core import methods
 from core.errors import FieldError, ServiceError
 from core.jobs import background_job
 from core.models import Job
@@ -29,7 +30,6 @@ from core.progress import Progress
 from core.services.names import validate_name
 from core.services.storage import cache_dir
 from core.version import software_version
-from genderbias import methods
 from genderbias.files.atomic import write_parquet_atomic
 from genderbias.options import (
     AWRF_P_OPTION,
@@ -746,7 +746,7 @@ def start_report(
 def start_rebuild(report: Report) -> Job:
     """Build ``report`` again with today's methods and its own settings, queries (or batch), runs,
     background, baseline and judgments, as a new report ``<name>-rebuilt`` (``-rebuilt-2``…): the old
-    one stays, described by the methods that computed it (:mod:`genderbias.methods`)."""
+    one stays, described by the methods that computed it (:mod:`core.methods`)."""
     stem = f"{report.name[:88]}-rebuilt"
     name, n = stem, 1
     while Report.objects.filter(name=name).exists():

@@ -1,4 +1,4 @@
-"""CHANGELOG.md and the method versions (genderbias.methods) hold together, and a researcher sees once
+"""CHANGELOG.md and the method versions (core.methods) hold together, and a researcher sees once
 what changed since the entry they last acknowledged (the home page's notice, dismissed per user)."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core import selectors
-from genderbias import methods
+from core import methods, selectors
 from genderbias.stats import intervals
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """A stored report keeps the methods that computed it (issue 67, item 2): its page and its paper's methods
-text describe it by its recorded versions (genderbias.methods), and when today's version of a method it
+text describe it by its recorded versions (core.methods), and when today's version of a method it
 used differs, the page says so, shows both, and offers to build it again."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.utils.html import escape
 
-from genderbias import methods
+from core import methods
 from genderbias.stats import intervals
 from metrics import services
 from metrics.models import Report
@@ -18,7 +18,7 @@ from publishing.services.paper import report_settings
 
 SETTINGS = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=200, seed=3)
 #: The words of the interval construction the report is computed with (genderbias.stats.intervals), read
-#: from its own table, not from genderbias.methods.
+#: from its own table, not from core.methods.
 BUILT_WITH = intervals.DESCRIPTIONS[intervals.LABEL_INTERVAL]
 LATER = "percentile bootstrap interval of a later method, named only by this test"
 

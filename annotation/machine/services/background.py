@@ -35,12 +35,12 @@ from annotation.machine.selectors import (
 from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, live_prelabel, prelabel_batch
 from annotation.models import Batch
 from annotation.results.selectors import remembered
+from core import methods
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
 from core.services.once import claim, live_job
-from genderbias import methods
 from genderbias.errors import InputError
 
 
@@ -136,7 +136,7 @@ def report_with_figures(batch: Batch, progress=None) -> dict[str, Any]:
         "report": report,
         "reliability_svg": calibration_plots.reliability_svg(report.get("reliability") or []),
         "proportions_svg": calibration_plots.proportions_svg(report["proportions"]),
-        # The methods that computed it, kept with it (genderbias.methods).
+        # The methods that computed it, kept with it (core.methods).
         "methods": methods.current(),
     }
 

@@ -37,9 +37,9 @@ from annotation.machine.services.routing.plan import (
     reference_state,
 )
 from annotation.models import Batch, Routing
+from core import methods
 from core.errors import ServiceError, StateError
 from core.services.once import claim
-from genderbias import methods
 
 
 def _check_routable(batch: Batch) -> None:
