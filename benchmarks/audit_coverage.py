@@ -168,7 +168,9 @@ def simulated_study(
                 "to_ppi_py": np.nan,
             }
             if reference and size == compared:
-                row["to_ppi_py"] = (high - low) / _ppi_py_width(figure, low, high, drawn, said_n, audited, truth)
+                # ppi_py's interval has no width where the audit holds one side of the class only: infinitely wider.
+                reference_width = _ppi_py_width(figure, low, high, drawn, said_n, audited, truth)
+                row["to_ppi_py"] = (high - low) / reference_width if reference_width > 0 else np.inf
             rows.append(row)
     return rows
 
@@ -202,6 +204,7 @@ def simulated_table(rows: pd.DataFrame) -> pd.DataFrame:
         to_ppi_py_median=("to_ppi_py", "median"),
         to_ppi_py_max=("to_ppi_py", "max"),
         compared=("to_ppi_py", "count"),
+        over_1_1=("to_ppi_py", lambda ratios: int((ratios > 1.1).sum())),
     )
     out.insert(2, "mc_se", np.sqrt(out["coverage"] * (1 - out["coverage"]) / out["studies"]))
     return out.reset_index()
@@ -219,6 +222,8 @@ def compact(frame: pd.DataFrame) -> pd.DataFrame:
             row[f"{figure.figure} width"] = figure.median_width
         ratio = part["to_ppi_py_max"].max()
         row["max width / ppi_py"] = "–" if np.isnan(ratio) else f"{ratio:.3f}"
+        compared = int(part["compared"].sum())
+        row["over 1.1 ppi_py"] = f"{int(part['over_1_1'].sum())} of {compared}" if compared else "–"
         out.append(row)
     return pd.DataFrame(out)
 

@@ -46,13 +46,15 @@ def test_the_share_is_ppi_mean_ci_on_the_indicator(label, weighted):
     lo, hi = ppi_mean_ci(y, yhat_all[audited], yhat_all, alpha=ALPHA, w=w)
     result = audit_share(truth, predicted, audited, label=label, weights=w)
     # ppi_py's interval, its rectifier variance floored at the Agresti-Coull variance of an audit holding
-    # none of the class (ppi_py has no floor: where it binds, the half-width is rebuilt from ppi_py's).
+    # none of the class where the audit holds fewer than z²/2 · n / (n + z²) of the class or of the rest
+    # (ppi_py has no floor: where it binds, the half-width is rebuilt from ppi_py's).
     n, z = len(y), NormalDist().inv_cdf(1 - ALPHA / 2)
     p0 = (z**2 / 2) / (n + z**2)
+    floor = p0 * (1 - p0) if min(y.sum(), n - y.sum()) < n * p0 else 0.0
     w_tilde = np.ones(n) if w is None else w * n / w.sum()
     rectifier = np.var(w_tilde * (y - result["lam"] * yhat_all[audited]))
     centre, half = (lo[0] + hi[0]) / 2, (hi[0] - lo[0]) / 2
-    half = z * np.sqrt((half / z) ** 2 + (max(rectifier, p0 * (1 - p0)) - rectifier) / n)
+    half = z * np.sqrt((half / z) ** 2 + (max(rectifier, floor) - rectifier) / n)
     assert result["ci"] == pytest.approx([max(centre - half, 0.0), min(centre + half, 1.0)], abs=1e-9)
     assert result["ci"][0] < result["estimate"] < result["ci"][1]
     assert result["predicted_only"] == pytest.approx(yhat_all.mean())
@@ -145,22 +147,43 @@ def test_the_crowds_own_figure_is_biased_there(coverage):
     assert errors.mean() > 3 * errors.std(ddof=1) / np.sqrt(len(errors))
 
 
-def test_coverage_of_a_rare_class_share():
-    # The share of "n" where 97% of queries are "n" and the crowd calls 30% of the gendered ones "n" (as the
-    # demo crowd): an audit of 50 holds no gendered query in 22% of draws (0.97 ** 50), and its rectifier
-    # variance was then 0 (coverage 0.77 before the Agresti-Coull floor). 95% nominal; over 400 draws the
-    # Monte-Carlo sd of a coverage of 0.95 is sqrt(.95 · .05 / 400) = 0.011, so 0.93 is 1.8 sd below it.
+def _rare_class(seed: int, audit: int):
+    """97% of 1,000 queries "n", the prediction calling 30% of the gendered ones "n" and 1% of the "n" ones
+    "f" (as the demo crowd); a random audit."""
+    rng = np.random.default_rng(seed)
+    truth = np.where(rng.random(1000) < 0.97, "n", rng.choice(["f", "m"], 1000))
+    missed = (truth != "n") & (rng.random(1000) < 0.3)
+    wrong = (truth == "n") & (rng.random(1000) < 0.01)
+    predicted = np.where(missed, "n", np.where(wrong, "f", truth))
+    return truth, predicted, rng.choice(1000, size=audit, replace=False)
+
+
+@pytest.mark.parametrize("audit", [50, 100])
+def test_coverage_of_a_rare_class_share(audit):
+    # An audit of 50 holds no gendered query in 22% of draws (0.97 ** 50), one in 33%; its rectifier variance
+    # was then about 0 (coverage 0.78 at 50 and 0.87 at 100 before the Agresti-Coull floor). 95% nominal; over
+    # 400 draws the Monte-Carlo sd of a coverage of 0.95 is sqrt(.95 · .05 / 400) = 0.011, so 0.93 is 1.8 sd
+    # below it.
     hits = []
     for seed in range(400):
-        rng = np.random.default_rng(seed)
-        truth = np.where(rng.random(1000) < 0.97, "n", rng.choice(["f", "m"], 1000))
-        missed = (truth != "n") & (rng.random(1000) < 0.3)
-        wrong = (truth == "n") & (rng.random(1000) < 0.01)
-        predicted = np.where(missed, "n", np.where(wrong, "f", truth))
-        audited = rng.choice(1000, size=50, replace=False)
+        truth, predicted, audited = _rare_class(seed, audit)
         low, high = audit_share(truth[audited].tolist(), predicted.tolist(), audited, label="n")["ci"]
         hits.append(low <= np.mean(truth == "n") <= high)
     assert np.mean(hits) >= 0.93
+
+
+def test_the_floor_binds_only_on_a_one_sided_audit():
+    # An audit of 100 holding 2 or more gendered queries (and of "n") gets ppi_py's interval exactly, however
+    # few of them the prediction gets wrong; one holding 0 or 1 gets a wider one.
+    for seed in range(40):
+        truth, predicted, audited = _rare_class(seed, 100)
+        in_truth = (truth[audited] == "n").astype(float)
+        ref_low, ref_high = ppi_reference.share_ci(in_truth, (predicted == "n").astype(float), audited)
+        low, high = audit_share(truth[audited].tolist(), predicted.tolist(), audited, label="n")["ci"]
+        if 100 - in_truth.sum() >= 2:
+            assert (low, high) == pytest.approx((ref_low, ref_high), abs=1e-9)
+        else:
+            assert high - low > ref_high - ref_low
 
 
 @pytest.mark.parametrize(

@@ -31,11 +31,9 @@ def test_classic_ppi_matches_the_published_estimator(label):
     yhat_batch = _indicator(MACHINE_SAMPLE + MACHINE_REST, label)
     n, big_n = 10, 30
     theta = yhat_batch.mean() + (y - yhat).mean()
-    # The rectifier's variance floored at the Agresti-Coull variance of a sample holding none of the class
-    # (p0 = (z²/2)/(n + z²)): it binds for f and m, whose Y − Ŷ holds a single disagreement.
-    p0 = (Z95**2 / 2) / (n + Z95**2)
-    rectifier = max(np.var(y - yhat, ddof=0), p0 * (1 - p0))
-    half = Z95 * np.sqrt(np.var(yhat_batch, ddof=0) / big_n + rectifier / n)
+    # No floor: the sample holds 2 or more of every class and of its rest, above Agresti-Coull's
+    # n (z²/2)/(n + z²) = 1.39, though f's and m's Y − Ŷ hold a single disagreement each.
+    half = Z95 * np.sqrt(np.var(yhat_batch, ddof=0) / big_n + np.var(y - yhat, ddof=0) / n)
 
     result = category_proportions(HUMAN, MACHINE_SAMPLE, MACHINE_REST, lam=1)[label]
     assert result["estimate"] == pytest.approx(theta)
