@@ -13,8 +13,8 @@ from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
+from core.figure_notes import SIGN_WARNING, figure_notes, p_value_text
 from core.spreadsheet import csv_text, write_csv
-from genderbias.figure_notes import SIGN_WARNING, figure_notes
 from genderbias.ranking.defaults import (
     AGGREGATIONS,
     DISPUTED_POLICIES,
@@ -23,7 +23,6 @@ from genderbias.ranking.defaults import (
     LABEL_UNCERTAINTY_COLUMNS,
 )
 from genderbias.ranking.vocabulary import metric_position, variant_position
-from genderbias.stats.p_values import p_value_text
 
 if TYPE_CHECKING:
     from genderbias.crowd.sensitivity import LabelSensitivity
@@ -90,7 +89,7 @@ NOTES_CSV_COLUMN = "notes"
 
 
 def interval_notes(notes: list[str], sentence: str | None, corrected) -> list[str]:
-    """A figure's notes (:meth:`genderbias.figure_notes.FigureNotes.texts`) and, for a label-corrected one
+    """A figure's notes (:meth:`core.figure_notes.FigureNotes.texts`) and, for a label-corrected one
     (``corrected`` not missing), which interval it got and why (``sentence``: the report's
     :attr:`metrics.models.Report.interval_sentence`), as the CSV's notes and the API's say it."""
     if sentence and corrected is not None and not (isinstance(corrected, float) and math.isnan(corrected)):

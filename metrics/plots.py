@@ -24,8 +24,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from core.figure_notes import figure_notes
 from core.svg_plots import INK, PAD_INCHES, PALETTE, ink, svg_bytes, svg_settings
-from genderbias.figure_notes import figure_notes
 from genderbias.ranking.vocabulary import is_rab_like, metric_position, note, variant_position
 
 from .names import header_lines

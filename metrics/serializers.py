@@ -3,8 +3,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.figure_notes import FigureNotes, figure_notes
 from core.serializers import CountField, DecimalNumberField
-from genderbias.figure_notes import FigureNotes, figure_notes
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from genderbias.report_option import ReportOption
 from metrics.selectors import report_policy

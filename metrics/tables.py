@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from genderbias.figure_notes import SIGN_WARNING, FigureNotes, figure_notes
+from core.figure_notes import SIGN_WARNING, FigureNotes, figure_notes, p_value_text
 from genderbias.numbers import DIGITS
 from genderbias.ranking.defaults import TABLE_LAYOUTS
 from genderbias.ranking.vocabulary import (
@@ -46,7 +46,6 @@ from genderbias.ranking.vocabulary import (
     variant_position,
 )
 from genderbias.stats.correlation import correlation
-from genderbias.stats.p_values import p_value_text
 from genderbias.stats.significance import (
     CORRELATION_POLICY,
     against_baseline,
@@ -307,7 +306,7 @@ def definitions(columns: Sequence[dict]) -> list[str]:
 
 def table_text(table: dict, width: int = TEXT_WIDTH) -> str:
     """The table as plain text (the ``bias_report --table`` output): values with their marks (``!`` where
-    the range over the orders of ties holds 0: :func:`genderbias.figure_notes.figure_notes`), then the
+    the range over the orders of ties holds 0: :func:`core.figure_notes.figure_notes`), then the
     correlations (r and τ, † when significant) per run; in blocks of as many columns as fit ``width``
     characters, the run column repeated in each, and the notes wrapped to it."""
     headers = [column["label"] for column in table["columns"]]

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation import selectors as annotation_selectors
 from annotation.models import Batch
 from core.errors import ServiceError, StateError
+from core.figure_notes import figure_notes
 from core.jobs import TooManyJobs
 from core.models import Job
 from core.selectors import jobs_for, unacknowledged_changes
@@ -23,7 +24,6 @@ from core.spreadsheet import csv_text
 from core.templatetags.roles import may_act
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
-from genderbias.figure_notes import figure_notes
 from genderbias.numbers import parse_count
 from genderbias.ranking.defaults import MAX_CUTOFF, TABLE_LAYOUTS
 from metrics.services.plot_cache import PlotParameterError, cached_plot, drawn_plot, plot_key, png_size

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from django.db.models import Count, Q
 
 from core.errors import ServiceError
+from core.figure_notes import figure_notes
 from genderbias.errors import InputError, Skipped
-from genderbias.figure_notes import figure_notes
 from genderbias.files.atomic import file_sha256, write_parquet_atomic
 from genderbias.files.docstores import V2PassageFiles
 from genderbias.text.wordlists import GenderWords, wordlist_from_mapping
@@ -291,7 +291,7 @@ def wordlist_of(record: WordList) -> GenderWords:
 
 def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
     """Rows for the pool page and download: one per pooled query, with its RaB per run, what is said of
-    it (``ties``: run → :class:`genderbias.figure_notes.FigureNotes`, where an order of ties moves it, as a
+    it (``ties``: run → :class:`core.figure_notes.FigureNotes`, where an order of ties moves it, as a
     report says it) and where each run's lists put it (``selected``: run → (female position, male position))."""
     from genderbias.ranking.pool import sort_qids
 

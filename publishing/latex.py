@@ -28,9 +28,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.figure_notes import CROWD_WARNING, SIGN_WARNING, p_value_text
 from core.methods import AUDIT_TEST
-from genderbias.figure_notes import CROWD_WARNING, SIGN_WARNING
-from genderbias.stats.p_values import p_value_text
 from metrics.names import header_lines
 from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
 from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
@@ -125,7 +124,7 @@ def prose(text: object) -> str:
 
 
 def p_value_tex(value: float | None) -> str:
-    """A p-value as :func:`genderbias.stats.p_values.p_value_text` writes it, in LaTeX text (``$<$ 0.0001``)."""
+    """A p-value as :func:`core.figure_notes.p_value_text` writes it, in LaTeX text (``$<$ 0.0001``)."""
     return p_value_text(value).replace("<", "$<$")
 
 
@@ -321,7 +320,7 @@ def table_label(table: dict) -> str:
     return f"tab:{table['layout']}"
 
 
-#: The mark of a figure whose range over the orders of ties holds 0 (:func:`genderbias.figure_notes.figure_notes`).
+#: The mark of a figure whose range over the orders of ties holds 0 (:func:`core.figure_notes.figure_notes`).
 SIGN_MARK = r"$\ddagger$"
 #: The mark of a label-corrected figure whose interval the crowd check warns of (the same decision).
 CROWD_MARK = r"$\S$"
@@ -617,7 +616,7 @@ def uncertainty_tex(
     ± half its query-only 95% interval, the label-corrected value with ± half the interval that also
     carries the labels' uncertainty, and the labels' share of that width; against the baseline, the
     difference's two intervals and the combined test's p (``*``: p < ``alpha``), in tables of their
-    own after the values'. A row with ``crowd_warning`` (:func:`genderbias.figure_notes.figure_notes`) has
+    own after the values'. A row with ``crowd_warning`` (:func:`core.figure_notes.figure_notes`) has
     its corrected value marked :data:`CROWD_MARK`, and the note says why. A column wide at :data:`TABLE_POINTS`; split by metric into parts that are
     each no taller than the text block of ``layout`` (:data:`TEMPLATES`), labelled ``tab:labels``,
     ``tab:labels-2``…. ``chosen``: which interval the corrected values got and why

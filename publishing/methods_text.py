@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from core import methods
-from genderbias.figure_notes import SIGN_WARNING
+from core.figure_notes import SIGN_WARNING
 from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
 from genderbias.ranking.vocabulary import form_statement
 from publishing.latex import breakable, escape, prose

@@ -1,8 +1,8 @@
-"""``{{ cell.p_value|p_value }}``: :func:`genderbias.stats.p_values.p_value_text` in templates."""
+"""``{{ cell.p_value|p_value }}``: :func:`core.figure_notes.p_value_text` in templates."""
 
 from django import template
 
-from genderbias.stats.p_values import p_value_text
+from core.figure_notes import p_value_text
 
 register = template.Library()
 

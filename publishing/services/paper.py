@@ -41,10 +41,10 @@ from annotation import selectors as annotation_selectors
 from annotation.models import Assignment, Batch, Export, Hit
 from annotation.services import reading_answers, render_hit_html
 from core.errors import ServiceError, StateError
+from core.figure_notes import SIGN_WARNING, figure_notes
 from core.jobs import background_job
 from core.models import Job
 from core.version import software_version
-from genderbias.figure_notes import SIGN_WARNING, figure_notes
 from genderbias.files.atomic import replace_folder
 from genderbias.presets import preset_lines
 from genderbias.ranking.defaults import TABLE_LAYOUTS
@@ -288,7 +288,7 @@ def export_facts(report: Report) -> dict[str, Any] | None:
 def labels_rows(summary, cutoff: int, crowd_quality: dict | None = None) -> list[dict]:
     """A report on a batch's labels: its results at ``cutoff`` for the papers' four metrics
     (:data:`FIGURE_METRICS`), the rows of ``table-labels.tex`` (every metric is in the results CSV), each
-    with ``crowd_warning`` as :func:`genderbias.figure_notes.figure_notes` decides it from the report's crowd check."""
+    with ``crowd_warning`` as :func:`core.figure_notes.figure_notes` decides it from the report's crowd check."""
     rows = summary[(summary["cutoff"] == cutoff) & summary["metric"].isin(FIGURE_METRICS)]
     return [row | {"crowd_warning": figure_notes(row, crowd_quality).crowd_warning} for row in rows.to_dict("records")]
 

@@ -6,7 +6,7 @@ import math
 import pytest
 from django.template import Context, Template
 
-from genderbias.stats.p_values import p_value_text
+from core.figure_notes import p_value_text
 from publishing.latex import p_value_tex
 
 

@@ -1,11 +1,11 @@
 """The crowd check's warning travels with the label-corrected figures into the paper's labels table (issue 67):
-the rows the bundle hands over carry the one decision (:func:`genderbias.figure_notes.figure_notes`), and the
+the rows the bundle hands over carry the one decision (:func:`core.figure_notes.figure_notes`), and the
 table marks each such corrected value and says why; a crowd the check trusts, or a figure without a
 label-corrected interval, is not marked."""
 
 import pandas as pd
 
-from genderbias.figure_notes import CROWD_WARNING
+from core.figure_notes import CROWD_WARNING
 from publishing.latex import CROWD_MARK, escape, uncertainty_tex
 from publishing.services.paper import labels_rows
 

@@ -1,7 +1,8 @@
-"""What is said about a figure beyond its value and interval, decided once: its range over the orders of
-tied documents, whether that range holds 0 (the ranking does not decide the sign), whether the crowd check
-warns of its label-corrected interval. The report's page, command line, CSV, API, plots and paper, and the
-pool's page, each format :func:`figure_notes`; none decides it again. Pure (no Django)."""
+"""What is said about a figure beyond its value, decided once: its range over the orders of tied documents,
+whether that range holds 0 (the ranking does not decide the sign), whether the crowd check warns of its
+label-corrected interval, and how its test's p-value is written. The report's page, command line, CSV, API,
+plots and paper, and the pool's page, each format :func:`figure_notes` and write p with
+:func:`p_value_text`; none decides either again. Pure (no Django)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,21 @@ def figure_notes(row, crowd_quality: dict | None = None) -> FigureNotes:
         low, high = float(low), float(high)
     crowd = bool(crowd_quality and crowd_quality.get("warning")) and get("combined_low") is not None
     return FigureNotes(low, high, range_contains_zero(get("metric"), low, high), crowd)
+
+
+#: The smallest p-value written as a number; anything below is ``< 0.0001`` (issue 45:
+#: ``p 4.2968197395090625e-306`` beside ``p 0.0000`` widened tables).
+SMALLEST_SHOWN = 0.0001
+
+
+def p_value_text(p: float | None) -> str:
+    """``p`` as people read it, the one rule of pages, terminal tables and the paper bundle:
+    ``"< 0.0001"``, ``"0.0123"``, or ``""`` when there is none (None or NaN)."""
+    if p is None:
+        return ""
+    p = float(p)
+    if math.isnan(p):
+        return ""
+    if p < SMALLEST_SHOWN:
+        return f"< {SMALLEST_SHOWN:.4f}"
+    return f"{p:.4f}"
