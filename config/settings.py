@@ -1,14 +1,7 @@
-"""Settings, read from the environment with types (:mod:`config.env`).
-
-Secure by default: debug is on only with ``DJANGO_DEBUG=1`` (``bin/demo`` sets it), and
-with debug off start-up stops unless ``DJANGO_SECRET_KEY`` and a separate
-``WORKER_PSEUDONYM_KEY`` are set; HTTPS redirects, HSTS and secure cookies are then on,
-each relaxable for a TLS-terminating proxy. A malformed value stops start-up with a
-message naming the variable. Nothing is created at import time.
-
-Without ``DATABASE_URL`` the project uses an SQLite file under ``var/`` (WAL, IMMEDIATE
-transactions, a busy timeout), and without ``CELERY_BROKER_URL`` Celery tasks run eagerly
-in-process. Production sets ``DATABASE_URL=postgres://...`` and ``CELERY_BROKER_URL=redis://...``.
+"""Settings, read from the environment with types (:mod:`config.env`); a malformed value stops
+start-up naming the variable. Secure by default: with ``DJANGO_DEBUG`` off start-up needs
+``DJANGO_SECRET_KEY`` and a separate ``WORKER_PSEUDONYM_KEY``, and HTTPS, HSTS and secure cookies
+are on. Without ``DATABASE_URL``: SQLite under ``var/``; without ``CELERY_BROKER_URL``: jobs in-process.
 """
 
 import importlib
@@ -155,11 +148,8 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 _SQLITE_DEFAULT = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-# Connections are kept open between requests (DATABASE_CONN_MAX_AGE seconds, default 60;
-# 0: a new one per request, which costs a PostgreSQL backend's start-up each time: see
-# docs/benchmarks.md, "The annotator's path"). A connection broken by a database restart
-# is noticed before use and replaced (CONN_HEALTH_CHECKS), so the site and the workers
-# recover without being restarted.
+# Connections kept open (0: a PostgreSQL backend's start-up per request; docs/benchmarks.md, "The
+# annotator's path"); one broken by a database restart is replaced before use (CONN_HEALTH_CHECKS).
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", _SQLITE_DEFAULT),
@@ -170,12 +160,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     #: Django's backend, creating the database's folder when it first opens the file (core.db.sqlite).
     DATABASES["default"]["ENGINE"] = "core.db.sqlite"
-    # WAL lets the site read while a command writes; IMMEDIATE takes the write lock at
-    # BEGIN so two writers queue on the busy timeout instead of failing mid-transaction.
-    # synchronous=NORMAL: in WAL mode a commit is not fsynced, only checkpoints are (a power
-    # loss may lose the last commits, never corrupt the file). Checkpoints: SQLite's
-    # automatic one, when the WAL reaches 1,000 pages (4 MB), run by the committing
-    # connection. Settings measured in docs/benchmarks.md, "The annotator's path".
+    # WAL: the site reads while a command writes; IMMEDIATE: two writers queue on the busy timeout
+    # instead of failing mid-transaction; synchronous=NORMAL: a power loss may lose the last commits,
+    # never corrupt the file (measured in docs/benchmarks.md, "The annotator's path").
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
@@ -183,11 +170,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Server-side binding and prepared statements: a statement the site runs again and again
-    # (every annotator request's) is parsed and planned once per connection, not each time
-    # (measured in docs/benchmarks.md, "The annotator's path"). Django leaves them off for
-    # the sake of transaction-mode poolers (PgBouncer before 1.21): behind one, set
-    # DATABASE_PREPARE_THRESHOLD=0.
+    # Prepared statements: every annotator request's statements planned once per connection
+    # (docs/benchmarks.md, "The annotator's path"). Behind a transaction-mode pooler (PgBouncer
+    # before 1.21) set DATABASE_PREPARE_THRESHOLD=0.
     _prepare_threshold = env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0)
     if _prepare_threshold:
         DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": _prepare_threshold}
@@ -202,9 +187,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # --- Mail (password reset) -----------------------------------------------------------------
-#: Password reset by e-mail exists only when a mail server is configured: without one the
-#: reset pages are not served (a reset that silently never arrives is worse than none), and
-#: the login page says to ask the researcher instead.
+#: Password reset by e-mail only with a mail server: a reset that never arrives is worse than none.
 EMAIL_HOST = env_str("EMAIL_HOST", "")
 PASSWORD_RESET_BY_EMAIL = bool(EMAIL_HOST)
 if PASSWORD_RESET_BY_EMAIL:
@@ -215,10 +198,8 @@ if PASSWORD_RESET_BY_EMAIL:
     DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", f"genderbias@{EMAIL_HOST}")
 
 # --- Login throttling (django-axes) -----------------------------------------------------
-#: After this many wrong passwords for one username from one address, that pair is locked
-#: out for AXES_COOLOFF_TIME hours (the admin can unlock it earlier). The address is the
-#: client's (core.web.client_ip): behind the proxy, taken from X-Forwarded-For, so strangers'
-#: guesses do not lock the owner out; without it, REMOTE_ADDR, never a header a client sets.
+#: After this many wrong passwords for one username from one address (core.web.client_ip: never a
+#: header a client sets), that pair is locked out for AXES_COOLOFF_TIME hours.
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 1.0, minimum=0.01)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -287,10 +268,8 @@ JOB_LOCAL_THREADS = env_int("JOB_LOCAL_THREADS", 2, minimum=1)
 JOB_MAX_IN_FLIGHT_PER_USER = env_int("JOB_MAX_IN_FLIGHT_PER_USER", 8, minimum=1)
 JOB_MAX_IN_FLIGHT_PER_GROUP = env_int("JOB_MAX_IN_FLIGHT_PER_GROUP", 16, minimum=1)
 CELERY_TASK_EAGER_PROPAGATES = True
-# At-least-once delivery (core.tasks makes a second delivery harmless): a message is
-# acknowledged after its task ran; a worker process killed mid-task puts it back at once;
-# Redis hands an unacknowledged message out again after the visibility timeout; a worker
-# reserves one message at a time.
+# At-least-once delivery, a second one harmless (core.tasks): acknowledged after the task ran, put
+# back when its worker is killed, one message reserved at a time.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -314,11 +293,9 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 
 # --- REST framework -------------------------------------------------------------------
-#: Sessions for the site's own pages, tokens (``manage.py api_token``, or the account
-#: page; stored hashed, core.services.api_tokens) for scripts. No Basic auth: a password on every
-#: request, and through django-axes' backend, which needs the request DRF's Basic auth
-#: does not pass. A client whose token headers failed this many times in a minute gets
-#: 429 until the minute has passed (counted per process, in the default cache).
+#: Sessions for the site's pages, hashed tokens (core.services.api_tokens) for scripts; no Basic auth
+#: (a password on every request, and django-axes' backend needs the request DRF's Basic auth does not
+#: pass). A client whose token headers failed this many times in a minute gets 429 (per process).
 API_TOKEN_FAILURES_PER_MINUTE = env_int("API_TOKEN_FAILURES_PER_MINUTE", 10, minimum=1)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -359,19 +336,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Caches ---------------------------------------------------------------------------
-#: ``default``: per process (API throttling counts, as before). Two caches every gunicorn worker
-#: and Celery worker shares: on Redis at SHARED_CACHE_URL (``redis://...``) when set, each
-#: under its key prefix; otherwise each in its own database table (made by ``migrate``: no
-#: separate ``createcachetable``), so that culling or clearing the results, however many
-#: there are, never touches the arrivals' state:
-#: - ``shared`` (table ``shared_cache``): Prolific arrivals' rate-limit counters, checks under
-#:   way and their remembered answers, the pace of Prolific calls (core.services.ratelimit);
-#: - ``results`` (table ``results_cache``): what a batch's answers add up to (agreement,
-#:   bootstrap intervals, Dawid-Skene, per-query results), keyed by the batch's answer version
-#:   (annotation.results.selectors.answers_version), so every worker reuses what one of them
-#:   computed until new answers or rulings arrive. RESULTS_CACHE_SECONDS=0 caches nothing.
-#:   Bounded by RESULTS_CACHE_MAX_BYTES; kept in the database (or RESULTS_CACHE_URL's own Redis),
-#:   never in SHARED_CACHE_URL's, whose memory the Celery broker may share.
+#: ``default``: per process (API throttling counts). Two caches every worker shares, each in its own
+#: table (made by ``migrate``) unless on Redis, so that culling the results never touches the arrivals':
+#: ``shared`` (SHARED_CACHE_URL or table ``shared_cache``): Prolific arrivals' counters and checks, the
+#: pace of Prolific calls (core.services.ratelimit); ``results`` (RESULTS_CACHE_URL or table
+#: ``results_cache``, never the broker's Redis): what a batch's answers add up to, keyed by its answer
+#: version (annotation.results.selectors.answers_version). RESULTS_CACHE_SECONDS=0 caches nothing.
 
 
 def _redis_url(name: str) -> str:
@@ -385,13 +355,9 @@ def _redis_url(name: str) -> str:
 SHARED_CACHE_URL = _redis_url("SHARED_CACHE_URL")
 #: How long a cached result is kept (seconds); a new answer makes a new key at once anyway.
 RESULTS_CACHE_SECONDS = env_int("RESULTS_CACHE_SECONDS", 7 * 24 * 3600, minimum=0)
-#: The most the results cache holds (bytes, pickled values: what the table or Redis keeps),
-#: enforced by the code on either backend (core.db.bounded_cache): past it, entries go oldest
-#: first; a batch's entries of older answers go when newer ones are stored.
+#: The most the results cache holds (bytes, pickled; core.db.bounded_cache): past it, the oldest go.
 RESULTS_CACHE_MAX_BYTES = env_int("RESULTS_CACHE_MAX_BYTES", 256 * 1024**2, minimum=1024)
-#: A Redis of its own for the results cache (redis://…/N), apart from the broker's and the
-#: shared cache's memory; give that server a maxmemory and ``maxmemory-policy allkeys-lru``
-#: (docs/deployment.md). Unset: the database table ``results_cache`` (never the broker's Redis).
+#: A Redis of its own for the results cache (with ``maxmemory-policy allkeys-lru``: docs/deployment.md).
 RESULTS_CACHE_URL = _redis_url("RESULTS_CACHE_URL")
 #: The most the report figures' files under CACHE_DIR/plots may hold (bytes; the paper bundles'
 #: zips too): past it the least recently drawn go (metrics.services.plot_cache), drawn again if asked.
