@@ -96,11 +96,6 @@ def _keys(keys: str):
     return MultiFernet(fernets)
 
 
-def check_keys(keys: str) -> None:
-    """Raise :class:`SealError` unless ``keys`` holds at least one well-formed key."""
-    _keys(keys)
-
-
 def seal(values: dict[str, str], keys: str) -> str:
     """``values`` (secret fields by name) sealed with the first of ``keys``."""
     return _keys(keys).encrypt(json.dumps(values, sort_keys=True).encode()).decode()

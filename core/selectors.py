@@ -107,10 +107,6 @@ class ConnectionState:
     def last_test(self):
         return self.row.last_test if self.row is not None else None
 
-    @property
-    def stored_secrets(self) -> bool:
-        return bool(self.row is not None and self.row.sealed)
-
 
 def connection_state(kind: str) -> ConnectionState:
     """The connection ``kind`` as in force now (one query; a stored secret opened only if in force)."""

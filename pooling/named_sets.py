@@ -54,7 +54,6 @@ class NamedSet:
     source: str  #: the repository and commit the files are copied from
     url: str
     licence: str  #: SPDX identifier
-    licence_file: str  #: beside the files
     citation_key: str  #: its entry in ``publishing.bibliography``
     citation: str  #: BibTeX
     has: tuple[str, ...]  #: what an import makes: queries, categories, labels, documents, qrels
@@ -118,7 +117,6 @@ NAMED_SETS: dict[str, NamedSet] = {
             source="KlaraKrieg/GrepBiasIR@ed44a46",
             url="https://github.com/KlaraKrieg/GrepBiasIR",
             licence="CC0-1.0",
-            licence_file="LICENSE",
             citation_key="krieg2023grep",
             citation=_KRIEG,
             has=("queries", "categories", "documents", "wordings", "qrels"),
@@ -133,7 +131,6 @@ NAMED_SETS: dict[str, NamedSet] = {
             source="CPJKU/FairnessRetrievalResults@81693da",
             url="https://github.com/CPJKU/FairnessRetrievalResults",
             licence="MIT",
-            licence_file="LICENSE",
             citation_key="rekabsaz2021",
             citation=_REKABSAZ2021,
             has=("queries", "categories"),
@@ -150,7 +147,6 @@ NAMED_SETS: dict[str, NamedSet] = {
             source="CPJKU/FairnessRetrievalResults@81693da",
             url="https://github.com/CPJKU/FairnessRetrievalResults",
             licence="MIT",
-            licence_file="LICENSE",
             citation_key="rekabsaz2021",
             citation=_REKABSAZ2021,
             has=("queries", "categories"),
@@ -166,7 +162,6 @@ NAMED_SETS: dict[str, NamedSet] = {
             source="navid-rekabsaz/GenderBias_IR",
             url="https://github.com/navid-rekabsaz/GenderBias_IR",
             licence="MIT",
-            licence_file="LICENSE",
             citation_key="rekabsaz2020",
             citation=_REKABSAZ2020,
             has=("queries", "labels"),

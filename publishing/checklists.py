@@ -316,11 +316,6 @@ def annotators_sentence(facts: Mapping[str, Any]) -> str:
     return text
 
 
-def machine_sentence(facts: Mapping[str, Any]) -> str | None:
-    """Which machine labelled what, with its prompt version and guarantee (the card's sentence), or None."""
-    return machine_tools(facts) or machine_unused(facts)
-
-
 def _in(where: str, text: str) -> str:
     return f"In {where}: {text}"
 
