@@ -1,9 +1,10 @@
 """``calc_aggregate`` and ``iter_calc`` of the bias measures, as ir_measures computes effectiveness.
 
 Each figure is computed by the platform's own function: RaB, ARaB, NFaiRR, TExFAIR and the exposure
-measures by :func:`genderbias.ranking.measures.evaluate_run` (what ``bias_report`` computes per run),
-a run's mean as the report's summary takes it (over the queries with a value), its range over the
-orders of tied documents by :func:`genderbias.ranking.ties.tie_summary`, and CRBO by
+measures by the report's one pipeline (:func:`genderbias.ranking.measures.figures`, which ``bias_report``'s
+:func:`~genderbias.ranking.measures.evaluate` summarises), a run's mean as that summary takes it (over
+the queries with a value), its range over the orders of tied documents by
+:func:`genderbias.ranking.ties.tie_summary`, and CRBO by
 :func:`genderbias.ranking.rbo.crbo`. The figures are :class:`Figure` numbers: a float (the figure:
 under ``tie-aware`` its expectation over the orders of ties) with ``.low`` and ``.high``, the lowest
 and highest value an order of the run's ties gives (equal to the figure when no order moves it; NaN
@@ -21,7 +22,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import pandas as pd
-import polars as pl
 from ir_measures import Metric as IrMetric
 
 from genderbias.api.inputs import Texts, load_run, load_texts
@@ -29,10 +29,9 @@ from genderbias.api.notation import MEASURES, BiasMeasure, parse_measure
 from genderbias.options import EXPOSURE_OPTIONS, SEED_OPTION, THRESHOLD_OPTION
 from genderbias.presets import PRESETS
 from genderbias.ranking.exposure import ExposureSettings
-from genderbias.ranking.measures import evaluate_run
+from genderbias.ranking.measures import figures
 from genderbias.ranking.rbo import crbo
-from genderbias.ranking.ties import TIE_AWARE, order_run, tie_summary
-from genderbias.text.wordlists import default_representative_wordlist, default_wordlist
+from genderbias.ranking.ties import tie_summary
 
 NAN = float("nan")
 
@@ -168,7 +167,7 @@ def per_query(
 
 
 def _group(measure: BiasMeasure) -> tuple:
-    """Measures computed by one :func:`evaluate_run` call: the same order of ties, tokenizer, τ, seed and
+    """Measures computed by one :func:`figures` call: the same order of ties, tokenizer, τ, seed and
     exposure settings (a measure without one of them takes its default)."""
     if measure.NAME == "CRBO":
         return ("CRBO",)
@@ -182,22 +181,17 @@ def _group(measure: BiasMeasure) -> tuple:
 
 
 def _bias(members: list[BiasMeasure], run, texts: Texts, wordlist, representative) -> list:
+    """The library's one pipeline's per-query figures (:func:`genderbias.ranking.measures.figures`) of the
+    measures computed together (:func:`_group`), each measure's rows picked out of them."""
     _, ties, tokenizer, threshold, exposure, seed = _group(members[0])
-    cutoffs = sorted({m.cutoff for m in members})
-    depth = max(cutoffs)
-    # The documents the figures read: the top ``depth`` under the order of ties, and every member of a
-    # tie group reaching it (the tie-aware expectation and the range average over them).
-    docids = pl.concat([order_run(run, order, depth)["docid"] for order in {ties, TIE_AWARE}]).unique(
-        maintain_order=True
-    )
-    counts = texts.counts(docids, wordlist or default_wordlist(), tokenizer)
-    representative_counts = texts.counts(docids, representative or default_representative_wordlist(), tokenizer)
     settings = ExposureSettings(
         **dict(zip([n for n in EXPOSURE_OPTIONS if n != "threshold"], exposure, strict=True)), threshold=threshold
     )
-    table = evaluate_run(
-        run, counts, representative_counts, cutoffs, threshold=threshold, exposure=settings, ties=ties, seed=seed
-    )
+    table = figures(
+        {"": run}, texts.counts, sorted({m.cutoff for m in members}), wordlist=wordlist,
+        representative=representative, tokenizer=tokenizer, threshold=threshold, exposure=settings, ties=ties,
+        seed=seed,
+    )  # fmt: skip
     parts = []
     for measure in members:
         rows = table[(table["metric"] == measure.NAME) & (table["cutoff"] == measure.cutoff)]
@@ -210,7 +204,7 @@ def _bias(members: list[BiasMeasure], run, texts: Texts, wordlist, representativ
 
 
 def _rows(measure: BiasMeasure, rows):
-    """``measure, qid, value, low, high, tied`` of ``rows`` (``evaluate_run``'s), the range filled with
+    """``measure, qid, value, low, high, tied`` of ``rows`` (``figures``'), the range filled with
     the value where the query's top holds no tie (no order of ties moves it), and ``bound`` applied."""
     rows = rows[["qid", "value", "low", "high", "tied"]].reset_index(drop=True).copy()
     untied = ~rows["tied"].astype(bool)

@@ -27,15 +27,21 @@ imported through ``pooling`` are validated against their collection, so this onl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
 import polars as pl
 
+from genderbias.ranking import effectiveness
 from genderbias.ranking.defaults import (
+    BACKGROUND_DEPTH,
     COLLECTION_BACKGROUND,
     DEFAULT_NORMALISER,
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
     DEFAULT_THRESHOLD,
     DEFAULT_TIES,
 )
@@ -52,9 +58,14 @@ from genderbias.ranking.ranked_counts import (
     validate_cutoffs,
     with_ties,
 )
-from genderbias.ranking.ties import Orders
+from genderbias.ranking.ties import TIE_AWARE, Orders, order_run, tie_summary
 from genderbias.ranking.vocabulary import BY_NAME, EXPOSURE, GROUP_MEASURES, RAB_LIKE
 from genderbias.text.magnitudes import magnitudes_frame
+from genderbias.text.tokenize import DEFAULT_TOKENIZER
+from genderbias.text.wordlists import GenderWords, default_representative_wordlist, default_wordlist
+
+if TYPE_CHECKING:
+    from genderbias.crowd.label_probabilities import LabelModel
 
 RANK_BIAS_VARIANTS = BY_NAME["RaB"].variants  # ("tf", "bool"), shared by every RaB-like metric
 TEXFAIR_VARIANTS = BY_NAME["TExFAIR"].variants  # ("rbdf", "plain"); the first is the paper's
@@ -261,3 +272,149 @@ def _long(table: pd.DataFrame, metric: str, variant: str, cutoffs: Sequence[int]
             )
         )
     return pd.concat(frames, ignore_index=True)
+
+
+# --- the one pipeline: every measure of every run, summarised -------------------------------
+
+
+class Counts(Protocol):
+    """What the figures read of the texts: ``docid, f, m, length`` of ``docids`` under a word list and a
+    tokenizer (:meth:`genderbias.api.inputs.Texts.counts`; the platform's over its count cache)."""
+
+    def __call__(self, docids: pl.Series, wordlist: GenderWords, tokenizer: str) -> pl.DataFrame: ...
+
+
+def figures(
+    runs: Mapping[str, pl.DataFrame],
+    counts: Counts,
+    cutoffs: Sequence[int],
+    *,
+    wordlist: GenderWords | None = None,
+    representative: GenderWords | None = None,
+    tokenizer: str = DEFAULT_TOKENIZER,
+    background: pl.DataFrame | None = None,
+    background_name: str = COLLECTION_BACKGROUND,
+    **settings,
+) -> pd.DataFrame:
+    """Long frame ``run, qid, metric, variant, cutoff, value, low, high, tied`` of every run (a frame
+    ``qid, docid, rank, score`` each, at least as deep as the cutoffs), by :func:`evaluate_run` with
+    ``settings`` (``threshold``, ``normaliser``, ``exposure``, ``ties``, ``seed``); NFaiRR's comparison is
+    every run. ``counts`` is asked once per word list, for the documents the figures read (each run's
+    top under its order of ties and every tie group reaching the depth) and the background's top.
+
+    A query's values depend on the runs, the background and the settings, never on which other
+    queries are asked for, so any subset of this frame is what the same call on that subset gives."""
+    cutoffs = validate_cutoffs(cutoffs)
+    ties = settings.get("ties", DEFAULT_TIES)
+    read = [order_run(frame, order, max(cutoffs))["docid"] for frame in runs.values() for order in {ties, TIE_AWARE}]
+    if background is not None:
+        background = background.filter(pl.col("rank") <= BACKGROUND_DEPTH)
+        read.append(background["docid"])
+    docids = pl.concat(read).unique(maintain_order=True)
+    definitional = counts(docids, wordlist or default_wordlist(), tokenizer)
+    representative_counts = counts(docids, representative or default_representative_wordlist(), tokenizer)
+    comparison = list(runs.values())
+    parts = []
+    for name, frame in runs.items():
+        values = evaluate_run(
+            frame, definitional, representative_counts, cutoffs, background=background,
+            background_name=background_name, comparison=comparison, **settings,
+        )  # fmt: skip
+        values.insert(0, "run", name)
+        parts.append(values)
+    return pd.concat(parts, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What :func:`evaluate` computes: the per-query figures and their summary."""
+
+    #: ``run, qid, metric, variant, cutoff, value, low, high, tied``: bias and effectiveness.
+    per_query: pd.DataFrame
+    #: One row per run × metric × variant × cutoff: ``value, queries, ci_low, ci_high, p_value, tie_low,
+    #: tie_high`` (and with labels the label-corrected columns, :data:`LABEL_UNCERTAINTY_COLUMNS`).
+    summary: pd.DataFrame
+    #: Per run, per cutoff: how many of its queries' top k hold a tied document (:func:`tie_summary`).
+    tied_queries: dict[str, dict[str, int]]
+    #: The asked queries the qrels do not judge; per run the judged ones it does not return.
+    unjudged: list[str]
+    unreturned: dict[str, list[str]]
+    #: With labels: which interval the label-corrected figures got and why (:func:`figure_intervals.interval_choice`).
+    label_interval: dict | None = None
+
+
+def evaluate(
+    runs: Mapping[str, pl.DataFrame],
+    counts: Counts,
+    cutoffs: Sequence[int],
+    *,
+    qids: Sequence[str] | None = None,
+    qrels: pl.DataFrame | None = None,
+    judged_by: str = "",
+    measures: Sequence[str] = (),
+    labels: LabelModel | None = None,
+    in_set: Collection[str] | None = None,
+    predicted: Mapping[str, str | None] | None = None,
+    audit: Mapping[str, str] | None = None,
+    baseline: str | None = None,
+    samples: int = DEFAULT_SAMPLES,
+    progress: Callable[[str, int, int], None] | None = None,
+    **settings,
+) -> Evaluation:
+    """Every measure of every run over ``qids`` (default: the runs' queries), summarised: the one pipeline
+    of a report, and what :func:`genderbias.api.calc.calc_aggregate` reads.
+
+    The bias figures are :func:`figures`' (``settings`` its keywords); with ``qrels`` (``qid, docid, rel``)
+    the effectiveness ``measures`` too (:func:`effectiveness.effectiveness`, variant ``judged_by``; the
+    runs at least as deep as the measures), every asked query a row. The summary is over ``in_set``
+    (default every query): means with bootstrap intervals (``samples``) and tests against ``baseline``
+    (:func:`significance.summarise`), the range over orders of ties (:func:`tie_summary`); with a label
+    model (``labels``, ``predicted``: each judged query's label, ``audit``: an expert sample's) the
+    label-corrected figures and the interval each gets (:func:`figure_intervals.choose_intervals`).
+    ``progress(step, done, total)`` follows the long steps."""
+    # Here, not at the top: scipy and the crowd models would double the import of every measure (pools, calc).
+    from genderbias.crowd import figure_intervals, label_uncertainty
+    from genderbias.stats import significance
+
+    progress = progress or (lambda step, done, total: None)
+    seed = settings.get("seed", DEFAULT_SEED)
+    per_query = figures(runs, counts, cutoffs, **settings)
+    qids = list(qids) if qids is not None else list(dict.fromkeys(per_query["qid"]))
+    unjudged: list[str] = []
+    unreturned: dict[str, list[str]] = {}
+    if qrels is not None:
+        parts = []
+        for name, frame in runs.items():
+            values = effectiveness.effectiveness(frame, qrels, measures, qids=qids)
+            values.insert(0, "run", name)
+            values.insert(3, "variant", judged_by)
+            parts.append(values)
+            unreturned[name] = effectiveness.unreturned_queries(frame, qrels, qids)
+        per_query = pd.concat([per_query, *parts], ignore_index=True)
+        judged = set(qrels["qid"].unique().to_list())
+        unjudged = [qid for qid in qids if qid not in judged]
+    measured = per_query
+    if in_set is not None:
+        measured = per_query[per_query["qid"].isin(in_set)]
+        unjudged = [q for q in unjudged if q in in_set]
+        unreturned = {run: [q for q in found if q in in_set] for run, found in unreturned.items()}
+    step = "intervals and tests over the queries (bootstrap)"
+    progress(step, 0, 1)
+    summary = significance.summarise(measured, baseline=baseline, samples=samples, seed=seed)
+    progress(step, 1, 1)
+    label_interval = None
+    if labels is not None and len(summary):
+        wide = significance.wide_values(per_query)
+        summary = label_uncertainty.combined_summary(
+            wide, labels, set(in_set), summary, baseline=baseline, samples=samples, seed=seed, progress=progress
+        )
+        # Which interval each label-corrected figure gets: PPI++ on an audit sample, the crowd model's, or
+        # none where errors are shared by query (issue 81).
+        verdict = figure_intervals.shared_errors_verdict(labels)
+        summary, label_interval = figure_intervals.choose_intervals(
+            summary, wide, predicted or {}, audit, verdict, baseline=baseline
+        )
+    ranges, tied_queries = tie_summary(measured)
+    if len(summary):
+        summary = summary.merge(ranges, on=["run", "metric", "variant", "cutoff"], how="left")
+    return Evaluation(per_query, summary, tied_queries, unjudged, unreturned, label_interval)

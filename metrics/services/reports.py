@@ -3,11 +3,11 @@
 Heavy work (reading runs, counting words, computing metrics, bootstrapping) happens before
 the transaction opens; the report and its result rows are written in one transaction, and
 the per-query Parquet file is written atomically before it, so a failure leaves no report.
-Counts come from :func:`pooling.services.document_counts_for`, once per word list, for the
-union of the documents of every run (top max-cutoff) and of the background run.
-
-:func:`per_query_values` is the one path from runs to per-query values: label sensitivity
-(:mod:`.labelling`) subsets it rather than computing its own.
+Every figure is the library's one pipeline's (:func:`genderbias.ranking.measures.evaluate`, what
+``genderbias.calc_aggregate`` reads too): this module reads the rows it takes (:func:`_read`: the runs'
+top rankings, the background's, counts from :func:`pooling.services.document_counts_for`) and stores
+what it returns. :func:`per_query_values` is its per-query half: label sensitivity (:mod:`.labelling`)
+subsets it rather than computing its own.
 """
 
 from __future__ import annotations
@@ -245,8 +245,9 @@ def _compute(
     labels=None,
     audit: dict[str, str] | None = None,
 ) -> Computed:
-    from genderbias.ranking.ties import tie_summary
-    from genderbias.stats import significance
+    """The rows a report reads (:func:`_read`), computed by the library's one pipeline
+    (:func:`genderbias.ranking.measures.evaluate`)."""
+    from genderbias.ranking import measures as pipeline  # start-up
 
     from ..formatting import order_summary
 
@@ -265,105 +266,107 @@ def _compute(
         raise ServiceError("effectiveness measures need relevance judgments: give the qrels")
     if qrels is not None:
         _check_qrels(runs, qrels)
+        measures = measures or DEFAULT_MEASURES
     words, representative = _word_lists(report_settings, inputs)
-    per_query = per_query_values(
-        qids,
-        runs,
-        report_settings,
+    job, bar = inputs.get("job"), inputs.get("bar", True)
+    depth = effectiveness.measures_depth(measures) if measures else 0
+    frames, counts, settings = _read(qids, runs, report_settings, inputs.get("background"), source, job, bar, depth)
+    found = pipeline.evaluate(
+        frames,
+        counts,
+        report_settings.cutoffs,
+        qids=qids,
         wordlist=words,
         representative=representative,
-        background=inputs.get("background"),
-        job=inputs.get("job"),
-        bar=inputs.get("bar", True),
-        source=source,
+        qrels=qrels_frame(qrels) if qrels is not None else None,
+        judged_by=qrels.name if qrels is not None else "",
+        measures=measures,
+        labels=labels.model if labels is not None else None,
+        in_set=set(labels.non_gendered) if labels is not None else None,
+        predicted={q: labels.label.get(q) for q in labels.table.index.astype(str)} if labels is not None else None,
+        audit=audit,
+        baseline=baseline.name if baseline else None,
+        samples=report_settings.bootstrap_samples,
+        progress=_StepProgress(job, bar),
+        **settings,
     )
-    members = set(labels.non_gendered) if labels is not None else None
-    unjudged: list[str] = []
-    unreturned: dict[str, list[str]] = {}
-    if qrels is not None:
-        import pandas as pd
-
-        measures = measures or default_measures()
-        effect, unjudged, unreturned = effectiveness_values(qids, runs, qrels, measures, source=source)
-        per_query = pd.concat([per_query, effect], ignore_index=True)
-        if members is not None:
-            unjudged = [q for q in unjudged if q in members]
-            unreturned = {run: [q for q in found if q in members] for run, found in unreturned.items()}
-    measured = per_query if members is None else per_query[per_query["qid"].isin(members)]
-    base_name = baseline.name if baseline else None
-    job, bar = inputs.get("job"), inputs.get("bar", True)
-    with Progress("Intervals and tests over the queries (bootstrap)", None, job=job, bar=bar):
-        summary = significance.summarise(
-            measured, baseline=base_name, samples=report_settings.bootstrap_samples, seed=report_settings.seed
-        )
-    label_interval = None
-    if labels is not None and len(summary):
-        from genderbias.crowd import figure_intervals, label_uncertainty
-
-        wide = significance.wide_values(per_query)
-        summary = label_uncertainty.combined_summary(
-            wide,
-            labels.model,
-            members,
-            summary,
-            baseline=base_name,
-            samples=report_settings.bootstrap_samples,
-            seed=report_settings.seed,
-            progress=_StepProgress(job, bar),
-        )
-        # Which interval each label-corrected figure gets: PPI++ on the batch's audit sample, the crowd
-        # model's, or none where errors are shared by query (issue 81).
-        summary, label_interval = figure_intervals.choose_intervals(
-            summary,
-            wide,
-            {q: labels.label.get(q) for q in labels.table.index.astype(str)},
-            audit,
-            figure_intervals.shared_errors_verdict(labels.model),
-            baseline=base_name,
-        )
-    ranges, tied_queries = tie_summary(measured)
-    if len(summary):
-        summary = summary.merge(ranges, on=["run", "metric", "variant", "cutoff"], how="left")
     return Computed(
-        per_query,
-        order_summary(summary),
+        found.per_query,
+        order_summary(found.summary),
         runs,
         words,
         representative,
         measures,
-        unjudged,
-        unreturned,
+        found.unjudged,
+        found.unreturned,
         labels,
-        tied_queries,
-        _texts_read(qids, runs, report_settings, inputs.get("background"), source),
-        label_interval,
+        found.tied_queries,
+        counts.texts_read(),
+        found.label_interval,
     )
 
 
-def _texts_read(
-    qids: Sequence[str], runs: Sequence[Run], report_settings: ReportSettings, background: Run | None, source: str
-) -> tuple[str, int] | None:
-    """For a collection by reference, ``(checksum, texts)`` of the passages the report read (those
-    :func:`per_query_values` counts: every run's top through ties, the background's top), from the
-    digests kept when they were read (:func:`pooling.services.texts_checksum`); None for a
-    file, whose sha256 already pins every text."""
+def _read(
+    qids: Sequence[str],
+    runs: Sequence[Run],
+    report_settings: ReportSettings,
+    background: Run | None,
+    source: str,
+    job: Job | None = None,
+    bar: bool = True,
+    depth: int = 0,
+) -> tuple[dict, _CountCache, dict]:
+    """What the library's pipeline reads of the database: each run's rankings of the ``qids`` to the
+    deepest cutoff (or ``depth``, the effectiveness measures', if deeper) with every tie group reaching it,
+    the background run's top, the counts over the collection's count cache, and the settings as the
+    library's keywords."""
     import polars as pl
 
-    collection = runs[0].collection
-    if not collection.by_reference:
-        return None
+    check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
     asked = pl.Series("qid", list(qids), dtype=pl.String)
-    depth = max(CUTOFFS_OPTION.check(report_settings.cutoffs))
-    frames = top_rankings(runs, asked, depth, source, through_ties=True)
-    docs = [frame["docid"] for frame in frames.values()]
+    frames = top_rankings(
+        runs, asked, max(*CUTOFFS_OPTION.check(report_settings.cutoffs), depth), source, through_ties=True
+    )
+    top = None
     if background is not None:
         top = (
             run_frame(background)
             .filter(pl.col("rank") <= BACKGROUND_DEPTH)
             .join(asked.to_frame(), on="qid", how="semi")
         )
-        docs.append(top["docid"])
-    return pooling_services.texts_checksum(collection, pl.concat(docs))
+    settings = {
+        "tokenizer": report_settings.tokenizer,
+        "threshold": report_settings.threshold,
+        "normaliser": report_settings.nfairr_normaliser,
+        "exposure": report_settings.exposure(),
+        "ties": report_settings.ties,
+        "seed": report_settings.seed,
+        "background": top,
+        "background_name": background.name if background else COLLECTION_BACKGROUND,
+    }
+    return frames, _CountCache(runs[0].collection, job, bar), settings
+
+
+class _CountCache:
+    """The library's counts (:class:`genderbias.ranking.measures.Counts`) over the collection's count cache
+    (:func:`pooling.services.document_counts_for`), keeping which documents the report read."""
+
+    def __init__(self, collection, job: Job | None, bar: bool) -> None:
+        self.collection, self.job, self.bar, self.read = collection, job, bar, []
+
+    def __call__(self, docids, wordlist: GenderWords, tokenizer: str):
+        self.read.append(docids)
+        return document_counts_for(self.collection, docids, wordlist, tokenizer, job=self.job, bar=self.bar)
+
+    def texts_read(self) -> tuple[str, int] | None:
+        """For a collection by reference, ``(checksum, texts)`` of the passages read, from the digests kept
+        when they were read (:func:`pooling.services.texts_checksum`); None for a file, whose sha256
+        already pins every text."""
+        import polars as pl
+
+        if not self.collection.by_reference or not self.read:
+            return None
+        return pooling_services.texts_checksum(self.collection, pl.concat(self.read))
 
 
 class _StepProgress:
@@ -402,11 +405,6 @@ def _word_lists(report_settings: ReportSettings, inputs: ReportInputs) -> tuple[
     return words, representative
 
 
-def default_measures() -> tuple[str, ...]:
-
-    return DEFAULT_MEASURES
-
-
 def _check_qrels(runs: Sequence[Run], qrels: Qrels) -> None:
     """The runs rank one collection, the one ``qrels`` judges."""
     check_same_collection(list(runs), "a report")
@@ -415,36 +413,6 @@ def _check_qrels(runs: Sequence[Run], qrels: Qrels) -> None:
             f"qrels {qrels.name!r} judge documents of collection {qrels.collection.name!r}, "
             f"the runs rank {runs[0].collection.name!r}"
         )
-
-
-def effectiveness_values(
-    qids: Sequence[str], runs: Sequence[Run], qrels: Qrels, measures: Sequence[str], *, source: str = "the query set"
-) -> tuple[pd.DataFrame, list[str], dict[str, list[str]]]:
-    """Long frame ``run, qid, metric, variant, cutoff, value`` of the effectiveness ``measures``
-    (variant: the qrels' name) of every run over every one of the ``qids``, computed by
-    :func:`genderbias.ranking.effectiveness.effectiveness` (ir_measures); the ``qids`` the qrels do not
-    judge, in query-set order; and per run the judged ``qids`` it does not return.
-
-    The field's convention (ir_measures' default, ``trec_eval -c``): a judged query a run does
-    not return counts as 0 in its mean and its paired tests; a query without judgments keeps its
-    rows with NaN values and stays out of every mean.
-    """
-    import pandas as pd
-    import polars as pl
-
-    _check_qrels(runs, qrels)
-    judgments = qrels_frame(qrels)
-    asked = pl.Series("qid", list(qids), dtype=pl.String)
-    frames = top_rankings(runs, asked, effectiveness.measures_depth(measures), source)
-    parts, unreturned = [], {}
-    for name, frame in frames.items():
-        values = effectiveness.effectiveness(frame, judgments, measures, qids=qids)
-        values.insert(0, "run", name)
-        values.insert(3, "variant", qrels.name)
-        parts.append(values)
-        unreturned[name] = effectiveness.unreturned_queries(frame, judgments, qids)
-    judged = set(judgments["qid"].unique().to_list())
-    return pd.concat(parts, ignore_index=True), [qid for qid in qids if qid not in judged], unreturned
 
 
 def per_query_values(
@@ -459,59 +427,15 @@ def per_query_values(
     bar: bool = True,
     source: str = "the query set",
 ) -> pd.DataFrame:
-    """Long frame ``run, qid, metric, variant, cutoff, value`` of every run over the ``qids`` it contains.
+    """Long frame ``run, qid, metric, variant, cutoff, value`` of every run over the ``qids`` it contains:
+    the library's bias figures (:func:`genderbias.ranking.measures.figures`) of the rows :func:`_read` reads.
+    Any subset of it is what a report on that subset would compute (label sensitivity relies on it)."""
+    from genderbias.ranking import measures  # start-up
 
-    A query's values depend on the runs, the background and the settings, never on which
-    other queries are asked for, so any subset of this frame is what a report on that subset
-    would compute (label sensitivity relies on it).
-    """
-    import pandas as pd
-    import polars as pl
-
-    from genderbias.ranking import measures
-    from genderbias.ranking.ranked_counts import validate_cutoffs
-
-    check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
-    words = wordlist or default_wordlist()
-    representative = representative or default_representative_wordlist()
-    cutoffs = validate_cutoffs(report_settings.cutoffs)
-    depth = max(cutoffs)
-    qids = pl.Series("qid", list(qids), dtype=pl.String).to_frame()
-
-    # Every member of a tie group reaching the depth: the tie-aware figures and the ranges average over them.
-    frames = top_rankings(runs, qids["qid"], depth, source, through_ties=True)
-    background_frame = None
-    if background is not None:
-        background_frame = run_frame(background).filter(pl.col("rank") <= BACKGROUND_DEPTH)
-        background_frame = background_frame.join(qids, on="qid", how="semi")
-    docs = [frame["docid"] for frame in frames.values()]
-    if background_frame is not None:
-        docs.append(background_frame["docid"])
-    docids = pl.concat(docs).unique()
-    collection = runs[0].collection
-    counts = document_counts_for(collection, docids, words, report_settings.tokenizer, job=job, bar=bar)
-    representative_counts = document_counts_for(
-        collection, docids, representative, report_settings.tokenizer, job=job, bar=bar
+    frames, counts, settings = _read(qids, runs, report_settings, background, source, job, bar)
+    return measures.figures(
+        frames, counts, report_settings.cutoffs, wordlist=wordlist, representative=representative, **settings
     )
-    parts = []
-    for name, frame in frames.items():
-        values = measures.evaluate_run(
-            frame,
-            counts,
-            representative_counts,
-            cutoffs,
-            threshold=report_settings.threshold,
-            background=background_frame,
-            background_name=background.name if background else COLLECTION_BACKGROUND,
-            comparison=list(frames.values()),
-            normaliser=report_settings.nfairr_normaliser,
-            exposure=report_settings.exposure(),
-            ties=report_settings.ties,
-            seed=report_settings.seed,
-        )
-        values.insert(0, "run", name)
-        parts.append(values)
-    return pd.concat(parts, ignore_index=True)
 
 
 def build_report(
