@@ -28,32 +28,34 @@ from publishing.tables import CLASS, CLASS_NAMES, Config
 from publishing.zenodo.metadata import AUTHORS_TO_FILL, zenodo_metadata
 
 #: The Hub's license identifiers a dataset is commonly published under
-#: (https://huggingface.co/docs/hub/repositories-licenses); ``other`` asks the researcher to
-#: state the terms in the card.
-HUB_LICENSES = (
-    "cc0-1.0",
-    "cc-by-4.0",
-    "cc-by-sa-4.0",
-    "cc-by-nc-4.0",
-    "cc-by-nc-sa-4.0",
-    "cc-by-nd-4.0",
-    "cc-by-nc-nd-4.0",
-    "cc-by-3.0",
-    "cc-by-sa-3.0",
-    "cc-by-nc-3.0",
-    "cc-by-nc-sa-3.0",
-    "odc-by",
-    "odbl",
-    "pddl",
-    "cdla-permissive-1.0",
-    "cdla-permissive-2.0",
-    "cdla-sharing-1.0",
-    "c-uda",
-    "apache-2.0",
-    "mit",
-    "unlicense",
-    "other",
-)
+#: (https://huggingface.co/docs/hub/repositories-licenses; ``other``: the researcher states the terms
+#: in the card), each with its SPDX identifier for CITATION.cff's ``license`` (None: not in CFF
+#: 1.2.0's enum, so left out of the file).
+SPDX_LICENSES: dict[str, str | None] = {
+    "cc0-1.0": "CC0-1.0",
+    "cc-by-4.0": "CC-BY-4.0",
+    "cc-by-sa-4.0": "CC-BY-SA-4.0",
+    "cc-by-nc-4.0": "CC-BY-NC-4.0",
+    "cc-by-nc-sa-4.0": "CC-BY-NC-SA-4.0",
+    "cc-by-nd-4.0": "CC-BY-ND-4.0",
+    "cc-by-nc-nd-4.0": "CC-BY-NC-ND-4.0",
+    "cc-by-3.0": "CC-BY-3.0",
+    "cc-by-sa-3.0": "CC-BY-SA-3.0",
+    "cc-by-nc-3.0": "CC-BY-NC-3.0",
+    "cc-by-nc-sa-3.0": "CC-BY-NC-SA-3.0",
+    "odc-by": "ODC-By-1.0",
+    "odbl": "ODbL-1.0",
+    "pddl": "PDDL-1.0",
+    "cdla-permissive-1.0": "CDLA-Permissive-1.0",
+    "cdla-permissive-2.0": None,
+    "cdla-sharing-1.0": "CDLA-Sharing-1.0",
+    "c-uda": "C-UDA-1.0",
+    "apache-2.0": "Apache-2.0",
+    "mit": "MIT",
+    "unlicense": "Unlicense",
+    "other": None,
+}
+HUB_LICENSES = tuple(SPDX_LICENSES)
 
 #: The Hub's size categories, by number of rows of the main configuration (upper bound, name);
 #: beyond the last bound: ``n>1T``.
@@ -426,8 +428,6 @@ METHOD_REFERENCE: dict[str, Any] = {
     "doi": "10.1145/3397271.3401280",
 }
 
-#: What a citation of the dataset says where only the researcher knows (the authors, the address).
-
 
 def citation_key(facts: Mapping[str, Any], published: str) -> str:
     """The dataset's BibTeX key: its name and year (letters, digits and ``_`` only)."""
@@ -470,35 +470,9 @@ def citation_cff(facts: Mapping[str, Any], title: str, published: str, license_i
         # The method the labels follow (the card's "The annotation follows"), as CFF structures a reference.
         "references": [METHOD_REFERENCE | {"notes": citation.strip()}],
     }
-    if license_id in CFF_LICENSES:
-        data["license"] = CFF_LICENSES[license_id]
+    if SPDX_LICENSES.get(license_id):
+        data["license"] = SPDX_LICENSES[license_id]
     return "\n".join(_yaml(data)) + "\n"
-
-
-#: SPDX identifiers (CITATION.cff's ``license``, an enum of the SPDX list in CFF 1.2.0's schema) of the
-#: Hub's license ids; one it lacks (``cdla-permissive-2.0``, ``other``) is left out of the file.
-CFF_LICENSES = {
-    "cc0-1.0": "CC0-1.0",
-    "cc-by-4.0": "CC-BY-4.0",
-    "cc-by-sa-4.0": "CC-BY-SA-4.0",
-    "cc-by-nc-4.0": "CC-BY-NC-4.0",
-    "cc-by-nc-sa-4.0": "CC-BY-NC-SA-4.0",
-    "cc-by-nd-4.0": "CC-BY-ND-4.0",
-    "cc-by-nc-nd-4.0": "CC-BY-NC-ND-4.0",
-    "cc-by-3.0": "CC-BY-3.0",
-    "cc-by-sa-3.0": "CC-BY-SA-3.0",
-    "cc-by-nc-3.0": "CC-BY-NC-3.0",
-    "cc-by-nc-sa-3.0": "CC-BY-NC-SA-3.0",
-    "odc-by": "ODC-By-1.0",
-    "odbl": "ODbL-1.0",
-    "pddl": "PDDL-1.0",
-    "cdla-permissive-1.0": "CDLA-Permissive-1.0",
-    "cdla-sharing-1.0": "CDLA-Sharing-1.0",
-    "c-uda": "C-UDA-1.0",
-    "apache-2.0": "Apache-2.0",
-    "mit": "MIT",
-    "unlicense": "Unlicense",
-}
 
 
 def zenodo_json(
