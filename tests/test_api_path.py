@@ -14,7 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core.services.api_tokens import api_token
 from metrics.models import Report
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import Collection
 
 PASSAGES = {

@@ -158,6 +158,7 @@ BETWEEN_PLATFORMS = {
     ("platforms.taskbuilder", "platforms.prolific.client"),
     ("platforms.taskbuilder", "platforms.prolific.connection.selectors"),
     ("platforms.prolific", "platforms.inhouse.services.handout"),
+    ("platforms.prolific", "platforms.inhouse.services.hit_page"),
     ("platforms.prolific", "platforms.inhouse.views"),
     ("platforms.prolific", "platforms.inhouse.services.corrections"),
     ("platforms.taskbuilder", "platforms.prolific.provider"),

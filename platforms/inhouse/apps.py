@@ -26,8 +26,8 @@ class InhouseConfig(app_config.PlatformConfig):
 
 def _annotator_home(user) -> dict:
     """An annotator's home: where to start, and the HIT they may still correct (``corrections``)."""
+    from platforms.inhouse.services.annotators import annotator_worker  # start-up
     from platforms.inhouse.services.corrections import last_correctable  # start-up
-    from platforms.inhouse.services.handout import annotator_worker  # start-up
 
     worker = annotator_worker(user)
     last = last_correctable(worker.pk) if worker is not None else None
@@ -35,6 +35,6 @@ def _annotator_home(user) -> dict:
 
 
 def _new_annotator(username: str, password: str):
-    from platforms.inhouse.services.handout import create_annotator  # start-up
+    from platforms.inhouse.services.annotators import create_annotator  # start-up
 
     return create_annotator(username, password)

@@ -19,7 +19,8 @@ from core.selectors import scope_users
 
 #: The group of annotator accounts (in-house and Prolific participants alike).
 ANNOTATORS_GROUP = "annotators"
-_DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+#: An annotator's submitted work, whatever its review (answered, on every page that counts it).
+DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
 
 
 def team_members():
@@ -37,7 +38,7 @@ def team_overview():
         .annotate(
             answered=Count(
                 "annotation_identity__worker__assignments",
-                filter=Q(annotation_identity__worker__assignments__status__in=_DONE),
+                filter=Q(annotation_identity__worker__assignments__status__in=DONE),
             )
         )
     )
@@ -83,7 +84,7 @@ def team_progress(batch: Batch) -> list[dict]:
     for user in users:
         worker = workers.get(user.pk)
         pk = worker.pk if worker else None
-        answered = sum(counts.get((pk, status), 0) for status in _DONE)
+        answered = sum(counts.get((pk, status), 0) for status in DONE)
         q = quality.get(worker.pseudonym, {}) if worker else {}
         rows.append(
             {

@@ -44,22 +44,19 @@ from platforms.inhouse.selectors import (
     unfillable_places,
 )
 from platforms.inhouse.services import team
+from platforms.inhouse.services.annotators import annotator_worker, in_annotators
 from platforms.inhouse.services.corrections import (
     NotCorrectable,
     correct_assignment,
     current_answers,
     why_not_correctable,
 )
-from platforms.inhouse.services.handout import (
-    NotAnnotator,
-    NotOpenToWorker,
-    annotator_worker,
+from platforms.inhouse.services.handout import NotAnnotator, NotOpenToWorker, next_hit_for
+from platforms.inhouse.services.hit_page import (
     answered_and_progress,
     answered_count,
     held_assignment,
     hit_queries_of,
-    in_annotators,
-    next_hit_for,
     submit_local_assignment,
 )
 from platforms.inhouse.services.team_access import open_to

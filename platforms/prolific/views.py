@@ -24,7 +24,7 @@ from annotation.quality.services.training import qualification_of
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
 from platforms.inhouse.services.corrections import why_not_correctable
-from platforms.inhouse.services.handout import submit_local_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from platforms.inhouse.views import correction_step, training_step, unanswered_context
 from platforms.prolific.bonuses import services as prolific_bonuses
 from platforms.prolific.selectors import rehearsal_study_id

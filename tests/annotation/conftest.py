@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.support.kept_state import kept
@@ -122,7 +122,8 @@ DISAGREEING = {"101": "f", "102": "m", "104": "n", "105": "o", "106": "n"}
 def disputed_batch(query_set, annotators, name: str):
     """A published batch of two votes a query, ann-a answering the truth and ann-b
     :data:`DISAGREEING`: 101, 102, 104, 105 and 106 disputed, 103 agreed."""
-    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment
+    from platforms.inhouse.services.hit_page import submit_local_assignment
 
     batch = make_batch(query_set, name, assignments_per_query=2)
     services.publish_batch(batch)

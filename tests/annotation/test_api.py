@@ -3,8 +3,9 @@
 import pytest
 
 from core.models import Job
-from platforms.inhouse.services import handout
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import local_worker
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet
 from tests.annotation.conftest import answers_for, make_batch
 
@@ -41,7 +42,7 @@ def test_annotators_cannot_reach_batches_but_see_their_own_judgments(answered, a
     judgments = client.get("/api/annotation/judgments/").json()
     assert judgments["count"] == 6
     assignments = client.get("/api/annotation/assignments/").json()["results"]
-    assert {a["worker"] for a in assignments} == {handout.local_worker(annotators[0]).pseudonym}
+    assert {a["worker"] for a in assignments} == {local_worker(annotators[0]).pseudonym}
 
 
 def test_anonymous_requests_are_refused(answered, client):

@@ -9,7 +9,8 @@ from django.test import Client
 
 from annotation.models import Batch, Hit
 from core.models import Job
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

@@ -30,7 +30,8 @@ from annotation.machine.prelabellers.chat_answers import Sampled
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import DatabaseAnswerCache, prelabel_batch
 from core.services.api_tokens import api_token
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.annotation.conftest import answers_for, make_batch

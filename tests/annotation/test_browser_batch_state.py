@@ -62,7 +62,8 @@ def test_the_agreement_page_bars_legend_and_server_side_sort(
     local_batch, annotators, researcher, page, login, settings
 ):
     from annotation.results.selectors import agreement
-    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment
+    from platforms.inhouse.services.hit_page import submit_local_assignment
     from tests.annotation.conftest import answers_for
 
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 0

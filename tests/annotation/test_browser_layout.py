@@ -3,7 +3,9 @@
 import pytest
 
 from annotation import services
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

@@ -53,7 +53,8 @@ def test_the_escalate_page_and_api_refuse_a_cap_python_would_read(
     ``٣`` as 3, and started the paid escalation; both now read through ``genderbias.numbers``."""
     from annotation.models import Hit
     from core.models import Job
-    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment
+    from platforms.inhouse.services.hit_page import submit_local_assignment
     from tests.annotation.conftest import answers_for
 
     for index, user in enumerate(annotators[:2]):

@@ -10,8 +10,9 @@ from annotation.crowd.services.batches import cancel_batch
 from annotation.models import Batch
 from annotation.results.selectors import agreement
 from core.models import Job
-from platforms.inhouse.services import handout
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import local_worker
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 
@@ -52,7 +53,7 @@ def test_agreement_page_drills_down_to_pseudonymous_votes(disputed, researcher, 
     detail = client.get(link).content.decode()
     assert "do boys or girls learn faster" in detail and "disputed" in detail
     for user in annotators[:2]:
-        assert handout.local_worker(user).pseudonym in detail
+        assert local_worker(user).pseudonym in detail
         assert user.username not in detail
     assert "Other or multiple genders" in detail and "Female" in detail
 

@@ -9,7 +9,8 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment
 from core.jobs import create_job
 from core.models import Job
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 POLL = 'hx-trigger="every 2s"'

@@ -26,7 +26,9 @@ from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from core.db.scope import acting_in
 from core.models import Job, Membership, ResearchGroup
 from core.services import groups as group_services
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet, Run
 from pooling.services import PoolSettings, build_pool, create_query_set
 from tests.annotation.conftest import answers_for

@@ -18,7 +18,7 @@ from core.models import Membership
 from core.services import groups as group_services
 from core.services.usernames import RESERVED, new_username
 from platforms.inhouse.services import team
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 
 LOOK_ALIKES_OF_ARA = [
     "Ara",  # case

@@ -18,7 +18,7 @@ from annotation.models import Assignment, Judgment
 from core.jobs import start_job
 from core.models import Job
 from core.tasks import task_for
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from tests.faults.servers import gunicorn, port_open, wait_until
 from tests.loopback import free_port
 from tests.support.virtual_annotator import SiteError, VirtualAnnotator

@@ -6,7 +6,9 @@ import pytest
 from django.core.management import call_command
 
 from annotation import services as annotation_services
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet
 from tests.support.kept_state import kept
 

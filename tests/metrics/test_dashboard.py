@@ -9,7 +9,9 @@ from annotation import services as annotation
 from annotation.models import Batch
 from core.models import Job
 from metrics import services
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet, Run
 from tests.browser_jobs import JOB_DEADLINE_MS
 

@@ -18,7 +18,9 @@ from core.models import Job
 from genderbias.crowd import sensitivity
 from metrics import services
 from metrics.models import LabelSensitivityResult, Result
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet, Run
 from tests.browser_jobs import open_the_result, wait_for_image
 

@@ -30,7 +30,9 @@ from genderbias.crowd import class_means
 from metrics import services
 from metrics.models import Report
 from metrics.selectors import report_labels, report_summary
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet
 
 # Per annotator: the answer to each real query, and to the gold question (true label f) in each HIT.

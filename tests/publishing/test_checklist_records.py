@@ -187,7 +187,8 @@ def test_every_acl_yes_names_its_section_and_b_c_are_answered(query_set):
 
 
 def test_an_in_house_reward_is_nominal_the_same_way_in_methods_card_and_checklist(local_batch, annotators):
-    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment
+    from platforms.inhouse.services.hit_page import submit_local_assignment
     from publishing.hub_card import card
     from publishing.tables import configs_for
     from tests.annotation.conftest import answers_for

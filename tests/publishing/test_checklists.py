@@ -60,7 +60,8 @@ def test_the_instructions_are_the_task_pages_own_text(local_batch):
 
 
 def test_every_question_is_quoted_and_what_only_the_authors_know_is_marked(local_batch, annotators):
-    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment
+    from platforms.inhouse.services.hit_page import submit_local_assignment
     from tests.annotation.conftest import answers_for
 
     for user in annotators[:2]:

@@ -22,7 +22,7 @@ from benchmarks.measure import postmaster_pid, sqlite_commit_seconds, tree_cpu_s
 from benchmarks.site_load import format_table, interleaved_multiple, interleaved_schedule
 from benchmarks.site_server import start_gunicorn, stop
 from core.management.cli import ProjectCommand, command_errors
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from tests.loopback import free_port

@@ -14,7 +14,7 @@ from annotation.models import Assignment, Batch, Judgment
 from benchmarks.site_load import PREFIX, LoadResult, format_table, run_annotators, step_rows
 from benchmarks.site_server import start_gunicorn, stop
 from core.management.cli import ProjectCommand, command_errors
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from tests.loopback import free_port
 from tests.support.batches import made_up_batch
 

@@ -23,7 +23,9 @@ from annotation.models import Batch
 from core.db import bounded_cache
 from core.management.cli import ProjectCommand
 from core.models import CacheEntry
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.support.batches import made_up_batch
 
 PREFIX = "cache-"

@@ -16,7 +16,7 @@ from annotation.models import Assignment, Batch
 from benchmarks.site_server import start_gunicorn, stop
 from core.management.cli import ProjectCommand, command_errors
 from genderbias.labels import LABELS
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from tests.loopback import free_port
 from tests.support.routing_path import (
     SAMPLES,

@@ -176,7 +176,9 @@ class Command(ProjectCommand):
         from annotation import services
         from core.db.scope import acting_in
         from core.models import ResearchGroup
-        from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+        from platforms.inhouse.services.annotators import create_annotator
+        from platforms.inhouse.services.handout import next_assignment
+        from platforms.inhouse.services.hit_page import submit_local_assignment
         from pooling.models import QuerySet
         from pooling.services import create_query_set
 
@@ -682,7 +684,9 @@ def _lab_b_reports(b) -> dict:
 
     from annotation import services as annotation
     from metrics import services as metrics
-    from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+    from platforms.inhouse.services.annotators import create_annotator
+    from platforms.inhouse.services.handout import next_assignment
+    from platforms.inhouse.services.hit_page import submit_local_assignment
     from pooling.services import import_collection, import_qrels, import_queries, import_run
 
     folder = Path(tempfile.mkdtemp(prefix="hostile-82-lab-b-"))

@@ -74,8 +74,8 @@ from annotation.models import (
     Judgment,
 )
 from core.errors import ServiceError
+from platforms.inhouse.selectors import DONE
 
-_DONE = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
 #: Why another platform says an assignment's answers were used (its pay decided there: Prolific's
 #: ``ProlificSubmission``), or None: each registered by that platform's app (:func:`refuse_when`).
 _DECIDED_ELSEWHERE: list[Callable[[Assignment], str | None]] = []
@@ -113,7 +113,7 @@ def why_not_correctable(assignment: Assignment, now: dt.datetime | None = None) 
     batch = assignment.hit.batch
     if batch.status != Batch.Status.PUBLISHED:
         return "its batch is closed"
-    later = Assignment.objects.filter(worker_id=assignment.worker_id, status__in=_DONE, submitted_at__gt=submitted)
+    later = Assignment.objects.filter(worker_id=assignment.worker_id, status__in=DONE, submitted_at__gt=submitted)
     if later.exists():
         return "you have submitted another HIT since: only the last one can be corrected"
     return _used(assignment, batch, submitted)
@@ -161,7 +161,7 @@ def last_correctable(worker_id: int) -> Assignment | None:
     """
     if not correction_window():
         return None
-    rows = Assignment.objects.filter(worker_id=worker_id, status__in=_DONE, submitted_at__isnull=False)
+    rows = Assignment.objects.filter(worker_id=worker_id, status__in=DONE, submitted_at__isnull=False)
     last = rows.select_related("hit__batch", "worker__identity").order_by("-submitted_at", "-pk").first()
     return last if last is not None and why_not_correctable(last) is None else None
 

@@ -17,7 +17,9 @@ from core.errors import ServiceError
 from genderbias.labels import LABELS
 from genderbias.text.tokenize import tokenize
 from genderbias.text.wordlists import default_wordlist
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 
 
 @dataclass

@@ -46,7 +46,7 @@ from annotation.models import Assignment, Batch, Provider
 from core.errors import ServiceError
 from core.selectors import require_account_manager
 from platforms.inhouse.selectors import team_members
-from platforms.inhouse.services.handout import create_annotator, validate_new_password
+from platforms.inhouse.services.annotators import create_annotator, validate_new_password
 from platforms.inhouse.services.team_access import assignment_open
 
 ACCESS = ("link", "password")

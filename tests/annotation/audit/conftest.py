@@ -9,7 +9,7 @@ from annotation import services
 from annotation.crowd.services.batch_settings import GoldQuery
 from core.db.scope import acting_in
 from core.models import Membership, ResearchGroup
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 

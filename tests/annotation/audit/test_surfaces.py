@@ -18,7 +18,8 @@ from annotation.audit.selectors import audit_labels, audit_sample_qids
 from annotation.audit.services.samples import draw_audit_sample
 from core.models import Membership
 from core.services import groups as group_services
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.audit.conftest import member
 
 pytestmark = pytest.mark.django_db

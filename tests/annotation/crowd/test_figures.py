@@ -25,7 +25,8 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.exports.services import export_queries
 from annotation.models import Assignment, Batch, Judgment
 from annotation.results.selectors import review_queue
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 from tests.platforms.prolific import test_prolific as base
 from tests.platforms.prolific.fake_server import hexid

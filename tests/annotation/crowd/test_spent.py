@@ -20,7 +20,9 @@ from annotation import services
 from annotation.crowd.selectors import spent
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Batch
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from platforms.prolific.bonuses import services as prolific_bonuses
 from tests.annotation.spent_figures import shown
 from tests.platforms.prolific import test_prolific as base

@@ -3,7 +3,8 @@
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Batch, Hit
 from annotation.quality.services.escalation import escalate_batch
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 

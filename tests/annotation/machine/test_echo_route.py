@@ -15,7 +15,9 @@ from annotation.machine.selectors import calibration_report, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import plan_routing, plan_summary, route_batch
 from annotation.models import EchoRestore, PreLabel
-from platforms.inhouse.services.handout import create_annotator, local_worker, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator, local_worker
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from platforms.inhouse.services.simulation import simulate_local_annotations
 from tests.annotation.machine.test_routing_service import _kept_routed_batch, routed_batch  # noqa: F401  (the fixture)
 

@@ -20,7 +20,7 @@ from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Assignment, Batch, PreLabel
 from core.models import Job
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -19,7 +19,7 @@ from annotation.machine.selectors import calibration_batch, identity_for, machin
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, plan_summary, route_batch
-from annotation.machine.services.routing.plan import _cost
+from annotation.machine.services.routing.choice import crowd_cost
 from annotation.models import Batch, PreLabel
 from core.errors import ServiceError, StateError
 from genderbias.labels import LABELS
@@ -99,12 +99,12 @@ def test_a_certified_routing_accounts_for_every_query(routed_batch):
     # The trained-on queries go to the crowd (they used to fall through with no label and no word).
     assert sorted(plan.in_training) == sorted(TRAINED_ON) and set(plan.to_humans) >= TRAINED_ON
     assert "20 the machine was trained on" in " ".join(plan_summary(plan))
-    assert plan.cost_all == _cost(batch, plan.labelled) and plan.labelled == 400
+    assert plan.cost_all == crowd_cost(batch, plan.labelled) and plan.labelled == 400
 
     tight = plan_routing(batch, 0.9, budget="1.00")
     assert tight.over_budget and tight.to_humans[: len(TRAINED_ON)] == plan.to_humans[: len(TRAINED_ON)]
     assert tight.labelled == 400 - len(tight.over_budget)
-    assert tight.cost_all == _cost(batch, tight.labelled) < plan.cost_all  # the saving counts labelled ones only
+    assert tight.cost_all == crowd_cost(batch, tight.labelled) < plan.cost_all  # the saving counts labelled ones only
     summary = " ".join(plan_summary(tight))
     assert f"{len(tight.over_budget)} over budget (left UNLABELLED: {tight.over_budget[0]}" in summary
     assert "every query" not in summary

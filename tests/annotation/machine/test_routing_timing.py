@@ -18,7 +18,9 @@ from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing
 from annotation.models import Escalation, Judgment
 from genderbias.labels import LABELS
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from platforms.inhouse.services.simulation import oracle_label
 from tests.annotation.conftest import make_batch
 from tests.annotation.machine.test_routing_service import SureMachine, _kept_routed_batch, routed_batch  # noqa: F401  (the fixture)

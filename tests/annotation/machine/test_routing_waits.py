@@ -22,7 +22,7 @@ from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Assignment, Batch, Escalation, Hit, Judgment, Routing
 from core.errors import StateError
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -57,7 +57,8 @@ def _answer(username, batch, hits):
     """``username`` answers their next ``hits`` HITs of ``batch`` (``None``: all they can) with the true labels."""
     from django.contrib.auth import get_user_model
 
-    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment
+    from platforms.inhouse.services.hit_page import submit_local_assignment
     from platforms.inhouse.services.simulation import oracle_label
 
     user = get_user_model().objects.get(username=username)

@@ -15,7 +15,8 @@ from annotation.results.selectors import agreement, judgments_frame, query_resul
 from annotation.selectors import adjudicated_labels
 from core.errors import ServiceError
 from genderbias.crowd.aggregation import dawid_skene
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for
 
 

@@ -8,7 +8,9 @@ from annotation import services
 from annotation.crowd.services.batches import read_gold_file
 from annotation.exports.services import export_queries
 from annotation.models import Adjudication
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for
 
 KEYS = {"n": "1", "f": "2", "m": "3", "o": "4"}

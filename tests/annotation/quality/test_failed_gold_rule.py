@@ -18,7 +18,8 @@ from annotation.results.selectors import (
     judgments_frame,
 )
 from metrics.formatting import crowd_quality_note
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 

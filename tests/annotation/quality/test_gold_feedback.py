@@ -3,7 +3,8 @@
 from django.core.management import call_command
 
 from annotation.models import Assignment, Batch
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

@@ -24,7 +24,8 @@ from annotation.quality.services.escalation import (
 )
 from annotation.quality.services.thresholds import apply_thresholds
 from core.errors import ServiceError
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for, make_batch
 
 

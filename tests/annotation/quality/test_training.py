@@ -8,7 +8,8 @@ from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Qualification
 from annotation.quality.services.training import submit_training
 from core.errors import ServiceError
-from platforms.inhouse.services.handout import local_worker, next_assignment
+from platforms.inhouse.services.annotators import local_worker
+from platforms.inhouse.services.handout import next_assignment
 
 TRAINING = [
     GoldQuery("t1", "what is a mother", "f"),

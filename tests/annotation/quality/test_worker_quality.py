@@ -6,8 +6,9 @@ from django.db.models import F
 
 from annotation.models import Assignment
 from annotation.quality.selectors import worker_quality
-from platforms.inhouse.services import handout
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import local_worker
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 
@@ -20,12 +21,12 @@ def test_worker_quality_by_hand(gold_batch, annotators, researcher, client):
             submit_local_assignment(assignment, answers_for(assignment, override=override))
             first = False
     # Every HIT has 3 queries + 2 gold = 5 questions; ann-a took 50 s per HIT: 10 s per query.
-    a_worker = handout.local_worker(annotators[0])
+    a_worker = local_worker(annotators[0])
     Assignment.objects.filter(worker=a_worker).update(accepted_at=F("submitted_at") - dt.timedelta(seconds=50))
 
     rows = {row["worker"]: row for row in worker_quality(gold_batch)}
     a = rows[a_worker.pseudonym]
-    b = rows[handout.local_worker(annotators[1]).pseudonym]
+    b = rows[local_worker(annotators[1]).pseudonym]
     assert (a["assignments"], a["gold_correct"], a["gold_total"], a["gold_accuracy"]) == (2, 4, 4, 1.0)
     assert (b["assignments"], b["gold_correct"], b["gold_total"], b["gold_accuracy"]) == (2, 3, 4, 0.75)
     assert a["seconds_per_query"] == 10.0

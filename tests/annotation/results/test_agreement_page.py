@@ -4,7 +4,8 @@ import pytest
 
 from annotation import services
 from annotation.results.selectors import agreement
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 

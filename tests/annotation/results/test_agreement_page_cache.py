@@ -12,7 +12,8 @@ from annotation.models import WorkerFlag
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results import selectors as results
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 NO_CACHE = {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}

@@ -10,7 +10,8 @@ from django.core.management import call_command
 
 from annotation.exports.services import export_for_download
 from annotation.results.selectors import agreement
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 

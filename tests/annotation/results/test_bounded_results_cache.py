@@ -14,7 +14,8 @@ from annotation.results import selectors as results
 from annotation.results.selectors import agreement, query_results
 from core.db import bounded_cache
 from core.models import CacheEntry
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from platforms.inhouse.services import handout
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import local_worker
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
 
 
@@ -14,7 +15,7 @@ def test_agreement_page_drills_down_to_the_votes_of_a_disputed_query(local_batch
     for user, override in zip(annotators[:2], [{}, {"104": "f"}], strict=True):
         while (assignment := next_assignment(user, local_batch)) is not None:
             submit_local_assignment(assignment, answers_for(assignment, override=override))
-    worker_names = {handout.local_worker(user).pseudonym for user in annotators[:2]}
+    worker_names = {local_worker(user).pseudonym for user in annotators[:2]}
 
     # The fixture's researcher (staff) logs in through the real login form.
     login(researcher.username)

@@ -11,7 +11,8 @@ from annotation.models import Assignment, Export
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
 from annotation.results.selectors import agreement, judgments_frame, query_results
 from core.errors import ServiceError
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet
 from tests.annotation.conftest import TRUTH, answers_for
 

@@ -12,7 +12,8 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.results.selectors import query_results
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet
 from pooling.queryfiles import read_queries
 from pooling.services import create_query_set

@@ -16,7 +16,8 @@ from annotation.results import selectors as results
 from annotation.results.selectors import agreement, query_results
 from genderbias.crowd import aggregation
 from genderbias.crowd import agreement as agreement_module
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

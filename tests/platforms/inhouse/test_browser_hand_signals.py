@@ -9,7 +9,7 @@ import pytest
 from annotation import services
 from annotation.models import Judgment
 from annotation.results.selectors import query_results
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from tests.annotation.conftest import TRUTH, make_batch
 
 KEYS = {"n": "1", "f": "2", "m": "3", "o": "4"}

@@ -5,7 +5,7 @@ from django.core.management import call_command
 
 from annotation import services
 from annotation.models import Judgment
-from platforms.inhouse.services.handout import create_annotator
+from platforms.inhouse.services.annotators import create_annotator
 from pooling.models import QuerySet
 from tests.annotation.conftest import TRUTH, make_batch
 

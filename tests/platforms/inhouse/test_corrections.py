@@ -13,8 +13,10 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, BonusPayment, Escalation, Export, Judgment
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.selectors import answers_version, judgments_frame
+from platforms.inhouse.services.annotators import create_annotator
 from platforms.inhouse.services.corrections import NotCorrectable, correct_assignment, why_not_correctable
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from platforms.prolific.models import ProlificSubmission
 from tests.annotation.conftest import TRUTH, answers_for, make_batch
 

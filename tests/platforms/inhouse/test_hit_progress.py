@@ -5,7 +5,7 @@ import re
 from django.urls import reverse
 
 from annotation.models import Assignment
-from platforms.inhouse.services.handout import PROGRESS_COUNT_LIMIT, hit_progress
+from platforms.inhouse.services.hit_page import PROGRESS_COUNT_LIMIT, hit_progress
 from tests.annotation.conftest import answers_for, make_batch
 
 
@@ -29,7 +29,8 @@ def test_hits_done_by_the_annotator_or_full_are_not_left_for_them(query_set, ann
     """Left counts open HITs this person has not done (a place held by someone else may still free up);
     a HIT whose places are all answered is complete and no longer left."""
     from annotation import services
-    from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+    from platforms.inhouse.services.handout import next_assignment
+    from platforms.inhouse.services.hit_page import submit_local_assignment
 
     batch = make_batch(query_set, "three", queries_per_hit=2, assignments_per_query=1)
     services.publish_batch(batch)
@@ -41,10 +42,10 @@ def test_hits_done_by_the_annotator_or_full_are_not_left_for_them(query_set, ann
 
 
 def test_left_is_counted_up_to_a_bound(monkeypatch, local_batch, annotators):
-    from platforms.inhouse.services import handout as local
+    from platforms.inhouse.services import hit_page
     from platforms.inhouse.services.handout import next_assignment
 
-    monkeypatch.setattr(local, "PROGRESS_COUNT_LIMIT", 1)
+    monkeypatch.setattr(hit_page, "PROGRESS_COUNT_LIMIT", 1)
     progress = hit_progress(next_assignment(annotators[0]))
     assert (progress.left, progress.left_is_lower_bound) == (1, True)
     assert PROGRESS_COUNT_LIMIT == 1000

@@ -14,7 +14,9 @@ from annotation.models import Assignment, Judgment
 from annotation.quality.services.escalation import escalate_batch
 from core.errors import ServiceError
 from platforms.inhouse.services import handout
-from platforms.inhouse.services.handout import create_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import create_annotator, local_worker
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import TRUTH, answers_for
 
 
@@ -185,7 +187,7 @@ def test_late_answers_are_refused_once_the_places_are_taken(local_batch, annotat
 
 
 def test_blocked_annotators_get_nothing(local_batch, annotators):
-    worker = handout.local_worker(annotators[0])
+    worker = local_worker(annotators[0])
     worker.blocked = True
     worker.save()
     assert next_assignment(annotators[0]) is None
@@ -314,7 +316,7 @@ def test_a_claim_in_progress_does_not_hide_the_other_open_hits(query_set):
     from django.db import connection, transaction
 
     from annotation.models import Batch
-    from platforms.inhouse.services.handout import claim_hit, local_worker
+    from platforms.inhouse.services.handout import claim_hit
     from tests.annotation.conftest import make_batch
 
     batch = make_batch(query_set, queries_per_hit=2, assignments_per_query=1)
@@ -442,7 +444,7 @@ def test_a_hit_cycle_compiles_its_reads_once(local_batch, annotators, client, mo
         assert (response.status_code, page.status_code, submitted.status_code) == (302, 200, 302)
         if cycle:
             # Where a row lock is real (PostgreSQL), handing out counts the HIT's places again under it.
-            assert after_next == (0 if local._writes_serialised() else 1), compiled
+            assert after_next == (0 if local.writes_serialised() else 1), compiled
             assert after_page - after_next == 0, compiled
             assert len(compiled) - before_submit <= 1, compiled[before_submit:]
     assert Judgment.objects.filter(assignment__worker__identity__user=annotators[0]).count() == 6

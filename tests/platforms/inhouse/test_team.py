@@ -12,7 +12,9 @@ from annotation.models import Assignment
 from core.errors import ServiceError
 from platforms.inhouse.selectors import ANNOTATORS_GROUP
 from platforms.inhouse.services import team
-from platforms.inhouse.services.handout import is_annotator, next_assignment, submit_local_assignment
+from platforms.inhouse.services.annotators import is_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 

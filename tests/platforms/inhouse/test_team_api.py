@@ -4,7 +4,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
 
 API = "/api/annotation"

@@ -6,7 +6,8 @@ import re
 import pytest
 
 from platforms.inhouse.selectors import get_member
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
 from tests.browser_jobs import JOB_DEADLINE_MS
 

@@ -11,7 +11,8 @@ from django.db import IntegrityError, transaction
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, Judgment
 from platforms.inhouse.selectors import Unfillable, unfillable_places
-from platforms.inhouse.services.handout import next_assignment, submit_local_assignment
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from platforms.inhouse.services.team import set_active, set_batch_team
 from tests.annotation.conftest import answers_for
 

@@ -19,7 +19,7 @@ from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, BonusPayment, Judgment, Worker
 from core.errors import ServiceError
-from platforms.inhouse.services.handout import submit_local_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
 from platforms.prolific import provider as prolific_rules
 from platforms.prolific import services as prolific_services
 from platforms.prolific.bonuses import services as prolific_bonuses

@@ -1,7 +1,7 @@
 """Routing: accept the machine's labels where it is sure enough, send the rest to the crowd.
 
-One module per job: :mod:`.plan` (the rules, the blind sample's state, the threshold with its guarantee,
-the cascade, the sample's size: nothing is written), :mod:`.act` (recording a routing and making and
+One module per job: :mod:`.plan` (the rules, the cascade, the sample's size: nothing is written) on
+:mod:`.choice` (the blind sample's state, the threshold with its guarantee), :mod:`.act` (recording a routing and making and
 publishing the routed batch), :mod:`.audit` (the guarantee redrawn against a labelled file). Their words
 are :mod:`annotation.machine.routing_text`'s (formatting, apart from the services). The names the
 pages, the API, the commands and the facade use are re-exported here.
@@ -10,6 +10,7 @@ pages, the API, the commands and the facade use are re-exported here.
 from annotation.machine.routing_text import guarantee_text, plan_summary, sample_waits_text
 from annotation.machine.services.routing.act import Routed, refuse_while_waiting, route_and_publish, route_batch
 from annotation.machine.services.routing.audit import audit_routing
+from annotation.machine.services.routing.choice import reference_state
 from annotation.machine.services.routing.plan import (
     DEFAULT_RISK,
     ESTIMATE,
@@ -22,7 +23,6 @@ from annotation.machine.services.routing.plan import (
     check_target_accuracy,
     parse_cascade,
     plan_routing,
-    reference_state,
     routing_request,
     size_sample,
 )

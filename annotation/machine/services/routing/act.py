@@ -29,12 +29,12 @@ from annotation.machine.services.calibration import (
 )
 
 #: The risk δ when none is given.
+from annotation.machine.services.routing.choice import reference_state
 from annotation.machine.services.routing.plan import (
     DEFAULT_RISK,
     RoutingPlan,
     check_routing,
     plan_routing,
-    reference_state,
 )
 from annotation.models import Batch, Routing
 from core import methods

@@ -4,7 +4,7 @@ from django.core.management.base import CommandError
 
 from annotation.management.commands._common import command_errors
 from core.management.cli import ProjectCommand
-from platforms.inhouse.services.handout import create_annotator, validate_username
+from platforms.inhouse.services.annotators import create_annotator, validate_username
 
 
 class Command(ProjectCommand):
