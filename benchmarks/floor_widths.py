@@ -1,14 +1,16 @@
 """Benchmark: the crowd-model interval's width against the known-confusion floor and the true labels' (issue 81, item 5).
 
 ``python -m benchmarks.floor_widths [--crowds all] [--queries 1000] [--studies 40] [--samples 200] [--processes 2]
-[--out floor.csv] [--read floor.csv]``
+[--constructions] [--out floor.csv] [--read floor.csv]``
 
 Per study, drawn as the coverage studies draw it (:func:`genderbias.crowd.simulation.coverage.coverage_study`, the
 product's interval only, seeds ``[2040, study]``): the product's label-corrected value and difference, the interval
 the true labels give (``oracle``) and the known-confusion floor (``floor``: the same estimator and bootstrap on the
 posteriors the workers' true confusions give, :func:`genderbias.crowd.simulation.coverage.floor_intervals`). Prints
 per crowd and figure: the product's coverage (MC s.e.), the floor's, the median of the product's width over the
-floor's and of the floor's over the oracle's, and whether the crowd-quality check warned. ``--out`` keeps the rows
+floor's and of the floor's over the oracle's, and whether the crowd-quality check warned; with ``--constructions``
+(every construction of :data:`genderbias.stats.intervals.CONSTRUCTIONS` from the same draws) also the bootstrap's
+own interval, ``crossed_net``, the width an interval needs to cover and the jackknives' variances. ``--out`` keeps the rows
 (one a study), ``--read`` prints the table of kept rows again. Pure library (no Django).
 """
 
@@ -31,9 +33,9 @@ FIGURES = ("value", "difference")
 
 
 def one(args: tuple) -> dict:
-    crowd, queries, study, samples = args
+    crowd, queries, study, samples, constructions = args
     rng = np.random.default_rng([2040, study])
-    out = coverage_study(rng, cs.crowd_named(crowd, queries), queries, study, samples, constructions=False)
+    out = coverage_study(rng, cs.crowd_named(crowd, queries), queries, study, samples, constructions=constructions)
     keep = {k: v for k, v in out.items() if k.split(":")[0] in FIGURES or k == "warning"}
     return {"crowd": crowd, "queries": queries, "study": study} | keep
 
@@ -51,14 +53,37 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
                 "studies": len(group),
                 "coverage": f"{covered.mean():.3f} ({se:.3f})",
                 "floor covers": f"{group[f'{figure}:floor'].astype(float).mean():.3f}",
+                "true labels cover": f"{group[f'{figure}:oracle'].astype(float).mean():.3f}",
                 "width / floor": f"{ratio.median():.2f}",
                 "unwarned width / floor": f"{ratio[~warned].median():.2f}" if (~warned).any() else "–",
                 "floor / oracle": f"{(floor / group[f'{figure}:oracle_width'].astype(float)).median():.2f}",
                 "warned": f"{warned.mean():.2f}",
             }
+            if f"{figure}:width_percentile" in group:
+                out[(crowd, queries, figure)] |= _constructions(group, figure, floor)
     frame = pd.DataFrame(out).T
     frame.index.names = ["crowd", "queries", "figure"]
     return frame
+
+
+def _constructions(group: pd.DataFrame, figure: str, floor: pd.Series) -> dict:
+    """With ``--constructions``: the refitted bootstrap's own interval (``percentile``) and ``crossed_net``
+    (coverage, median width over the floor); the width over the floor an interval centred on the estimate
+    needs to cover at 95% (``needed``: 2 · 1.96 · the estimate's root-mean-square error over the studies, in
+    each study's bootstrap s.d., times that s.d.); the workers' and the answers' jackknife variances over the
+    bootstrap's (what ``crossed`` adds, and what ``crossed_net`` takes back out of it)."""
+    sd = group[f"{figure}:sd"].astype(float)
+    rmse = float(np.sqrt(np.nanmean(group[f"{figure}:error"].astype(float) ** 2)))
+    workers = group[f"{figure}:extra_crossed"].astype(float)
+    answers = workers - group[f"{figure}:extra_crossed_net"].astype(float)
+    row = {}
+    for name in ("percentile", "crossed_net"):
+        width = group[f"{figure}:width_{name}"].astype(float)
+        row[name] = f"{group[f'{figure}:{name}'].astype(float).mean():.2f}, {(width / floor).median():.2f}"
+    row["needed / floor"] = f"{(2 * 1.96 * rmse * sd / floor).median():.2f}"
+    row["workers' jackknife / bootstrap var"] = f"{(workers / sd**2).median():.2f}"
+    row["answers' jackknife / bootstrap var"] = f"{(answers / sd**2).median():.2f}"
+    return row
 
 
 def main() -> None:
@@ -69,6 +94,9 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument(
+        "--constructions", action="store_true", help="also the bootstrap's own and crossed_net intervals (slower)"
+    )
     parser.add_argument("--out")
     parser.add_argument("--read")
     options = parser.parse_args()
@@ -77,7 +105,7 @@ def main() -> None:
         return
     crowds = SIMULATED if options.crowds == "all" else tuple(options.crowds.split(","))
     jobs = [
-        (c, options.queries, s, options.samples)
+        (c, options.queries, s, options.samples, options.constructions)
         for c in crowds
         for s in range(options.first, options.first + options.studies)
     ]
