@@ -5,7 +5,7 @@ metrics' weights, p, target, protected group, cut step and form, the order of ti
 preset, the bootstrap, the word lists) is one :class:`~genderbias.report_option.ReportOption` here
 (the class, what a setting is and how it is checked, is :mod:`genderbias.report_option`). The shells read these
 declarations, so they cannot drift apart: ``manage.py bias_report``'s and ``label_sensitivity``'s
-arguments (:meth:`~genderbias.report_option.ReportOption.argument`), the report form's fields (``metrics.forms``), the API's
+arguments (``core.management.cli.add_option``), the report form's fields (``metrics.forms``), the API's
 request serializer and so its OpenAPI schema (``metrics.api``), and the ``Report`` model's fields
 (``metrics.models``, with the same choices, default and help). A value is checked by one function,
 :meth:`~genderbias.report_option.ReportOption.check` (the services' ``ReportSettings.validate``, the exposure metrics'

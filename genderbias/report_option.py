@@ -1,4 +1,5 @@
-"""What a report setting is: :class:`ReportOption`, its one check, its parsing and its command-line argument.
+"""What a report setting is: :class:`ReportOption`, its one check and its parsing (its command-line
+argument: ``core.management.cli.add_option``).
 
 The settings themselves are declared once in :mod:`genderbias.options`; this module is the kind of
 thing they are, so that the declarations read as a list. A value is checked by one function,
@@ -50,10 +51,6 @@ class ReportOption:
     @property
     def values(self) -> list[str]:
         return [value for value, _ in self.choices]
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
 
     @property
     def setting(self) -> str:
@@ -157,21 +154,3 @@ class ReportOption:
                 ) from None
             raise OptionError(self.name, exc.problem) from None
         return self.check(text)
-
-    def argument(self) -> dict:
-        """``argparse`` keywords of the command-line option: its type reads and checks through :meth:`parse`."""
-        import argparse
-
-        if self.kind == "choice":
-            return {"choices": self.values, "default": self.default or None, "help": self.describe()}
-        if self.kind == "file":
-            return {"default": None, "help": self.describe(), "metavar": "FILE"}
-
-        def read(text: str) -> Any:
-            try:
-                return self.parse(text)
-            except OptionError as exc:
-                raise argparse.ArgumentTypeError(exc.problem) from None
-
-        read.__name__ = self.kind  # argparse names the type in its message
-        return {"type": read, "default": self.default, "help": self.describe().replace("%", "%%")}

@@ -8,8 +8,10 @@ reading a ten-line file should not pay. ``manage.py check``, ``runserver``, the 
 workers and the test suite (tests/core/test_startup.py) still run them all.
 """
 
+import argparse
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from django.core.checks import Tags
 from django.core.management.base import BaseCommand, CommandError
@@ -22,6 +24,7 @@ from core.jobs.in_process import inline_jobs
 from core.models import ResearchGroup, group_id_by_slug
 from genderbias.errors import InputError
 from genderbias.numbers import NumberError, parse_count
+from genderbias.report_option import OptionError, ReportOption
 
 
 class ProjectCommand(BaseCommand):
@@ -174,11 +177,31 @@ def get_named_list(model: type[Model], names: Iterable[str], what: str) -> list[
     return [found[name] for name in names]
 
 
+def add_option(parser: argparse.ArgumentParser, option: ReportOption, flag: str = "") -> None:
+    """Add a report setting to a command: ``--name-with-dashes`` (or ``flag``), its help with bounds and
+    default, and a type that reads and checks through :meth:`~genderbias.report_option.ReportOption.parse`,
+    so a command refuses what the page and the API refuse, in the setting's words."""
+    flag = flag or "--" + option.name.replace("_", "-")
+    if option.kind == "choice":
+        parser.add_argument(flag, choices=option.values, default=option.default or None, help=option.describe())
+        return
+    if option.kind == "file":
+        parser.add_argument(flag, default=None, help=option.describe(), metavar="FILE")
+        return
+
+    def read(text: str) -> Any:
+        try:
+            return option.parse(text)
+        except OptionError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    read.__name__ = option.kind  # argparse names the type in its message
+    parser.add_argument(flag, type=read, default=option.default, help=option.describe().replace("%", "%%"))
+
+
 def whole_number(text: str) -> int:
     """An ``add_argument(type=...)`` for a whole number: ASCII digits only (:func:`genderbias.numbers.parse_count`;
     ``type=int`` took ``١٠`` and ``1_0``); argparse names the option in its refusal. Ranges: the service's."""
-    import argparse
-
     try:
         return parse_count(text, "value", maximum=10**18)
     except NumberError as exc:
@@ -188,8 +211,6 @@ def whole_number(text: str) -> int:
 def decimal_number(text: str) -> float:
     """An ``add_argument(type=...)`` for a number with a fraction (:func:`genderbias.numbers.parse_decimal`;
     ``type=float`` took ``nan``, ``inf``, ``1e3`` and ``١.٥``). Ranges: the service's."""
-    import argparse
-
     from genderbias.numbers import NumberError, parse_decimal
 
     try:

@@ -44,7 +44,7 @@ NAMES = {
     for name in REPORT_OPTIONS
     if name not in ("threshold", "seed", "bootstrap", "tokenizer", "wordlist", "representative_wordlist", "preset")
 }
-FLAGS = {REPORT_OPTIONS[name].flag for name in NAMES}
+FLAGS = {"--" + name.replace("_", "-") for name in NAMES}  # the commands' flags (core.management.cli.add_option)
 
 
 def _product_files():

@@ -3,6 +3,7 @@ from django.core.management.base import CommandError
 from annotation import selectors as annotation_selectors
 from core.management.cli import (
     ProjectCommand,
+    add_option,
     command_errors,
     get_named,
     get_named_list,
@@ -66,13 +67,13 @@ class Command(ProjectCommand):
             TOKENIZER_OPTION,
             THRESHOLD_OPTION,
         ):
-            parser.add_argument(option.flag, **option.argument())
+            add_option(parser, option)
         parser.add_argument(
             "--background",
             default=COLLECTION_BACKGROUND,
             help="NFaiRR's ideal ranking: 'collection' (default) or the name of a background run",
         )
-        parser.add_argument(NORMALISER_OPTION.flag, **NORMALISER_OPTION.argument())
+        add_option(parser, NORMALISER_OPTION)
         parser.add_argument(
             "--baseline",
             help="run to test the others against (two-sided paired t-test; family: every run against the baseline "
@@ -100,7 +101,7 @@ class Command(ProjectCommand):
             BOOTSTRAP_OPTION,
             SEED_OPTION,
         ):
-            parser.add_argument(option.flag, **option.argument())
+            add_option(parser, option)
         parser.add_argument("--name", help="name of the stored report (default: derived from the query set and runs)")
         parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
         parser.add_argument(

@@ -1,4 +1,4 @@
-from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list
+from core.management.cli import ProjectCommand, add_option, command_errors, get_named, get_named_list, name_list
 from genderbias.options import BOOTSTRAP_OPTION, CUTOFF_OPTION, SEED_OPTION
 from metrics import services
 from metrics.models import Report
@@ -22,9 +22,9 @@ class Command(ProjectCommand):
         parser.add_argument("--prefix", default="across", help="name prefix of the reports --set builds")
         parser.add_argument("--metric", default="ARaB", help="metric to rank the runs by (default ARaB)")
         parser.add_argument("--variant", default="", help="its variant (default: its paper's, e.g. tf)")
-        parser.add_argument(CUTOFF_OPTION.flag, **CUTOFF_OPTION.argument())
-        parser.add_argument("--samples", **BOOTSTRAP_OPTION.argument())  # the reports' bootstrap, declared once
-        parser.add_argument(SEED_OPTION.flag, **SEED_OPTION.argument())
+        add_option(parser, CUTOFF_OPTION)
+        add_option(parser, BOOTSTRAP_OPTION, "--samples")  # the reports' bootstrap, declared once
+        add_option(parser, SEED_OPTION)
 
     def handle(self, **o):
         # Here, not at the top: the services (and what they load) are not needed by --help.

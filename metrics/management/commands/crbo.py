@@ -1,4 +1,4 @@
-from core.management.cli import ProjectCommand, command_errors, decimal_number, get_named_list, whole_number
+from core.management.cli import ProjectCommand, add_option, command_errors, decimal_number, get_named_list, whole_number
 from core.spreadsheet import write_csv
 from genderbias.files.atomic import atomic_write, check_writable
 from genderbias.options import TIES_OPTION
@@ -27,7 +27,7 @@ class Command(ProjectCommand):
         parser.add_argument(
             "--p", type=decimal_number, default=DEFAULT_P, help=f"RBO persistence p in (0, 1) (default {DEFAULT_P})"
         )
-        parser.add_argument(TIES_OPTION.flag, **TIES_OPTION.argument())
+        add_option(parser, TIES_OPTION)
         parser.add_argument("--per-query", help="also write qid,rbo lines to this CSV file")
 
     def handle(self, **o):

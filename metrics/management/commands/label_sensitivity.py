@@ -3,6 +3,7 @@ from django.core.management.base import CommandError
 from annotation import selectors as annotation_selectors
 from core.management.cli import (
     ProjectCommand,
+    add_option,
     command_errors,
     decimal_number,
     get_named,
@@ -41,7 +42,7 @@ class Command(ProjectCommand):
     def add_arguments(self, parser):
         parser.add_argument("batch", help="name of the annotation batch")
         parser.add_argument("--runs", required=True, help="comma-separated run names")
-        parser.add_argument(SENSITIVITY_CUTOFFS_OPTION.flag, **SENSITIVITY_CUTOFFS_OPTION.argument())
+        add_option(parser, SENSITIVITY_CUTOFFS_OPTION)
         parser.add_argument(
             "--out",
             required=True,
@@ -58,14 +59,14 @@ class Command(ProjectCommand):
             f"is at least this (default {CONFIDENCE_THRESHOLD})",
         )
         for option in (WORDLIST_OPTION, REPRESENTATIVE_WORDLIST_OPTION, TOKENIZER_OPTION):
-            parser.add_argument(option.flag, **option.argument())
+            add_option(parser, option)
         # --threshold is the 'confident' policy's here: NFaiRR's τ takes its declaration under another flag.
-        parser.add_argument("--nfairr-threshold", **THRESHOLD_OPTION.argument())
+        add_option(parser, THRESHOLD_OPTION, "--nfairr-threshold")
         parser.add_argument(
             "--background", default=COLLECTION_BACKGROUND, help="NFaiRR's background: 'collection' or a run"
         )
         for option in (NORMALISER_OPTION, BOOTSTRAP_OPTION, SEED_OPTION, TIES_OPTION):
-            parser.add_argument(option.flag, **option.argument())
+            add_option(parser, option)
         parser.add_argument(
             "--dependence",
             help="comma-separated D values, e.g. 0,0.5,1: also how far each label-corrected difference against "

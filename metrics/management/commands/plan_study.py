@@ -4,7 +4,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.core.management.base import CommandError
 
-from core.management.cli import ProjectCommand, command_errors, decimal_number, whole_number
+from core.management.cli import ProjectCommand, add_option, command_errors, decimal_number, whole_number
 from genderbias.options import CUTOFF_OPTION
 from genderbias.stats.power import DEFAULT_DRAWS
 from metrics.services import CostSettings, plan_study
@@ -35,7 +35,7 @@ class Command(ProjectCommand):
         parser.add_argument("--queries", help="the pilot's query set (required unless --report is given)")
         parser.add_argument("--runs", required=True, help="the two runs compared, A,B (the difference is A − B)")
         parser.add_argument("--metric", required=True, help="e.g. ARaB, RaB, NFaiRR, TExFAIR, nDCG")
-        parser.add_argument(CUTOFF_OPTION.flag, **CUTOFF_OPTION.argument())
+        add_option(parser, CUTOFF_OPTION)
         parser.add_argument(
             "--variant", help="the metric's variant (default: the paper's, tf for RaB/ARaB, rbdf for TExFAIR)"
         )

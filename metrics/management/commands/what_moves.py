@@ -1,6 +1,6 @@
 import json
 
-from core.management.cli import ProjectCommand, command_errors, get_named, whole_number
+from core.management.cli import ProjectCommand, add_option, command_errors, get_named, whole_number
 from genderbias.options import CUTOFF_OPTION
 from metrics import selectors
 from metrics.models import Report
@@ -21,7 +21,7 @@ class Command(ProjectCommand):
         parser.add_argument("--run", required=True, help="a run of the report other than its baseline")
         parser.add_argument("--metric", default="ARaB", help="metric (default ARaB)")
         parser.add_argument("--variant", default="tf", help="variant (default tf)")
-        parser.add_argument(CUTOFF_OPTION.flag, **CUTOFF_OPTION.argument())
+        add_option(parser, CUTOFF_OPTION)
         parser.add_argument("--limit", type=whole_number, default=20, help="queries listed (default 20)")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
 

@@ -2,7 +2,15 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from core.management.cli import ProjectCommand, command_errors, get_named, get_named_list, name_list, whole_number
+from core.management.cli import (
+    ProjectCommand,
+    add_option,
+    command_errors,
+    get_named,
+    get_named_list,
+    name_list,
+    whole_number,
+)
 from genderbias.files.atomic import check_writable
 from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
@@ -44,7 +52,7 @@ class Command(ProjectCommand):
             default=DEFAULT_TOKENIZER,
             help="words (default) or whitespace (the reference code's split)",
         )
-        parser.add_argument(TIES_OPTION.flag, **TIES_OPTION.argument())
+        add_option(parser, TIES_OPTION)
         parser.add_argument("--wordlist", help="'word,f|m' file (default: the 32+32 definitional words)")
         parser.add_argument("--out", help="also write the pooled queries as 'qid<TAB>query' lines to this file")
         parser.add_argument(
