@@ -50,7 +50,6 @@ from genderbias.options import (
 from genderbias.presets import PRESETS
 from genderbias.ranking import effectiveness
 from genderbias.ranking.defaults import (
-    BACKGROUND_DEPTH,
     DEFAULT_CUTOFFS,
     LABEL_UNCERTAINTY_COLUMNS,
 )
@@ -318,8 +317,8 @@ def _read(
 ) -> tuple[dict, _CountCache, dict]:
     """What the library's pipeline reads of the database: each run's rankings of the ``qids`` to the
     deepest cutoff (or ``depth``, the effectiveness measures', if deeper) with every tie group reaching it,
-    the background run's top, the counts over the collection's count cache, and the settings as the
-    library's keywords."""
+    the background run's, the counts over the collection's count cache, and the settings as the library's
+    keywords."""
     import polars as pl
 
     check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
@@ -327,13 +326,7 @@ def _read(
     frames = top_rankings(
         runs, asked, max(*CUTOFFS_OPTION.check(report_settings.cutoffs), depth), source, through_ties=True
     )
-    top = None
-    if background is not None:
-        top = (
-            run_frame(background)
-            .filter(pl.col("rank") <= BACKGROUND_DEPTH)
-            .join(asked.to_frame(), on="qid", how="semi")
-        )
+    top = run_frame(background).join(asked.to_frame(), on="qid", how="semi") if background else None
     settings = {
         "tokenizer": report_settings.tokenizer,
         "threshold": report_settings.threshold,
