@@ -14,9 +14,7 @@ What this layer adds to a bare boto3 client, and why:
   being throttled.
 * **Idempotent review**: approving an approved assignment (or rejecting a rejected one)
   returns ``False`` instead of failing, so a sync that was interrupted can simply run again.
-* **One exception type**, :class:`MTurkError`, with a message fit to show a user: a
-  :class:`core.errors.ProviderError` (so a ``ServiceError``), ``upstream`` when MTurk failed
-  rather than refused.
+* **One exception type**, :class:`~platforms.mturk.errors.MTurkError` (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -32,10 +30,9 @@ from typing import Any
 import boto3
 import botocore.session
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, HTTPClientError, NoCredentialsError
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from core.errors import ProviderError
+from platforms.mturk.errors import HIT_ALREADY_EXISTS, MTurkError, existing_hit_id, is_duplicate_request
 
 REGION = "us-east-1"
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
@@ -50,89 +47,11 @@ NUMBER_APPROVED_QUALIFICATION = "00000000000000000040"
 MASTERS_QUALIFICATION_LIVE = "2F1QJWKUDD8XADTFD2Q0G6UTO95ALH"
 MASTERS_QUALIFICATION_SANDBOX = "2ARFPLSP75KLA8M8DH1HTEQVJT3SY6"
 
-HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
 ASSIGNMENT_STATUSES = ("Submitted", "Approved", "Rejected")
 
 #: Any moment in the past: UpdateExpirationForHIT then expires the HIT at once.
 _PAST = dt.datetime(2015, 1, 1, tzinfo=dt.UTC)
 _CENT = Decimal("0.01")
-
-
-class MTurkError(ProviderError):
-    """A failed MTurk request, with a message fit to show a user.
-
-    ``operation`` is the API operation (e.g. ``"ApproveAssignment"``), ``code`` botocore's
-    error code (``"RequestError"``, ``"ServiceFault"``, ``"ThrottlingException"``…),
-    ``turk_code`` MTurk's own ``TurkErrorCode`` when it sent one, ``detail`` the server's
-    message and ``status`` its HTTP status. The botocore exception is kept as ``__cause__``.
-    ``upstream`` (MTurk failed: a 5xx, a fault, throttling past the retries, no answer) is
-    worked out from ``code`` and ``status`` unless given.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        operation: str = "",
-        code: str = "",
-        turk_code: str = "",
-        detail: str = "",
-        status: int | None = None,
-        upstream: bool | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.operation = operation
-        self.code = code
-        self.turk_code = turk_code
-        self.detail = detail
-        self.status = status
-        self.upstream = upstream if upstream is not None else (code in _UPSTREAM_CODES or (status or 0) >= 500)
-
-    @classmethod
-    def from_botocore(cls, exc: Exception, operation: str) -> MTurkError:
-        if isinstance(exc, ClientError):
-            code, turk_code, detail = _error_parts(exc)
-            shown = turk_code or code or "error"
-            status = (exc.response or {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
-            message = f"MTurk refused {operation}: {detail or 'no message'} [{shown}]"
-            if code in _THROTTLING_CODES:
-                message += " (still throttled after botocore's retries; lower the call rate or try again later)"
-            return cls(message, operation=operation, code=code, turk_code=turk_code, detail=detail, status=status)
-        if isinstance(exc, NoCredentialsError):
-            message = (
-                f"MTurk {operation} needs AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                "(or AWS_PROFILE) for the requester account"
-            )
-            return cls(message, operation=operation, code="NoCredentials")
-        if isinstance(exc, EndpointConnectionError):
-            return cls(f"could not reach MTurk for {operation}: {exc}", operation=operation, code="Connection")
-        # A timeout or a dropped connection is MTurk not answering; anything else happened here.
-        lost = isinstance(exc, (BotoConnectionError, HTTPClientError))
-        return cls(f"MTurk {operation} failed: {exc}", operation=operation, code=type(exc).__name__, upstream=lost)
-
-
-_THROTTLING_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"}
-#: Codes of MTurk failing rather than refusing (``Connection``: it could not be reached).
-_UPSTREAM_CODES = {"ServiceFault", "ServiceUnavailable", "InternalError", "InternalFailure", "Connection"}
-_UPSTREAM_CODES |= _THROTTLING_CODES
-
-
-def _error_parts(exc: ClientError) -> tuple[str, str, str]:
-    """(code, TurkErrorCode, message) from however botocore surfaced the error.
-
-    MTurk's RequestError/ServiceFault shapes carry ``Message`` and ``TurkErrorCode``;
-    botocore puts those modeled fields at the top level of ``exc.response``, next to
-    ``Error: {Code, Message}``. Other servers (or older parsers) may put the Turk code
-    inside ``Error`` or use it as the code itself, so all three places are looked at.
-    """
-    response = exc.response or {}
-    error = response.get("Error") or {}
-    code = str(error.get("Code") or "")
-    turk_code = str(response.get("TurkErrorCode") or error.get("TurkErrorCode") or "")
-    if not turk_code and code.startswith("AWS.MechanicalTurk."):
-        turk_code = code
-    detail = str(error.get("Message") or response.get("Message") or "")
-    return code, turk_code, detail
 
 
 def make_client(endpoint_url: str | None = None, live: bool = False, max_attempts: int = 8):
@@ -281,41 +200,6 @@ def _feedback(text: str) -> str:
     return text if len(text) <= _FEEDBACK_LIMIT else text[: _FEEDBACK_LIMIT - 1] + "…"
 
 
-def _is_duplicate_request(error: MTurkError, token: str | None = None) -> bool:
-    """True when MTurk says this very request (same idempotency token) was already done.
-
-    The real answer is a RequestError whose message reads
-    ``The idempotency token "<token>" has already been processed.``; a TurkErrorCode
-    naming a duplicate is accepted too, for other servers.
-    """
-    turk = error.turk_code.lower()
-    if any(word in turk for word in ("alreadyexists", "duplicate", "alreadyprocessed")):
-        return True
-    message = error.detail.lower()
-    if "has already been processed" in message:
-        return token is None or token.lower() in message or "idempotency token" not in message
-    return False
-
-
-_ID = re.compile(r"(?<![A-Za-z0-9])[A-Z0-9]{30}(?![A-Za-z0-9])")
-_LABELLED_ID = re.compile(r"(?i:\bHIT\s*Id\b)\s*[:=]?\s*[\"']?([A-Z0-9]{10,64})(?![A-Za-z0-9])")
-
-
-def _existing_hit_id(message: str, *, exclude: Iterable[str]) -> str | None:
-    """The HIT id in a HitAlreadyExists message, if exactly one can be told apart.
-
-    MTurk documents only that the message *contains* the HITId. Ours are 30 upper-case
-    letters and digits; the HIT type id (same form) and the request token are ruled out,
-    and a labelled ``HITId: …`` wins. Anything ambiguous gives ``None``.
-    """
-    excluded = {value for value in exclude if value}
-    labelled = {m for m in _LABELLED_ID.findall(message) if m not in excluded}
-    if len(labelled) == 1:
-        return labelled.pop()
-    candidates = {m for m in _ID.findall(message) if m not in excluded}
-    return candidates.pop() if len(candidates) == 1 else None
-
-
 class RateLimiter:
     """Spaces calls at least ``1 / max_calls_per_second`` apart (thread-safe).
 
@@ -437,9 +321,9 @@ class MTurk:
             )
         except MTurkError as error:
             already = error.turk_code.lower() == HIT_ALREADY_EXISTS.lower()
-            if not (already or _is_duplicate_request(error, unique_request_token)):
+            if not (already or is_duplicate_request(error, unique_request_token)):
                 raise
-            hit_id = _existing_hit_id(error.detail, exclude=(hit_type_id, unique_request_token))
+            hit_id = existing_hit_id(error.detail, exclude=(hit_type_id, unique_request_token))
             if hit_id is None:
                 raise MTurkError(
                     f"MTurk already created a HIT for request token {unique_request_token!r}, but its id "
@@ -485,7 +369,7 @@ class MTurk:
                 UniqueRequestToken=unique_request_token,
             )
         except MTurkError as error:
-            if not _is_duplicate_request(error, unique_request_token):
+            if not is_duplicate_request(error, unique_request_token):
                 raise
 
     def iter_hits(self) -> Iterator[dict]:
@@ -604,7 +488,7 @@ class MTurk:
                 UniqueRequestToken=unique_request_token,
             )
         except MTurkError as error:
-            if not _is_duplicate_request(error, unique_request_token):
+            if not is_duplicate_request(error, unique_request_token):
                 raise
 
     def block_worker(self, worker_id: str, reason: str) -> None:

@@ -16,42 +16,23 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
 
 from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
-from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
+from annotation.crowd.providers.options import OptionError
 from annotation.models import Assignment, Batch, Hit, Provider, WorkerIdentity
 from core.errors import ServiceError
 from platforms.prolific import prices
-from platforms.prolific.client import DEVICES, Prolific, ProlificError, ProlificUnknownOutcome, cents
-from platforms.prolific.selectors import submissions
-
-#: What Prolific calls a place still held by a participant.
-HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT"}
-
-
-FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
-#: Sessions Prolific lets into a study: a place reserved, or the study started.
-ENTERING = {"RESERVED", "ACTIVE"}
-
+from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome, cents
+from platforms.prolific.selectors import PlaceCount, count_places, submissions
+from platforms.prolific.study_options import BY_NAME, OPTION_KEYS, OPTIONS
 
 #: Prolific's ids (participant, study, session): 24 lowercase hex characters. A study link with
 #: anything else is refused without asking Prolific.
 PROLIFIC_ID = re.compile(r"[0-9a-f]{24}")  # used with fullmatch
-
-
-OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
-#: Participant groups across waves and the bonus rule (issue 32).
-OPTION_KEYS |= {"allow_batches", "admit_gold_failures", "bonus_rule"}
-#: Signed study URLs and rehearsals with test participants (issue 56).
-OPTION_KEYS |= {"signed_urls", "rehearsal"}
-#: The code that asks Prolific to return a participant the site has no task for, and the mark of a study
-#: the site paused for want of tasks (issue 67).
-OPTION_KEYS |= {"return_code", "paused_for_tasks"}
 
 
 CONTACT = " If you think this is a mistake, please message us through Prolific."
@@ -70,128 +51,6 @@ NO_WORK_MESSAGE = (
 )
 
 
-def read_filter(text: str) -> dict:
-    """``FILTER_ID=v1,v2`` -> one of Prolific's eligibility filters (selected values)."""
-    key, _, values = text.partition("=")
-    chosen = [v.strip() for v in values.split(",") if v.strip()]
-    if not key.strip() or not chosen:
-        raise OptionError(
-            "filter", f"not a filter: {text!r} (use FILTER_ID=value1,value2, e.g. current-country-of-residence=1,2)"
-        )
-    return {"filter_id": key.strip(), "selected_values": chosen}
-
-
-def read_bonus_rule(text: str) -> dict:
-    """``flat:0.50`` or ``per_gold:0.10`` as the stored rule (its kind and amount checked with the batch's settings)."""
-    kind, _, amount = text.partition(":")
-    return {"kind": kind.strip(), "amount": amount.strip()}
-
-
-#: A Prolific study's options (``Batch.provider_options``), declared once for the form, the API and the command.
-OPTIONS: tuple[BatchOption, ...] = (
-    BatchOption(
-        "estimated_minutes",
-        "whole",
-        "minutes one HIT group takes, shown to participants; 10 when not given.",
-        minimum=1,
-        maximum=24 * 60,
-        into="provider_options",
-    ),
-    BatchOption(
-        "devices",
-        "choices",
-        "devices participants may use (none: any).",
-        choices=tuple((d, d) for d in DEVICES),
-        flag="--device",
-        into="provider_options",
-    ),
-    BatchOption(
-        "filters",
-        "text",
-        "eligibility filter, repeatable: FILTER_ID=value1,value2 (Prolific's filter ids and values)",
-        flag="--filter",
-        metavar="ID=VALUES",
-        repeat=True,
-        on_form=False,
-        why="Prolific's filter ids and values are typed on the command line",
-        into="provider_options",
-        read_flag=read_filter,
-    ),
-    BatchOption(
-        "bonus",
-        "money",
-        "USD to every approved participant, paid at every sync (a flat bonus rule).",
-        maximum=MAX_REWARD,
-        into="provider_options",
-    ),
-    BatchOption(
-        "exclude_batches",
-        "batches",
-        "exclude everyone who took part in these batches.",
-        flag="--exclude-batch",
-        metavar="BATCH",
-        into="provider_options",
-    ),
-    # Participant groups across waves and the bonus rule (issue 32).
-    BatchOption(
-        "allow_batches",
-        "batches",
-        "only those who took part in these batches may take this one.",
-        flag="--allow-batch",
-        metavar="BATCH",
-        into="provider_options",
-    ),
-    BatchOption(
-        "admit_gold_failures",
-        "flag",
-        "let in participants who failed another batch's gold threshold (kept out by default).",
-        into="provider_options",
-    ),
-    BatchOption(
-        "bonus_rule_kind",
-        "choice",
-        "a bonus previewed and paid from the batch page (not with the bonus above).",
-        choices=(("flat", "flat, per approved participant"), ("per_gold", "per check question right")),
-        label="Bonus rule",
-        flag=None,
-        into="provider_options",
-        key="bonus_rule.kind",
-    ),
-    BatchOption(
-        "bonus_rule_amount",
-        "money",
-        "USD.",
-        minimum="0.01",
-        maximum=MAX_REWARD,
-        label="Bonus rule amount",
-        flag=None,
-        into="provider_options",
-        key="bonus_rule.amount",
-    ),
-    BatchOption(
-        "bonus_rule",
-        "text",
-        "a bonus rule paid with manage.py prolific_bonus: flat:0.50 (per approved participant) "
-        "or per_gold:0.10 (per check question right in approved work)",
-        metavar="KIND:USD",
-        on_form=False,
-        why="the form takes it as bonus_rule_kind and bonus_rule_amount",
-        into="provider_options",
-        read_flag=read_bonus_rule,
-    ),
-)
-OPTIONS += (
-    BatchOption(
-        "signed_urls",
-        "flag",
-        "participants arrive with Prolific's signed study URL, checked on this site with no API call per "
-        "arrival (the workspace must have the feature; default PROLIFIC_SIGNED_URLS).",
-        into="provider_options",
-    ),
-)
-_BY_NAME = options_by_name(OPTIONS)
-
-
 def validate_options(options: dict) -> None:
     """Refuse Prolific settings the API would refuse, before the batch is created."""
     unknown = set(options) - OPTION_KEYS
@@ -199,7 +58,7 @@ def validate_options(options: dict) -> None:
         raise ServiceError(f"unknown Prolific option(s): {', '.join(sorted(unknown))}")
     for name in ("estimated_minutes", "devices"):  # the declared option's own check, whoever built the options
         try:
-            _BY_NAME[name].parse(options.get(name))
+            BY_NAME[name].parse(options.get(name))
         except OptionError as exc:
             raise ServiceError(str(exc)) from None
     for name in options.get("exclude_batches", []):
@@ -426,65 +285,6 @@ def rejection_for(assignment: Assignment, feedback: str) -> tuple[str, str]:
         category = "LOW_EFFORT"
         text = feedback or "Some queries were left without a usable answer."
     return category, (text.rstrip() + REJECTION_CONTEXT)[:2000]
-
-
-@dataclass(frozen=True)
-class PlaceCount:
-    """A study's places against the tasks its batch can hand out now.
-
-    ``held``: places Prolific counts as held (``HOLDS_PLACE``); of them ``leaving``: sessions the site
-    turned away (no task), which return the study and free their place; ``coming``: sessions that
-    have not been given a task yet and were not turned away, each of which will take one. ``free``:
-    the task places the hand-out would give now (open HITs of a published batch, less the places held
-    on the site: submitted work, and hand-outs not timed out -- a participant may still return them,
-    and until then their task is theirs).
-    """
-
-    held: int
-    leaving: int
-    coming: int
-    free: int
-
-    @property
-    def for_newcomers(self) -> int:
-        """Tasks left for participants Prolific has not sent yet."""
-        return max(0, self.free - self.coming)
-
-    def open(self, total: int) -> int:
-        """The places Prolific will offer newcomers with ``total`` places (those turned away free theirs)."""
-        return max(0, total - self.held + self.leaving)
-
-    def wanted(self) -> int:
-        """The total that offers exactly one place per task left for newcomers."""
-        return self.held - self.leaving + self.for_newcomers
-
-
-def count_places(batch: Batch, submissions) -> PlaceCount:
-    """The batch's :class:`PlaceCount` from Prolific's list of the study's ``submissions`` and the site's state."""
-    from django.db.models import Count
-    from django.utils import timezone
-
-    from platforms.inhouse.services.handout import holds_place
-    from platforms.prolific.models import ProlificSession
-
-    held = [s for s in submissions if s.status in HOLDS_PLACE]
-    entering = {s.id for s in held if s.status in ENTERING}
-    deadline = timezone.now() - batch.assignment_duration
-    holding = Assignment.objects.filter(holds_place(deadline), hit__batch=batch)
-    with_task = set(
-        holding.filter(provider_assignment_id__in=entering).values_list("provider_assignment_id", flat=True)
-    )
-    turned = set(
-        ProlificSession.objects.filter(
-            batch=batch, session_id__in=entering - with_task, turned_away_at__isnull=False
-        ).values_list("session_id", flat=True)
-    )
-    free = 0
-    if batch.status == Batch.Status.PUBLISHED:
-        taken = dict(holding.values("hit").annotate(n=Count("pk")).values_list("hit", "n"))
-        for pk, most in batch.hits.filter(status=Hit.Status.OPEN).values_list("pk", "max_assignments"):
-            free += max(0, most - taken.get(pk, 0))
-    return PlaceCount(held=len(held), leaving=len(turned), coming=len(entering - with_task - turned), free=free)
 
 
 def raise_places(batch: Batch, provider: ProlificProvider, submissions=None) -> tuple[int, PlaceCount, str]:

@@ -1,5 +1,6 @@
 """Reads of a Prolific batch for its page and API: each submission as Prolific listed it, beside
-this site's figures of the same session's work (issue 45: what Prolific's dashboard shows).
+this site's figures of the same session's work (issue 45: what Prolific's dashboard shows); and a
+study's places against the tasks its batch can hand out now (:func:`count_places`).
 """
 
 from __future__ import annotations
@@ -7,8 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.db.models import Count
+from django.utils import timezone
+
 from annotation.crowd.pay_rate import hourly_rate, median_or_none, seconds_taken
-from annotation.models import Assignment, Batch
+from annotation.models import Assignment, Batch, Hit
+from platforms.inhouse.services.handout import holds_place
+from platforms.prolific.models import ProlificSession
 
 #: At most this many submissions are listed on the page and in one API answer (newest first);
 #: the counts and medians cover them all.
@@ -114,3 +120,66 @@ def rehearsal_of(batch: Batch) -> dict:
 def rehearsal_study_id(batch: Batch) -> str:
     """The id of the batch's test study, or ``""``."""
     return rehearsal_of(batch).get("study_id", "")
+
+
+#: What Prolific calls a place still held by a participant.
+HOLDS_PLACE = {"RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT"}
+
+
+#: Sessions Prolific ended without the site: their place is free again.
+FREED_REMOTELY = {"RETURNED", "TIMED-OUT"}
+#: Sessions Prolific lets into a study: a place reserved, or the study started.
+ENTERING = {"RESERVED", "ACTIVE"}
+
+
+@dataclass(frozen=True)
+class PlaceCount:
+    """A study's places against the tasks its batch can hand out now.
+
+    ``held``: places Prolific counts as held (``HOLDS_PLACE``); of them ``leaving``: sessions the site
+    turned away (no task), which return the study and free their place; ``coming``: sessions that
+    have not been given a task yet and were not turned away, each of which will take one. ``free``:
+    the task places the hand-out would give now (open HITs of a published batch, less the places held
+    on the site: submitted work, and hand-outs not timed out -- a participant may still return them,
+    and until then their task is theirs).
+    """
+
+    held: int
+    leaving: int
+    coming: int
+    free: int
+
+    @property
+    def for_newcomers(self) -> int:
+        """Tasks left for participants Prolific has not sent yet."""
+        return max(0, self.free - self.coming)
+
+    def open(self, total: int) -> int:
+        """The places Prolific will offer newcomers with ``total`` places (those turned away free theirs)."""
+        return max(0, total - self.held + self.leaving)
+
+    def wanted(self) -> int:
+        """The total that offers exactly one place per task left for newcomers."""
+        return self.held - self.leaving + self.for_newcomers
+
+
+def count_places(batch: Batch, submissions) -> PlaceCount:
+    """The batch's :class:`PlaceCount` from Prolific's list of the study's ``submissions`` and the site's state."""
+    held = [s for s in submissions if s.status in HOLDS_PLACE]
+    entering = {s.id for s in held if s.status in ENTERING}
+    deadline = timezone.now() - batch.assignment_duration
+    holding = Assignment.objects.filter(holds_place(deadline), hit__batch=batch)
+    with_task = set(
+        holding.filter(provider_assignment_id__in=entering).values_list("provider_assignment_id", flat=True)
+    )
+    turned = set(
+        ProlificSession.objects.filter(
+            batch=batch, session_id__in=entering - with_task, turned_away_at__isnull=False
+        ).values_list("session_id", flat=True)
+    )
+    free = 0
+    if batch.status == Batch.Status.PUBLISHED:
+        taken = dict(holding.values("hit").annotate(n=Count("pk")).values_list("hit", "n"))
+        for pk, most in batch.hits.filter(status=Hit.Status.OPEN).values_list("pk", "max_assignments"):
+            free += max(0, most - taken.get(pk, 0))
+    return PlaceCount(held=len(held), leaving=len(turned), coming=len(entering - with_task - turned), free=free)

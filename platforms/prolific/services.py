@@ -80,17 +80,15 @@ from platforms.prolific.models import ProlificSession, ProlificSubmission
 from platforms.prolific.provider import (
     BLOCKED_GROUP,
     CONTACT,
-    ENTERING,
-    FREED_REMOTELY,
     NO_WORK_MESSAGE,
     PROLIFIC_ID,
     RETURN_MESSAGE,
-    PlaceCount,
     api_client,
     group_id,
     raise_places,
     total_places,
 )
+from platforms.prolific.selectors import ENTERING, FREED_REMOTELY, PlaceCount
 
 logger = logging.getLogger(__name__)
 

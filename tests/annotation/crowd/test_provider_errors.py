@@ -18,7 +18,7 @@ from annotation.models import Batch, Hit
 from core.errors import ProviderError, ServiceError
 from core.models import Job
 from platforms.mturk import client as mturk
-from platforms.mturk.client import MTurkError
+from platforms.mturk.errors import MTurkError
 from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
 from tests.platforms.mturk import fake_server as fake_mturk
 from tests.platforms.prolific import fake_server as fake_prolific

@@ -28,11 +28,11 @@ from platforms.mturk.client import (
     SANDBOX_ENDPOINT,
     SANDBOX_SUBMIT_URL,
     MTurk,
-    MTurkError,
     make_client,
     qualification_requirements,
     submit_url,
 )
+from platforms.mturk.errors import MTurkError
 
 HIT_TYPE_ID = "3W2G6J6KDKBHJ72AR3LQ5DFG8M7QEA"
 HIT_ID = "3U18MJKL1WA8S1G7ULNIMQIIED9NCW"

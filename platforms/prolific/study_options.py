@@ -1,0 +1,140 @@
+"""A Prolific study's options (``Batch.provider_options``), declared once for the form, the API and the
+command (:class:`annotation.crowd.providers.options.BatchOption`); :func:`platforms.prolific.provider.validate_options`
+checks a whole set against the database. Pure: no Django.
+"""
+
+from __future__ import annotations
+
+from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
+from platforms.prolific.client import DEVICES
+
+OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
+#: Participant groups across waves and the bonus rule (issue 32).
+OPTION_KEYS |= {"allow_batches", "admit_gold_failures", "bonus_rule"}
+#: Signed study URLs and rehearsals with test participants (issue 56).
+OPTION_KEYS |= {"signed_urls", "rehearsal"}
+#: The code that asks Prolific to return a participant the site has no task for, and the mark of a study
+#: the site paused for want of tasks (issue 67).
+OPTION_KEYS |= {"return_code", "paused_for_tasks"}
+
+
+def read_filter(text: str) -> dict:
+    """``FILTER_ID=v1,v2`` -> one of Prolific's eligibility filters (selected values)."""
+    key, _, values = text.partition("=")
+    chosen = [v.strip() for v in values.split(",") if v.strip()]
+    if not key.strip() or not chosen:
+        raise OptionError(
+            "filter", f"not a filter: {text!r} (use FILTER_ID=value1,value2, e.g. current-country-of-residence=1,2)"
+        )
+    return {"filter_id": key.strip(), "selected_values": chosen}
+
+
+def read_bonus_rule(text: str) -> dict:
+    """``flat:0.50`` or ``per_gold:0.10`` as the stored rule (its kind and amount checked with the batch's settings)."""
+    kind, _, amount = text.partition(":")
+    return {"kind": kind.strip(), "amount": amount.strip()}
+
+
+#: A Prolific study's options (``Batch.provider_options``), declared once for the form, the API and the command.
+OPTIONS: tuple[BatchOption, ...] = (
+    BatchOption(
+        "estimated_minutes",
+        "whole",
+        "minutes one HIT group takes, shown to participants; 10 when not given.",
+        minimum=1,
+        maximum=24 * 60,
+        into="provider_options",
+    ),
+    BatchOption(
+        "devices",
+        "choices",
+        "devices participants may use (none: any).",
+        choices=tuple((d, d) for d in DEVICES),
+        flag="--device",
+        into="provider_options",
+    ),
+    BatchOption(
+        "filters",
+        "text",
+        "eligibility filter, repeatable: FILTER_ID=value1,value2 (Prolific's filter ids and values)",
+        flag="--filter",
+        metavar="ID=VALUES",
+        repeat=True,
+        on_form=False,
+        why="Prolific's filter ids and values are typed on the command line",
+        into="provider_options",
+        read_flag=read_filter,
+    ),
+    BatchOption(
+        "bonus",
+        "money",
+        "USD to every approved participant, paid at every sync (a flat bonus rule).",
+        maximum=MAX_REWARD,
+        into="provider_options",
+    ),
+    BatchOption(
+        "exclude_batches",
+        "batches",
+        "exclude everyone who took part in these batches.",
+        flag="--exclude-batch",
+        metavar="BATCH",
+        into="provider_options",
+    ),
+    # Participant groups across waves and the bonus rule (issue 32).
+    BatchOption(
+        "allow_batches",
+        "batches",
+        "only those who took part in these batches may take this one.",
+        flag="--allow-batch",
+        metavar="BATCH",
+        into="provider_options",
+    ),
+    BatchOption(
+        "admit_gold_failures",
+        "flag",
+        "let in participants who failed another batch's gold threshold (kept out by default).",
+        into="provider_options",
+    ),
+    BatchOption(
+        "bonus_rule_kind",
+        "choice",
+        "a bonus previewed and paid from the batch page (not with the bonus above).",
+        choices=(("flat", "flat, per approved participant"), ("per_gold", "per check question right")),
+        label="Bonus rule",
+        flag=None,
+        into="provider_options",
+        key="bonus_rule.kind",
+    ),
+    BatchOption(
+        "bonus_rule_amount",
+        "money",
+        "USD.",
+        minimum="0.01",
+        maximum=MAX_REWARD,
+        label="Bonus rule amount",
+        flag=None,
+        into="provider_options",
+        key="bonus_rule.amount",
+    ),
+    BatchOption(
+        "bonus_rule",
+        "text",
+        "a bonus rule paid with manage.py prolific_bonus: flat:0.50 (per approved participant) "
+        "or per_gold:0.10 (per check question right in approved work)",
+        metavar="KIND:USD",
+        on_form=False,
+        why="the form takes it as bonus_rule_kind and bonus_rule_amount",
+        into="provider_options",
+        read_flag=read_bonus_rule,
+    ),
+)
+OPTIONS += (
+    BatchOption(
+        "signed_urls",
+        "flag",
+        "participants arrive with Prolific's signed study URL, checked on this site with no API call per "
+        "arrival (the workspace must have the feature; default PROLIFIC_SIGNED_URLS).",
+        into="provider_options",
+    ),
+)
+BY_NAME = options_by_name(OPTIONS)
