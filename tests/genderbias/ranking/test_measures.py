@@ -200,3 +200,28 @@ def test_means_count_only_the_queries_a_run_has():
 def test_bad_cutoffs():
     with pytest.raises(ValueError):
         nfairr.nfairr(RUN, COUNTS, [0, 5])
+
+
+def test_the_pipeline_reads_what_the_figures_need_and_summarises_by_hand():
+    """:func:`measures.evaluate`, a report's one pipeline: counts asked once per word list for the top
+    documents only, NFaiRR@2's means by hand (over every query, then over a subset), effectiveness beside
+    them with the field's conventions (an unreturned judged query counts 0, an unjudged one is left out)."""
+    asked = []
+
+    def counts(docids, wordlist, tokenizer):
+        asked.append(sorted(docids.to_list()))
+        return COUNTS.filter(pl.col("docid").is_in(docids.to_list()))
+
+    qrels = pl.DataFrame({"qid": ["1", "3", "4"], "docid": ["b", "d", "a"], "rel": [1, 1, 1]})
+    found = measures.evaluate(
+        {"r": RUN}, counts, [2], qids=["1", "2", "3", "4"], qrels=qrels, judged_by="j", measures=["RR@10"], samples=50
+    )
+    assert asked == [["a", "b", "d", "e", "x"]] * 2  # definitional, then representative; c (rank 3) is not read
+    summary = found.summary.set_index(["metric", "variant", "cutoff"])
+    nfairr_q3 = 1 / (1 + W[1])  # d alone, neutral; the collection offers two neutral documents
+    assert summary.loc[("NFaiRR", "collection", 2), "value"] == pytest.approx((0.0 + 1.0 + nfairr_q3) / 3)
+    assert summary.loc[("RR", "j", 10), "value"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)  # q2 unjudged
+    assert summary.loc[("RR", "j", 10), "queries"] == 3
+    assert (found.unjudged, found.unreturned) == (["2"], {"r": ["4"]})
+    subset = measures.evaluate({"r": RUN}, counts, [2], in_set={"1", "2"}, samples=50).summary
+    assert subset.set_index(["metric", "variant", "cutoff"]).loc[("NFaiRR", "collection", 2), "value"] == 0.5
