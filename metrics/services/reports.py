@@ -173,7 +173,7 @@ class Computed:
     labels: object | None = None
     #: Per run, per cutoff: how many of its queries' top k hold a tied document (:func:`genderbias.ranking.ties.tie_summary`).
     tied_queries: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: A collection by reference: the checksum of the texts read and how many (:func:`_texts_read`).
+    #: A collection by reference: the checksum of the texts read and how many (:meth:`_CountCache.texts_read`).
     texts_read: tuple[str, int] | None = None
     #: A report on a batch's labels: which interval its label-corrected figures got and why
     #: (:func:`genderbias.crowd.figure_intervals.interval_choice`).
