@@ -162,7 +162,7 @@ def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool 
 
 def p_mark(p: float | None, alpha: float = 0.05) -> str:
     """``*`` when ``p`` (the combined test's, a report on a batch's labels) is below ``alpha``, else
-    ``""``: the one rule of :func:`uncertainty_table` and :func:`publishing.latex.uncertainty_tex`."""
+    ``""``: the one rule of :func:`uncertainty_table` and :func:`publishing.latex_tables.uncertainty_tex`."""
     return "*" if p is not None and not pd.isna(p) and p < alpha else ""
 
 

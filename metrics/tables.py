@@ -373,7 +373,7 @@ def significance_note(policy: dict) -> str:
 
 def number_text(value: float | None, spec: str = ".4f", missing: str = "–") -> str:
     """A table's figure as every table shows it (``.4f`` values, ``+.3f`` correlations; ``missing``
-    for none): the text table's and, in math mode, the LaTeX table's (:func:`publishing.latex.cell_tex`)."""
+    for none): the text table's and, in math mode, the LaTeX table's (:func:`publishing.latex_tables.cell_tex`)."""
     return missing if value is None else format(value, spec)
 
 

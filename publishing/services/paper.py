@@ -6,7 +6,7 @@ The bundle (``manage.py paper REPORT --out DIR``, the report page's "Paper bundl
 - ``table-<layout>.tex``: each paper's table (:data:`metrics.tables.LAYOUTS`: effectiveness beside
   bias, ECIR 2024; effectiveness and rank bias, SIGIR 2020; exposure) as the report page and
   ``bias_report --table`` show it (:func:`metrics.selectors.report_table`, the same marks and
-  p-values), set by :func:`publishing.latex.table_tex`;
+  p-values), set by :func:`publishing.latex_tables.table_tex`;
 - ``fig-<kind>.pdf`` with its ``fig-<kind>.tex``: the report's figures as vector PDFs, drawn by
   :mod:`metrics.plots` (``format="pdf"``);
 - ``methods.tex``: :func:`publishing.methods_text.methods_tex` from the batch's study facts
@@ -55,18 +55,9 @@ from pooling.models import Collection
 from pooling.selectors import named_set_facts
 from publishing.bibliography import bibtex, cited_keys
 from publishing.checklists import checklist_items, checklist_markdown, instructions_text
-from publishing.latex import (
-    DEFAULT_TEMPLATE,
-    checklist_tex,
-    document,
-    figure_tex,
-    table_label,
-    table_tex,
-    uncertainty_tex,
-)
-from publishing.latex import (
-    template as latex_template,
-)
+from publishing.latex import DEFAULT_TEMPLATE, checklist_tex, document, figure_tex
+from publishing.latex import template as latex_template
+from publishing.latex_tables import table_label, table_tex, uncertainty_tex
 from publishing.methods_text import default_title, limitations_tex, methods_tex
 from publishing.screenshot import chromium_path, screenshot
 from publishing.zenodo.metadata import related, zenodo_metadata

@@ -22,7 +22,8 @@ from genderbias.ranking.defaults import TABLE_LAYOUTS
 from metrics import selectors, tables
 from metrics.models import Report
 from publishing.bibliography import ENTRIES, bibtex, cited_keys
-from publishing.latex import escape, table_tex
+from publishing.latex import escape
+from publishing.latex_tables import table_tex
 from publishing.services.paper import paper_files, write_paper_bundle
 
 QRELS = "1 0 d1 2\n1 0 d3 0\n2 0 d4 1\n3 0 d2 1\n"

@@ -6,7 +6,8 @@ label-corrected interval, is not marked."""
 import pandas as pd
 
 from core.figure_notes import CROWD_WARNING
-from publishing.latex import CROWD_MARK, escape, uncertainty_tex
+from publishing.latex import escape
+from publishing.latex_tables import CROWD_MARK, uncertainty_tex
 from publishing.services.paper import labels_rows
 
 ROW = {

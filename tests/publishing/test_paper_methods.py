@@ -242,7 +242,7 @@ def test_every_bibliography_entry_has_a_doi_or_url_and_every_cited_key_resolves(
 
 @pytest.mark.django_db
 def test_every_key_the_bundle_texts_cite_resolves(facts):
-    from publishing.latex import uncertainty_tex
+    from publishing.latex_tables import uncertainty_tex
 
     settings = SETTINGS | {
         "metrics": ["RaB", "NFaiRR", "TExFAIR", "AWRF", "rKL"],

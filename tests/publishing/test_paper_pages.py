@@ -152,7 +152,7 @@ def _many_runs_table(runs: int) -> dict:
 
 
 def test_runs_that_do_not_fit_a_column_go_to_a_second_part():
-    from publishing.latex import table_tex
+    from publishing.latex_tables import table_tex
 
     tex = table_tex(_many_runs_table(9))
     parts = tex.count(r"\begin{table}")
@@ -166,7 +166,7 @@ def test_runs_that_do_not_fit_a_column_go_to_a_second_part():
 
 @needs_tools
 def test_a_split_table_fits_a_two_column_page(tmp_path):
-    from publishing.latex import table_tex
+    from publishing.latex_tables import table_tex
 
     # Laid out for ACM's page (across both columns, or split with the baseline in each part).
     (tmp_path / "table-many.tex").write_text(table_tex(_many_runs_table(9), layout="acm"))

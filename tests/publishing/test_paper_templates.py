@@ -29,7 +29,8 @@ from django.core.management import call_command
 from metrics import selectors
 from metrics.models import Report
 from metrics.names import header_lines
-from publishing.latex import DESCRIPTION_GUARD, HEADER_CHARS, TEMPLATES, breakable
+from publishing.latex import DESCRIPTION_GUARD, TEMPLATES, breakable
+from publishing.latex_tables import HEADER_CHARS
 from publishing.services.paper import write_paper_bundle
 
 from .test_paper_pages import MIN_BOX, OVERFULL_TOLERANCE, QRELS, word_boxes
