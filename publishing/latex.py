@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.figure_notes import p_value_text
-from publishing.checklists import SHORT_SOURCES, SOURCES, TO_ANSWER
+from publishing.checklist_questions import SHORT_SOURCES, SOURCES, TO_ANSWER
 from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
 
 #: LaTeX's special characters and their text-mode escapes (brackets too: ``[`` after ``\\`` is read

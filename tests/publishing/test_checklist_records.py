@@ -25,7 +25,8 @@ from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from publishing import statements
-from publishing.checklists import QUESTIONS, TO_ANSWER, checklist_items
+from publishing.checklist_questions import QUESTIONS, TO_ANSWER
+from publishing.checklists import checklist_items
 from publishing.methods_text import annotation_paragraph
 from publishing.services.paper import crowd_pay
 from tests.annotation.conftest import make_batch

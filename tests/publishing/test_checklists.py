@@ -16,13 +16,8 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Worker, WorkerIdentity
 from genderbias.labels import VOCABULARY
 from platforms.prolific.selectors import submissions as prolific_submissions
-from publishing.checklists import (
-    QUESTIONS,
-    TO_ANSWER,
-    checklist_items,
-    checklist_markdown,
-    instructions_text,
-)
+from publishing.checklist_questions import QUESTIONS, TO_ANSWER
+from publishing.checklists import checklist_items, checklist_markdown, instructions_text
 from publishing.latex import checklist_tex
 from publishing.services.paper import HIT_PAGE, HIT_SCREENSHOT, crowd_pay, task_page
 from publishing.statements import machine_tools, who_labelled
