@@ -15,24 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import methods
 from core.figure_notes import SIGN_WARNING
-from genderbias.ranking.defaults import DEFAULT_EXPOSURE_FORM, TIE_DRAWS
-from genderbias.ranking.vocabulary import form_statement
-from publishing.latex import breakable, escape, prose
+from publishing.latex import breakable, escape
+from publishing.metrics_text import is_msmarco, listed, metrics_paragraph
 from publishing.statements import audit_sample, reward_clause
 
 #: The label sources of :func:`annotation.selectors.study_facts` (``labels.sources``), as
 #: ``annotation.results.selectors`` names them (this module is pure: it cannot import them).
 CROWD, ADJUDICATED, MACHINE = "crowd majority", "adjudicated", "machine-accepted"
 SOURCE_ORDER = (CROWD, ADJUDICATED, MACHINE)
-
-
-def _list(items, conjunction: str = "and") -> str:
-    items = [str(item) for item in items]
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + f" {conjunction} " + items[-1]
 
 
 def _share(value: float | None) -> str:
@@ -55,36 +46,17 @@ def _share_ci(ci) -> str:
 def _sample(text: str) -> str:
     """``name (detail)`` as ``\\texttt{name} (detail)``: the caller sets it outside parentheses."""
     name, _, detail = str(text).partition(" (")
-    return _tt(name) + (f" ({escape(detail)}" if detail else ", labelled by the crowd")
-
-
-def _collection(collection: dict) -> str:
-    """A collection's name, with its ir_datasets source (MS MARCO cited when that is its source)."""
-    source = collection.get("dataset_source")
-    if not source:
-        return _tt(collection["name"])
-    cite = " \\cite{bajaj2016}" if _is_msmarco(source) else ""
-    return f"{_tt(collection['name'])} (from {_tt(source.partition(' (')[0])}{cite})"  # no nested parentheses
-
-
-def _tt(text: object) -> str:
-    """A name in typewriter type that breaks where it must (:func:`publishing.latex.breakable`)."""
-    return breakable(text)
-
-
-def _is_msmarco(*sources: str | None) -> bool:
-    """Whether a dataset source (``ir_datasets:<id> …``, never a name the researcher chose) is MS MARCO."""
-    return any(source and "msmarco" in source.lower().replace("-", "").replace("_", "") for source in sources)
+    return breakable(name) + (f" ({escape(detail)}" if detail else ", labelled by the crowd")
 
 
 def _pool_sentence(pool: dict) -> str:
-    dataset = f" (queries from {_tt(pool['dataset'])})" if pool.get("dataset") else ""
-    runs = _list(_tt(run) for run in pool["runs"])
+    dataset = f" (queries from {breakable(pool['dataset'])})" if pool.get("dataset") else ""
+    runs = listed(breakable(run) for run in pool["runs"])
     return (
         f"The queries were pooled from the runs {runs} on the "
-        f"query set {_tt(pool['source'])}{dataset}: for each run, the {pool['depth']} queries whose "
+        f"query set {breakable(pool['source'])}{dataset}: for each run, the {pool['depth']} queries whose "
         f"top {pool['rank_cutoff']} documents lean most female and the {pool['depth']} leaning most male by RaB "
-        f"\\cite{{rekabsaz2020}} ({escape(pool['magnitude'])} magnitude, word list {_tt(pool['wordlist'])}, "
+        f"\\cite{{rekabsaz2020}} ({escape(pool['magnitude'])} magnitude, word list {breakable(pool['wordlist'])}, "
         f"{escape(pool['tokenizer'])} tokenizer), their union being the pool."
     )
 
@@ -97,7 +69,7 @@ def _crowd_queries(facts: dict) -> int:
 def _crowd_sentences(facts: dict) -> list[str]:
     batch, quality, labels = facts["batch"], facts["quality"], facts["labels"]
     per_task = batch["queries_per_hit"]
-    names = _list((escape(name.lower()) for name in labels["names"].values()), "or")
+    names = listed((escape(name.lower()) for name in labels["names"].values()), "or")
     cost = batch.get("cost")
     estimate = cost.get("total") if isinstance(cost, dict) else cost
     if batch.get("spent") is not None:  # what was paid (the crowd batches of a machine-labelled one)
@@ -221,7 +193,7 @@ def _labels_sentences(facts: dict) -> list[str]:
 
 
 def _machine_sentences(machine: dict) -> list[str]:
-    model = f", model {_tt(machine['model'])}" if machine.get("model") else ""
+    model = f", model {breakable(machine['model'])}" if machine.get("model") else ""
     threshold = machine.get("confidence threshold")
     sentences = [
         f"A machine labeller ({escape(machine['labeller'])}{model}, prompt/rules version "
@@ -269,7 +241,7 @@ def _named_set(named: dict[str, Any], cite: str = "") -> str:
     citation ``cite`` beside it when its queries are MS MARCO's)."""
     return (
         f"{escape(named['short'])} \\cite{{{named['citation_key']}}}{cite} "
-        f"({_tt(named['source'])}, licence {escape(named['licence'])})"
+        f"({breakable(named['source'])}, licence {escape(named['licence'])})"
     )
 
 
@@ -277,18 +249,20 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     """How the queries were chosen and labelled (``facts``: the batch's study facts), or that they were given."""
     if facts is None:
         source = settings.get("dataset_source")
-        cite = " \\cite{bajaj2016}" if _is_msmarco(source) else ""
-        origin = f", from {_tt(source)}{cite}" if source else cite
+        cite = " \\cite{bajaj2016}" if is_msmarco(source) else ""
+        origin = f", from {breakable(source)}{cite}" if source else cite
         if settings.get("named_set"):
             origin = f", {_named_set(settings['named_set'], cite)}"
-        return f"The {settings['queries']} queries of the query set {_tt(settings['query_set'])}{origin} were given."
+        return (
+            f"The {settings['queries']} queries of the query set {breakable(settings['query_set'])}{origin} were given."
+        )
     sentences = []
     if facts.get("pool"):
         sentences.append(_pool_sentence(facts["pool"]))
     else:
-        sentences.append(f"The queries are those of the query set {_tt(facts['batch']['source'])}.")
+        sentences.append(f"The queries are those of the query set {breakable(facts['batch']['source'])}.")
     pool = facts.get("pool") or {}
-    if _is_msmarco(pool.get("dataset"), facts.get("source_dataset")):
+    if is_msmarco(pool.get("dataset"), facts.get("source_dataset")):
         sentences[-1] = sentences[-1][:-1] + " (MS MARCO \\cite{bajaj2016})."
     if (facts.get("batch") or {}).get("queries_from"):
         sentences.append(f"The queries come from {_named_set(facts['batch']['queries_from'])}.")
@@ -305,221 +279,12 @@ def annotation_paragraph(facts: dict[str, Any] | None, settings: dict[str, Any])
     if export:
         sentences.append(
             f"The report measures the {export['queries']} queries labelled {escape(export['category'])} that "
-            f"the batch's export wrote as the query set {_tt(settings['query_set'])}."
+            f"the batch's export wrote as the query set {breakable(settings['query_set'])}."
         )
     drift = settings.get("labels_drift")
     if drift:  # a comment a reader of the source sees, and the sentence itself
         return "% NOTE: the labels changed after the report was built.\n" + " ".join(sentences) + " " + escape(drift)
     return " ".join(sentences)
-
-
-def _ties_sentences(settings: dict[str, Any]) -> list[str]:
-    """How tied documents (equal scores within a query) were ordered, how many queries they touch,
-    and the preset's settings (``settings`` from ``publishing.services.paper.report_settings``)."""
-    ties = settings.get("ties")
-    if ties is None:
-        return []
-    if ties == "tie-aware":
-        sentences = [
-            "Every bias figure is its expectation over all orders of tied documents (equal scores within a "
-            "query): for RaB, ARaB and NFaiRR each rank's value is the mean over its tie group "
-            "\\cite{mcsherry2008}, exactly; TExFAIR and the exposure measures are averaged over every order of "
-            f"the tied top documents, or {TIE_DRAWS} drawn where there are more; intervals and tests are built on these "
-            "values."
-        ]
-    elif ties == "trec_eval":
-        sentences = ["Tied documents (equal scores within a query) were ordered by docid descending, as trec_eval."]
-    else:
-        sentences = ["Tied documents (equal scores within a query) were taken in the runs' own order."]
-    tied = settings.get("tied_queries") or {}
-    counts = [
-        f"{_tt(run)} {_list(f'{n} at {k}' for k, n in sorted(by.items(), key=lambda kv: int(kv[0])))}"
-        for run, by in tied.items()
-        if any(by.values())
-    ]
-    if counts:
-        sentences.append(f"Queries whose top $k$ holds a tied document: {'; '.join(counts)}.")
-    sentences.append("Effectiveness follows trec\\_eval's order of ties (ir\\_measures).")
-    if settings.get("preset"):
-        lines = "; ".join(escape(line) for line in settings.get("preset_lines") or [])
-        sentences.append(f"The settings are those of preset {_tt(settings['preset'])}: {lines}.")
-    return sentences
-
-
-def metrics_paragraph(settings: dict[str, Any]) -> str:
-    """What was measured and how: the metrics the report holds with their settings, the intervals and the tests."""
-    metrics = set(settings["metrics"])
-    runs = _list(_tt(run) for run in settings["runs"])
-    sentences = [
-        f"We measured the runs {runs} on {settings['report_queries']} queries at "
-        f"{'cutoffs' if len(settings['cutoffs']) != 1 else 'cutoff'} {_list(settings['cutoffs'])}, documents tokenised by the {escape(settings['tokenizer'])} tokenizer."
-    ]
-    sentences += _ties_sentences(settings)
-    collections = settings.get("collections") or []
-    if collections:
-        named = [_collection(c) for c in collections]
-        sentences.append(
-            f"The runs rank the passages of the collection{'s' if len(named) != 1 else ''} {_list(named)}."
-        )
-    if settings.get("on_batch"):
-        # The methods that computed this report (its stored versions), not today's (core.methods).
-        used = settings.get("methods") or {}
-        crowd_model = escape(methods.describe("crowd_model", used.get("crowd_model")))
-        chosen = settings.get("label_interval") or {}
-        carried = (
-            "and its interval is the prediction-powered (PPI++) interval on an expert audit sample, the crowd's "
-            "label as the prediction"
-            if chosen.get("kind") == "audit"
-            else "and its interval carries that uncertainty as well as the queries' sampling, the crowd model being "
-            "refitted in every bootstrap resample"
-        )
-        sentences.append(
-            "The queries are those labelled non-gendered; each value is also corrected for the labels' "
-            "uncertainty, every judged query weighted by its label probabilities (the crowd's Dawid--Skene "
-            f"posterior \\cite{{dawid1979}} with priors, {crowd_model}, one-hot for a ruling, "
-            f"the calibration sample's for a machine label), {carried}."
-        )
-        # Only what was measured on this study: the construction, and the crowd model's own check on
-        # its answers (simulated coverages are the docs' business, not this paper's).
-        interval = escape(methods.describe("label_interval", used.get("label_interval")))
-        # Which interval the label-corrected figures got and why (genderbias.crowd.figure_intervals): with an
-        # audit sample, not the crowd model's.
-        if chosen.get("kind") != "audit":
-            sentences.append(f"Intervals with labels are the {interval}.")
-        if chosen.get("sentence"):
-            sentences.append(f"Label-corrected intervals: {escape(chosen['sentence'])}.")
-        sentences += _crowd_quality_sentences(settings.get("crowd_quality"))
-    if metrics & {"RaB", "ARaB"}:
-        sentences.append(
-            "Rank bias: RaB and ARaB \\cite{rekabsaz2020} with term-frequency and Boolean magnitudes over the "
-            f"definitional word list {_tt(settings['wordlist'])} (0 is balanced, positive leans male)."
-        )
-    if metrics & {"NFaiRR", "TExFAIR"}:
-        named = []
-        if "NFaiRR" in metrics:  # the normalisation's text has parentheses of its own: none around it
-            named.append(
-                f"NFaiRR \\cite{{rekabsaz2021}} normalised {prose(settings['nfairr_normalisation'])}, a document "
-                f"with at most $\\tau = {settings['threshold']:g}$ representative words counting as neutral"
-            )
-        if "TExFAIR" in metrics:
-            named.append("TExFAIR \\cite{abolghasemi2024}")
-        sentences.append(
-            f"Fairness of representation, with the representative word list "
-            f"{_tt(settings['representative_wordlist'])} (1 is fair): {'; and '.join(named)}."
-        )
-    exposure = []
-    if "AWRF" in metrics:
-        exposure.append("AWRF \\cite{sapiezynski2019}")
-    if metrics & {"rKL", "rND", "rRD"}:
-        exposure.append("rKL, rND and rRD \\cite{yang2017}")
-    if exposure:
-        sentences.append(f"Exposure: {_list(exposure)}; {prose(settings['exposure_settings'])}.")
-        # Which form was used and how it differs from the papers just cited (genderbias.ranking.vocabulary).
-        sentences.append(prose(form_statement(settings.get("exposure_form", DEFAULT_EXPOSURE_FORM), metrics)))
-    if settings.get("qrels") and settings.get("measures"):
-        unjudged = settings.get("unjudged") or 0
-        sentences.append(
-            f"Effectiveness ({escape(', '.join(settings['measures']))}) was computed with ir\\_measures "
-            f"\\cite{{macavaney2022}} against the relevance judgments {_tt(settings['qrels'])}; "
-            + (
-                "a judged query a run did not return is left out of that run's means"
-                if settings.get("unreturned_left_out")
-                else "a judged query a run did not return counts as 0"
-            )
-            + (
-                f", and the {unjudged} unjudged quer{'y is' if unjudged == 1 else 'ies are'} left out of the means"
-                if unjudged
-                else ""
-            )
-            + "."
-        )
-    sentences.append(
-        f"Intervals are 95\\% percentile bootstrap intervals over the queries \\cite{{efron1979}} "
-        f"({settings['bootstrap_samples']} resamples, seed {settings['seed']})."
-    )
-    policy = settings.get("policy")
-    if policy:
-        combined = settings.get("on_batch")
-        test = (
-            escape(policy["test"])
-            if combined
-            else escape(policy["test"]).replace("paired t-test", "paired $t$-test \\cite{student1908}")
-        )
-        sentences.append(
-            f"Each run is compared with the baseline {_tt(policy['baseline'])} by a {test}; "
-            f"family: {escape(policy['family'])}; {escape(policy['correction'])}-corrected \\cite{{holm1979}}; "
-            f"significant at $p < {policy['alpha']}$."
-        )
-    sentences.append(f"Software: {escape(settings['software_version'])}.")
-    return " ".join(sentences)
-
-
-def _crowd_quality_sentences(quality: dict[str, Any] | None) -> list[str]:
-    """The crowd's informativeness, and the warning when it is below the simulated threshold."""
-    if not quality or quality.get("information") is None:
-        return []
-    said = (
-        f"The crowd's answers carry {quality['information']:.2f} bits of information about the true label "
-        f"per answer (mean over {quality['workers']} workers, weighted by their answers)"
-    )
-    if quality.get("warning"):
-        reasons = quality.get("reasons") or ["information"]
-        sentences = []
-        if "information" in reasons:
-            sentences.append(
-                said + f", below the crowd-quality check's threshold of {quality['threshold']:.2f} bits: the "
-                "label-corrected intervals may be too narrow."
-            )
-        else:
-            sentences.append(said + ".")
-        if "misfit" in reasons and quality.get("split"):
-            split = quality["split"]
-            sentences.append(
-                f"The crowd model does not fit the answers: {split['observed']:.0f} queries had no two answers alike "
-                f"where replicate crowds drawn from the fitted model had {split['expected']:.0f} "
-                f"(s.d. {split['sd']:.1f}), so the answers to a query are not independent given its label and the "
-                "label-corrected intervals may be too narrow."
-            )
-        if "sparse" in reasons:
-            sentences.append(
-                f"{quality['sparse'] * 100:.0f}\\% of the answers came from workers with fewer than "
-                f"{quality['min_worker_answers']} answers, whose reliability the crowd model estimates from too few: "
-                "the label-corrected intervals may be too narrow."
-            )
-        if "selected" in reasons and quality.get("discarded"):
-            n = quality["discarded"]
-            sentences.append(
-                f"The other answers of {n} task{'' if n == 1 else 's'} that failed the gold check were discarded, so "
-                "the labels come from the tasks that passed (the crowd model read every gold answer): if a worker's "
-                "attention varied between tasks, the label-corrected intervals may be too narrow."
-            )
-        sentences.append(
-            "Because of this, each label-corrected interval was joined with itself moved towards where the truth "
-            "lies, by the estimate's change when the crowd model's posteriors were tempered as far as they proved "
-            "too sure on replicate crowds drawn from the fitted model and refitted, plus twice the bootstrap's "
-            "estimate of its bias."
-        )
-        return sentences
-    return [said + ".", *_model_check_sentences(quality)]
-
-
-def _model_check_sentences(quality: dict[str, Any]) -> list[str]:
-    """The crowd model's posterior-predictive check on this study's answers, when it passed."""
-    split = quality.get("split")
-    if not split:
-        return []
-    said = (
-        f"A posterior-predictive check of the crowd model on these answers found {split['observed']:.0f} queries "
-        f"with no two answers alike where replicate crowds drawn from the fitted model had {split['expected']:.0f} "
-        f"(s.d. {split['sd']:.1f})"
-    )
-    gold = quality.get("gold") or {}
-    if gold.get("questions", 0) >= 3:
-        said += (
-            f", and the {gold['questions']} gold questions' shares of right answers scattered as the model allows "
-            f"($\\chi^2$ = {gold['chi2']:.1f})"
-        )
-    return [said + "."]
 
 
 def methods_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
@@ -625,7 +390,7 @@ def default_title(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str
     pool = (facts or {}).get("pool") or {}
     source = settings.get("dataset_source") or (facts or {}).get("source_dataset") or pool.get("dataset")
     named = (settings.get("named_set") or {}).get("short")
-    dataset = f"{named} " if named else "MS MARCO " if _is_msmarco(source) else ""
+    dataset = f"{named} " if named else "MS MARCO " if is_msmarco(source) else ""
     kind_text = f"{kind} " if kind else ""
     return (
         f"Gender Bias in the Rankings of {_count_words(runs, 'Retrieval Run', 'Retrieval Runs')} on "

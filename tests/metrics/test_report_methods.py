@@ -13,7 +13,7 @@ from metrics import services
 from metrics.models import Report
 from metrics.selectors import report_summary
 from pooling.models import Run
-from publishing.methods_text import metrics_paragraph
+from publishing.metrics_text import metrics_paragraph
 from publishing.services.paper import report_settings
 
 SETTINGS = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=200, seed=3)

@@ -68,7 +68,7 @@ def test_gold_check_by_hand():
 def test_the_report_and_the_methods_text_say_why_they_warn():
     """The command's note and the methods paragraph name the failed check with its own figures."""
     from metrics.formatting import crowd_quality_note
-    from publishing.methods_text import _crowd_quality_sentences
+    from publishing.metrics_text import _crowd_quality_sentences
 
     rng = np.random.default_rng([9, 0])
     drawn = cs.study(rng, cs.synthetic_truth(rng, 1000), replace(cs.MODERATE, difficulty=2.0))
@@ -133,7 +133,7 @@ def test_gold_selection_is_warned_in_every_study_and_only_there():
             assert quality["discarded"] == drawn.discarded > 0 or not crowd.discard_failed_gold
             if crowd.discard_failed_gold:  # the report and the methods text say it, with the count
                 from metrics.formatting import crowd_quality_note
-                from publishing.methods_text import _crowd_quality_sentences
+                from publishing.metrics_text import _crowd_quality_sentences
 
                 tasks = f"The other answers of {drawn.discarded} tasks that failed the gold check were discarded"
                 assert tasks in " ".join(_crowd_quality_sentences(quality))
