@@ -22,180 +22,130 @@ from genderbias.presets import PRESETS
 from genderbias.ranking.defaults import (
     AWRF_WEIGHTS,
     CRBO_P,
-    DEFAULT_AWRF_P,
-    DEFAULT_AWRF_WEIGHTS,
-    DEFAULT_CUT_STEP,
-    DEFAULT_CUTOFFS,
-    DEFAULT_EXPOSURE_FORM,
-    DEFAULT_EXPOSURE_TARGET,
+    CUTOFFS_RULE,
     DEFAULT_NORMALISER,
-    DEFAULT_PROTECTED,
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
-    DEFAULT_THRESHOLD,
     DEFAULT_TIES,
     EXPOSURE_FORMS,
-    MAX_CUT_STEP,
+    EXPOSURE_RULES,
     MAX_CUTOFF,
-    MAX_CUTOFFS,
     NORMALISERS,
-    PROTECTED_GROUPS,
     SENSITIVITY_CUTOFFS,
     TIE_DRAWS,
     TIES,
+    Rule,
 )
 from genderbias.ranking.vocabulary import BY_NAME
 from genderbias.report_option import ReportOption
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+
+def _worded(rule: Rule, label: str, help: str, **words) -> ReportOption:
+    """A rule the library's computations check their inputs by (:mod:`genderbias.ranking.defaults`), with
+    the words a page and a command show around it (``words``: its choices' labels, another default)."""
+    return ReportOption(**(vars(rule) | {"label": label, "help": help} | words))
+
+
 #: The kinds of setting: one of ``choices``; a number (``float``) or a whole number (``count``) within
 #: bounds; rank ``cutoffs`` (whole numbers, each within bounds, at most ``most``); a word-list ``file``.
-CUTOFFS_OPTION = ReportOption(
-    "cutoffs",
-    (),
-    DEFAULT_CUTOFFS,
-    "Rank cutoffs",
-    "comma-separated rank cutoffs (each cutoff's measures are a pass over every run)",
-    kind="cutoffs",
-    minimum=1,
-    maximum=MAX_CUTOFF,
-    most=MAX_CUTOFFS,
+CUTOFFS_OPTION = _worded(
+    CUTOFFS_RULE,
+    label="Rank cutoffs",
+    help="comma-separated rank cutoffs (each cutoff's measures are a pass over every run)",
 )
 #: One rank cutoff, where a figure is read at one depth: comparing sets, what moves a label-corrected value,
 #: a study plan, counterfactual RBO's depth.
 CUTOFF_OPTION = ReportOption(
     "cutoff",
-    (),
     10,
-    "Rank cutoff",
-    "the rank cutoff the figure is read at",
+    label="Rank cutoff",
+    help="the rank cutoff the figure is read at",
     kind="count",
     minimum=1,
     maximum=MAX_CUTOFF,
 )
 #: Label sensitivity's cutoffs: the same rule, three by default (each is a whole sensitivity table).
-SENSITIVITY_CUTOFFS_OPTION = ReportOption(
-    "cutoffs",
-    (),
-    SENSITIVITY_CUTOFFS,
-    "Rank cutoffs",
-    "comma-separated rank cutoffs",
-    kind="cutoffs",
-    minimum=1,
-    maximum=MAX_CUTOFF,
-    most=MAX_CUTOFFS,
+SENSITIVITY_CUTOFFS_OPTION = _worded(
+    CUTOFFS_RULE, label="Rank cutoffs", help="comma-separated rank cutoffs", default=SENSITIVITY_CUTOFFS
 )
 TOKENIZER_OPTION = ReportOption(
     "tokenizer",
-    # The values alone, as pooling's own tokenizer fields offer them: one enum in the OpenAPI schema.
-    tuple((name, name) for name in TOKENIZERS),
     DEFAULT_TOKENIZER,
-    "Tokenizer",
-    "how documents are split into words for the word lists: words or whitespace (the reference code's "
+    # The values alone, as pooling's own tokenizer fields offer them: one enum in the OpenAPI schema.
+    choices=tuple((name, name) for name in TOKENIZERS),
+    label="Tokenizer",
+    help="how documents are split into words for the word lists: words or whitespace (the reference code's "
     "text.lower().split(' '))",
     what="tokenizer",
 )
-THRESHOLD_OPTION = ReportOption(
-    "threshold",
-    (),
-    float(DEFAULT_THRESHOLD),
-    "NFaiRR threshold",
-    "NFaiRR's τ: documents with at most τ list words are neutral",
-    kind="number",
-    minimum=0,
-    what="NFaiRR threshold",
+THRESHOLD_OPTION = _worded(
+    EXPOSURE_RULES["threshold"],
+    label="NFaiRR threshold",
+    help="NFaiRR's τ: documents with at most τ list words are neutral",
 )
 NORMALISER_OPTION = ReportOption(
     "nfairr_normaliser",
-    (
+    DEFAULT_NORMALISER,
+    choices=(
         (NORMALISERS[0], "background + every run of the report (monotone, ≤ 1)"),
         (NORMALISERS[1], "background alone (original definition; may exceed 1)"),
     ),
-    DEFAULT_NORMALISER,
-    "NFaiRR normaliser (with a background run)",
-    "with a background run: 'comparison' (the background plus every run given, one denominator for all, "
+    label="NFaiRR normaliser (with a background run)",
+    help="with a background run: 'comparison' (the background plus every run given, one denominator for all, "
     "monotone and <= 1) or 'exact' (the background alone, the original definition; values above 1 are "
     "reported as such)",
     what="NFaiRR normaliser",
 )
-AWRF_WEIGHTS_OPTION = ReportOption(
-    "awrf_weights",
-    (
+AWRF_WEIGHTS_OPTION = _worded(
+    EXPOSURE_RULES["weights"],
+    label="AWRF position weights",
+    help="AWRF's position weights: dcg 1/log2(r+1) (as NFaiRR and TExFAIR), trec 1/log2(max(r,2)) (TREC Fair "
+    "Ranking's), geometric p(1-p)^(r-1) (Sapiezynski et al.'s, with the AWRF p)",
+    choices=(
         (AWRF_WEIGHTS[0], "dcg: 1/log2(r+1), as NFaiRR and TExFAIR"),
         (AWRF_WEIGHTS[1], "trec: 1/log2(max(r,2)), TREC Fair Ranking's"),
         (AWRF_WEIGHTS[2], "geometric: p(1-p)^(r-1), Sapiezynski et al.'s"),
     ),
-    DEFAULT_AWRF_WEIGHTS,
-    "AWRF position weights",
-    "AWRF's position weights: dcg 1/log2(r+1) (as NFaiRR and TExFAIR), trec 1/log2(max(r,2)) (TREC Fair "
-    "Ranking's), geometric p(1-p)^(r-1) (Sapiezynski et al.'s, with the AWRF p)",
-    what="AWRF weights",
 )
-AWRF_P_OPTION = ReportOption(
-    "awrf_p",
-    (),
-    DEFAULT_AWRF_P,
-    "AWRF geometric p",
-    "with geometric AWRF weights: the first rank's share of attention",
-    kind="number",
-    minimum=0,
-    maximum=1,
-    open_bounds=True,
-    what="the geometric weights' p",
+AWRF_P_OPTION = _worded(
+    EXPOSURE_RULES["p"],
+    label="AWRF geometric p",
+    help="with geometric AWRF weights: the first rank's share of attention",
 )
-EXPOSURE_TARGET_OPTION = ReportOption(
-    "exposure_target",
-    (),
-    DEFAULT_EXPOSURE_TARGET,
-    "Target female share",
-    "the target female share of exposure (AWRF) and of each prefix (rKL, rND, rRD); 0.5: equal",
-    kind="number",
-    minimum=0,
-    maximum=1,
-    open_bounds=True,
-    what="the target female share",
+EXPOSURE_TARGET_OPTION = _worded(
+    EXPOSURE_RULES["target"],
+    label="Target female share",
+    help="the target female share of exposure (AWRF) and of each prefix (rKL, rND, rRD); 0.5: equal",
 )
-PROTECTED_OPTION = ReportOption(
-    "protected_group",
-    tuple((group, group) for group in PROTECTED_GROUPS),
-    DEFAULT_PROTECTED,
-    "rKL/rND/rRD protected group",
-    "rKL/rND/rRD's protected group",
-    what="protected group",
+PROTECTED_OPTION = _worded(
+    EXPOSURE_RULES["protected"], label="rKL/rND/rRD protected group", help="rKL/rND/rRD's protected group"
 )
-CUT_STEP_OPTION = ReportOption(
-    "cut_step",
-    (),
-    DEFAULT_CUT_STEP,
-    "rKL/rND/rRD cut step",
-    "rKL/rND/rRD's cut points: every this many ranks, and the cutoff (Yang & Stoyanovich's: 10)",
-    kind="count",
-    minimum=1,
-    maximum=MAX_CUT_STEP,
-    what="the cut-point step",
+CUT_STEP_OPTION = _worded(
+    EXPOSURE_RULES["step"],
+    label="rKL/rND/rRD cut step",
+    help="rKL/rND/rRD's cut points: every this many ranks, and the cutoff (Yang & Stoyanovich's: 10)",
 )
-EXPOSURE_FORM_OPTION = ReportOption(
-    "exposure_form",
-    (
+EXPOSURE_FORM_OPTION = _worded(
+    EXPOSURE_RULES["form"],
+    label="Exposure metrics' form",
+    help="AWRF, rKL, rND, rRD: adapted (the platform's, against the target share) or reference (as the cited "
+    "papers' code computes them: FairRankTune's AWRF, Yang & Stoyanovich's FairRank; see docs/metrics.md)",
+    choices=(
         (EXPOSURE_FORMS[0], "adapted: the platform's, against the target share"),
         (EXPOSURE_FORMS[1], "reference: as the cited papers' code, against the list's own composition"),
     ),
-    DEFAULT_EXPOSURE_FORM,
-    "Exposure metrics' form",
-    "AWRF, rKL, rND, rRD: adapted (the platform's, against the target share) or reference (as the cited "
-    "papers' code computes them: FairRankTune's AWRF, Yang & Stoyanovich's FairRank; see docs/metrics.md)",
-    what="exposure form",
 )
 TIES_OPTION = ReportOption(
     "ties",
-    (
+    DEFAULT_TIES,
+    choices=(
         (TIES[0], "tie-aware: every bias figure is its expectation over all orders of tied documents"),
         (TIES[1], "trec_eval: ties by docid descending, as trec_eval and ir_measures"),
         (TIES[2], "file: the run's own order (import the run with --order file to keep the file's)"),
     ),
-    DEFAULT_TIES,
-    "Tied documents",
-    "how documents with equal scores are ordered for the bias metrics: tie-aware takes every figure's "
+    label="Tied documents",
+    help="how documents with equal scores are ordered for the bias metrics: tie-aware takes every figure's "
     "expectation over all orders of each tie group (exact for RaB, ARaB and NFaiRR; TExFAIR and the "
     f"exposure metrics over every order, or {TIE_DRAWS} drawn); trec_eval orders them by docid descending; file keeps "
     "the run's order. Effectiveness always follows trec_eval (ir_measures)",
@@ -203,42 +153,39 @@ TIES_OPTION = ReportOption(
 )
 PRESET_OPTION = ReportOption(
     "preset",
-    tuple((name, f"{name}: {preset.paper}") for name, preset in PRESETS.items()),
     "",
-    "Paper preset",
-    "set what a paper's tables were computed with (tokenizer, order of ties, cutoffs, NFaiRR's τ and "
+    choices=tuple((name, f"{name}: {preset.paper}") for name, preset in PRESETS.items()),
+    label="Paper preset",
+    help="set what a paper's tables were computed with (tokenizer, order of ties, cutoffs, NFaiRR's τ and "
     "normaliser, RaB's word list); the settings it names win over the same settings given beside it, and "
     "the report prints each",
     what="preset",
 )
 BOOTSTRAP_OPTION = ReportOption(
     "bootstrap",
-    (),
     DEFAULT_SAMPLES,
-    "Bootstrap resamples",
-    "bootstrap resamples for the 95% confidence intervals",
+    label="Bootstrap resamples",
+    help="bootstrap resamples for the 95% confidence intervals",
     kind="count",
     minimum=1,
     attribute="bootstrap_samples",
     what="bootstrap samples",
 )
 SEED_OPTION = ReportOption(
-    "seed", (), DEFAULT_SEED, "Bootstrap seed", "the bootstrap's seed", kind="count", minimum=0, what="the seed"
+    "seed", DEFAULT_SEED, label="Bootstrap seed", help="the bootstrap's seed", kind="count", minimum=0, what="the seed"
 )
 WORDLIST_OPTION = ReportOption(
     "wordlist",
-    (),
     "",
-    "Definitional word list",
-    "'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)",
+    label="Definitional word list",
+    help="'word,f|m' file for RaB/ARaB (default: the 32+32 definitional words)",
     kind="file",
 )
 REPRESENTATIVE_WORDLIST_OPTION = ReportOption(
     "representative_wordlist",
-    (),
     "",
-    "Representative word list",
-    "'word,f|m' file for NFaiRR/TExFAIR (default: the built-in representative list of SIGIR 2021)",
+    label="Representative word list",
+    help="'word,f|m' file for NFaiRR/TExFAIR (default: the built-in representative list of SIGIR 2021)",
     kind="file",
 )
 
@@ -280,28 +227,27 @@ EXPOSURE_OPTIONS = {
 #: RaB/ARaB's gender magnitude (a report computes both, the paper's ``tf`` first).
 MAGNITUDE_OPTION = ReportOption(
     "magnitude",
-    tuple((variant, variant) for variant in BY_NAME["RaB"].variants),
     BY_NAME["RaB"].variants[0],
-    "RaB magnitude",
-    "RaB/ARaB's gender magnitude of a document: tf, ln(1 + count) (the paper's), or bool, any occurrence",
+    choices=tuple((variant, variant) for variant in BY_NAME["RaB"].variants),
+    label="RaB magnitude",
+    help="RaB/ARaB's gender magnitude of a document: tf, ln(1 + count) (the paper's), or bool, any occurrence",
     what="magnitude",
 )
 #: TExFAIR's variant (a report computes both): ``rbdf`` (the paper's, 1 − TED·RBDF) or ``plain`` (1 − TED).
 TEXFAIR_VARIANT_OPTION = ReportOption(
     "variant",
-    tuple((variant, variant) for variant in BY_NAME["TExFAIR"].variants),
     BY_NAME["TExFAIR"].variants[0],
-    "TExFAIR variant",
-    "TExFAIR's variant: rbdf, 1 − TED·RBDF (the paper's), or plain, 1 − TED",
+    choices=tuple((variant, variant) for variant in BY_NAME["TExFAIR"].variants),
+    label="TExFAIR variant",
+    help="TExFAIR's variant: rbdf, 1 − TED·RBDF (the paper's), or plain, 1 − TED",
     what="TExFAIR variant",
 )
 #: CRBO's persistence p (its depth is the measure's cutoff, :data:`CUTOFF_OPTION`).
 CRBO_P_OPTION = ReportOption(
     "p",
-    (),
     CRBO_P,
-    "RBO persistence",
-    "RBO's persistence p: the weight of rank d+1 relative to rank d",
+    label="RBO persistence",
+    help="RBO's persistence p: the weight of rank d+1 relative to rank d",
     kind="number",
     minimum=0,
     maximum=1,
@@ -313,10 +259,10 @@ CRBO_P_OPTION = ReportOption(
 BOUNDS = ("value", "low", "high")
 BOUND_OPTION = ReportOption(
     "bound",
-    tuple((bound, bound) for bound in BOUNDS),
     BOUNDS[0],
-    "Figure over tie orders",
-    "value: the figure (tie-aware: its expectation over the orders of tied documents); low, high: the "
+    choices=tuple((bound, bound) for bound in BOUNDS),
+    label="Figure over tie orders",
+    help="value: the figure (tie-aware: its expectation over the orders of tied documents); low, high: the "
     "lowest and highest value an order of ties gives",
     what="bound",
 )

@@ -31,9 +31,10 @@ from genderbias.ranking.defaults import (
     DEFAULT_SAMPLES,
     MAX_CUTOFF,
     VARIANT_VERSIONS,
+    OptionError,
 )
 from genderbias.ranking.vocabulary import BY_NAME
-from genderbias.report_option import OptionError, ReportOption
+from genderbias.report_option import ReportOption
 from pooling.models import Collection, Qrels, QuerySet, Run, WordList
 
 from . import services

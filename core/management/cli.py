@@ -24,7 +24,8 @@ from core.jobs.in_process import inline_jobs
 from core.models import ResearchGroup, group_id_by_slug
 from genderbias.errors import InputError
 from genderbias.numbers import NumberError, parse_count
-from genderbias.report_option import OptionError, ReportOption
+from genderbias.ranking.defaults import OptionError
+from genderbias.report_option import ReportOption
 
 
 class ProjectCommand(BaseCommand):

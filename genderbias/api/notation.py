@@ -27,9 +27,10 @@ from ir_measures.measures.base import MeanAgg, Measure, ParamInfo, register, reg
 
 from genderbias.errors import MeasureError
 from genderbias.options import CRBO_P_OPTION, CUTOFF_OPTION, MEASURE_PARAMETERS, SEED_OPTION, TIES_OPTION
+from genderbias.ranking.defaults import OptionError
 from genderbias.ranking.group_measure import GroupMeasure
 from genderbias.ranking.vocabulary import VOCABULARY
-from genderbias.report_option import OptionError, ReportOption
+from genderbias.report_option import ReportOption
 
 
 class _NaNSkippingMean(MeanAgg):

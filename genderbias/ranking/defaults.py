@@ -6,6 +6,12 @@ defaults from here, so a page, the API and a command start from the same values
 without loading numpy, pandas or scipy.
 """
 
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
 #: The confidence level of the library's bootstrap and Wilson intervals (the metrics', the agreement report's
 #: alpha, a plan's shares), and how a text names it. The methods that take a test's alpha (0.05) instead keep it.
 LEVEL = 0.95
@@ -92,3 +98,118 @@ LABEL_UNCERTAINTY_COLUMNS = (
     "difference_label_share",
     "query_p_value",
 )
+
+
+class OptionError(ValueError):
+    """A setting's value breaks its rule: ``field`` names the setting, ``problem`` says how."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field, self.problem = field, problem
+        super().__init__(f"{field}: {problem}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What values one setting of the library's computations takes, and its one check: one of ``choices``;
+    a number (``number``) or a whole number (``count``) within bounds; rank ``cutoffs`` (whole numbers, each
+    within bounds, at most ``most``); a word-list ``file``. The computing modules check their inputs by
+    these (:data:`CUTOFFS_RULE`, :data:`EXPOSURE_RULES`); the platform's report settings
+    (``genderbias.options``) are rules with the words a page and a command show around them."""
+
+    name: str
+    #: What applies when the setting is not given (``""``: none; a ``file``'s ``""``: the built-in list).
+    default: Any
+    kind: str = "choice"
+    #: ``(value, label)`` pairs of a ``choice``.
+    choices: tuple[tuple[str, str], ...] = ()
+    #: Bounds of a number, a count or each cutoff; ``open_bounds``: strictly between them.
+    minimum: float | None = None
+    maximum: float | None = None
+    open_bounds: bool = False
+    #: Cutoffs: at most this many.
+    most: int | None = None
+    #: What a refusal calls the setting (``exposure form``); its name in words by default.
+    what: str = ""
+
+    @property
+    def values(self) -> list[str]:
+        return [value for value, _ in self.choices]
+
+    @property
+    def bounds_text(self) -> str:
+        """The bounds in words (``in (0, 1)``, ``from 1 to 10000``), or ``""``."""
+        if self.minimum is None and self.maximum is None:
+            return ""
+        if self.open_bounds:
+            return f"in ({self.minimum:g}, {self.maximum:g})"
+        if self.maximum is None:
+            return f"at least {self.minimum:g}"
+        return f"from {self.minimum:g} to {self.maximum:g}"
+
+    def check(self, value: Any) -> Any:
+        """``value`` if it keeps this setting's rule (cutoffs: sorted and distinct), else
+        :class:`OptionError` naming the setting. The one check of each rule."""
+        what = self.what or self.name.replace("_", " ")
+        if self.kind == "choice":
+            if value not in self.values and not (value == "" and self.default == ""):
+                raise OptionError(self.name, f"unknown {what} {value!r}; choose one of {', '.join(self.values)}")
+            return value
+        if self.kind == "file":
+            return value
+        if self.kind == "cutoffs":
+            try:
+                values = sorted({int(c) for c in value})
+                whole = all(not isinstance(c, bool) and int(c) == c for c in value)
+            except (TypeError, ValueError):
+                values, whole = [], False
+            if not whole or not values or not self._within(values[0], values[-1]):
+                raise OptionError(self.name, f"cutoffs must be whole numbers {self._range()}, got {list(value)}")
+            if self.most is not None and len(values) > self.most:
+                raise OptionError(self.name, f"at most {self.most} values (got {len(values)})")
+            return tuple(values)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise OptionError(self.name, f"{what} must be a number, got {value!r}")
+        if (self.kind == "count" and int(value) != value) or not self._within(value, value):
+            if self.kind == "count":
+                raise OptionError(self.name, f"{what} must be an integer {self._range()}, got {value}")
+            if self.maximum is None and self.minimum == 0:
+                raise OptionError(self.name, f"{what} must not be negative, got {value:g}")
+            raise OptionError(self.name, f"{what} must lie {self._range()}, got {value:g}")
+        return int(value) if self.kind == "count" else float(value)
+
+    def _within(self, low: float, high: float) -> bool:
+        if self.open_bounds:
+            return self.minimum < low and high < self.maximum
+        return (self.minimum is None or low >= self.minimum) and (self.maximum is None or high <= self.maximum)
+
+    def _range(self) -> str:
+        text = self.bounds_text
+        return f"strictly between {self.minimum:g} and {self.maximum:g}" if self.open_bounds else text
+
+
+def _choices(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((value, value) for value in values)
+
+
+#: The rank cutoffs of a computation: whole numbers from 1 to :data:`MAX_CUTOFF`, at most :data:`MAX_CUTOFFS`.
+CUTOFFS_RULE = Rule("cutoffs", DEFAULT_CUTOFFS, "cutoffs", minimum=1, maximum=MAX_CUTOFF, most=MAX_CUTOFFS)
+#: The exposure metrics' settings (``genderbias.ranking.exposure.ExposureSettings``), by its field names.
+EXPOSURE_RULES = {
+    "weights": Rule("awrf_weights", DEFAULT_AWRF_WEIGHTS, choices=_choices(AWRF_WEIGHTS), what="AWRF weights"),
+    "p": Rule(
+        "awrf_p", DEFAULT_AWRF_P, "number", minimum=0, maximum=1, open_bounds=True, what="the geometric weights' p"
+    ),
+    "target": Rule(
+        "exposure_target",
+        DEFAULT_EXPOSURE_TARGET,
+        "number",
+        minimum=0,
+        maximum=1,
+        open_bounds=True,
+        what="the target female share",
+    ),
+    "protected": Rule("protected_group", DEFAULT_PROTECTED, choices=_choices(PROTECTED_GROUPS), what="protected group"),
+    "step": Rule("cut_step", DEFAULT_CUT_STEP, "count", minimum=1, maximum=MAX_CUT_STEP, what="the cut-point step"),
+    "threshold": Rule("threshold", float(DEFAULT_THRESHOLD), "number", minimum=0, what="NFaiRR threshold"),
+    "form": Rule("exposure_form", DEFAULT_EXPOSURE_FORM, choices=_choices(EXPOSURE_FORMS), what="exposure form"),
+}

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 
 from genderbias.errors import MeasureError
 from genderbias.options import CUTOFF_OPTION
+from genderbias.ranking.defaults import OptionError
 from genderbias.ranking.vocabulary import EFFECTIVENESS, MEASURE_ALIASES
-from genderbias.report_option import OptionError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -72,7 +72,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genderbias.options import EXPOSURE_OPTIONS
 from genderbias.ranking.defaults import (
     AWRF_WEIGHTS,
     DEFAULT_AWRF_P,
@@ -83,6 +82,7 @@ from genderbias.ranking.defaults import (
     DEFAULT_PROTECTED,
     DEFAULT_THRESHOLD,
     EXPOSURE_FORMS,
+    EXPOSURE_RULES,
     MAX_CUT_STEP,
     PROTECTED_GROUPS,
 )
@@ -116,10 +116,10 @@ class ExposureSettings:
     form: str = DEFAULT_EXPOSURE_FORM  #: ``adapted`` or ``reference`` (:data:`FORMS`; see the module docstring)
 
     def validate(self) -> None:
-        """``ValueError`` (:class:`genderbias.report_option.OptionError`) naming the bad setting: each
-        setting's one check is its declaration's (:data:`genderbias.options.EXPOSURE_OPTIONS`)."""
-        for attribute, option in EXPOSURE_OPTIONS.items():
-            option.check(getattr(self, attribute))
+        """``ValueError`` (:class:`genderbias.ranking.defaults.OptionError`) naming the bad setting: each
+        setting's one check is its rule's (:data:`genderbias.ranking.defaults.EXPOSURE_RULES`)."""
+        for attribute, rule in EXPOSURE_RULES.items():
+            rule.check(getattr(self, attribute))
 
     @property
     def protected_share(self) -> float:

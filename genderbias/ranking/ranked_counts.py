@@ -31,8 +31,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from genderbias.options import CUTOFFS_OPTION
-from genderbias.ranking.defaults import DEFAULT_TIES, TIE_DRAWS
+from genderbias.ranking.defaults import CUTOFFS_RULE, DEFAULT_TIES, TIE_DRAWS
 from genderbias.ranking.rank_bias import rank_matrices
 from genderbias.ranking.ties import (
     FILE,
@@ -50,8 +49,8 @@ from genderbias.ranking.ties import (
 
 def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:
     """Sorted distinct cutoffs, or ``ValueError``: the cutoffs' one check
-    (:data:`genderbias.options.CUTOFFS_OPTION`)."""
-    return list(CUTOFFS_OPTION.check(cutoffs))
+    (:data:`genderbias.ranking.defaults.CUTOFFS_RULE`)."""
+    return list(CUTOFFS_RULE.check(cutoffs))
 
 
 def discounts(depth: int) -> np.ndarray:

@@ -52,10 +52,11 @@ from genderbias.ranking import effectiveness
 from genderbias.ranking.defaults import (
     DEFAULT_CUTOFFS,
     LABEL_UNCERTAINTY_COLUMNS,
+    OptionError,
 )
 from genderbias.ranking.effectiveness import DEFAULT_MEASURES
 from genderbias.ranking.effectiveness import parse_measures as parse
-from genderbias.report_option import OptionError, ReportOption
+from genderbias.report_option import ReportOption
 from genderbias.text.wordlists import (
     GenderWords,
     default_representative_wordlist,

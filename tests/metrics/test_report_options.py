@@ -25,7 +25,7 @@ from genderbias.options import (
     REPORT_OPTIONS,
     SENSITIVITY_CUTOFFS_OPTION,
 )
-from genderbias.report_option import OptionError
+from genderbias.ranking.defaults import OptionError
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("core", "pooling", "annotation", "metrics", "publishing", "config")
