@@ -24,7 +24,8 @@ from annotation.audit.selectors import audit_labels
 from annotation.crowd.panels import dashboard_panels
 from annotation.crowd.selectors import batches, is_machine_labelled, pay_figures, query_texts
 from annotation.exports.selectors import study_facts
-from annotation.machine.selectors import label_probabilities, non_gendered_by_source
+from annotation.machine.report.selectors import label_probabilities
+from annotation.machine.selectors import non_gendered_by_source
 from annotation.results.selectors import (
     CITATION,
     adjudicated_labels,

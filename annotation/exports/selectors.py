@@ -18,7 +18,7 @@ from typing import Any
 from annotation.audit.selectors import audit_facts
 from annotation.crowd.selectors import crowd_batch_ids
 from annotation.machine.prelabellers.interface import is_language_model
-from annotation.machine.selectors import calibration_report
+from annotation.machine.report.selectors import calibration_report
 from annotation.models import Batch, Escalation, Judgment
 from annotation.results.export_formats import machine_facts
 from annotation.results.selectors import (

@@ -37,7 +37,8 @@ from rest_framework.views import APIView
 
 from annotation.crowd.services.background import start_publish
 from annotation.machine.forms import PrelabelForm
-from annotation.machine.selectors import calibration_report, prelabel_runs, read_sample
+from annotation.machine.report.selectors import calibration_report
+from annotation.machine.selectors import prelabel_runs, read_sample
 from annotation.machine.serializers import (
     CachedAnswersSerializer,
     CalibrationSampleRequestSerializer,

@@ -9,7 +9,7 @@ from django.urls import reverse
 from annotation import services
 from annotation.crowd.services.batches import cancel_batch
 from annotation.exports.services import export_queries
-from annotation.machine.selectors import calibration_report, report_version
+from annotation.machine.report.selectors import calibration_report, report_version
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import route_batch

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.crowd.services.hooks import sync_steps
-from annotation.machine.selectors import kept_report, report_version
+from annotation.machine.report.selectors import kept_report, report_version
 from annotation.machine.services.background import last_report_job, start_calibration_report
 from annotation.models import Batch
 

@@ -4,8 +4,8 @@ The calibration report (``annotation.calibration_report``): a bootstrap, the cro
 refitted in each of its draws, the alt-test and PPI++ take seconds to minutes, too long for a
 request. The job computes it with its two figures, says which step it is at (``job.result["step"]``,
 ``job.done`` of ``job.total``) and keeps it in the results cache under the batch's
-:func:`~annotation.machine.selectors.report_version`, where the page reads it
-(:func:`~annotation.machine.selectors.kept_report`). It is started by the page's first view of a
+:func:`~annotation.machine.report.selectors.report_version`, where the page reads it
+(:func:`~annotation.machine.report.selectors.kept_report`). It is started by the page's first view of a
 new version (researchers only: a viewer waits) and by every sync of the calibration sample
 (:func:`annotation.machine.services.after_sync.report_after_sync`, a sync step), so the first view after new answers finds it done or
 under way. One job per batch and version at a time (:func:`core.services.once.live_job`).
@@ -24,7 +24,7 @@ from typing import Any
 from django.db import transaction
 from django.urls import reverse
 
-from annotation.machine.selectors import (
+from annotation.machine.report.selectors import (
     REPORT_STEPS,
     calibration_report,
     kept_report,
@@ -121,7 +121,7 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
 CALIBRATION_REPORT_KIND = "annotation.calibration_report"
 #: Why a viewer finds no report (no job of the sample's state yet).
 NOT_COMPUTED = "the report of the latest answers is not computed yet; a researcher's view or the next sync starts it"
-#: The job's last step, after :data:`~annotation.machine.selectors.REPORT_STEPS`.
+#: The job's last step, after :data:`~annotation.machine.report.selectors.REPORT_STEPS`.
 DRAWING = "drawing the figures"
 
 
@@ -209,7 +209,7 @@ def report_or_job(batch: Batch, *, may_start: bool) -> tuple[dict[str, Any] | No
 
     No long work in a request: the report is computed by :func:`calibration_report_job`. With the
     results cache off (``RESULTS_CACHE_SECONDS=0``) nothing can be kept: computed here, as asked.
-    No sample: :func:`~annotation.machine.selectors.calibration_report`'s refusal (``StateError``).
+    No sample: :func:`~annotation.machine.report.selectors.calibration_report`'s refusal (``StateError``).
     """
     from django.conf import settings
 

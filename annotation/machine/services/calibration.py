@@ -14,7 +14,7 @@ the sample is in random order when it is grouped into HITs.
 
 The sample is read against a machine, and its report computed, by
 :func:`annotation.machine.selectors.read_sample` and
-:func:`annotation.machine.selectors.calibration_report`: this module only writes.
+:func:`annotation.machine.report.selectors.calibration_report`: this module only writes.
 """
 
 from __future__ import annotations

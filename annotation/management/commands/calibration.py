@@ -1,6 +1,6 @@
 import json
 
-from annotation.machine.selectors import calibration_report
+from annotation.machine.report.selectors import calibration_report
 from annotation.management.commands._common import command_errors, get_batch
 from core.management.cli import ProjectCommand, whole_number
 from genderbias.labels import LABEL_NAMES, LABELS

@@ -13,7 +13,8 @@ from annotation.crowd.services.publishing import check_publishable, render_hit_h
 from annotation.crowd.services.sync import sync_batch
 from annotation.exports.services import export_queries
 from annotation.machine.prelabellers.interface import Prediction, PreLabeller
-from annotation.machine.selectors import calibration_report, machine_labels, read_sample
+from annotation.machine.report.selectors import calibration_report
+from annotation.machine.selectors import machine_labels, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch

@@ -9,7 +9,8 @@ import pytest
 
 from annotation import services
 from annotation.crowd.services.batches import read_gold_file
-from annotation.machine.selectors import calibration_report, identity_for, machine_labels
+from annotation.machine.report.selectors import calibration_report
+from annotation.machine.selectors import identity_for, machine_labels
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
@@ -174,7 +175,7 @@ def test_gold_questions_seed_the_crowds_reliability(db, tmp_path):
     assert len(counted) > len({qid for qid, _ in counted}) * 4
     truth = calibration_report(batch, bootstrap=0)["against_truth"]
     assert truth["gold"] == len(counted)
-    from annotation.machine.selectors import _gold_votes
+    from annotation.machine.report.selectors import _gold_votes
 
     frame, gold = _gold_votes([sample_batch])
     assert len(frame) == len(counted) and not frame.duplicated(["item", "worker"]).any()

@@ -15,7 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.crowd.services.sync import sync_batch
-from annotation.machine.selectors import REPORT_STEPS, calibration_batch, calibration_report, report_version
+from annotation.machine.report.selectors import REPORT_STEPS, calibration_report, report_version
+from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.background import CALIBRATION_REPORT_KIND, DRAWING
 from annotation.models import Assignment
 from core.models import Job, Membership, default_group

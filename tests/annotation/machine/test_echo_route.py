@@ -11,7 +11,8 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.exports.services import export_queries
-from annotation.machine.selectors import calibration_report, read_sample
+from annotation.machine.report.selectors import calibration_report
+from annotation.machine.selectors import read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import plan_routing, plan_summary, route_batch
 from annotation.models import EchoRestore, PreLabel

@@ -15,7 +15,8 @@ import pytest
 from annotation import services
 from annotation.exports.services import export_queries
 from annotation.machine.prelabellers.chat_client import ChatClient
-from annotation.machine.selectors import calibration_report, machine_labels, read_sample
+from annotation.machine.report.selectors import calibration_report
+from annotation.machine.selectors import machine_labels, read_sample
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import make_prelabeller, prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch

@@ -8,7 +8,7 @@ from annotation import services
 from annotation.crowd.selectors import answer_counts, spent
 from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
-from annotation.machine.selectors import label_probabilities
+from annotation.machine.report.selectors import label_probabilities
 from annotation.models import Assignment, Batch
 from annotation.results.selectors import (
     answers_version,

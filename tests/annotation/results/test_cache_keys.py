@@ -4,7 +4,7 @@ review of issue 31's caching: each test failed before its fix)."""
 import pytest
 
 from annotation.machine.prelabellers.interface import Prediction
-from annotation.machine.selectors import calibration_report, report_version
+from annotation.machine.report.selectors import calibration_report, report_version
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import route_batch
 from annotation.models import Assignment

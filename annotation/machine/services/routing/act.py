@@ -18,10 +18,7 @@ from annotation.crowd.services.background import start_publish
 from annotation.crowd.services.locking import reading_answers
 from annotation.crowd.services.publishing import publish_batch
 from annotation.machine.routing_text import sample_waits_text
-from annotation.machine.selectors import (
-    calibration_batch,
-    read_sample,
-)
+from annotation.machine.selectors import calibration_batch, read_sample
 from annotation.machine.services.calibration import (
     create_derived_batch,
     follow_reference,

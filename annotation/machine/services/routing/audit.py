@@ -8,10 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.machine.routing_text import _some
-from annotation.machine.selectors import (
-    calibration_batch,
-    read_sample,
-)
+from annotation.machine.selectors import calibration_batch, read_sample
 from annotation.machine.services.calibration import (
     DEFAULT_SAMPLE,
 )
@@ -160,7 +157,7 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
     import json
     from pathlib import Path
 
-    from annotation.machine.selectors import fitted_crowd
+    from annotation.machine.report.selectors import fitted_crowd
     from annotation.machine.services.calibration import reference_record
     from genderbias.crowd.simulation.escalation import ReferenceRule
     from genderbias.crowd.simulation.workers import crowd_from_dict, crowd_from_figures

@@ -13,11 +13,7 @@ from typing import Any
 from annotation.crowd.providers.base import provider_class
 from annotation.crowd.services.batches import estimate_cost
 from annotation.crowd.team_text import team_needs
-from annotation.machine.selectors import (
-    RANDOM_DESIGN,
-    CalibrationSample,
-    same_population,
-)
+from annotation.machine.selectors import RANDOM_DESIGN, CalibrationSample, same_population
 from annotation.machine.services.calibration import (
     settings_of,
 )
@@ -322,7 +318,7 @@ def advice_when_uncertified(
     drawn whole would need at the observed accuracy profile, with its cost."""
     from dataclasses import replace as with_cap
 
-    from annotation.machine.selectors import fitted_crowd
+    from annotation.machine.report.selectors import fitted_crowd
     from genderbias.crowd.simulation.escalation import ceiling_by_label
     from genderbias.crowd.simulation.workers import crowd_from_figures
     from genderbias.machine.routing_forecast import observed_profile, profile_at, size_first_draw

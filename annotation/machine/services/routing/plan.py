@@ -32,11 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from annotation.machine.routing_text import sample_waits_text
-from annotation.machine.selectors import (
-    RANDOM_DESIGN,
-    CalibrationSample,
-    read_sample,
-)
+from annotation.machine.selectors import RANDOM_DESIGN, CalibrationSample, read_sample
 from annotation.machine.services.routing.choice import (
     advice_when_uncertified,
     affordable_queries,

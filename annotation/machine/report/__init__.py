@@ -1,0 +1,1 @@
+"""The machine's calibration report (:mod:`.selectors`)."""
