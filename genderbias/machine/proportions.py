@@ -58,14 +58,16 @@ Small audits (issue 81: an audit of 50 under-covered, docs/quality.md, "Audit sa
 and λ rest on the audit's members of the class (about 24 of 50): its quantile is Student's t with (members − 1)
 degrees of freedom. A share's rectifier variance is floored at ``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)``: the
 Agresti–Coull variance of an audit of n holding none of the class, which adds z²/2 (1.92) pseudo-queries to
-each side. It applies only where the audit itself holds fewer queries than that on one side: fewer than
-``n · p₀`` (0 or 1 at any audit size) of the class, or of the other classes. There the audit cannot show how the
-prediction relates to the truth (λ's covariance rests on one query or none) and the Wald variance of the share
-lies below Agresti–Coull's: an audit holding no gendered query gave an interval of no width (the ``demo``
-crowd's share of "n", 97%: coverage 0.65 at 50). Elsewhere a share is ``ppi_mean_ci``'s interval exactly
-(``ppi_py`` has no floor). Floored at every audit (2026-11-27, first fix) it also bound where the audit held
-two or more of each side but 0-1 disagreeing with the prediction, up to 1.25 times ``ppi_py``'s width at an
-audit of 100; the rare-class share covers about as well without that (docs/quality.md, "Audit samples").
+each side. It applies only where the audit cannot show what the rectifier's variance rests on: where it holds
+fewer than ``n · p₀`` (0 or 1 at any audit size) queries of the class, or of the other classes (λ's covariance
+rests on one query or none, and the share's Wald variance lies below Agresti–Coull's: an audit holding no
+gendered query gave an interval of no width, the ``demo`` crowd's share of "n", 97%, covering 0.65 at 50), or
+where the prediction is right on every audited query (the rectifier's variance is then (1 − λ)² times the
+share's, whatever the prediction's error rate: the ``asymmetric`` crowd, whose errors all lean one way, covered
+0.86 at 50 without it). Elsewhere a share is ``ppi_mean_ci``'s interval exactly (``ppi_py`` has no floor).
+Floored at every audit (2026-11-27, first fix) it also bound where the audit showed exactly one error of the
+prediction, up to 1.25 times ``ppi_py``'s width at an audit of 100 for about the same coverage
+(docs/quality.md, "Audit samples").
 """
 
 from __future__ import annotations
@@ -209,7 +211,8 @@ def _share(in_truth, in_predicted, audited, w, alpha, lam) -> dict:
     p0 = (z2 / 2) / (len(a) + z2)
     members = float(a.sum())
     one_sided = min(members, len(a) - members) < len(a) * p0  # fewer than Agresti-Coull's z²/2 on a side
-    floor = p0 * (1 - p0) if one_sided else 0.0
+    never_wrong = not (a != ahat[audited]).any()  # the audit shows no error of the prediction
+    floor = p0 * (1 - p0) if one_sided or never_wrong else 0.0
     moments = _Moments(a, np.zeros(len(a)), ahat, np.zeros(len(ahat)), audited, w, known=1.0, floor=floor)
     estimate, lo, hi, lam_used = _inverted_interval(moments, (0.0, 1.0), alpha, lam)
     sample_estimate, sample_lo, sample_hi, _ = _inverted_interval(moments, (0.0, 1.0), alpha, 0.0)

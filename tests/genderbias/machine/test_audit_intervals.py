@@ -46,11 +46,12 @@ def test_the_share_is_ppi_mean_ci_on_the_indicator(label, weighted):
     lo, hi = ppi_mean_ci(y, yhat_all[audited], yhat_all, alpha=ALPHA, w=w)
     result = audit_share(truth, predicted, audited, label=label, weights=w)
     # ppi_py's interval, its rectifier variance floored at the Agresti-Coull variance of an audit holding
-    # none of the class where the audit holds fewer than z²/2 · n / (n + z²) of the class or of the rest
-    # (ppi_py has no floor: where it binds, the half-width is rebuilt from ppi_py's).
+    # none of the class where the audit holds fewer than z²/2 · n / (n + z²) of the class or of the rest, or
+    # no query the prediction gets wrong (ppi_py has no floor: where it binds, the half-width is rebuilt).
     n, z = len(y), NormalDist().inv_cdf(1 - ALPHA / 2)
     p0 = (z**2 / 2) / (n + z**2)
-    floor = p0 * (1 - p0) if min(y.sum(), n - y.sum()) < n * p0 else 0.0
+    binds = min(y.sum(), n - y.sum()) < n * p0 or (y == yhat_all[audited]).all()
+    floor = p0 * (1 - p0) if binds else 0.0
     w_tilde = np.ones(n) if w is None else w * n / w.sum()
     rectifier = np.var(w_tilde * (y - result["lam"] * yhat_all[audited]))
     centre, half = (lo[0] + hi[0]) / 2, (hi[0] - lo[0]) / 2
@@ -173,14 +174,15 @@ def test_coverage_of_a_rare_class_share(audit):
 
 
 def test_the_floor_binds_only_on_a_one_sided_audit():
-    # An audit of 100 holding 2 or more gendered queries (and of "n") gets ppi_py's interval exactly, however
-    # few of them the prediction gets wrong; one holding 0 or 1 gets a wider one.
+    # An audit of 100 holding 2 or more gendered queries (and of "n") and one or more the prediction gets wrong
+    # gets ppi_py's interval exactly; one holding 0 or 1 gendered queries, or no error, gets a wider one.
     for seed in range(40):
         truth, predicted, audited = _rare_class(seed, 100)
         in_truth = (truth[audited] == "n").astype(float)
-        ref_low, ref_high = ppi_reference.share_ci(in_truth, (predicted == "n").astype(float), audited)
+        in_predicted = (predicted == "n").astype(float)
+        ref_low, ref_high = ppi_reference.share_ci(in_truth, in_predicted, audited)
         low, high = audit_share(truth[audited].tolist(), predicted.tolist(), audited, label="n")["ci"]
-        if 100 - in_truth.sum() >= 2:
+        if 100 - in_truth.sum() >= 2 and (in_truth != in_predicted[audited]).any():
             assert (low, high) == pytest.approx((ref_low, ref_high), abs=1e-9)
         else:
             assert high - low > ref_high - ref_low
