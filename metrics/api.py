@@ -36,8 +36,7 @@ from genderbias.ranking.defaults import (
     VARIANT_VERSIONS,
 )
 from genderbias.ranking.vocabulary import BY_NAME
-from metrics.forms import LabelSensitivityForm
-from metrics.plan_form import PlanForm
+from metrics.forms import LabelSensitivityForm, PlanForm
 from metrics.selectors import report_contributions, report_per_query, report_table
 
 from .forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm, ReportForm

@@ -37,11 +37,11 @@ from .forms import (
     CounterfactualForm,
     CrboForm,
     LabelSensitivityForm,
+    PlanForm,
     PreferenceForm,
     ReportForm,
 )
 from .models import LabelSensitivityResult, Report
-from .plan_form import PlanForm
 
 
 def _cutoff(value: str | int) -> int:
