@@ -2,15 +2,15 @@
 
 Every setting of a report (the cutoffs, the tokenizer, NFaiRR's τ and normaliser, the exposure
 metrics' weights, p, target, protected group, cut step and form, the order of ties, the paper
-preset, the bootstrap, the word lists) is one :class:`~genderbias.report_option.ReportOption` here
-(the class, what a setting is and how it is checked, is :mod:`genderbias.report_option`). The shells read these
+preset, the bootstrap, the word lists) is one :class:`ReportOption` here
+(a rule of the library, :class:`genderbias.ranking.defaults.Rule`, with its words). The shells read these
 declarations, so they cannot drift apart: ``manage.py bias_report``'s and ``label_sensitivity``'s
 arguments (``core.management.cli.add_option``), the report form's fields (``metrics.forms``), the API's
 request serializer and so its OpenAPI schema (``metrics.api``), and the ``Report`` model's fields
 (``metrics.models``, with the same choices, default and help). A value is checked by one function,
-:meth:`~genderbias.report_option.ReportOption.check` (the services' ``ReportSettings.validate``, the exposure metrics'
-``ExposureSettings.validate`` and the computing modules call it), so each rule has one check and
-one message, which names the setting. Pure: no Django.
+:meth:`~genderbias.ranking.defaults.Rule.check` (the services' ``ReportSettings.validate``, and the
+computing modules through the rules they read: ``ExposureSettings.validate``, ``validate_cutoffs``), so each
+rule has one check and one message, which names the setting. Pure: no Django.
 
 ``tests/metrics/test_report_options.py`` fails when a default or a bound of a report setting is
 written anywhere else in the product.
@@ -18,10 +18,13 @@ written anywhere else in the product.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from genderbias.presets import PRESETS
 from genderbias.ranking.defaults import (
     AWRF_WEIGHTS,
     CRBO_P,
+    CUTOFF_RULE,
     CUTOFFS_RULE,
     DEFAULT_NORMALISER,
     DEFAULT_SAMPLES,
@@ -29,7 +32,6 @@ from genderbias.ranking.defaults import (
     DEFAULT_TIES,
     EXPOSURE_FORMS,
     EXPOSURE_RULES,
-    MAX_CUTOFF,
     NORMALISERS,
     SENSITIVITY_CUTOFFS,
     TIE_DRAWS,
@@ -37,8 +39,35 @@ from genderbias.ranking.defaults import (
     Rule,
 )
 from genderbias.ranking.vocabulary import BY_NAME
-from genderbias.report_option import ReportOption
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportOption(Rule):
+    """One setting of a report: a :class:`~genderbias.ranking.defaults.Rule` (its values and its one check,
+    :meth:`~genderbias.ranking.defaults.Rule.check`) with the words every shell shows around it."""
+
+    label: str
+    help: str
+    #: The attribute of ``metrics.services.ReportSettings`` when it is not :attr:`name`.
+    attribute: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.what:  # a refusal calls the setting by its label by default
+            object.__setattr__(self, "what", self.label.lower())
+
+    @property
+    def setting(self) -> str:
+        """The name of the ``ReportSettings`` attribute holding this setting."""
+        return self.attribute or self.name
+
+    def describe(self) -> str:
+        """The help with the bounds and the default, as a command's ``--help`` and the API state it."""
+        parts = [self.help]
+        if self.bounds_text and self.kind != "cutoffs":
+            parts.append(self.bounds_text)
+        text = ", ".join(parts)
+        return f"{text} (default {self.default_text})" if self.default_text else text
 
 
 def _worded(rule: Rule, label: str, help: str, **words) -> ReportOption:
@@ -56,15 +85,7 @@ CUTOFFS_OPTION = _worded(
 )
 #: One rank cutoff, where a figure is read at one depth: comparing sets, what moves a label-corrected value,
 #: a study plan, counterfactual RBO's depth.
-CUTOFF_OPTION = ReportOption(
-    "cutoff",
-    10,
-    label="Rank cutoff",
-    help="the rank cutoff the figure is read at",
-    kind="count",
-    minimum=1,
-    maximum=MAX_CUTOFF,
-)
+CUTOFF_OPTION = _worded(CUTOFF_RULE, label="Rank cutoff", help="the rank cutoff the figure is read at")
 #: Label sensitivity's cutoffs: the same rule, three by default (each is a whole sensitivity table).
 SENSITIVITY_CUTOFFS_OPTION = _worded(
     CUTOFFS_RULE, label="Rank cutoffs", help="comma-separated rank cutoffs", default=SENSITIVITY_CUTOFFS

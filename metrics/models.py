@@ -24,11 +24,11 @@ from genderbias.options import (
     THRESHOLD_OPTION,
     TIES_OPTION,
     TOKENIZER_OPTION,
+    ReportOption,
 )
 from genderbias.presets import preset_lines
 from genderbias.ranking.defaults import COLLECTION_BACKGROUND
 from genderbias.ranking.vocabulary import EXPOSURE, FORM_DEFINITIONS, form_statement
-from genderbias.report_option import ReportOption
 from pooling.models import Qrels, QuerySet, Run, WordList
 
 

@@ -5,8 +5,8 @@ from rest_framework import serializers
 
 from core.figure_notes import FigureNotes, figure_notes
 from core.serializers import CountField, DecimalNumberField
+from genderbias.options import ReportOption
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
-from genderbias.report_option import ReportOption
 from metrics.selectors import report_policy
 
 from .models import Report, Result

@@ -24,8 +24,8 @@ from core.jobs.in_process import inline_jobs
 from core.models import ResearchGroup, group_id_by_slug
 from genderbias.errors import InputError
 from genderbias.numbers import NumberError, parse_count
+from genderbias.options import ReportOption
 from genderbias.ranking.defaults import OptionError
-from genderbias.report_option import ReportOption
 
 
 class ProjectCommand(BaseCommand):
@@ -180,7 +180,7 @@ def get_named_list(model: type[Model], names: Iterable[str], what: str) -> list[
 
 def add_option(parser: argparse.ArgumentParser, option: ReportOption, flag: str = "") -> None:
     """Add a report setting to a command: ``--name-with-dashes`` (or ``flag``), its help with bounds and
-    default, and a type that reads and checks through :meth:`~genderbias.report_option.ReportOption.parse`,
+    default, and a type that reads and checks through :meth:`~genderbias.ranking.defaults.Rule.parse`,
     so a command refuses what the page and the API refuse, in the setting's words."""
     flag = flag or "--" + option.name.replace("_", "-")
     if option.kind == "choice":

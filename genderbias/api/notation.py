@@ -10,7 +10,7 @@ ir_measures' own ``calc_aggregate``/``iter_calc`` and
 PyTerrier's ``pt.Experiment`` compute it beside nDCG@10 through ir_measures' runtime provider, which
 takes any measure with a ``runtime_impl``.
 
-Every parameter's value is read and checked by its declaration (:meth:`genderbias.report_option.ReportOption.parse`
+Every parameter's value is read and checked by its declaration (:meth:`genderbias.ranking.defaults.Rule.parse`
 for a value written in a string, so a cutoff or a number goes through the one number reader,
 :mod:`genderbias.numbers`: ASCII digits, bounded; ``check`` for a value given as it is); a bad one
 is a :class:`~genderbias.errors.MeasureError` naming the measure and the parameter. Light: no numpy
@@ -26,11 +26,10 @@ from typing import Any
 from ir_measures.measures.base import MeanAgg, Measure, ParamInfo, register, registry
 
 from genderbias.errors import MeasureError
-from genderbias.options import CRBO_P_OPTION, CUTOFF_OPTION, MEASURE_PARAMETERS, SEED_OPTION, TIES_OPTION
+from genderbias.options import CRBO_P_OPTION, CUTOFF_OPTION, MEASURE_PARAMETERS, SEED_OPTION, TIES_OPTION, ReportOption
 from genderbias.ranking.defaults import OptionError
 from genderbias.ranking.group_measure import GroupMeasure
 from genderbias.ranking.vocabulary import VOCABULARY
-from genderbias.report_option import ReportOption
 
 
 class _NaNSkippingMean(MeanAgg):

@@ -3,7 +3,9 @@ directions and variants: :mod:`genderbias.ranking.vocabulary`).
 
 The computing modules (:mod:`genderbias.ranking.measures`, :mod:`genderbias.stats.significance`) take their
 defaults from here, so a page, the API and a command start from the same values
-without loading numpy, pandas or scipy.
+without loading numpy, pandas or scipy. So are the rules they check their inputs by (:class:`Rule`:
+:data:`CUTOFF_RULE`, :data:`CUTOFFS_RULE`, :data:`EXPOSURE_RULES`); the report's settings
+(:mod:`genderbias.options`) are these rules with the words a page and a command show.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
+
+from genderbias.numbers import NumberError, parse_count, parse_counts, parse_decimal
 
 #: The confidence level of the library's bootstrap and Wilson intervals (the metrics', the agreement report's
 #: alpha, a plan's shares), and how a text names it. The methods that take a test's alpha (0.05) instead keep it.
@@ -136,6 +140,19 @@ class Rule:
         return [value for value, _ in self.choices]
 
     @property
+    def default_text(self) -> str:
+        """The default as a person types it (``5,10,20,30``, ``0.5``)."""
+        if self.kind == "cutoffs":
+            return ",".join(str(c) for c in self.default)
+        return (
+            ""
+            if self.default in (None, "")
+            else f"{self.default:g}"
+            if isinstance(self.default, float)
+            else str(self.default)
+        )
+
+    @property
     def bounds_text(self) -> str:
         """The bounds in words (``in (0, 1)``, ``from 1 to 10000``), or ``""``."""
         if self.minimum is None and self.maximum is None:
@@ -186,11 +203,39 @@ class Rule:
         text = self.bounds_text
         return f"strictly between {self.minimum:g} and {self.maximum:g}" if self.open_bounds else text
 
+    def parse(self, text: str) -> Any:
+        """A value typed on the command line or a page (``5,10,20``, ``0.5``), checked; ``""``: the default."""
+
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return self.default
+        if not isinstance(text, str):  # a value given as it is (call_command's keyword arguments)
+            return self.check(text)
+        try:
+            if self.kind == "cutoffs":
+                return self.check(
+                    parse_counts(text, self.name, minimum=int(self.minimum), maximum=int(self.maximum), most=self.most)
+                )
+            if self.kind == "count":  # the bounds given to the reader too: it names them for a 20-digit number
+                low = 0 if self.minimum is None else math.ceil(self.minimum)
+                high = 10**18 if self.maximum is None else math.floor(self.maximum)
+                return self.check(parse_count(text, self.name, minimum=low, maximum=high))
+            if self.kind == "number":
+                return self.check(parse_decimal(text, self.name))
+        except NumberError as exc:
+            if self.kind == "cutoffs":  # the field first, as every refusal of a typed list says it
+                raise OptionError(
+                    self.name, f"{exc}; cutoffs are whole numbers {self._range()}, e.g. {self.default_text}"
+                ) from None
+            raise OptionError(self.name, exc.problem) from None
+        return self.check(text)
+
 
 def _choices(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     return tuple((value, value) for value in values)
 
 
+#: One rank cutoff, where a figure is read at one depth (a measure's ``@k``).
+CUTOFF_RULE = Rule("cutoff", 10, "count", minimum=1, maximum=MAX_CUTOFF)
 #: The rank cutoffs of a computation: whole numbers from 1 to :data:`MAX_CUTOFF`, at most :data:`MAX_CUTOFFS`.
 CUTOFFS_RULE = Rule("cutoffs", DEFAULT_CUTOFFS, "cutoffs", minimum=1, maximum=MAX_CUTOFF, most=MAX_CUTOFFS)
 #: The exposure metrics' settings (``genderbias.ranking.exposure.ExposureSettings``), by its field names.

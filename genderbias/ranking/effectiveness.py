@@ -35,8 +35,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from genderbias.errors import MeasureError
-from genderbias.options import CUTOFF_OPTION
-from genderbias.ranking.defaults import OptionError
+from genderbias.ranking.defaults import CUTOFF_RULE, OptionError
 from genderbias.ranking.vocabulary import EFFECTIVENESS, MEASURE_ALIASES
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ COLUMNS = ["qid", "metric", "cutoff", "value"]
 def parse_measure(text: str) -> tuple[str, int]:
     """``"nDCG@10"`` → ``("nDCG", 10)``; ``MRR@10`` is ``RR@10``. ValueError naming the
     supported measures for anything else (a measure needs a cutoff); a cutoff is read as every
-    measure's is (:data:`genderbias.options.CUTOFF_OPTION`: ASCII digits, 1 to ``MAX_CUTOFF``), else a
+    measure's is (:data:`genderbias.ranking.defaults.CUTOFF_RULE`: ASCII digits, 1 to ``MAX_CUTOFF``), else a
     :class:`~genderbias.errors.MeasureError` naming the measure and its cutoff, before any job
     asks ir_measures for ``P@99999999999999999999``."""
     match = _MEASURE.match(text) if isinstance(text, str) else None
@@ -66,7 +65,7 @@ def parse_measure(text: str) -> tuple[str, int]:
             f"{', '.join(EFFECTIVENESS)} (or MRR) and k ≥ 1, e.g. RR@10,nDCG@10"
         )
     try:
-        return name, CUTOFF_OPTION.parse(match[2])
+        return name, CUTOFF_RULE.parse(match[2])
     except OptionError as exc:
         raise MeasureError(text.strip(), "cutoff", exc.problem) from None
 

@@ -46,6 +46,7 @@ from genderbias.options import (
     THRESHOLD_OPTION,
     TIES_OPTION,
     TOKENIZER_OPTION,
+    ReportOption,
 )
 from genderbias.presets import PRESETS
 from genderbias.ranking import effectiveness
@@ -56,7 +57,6 @@ from genderbias.ranking.defaults import (
 )
 from genderbias.ranking.effectiveness import DEFAULT_MEASURES
 from genderbias.ranking.effectiveness import parse_measures as parse
-from genderbias.report_option import ReportOption
 from genderbias.text.wordlists import (
     GenderWords,
     default_representative_wordlist,
