@@ -368,7 +368,7 @@ def checklist_items(
     ``reward``, ``per_task``, ``tasks``, ``timed``, ``median_seconds``, ``median_hourly_rate``,
     ``rate_source``, ``estimated_minutes``); ``page``: the task page (``title``, ``description``,
     ``instructions``, ``html``, ``screenshot`` or ``note``), None if the batch has no task;
-    ``settings``: the report's settings (:func:`publishing.services.paper.report_settings`), for
+    ``settings``: the report's settings (:func:`publishing.services.records.report_settings`), for
     ACL's sections B and C (left out without them).
     """
     # People were asked (a crowd batch ran) or answered: the annotator questions apply.

@@ -1,5 +1,5 @@
 """The metrics paragraph of a paper bundle's ``methods.tex``, written from the report's settings
-(:func:`publishing.services.paper.report_settings`' keys): what was measured, how, and how runs were compared,
+(:func:`publishing.services.records.report_settings`' keys): what was measured, how, and how runs were compared,
 every method cited with ``\\cite`` (keys of :data:`publishing.bibliography.ENTRIES`). Pure."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _collection(collection: dict) -> str:
 
 def _ties_sentences(settings: dict[str, Any]) -> list[str]:
     """How tied documents (equal scores within a query) were ordered, how many queries they touch,
-    and the preset's settings (``settings`` from ``publishing.services.paper.report_settings``)."""
+    and the preset's settings (``settings`` from ``publishing.services.records.report_settings``)."""
     ties = settings.get("ties")
     if ties is None:
         return []

@@ -1,23 +1,12 @@
 """A report's paper bundle: the LaTeX a researcher drops into a paper, written in one go.
 
 The bundle (``manage.py paper REPORT --out DIR``, the report page's "Paper bundle (zip)", ``GET
-/api/metrics/reports/<name>/paper/``) holds
-
-- ``table-<layout>.tex``: each paper's table (:data:`metrics.tables.LAYOUTS`: effectiveness beside
-  bias, ECIR 2024; effectiveness and rank bias, SIGIR 2020; exposure) as the report page and
-  ``bias_report --table`` show it (:func:`metrics.selectors.report_table`, the same marks and
-  p-values), set by :func:`publishing.latex_tables.table_tex`;
-- ``fig-<kind>.pdf`` with its ``fig-<kind>.tex``: the report's figures as vector PDFs, drawn by
-  :mod:`metrics.plots` (``format="pdf"``);
-- ``methods.tex``: :func:`publishing.methods_text.methods_tex` from the batch's study facts
-  (:func:`annotation.selectors.study_facts`, read once; the batch is the report's own, else the one
-  whose export registered its query set) and the report's settings;
-- ``references.bib``: exactly the works the ``.tex`` files cite (:mod:`publishing.bibliography`);
-- ``main.tex`` (compiles as it is) and ``README.txt`` (how to use the files in a paper).
-
-Each bundle is laid out for one template (:data:`publishing.latex.TEMPLATES`: ``article``, the default;
-``acm``, acmart sigconf; ``lncs``, llncs): ``main.tex`` in its class and every table and figure sized to
-its page. The page, the API (``?template=``) and the command (``--template``) build one zip per template.
+/api/metrics/reports/<name>/paper/``) holds each paper's table (:func:`publishing.latex_tables.table_tex`,
+the report page's marks and p-values), the report's figures as vector PDFs (:mod:`metrics.plots`) with
+their floats, ``methods.tex`` and ``limitations.tex`` from the study's records
+(:mod:`publishing.services.records`), ``references.bib`` of exactly the works cited, ``main.tex``
+(compiles as it is) and ``README.txt`` (:mod:`publishing.bundle_readme`), laid out for one template
+(:data:`publishing.latex.TEMPLATES`; one zip per template).
 
 Reads only: :func:`write_paper_bundle` writes a folder (a temporary folder beside it, renamed
 into place when complete), :func:`paper_zip` returns the same files zipped. The page and the API
@@ -35,324 +24,47 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from annotation import selectors as annotation_selectors
-from annotation.models import Assignment, Batch, Export, Hit
-from annotation.services import reading_answers, render_hit_html
+from annotation.services import reading_answers
 from core.errors import ServiceError, StateError
 from core.figure_notes import SIGN_WARNING, figure_notes
 from core.jobs import background_job
 from core.models import Job
 from core.version import software_version
 from genderbias.files.atomic import replace_folder
-from genderbias.presets import preset_lines
 from genderbias.ranking.defaults import TABLE_LAYOUTS
 from metrics import selectors
 from metrics.models import Report
 from metrics.services import cached_plot, plot_key, plot_path
-from pooling.models import Collection
-from pooling.selectors import named_set_facts
 from publishing.bibliography import bibtex, cited_keys
-from publishing.checklists import checklist_items, checklist_markdown, instructions_text
+from publishing.bundle_readme import README, readme_files
+from publishing.checklists import checklist_items, checklist_markdown
 from publishing.latex import DEFAULT_TEMPLATE, checklist_tex, document, figure_tex
 from publishing.latex import template as latex_template
 from publishing.latex_tables import table_label, table_tex, uncertainty_tex
 from publishing.methods_text import default_title, limitations_tex, methods_tex
-from publishing.screenshot import chromium_path, screenshot
+from publishing.screenshot import chromium_path
+from publishing.services.records import (
+    FIGURE_METRICS,
+    HIT_PAGE,
+    batch_facts,
+    crowd_pay,
+    labels_drift,
+    labels_rows,
+    report_batch,
+    report_settings,
+    task_page,
+)
 from publishing.zenodo.metadata import related, zenodo_metadata
 
-#: Metrics drawn against the cutoff and as per-query distributions (the papers' four).
-FIGURE_METRICS = ("RaB", "ARaB", "NFaiRR", "TExFAIR")
 #: Marks a folder as a bundle (JSON: the report's name and the bundle's files), so writing again
 #: may replace it, and only if it holds nothing else but :data:`BUILD_OUTPUTS`.
 MARKER = ".paper-bundle"
 #: What compiling a bundle adds beside its files (pdflatex, bibtex): replacing the bundle drops them.
 BUILD_OUTPUTS = frozenset({".aux", ".log", ".bbl", ".blg", ".pdf", ".out"})
-#: The task page in the bundle (the checklists' D1 and item 14): the page itself, always, and its
-#: screenshot when Chromium could take it.
-HIT_PAGE = "hit-page.html"
-HIT_SCREENSHOT = "hit-page.png"
 #: Where a zip's entries are dated (the bundle of one report is the same bytes each time).
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
-
-README = """Paper bundle of report {name}
-{underline}
-
-Generated by the platform ({version}) from the report's stored results and the study's facts.
-
-Files (every file of this bundle, and no other)
-{files}
-
-Using it in a paper
-  1. Copy the files next to your paper's .tex (built for your venue: paper --template acm|lncs|article).
-  2. In the preamble: \\usepackage{{booktabs}} and \\usepackage{{graphicx}} (and amsmath; \\usepackage[T1]{{fontenc}}).
-  3. Where they belong: \\input{{methods}}, \\input{{limitations}}, {inputs};
-     {checklist_step}
-  4. Add the entries of references.bib to your bibliography (or \\bibliography{{yourrefs,references}}).
-Tables are labelled tab:<layout>, figures fig:<kind>; refer to them with \\ref.
-The text is a starting point: edit it to your paper's voice; the figures in it are the platform's.
-"""
-
-#: What README.txt says of each file a bundle may hold (a name, or a pattern with ``*``), in its order:
-#: it lists those the bundle holds, and only those (:func:`readme_files`).
-FILE_NOTES: tuple[tuple[str, str], ...] = (
-    ("README.txt", "this file"),
-    (
-        "main.tex",
-        "a minimal paper in the {template} template ({style} references); it compiles as it is:\n"
-        "  pdflatex main && bibtex main && pdflatex main && pdflatex main\n"
-        "  (acm: acmart sigconf, two columns, no venue yet (nonacm); lncs: llncs, one column; article: LaTeX's\n"
-        "  own; Debian: texlive-latex-recommended cm-super, and for acm/lncs texlive-publishers\n"
-        "  texlive-latex-extra texlive-plain-generic)",
-    ),
-    ("methods.tex", "the methods paragraphs (queries, annotation, metrics, statistics), with \\cite keys"),
-    (
-        "limitations.tex",
-        "a limitations paragraph in the study's own figures (agreement, disputed and machine shares,\n"
-        "  unjudged queries, what the intervals carry, the figures whose sign the order of ties leaves open)",
-    ),
-    (
-        "table-*.tex",
-        "the papers' tables (booktabs) at 8 pt, a row per measure and a column per run, laid out for the\n"
-        "  {template} page (never scaled); marks and notes state the test, family and correction; +- half the\n"
-        "  95% bootstrap interval under each value, and in brackets its range over the orders of tied\n"
-        "  documents where one moves it (a double dagger where that range holds 0)",
-    ),
-    (
-        "fig-*.pdf",
-        "the figures as vector PDF (TrueType fonts, no Type 3), a column (3.3 in) wide with 7-8 pt text\n"
-        "  and no taller than the text block: place them at their natural size",
-    ),
-    (
-        "fig-*.tex",
-        "each figure as a figure float, with a \\Description of its data for ACM's accessibility check\n"
-        "  (\\providecommand makes it a no-op in other classes)",
-    ),
-    ("references.bib", "every work the .tex files cite, and no other"),
-    (
-        "checklist.tex",
-        "ACL's Responsible NLP checklist (B to E) and NeurIPS's items 14-16 answered from the study's\n"
-        "  records (instructions, pay and hourly rate, annotators, the machine labeller)",
-    ),
-    ("checklist.md", "the same in Markdown; fill in every [to be answered by the authors]"),
-    ("hit-page.html", "the task page annotators saw, with the batch's first queries (self-contained)"),
-    ("hit-page.png", "its screenshot by headless Chromium"),
-    (
-        ".zenodo.json",
-        "the bundle's Zenodo deposit metadata: name its creators, then\n"
-        "  manage.py zenodo_deposit <this folder>   (--publish to publish)",
-    ),
-)
-
-
-def readme_files(names, template: str, style: str) -> str:
-    """README.txt's list of files: each of :data:`FILE_NOTES` the bundle holds (``names``), a pattern
-    with the names it matches, and its note; so the README names every file written and no other."""
-    from fnmatch import fnmatch
-
-    lines = []
-    for pattern, note in FILE_NOTES:
-        matched = sorted(name for name in names if fnmatch(name, pattern))
-        if not matched:
-            continue
-        shown = pattern if "*" not in pattern else f"{pattern} ({', '.join(matched)})"
-        body = note.format(template=template, style=style).split("\n")
-        lines.append(f"  {shown}\n" + "\n".join(f"      {line.strip()}" for line in body))
-    return "\n".join(lines)
-
-
-def report_batch(report: Report):
-    """The batch whose facts describe the report's queries: its own (a report on a batch's labels),
-    else the batch whose export registered its query set, else None (the queries were given)."""
-    if report.label_batch_id:
-        return report.label_batch
-    return annotation_selectors.batch_of_query_set(report.query_set)
-
-
-def batch_facts(batch) -> dict[str, Any]:
-    """The batch's study facts (:func:`annotation.selectors.study_facts`), which state what its crowd
-    work actually cost (``batch.spent``, USD, fees and bonuses included: for a machine-labelled batch,
-    its crowd batches'; the figure of every page), not the estimate recorded at its creation."""
-    return annotation_selectors.study_facts(batch)
-
-
-def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | None:
-    """Why the batch's facts (read now) may not be the labels the report measured, or None.
-
-    A report is frozen at its build; the batch's labels are not (a ruling, a late sync). A report on
-    a batch's labels stores the batch's answers version: a different one now means they changed.
-    A report on an exported set is compared with the export's stored label counts."""
-    if batch is None or facts is None:
-        return None
-    if report.label_batch_id:
-        if report.answers_version and report.answers_version != annotation_selectors.answers_version(batch):
-            return (
-                f"The labels of batch {batch.name} changed after the report was built (a ruling or a later sync): "
-                "the annotation figures describe them as they are now, while the report measured the "
-                "non-gendered queries as labelled at its build."
-            )
-        return None
-
-    export = Export.objects.filter(query_set=report.query_set, batch=batch).order_by("-created", "-pk").first()
-    if export is None:
-        return None
-    then = {label: count for label, count in (export.counts or {}).items() if label != "set_aside" and count}
-    now = {label: count for label, count in facts["labels"]["counts"].items() if count}
-    if then == now:
-        return None
-    was = ", ".join(f"{facts['labels']['names'].get(label, label).lower()} {count}" for label, count in then.items())
-    return (
-        f"The labels of batch {batch.name} changed after its export wrote this report's {export.queries} "
-        f"{export.category} queries (labels then: {was}): the annotation figures describe them as they are now."
-    )
-
-
-def report_settings(report: Report, summary) -> dict[str, Any]:
-    """The report's settings as :func:`publishing.methods_text.methods_tex` states them."""
-
-    said = [(row, figure_notes(row, report.figure_quality)) for row in summary.to_dict("records")]
-    queries = report.query_set.queries.count()
-    return {
-        # What the report says of its figures (metrics.formatting.figure_notes), as Limitations states it.
-        "tie_moved": sum(notes.tie_range is not None for _, notes in said),
-        "undecided": [
-            {key: row[key] for key in ("run", "metric", "variant", "cutoff", "value")}
-            | {"tie_low": notes.tie_low, "tie_high": notes.tie_high}
-            for row, notes in said
-            if notes.sign_undecided
-        ],
-        "report": report.name,
-        "query_set": report.query_set.name,
-        "dataset_source": report.query_set.dataset_source or None,
-        "named_set": named_set_facts(report.query_set),
-        "queries": queries,
-        "report_queries": queries,
-        "runs": list(report.run_order) or sorted(report.runs.values_list("name", flat=True)),
-        "metrics": list(dict.fromkeys(summary["metric"])),
-        "cutoffs": list(report.cutoffs),
-        "tokenizer": report.tokenizer,
-        "ties": report.ties,
-        "preset": report.preset,
-        "preset_lines": preset_lines(report.preset) if report.preset else [],
-        "tied_queries": report.tied_queries,
-        "wordlist": report.wordlist.name,
-        "representative_wordlist": report.representative_wordlist.name,
-        "threshold": report.threshold,
-        "nfairr_normalisation": report.nfairr_normalisation,
-        "exposure_settings": report.exposure_settings,
-        "exposure_form": report.exposure_form,
-        "qrels": report.qrels.name if report.qrels_id else None,
-        "measures": list(report.measures or []),
-        "unjudged": len(report.unjudged or []),
-        # Built before a judged query a run did not return counted as 0 (``Report.unreturned`` null).
-        "unreturned_left_out": report.qrels_id is not None and report.unreturned is None,
-        "bootstrap_samples": report.bootstrap_samples,
-        "seed": report.seed,
-        "policy": selectors.report_policy(report),
-        "on_batch": report.on_batch,
-        "crowd_quality": report.figure_quality,
-        # Which interval its label-corrected figures got and why (genderbias.crowd.figure_intervals).
-        "label_interval": report.label_interval,
-        "software_version": report.software_version,
-        "methods": report.methods,
-        # A collection by reference: the checksum of the texts the report read (metrics.models.Report.texts_sha256).
-        "texts_sha256": report.texts_sha256 or None,
-        "collections": [
-            {"name": c.name, "dataset_source": c.dataset_source or None}
-            for c in Collection.objects.filter(runs__in=report.runs.all()).distinct().order_by("name")
-        ],
-        "export": export_facts(report),
-    }
-
-
-def export_facts(report: Report) -> dict[str, Any] | None:
-    """The export that registered the report's query set (its category and size), or None: a report on
-    a batch's own labels or on given queries."""
-
-    if report.label_batch_id:
-        return None
-    export = Export.objects.filter(query_set=report.query_set).order_by("-created", "-pk").first()
-    return {"category": export.category, "queries": export.queries} if export is not None else None
-
-
-def labels_rows(summary, cutoff: int, crowd_quality: dict | None = None) -> list[dict]:
-    """A report on a batch's labels: its results at ``cutoff`` for the papers' four metrics
-    (:data:`FIGURE_METRICS`), the rows of ``table-labels.tex`` (every metric is in the results CSV), each
-    with ``crowd_warning`` as :func:`core.figure_notes.figure_notes` decides it from the report's crowd check."""
-    rows = summary[(summary["cutoff"] == cutoff) & summary["metric"].isin(FIGURE_METRICS)]
-    return [row | {"crowd_warning": figure_notes(row, crowd_quality).crowd_warning} for row in rows.to_dict("records")]
-
-
-def crowd_batches(batch) -> list:
-    """The batches people answered the batch's tasks in: its own, or a machine-first batch's derived
-    crowd batches (calibration sample, routed queries; cancelled ones left out)."""
-
-    if annotation_selectors.is_machine_labelled(batch):  # its own tasks are never published
-        return list(batch.derived.exclude(status=Batch.Status.CANCELLED).order_by("created", "pk"))
-    return [batch]
-
-
-def crowd_pay(batch) -> list[dict[str, Any]]:
-    """Each crowd batch's recruitment and pay from the provider's records, for the checklists (D2, 14).
-
-    Each platform's figures are its provider's (``CrowdProvider.pay_figures``): Prolific's, the
-    batch page's (the reward over the time Prolific measured, median over the submissions); MTurk's,
-    the same rate (:mod:`annotation.crowd.pay_rate`) over the assignments' accept-to-submit times;
-    in-house, the tasks submitted only (the platform pays no one)."""
-    rows = []
-    for part in crowd_batches(batch):
-        done = Assignment.objects.filter(
-            hit__batch=part, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]
-        )
-        row: dict[str, Any] = {
-            "batch": part.name,
-            "provider": part.provider,
-            "reward": str(part.reward),
-            "per_task": part.queries_per_hit,
-            "tasks": done.count(),
-            "median_seconds": None,
-            "median_hourly_rate": None,
-            "rate_source": "",
-            "estimated_minutes": None,
-        }
-        row |= annotation_selectors.pay_figures(part, done)
-        rows.append(row)
-    return rows
-
-
-def task_page(batch, screenshots: bool) -> tuple[dict[str, Any] | None, dict[str, bytes]]:
-    """The task page of the batch's first task (the real template, preview mode, its first queries),
-    what the checklists say of it, and its files (:data:`HIT_PAGE`; :data:`HIT_SCREENSHOT` when
-    ``screenshots`` and Chromium could take it, else the page says why not). (None, {}) without a task."""
-
-    hit = (
-        Hit.objects.filter(batch__in=crowd_batches(batch))
-        .select_related("batch")
-        .order_by("batch__created", "batch_id", "position")
-        .first()
-    )
-    if hit is None:
-        return None, {}
-    html = render_hit_html(hit, mode="preview", action="")
-    page: dict[str, Any] = {
-        "title": hit.batch.title,
-        "description": hit.batch.description,
-        "instructions": instructions_text(html),
-        "html": HIT_PAGE,
-    }
-    files = {HIT_PAGE: html.encode("utf-8")}
-    png, why = (
-        screenshot(html)
-        if screenshots
-        else (None, "screenshots were off for this build (PAPER_SCREENSHOTS), so the page was not photographed")
-    )
-    if png:
-        files[HIT_SCREENSHOT] = png
-        page["screenshot"] = HIT_SCREENSHOT
-    else:
-        page["note"] = why
-    return page, files
 
 
 def _cutoffs_caption(bias) -> str:

@@ -10,7 +10,7 @@ from django.urls import reverse
 from annotation.exports.services import export_queries
 from annotation.models import Batch
 from publishing.methods_text import methods_tex
-from publishing.services.paper import batch_facts
+from publishing.services.records import batch_facts
 from tests.publishing.test_paper_methods import SETTINGS
 
 

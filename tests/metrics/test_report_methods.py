@@ -14,7 +14,7 @@ from metrics.models import Report
 from metrics.selectors import report_summary
 from pooling.models import Run
 from publishing.metrics_text import metrics_paragraph
-from publishing.services.paper import report_settings
+from publishing.services.records import report_settings
 
 SETTINGS = services.ReportSettings(cutoffs=(1, 2), bootstrap_samples=200, seed=3)
 #: The words of the interval construction the report is computed with (genderbias.stats.intervals), read

@@ -28,7 +28,7 @@ from publishing import statements
 from publishing.checklist_questions import QUESTIONS, TO_ANSWER
 from publishing.checklists import checklist_items
 from publishing.methods_text import annotation_paragraph
-from publishing.services.paper import crowd_pay
+from publishing.services.records import crowd_pay
 from tests.annotation.conftest import make_batch
 from tests.annotation.machine.test_calibration_flow import NoisyMachine, _texts, answer_sample_until_in
 

@@ -19,7 +19,7 @@ from platforms.prolific.selectors import submissions as prolific_submissions
 from publishing.checklist_questions import QUESTIONS, TO_ANSWER
 from publishing.checklists import checklist_items, checklist_markdown, instructions_text
 from publishing.latex import checklist_tex
-from publishing.services.paper import HIT_PAGE, HIT_SCREENSHOT, crowd_pay, task_page
+from publishing.services.records import HIT_PAGE, HIT_SCREENSHOT, crowd_pay, task_page
 from publishing.statements import machine_tools, who_labelled
 from tests.annotation.conftest import make_batch
 from tests.annotation.machine.test_calibration_flow import machine_batch  # noqa: F401 (fixture)

@@ -10,7 +10,8 @@ from django.core.management import call_command
 
 from metrics.models import Report
 from publishing.screenshot import PNG_SIGNATURE
-from publishing.services.paper import HIT_PAGE, HIT_SCREENSHOT, write_paper_bundle
+from publishing.services.paper import write_paper_bundle
+from publishing.services.records import HIT_PAGE, HIT_SCREENSHOT
 from tests.publishing.test_paper_pages import OVERFULL_TOLERANCE, TEMPLATES, _latex, needs_tools, overfull
 
 

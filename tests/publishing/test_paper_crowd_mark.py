@@ -8,7 +8,7 @@ import pandas as pd
 from core.figure_notes import CROWD_WARNING
 from publishing.latex import escape
 from publishing.latex_tables import CROWD_MARK, uncertainty_tex
-from publishing.services.paper import labels_rows
+from publishing.services.records import labels_rows
 
 ROW = {
     "run": "a", "metric": "RaB", "variant": "tf", "cutoff": 10, "value": 0.1, "queries": 20, "ci_low": 0.0,
