@@ -37,7 +37,7 @@ TIE_RANGE_GID = "tie-range"
 TIE_RANGE_LABEL = "range over orders of ties"
 
 
-def _png(figure: Figure) -> bytes:
+def png_bytes(figure: Figure) -> bytes:
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight", pad_inches=PAD_INCHES)
@@ -141,27 +141,23 @@ def _svg(figure: Figure) -> bytes:
 
 def _save(figure: Figure, format: str) -> bytes:
     """``figure`` as ``png`` (the page's raster plots), ``svg`` (the site's style) or ``pdf`` (a paper)."""
-    savers = {"png": _png, "svg": _svg, "pdf": _pdf}
+    savers = {"png": png_bytes, "svg": _svg, "pdf": _pdf}
     if format not in savers:
         raise ValueError(f"unknown figure format {format!r}; choose one of {', '.join(savers)}")
     return savers[format](figure)
 
 
-def _wrap(text: str, width: int) -> str:
+def wrap_label(text: str, width: int) -> str:
     """An axis label broken into lines of at most ``width`` characters, so it never outruns its axis."""
     import textwrap
 
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
-def _panels(summary: pd.DataFrame) -> list[tuple[str, str]]:
-    pairs = dict.fromkeys(zip(summary["metric"], summary["variant"], strict=True))
-    return sorted(pairs, key=lambda mv: (metric_position(mv[0]), variant_position(mv[1])))
-
-
 def panels(frame: pd.DataFrame) -> list[tuple[str, str]]:
     """The (metric, variant) panels a figure of ``frame`` draws, in the figures' order."""
-    return _panels(frame) if len(frame) else []
+    pairs = dict.fromkeys(zip(frame["metric"], frame["variant"], strict=True)) if len(frame) else {}
+    return sorted(pairs, key=lambda mv: (metric_position(mv[0]), variant_position(mv[1])))
 
 
 def paper_parts(count: int, row_inches: float, fixed_inches: float, columns: int = 2) -> list[range]:
@@ -203,10 +199,10 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
     """Bias of every run against the cutoff, one panel per metric and variant (cf. Figure 1 of
     Rekabsaz & Schedl 2020), with the bootstrap 95% CI as a band; ``only`` these panels if given
     (a part of a paper figure, :func:`paper_parts`)."""
-    panels = (_panels(summary) if len(summary) else []) if only is None else list(only)
+    shown = panels(summary) if only is None else list(only)
     paper = format == "pdf"
-    columns = min(2 if paper else 3, max(1, len(panels)))
-    rows = max(1, -(-len(panels) // columns))
+    columns = min(2 if paper else 3, max(1, len(shown)))
+    rows = max(1, -(-len(shown) // columns))
     runs = list(dict.fromkeys(summary["run"])) if len(summary) else []
     if paper:  # a column wide, panels 1.5 in high, the legend's rows under them
         entries = len(runs) + int("tie_low" in summary.columns and bool(summary["tie_low"].notna().any()))
@@ -214,7 +210,7 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
     else:
         figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
     cutoffs = sorted(float(c) for c in set(summary["cutoff"])) if len(summary) else []
-    for i, (metric, variant) in enumerate(panels):
+    for i, (metric, variant) in enumerate(shown):
         axes = figure.add_subplot(rows, columns, i + 1)
         data = summary[(summary["metric"] == metric) & (summary["variant"] == variant)]
         for run in runs:
@@ -234,11 +230,11 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
             axes.axhline(0.0, color="0.6", linewidth=0.8)
         axes.set_title(_title(metric, variant, paper))
         axes.set_xlabel("cutoff")
-        axes.set_ylabel(_wrap(note(metric), 22 if paper else 28), fontsize="small")
+        axes.set_ylabel(wrap_label(note(metric), 22 if paper else 28), fontsize="small")
         axes.set_xticks(sorted(data["cutoff"].unique()))
-    if panels:
+    if shown:
         handles, labels = figure.axes[0].get_legend_handles_labels()
-        handles, labels = _with_tie_ranges(figure, handles, labels)
+        handles, labels = with_tie_ranges(figure, handles, labels)
         figure.legend(
             handles, labels, loc="outside lower center", ncols=min(len(labels), 2 if paper else 6), frameon=not paper
         )
@@ -267,7 +263,7 @@ def tie_ranges(axes, x, line: pd.DataFrame, color: str) -> None:
         )  # fmt: skip
 
 
-def _with_tie_ranges(figure: Figure, handles: list, labels: list) -> tuple[list, list]:
+def with_tie_ranges(figure: Figure, handles: list, labels: list) -> tuple[list, list]:
     """The legend's entries with one for the tie ranges when a panel draws any."""
     from matplotlib.lines import Line2D
 
@@ -290,16 +286,16 @@ def distribution_figure(
     """Per-query distribution of every metric at one cutoff: a box plot per run and panel; ``only``
     these panels if given (a part of a paper figure, :func:`paper_parts`)."""
     data = per_query[per_query["cutoff"] == cutoff]
-    panels = (_panels(data) if len(data) else []) if only is None else list(only)
+    shown = panels(data) if only is None else list(only)
     paper = format == "pdf"
-    columns = min(2 if paper else 3, max(1, len(panels)))
-    rows = max(1, -(-len(panels) // columns))
+    columns = min(2 if paper else 3, max(1, len(shown)))
+    rows = max(1, -(-len(shown) // columns))
     runs = list(pd.unique(per_query["run"])) if len(per_query) else []  # in order; not a Python pass per row
     if paper:  # a column wide; a row of each panel per run
         figure = Figure(figsize=(PAPER_WIDTH, distribution_row(len(runs)) * rows), layout="constrained")
     else:
         figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
-    for i, (metric, variant) in enumerate(panels):
+    for i, (metric, variant) in enumerate(shown):
         axes = figure.add_subplot(rows, columns, i + 1)
         panel = data[(data["metric"] == metric) & (data["variant"] == variant)]
         values = [panel.loc[panel["run"] == run, "value"].dropna().to_numpy() for run in runs]
@@ -322,83 +318,6 @@ def distribution_figure(
     return _save(figure, format)
 
 
-def sensitivity_figure(table: pd.DataFrame, cutoff: int) -> bytes:
-    """Label sensitivity at one cutoff: one panel per metric and variant, one point per
-    (aggregation, disputed policy) and run, with its bootstrap 95% CI as an error bar; the
-    majority/drop configuration (the SIGIR 2020 choice) is first and shaded."""
-    data = table[table["cutoff"] == cutoff] if len(table) else table
-    panels = _panels(data) if len(data) else []
-    configurations = list(dict.fromkeys(zip(data["aggregation"], data["disputed"], strict=True))) if len(data) else []
-    runs = list(dict.fromkeys(data["run"])) if len(data) else []
-    columns = min(2, max(1, len(panels)))
-    rows = max(1, -(-len(panels) // columns))
-    figure = Figure(figsize=(6.4 * columns, 3.6 * rows), layout="constrained")
-    positions = {configuration: i for i, configuration in enumerate(configurations)}
-    width = 0.8 / max(1, len(runs))
-    for p, (metric, variant) in enumerate(panels):
-        axes = figure.add_subplot(rows, columns, p + 1)
-        panel = data[(data["metric"] == metric) & (data["variant"] == variant)]
-        axes.axvspan(-0.5, 0.5, color="0.92")
-        for r, run in enumerate(runs):
-            points = panel[panel["run"] == run]
-            x = [
-                positions[(a, d)] - 0.4 + width * (r + 0.5)
-                for a, d in zip(points["aggregation"], points["disputed"], strict=True)
-            ]
-            values = points["value"].astype(float).to_numpy()
-            low = values - points["ci_low"].astype(float).to_numpy()
-            high = points["ci_high"].astype(float).to_numpy() - values
-            axes.errorbar(x, values, yerr=[low, high], fmt="o", markersize=3, capsize=2, label=run)
-        if is_rab_like(metric):
-            axes.axhline(0.0, color="0.6", linewidth=0.8)
-        axes.set_title(f"{metric}@{cutoff} [{variant}]")
-        axes.set_xticks(
-            range(len(configurations)),
-            [f"{a}/{d}" for a, d in configurations],
-            rotation=60,
-            ha="right",
-            rotation_mode="anchor",
-            fontsize="x-small",
-        )
-        axes.set_ylabel(_wrap(note(metric), 32), fontsize="small")
-    if panels:
-        handles, labels = figure.axes[0].get_legend_handles_labels()
-        handles, labels = _with_tie_ranges(figure, handles, labels)
-        figure.legend(handles, labels, loc="outside lower center", ncols=min(len(runs), 6))
-    return _png(figure)
-
-
-def crbo_figure(values: list[float], depth: int) -> bytes:
-    """Per-query RBO between a run and its counterfactual run: a histogram, with the mean
-    (CRBO) marked; 1 means swapping genders left the top ``depth`` unchanged."""
-    figure = Figure(figsize=(6.0, 3.4), layout="constrained")
-    axes = figure.add_subplot()
-    if values:
-        axes.hist(values, bins=20, range=(0.0, 1.0), color="#4c72b0")
-        mean = sum(values) / len(values)
-        axes.axvline(mean, color="#c44e52", linewidth=1.5, label=f"CRBO {mean:.3f}")
-        axes.legend(loc="upper left")
-    axes.set_xlim(0.0, 1.0)
-    axes.set_xlabel(f"RBO@{depth} of a query (1: unchanged by the swap)")
-    axes.set_ylabel("queries")
-    return _png(figure)
-
-
-def preference_figure(fractions: dict[str, float | None]) -> bytes:
-    """Share of the decided cases each version won; an even split is drawn as a line."""
-    figure = Figure(figsize=(5.0, 3.2), layout="constrained")
-    axes = figure.add_subplot()
-    versions = list(fractions)
-    axes.bar(versions, [fractions[v] or 0.0 for v in versions], color="#4c72b0")
-    if versions:
-        axes.axhline(1 / len(versions), color="0.5", linewidth=0.8, linestyle="--", label="no preference")
-        axes.legend(loc="upper right")
-    axes.set_ylim(0.0, 1.0)
-    axes.set_xlabel("version scored highest")
-    axes.set_ylabel("share of decided cases")
-    return _png(figure)
-
-
 # --- SVG figures of the report page: one per metric, and fairness against effectiveness -----------
 
 
@@ -406,7 +325,7 @@ def _legend(figure: Figure, axes, runs: int) -> None:
     """The runs' legend under the plot, in as many columns (up to 3) as fit the figure's width,
     so long run names wrap into rows instead of widening (and so shrinking) the image."""
     if runs:
-        handles, labels = _with_tie_ranges(figure, *axes.get_legend_handles_labels())
+        handles, labels = with_tie_ranges(figure, *axes.get_legend_handles_labels())
         # About 5 points a character at 9 points, plus the marker: how many names fit side by side.
         fits = int(figure.get_figwidth() * 72 // (5 * (max(map(len, labels), default=1) + 5)))
         legend = figure.legend(
@@ -440,7 +359,7 @@ def metric_figure(summary: pd.DataFrame, metric: str, variant: str, *, format: s
         axes.axhline(0.0, color=INK, linewidth=0.8, alpha=0.6)
     axes.set_title(f"{metric} [{variant}]", fontsize=11)
     axes.set_xlabel("cutoff", fontsize=9)
-    axes.set_ylabel(_wrap(note(metric), 28), fontsize=9)
+    axes.set_ylabel(wrap_label(note(metric), 28), fontsize=9)
     axes.set_xticks(cutoffs)
     if len(cutoffs) == 1:
         axes.set_xlim(cutoffs[0] - 0.5, cutoffs[0] + 0.5)
@@ -486,9 +405,9 @@ def tradeoff_figure(
     if is_rab_like(y[0]):
         axes.axhline(0.0, color=INK, linewidth=0.8, alpha=0.6)
     axes.margins(0.12)
-    axes.set_title(_wrap(f"{y[0]}@{y[2]} against {x[0]}@{x[2]}", 30 if paper else 60), fontsize=11)
-    axes.set_xlabel(_wrap(f"{x[0]}@{x[2]} [{x[1]}] ({note(x[0])})", 40), fontsize=9)
-    axes.set_ylabel(_wrap(f"{y[0]}@{y[2]} [{y[1]}] ({note(y[0])})", 30), fontsize=9)
+    axes.set_title(wrap_label(f"{y[0]}@{y[2]} against {x[0]}@{x[2]}", 30 if paper else 60), fontsize=11)
+    axes.set_xlabel(wrap_label(f"{x[0]}@{x[2]} [{x[1]}] ({note(x[0])})", 40), fontsize=9)
+    axes.set_ylabel(wrap_label(f"{y[0]}@{y[2]} [{y[1]}] ({note(y[0])})", 30), fontsize=9)
     ink(axes)
     _legend(figure, axes, len(runs))
     if paper:
@@ -527,82 +446,9 @@ def label_interval_figure(rows: pd.DataFrame, *, interval: str | None = None, fo
     axes.set_ylim(-0.6, len(runs) - 0.4)
     axes.set_title(f"{metric}@{cutoff} [{variant}]", fontsize=11)
     filled = f"filled: {interval}" if interval else "filled: with labels"
-    axes.set_xlabel(_wrap(f"{note(metric)}; hollow: queries only, {filled}", 44), fontsize=9)
+    axes.set_xlabel(wrap_label(f"{note(metric)}; hollow: queries only, {filled}", 44), fontsize=9)
     ink(axes)
     return _save(figure, format)
 
 
 # --- What a paper figure shows, in words: its \Description (ACM) and its alt text --------------------
-
-
-def _listed(names: list[str], most: int = 8) -> str:
-    shown = names[:most] + ([f"{len(names) - most} more"] if len(names) > most else [])
-    return ", ".join(shown[:-1]) + f" and {shown[-1]}" if len(shown) > 1 else "".join(shown)
-
-
-def _extremes(values: pd.Series) -> str:
-    """``highest RUN 0.123, lowest RUN -0.045`` of a run-indexed series (NaN left out)."""
-    values = values.dropna()
-    if not len(values):
-        return "no value"
-    if len(values) == 1:
-        return f"{values.index[0]} {values.iloc[0]:.3f}"
-    return f"highest {values.idxmax()} {values.max():.3f}, lowest {values.idxmin()} {values.min():.3f}"
-
-
-def cutoff_description(summary: pd.DataFrame, only: list[tuple[str, str]] | None = None) -> str:
-    """What :func:`cutoff_figure` draws, from its data: the runs, the cutoffs and, per panel, the
-    highest and lowest run at the largest cutoff."""
-    shown = panels(summary) if only is None else list(only)
-    runs = list(dict.fromkeys(summary["run"]))
-    cutoffs = sorted(int(c) for c in set(summary["cutoff"]))
-    last = cutoffs[-1] if cutoffs else None
-    words = [
-        f"Line charts, one panel per metric ({_listed([f'{m} [{v}]' for m, v in shown])}), of {len(runs)} "
-        f"run{'s' if len(runs) != 1 else ''} ({_listed([str(r) for r in runs])}) against the cutoff "
-        f"({_listed([str(c) for c in cutoffs])})."
-    ]
-    for metric, variant in shown:
-        at = summary[(summary["metric"] == metric) & (summary["variant"] == variant) & (summary["cutoff"] == last)]
-        words.append(f"{metric} [{variant}] at {last}: {_extremes(at.set_index('run')['value'].astype(float))}.")
-    return " ".join(words)
-
-
-def distribution_description(per_query: pd.DataFrame, cutoff: int, only: list[tuple[str, str]] | None = None) -> str:
-    """What :func:`distribution_figure` draws, from its data: per panel, the runs' medians over the
-    queries, highest and lowest."""
-    data = per_query[per_query["cutoff"] == cutoff]
-    shown = panels(data) if only is None else list(only)
-    runs = list(pd.unique(per_query["run"]))
-    words = [
-        f"Box plots of the per-query values at cutoff {cutoff} of {len(runs)} run{'s' if len(runs) != 1 else ''} "
-        f"({_listed([str(r) for r in runs])}), one panel per metric ({_listed([f'{m} [{v}]' for m, v in shown])})."
-    ]
-    for metric, variant in shown:
-        panel = data[(data["metric"] == metric) & (data["variant"] == variant)]
-        medians = panel.groupby("run", sort=False)["value"].median().astype(float)
-        queries = panel["qid"].nunique() if "qid" in panel else None
-        over = f" over {queries:,} queries" if queries else ""
-        words.append(f"{metric} [{variant}] medians{over}: {_extremes(medians)}.")
-    return " ".join(words)
-
-
-def tradeoff_description(summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str, str, int]) -> str:
-    """What :func:`tradeoff_figure` draws, from its data: each run's point (up to 12; else the extremes)."""
-    keyed = summary.set_index(["run", "metric", "variant", "cutoff"])
-    points = []
-    for run in dict.fromkeys(summary["run"]):
-        if (run, *x) in keyed.index and (run, *y) in keyed.index:
-            a, b = float(keyed.loc[(run, *x), "value"]), float(keyed.loc[(run, *y), "value"])
-            if a == a and b == b:
-                points.append((str(run), a, b))
-    words = [
-        f"Scatter plot of {len(points)} run{'s' if len(points) != 1 else ''}: {y[0]}@{y[2]} [{y[1]}] (vertical) "
-        f"against {x[0]}@{x[2]} [{x[1]}] (horizontal), with 95% intervals both ways."
-    ]
-    if len(points) <= 12:
-        words += [f"{run} at ({a:.3f}, {b:.3f})." for run, a, b in points]
-    elif points:
-        best = max(points, key=lambda p: p[1])
-        words.append(f"Most effective: {best[0]} at ({best[1]:.3f}, {best[2]:.3f}).")
-    return " ".join(words)

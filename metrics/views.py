@@ -517,7 +517,7 @@ def _sensitivity_result_context(kept: LabelSensitivityResult, cutoff: str | None
 
     import pandas as pd
 
-    from . import plots
+    from . import study_figures
 
     result = kept.result
     table = pd.DataFrame(result["rows"]).astype({"value": float, "ci_low": float, "ci_high": float})
@@ -533,7 +533,7 @@ def _sensitivity_result_context(kept: LabelSensitivityResult, cutoff: str | None
         "changed": [r for r in result["rankings"] if r["swapped"]],
         "set_sizes": [{"configuration": key, "size": size} for key, size in result["set_sizes"].items()],
         "plot_cutoff": plot_cutoff,
-        "plot": base64.b64encode(plots.sensitivity_figure(table, plot_cutoff)).decode("ascii"),
+        "plot": base64.b64encode(study_figures.sensitivity_figure(table, plot_cutoff)).decode("ascii"),
     }
 
 
@@ -589,10 +589,10 @@ def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
-    from . import plots
+    from . import study_figures
 
     job = _measurement(services.crbo_job.kind, pk)
-    png = plots.crbo_figure([value for _, value in job.result["per_query"]], job.result["depth"])
+    png = study_figures.crbo_figure([value for _, value in job.result["per_query"]], job.result["depth"])
     return HttpResponse(png, content_type="image/png")
 
 
@@ -618,11 +618,11 @@ def preference_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def preference_plot(request: HttpRequest, pk: int) -> HttpResponse:
-    from . import plots
+    from . import study_figures
 
     job = _measurement(services.preference_job.kind, pk)
     fractions = {version: won["fraction"] for version, won in job.result["wins"].items()}
-    return HttpResponse(plots.preference_figure(fractions), content_type="image/png")
+    return HttpResponse(study_figures.preference_figure(fractions), content_type="image/png")
 
 
 #: Batches and jobs the dashboard shows; the pages of each app list them all.

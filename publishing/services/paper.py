@@ -99,7 +99,7 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
     would make it taller than the text block (:data:`metrics.plots.PAPER_MAX_HEIGHT`) is drawn in
     parts, ``cutoffs``, ``cutoffs-2``…, each a figure of its own; the description says what each
     part shows, from its data."""
-    from metrics import plots
+    from metrics import figure_descriptions, plots
 
     figures = []
 
@@ -121,7 +121,7 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
             plots.cutoff_fixed(runs),
             lambda only: plots.cutoff_figure(bias, format="pdf", only=only),
             _cutoffs_caption(bias),
-            lambda only: plots.cutoff_description(bias, only),
+            lambda only: figure_descriptions.cutoff_description(bias, only),
         )
     spread = per_query[per_query["metric"].isin(FIGURE_METRICS)]
     if len(spread) and cutoff in set(spread["cutoff"]):
@@ -133,7 +133,7 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
             0.0,
             lambda only: plots.distribution_figure(spread, cutoff, format="pdf", only=only),
             f"Per-query values at cutoff {cutoff}: a box plot per run (triangles: means).",
-            lambda only: plots.distribution_description(spread, cutoff, only),
+            lambda only: figure_descriptions.distribution_description(spread, cutoff, only),
         )
     axes = selectors.tradeoff_axes(summary)  # the report page's default axes
     if axes is not None:
@@ -144,7 +144,7 @@ def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str,
                 plots.tradeoff_figure(summary, x, y, format="pdf"),
                 f"{y[0]}@{y[2]} against effectiveness ({x[0]}@{x[2]}) of each run, "
                 "with bootstrap 95% confidence intervals both ways.",
-                plots.tradeoff_description(summary, x, y),
+                figure_descriptions.tradeoff_description(summary, x, y),
             )
         )
     return figures

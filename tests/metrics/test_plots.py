@@ -76,5 +76,5 @@ def test_nothing_is_clipped_and_text_is_readable_at_390_px(drawn, which):
 
 
 def test_long_axis_labels_are_wrapped_not_run_past_the_figure():
-    assert plots._wrap("R@10 [] (1: every relevant document retrieved)", 30).count("\n") == 1
-    assert all(len(line) <= 30 for line in plots._wrap("ARaB@10 [tf] (positive: towards male)", 30).split("\n"))
+    assert plots.wrap_label("R@10 [] (1: every relevant document retrieved)", 30).count("\n") == 1
+    assert all(len(line) <= 30 for line in plots.wrap_label("ARaB@10 [tf] (positive: towards male)", 30).split("\n"))

@@ -77,7 +77,7 @@ class Command(ProjectCommand):
         parser.add_argument("--dependence-out", help="also write the dependence table as CSV")
 
     def handle(self, **o):
-        from metrics import formatting, plots
+        from metrics import formatting, study_figures
 
         batch = get_named(annotation_selectors.batches(), o["batch"], "batch")
         names = name_list(o["runs"])
@@ -129,7 +129,7 @@ class Command(ProjectCommand):
                 )
             if o["plot"]:
                 with atomic_path(o["plot"]) as tmp:
-                    tmp.write_bytes(plots.sensitivity_figure(result.table, o["plot_cutoff"] or max(cutoffs)))
+                    tmp.write_bytes(study_figures.sensitivity_figure(result.table, o["plot_cutoff"] or max(cutoffs)))
         self.stdout.write(formatting.rankings_text(result))
         if result.dependence is not None:
             self.stdout.write(formatting.dependence_text(result))
