@@ -154,13 +154,14 @@ def fresh_venv(where: Path) -> tuple[Path, float]:
 
 
 PROBE = """
-import importlib.util, json, sys
+import importlib.resources, importlib.util, json, sys
 import genderbias
 figure = genderbias.calc_aggregate(["ARaB@5"], sys.argv[1], sys.argv[2])["ARaB@5"]
 print(json.dumps({"django": importlib.util.find_spec("django") is not None,
                   "rest_framework": importlib.util.find_spec("rest_framework") is not None,
                   "celery": importlib.util.find_spec("celery") is not None,
                   "boto3": importlib.util.find_spec("boto3") is not None,
+                  "typed": importlib.resources.files("genderbias").joinpath("py.typed").is_file(),
                   "figure": [figure, figure.low, figure.high]}))
 """
 
@@ -177,4 +178,5 @@ def test_a_fresh_venv_with_the_library_alone_gives_the_reports_figure(grep_biasi
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert not any(found[name] for name in ("django", "rest_framework", "celery", "boto3"))
+    assert found["typed"], "the installed library has no py.typed (PEP 561): type checkers would ignore its hints"
     assert found["figure"] == pytest.approx(list(reported["ARaB@5"]), abs=1e-12)
