@@ -26,21 +26,17 @@ from annotation.crowd.selectors import batches, is_machine_labelled, pay_figures
 from annotation.exports.selectors import study_facts
 from annotation.machine.report.selectors import label_probabilities
 from annotation.machine.selectors import non_gendered_by_source
-from annotation.results.selectors import (
+from annotation.results.selectors.cache import remembered
+from annotation.results.selectors.gold import adjudicated_labels, gold_judgments, gold_labels
+from annotation.results.selectors.labels import (
     CITATION,
-    adjudicated_labels,
     answers_version,
-    batch_of_query_set,
-    batch_overview,
-    batch_state,
-    gold_judgments,
-    gold_labels,
     judgments_frame,
     labels_with_sources,
     latest_routing,
     min_votes,
-    remembered,
 )
+from annotation.results.selectors.state import batch_of_query_set, batch_overview, batch_state
 
 __all__ = [
     "CITATION",

@@ -44,8 +44,9 @@ from annotation.quality.selectors import worker_quality
 from annotation.quality.services import adjudication as adjudication_services
 from annotation.quality.services.background import start_escalate
 from annotation.quality.services.escalation import plan_escalation
-from annotation.results import selectors as results_selectors
-from annotation.results.selectors import query_results
+from annotation.results.selectors import agreement as agreement_selectors
+from annotation.results.selectors import state as state_selectors
+from annotation.results.selectors.labels import query_results
 from annotation.results.serializers import ExportRequestSerializer
 from annotation.results.views import export_file_response
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
@@ -163,7 +164,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
         batches')."""
         batch = self.get_object()
         progress = batch_progress(batch)
-        state = results_selectors.batch_state(batch, progress)
+        state = state_selectors.batch_state(batch, progress)
         shown = {key: state[key] for key in ("answered", "expected", "gold_failures", "spent")}
         return Response(BatchProgressSerializer(progress | {"batch": shown}).data)
 
@@ -171,7 +172,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True)
     def agreement(self, request, name=None, format=None):
         """Krippendorff's alpha and the rest of the agreement report (pseudonymous per-worker rows)."""
-        return Response(results_selectors.agreement(self.get_object()))
+        return Response(agreement_selectors.agreement(self.get_object()))
 
     @extend_schema(parameters=QUERY_FILTERS, responses=QueryResultSerializer(many=True))
     @action(detail=True)

@@ -39,16 +39,9 @@ from annotation.quality.services.background import start_escalate
 from annotation.quality.services.budget import extra_spent
 from annotation.quality.services.escalation import plan_escalation
 from annotation.results.forms import ExportForm
-from annotation.results.selectors import (
-    BatchAnswers,
-    SetAsidePages,
-    agreement,
-    agreement_summary,
-    batch_state,
-    cached_for_answers,
-    query_results,
-    set_aside_rows,
-)
+from annotation.results.selectors.agreement import SetAsidePages, agreement, agreement_summary, set_aside_rows
+from annotation.results.selectors.labels import BatchAnswers, cached_for_answers, query_results
+from annotation.results.selectors.state import batch_state
 from annotation.results.views import export_file_response
 from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted

@@ -21,18 +21,18 @@ from annotation.machine.prelabellers.interface import is_language_model
 from annotation.machine.report.selectors import calibration_report
 from annotation.models import Batch, Escalation, Judgment
 from annotation.results.export_formats import machine_facts
-from annotation.results.selectors import (
+from annotation.results.selectors.agreement import agreement
+from annotation.results.selectors.labels import (
     ADJUDICATED,
     CROWD,
     MACHINE,
     BatchAnswers,
-    agreement,
-    batch_state,
     latest_routing,
     min_votes,
     query_results,
     usable_judgments,
 )
+from annotation.results.selectors.state import batch_state
 from core.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 from genderbias.ranking.defaults import LEVEL

@@ -24,7 +24,8 @@ from annotation.results.export_formats import (
     export_rows,
     write_dataset_card,
 )
-from annotation.results.selectors import CITATION, BatchAnswers, agreement, min_votes, query_results
+from annotation.results.selectors.agreement import agreement
+from annotation.results.selectors.labels import CITATION, BatchAnswers, min_votes, query_results
 from core.errors import ServiceError
 from core.services.names import validate_name
 from core.services.storage import cache_dir

@@ -29,12 +29,7 @@ from typing import Any
 from django.db.models import Avg, Count, Max
 
 from annotation.models import Batch, EchoRestore, PreLabel
-from annotation.results.selectors import (
-    BatchAnswers,
-    crowd_labels,
-    latest_routing,
-    machine_accepted,
-)
+from annotation.results.selectors.labels import BatchAnswers, crowd_labels, latest_routing, machine_accepted
 from core.errors import StateError
 from genderbias.labels import LABELS
 from genderbias.machine.echo import ECHO_Z, MIN_ANSWERS, echo_check

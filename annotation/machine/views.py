@@ -44,7 +44,7 @@ from annotation.machine.services.routing import (
     routing_request,
 )
 from annotation.models import Batch
-from annotation.results.selectors import latest_routing
+from annotation.results.selectors.labels import latest_routing
 from core import methods
 from core.errors import ServiceError
 from core.forms import add_service_error

@@ -13,18 +13,26 @@
 Each row also carries the worker's flag in this batch, if the batch's thresholds gave
 one (``flag``: "warn" or "block", ``flag_reason``; see :mod:`.services.thresholds`).
 
+Below them, the review queue (:func:`review_queue`): the queries a researcher looks at again
+(escalated, disputed, failing gold ...), kept per answer version and set of escalations.
+
 Workers appear by pseudonym only. Read-only: nothing here changes state.
 """
 
 from __future__ import annotations
 
+import hashlib
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count
 
-from annotation.models import Assignment, Batch, HitQuery
-from annotation.results.selectors import agreement
+from annotation.crowd.selectors import crowd_batch_ids
+from annotation.models import Assignment, Batch, Escalation, HitQuery, Judgment
+from annotation.results.review import next_query, review_rows
+from annotation.results.selectors.agreement import agreement
+from annotation.results.selectors.labels import BatchAnswers, cached_for_answers, query_results
 
 
 def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -81,3 +89,117 @@ def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[d
         }
         result.append(row)
     return result
+
+
+# -- the review queue (kept per answer version and set of escalations) ---------------------------
+#: Rows of the review queue kept together (:func:`review_queue`): a view reads the queue's statuses and
+#: the one part holding the query it shows.
+REVIEW_PART = 50
+
+
+@dataclass
+class ReviewQueue:
+    """The review queue of a batch as a view reads it: ``rows`` (the queries with a status, in batch
+    order, each with its ``qid``, ``statuses`` and ``index`` among all the batch's queries: what
+    the walk and the counts need), ``total`` (the batch's queries) and, on demand, a row whole
+    (:meth:`full`: votes, counts, Dawid-Skene, the ruling) from the part of the queue kept with it."""
+
+    batch: Batch
+    answers: BatchAnswers
+    key: str
+    rows: list[dict]
+    total: int
+
+    def full(self, row: dict | None) -> dict | None:
+        """``row`` (one of :attr:`rows`) with everything the panel shows."""
+        if row is None:
+            return None
+        part = next(i for i, kept in enumerate(self.rows) if kept["qid"] == row["qid"]) // REVIEW_PART
+        rows = cached_for_answers(
+            self.answers,
+            f"review-rows:{self.key}:{REVIEW_PART}:{part}",
+            lambda: (_kept_review_rows(self.batch, self.answers, escalated_qids(self.batch))[part : part + 1] or [[]])[
+                0
+            ],
+        )
+        # Not in its part: the part was made again after the escalations changed under the walk.
+        return next((kept for kept in rows if kept["qid"] == row["qid"]), None) or review_row(
+            self.batch, row["qid"], self.answers
+        )
+
+    def find(self, qid: str) -> dict | None:
+        """The whole row of query ``qid``, whatever its status (one without a status is not kept)."""
+        row = next((row for row in self.rows if row["qid"] == qid), None)
+        return self.full(row) if row is not None else review_row(self.batch, qid, self.answers)
+
+
+def _kept_review_rows(batch: Batch, answers: BatchAnswers, escalated: set[str]) -> list[list[dict]]:
+    """The whole rows of the queries that have a status (``escalated``: the escalated queries), in
+    batch order, each with its ``index`` among all the batch's queries, cut in parts of
+    :data:`REVIEW_PART`."""
+    rows = review_rows(query_results(batch, answers), escalated, gold_failed_qids(batch))
+    kept = [row | {"index": index} for index, row in enumerate(rows) if row["statuses"]]
+    return [kept[start : start + REVIEW_PART] for start in range(0, len(kept), REVIEW_PART)]
+
+
+def review_queue(batch: Batch) -> ReviewQueue:
+    """The queue, kept per answer version and set of escalated queries (:func:`cached_for_answers`):
+    a view reads the statuses of the queries that have one (a few hundred small rows, not every
+    query's) and one part of their whole rows."""
+    answers = BatchAnswers(batch)
+    escalated = escalated_qids(batch)  # escalations are not answers: read at each view
+    # The escalated queries (the code's version is in every results-cache key: a deploy never reads old rows).
+    key = hashlib.sha256(",".join(sorted(escalated)).encode()).hexdigest()[:16]
+
+    def queue() -> dict:
+        total = batch.queries.filter(is_gold=False).count()
+        parts = _kept_review_rows(batch, answers, escalated)
+        for part, rows in enumerate(parts):  # kept now: the first view of each part reads no results
+            cached_for_answers(answers, f"review-rows:{key}:{REVIEW_PART}:{part}", lambda rows=rows: rows)
+        walk = [
+            {"qid": row["qid"], "statuses": row["statuses"], "index": row["index"]} for rows in parts for row in rows
+        ]
+        return {"rows": walk, "total": total}
+
+    found = cached_for_answers(answers, f"review-queue:{key}", queue)
+    return ReviewQueue(batch, answers, key, found["rows"], found["total"])
+
+
+def review_row(batch: Batch, qid: str, answers: BatchAnswers | None = None) -> dict | None:
+    """A query's row whatever its status (one without a status is not in the queue)."""
+    rows = review_rows(query_results(batch, answers), escalated_qids(batch), gold_failed_qids(batch))
+    return next((row for row in rows if row["qid"] == qid), None)
+
+
+def following_query(batch: Batch, rows: list[dict], status: str, after: str) -> dict | None:
+    """:func:`next_query` over the queue; a query ``after`` without a status is placed in batch order first."""
+    if all(row["qid"] != after for row in rows):
+        position = batch.queries.filter(is_gold=False, qid=after).values_list("position", flat=True).first()
+        if position is not None:
+            index = batch.queries.filter(is_gold=False, position__lt=position).count()
+            rows = sorted([*rows, {"qid": after, "statuses": [], "index": index}], key=lambda row: row["index"])
+    return next_query(rows, status, after)
+
+
+def escalated_qids(batch: Batch) -> set[str]:
+    """qids that were among the disputed queries of any escalation of ``batch``."""
+    return {
+        str(qid)
+        for disputed in Escalation.objects.filter(batch=batch).values_list("disputed", flat=True)
+        for qid in disputed
+    }
+
+
+def gold_failed_qids(batch: Batch) -> set[str]:
+    """qids of real queries with answers from assignments that failed their gold questions (not counted;
+    none in a batch that keeps such answers: ``Batch.failed_gold_answers``), in ``batch`` and its crowd
+    batches (:func:`crowd_batch_ids`: a machine-labelled batch's review queue shows its parts' gold
+    failures, as its page counts them)."""
+    return set(
+        Judgment.objects.filter(
+            batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False
+        )
+        .exclude(assignment__hit__batch__failed_gold_answers="keep")
+        .values_list("batch_query__qid", flat=True)
+        .distinct()
+    )

@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from annotation.crowd.forms import AdjudicateForm
 from annotation.models import Batch
+from annotation.quality.selectors import following_query, review_queue
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.review import (
     DISPUTED,
@@ -27,7 +28,6 @@ from annotation.results.review import (
     status_counts,
     with_status,
 )
-from annotation.results.selectors import following_query, review_queue
 from core.errors import ServiceError
 from core.web.permissions import researcher_required
 from genderbias.labels import LABEL_NAMES, VOCABULARY

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from annotation.results import selectors
+from annotation.results.selectors import state as selectors
 from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
 from tests.annotation.machine.test_site_machine_state import expected_counts, routed  # noqa: F401 (fixture)
 
@@ -61,7 +61,7 @@ def test_a_machine_labelled_batch_at_both_widths(routed, researcher, page, login
 def test_the_agreement_page_bars_legend_and_server_side_sort(
     local_batch, annotators, researcher, page, login, settings
 ):
-    from annotation.results.selectors import agreement
+    from annotation.results.selectors.agreement import agreement
     from platforms.inhouse.services.handout import next_assignment
     from platforms.inhouse.services.hit_page import submit_local_assignment
     from tests.annotation.conftest import answers_for

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from annotation.crowd.services.batches import cancel_batch
 from annotation.models import Batch
-from annotation.results.selectors import agreement
+from annotation.results.selectors.agreement import agreement
 from core.models import Job
 from platforms.inhouse.services.annotators import local_worker
 from platforms.inhouse.services.handout import next_assignment

@@ -24,7 +24,8 @@ from django.urls import reverse
 from annotation import services as annotation_services
 from annotation.crowd.services.batch_settings import GoldQuery
 from annotation.models import Assignment, Judgment
-from annotation.results.selectors import gold_judgments, judgments_frame
+from annotation.results.selectors.gold import gold_judgments
+from annotation.results.selectors.labels import judgments_frame
 from core.models import Job
 from genderbias.crowd import class_means
 from metrics import services
@@ -102,7 +103,7 @@ def test_the_batch_really_repeats_answers_and_the_latest_counts(repeated):
     assert gold.duplicated(["item", "worker"]).any()  # the same gold question answered again and again
     frame = judgments_frame(batch)
     assert frame.duplicated(["item", "worker"]).any()  # the re-offered query too
-    from annotation.results.selectors import BatchAnswers
+    from annotation.results.selectors.labels import BatchAnswers
 
     votes = BatchAnswers(batch).votes
     # Query 1: the later answer replaced that worker's earlier one: one vote per worker.

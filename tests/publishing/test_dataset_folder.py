@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Batch
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results.selectors import query_results
+from annotation.results.selectors.labels import query_results
 from core.errors import ServiceError
 from genderbias.labels import LABEL_NAMES
 from publishing.services.dataset import publish_dataset

@@ -216,7 +216,7 @@ def _one_query_facts() -> dict:
 def test_one_query_is_one_query_and_the_card_cites_and_describes_the_dataset():
     import yaml
 
-    from annotation.results.selectors import CITATION
+    from annotation.results.selectors.labels import CITATION
     from publishing import hub_card, statements
     from publishing.tables import configs_for
 

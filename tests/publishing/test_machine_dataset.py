@@ -9,7 +9,7 @@ import pytest
 from annotation import services
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.routing import route_batch
-from annotation.results.selectors import MACHINE, query_results
+from annotation.results.selectors.labels import MACHINE, query_results
 from platforms.inhouse.services.simulation import simulate_local_annotations
 from publishing.services.dataset import publish_dataset
 from publishing.tables import CLASS_NAMES

@@ -164,7 +164,7 @@ def test_a_machine_labelled_batch_is_described_by_its_label_sources(facts):
 
 
 def test_the_label_sources_are_annotations():
-    from annotation.results.selectors import SOURCES
+    from annotation.results.selectors.labels import SOURCES
     from publishing.methods_text import SOURCE_ORDER
 
     assert SOURCE_ORDER == SOURCES

@@ -9,7 +9,7 @@ import stat
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.results.selectors import query_results
+from annotation.results.selectors.labels import query_results
 from publishing import tables
 from publishing.services import dataset as services
 from publishing.services.dataset import publish_dataset

@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from annotation.results.selectors import query_results
+from annotation.results.selectors.labels import query_results
 from pooling.models import QuerySet
 from pooling.services import create_query_set
 from publishing.services.dataset import publication_zip

@@ -27,14 +27,8 @@ from annotation.machine.selectors import (
     sample_chain,
 )
 from annotation.models import Adjudication, Assignment, Batch, EchoRestore, Judgment, PreLabel
-from annotation.results.selectors import (
-    ADJUDICATED,
-    MACHINE,
-    BatchAnswers,
-    labels_with_sources,
-    latest_routing,
-    remembered,
-)
+from annotation.results.selectors.cache import remembered
+from annotation.results.selectors.labels import ADJUDICATED, MACHINE, BatchAnswers, labels_with_sources, latest_routing
 from core.errors import StateError
 from genderbias.labels import LABEL_NAMES, LABELS
 
@@ -356,7 +350,7 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
     """
     import pandas as pd
 
-    from annotation.results.selectors import gold_discarded_assignments, gold_judgments, gold_labels
+    from annotation.results.selectors.gold import gold_discarded_assignments, gold_judgments, gold_labels
     from genderbias.crowd import label_probabilities as lp
 
     answers = BatchAnswers(batch)

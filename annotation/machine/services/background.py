@@ -34,7 +34,7 @@ from annotation.machine.report.selectors import (
 )
 from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, live_prelabel, prelabel_batch
 from annotation.models import Batch
-from annotation.results.selectors import remembered
+from annotation.results.selectors.cache import remembered
 from core import methods
 from core.errors import ServiceError
 from core.jobs import background_job

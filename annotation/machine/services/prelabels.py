@@ -35,7 +35,7 @@ from annotation.machine.prelabellers.chat_answers import DEFAULT_PROMPT, Prompt,
 from annotation.machine.prelabellers.chat_client import ChatClient
 from annotation.machine.prelabellers.interface import Prediction, PreLabelError, PreLabelStopped, Usage
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
-from annotation.results.selectors import BatchAnswers
+from annotation.results.selectors.labels import BatchAnswers
 from core.errors import ServiceError
 from core.redaction import mask_secret
 from core.selectors import chat_settings

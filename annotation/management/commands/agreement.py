@@ -1,7 +1,7 @@
 import json
 
 from annotation.management.commands._common import command_errors, get_batch
-from annotation.results.selectors import agreement
+from annotation.results.selectors.agreement import agreement
 from core.management.cli import ProjectCommand, whole_number
 from genderbias.labels import LABEL_NAMES
 from genderbias.ranking.defaults import LEVEL_PERCENT

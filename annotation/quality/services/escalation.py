@@ -42,7 +42,7 @@ from annotation.crowd.services.statuses import settle_hit_statuses
 from annotation.models import Assignment, Batch, Escalation, Hit
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.quality.services.budget import affordable, budget_left
-from annotation.results.selectors import BatchAnswers
+from annotation.results.selectors.labels import BatchAnswers
 from core.errors import ServiceError
 from genderbias.numbers import NumberError, parse_decimal
 

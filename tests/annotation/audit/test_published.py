@@ -8,7 +8,7 @@ from django.utils import timezone
 from annotation.audit.selectors import audit_sample_qids
 from annotation.audit.services.samples import draw_audit_sample, label_audit_query
 from annotation.exports.selectors import study_facts
-from annotation.results.selectors import CITATION
+from annotation.results.selectors.labels import CITATION
 from publishing import hub_card
 from publishing.methods_text import annotation_paragraph
 from publishing.tables import configs_for

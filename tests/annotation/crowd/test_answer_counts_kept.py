@@ -18,7 +18,7 @@ from annotation.crowd.services.batches import cancel_batch
 from annotation.crowd.services.change_log import install_change_log
 from annotation.models import Assignment, Hit, Judgment
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import selectors as results
+from annotation.results.selectors import labels as results
 from platforms.inhouse.services.handout import next_assignment, release_held_hits
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch

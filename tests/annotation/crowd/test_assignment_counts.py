@@ -10,7 +10,7 @@ from django.utils import timezone
 from annotation import services
 from annotation.crowd.selectors import CHARGED_WORK, WORK_KEYS, assignment_counts, batch_progress
 from annotation.models import Assignment
-from annotation.results import selectors as results
+from annotation.results.selectors import labels as results
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch

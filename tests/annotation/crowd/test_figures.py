@@ -24,7 +24,7 @@ from annotation import services
 from annotation.crowd.services.sync import sync_batch
 from annotation.exports.services import export_queries
 from annotation.models import Assignment, Batch, Judgment
-from annotation.results.selectors import review_queue
+from annotation.quality.selectors import review_queue
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch

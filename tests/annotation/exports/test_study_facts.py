@@ -7,7 +7,7 @@ import pytest
 
 from annotation.exports.selectors import share_interval, study_facts
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results.selectors import agreement
+from annotation.results.selectors.agreement import agreement
 from tests.annotation.results.test_export import _annotate
 
 

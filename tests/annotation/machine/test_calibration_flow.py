@@ -19,7 +19,7 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, Routing
-from annotation.results.selectors import MACHINE, BatchAnswers, labels_with_sources
+from annotation.results.selectors.labels import MACHINE, BatchAnswers, labels_with_sources
 from core.errors import ServiceError, StateError
 from genderbias.labels import LABELS
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations

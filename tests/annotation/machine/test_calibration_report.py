@@ -14,7 +14,7 @@ from annotation.machine.selectors import identity_for, machine_labels
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
-from annotation.results.selectors import BatchAnswers
+from annotation.results.selectors.labels import BatchAnswers
 from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet
 from pooling.services import create_query_set

@@ -21,7 +21,7 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import make_prelabeller, prelabel_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch, PreLabel
-from annotation.results.selectors import MACHINE, labels_with_sources
+from annotation.results.selectors.labels import MACHINE, labels_with_sources
 from genderbias.labels import LABELS
 from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet

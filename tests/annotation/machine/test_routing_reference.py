@@ -19,7 +19,7 @@ from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import parse_cascade, plan_routing, plan_summary, route_batch
 from annotation.models import Escalation
 from annotation.quality.services.budget import extra_assignment_price
-from annotation.results.selectors import machine_accepted
+from annotation.results.selectors.labels import machine_accepted
 from core.errors import ServiceError, StateError
 from platforms.inhouse.services.simulation import oracle_label, simulate_local_annotations
 from tests.annotation.machine.test_routing_service import _kept_routed_batch, routed_batch  # noqa: F401  (the fixture)

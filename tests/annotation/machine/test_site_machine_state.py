@@ -16,8 +16,8 @@ from annotation import services
 from annotation.machine.selectors import calibration_batch
 from annotation.machine.services.routing import plan_routing, route_batch
 from annotation.models import Batch
-from annotation.results import selectors
-from annotation.results.selectors import BatchAnswers
+from annotation.results.selectors import state as selectors
+from annotation.results.selectors.labels import BatchAnswers
 from tests.annotation.machine.test_prelabelling_pages import answer_until_in, machine_batch, sampled  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.slow  # a pre-labelled batch with an answered blind sample: seconds to build

@@ -11,7 +11,8 @@ from annotation.exports.services import export_queries
 from annotation.models import Adjudication
 from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.escalation import plan_escalation
-from annotation.results.selectors import agreement, judgments_frame, query_results
+from annotation.results.selectors.agreement import agreement
+from annotation.results.selectors.labels import judgments_frame, query_results
 from annotation.selectors import adjudicated_labels
 from core.errors import ServiceError
 from genderbias.crowd.aggregation import dawid_skene

@@ -10,13 +10,9 @@ from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.machine.report.selectors import label_probabilities
 from annotation.models import Assignment, Batch
-from annotation.results.selectors import (
-    answers_version,
-    gold_discarded_assignments,
-    gold_failed_qids,
-    gold_judgments,
-    judgments_frame,
-)
+from annotation.quality.selectors import gold_failed_qids
+from annotation.results.selectors.gold import gold_discarded_assignments, gold_judgments
+from annotation.results.selectors.labels import answers_version, judgments_frame
 from metrics.formatting import crowd_quality_note
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment

@@ -3,7 +3,7 @@
 import pytest
 
 from annotation import services
-from annotation.results.selectors import agreement
+from annotation.results.selectors.agreement import agreement
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for
@@ -55,7 +55,7 @@ def test_tables_name_labels_in_full_sort_qids_naturally_and_draw_each_bar_from_i
     query_set, annotators, researcher, client, settings
 ):
     """qids 2 and 10 set aside: 2 comes first in every table (string order would put 10 first)."""
-    from annotation.results.selectors import BatchAnswers
+    from annotation.results.selectors.labels import BatchAnswers
     from genderbias.labels import LABEL_NAMES
     from pooling.models import QuerySet
     from pooling.services import create_query_set

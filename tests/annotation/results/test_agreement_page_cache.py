@@ -11,7 +11,8 @@ from annotation.batches import views
 from annotation.models import WorkerFlag
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import selectors as results
+from annotation.results.selectors import agreement as agreement_selectors
+from annotation.results.selectors import labels as results
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch
@@ -90,7 +91,7 @@ def test_a_flag_is_shown_at_once_although_no_answer_changed(batch, researcher, c
     assert results.answers_version(batch) == version
     assert "<td>yes</td>" in page(client, url)
     assert worker_quality(batch) == views._worker_quality(
-        batch, results.BatchAnswers(batch), results.agreement(batch, bootstrap=0)
+        batch, results.BatchAnswers(batch), agreement_selectors.agreement(batch, bootstrap=0)
     )
 
 
@@ -101,9 +102,9 @@ def test_set_aside_rows_are_the_set_aside_queries_of_the_results(batch, research
         if r["label"] is None and r["votes"]
     ]
     assert [r["qid"] for r in expected] == ["101", "105"]
-    assert results.set_aside_rows(batch) == expected
+    assert agreement_selectors.set_aside_rows(batch) == expected
     adjudicate(batch, "105", "m", "the query names a man", researcher)
-    assert [r["qid"] for r in results.set_aside_rows(batch)] == ["101"]
+    assert [r["qid"] for r in agreement_selectors.set_aside_rows(batch)] == ["101"]
 
 
 def test_the_review_queue_reads_its_kept_rows_as_the_whole_list_would(batch, researcher, client, settings):

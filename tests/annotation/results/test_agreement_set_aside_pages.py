@@ -5,7 +5,8 @@ search and order shows what the page without any cache shows, and a ruling is on
 import pytest
 
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import selectors as results
+from annotation.results.selectors import agreement as results
+from annotation.results.selectors.labels import BatchAnswers
 from tests.annotation.conftest import disputed_batch
 from tests.annotation.results.test_agreement_page_cache import page, uncached
 
@@ -26,7 +27,7 @@ def table(html: str) -> str:
 def test_kept_pages_slice_as_the_list_does(batch):
     every = results.set_aside_rows(batch)
     assert [r["qid"] for r in every] == ["101", "102", "104", "105", "106"]
-    pages = results.SetAsidePages(batch, results.BatchAnswers(batch), 2)
+    pages = results.SetAsidePages(batch, BatchAnswers(batch), 2)
     assert len(pages) == 5
     for start in range(-1, 7):
         for stop in range(start, 8):

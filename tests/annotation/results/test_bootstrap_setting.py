@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.exports.services import export_for_download
-from annotation.results.selectors import agreement
+from annotation.results.selectors.agreement import agreement
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for

@@ -10,8 +10,9 @@ from django.db import connection
 
 from annotation import services
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import selectors as results
-from annotation.results.selectors import agreement, query_results
+from annotation.results.selectors import labels as results
+from annotation.results.selectors.agreement import agreement
+from annotation.results.selectors.labels import query_results
 from core.db import bounded_cache
 from core.models import CacheEntry
 from platforms.inhouse.services.handout import next_assignment

@@ -8,7 +8,8 @@ from annotation.machine.report.selectors import calibration_report, report_versi
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import route_batch
 from annotation.models import Assignment
-from annotation.results import selectors as results
+from annotation.results.selectors import cache
+from annotation.results.selectors import labels as results
 from genderbias.labels import LABELS
 from tests.annotation.machine.test_routing_service import (  # noqa: F401
     SureMachine,
@@ -52,7 +53,7 @@ def test_voided_sample_answers_change_the_calibration_reports_key(routed_batch):
 
 @pytest.mark.django_db
 def test_what_another_version_of_the_code_kept_is_not_served(monkeypatch):
-    assert results.remembered("a-key", lambda: "computed by this code") == "computed by this code"
-    assert results.remembered("a-key", lambda: "not called") == "computed by this code"
-    monkeypatch.setattr(results, "code_key", lambda: "a-later-deployment")
-    assert results.remembered("a-key", lambda: "computed by the new code") == "computed by the new code"
+    assert cache.remembered("a-key", lambda: "computed by this code") == "computed by this code"
+    assert cache.remembered("a-key", lambda: "not called") == "computed by this code"
+    monkeypatch.setattr(cache, "code_key", lambda: "a-later-deployment")
+    assert cache.remembered("a-key", lambda: "computed by the new code") == "computed by the new code"

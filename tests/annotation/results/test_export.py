@@ -9,7 +9,8 @@ from annotation import services
 from annotation.exports.services import export_queries
 from annotation.models import Assignment, Export
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
-from annotation.results.selectors import agreement, judgments_frame, query_results
+from annotation.results.selectors.agreement import agreement
+from annotation.results.selectors.labels import judgments_frame, query_results
 from core.errors import ServiceError
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
@@ -135,7 +136,7 @@ def test_escalation_adds_an_assignment_to_hits_with_disputed_queries(annotated, 
 
 def test_an_export_reads_the_judgments_once_and_fits_dawid_skene_once(annotated, tmp_path, monkeypatch):
     """Labels, agreement and the card come from one read of the judgments and one Dawid-Skene fit."""
-    from annotation.results import selectors as results
+    from annotation.results.selectors import labels as results
     from genderbias.crowd import aggregation
 
     calls = {"frame": 0, "dawid_skene": 0}

@@ -19,7 +19,7 @@ from annotation.crowd.selectors import batch_progress, judgment_counts
 from annotation.crowd.services.batches import cancel_batch
 from annotation.models import Assignment, Judgment
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import selectors as results
+from annotation.results.selectors import labels as results
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for, make_batch

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.results.selectors import query_results
+from annotation.results.selectors.labels import query_results
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet

@@ -12,8 +12,9 @@ from django.db import connection
 
 from annotation import services
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import selectors as results
-from annotation.results.selectors import agreement, query_results
+from annotation.results.selectors import labels as results
+from annotation.results.selectors.agreement import agreement
+from annotation.results.selectors.labels import query_results
 from genderbias.crowd import aggregation
 from genderbias.crowd import agreement as agreement_module
 from platforms.inhouse.services.handout import next_assignment

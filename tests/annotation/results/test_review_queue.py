@@ -12,7 +12,7 @@ import pytest
 from annotation.models import Adjudication, Escalation
 from annotation.quality.services.adjudication import adjudicate
 from annotation.results.review import next_query, review_rows, status_counts
-from annotation.results.selectors import query_results
+from annotation.results.selectors.labels import query_results
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from tests.annotation.conftest import answers_for

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 
 from annotation.models import Escalation
+from annotation.quality import selectors
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results import selectors
 from tests.annotation.conftest import disputed_batch
 from tests.annotation.results.test_agreement_page_cache import page, uncached
 

@@ -8,7 +8,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Judgment
-from annotation.results.selectors import query_results
+from annotation.results.selectors.labels import query_results
 from platforms.inhouse.services.annotators import create_annotator
 from tests.annotation.conftest import TRUTH, make_batch
 

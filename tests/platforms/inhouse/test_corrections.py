@@ -12,7 +12,7 @@ from annotation.crowd.services.locking import one_per_batch, reads_answers
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Batch, BonusPayment, Escalation, Export, Judgment
 from annotation.quality.services.adjudication import adjudicate
-from annotation.results.selectors import answers_version, judgments_frame
+from annotation.results.selectors.labels import answers_version, judgments_frame
 from platforms.inhouse.services.annotators import create_annotator
 from platforms.inhouse.services.corrections import NotCorrectable, correct_assignment, why_not_correctable
 from platforms.inhouse.services.handout import next_assignment

@@ -560,7 +560,7 @@ def test_work_prolific_does_not_attribute_is_voided_never_counted_or_held_agains
     assert honest.assignment.status == Assignment.Status.APPROVED
     assert not Worker.objects.get(identity__external_id=hexid("PID1")).blocked
     assert "transition_submission" in server.calls and len(server.submissions) == 1  # only the real one reviewed
-    from annotation.results.selectors import agreement
+    from annotation.results.selectors.agreement import agreement
 
     counted = agreement(batch, bootstrap=0)
     assert counted["workers"] == 1

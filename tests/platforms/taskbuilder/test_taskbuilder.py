@@ -16,7 +16,7 @@ from annotation.crowd.services.batches import read_gold_file
 from annotation.crowd.services.sync import sync_batch
 from annotation.exports.services import export_queries
 from annotation.models import Assignment, Judgment, Worker
-from annotation.results.selectors import agreement_summary
+from annotation.results.selectors.agreement import agreement_summary
 from genderbias.labels import LABELS
 from platforms.taskbuilder.client import TaskBuilder, TaskBuilderError
 from platforms.taskbuilder.provider import QUIET_SECONDS, SCHEMA, TaskBuilderProvider, batch_items

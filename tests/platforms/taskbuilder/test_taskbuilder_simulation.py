@@ -88,7 +88,7 @@ def test_a_task_builder_batch_of_200_queries_settles_against_a_harsh_reference_s
     import numpy as np
 
     from annotation.exports.services import export_queries
-    from annotation.results.selectors import agreement_summary
+    from annotation.results.selectors.agreement import agreement_summary
 
     rows = random.Random(56).sample(_labelled(reference_dir), QUERIES + GOLD)
     truth = {text: label for _, text, label in rows}

@@ -1,0 +1,204 @@
+"""The agreement report of a batch (:func:`agreement`) and what its page shows of it: the summary the
+batch page polls and the set-aside table, kept in pages per answer version."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from annotation.crowd.selectors import (
+    batch_progress,
+    query_texts,
+)
+from annotation.models import Batch
+from annotation.results.selectors.labels import BatchAnswers, answers_cached, cached_for_answers, query_results
+from core import methods
+from core import selectors as core_selectors
+from genderbias.labels import LABELS
+
+
+def agreement(
+    batch: Batch,
+    *,
+    bootstrap: int | None = None,
+    seed: int = 0,
+    answers: BatchAnswers | None = None,
+    progress: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The agreement report of :mod:`genderbias.crowd.agreement` plus what the batch's records add.
+
+    ``bootstrap`` resamples give alpha's 95% CI: by default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``,
+    the one number behind every interval shown (command, data card, page, API), so the
+    same batch shows the same interval everywhere; 0 skips it (pages that show no CI).
+
+    Keys added: ``batch``, ``provider``, ``labels`` (labelled queries per label, a
+    researcher's ruling first, else the majority's), ``adjudicated`` (how many of them a
+    researcher settled), ``set_aside`` (judged qids without a majority, including too few
+    votes, that no researcher settled), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
+    (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
+    the estimated accuracy), ``progress`` (:func:`batch_progress`, read afresh unless the caller
+    read it in this request: ``progress``).
+    """
+    from django.conf import settings
+
+    if bootstrap is None:
+        bootstrap = settings.AGREEMENT_BOOTSTRAP_RESAMPLES
+    answers = answers or BatchAnswers(batch)
+    report = answers_cached(
+        answers, f"agreement:{bootstrap}:{seed}", lambda: _agreement(batch, answers, bootstrap, seed)
+    )
+    # Progress counts every assignment (taken, abandoned ...), not only answers: always read afresh.
+    return report | {"progress": progress if progress is not None else batch_progress(batch)}
+
+
+def agreement_summary(
+    batch: Batch, *, answers: BatchAnswers | None = None, progress: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What the batch page and its live fragment (polled every 2 s) show of :func:`agreement`:
+    ``krippendorff_alpha``, ``judgments`` (usable), ``set_aside_count``, plus ``progress`` (as
+    :func:`agreement`). Kept per answer version apart from the report, whose per-query lists
+    (set aside, disagreements: 186 KB at 50,000 queries) a poll would otherwise read whole."""
+    answers = answers or BatchAnswers(batch)
+
+    def summary() -> dict[str, Any]:
+        report = agreement(batch, bootstrap=0, answers=answers, progress={})
+        return {
+            "krippendorff_alpha": report["krippendorff_alpha"],
+            "judgments": report["judgments"],
+            "set_aside_count": len(report["set_aside"]),
+        }
+
+    kept = answers_cached(answers, "agreement-summary:0:0", summary)
+    return kept | {"progress": progress if progress is not None else batch_progress(batch)}
+
+
+def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -> dict[str, Any]:
+    import pandas as pd
+
+    from genderbias.crowd.aggregation import compare_methods, majority_vote
+    from genderbias.crowd.agreement import agreement_report
+
+    frame = answers.frame
+    if frame.empty:
+        report: dict[str, Any] = {
+            "krippendorff_alpha": None,
+            "alpha_ci": [None, None],
+            "bootstrap_resamples": 0,
+            "per_category_alpha": dict.fromkeys(LABELS),
+            "gwet_ac1": None,
+            "per_category_ac1": dict.fromkeys(LABELS),
+            "percent_agreement": None,
+            "fleiss_kappa": None,
+            "queries": 0,
+            "judgments": 0,
+            "workers": 0,
+            "judgments_per_query": {},
+            "labels": dict.fromkeys(LABELS, 0),
+            "disputed": [],
+            "per_worker": [],
+            "confusion": {"labels": list(LABELS), "matrix": [[0] * len(LABELS) for _ in LABELS]},
+        }
+        disagreements: list[dict[str, Any]] = []
+        worker_confusion: list[dict[str, Any]] = []
+    else:
+        report = agreement_report(frame, bootstrap=bootstrap, seed=seed)
+        estimate = answers.dawid_skene
+        compared = compare_methods(majority_vote(frame), estimate)
+        worker_confusion = [
+            {
+                "worker": str(worker),
+                "accuracy": estimate.worker_accuracy(worker),
+                "labels": [str(label) for label in matrix.columns],
+                "matrix": [[round(float(v), 4) for v in row] for row in matrix.to_numpy()],
+            }
+            for worker, matrix in sorted(estimate.confusion.items())
+        ]
+        disagreements = [
+            {
+                "qid": str(qid),
+                "majority": row["majority"] if isinstance(row["majority"], str) else None,
+                "dawid_skene": row["dawid_skene"] if isinstance(row["dawid_skene"], str) else None,
+                "ds_posterior": None if pd.isna(row["ds_posterior"]) else float(row["ds_posterior"]),
+            }
+            for qid, row in compared.iterrows()
+        ]
+        # Each query's text beside its id (issue 45).
+        texts = query_texts(batch, [d["qid"] for d in disagreements])
+        for d in disagreements:
+            d["query"] = texts.get(d["qid"], "")
+    labelled = list(answers.labels.values())
+    report["labels"] = {label: labelled.count(label) for label in LABELS}
+    report["adjudicated"] = len(answers.rulings)
+    report["set_aside"] = answers.set_aside
+    report["worker_confusion"] = worker_confusion
+    report["batch"] = batch.name
+    report["provider"] = batch.provider
+    report["method_disagreements"] = disagreements
+    report["methods"] = crowd_model_used()
+    return report
+
+
+def crowd_model_used() -> dict[str, str]:
+    """The crowd model that computes the Dawid-Skene labels and matrices now: its version, its words and
+    the CHANGELOG.md entry that made it (kept with the agreement report, so its page names the model
+    that computed what it shows)."""
+
+    version = methods.CURRENT["crowd_model"]
+    since = next((e.heading for e in core_selectors.changelog_entries() if ("crowd_model", version) in e.methods), "")
+    return {"crowd_model": version, "crowd_model_text": methods.describe("crowd_model", version), "since": since}
+
+
+def set_aside_rows(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
+    """The judged queries of ``batch`` without a label (disputed or too few votes, not settled),
+    in natural qid order, each with ``qid``, ``query``, ``counts`` (votes per label) and
+    ``dawid_skene``: the agreement page's table, cached with the answers apart from
+    :func:`query_results` (a page of it then reads a few hundred rows, not every query's)."""
+    from core.natural import natural_sorted
+
+    answers = answers or BatchAnswers(batch)
+
+    def rows() -> list[dict[str, Any]]:
+        kept = ("qid", "query", "counts", "dawid_skene")
+        chosen = (r for r in query_results(batch, answers) if r["label"] is None and r["votes"])
+        return natural_sorted(({k: r[k] for k in kept} for r in chosen), lambda r: r["qid"])
+
+    return answers_cached(answers, "set_aside_rows", rows)
+
+
+class SetAsidePages(Sequence):
+    """:func:`set_aside_rows` as a sequence kept in pages of ``per_page`` rows per answer version
+    (:func:`cached_for_answers`): its length and a slice of it read the pages they need only."""
+
+    def __init__(self, batch: Batch, answers: BatchAnswers, per_page: int) -> None:
+        self.batch, self.answers, self.per_page = batch, answers, per_page
+        self.total = cached_for_answers(
+            answers, "set-aside-total", lambda: len(set_aside_rows(self.batch, self.answers))
+        )
+
+    def __len__(self) -> int:
+        return self.total
+
+    def _page(self, number: int) -> list[dict]:
+        start = number * self.per_page
+        return cached_for_answers(
+            self.answers,
+            f"set-aside-page:{self.per_page}:{number}",
+            lambda: set_aside_rows(self.batch, self.answers)[start : start + self.per_page],
+        )
+
+    def __getitem__(self, index):
+        if not isinstance(index, slice):
+            index = index + self.total if index < 0 else index
+            if not 0 <= index < self.total:
+                raise IndexError(index)
+            return self[index : index + 1][0]
+        start, stop, step = index.indices(self.total)
+        if start >= stop:
+            return []
+        rows = [
+            row
+            for number in range(start // self.per_page, (stop - 1) // self.per_page + 1)
+            for row in self._page(number)
+        ]
+        first = (start // self.per_page) * self.per_page
+        return rows[start - first : stop - first : step]

@@ -1,0 +1,481 @@
+"""What a batch's answers add up to: judgments, labels and where each comes from, per query.
+
+Only usable judgments count: a label (not an invalid answer) to a real query (not a gold
+question) in an assignment that was not rejected and did not fail its gold questions.
+Workers appear under their pseudonyms only.
+
+Labels come from majority vote as in Rekabsaz & Schedl (SIGIR 2020): a label needs a
+strict plurality of at least ``MIN_VOTES`` votes; ties and queries with too few votes are
+set aside, never exported as labelled. Dawid-Skene is computed alongside to point at the
+queries worth a second look, and every exported label carries its Dawid-Skene posterior.
+
+A researcher's ruling (:class:`~annotation.models.Adjudication`) overrides the crowd:
+"adjudication first, else majority vote". An accepted machine label (:class:`Routing.accepted`)
+stands unless the crowd labelled the query (:func:`labels_with_sources`). The vocabulary and
+:func:`machine_accepted` live here, below machine labelling, so that every sub-domain may use them.
+
+Read-only, apart from the ``results`` cache (:func:`answers_cached`), which only saves recomputation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.db.models import Count, Max
+
+from annotation.crowd.selectors import (
+    WORK_KEYS,
+    answer_counts,
+    counts_answers,
+    crowd_batch_ids,
+)
+from annotation.models import Adjudication, Batch, Judgment, PreLabel, Routing
+from annotation.results.selectors.cache import remembered
+from genderbias.labels import LABEL_NAMES, LABELS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+T = TypeVar("T")
+
+
+#: A single vote is one opinion, not agreement; a label needs at least this many votes.
+MIN_VOTES = 2
+
+
+CITATION = (
+    "Navid Rekabsaz and Markus Schedl. 2020. Do Neural Ranking Models Intensify Gender Bias? "
+    "In Proceedings of SIGIR 2020, 2065-2068. https://doi.org/10.1145/3397271.3401280"
+)
+
+
+@dataclass(frozen=True)
+class LabelSource:
+    """One query's label and where it came from (``source`` is one of :data:`SOURCES`)."""
+
+    label: str
+    source: str
+    confidence: float | None = None  #: the machine's, for a machine-accepted label
+
+
+CROWD = "crowd majority"
+
+
+ADJUDICATED = "adjudicated"
+
+
+MACHINE = "machine-accepted"
+
+
+#: Every source, in the order pages and cards list them.
+SOURCES = (CROWD, ADJUDICATED, MACHINE)
+
+
+def latest_routing(batch: Batch) -> Routing | None:
+    """The decision in force for ``batch``: its latest routing whose routed batch was not cancelled."""
+    return batch.routings.exclude(routed_batch__status=Batch.Status.CANCELLED).select_related("routed_batch").first()
+
+
+def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
+    """The machine labels routing accepted for ``batch`` (none when it was not routed); a cascade's
+    (``Routing.stages``): each stage's accepted queries with its own labeller's label."""
+    routing = latest_routing(batch)
+    if routing is None or not routing.accepted:
+        return {}
+    stages = routing.stages or [
+        {
+            "labeller": routing.labeller,
+            "model": routing.model,
+            "prompt_version": routing.prompt_version,
+            "accepted": routing.accepted,
+        }
+    ]
+    found: dict[str, LabelSource] = {}
+    for stage in stages:
+        rows = PreLabel.objects.filter(
+            batch_query__batch=batch,
+            batch_query__qid__in=stage["accepted"],
+            labeller=stage["labeller"],
+            model=stage["model"],
+            prompt_version=stage["prompt_version"],
+        ).values_list("batch_query__qid", "label", "confidence")
+        found |= {qid: LabelSource(label, MACHINE, confidence) for qid, label, confidence in rows}
+    return found
+
+
+def usable_judgments(batch: Batch):
+    """The judgments that count: real queries, a label, from work whose answers count
+    (:func:`annotation.crowd.selectors.counts_answers`: the batch's rule for failed gold checks)."""
+    return Judgment.objects.filter(
+        counts_answers("assignment__"),
+        batch_query__batch__in=crowd_batch_ids(batch),
+        batch_query__is_gold=False,
+        label__isnull=False,
+    )
+
+
+def judgments_frame(batch: Batch) -> pd.DataFrame:
+    """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``, in the order
+    answered (by assignment): a worker's repeated answer to a query counts once, the latest
+    (:func:`genderbias.crowd.aggregation.one_answer_per_worker`, applied by every aggregator)."""
+    import pandas as pd
+
+    rows = (
+        usable_judgments(batch)
+        .order_by("assignment_id", "pk")
+        .values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
+    )
+    return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
+
+
+#: A vote's hand signals when none were recorded (another provider's page): unknown, not zero.
+NO_SIGNALS = {"pastes": None, "tab_leaves": None, "item_ms": None}
+
+
+def vote_hand_signals(batch: Batch) -> dict[tuple[str, str], dict[str, int | None]]:
+    """Per (qid, worker pseudonym) of :func:`judgments_frame`'s votes, the hand signals of the answer
+    that counts (the latest, as :func:`judgments_frame` orders them): pastes, tab leaves, milliseconds."""
+    rows = (
+        usable_judgments(batch)
+        .order_by("assignment_id", "pk")
+        .values_list("batch_query__qid", "assignment__worker__pseudonym", *NO_SIGNALS)
+    )
+    return {(qid, worker): dict(zip(NO_SIGNALS, values, strict=True)) for qid, worker, *values in rows}
+
+
+def machine_opinions(batch: Batch) -> dict[str, dict[str, Any]]:
+    """``qid -> {label, confidence, labeller, model}``: the machine's label of every query of ``batch``, accepted
+    or not, from the labeller routing used (the latest routing's, else its calibration sample's); empty
+    when no machine labelled it. What a lab audits the machine against the crowd with, item by item."""
+    routing = latest_routing(batch)
+    if routing is not None:
+        identity = (routing.labeller, routing.model, routing.prompt_version)
+    else:
+        sample = (
+            Batch.objects.filter(parent=batch, purpose=Batch.Purpose.CALIBRATION)
+            .order_by("created", "pk")
+            .values_list("derivation", flat=True)
+            .first()
+        )
+        if not sample or "labeller" not in sample:
+            return {}
+        identity = (sample["labeller"], sample["model"], sample["prompt_version"])
+    rows = PreLabel.objects.filter(
+        batch_query__batch=batch, labeller=identity[0], model=identity[1], prompt_version=identity[2]
+    ).values_list("batch_query__qid", "label", "confidence")
+    return {
+        qid: {"label": label, "confidence": confidence, "labeller": identity[0], "model": identity[1]}
+        for qid, label, confidence in rows
+    }
+
+
+def min_votes(batch: Batch) -> int:
+    """The fewest votes a query of ``batch`` needs for a majority label, as the export counts them."""
+    return min(MIN_VOTES, batch.assignments_per_query)
+
+
+def answers_version(
+    batch: Batch,
+    *,
+    own_judgments: dict[str, int | None] | None = None,
+    own_assignments: dict[str, Any] | None = None,
+) -> str:
+    """A key that changes whenever what ``batch``'s answers add up to may change.
+
+    Everything :class:`BatchAnswers`, :func:`query_results` and :func:`agreement` read: the
+    batch (its row and creation time: a key never outlives a batch whose id is reused), the
+    crowd batches whose answers count (:func:`crowd_batch_ids`), their assignments (how many,
+    in which state, the last submitted and reviewed), their judgments, the researchers'
+    rulings and the routing in force with its machine labels. A few aggregate queries:
+    what they stand for (Dawid-Skene, bootstraps) is the expensive part.
+
+    ``own_judgments`` and ``own_assignments``: :func:`judgment_counts` and :func:`assignment_counts`
+    of the batch alone, when the caller read them in this request (for its progress); they stand
+    for the answers when no derived batch adds its own.
+    """
+    ids = crowd_batch_ids(batch)
+    alone = ids == [batch.pk]
+    own = alone and own_assignments is not None and own_judgments is not None
+    counts = None if own else answer_counts(ids)
+    counted = own_assignments if own else counts["assignments"]
+    work = {key: counted[key] for key in WORK_KEYS}
+    judged = own_judgments if own else counts["judged"]
+    rulings = _rulings_of(ids).aggregate(n=Count("id"), last=Max("id"), decided=Max("decided_at"))
+    routing = latest_routing(batch)
+    machine = (
+        # ``created``: a labeller run again with the same identity rewrites its rows in place (same ids)
+        PreLabel.objects.filter(batch_query__batch=batch).aggregate(
+            n=Count("id"), last=Max("id"), created=Max("created")
+        )
+        if routing is not None
+        else {}
+    )
+    state = (
+        batch.pk,
+        batch.created.isoformat() if batch.created else None,
+        batch.assignments_per_query,
+        ids,
+        sorted(work.items()),
+        sorted(judged.items()),
+        sorted(rulings.items()),
+        routing.pk if routing else None,
+        sorted(machine.items()),
+    )
+    return hashlib.sha256(repr(state).encode()).hexdigest()[:32]
+
+
+def _rulings_of(batch_ids: list[int]):
+    """The rulings on the queries of the batches ``batch_ids``, for counting them.
+
+    Rulings are few (a researcher's, one by one): each ruling's batch is read through its
+    query's primary key, so counting reads the rulings, not the batch's queries (SQLite, which
+    keeps no statistics, went along every query of the batch: 50,000 index searches at 50,000
+    queries, for a handful of rulings).
+    """
+    from django.db.models import OuterRef, Subquery
+
+    from annotation.models import BatchQuery
+
+    batch_of = Subquery(BatchQuery.objects.filter(pk=OuterRef("batch_query_id")).order_by().values("batch_id")[:1])
+    return Adjudication.objects.alias(of_batch=batch_of).filter(of_batch__in=batch_ids).order_by()
+
+
+def answers_cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per answer version of ``answers.batch``, shared by every worker.
+
+    The ``results`` cache (:func:`remembered`) holds it under the batch's
+    :func:`answers_version`; within one request the value is also kept on ``answers``.
+    """
+    if kind in answers.memo:
+        return answers.memo[kind]
+    value = remembered(
+        f"batch-{answers.batch.pk}:{answers.version}:{kind}",
+        compute,
+        generation=(f"batch-{answers.batch.pk}", answers.version),
+    )
+    answers.memo[kind] = value
+    return value
+
+
+def cached_for_answers(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per answer version of ``answers.batch``, shared by every worker
+    (:func:`answers_cached`): for a page that keeps what it shows of the answers (its rendered
+    figures) rather than recomputing it from them at each view. ``kind`` names what is kept
+    and everything besides the answers it depends on."""
+    return answers_cached(answers, f"page:{kind}", compute)
+
+
+class BatchAnswers:
+    """A batch's usable judgments read once, and what is computed from them, each at most once.
+
+    A page or an export needs the judgments frame, the majority votes and Dawid-Skene's
+    estimate several times over; reading them through one ``BatchAnswers`` makes that one
+    query and one Dawid-Skene fit per request instead of one per use.
+    """
+
+    def __init__(
+        self,
+        batch: Batch,
+        *,
+        own_judgments: dict[str, int | None] | None = None,
+        own_assignments: dict[str, Any] | None = None,
+    ) -> None:
+        self.batch = batch
+        #: :func:`judgment_counts` and :func:`assignment_counts` of the batch alone, when the caller
+        #: read them in this request.
+        self.own_judgments = own_judgments
+        self.own_assignments = own_assignments
+        #: What was computed from these answers in this request (see :func:`answers_cached`).
+        self.memo: dict[str, Any] = {}
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """The usable judgments (read when first needed: a cached result needs none)."""
+        return judgments_frame(self.batch)
+
+    @cached_property
+    def version(self) -> str:
+        """The batch's :func:`answers_version` when these answers were first asked for it."""
+        return answers_version(self.batch, own_judgments=self.own_judgments, own_assignments=self.own_assignments)
+
+    @cached_property
+    def votes(self) -> pd.DataFrame:
+        """Majority vote per judged query; ``label`` is None (``disputed`` True) for ties and too few votes."""
+        import pandas as pd
+
+        from genderbias.crowd.aggregation import majority_vote
+
+        if self.frame.empty:
+            return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
+        votes = majority_vote(self.frame)
+        votes["too_few_votes"] = votes["votes"] < min_votes(self.batch)
+        votes.loc[votes["too_few_votes"], "label"] = None
+        votes["disputed"] = votes["disputed"] | votes["too_few_votes"]
+        return votes
+
+    @cached_property
+    def dawid_skene(self):
+        """Dawid-Skene's estimate (:class:`genderbias.crowd.aggregation.DawidSkeneResult`), None without judgments."""
+        from genderbias.crowd.aggregation import dawid_skene
+
+        # Through the shared cache too: every report of these answers (with or without a
+        # bootstrap, per query) starts from the same fit.
+        return answers_cached(self, "dawid_skene", lambda: None if self.frame.empty else dawid_skene(self.frame))
+
+    @cached_property
+    def rulings(self) -> dict[str, str]:
+        """``qid -> label`` of every query a researcher settled (:class:`Adjudication`)."""
+        return dict(
+            Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(self.batch)).values_list(
+                "batch_query__qid", "label"
+            )
+        )
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        """``qid -> label`` of every labelled query: "adjudication first, else majority vote".
+
+        The one rule behind the counts of pages, the API, escalation and the exports: a
+        settled query is labelled, whatever its votes, and never set aside.
+        """
+        votes = self.votes
+        labelled = {str(q): label for q, label in votes["label"].items() if isinstance(label, str)}
+        return labelled | self.rulings
+
+    @cached_property
+    def set_aside(self) -> list[str]:
+        """Judged qids without a label: disputed or too few votes, and not settled by a researcher."""
+        votes = self.votes
+        return sorted(str(q) for q in votes.index[votes["disputed"]] if str(q) not in self.rulings)
+
+
+def majority(batch: Batch) -> pd.DataFrame:
+    """Majority vote per judged query; ``label`` is None (and ``disputed`` True) for ties and too few votes."""
+    return BatchAnswers(batch).votes
+
+
+def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
+    """Per query of the batch (gold excluded, batch order): label, pseudonymous votes, Dawid-Skene's view.
+
+    ``label`` is the adjudicated label where a researcher settled the query (``adjudicated``
+    true, ``crowd_label`` keeps the majority's), else the majority's. ``ds_posteriors`` maps
+    every label to Dawid-Skene's posterior probability; ``ds_posterior`` is the largest.
+    """
+    answers = answers or BatchAnswers(batch)
+    return answers_cached(
+        answers, "query_results:v2", lambda: _query_results(batch, answers)
+    )  # v2: machine, agreement, signals
+
+
+def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
+    votes = answers.votes
+    rulings = {
+        a.batch_query.qid: a
+        for a in Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(batch)).select_related(
+            "batch_query", "decided_by"
+        )
+    }
+    frame = answers.frame
+    ds_labels: dict[str, str] = {}
+    ds_posterior: dict[str, float] = {}
+    ds_posteriors: dict[str, dict[str, float]] = {}
+    if (ds := answers.dawid_skene) is not None:
+        ds_labels = ds.labels.dropna().to_dict()
+        ds_posterior = ds.posteriors.max(axis=1).to_dict()
+        posteriors = ds.posteriors.astype(float).round(6)
+        posteriors.columns = [str(label) for label in posteriors.columns]
+        ds_posteriors = posteriors.to_dict("index")  # one pass, not a Series per query
+    signals = vote_hand_signals(batch)
+    by_item: dict[str, list[dict[str, Any]]] = {}
+    for item, worker, label in frame.itertuples(index=False):
+        by_item.setdefault(item, []).append(
+            {"worker": worker, "label": label, **signals.get((item, worker), NO_SIGNALS)}
+        )
+    invalid: dict[str, int] = {}
+    invalid_judgments = Judgment.objects.filter(batch_query__batch__in=crowd_batch_ids(batch), label=None)
+    for qid in invalid_judgments.values_list("batch_query__qid", flat=True):
+        invalid[qid] = invalid.get(qid, 0) + 1
+
+    machine = machine_accepted(batch)
+    opinions = machine_opinions(batch)
+    by_qid = votes.to_dict("index")  # one pass over the votes, not a .loc per query
+    results = []
+    for qid, text in batch.queries.filter(is_gold=False).order_by("position").values_list("qid", "text"):
+        row = by_qid.get(qid)
+        crowd_label = row["label"] if row is not None else None
+        crowd_label = crowd_label if isinstance(crowd_label, str) else None
+        ruling = rulings.get(qid)
+        label = ruling.label if ruling else crowd_label
+        source = ADJUDICATED if ruling else CROWD if crowd_label else None
+        accepted = machine.get(qid)
+        if label is None and accepted is not None:
+            label, source = accepted.label, accepted.source
+        counts = {lab: int(row[lab]) if row is not None else 0 for lab in LABELS}
+        kept_votes = by_item.get(qid, [])
+        results.append(
+            {
+                "qid": qid,
+                "query": text,
+                "label": label,
+                # share of the votes that gave the label (null: no label or no votes)
+                "agreement": round(counts.get(label, 0) / len(kept_votes), 4) if label and kept_votes else None,
+                "label_source": source,
+                "machine_confidence": accepted.confidence if accepted and source == accepted.source else None,
+                "crowd_label": crowd_label,
+                "adjudicated": ruling is not None,
+                "adjudication": (
+                    {
+                        "label": ruling.label,
+                        "label_name": LABEL_NAMES[ruling.label],
+                        "reason": ruling.reason,
+                        "by": ruling.decided_by.get_username(),
+                        "at": ruling.decided_at.isoformat(),
+                    }
+                    if ruling
+                    else None
+                ),
+                "disputed": bool(row["disputed"]) if row is not None else False,
+                "too_few_votes": bool(row["too_few_votes"]) if row is not None else True,
+                "votes": sorted(by_item.get(qid, []), key=lambda v: v["worker"]),
+                "machine": opinions.get(qid),
+                "counts": counts,
+                "invalid": invalid.get(qid, 0),
+                "dawid_skene": ds_labels.get(qid),
+                "ds_posterior": ds_posterior.get(qid),
+                "ds_posteriors": ds_posteriors.get(qid),
+            }
+        )
+    return results
+
+
+def crowd_labels(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:
+    """The crowd's labels of ``batch`` (with its derived batches': :func:`crowd_batch_ids`), each
+    marked adjudicated or crowd majority."""
+    answers = answers or BatchAnswers(batch)
+    rulings = answers.rulings
+    return {qid: LabelSource(label, ADJUDICATED if qid in rulings else CROWD) for qid, label in answers.labels.items()}
+
+
+def labels_with_sources(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:
+    """``qid -> LabelSource`` of every labelled query of ``batch``: the crowd first, else an accepted machine label."""
+    return machine_accepted(batch) | crowd_labels(batch, answers)
+
+
+def source_counts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, int]:
+    """How many labelled queries of ``batch`` take their label from each source
+    (:data:`SOURCES`: crowd majority, adjudicated, machine-accepted), cached
+    with the answers (:func:`answers_cached`); the counts :func:`batch_state` shows."""
+    answers = answers or BatchAnswers(batch)
+
+    def count() -> dict[str, int]:
+        found: dict[str, int] = {}
+        for source in labels_with_sources(batch, answers).values():
+            found[source.source] = found.get(source.source, 0) + 1
+        return found
+
+    return answers_cached(answers, "sources", count)
