@@ -13,7 +13,7 @@ from annotation.accounts import access_token_generator
 from core import views as core_views
 from metrics import api_urls as metrics_api_urls
 from metrics import urls as metrics_urls
-from metrics import views as metrics_views
+from metrics.views import home as metrics_home
 from publishing import api_urls as publishing_api_urls
 from publishing import urls as publishing_urls
 
@@ -52,8 +52,8 @@ annotation_api = [
 ]
 
 urlpatterns = [
-    path("", metrics_views.home, name="home"),
-    path("home/live/", metrics_views.home_live, name="home-live"),
+    path("", metrics_home.home, name="home"),
+    path("home/live/", metrics_home.home_live, name="home-live"),
     path("changelog/acknowledge/", core_views.changelog_acknowledge, name="changelog-acknowledge"),
     path("admin/", admin.site.urls),
     path("accounts/api-token/", core_views.api_token_page, name="api-token"),
