@@ -10,10 +10,7 @@ from rest_framework.views import APIView
 
 from core.api import ErrorSerializer, form_data, form_errors, job_started
 from core.errors import ServiceError
-from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
-from core.templatetags.roles import may_act
-from genderbias.numbers import NumberError, parse_count
-from genderbias.options import (
+from core.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     CUT_STEP_OPTION,
@@ -27,6 +24,9 @@ from genderbias.options import (
     TIES_OPTION,
     TOKENIZER_OPTION,
 )
+from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
+from core.templatetags.roles import may_act
+from genderbias.numbers import NumberError, parse_count
 from genderbias.ranking.counterfactual import HER_CHOICES
 from genderbias.ranking.defaults import (
     CRBO_DEPTH,

@@ -11,7 +11,7 @@ from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
 from core.forms import CountField, DecimalNumberField, MoneyField, add_service_error
 from core.models import Job
-from genderbias.options import (
+from core.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     CUT_STEP_OPTION,
@@ -47,7 +47,7 @@ from .services.planning import DEFAULT_ALPHA, DEFAULT_AUDIT_SECONDS, DEFAULT_CUT
 
 
 def option_field(option: ReportOption) -> forms.Field:
-    """A page's field of a declared report setting (:mod:`genderbias.options`): its label, its help
+    """A page's field of a declared report setting (:mod:`core.options`): its label, its help
     with its bounds and default, its initial value. Empty takes the default; the value is checked by the
     declaration's one check (:func:`clean_options`), not by the field."""
     common = {
@@ -138,7 +138,7 @@ class ReportForm(forms.Form):
         clean_options(self, data, {name: REPORT_OPTIONS[name] for name in self.OPTIONS})
         return data
 
-    #: The declared settings the form takes (:mod:`genderbias.options`).
+    #: The declared settings the form takes (:mod:`core.options`).
     OPTIONS = (
         "cutoffs",
         "tokenizer",

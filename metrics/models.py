@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
-from genderbias.options import (
+from core.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     CUT_STEP_OPTION,
@@ -62,7 +62,7 @@ class Report(GroupOwned):
         related_name="+",
         help_text="NFaiRR's background; empty means the whole collection.",
     )
-    # Each setting's choices, default and help are its declaration's (genderbias.options).
+    # Each setting's choices, default and help are its declaration's (core.options).
     nfairr_normaliser = _option_field(NORMALISER_OPTION)
     awrf_weights = _option_field(AWRF_WEIGHTS_OPTION)
     awrf_p = models.FloatField(default=AWRF_P_OPTION.default, help_text=AWRF_P_OPTION.help)

@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.figure_notes import FigureNotes, figure_notes
+from core.options import ReportOption
 from core.serializers import CountField, DecimalNumberField
-from genderbias.options import ReportOption
 from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from metrics.selectors import report_policy
 
@@ -14,7 +14,7 @@ from .selectors import SUMMARY_FIELDS
 
 
 def option_field(option: ReportOption) -> serializers.Field:
-    """The API's field of a declared report setting (:mod:`genderbias.options`): its help with its
+    """The API's field of a declared report setting (:mod:`core.options`): its help with its
     bounds and default; the value is checked by the declaration's one check (the report form's)."""
     default = {"default": option.default_text if option.kind == "cutoffs" else option.default}
     common = {**(default if option.default not in (None, "") else {"required": False}), "help_text": option.describe()}

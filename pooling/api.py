@@ -13,8 +13,8 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.views import APIView
 
 from core.api import StagedUploadsMixin, body_object, form_data, form_errors, job_started
+from core.options import TIES_OPTION
 from core.serializers import CountField, JobSerializer
-from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from . import services

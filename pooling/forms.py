@@ -5,8 +5,8 @@ from django import forms
 from core.errors import ServiceError
 from core.forms import CountField, add_service_error
 from core.models import Job
+from core.options import TIES_OPTION
 from core.services.uploads import check_import_path, keep_upload, upload_too_large_message
-from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.models import Pool
 
@@ -25,7 +25,7 @@ class PoolForm(forms.Form):
     depth = CountField(min_value=1, initial=500, help_text="Queries taken from the top of each list.")
     magnitude = forms.ChoiceField(choices=[(m, m) for m in MAGNITUDES], initial="tf")
     tokenizer = forms.ChoiceField(choices=[(t, t) for t in TOKENIZERS], initial=DEFAULT_TOKENIZER)
-    # The reports' declaration of the order of ties (genderbias.options): its choices, default, label and help.
+    # The reports' declaration of the order of ties (core.options): its choices, default, label and help.
     ties = forms.ChoiceField(
         choices=TIES_OPTION.choices,
         initial=TIES_OPTION.default,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
-from genderbias.options import TIES_OPTION
+from core.options import TIES_OPTION
 from pooling.named_sets import set_of_source
 from pooling.queryfiles import MAX_QID_CHARS
 
@@ -228,7 +228,7 @@ class Pool(GroupOwned):
         max_length=20,
         choices=TIES_OPTION.choices,
         default=TIES_OPTION.default,
-        help_text="How the runs' tied documents were ordered for RaB, as on reports (genderbias.options.TIES_OPTION); "
+        help_text="How the runs' tied documents were ordered for RaB, as on reports (core.options.TIES_OPTION); "
         "pools built before this choice: file (the run's stored order).",
     )
     created = models.DateTimeField(auto_now_add=True)

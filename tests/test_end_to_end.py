@@ -119,8 +119,8 @@ def assert_the_library_gives(report: Report) -> int:
             if kind is None or (result.metric == "NFaiRR" and result.variant != "collection"):
                 continue
             params = {
-                name: result.variant if name in ("magnitude", "variant") else getattr(report, option.setting)
-                for name, option in kind.OPTIONS.items()
+                name: result.variant if name in ("magnitude", "variant") else getattr(report, rule.name)
+                for name, rule in kind.RULES.items()
                 if name != "bound"
             }
             strings[str(kind(**params) @ result.cutoff)] = result

@@ -22,9 +22,9 @@ from core.db.scope import acting_in
 from core.errors import FieldError, ServiceError
 from core.jobs.in_process import inline_jobs
 from core.models import ResearchGroup, group_id_by_slug
+from core.options import ReportOption
 from genderbias.errors import InputError
 from genderbias.numbers import NumberError, parse_count
-from genderbias.options import ReportOption
 from genderbias.ranking.defaults import OptionError
 
 

@@ -26,8 +26,8 @@ from ir_measures import Metric as IrMetric
 
 from genderbias.api.inputs import Texts, load_run, load_texts
 from genderbias.api.notation import MEASURES, BiasMeasure, parse_measure
-from genderbias.options import EXPOSURE_OPTIONS, SEED_OPTION, THRESHOLD_OPTION
 from genderbias.presets import PRESETS
+from genderbias.ranking.defaults import EXPOSURE_RULES, SEED_RULE
 from genderbias.ranking.exposure import ExposureSettings
 from genderbias.ranking.measures import figures
 from genderbias.ranking.rbo import crbo
@@ -103,7 +103,7 @@ def with_preset(measures: Iterable[str | BiasMeasure], preset: str | None) -> li
         )
     out = []
     for measure in parsed:
-        sets = {name: value for name, value in chosen.settings.items() if name in measure.OPTIONS}
+        sets = {name: value for name, value in chosen.settings.items() if name in measure.RULES}
         for name, value in sets.items():
             if name in measure.params and measure.params[name] != value:
                 raise ValueError(
@@ -172,11 +172,11 @@ def _group(measure: BiasMeasure) -> tuple:
     if measure.NAME == "CRBO":
         return ("CRBO",)
 
-    def setting(name, option):
-        return measure[name] if name in measure.OPTIONS else option.default
+    def setting(name, rule):
+        return measure[name] if name in measure.RULES else rule.default
 
-    exposure = tuple(setting(name, option) for name, option in EXPOSURE_OPTIONS.items() if name != "threshold")
-    threshold, seed = setting("threshold", THRESHOLD_OPTION), setting("seed", SEED_OPTION)
+    exposure = tuple(setting(name, rule) for name, rule in EXPOSURE_RULES.items() if name != "threshold")
+    threshold, seed = setting("threshold", EXPOSURE_RULES["threshold"]), setting("seed", SEED_RULE)
     return ("bias", measure["ties"], measure["tokenizer"], threshold, exposure, seed)
 
 
@@ -185,7 +185,7 @@ def _bias(members: list[BiasMeasure], run, texts: Texts, wordlist, representativ
     measures computed together (:func:`_group`), each measure's rows picked out of them."""
     _, ties, tokenizer, threshold, exposure, seed = _group(members[0])
     settings = ExposureSettings(
-        **dict(zip([n for n in EXPOSURE_OPTIONS if n != "threshold"], exposure, strict=True)), threshold=threshold
+        **dict(zip([n for n in EXPOSURE_RULES if n != "threshold"], exposure, strict=True)), threshold=threshold
     )
     table = figures(
         {"": run}, texts.counts, sorted({m.cutoff for m in members}), wordlist=wordlist,
@@ -195,9 +195,8 @@ def _bias(members: list[BiasMeasure], run, texts: Texts, wordlist, representativ
     parts = []
     for measure in members:
         rows = table[(table["metric"] == measure.NAME) & (table["cutoff"] == measure.cutoff)]
-        variant = {"magnitude": measure.OPTIONS.get("magnitude"), "variant": measure.OPTIONS.get("variant")}
-        for name, option in variant.items():
-            if option is not None:
+        for name in ("magnitude", "variant"):
+            if name in measure.RULES:
                 rows = rows[rows["variant"] == measure[name]]
         parts.append(_rows(measure, rows))
     return parts

@@ -3,14 +3,14 @@
 ``ARaB@10``, ``RaB(magnitude='bool')@5``, ``NFaiRR(threshold=2.0)@10``, ``TExFAIR(variant='plain')@10``,
 ``AWRF(weights='trec')@10``, ``CRBO(p=0.8)@10``: a name, keyword parameters, ``@`` the cutoff. A
 parameter left at its default is not written (``NFaiRR(threshold=1)@10`` is ``NFaiRR@10``), and the
-defaults are the platform's (tie-aware; :mod:`genderbias.options`). Each measure is an
+defaults are the platform's (tie-aware; :data:`MEASURE_PARAMETERS`). Each measure is an
 ``ir_measures`` measure (a subclass of :class:`ir_measures.measures.base.Measure`): ``ARaB@10``
 builds one, ``str`` writes it, and once bound to texts (:func:`genderbias.api.calc.measures_for`)
 ir_measures' own ``calc_aggregate``/``iter_calc`` and
 PyTerrier's ``pt.Experiment`` compute it beside nDCG@10 through ir_measures' runtime provider, which
 takes any measure with a ``runtime_impl``.
 
-Every parameter's value is read and checked by its declaration (:meth:`genderbias.ranking.defaults.Rule.parse`
+Every parameter's value is read and checked by its rule (:meth:`genderbias.ranking.defaults.Rule.parse`
 for a value written in a string, so a cutoff or a number goes through the one number reader,
 :mod:`genderbias.numbers`: ASCII digits, bounded; ``check`` for a value given as it is); a bad one
 is a :class:`~genderbias.errors.MeasureError` naming the measure and the parameter. Light: no numpy
@@ -26,10 +26,63 @@ from typing import Any
 from ir_measures.measures.base import MeanAgg, Measure, ParamInfo, register, registry
 
 from genderbias.errors import MeasureError
-from genderbias.options import CRBO_P_OPTION, CUTOFF_OPTION, MEASURE_PARAMETERS, SEED_OPTION, TIES_OPTION, ReportOption
-from genderbias.ranking.defaults import OptionError
+from genderbias.ranking.defaults import (
+    CRBO_P,
+    CUTOFF_RULE,
+    EXPOSURE_RULES,
+    SEED_RULE,
+    TIES_RULE,
+    TOKENIZER_RULE,
+    OptionError,
+    Rule,
+)
 from genderbias.ranking.group_measure import GroupMeasure
-from genderbias.ranking.vocabulary import VOCABULARY
+from genderbias.ranking.vocabulary import BY_NAME, VOCABULARY
+
+#: RaB/ARaB's gender magnitude and TExFAIR's variant (a report computes both, the paper's first).
+MAGNITUDE_RULE = Rule("magnitude", BY_NAME["RaB"].variants[0], choices=tuple((v, v) for v in BY_NAME["RaB"].variants))
+VARIANT_RULE = Rule(
+    "variant",
+    BY_NAME["TExFAIR"].variants[0],
+    choices=tuple((v, v) for v in BY_NAME["TExFAIR"].variants),
+    what="TExFAIR variant",
+)
+#: CRBO's persistence p (its depth is the measure's cutoff).
+CRBO_P_RULE = Rule("p", CRBO_P, "number", minimum=0, maximum=1, open_bounds=True, what="RBO's p")
+#: Which figure of a measure over the orders of tied documents: their expectation (under ``tie-aware``),
+#: or the lowest or highest value any order gives.
+BOUNDS = ("value", "low", "high")
+BOUND_RULE = Rule("bound", BOUNDS[0], choices=tuple((bound, bound) for bound in BOUNDS))
+
+#: Every parameter of a bias measure's string (``ARaB(magnitude=bool)@5``) by name, declared once: the
+#: measures' declarations (:attr:`genderbias.ranking.vocabulary.Metric.parameters`) name them.
+MEASURE_PARAMETERS: dict[str, Rule] = EXPOSURE_RULES | {
+    "magnitude": MAGNITUDE_RULE,
+    "variant": VARIANT_RULE,
+    "ties": TIES_RULE,
+    "tokenizer": TOKENIZER_RULE,
+    "seed": SEED_RULE,
+    "bound": BOUND_RULE,
+}
+#: What each parameter is, by its rule's name: ir_measures' description of a measure's parameters.
+ABOUT = {
+    "magnitude": "RaB/ARaB's gender magnitude of a document: tf, ln(1 + count) (the paper's), or bool, any occurrence",
+    "variant": "TExFAIR's variant: rbdf, 1 − TED·RBDF (the paper's), or plain, 1 − TED",
+    "p": "RBO's persistence p: the weight of rank d+1 relative to rank d",
+    "bound": "value: the figure (tie-aware: its expectation over the orders of tied documents); low, high: the "
+    "lowest and highest value an order of ties gives",
+    "ties": "how tied documents are ordered: tie-aware (every order, the figure their expectation), trec_eval "
+    "(docid descending) or file (the run's order)",
+    "tokenizer": "how texts are split into words: words, or whitespace (the reference code's text.lower().split(' '))",
+    "seed": "the seed of the orders of ties drawn when a tie has too many to take them all",
+    "threshold": "NFaiRR's τ: documents with at most τ list words are neutral",
+    "awrf_weights": "AWRF's position weights: dcg 1/log2(r+1), trec 1/log2(max(r,2)) or geometric p(1-p)^(r-1)",
+    "awrf_p": "with geometric AWRF weights: the first rank's share of attention",
+    "exposure_target": "the target female share of exposure (AWRF) and of each prefix (rKL, rND, rRD)",
+    "protected_group": "rKL/rND/rRD's protected group",
+    "cut_step": "rKL/rND/rRD's cut points: every this many ranks, and the cutoff",
+    "exposure_form": "adapted (against the target share) or reference (as the cited papers' code computes them)",
+}
 
 
 class _NaNSkippingMean(MeanAgg):
@@ -42,9 +95,9 @@ class _NaNSkippingMean(MeanAgg):
 
 
 class BiasMeasure(Measure):
-    """A bias measure of the library; ``OPTIONS`` maps each parameter to its declaration."""
+    """A bias measure of the library; ``RULES`` maps each parameter to the rule it is read and checked by."""
 
-    OPTIONS: dict[str, ReportOption] = {}
+    RULES: dict[str, Rule] = {}
     DEFAULT = float("nan")  # a query the run does not return has no value
     #: What ir_measures writes a measure with (its own measures set ``__name__`` in the class body).
     __name__ = property(lambda self: self.NAME)
@@ -59,23 +112,23 @@ class BiasMeasure(Measure):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.SUPPORTED_PARAMS = {"cutoff": ParamInfo(dtype=int, desc="rank cutoff")} | {
-            name: ParamInfo(default=option.default, desc=option.help) for name, option in cls.OPTIONS.items()
+            name: ParamInfo(default=rule.default, desc=ABOUT[rule.name]) for name, rule in cls.RULES.items()
         }
 
     def _checked(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Each value by its declaration: a string as a person writes it (``ReportOption.parse``: numbers
+        """Each value by its rule: a string as a person writes it (``Rule.parse``: numbers
         through :mod:`genderbias.numbers`, so ``@١٠`` or ``@99999999999999999999`` is refused here,
-        not by the job that computes it), any other value as it is (``ReportOption.check``)."""
+        not by the job that computes it), any other value as it is (``Rule.check``)."""
         checked = {}
         for name, value in params.items():
-            option = CUTOFF_OPTION if name == "cutoff" else self.OPTIONS.get(name)
-            if option is None:
-                takes = ", ".join(["cutoff (@k)", *self.OPTIONS])
+            rule = CUTOFF_RULE if name == "cutoff" else self.RULES.get(name)
+            if rule is None:
+                takes = ", ".join(["cutoff (@k)", *self.RULES])
                 raise MeasureError(self.NAME, name, f"{self.NAME} takes no parameter {name!r}; it takes {takes}")
             if isinstance(value, str) and not value.strip():
                 raise MeasureError(self.NAME, name, f"give a value of {name}")
             try:
-                checked[name] = option.parse(value) if isinstance(value, str) else option.check(value)
+                checked[name] = rule.parse(value) if isinstance(value, str) else rule.check(value)
             except OptionError as exc:
                 raise MeasureError(self.NAME, name, exc.problem) from None
         return checked
@@ -97,7 +150,7 @@ class BiasMeasure(Measure):
     def __getitem__(self, name: str) -> Any:
         if name == "cutoff":
             return self.params.get("cutoff")
-        return self.params.get(name, self.OPTIONS[name].default)
+        return self.params.get(name, self.RULES[name].default)
 
     @property
     def cutoff(self) -> int:
@@ -119,14 +172,14 @@ class _CRBO(BiasMeasure):
     (gendered words swapped): it reads that second run, not texts, so it is bound to it."""
 
     NAME = "CRBO"
-    OPTIONS = {"p": CRBO_P_OPTION, "ties": TIES_OPTION, "seed": SEED_OPTION}
+    RULES = {"p": CRBO_P_RULE, "ties": TIES_RULE, "seed": SEED_RULE}
 
 
 def _declared(metric) -> BiasMeasure:
     """The measure of a metric of the vocabulary: its parameters are those it declares
-    (:attr:`genderbias.ranking.vocabulary.Metric.parameters`), each read by its one declaration."""
-    options = {name: MEASURE_PARAMETERS[name] for name in metric.parameters}
-    kind = type(f"_{metric.name}", (BiasMeasure,), {"NAME": metric.name, "OPTIONS": options})
+    (:attr:`genderbias.ranking.vocabulary.Metric.parameters`), each read by its one rule."""
+    rules = {name: MEASURE_PARAMETERS[name] for name in metric.parameters}
+    kind = type(f"_{metric.name}", (BiasMeasure,), {"NAME": metric.name, "RULES": rules})
     kind.__doc__ = type(metric).__doc__ if isinstance(metric, GroupMeasure) else metric.title
     return kind()
 

@@ -4,8 +4,8 @@ directions and variants: :mod:`genderbias.ranking.vocabulary`).
 The computing modules (:mod:`genderbias.ranking.measures`, :mod:`genderbias.stats.significance`) take their
 defaults from here, so a page, the API and a command start from the same values
 without loading numpy, pandas or scipy. So are the rules they check their inputs by (:class:`Rule`:
-:data:`CUTOFF_RULE`, :data:`CUTOFFS_RULE`, :data:`EXPOSURE_RULES`); the report's settings
-(:mod:`genderbias.options`) are these rules with the words a page and a command show.
+:data:`CUTOFF_RULE`, :data:`CUTOFFS_RULE`, :data:`EXPOSURE_RULES`, :data:`TIES_RULE`, :data:`TOKENIZER_RULE`,
+:data:`SEED_RULE`); the platform words them for its pages and commands.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from genderbias.numbers import NumberError, parse_count, parse_counts, parse_decimal
+from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 #: The confidence level of the library's bootstrap and Wilson intervals (the metrics', the agreement report's
 #: alpha, a plan's shares), and how a text names it. The methods that take a test's alpha (0.05) instead keep it.
 LEVEL = 0.95
 LEVEL_PERCENT = f"{LEVEL:.0%}"
-#: Rank cutoffs of the SIGIR 2020 tables. Every report setting's default, bounds and help are read from its
-#: declaration (:mod:`genderbias.options`), which takes the values from here.
+#: Rank cutoffs of the SIGIR 2020 tables.
 DEFAULT_CUTOFFS = (5, 10, 20, 30)
 #: Label sensitivity's cutoffs (each is a whole table of aggregations × policies × runs).
 SENSITIVITY_CUTOFFS = (5, 10, 20)
@@ -117,8 +117,9 @@ class Rule:
     """What values one setting of the library's computations takes, and its one check: one of ``choices``;
     a number (``number``) or a whole number (``count``) within bounds; rank ``cutoffs`` (whole numbers, each
     within bounds, at most ``most``); a word-list ``file``. The computing modules check their inputs by
-    these (:data:`CUTOFFS_RULE`, :data:`EXPOSURE_RULES`); the platform's report settings
-    (``genderbias.options``) are rules with the words a page and a command show around them."""
+    these (:data:`CUTOFFS_RULE`, :data:`EXPOSURE_RULES`; the measures' parameters,
+    :data:`genderbias.api.notation.MEASURE_PARAMETERS`); the platform's report settings are these rules
+    with the words a page and a command show around them."""
 
     name: str
     #: What applies when the setting is not given (``""``: none; a ``file``'s ``""``: the built-in list).
@@ -235,7 +236,7 @@ def _choices(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 
 #: One rank cutoff, where a figure is read at one depth (a measure's ``@k``).
-CUTOFF_RULE = Rule("cutoff", 10, "count", minimum=1, maximum=MAX_CUTOFF)
+CUTOFF_RULE = Rule("cutoff", 10, "count", minimum=1, maximum=MAX_CUTOFF, what="rank cutoff")
 #: The rank cutoffs of a computation: whole numbers from 1 to :data:`MAX_CUTOFF`, at most :data:`MAX_CUTOFFS`.
 CUTOFFS_RULE = Rule("cutoffs", DEFAULT_CUTOFFS, "cutoffs", minimum=1, maximum=MAX_CUTOFF, most=MAX_CUTOFFS)
 #: The exposure metrics' settings (``genderbias.ranking.exposure.ExposureSettings``), by its field names.
@@ -258,3 +259,9 @@ EXPOSURE_RULES = {
     "threshold": Rule("threshold", float(DEFAULT_THRESHOLD), "number", minimum=0, what="NFaiRR threshold"),
     "form": Rule("exposure_form", DEFAULT_EXPOSURE_FORM, choices=_choices(EXPOSURE_FORMS), what="exposure form"),
 }
+#: How a run's tied documents are ordered (:data:`TIES`).
+TIES_RULE = Rule("ties", DEFAULT_TIES, choices=_choices(TIES), what="order of ties")
+#: How texts are split into words (:data:`genderbias.text.tokenize.TOKENIZERS`).
+TOKENIZER_RULE = Rule("tokenizer", DEFAULT_TOKENIZER, choices=_choices(TOKENIZERS), what="tokenizer")
+#: The seed of what is drawn at random: the bootstrap's resamples, the orders of ties beyond :data:`TIE_DRAWS`.
+SEED_RULE = Rule("seed", DEFAULT_SEED, "count", minimum=0, what="the seed")

@@ -2,7 +2,7 @@
 
 Pure (numpy, polars; no Django). A run ranks documents by score; documents of one query with
 equal scores are **tied** and form a *tie group*, which occupies consecutive ranks. Three ways
-of ordering them (:data:`genderbias.ranking.defaults.TIES`, declared once in :mod:`genderbias.options`):
+of ordering them (:data:`genderbias.ranking.defaults.TIES`, checked by :data:`~genderbias.ranking.defaults.TIES_RULE`):
 
 - ``tie-aware`` (default): every bias figure is the **expectation over all orders** of each tie
   group (all orders equally likely, independently per group and per query);

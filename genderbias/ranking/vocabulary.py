@@ -56,7 +56,7 @@ class Metric:
     note: str  #: what a value means, in a few words (the plots' axis label)
     effectiveness: bool = False  #: a retrieval effectiveness measure (ir_measures), judged by qrels
     #: Its measure string's parameters (:mod:`genderbias.api.notation`), each declared once in
-    #: :data:`genderbias.options.MEASURE_PARAMETERS`; () for the effectiveness measures (ir_measures' own).
+    #: :data:`genderbias.api.notation.MEASURE_PARAMETERS`; () for the effectiveness measures (ir_measures' own).
     parameters: tuple[str, ...] = ()
 
 

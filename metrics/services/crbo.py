@@ -16,7 +16,7 @@ from django.urls import reverse
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
-from genderbias.options import TIES_OPTION
+from core.options import TIES_OPTION
 from genderbias.ranking.defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES
 from pooling.models import Run
 from pooling.selectors import collection_docids

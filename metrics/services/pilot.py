@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ServiceError
-from genderbias.options import CUTOFF_OPTION
+from core.options import CUTOFF_OPTION
 from genderbias.ranking.vocabulary import BY_NAME
 from genderbias.stats import plan_inputs
 from metrics.selectors import report_per_query

@@ -26,12 +26,7 @@ from core import methods
 from core.errors import FieldError, ServiceError
 from core.jobs import background_job
 from core.models import Job
-from core.progress import Progress
-from core.services.names import validate_name
-from core.services.storage import cache_dir
-from core.version import software_version
-from genderbias.files.atomic import write_parquet_atomic
-from genderbias.options import (
+from core.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     BOOTSTRAP_OPTION,
@@ -48,6 +43,11 @@ from genderbias.options import (
     TOKENIZER_OPTION,
     ReportOption,
 )
+from core.progress import Progress
+from core.services.names import validate_name
+from core.services.storage import cache_dir
+from core.version import software_version
+from genderbias.files.atomic import write_parquet_atomic
 from genderbias.presets import PRESETS
 from genderbias.ranking import effectiveness
 from genderbias.ranking.defaults import (
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """A report's settings; each one's default and rule are its declaration's (:mod:`genderbias.options`)."""
+    """A report's settings; each one's default and rule are its declaration's (:mod:`core.options`)."""
 
     cutoffs: tuple[int, ...] = CUTOFFS_OPTION.default
     tokenizer: str = TOKENIZER_OPTION.default
@@ -182,7 +182,7 @@ class Computed:
 
 
 def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int, ...]:
-    """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (:data:`genderbias.options.CUTOFFS_OPTION`:
+    """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (:data:`core.options.CUTOFFS_OPTION`:
     whole numbers within its bounds, at most its number of them; empty: its default), or a
     :class:`core.errors.FieldError` naming ``cutoffs``."""
     try:

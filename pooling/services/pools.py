@@ -21,8 +21,8 @@ from core.db import insert_rows
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
+from core.options import TIES_OPTION
 from core.services.names import validate_name
-from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 

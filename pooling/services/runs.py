@@ -149,7 +149,7 @@ def import_run(
 def tie_note(reordered: int, order: str) -> str:
     """What an import says of a run whose file orders tied scores otherwise than trec_eval's rule: the order
     it stored, and that reports and pools do not use it unless asked (their order of ties,
-    :data:`genderbias.options.TIES_OPTION`: tie-aware by default, averaging over every order)."""
+    :data:`core.options.TIES_OPTION`: tie-aware by default, averaging over every order)."""
     how = (
         "stored ranked by docid descending (trec_eval's rule)"
         if order == Run.Order.SCORE

@@ -1,4 +1,4 @@
-"""Each report setting is declared once (genderbias.options): its default, bounds and help.
+"""Each report setting is declared once (core.options): its default, bounds and help.
 
 The command, the form, the API's serializer and the model read the declaration, and a value is
 checked by the declaration's one check. The scan below fails when a default or a bound of a report
@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from genderbias.options import (
+from core.options import (
     AWRF_P_OPTION,
     CUT_STEP_OPTION,
     CUTOFFS_OPTION,
@@ -32,7 +32,7 @@ PRODUCT = ("core", "pooling", "annotation", "metrics", "publishing", "config")
 #: Where a setting's values may be written: its declaration, the defaults it reads, the papers' presets
 #: (a paper's own settings, which may equal a default) and the migrations (history).
 ALLOWED = {
-    "genderbias/options.py",
+    "core/options.py",
     "genderbias/ranking/defaults.py",
     "genderbias/presets.py",
     "genderbias/text/tokenize.py",

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from genderbias.options import PRESET_OPTION, TIES_OPTION
+from core.options import PRESET_OPTION, TIES_OPTION
 from genderbias.presets import PRESETS
 from metrics.models import Report, Result
 

@@ -1,5 +1,5 @@
 """One RaB for a query (issue 67): the pool ranks queries by the report's tie-aware RaB@10, its order of
-ties a choice declared once with the reports' (genderbias.options.TIES_OPTION), and the pool page shows
+ties a choice declared once with the reports' (core.options.TIES_OPTION), and the pool page shows
 each query's figure and its tie range as the report does. On Grep-BiasIR with a BM25 run, whose three
 wordings of a document tie (:mod:`tests.genderbias.ranking.test_ties`), the pool's RaB@10 [tf] of every
 pooled query equals the report's per-query RaB@10 [tf] on the same data, under each order of ties."""
@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from genderbias.options import TIES_OPTION
+from core.options import TIES_OPTION
 from metrics import selectors
 from metrics.services import ReportSettings, build_report
 from pooling.models import Pool, PoolEntry, QuerySet, Run

@@ -10,8 +10,7 @@ from core.management.cli import (
     name_list,
     whole_number,
 )
-from genderbias.files.atomic import atomic_path, atomic_write, check_writable
-from genderbias.options import (
+from core.options import (
     AWRF_P_OPTION,
     AWRF_WEIGHTS_OPTION,
     BOOTSTRAP_OPTION,
@@ -29,6 +28,7 @@ from genderbias.options import (
     TOKENIZER_OPTION,
     WORDLIST_OPTION,
 )
+from genderbias.files.atomic import atomic_path, atomic_write, check_writable
 from genderbias.presets import PRESETS
 from genderbias.ranking.defaults import (
     COLLECTION_BACKGROUND,

@@ -1,5 +1,5 @@
 from core.management.cli import ProjectCommand, add_option, command_errors, get_named, get_named_list, name_list
-from genderbias.options import BOOTSTRAP_OPTION, CUTOFF_OPTION, SEED_OPTION
+from core.options import BOOTSTRAP_OPTION, CUTOFF_OPTION, SEED_OPTION
 from metrics import services
 from metrics.models import Report
 from pooling.models import QuerySet, Run

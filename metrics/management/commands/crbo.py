@@ -1,7 +1,7 @@
 from core.management.cli import ProjectCommand, add_option, command_errors, decimal_number, get_named_list, whole_number
+from core.options import TIES_OPTION
 from core.spreadsheet import write_csv
 from genderbias.files.atomic import atomic_write, check_writable
-from genderbias.options import TIES_OPTION
 from genderbias.ranking.defaults import CRBO_DEPTH as DEFAULT_DEPTH
 from genderbias.ranking.defaults import CRBO_P as DEFAULT_P
 from metrics.services import crbo_summary

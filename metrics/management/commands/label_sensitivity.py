@@ -11,8 +11,7 @@ from core.management.cli import (
     name_list,
     whole_number,
 )
-from genderbias.files.atomic import atomic_path, atomic_write, check_writable
-from genderbias.options import (
+from core.options import (
     BOOTSTRAP_OPTION,
     NORMALISER_OPTION,
     REPRESENTATIVE_WORDLIST_OPTION,
@@ -23,6 +22,7 @@ from genderbias.options import (
     TOKENIZER_OPTION,
     WORDLIST_OPTION,
 )
+from genderbias.files.atomic import atomic_path, atomic_write, check_writable
 from genderbias.ranking.defaults import CONFIDENCE_THRESHOLD
 from genderbias.text.wordlists import load_wordlist
 from metrics import services

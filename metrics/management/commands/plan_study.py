@@ -5,7 +5,7 @@ from decimal import Decimal, InvalidOperation
 from django.core.management.base import CommandError
 
 from core.management.cli import ProjectCommand, add_option, command_errors, decimal_number, whole_number
-from genderbias.options import CUTOFF_OPTION
+from core.options import CUTOFF_OPTION
 from genderbias.stats.power import DEFAULT_DRAWS
 from metrics.services import CostSettings, plan_study
 from metrics.services.planning import DEFAULT_ALPHA, DEFAULT_AUDIT_SECONDS, DEFAULT_POWER

@@ -1,7 +1,7 @@
 import json
 
 from core.management.cli import ProjectCommand, add_option, command_errors, get_named, whole_number
-from genderbias.options import CUTOFF_OPTION
+from core.options import CUTOFF_OPTION
 from metrics import selectors
 from metrics.models import Report
 

@@ -11,8 +11,8 @@ from core.management.cli import (
     name_list,
     whole_number,
 )
+from core.options import TIES_OPTION
 from genderbias.files.atomic import check_writable
-from genderbias.options import TIES_OPTION
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from genderbias.text.wordlists import load_wordlist
 from pooling import selectors, services

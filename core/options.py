@@ -2,8 +2,9 @@
 
 Every setting of a report (the cutoffs, the tokenizer, NFaiRR's τ and normaliser, the exposure
 metrics' weights, p, target, protected group, cut step and form, the order of ties, the paper
-preset, the bootstrap, the word lists) is one :class:`ReportOption` here
-(a rule of the library, :class:`genderbias.ranking.defaults.Rule`, with its words). The shells read these
+preset, the bootstrap, the word lists) is one :class:`ReportOption` here: the rule the library checks
+the value by (:class:`genderbias.ranking.defaults.Rule`) with the words the platform shows. The words are the
+platform's, so they live here and the library imports none of them. The shells read these
 declarations, so they cannot drift apart: ``manage.py bias_report``'s and ``label_sensitivity``'s
 arguments (``core.management.cli.add_option``), the report form's fields (``metrics.forms``), the API's
 request serializer and so its OpenAPI schema (``metrics.api``), and the ``Report`` model's fields
@@ -23,23 +24,21 @@ from dataclasses import dataclass
 from genderbias.presets import PRESETS
 from genderbias.ranking.defaults import (
     AWRF_WEIGHTS,
-    CRBO_P,
     CUTOFF_RULE,
     CUTOFFS_RULE,
     DEFAULT_NORMALISER,
     DEFAULT_SAMPLES,
-    DEFAULT_SEED,
-    DEFAULT_TIES,
     EXPOSURE_FORMS,
     EXPOSURE_RULES,
     NORMALISERS,
+    SEED_RULE,
     SENSITIVITY_CUTOFFS,
     TIE_DRAWS,
     TIES,
+    TIES_RULE,
+    TOKENIZER_RULE,
     Rule,
 )
-from genderbias.ranking.vocabulary import BY_NAME
-from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,15 +89,12 @@ CUTOFF_OPTION = _worded(CUTOFF_RULE, label="Rank cutoff", help="the rank cutoff 
 SENSITIVITY_CUTOFFS_OPTION = _worded(
     CUTOFFS_RULE, label="Rank cutoffs", help="comma-separated rank cutoffs", default=SENSITIVITY_CUTOFFS
 )
-TOKENIZER_OPTION = ReportOption(
-    "tokenizer",
-    DEFAULT_TOKENIZER,
-    # The values alone, as pooling's own tokenizer fields offer them: one enum in the OpenAPI schema.
-    choices=tuple((name, name) for name in TOKENIZERS),
+#: The rule's choices, the values alone, as pooling's own tokenizer fields offer them: one enum in the OpenAPI schema.
+TOKENIZER_OPTION = _worded(
+    TOKENIZER_RULE,
     label="Tokenizer",
     help="how documents are split into words for the word lists: words or whitespace (the reference code's "
     "text.lower().split(' '))",
-    what="tokenizer",
 )
 THRESHOLD_OPTION = _worded(
     EXPOSURE_RULES["threshold"],
@@ -157,9 +153,8 @@ EXPOSURE_FORM_OPTION = _worded(
         (EXPOSURE_FORMS[1], "reference: as the cited papers' code, against the list's own composition"),
     ),
 )
-TIES_OPTION = ReportOption(
-    "ties",
-    DEFAULT_TIES,
+TIES_OPTION = _worded(
+    TIES_RULE,
     choices=(
         (TIES[0], "tie-aware: every bias figure is its expectation over all orders of tied documents"),
         (TIES[1], "trec_eval: ties by docid descending, as trec_eval and ir_measures"),
@@ -170,7 +165,6 @@ TIES_OPTION = ReportOption(
     "expectation over all orders of each tie group (exact for RaB, ARaB and NFaiRR; TExFAIR and the "
     f"exposure metrics over every order, or {TIE_DRAWS} drawn); trec_eval orders them by docid descending; file keeps "
     "the run's order. Effectiveness always follows trec_eval (ir_measures)",
-    what="order of ties",
 )
 PRESET_OPTION = ReportOption(
     "preset",
@@ -192,9 +186,7 @@ BOOTSTRAP_OPTION = ReportOption(
     attribute="bootstrap_samples",
     what="bootstrap samples",
 )
-SEED_OPTION = ReportOption(
-    "seed", DEFAULT_SEED, label="Bootstrap seed", help="the bootstrap's seed", kind="count", minimum=0, what="the seed"
-)
+SEED_OPTION = _worded(SEED_RULE, label="Bootstrap seed", help="the bootstrap's seed")
 WORDLIST_OPTION = ReportOption(
     "wordlist",
     "",
@@ -231,70 +223,4 @@ REPORT_OPTIONS = {
         WORDLIST_OPTION,
         REPRESENTATIVE_WORDLIST_OPTION,
     )
-}
-#: The exposure metrics' settings (``genderbias.ranking.exposure.ExposureSettings``), by its field names.
-EXPOSURE_OPTIONS = {
-    "weights": AWRF_WEIGHTS_OPTION,
-    "p": AWRF_P_OPTION,
-    "target": EXPOSURE_TARGET_OPTION,
-    "protected": PROTECTED_OPTION,
-    "step": CUT_STEP_OPTION,
-    "threshold": THRESHOLD_OPTION,
-    "form": EXPOSURE_FORM_OPTION,
-}
-
-# --- the library's measures (genderbias.api.notation): settings a report computes in every variant ---
-
-#: RaB/ARaB's gender magnitude (a report computes both, the paper's ``tf`` first).
-MAGNITUDE_OPTION = ReportOption(
-    "magnitude",
-    BY_NAME["RaB"].variants[0],
-    choices=tuple((variant, variant) for variant in BY_NAME["RaB"].variants),
-    label="RaB magnitude",
-    help="RaB/ARaB's gender magnitude of a document: tf, ln(1 + count) (the paper's), or bool, any occurrence",
-    what="magnitude",
-)
-#: TExFAIR's variant (a report computes both): ``rbdf`` (the paper's, 1 − TED·RBDF) or ``plain`` (1 − TED).
-TEXFAIR_VARIANT_OPTION = ReportOption(
-    "variant",
-    BY_NAME["TExFAIR"].variants[0],
-    choices=tuple((variant, variant) for variant in BY_NAME["TExFAIR"].variants),
-    label="TExFAIR variant",
-    help="TExFAIR's variant: rbdf, 1 − TED·RBDF (the paper's), or plain, 1 − TED",
-    what="TExFAIR variant",
-)
-#: CRBO's persistence p (its depth is the measure's cutoff, :data:`CUTOFF_OPTION`).
-CRBO_P_OPTION = ReportOption(
-    "p",
-    CRBO_P,
-    label="RBO persistence",
-    help="RBO's persistence p: the weight of rank d+1 relative to rank d",
-    kind="number",
-    minimum=0,
-    maximum=1,
-    open_bounds=True,
-    what="RBO's p",
-)
-#: Which figure of a measure over the orders of tied documents: their expectation (under ``tie-aware``),
-#: or the lowest or highest value any order gives.
-BOUNDS = ("value", "low", "high")
-BOUND_OPTION = ReportOption(
-    "bound",
-    BOUNDS[0],
-    choices=tuple((bound, bound) for bound in BOUNDS),
-    label="Figure over tie orders",
-    help="value: the figure (tie-aware: its expectation over the orders of tied documents); low, high: the "
-    "lowest and highest value an order of ties gives",
-    what="bound",
-)
-
-#: Every parameter of a bias measure's string (``ARaB(magnitude=bool)@5``) by name, declared once: the
-#: measures' declarations (:attr:`genderbias.ranking.vocabulary.Metric.parameters`) name them.
-MEASURE_PARAMETERS: dict[str, ReportOption] = EXPOSURE_OPTIONS | {
-    "magnitude": MAGNITUDE_OPTION,
-    "variant": TEXFAIR_VARIANT_OPTION,
-    "ties": TIES_OPTION,
-    "tokenizer": TOKENIZER_OPTION,
-    "seed": SEED_OPTION,
-    "bound": BOUND_OPTION,
 }
