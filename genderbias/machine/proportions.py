@@ -2,7 +2,7 @@
 of a class, a run's mean over the queries of a class, and the paired difference of two runs there. One
 machinery for a machine's labels and for the crowd's (its aggregated label as the prediction).
 
-Pure numpy and scipy, no Django; ``ppi_py`` is the reference the tests compare with (not imported here).
+Pure numpy and scipy; ``ppi_py`` is the reference the tests compare with (not imported here).
 
 A machine pre-labeller, or the crowd, labels every query of a batch; an expert (or humans, for a
 machine) labels a random sample, blind to those labels. The predicted figure is precise but biased
@@ -10,8 +10,8 @@ machine) labels a random sample, blind to those labels. The predicted figure is 
 queries, which no crowd model corrects); the sample's figure is unbiased but noisy. Prediction-powered
 inference (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, "Prediction-powered inference", Science 2023)
 combines them, and PPI++ (Angelopoulos, Duchi & Zrnic, "PPI++: Efficient Prediction-Powered Inference",
-arXiv 2311.01453, 2023) tunes how much to trust the prediction. It assumes nothing about how the
-prediction was made: the sample being random is what the interval rests on.
+arXiv 2311.01453, 2023) tunes how much to trust the prediction. It assumes nothing of how the prediction was
+made: the interval rests on the sample being random.
 
 Shares
 ------
@@ -23,21 +23,18 @@ For a category ``k``, per query ``Y = 1[human == k]`` (known on the sample, n qu
     CI  = θ̂_λ ± z_{1−α/2} · se          (clamped to [0, 1], as is θ̂)
 
 with population variances (ddof 0) and ``w̃ = w · n / Σw``, exactly as ``ppi_py.ppi_mean_ci`` computes them.
-``λ = 1`` is classic PPI, ``λ = 0`` the sample alone; by default λ is the one in [0, 1] that minimises the
-estimated variance (PPI++, ``ppi_py``'s rule), so the prediction cannot make the interval wider, up to noise.
+``λ = 1`` is classic PPI, ``λ = 0`` the sample alone; by default λ in [0, 1] minimises the estimated variance
+(PPI++, ``ppi_py``'s rule): the prediction cannot make the interval wider, up to noise.
 
-The unlabelled set is the machine labels of the *whole* batch (sample and rest): the estimand is the share in
-this batch, whose machine share is then known exactly, and it stays right when the sample was not drawn
-proportionally (a rare stratum sampled in full leaves the rest none of it). The ``var/N`` term is a small
-conservative extra.
+The unlabelled set is the machine labels of the *whole* batch (sample and rest): the estimand is this batch's
+share, right also when the sample was not drawn proportionally. The ``var/N`` term is a small conservative extra.
 
 Sample weights. A sample stratified by machine label (stratum ``s``, ``N_s`` batch queries, ``n_s`` sampled)
 has inclusion probability ``n_s/N_s``; ``w = N_s/n_s`` as ``ppi_py``'s ``w`` turns the rectifier into the
 stratified (Horvitz–Thompson/Hájek) mean ``Σ_s (N_s/N) mean_s(Y − λŶ)``, unbiased for the batch mean of
-``Y − λŶ`` as the strata partition the batch. ``Ŷ`` being constant within a stratum, θ̂ is then the classical
-stratified estimator ``Σ_s (N_s/N) mean_s(Y)`` for every λ. ``ppi_py``'s standard error treats the n weighted
-terms as independent draws, which over-states the variance under stratified sampling without replacement: the
-interval is conservative. :func:`stratified_weights` computes the weights.
+``Y − λŶ`` as the strata partition the batch (θ̂ is then the classical stratified estimator for every λ).
+``ppi_py``'s standard error treats the n weighted terms as independent draws, which over-states the variance
+under stratified sampling without replacement: the interval is conservative (:func:`stratified_weights`).
 
 Class means and paired differences: one moment condition, its test inverted
 ---------------------------------------------------------------------------
@@ -51,23 +48,17 @@ is every θ whose interval holds 0 (the test inverted, as Fieller's interval inv
 found by a grid of :data:`GRID` points a side and Brent's method; the estimate is the root of the test's centre.
 Each quantity is a quadratic in θ of sums taken once (:class:`_Moments`). For a share only the centre moves with
 θ: the inverted test is ``ppi_mean_ci``'s interval exactly (clamped to [0, 1]). The delta method is not used: it
-under-covers with an audit of 50 (0.86-0.90, issue 81). θ lies within the values' range over the batch; the
+under-covers with small audits. θ lies within the values' range over the batch; the
 interval is clamped to it. Coverage on real and simulated crowds: docs/quality.md, "Audit samples".
 
-Small audits (issue 81: an audit of 50 under-covered, docs/quality.md, "Audit samples"). A class mean's variance
-and λ rest on the audit's members of the class (about 24 of 50): its quantile is Student's t with (members − 1)
-degrees of freedom. A share's rectifier variance is floored at ``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)``: the
-Agresti–Coull variance of an audit of n holding none of the class, which adds z²/2 (1.92) pseudo-queries to
-each side. It applies only where the audit cannot show what the rectifier's variance rests on: where it holds
-fewer than ``n · p₀`` (0 or 1 at any audit size) queries of the class, or of the other classes (λ's covariance
-rests on one query or none, and the share's Wald variance lies below Agresti–Coull's: an audit holding no
-gendered query gave an interval of no width, the ``demo`` crowd's share of "n", 97%, covering 0.65 at 50), or
-where the prediction is right on every audited query (the rectifier's variance is then (1 − λ)² times the
-share's, whatever the prediction's error rate: the ``asymmetric`` crowd, whose errors all lean one way, covered
-0.86 at 50 without it). Elsewhere a share is ``ppi_mean_ci``'s interval exactly (``ppi_py`` has no floor).
-Floored at every audit (2026-11-27, first fix) it also bound where the audit showed exactly one error of the
-prediction, up to 1.25 times ``ppi_py``'s width at an audit of 100 for about the same coverage
-(docs/quality.md, "Audit samples").
+Small audits (issue 81; the figures: docs/quality.md, "Audit samples"). A class mean's variance and λ rest on
+the audit's members of the class (about 24 of 50): its quantile is Student's t with (members − 1) degrees of
+freedom. A share's rectifier variance is floored at ``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)`` (Agresti–Coull's
+variance of an audit of n holding none of the class), only where the audit cannot show what that variance rests
+on: fewer than ``n · p₀`` (0 or 1) audited queries of the class or of the rest (λ's covariance rests on one query
+or none: an audit holding no gendered query gives an interval of no width), or a prediction right on every
+audited query (the rectifier's variance is then (1 − λ)² times the share's, whatever the error rate: a crowd whose
+errors all lean one way). Elsewhere a share is ``ppi_mean_ci``'s interval exactly (``ppi_py`` has no floor).
 """
 
 from __future__ import annotations
@@ -103,11 +94,10 @@ def category_proportions(
 ) -> dict[str, dict]:
     """Share of each category in the whole batch, with a (1 − alpha) confidence interval.
 
-    human / machine_sample: the labelled sample, in the same order; machine_rest: the machine
-    labels of the batch's other queries. weights: per sample query, its inverse inclusion
-    probability (``N_s/n_s`` for a sample stratified by machine label, see
-    :func:`stratified_weights`); ``None`` for a simple random sample. lam: ``None`` tunes λ
-    per category (PPI++); 1 is classic PPI; 0 ignores the machine.
+    human / machine_sample: the labelled sample, in the same order; machine_rest: the machine labels of
+    the batch's other queries. weights: per sample query, its inverse inclusion probability
+    (:func:`stratified_weights`); ``None`` for a simple random sample. lam: ``None`` tunes λ per
+    category (PPI++); 1 is classic PPI; 0 ignores the machine.
 
     Returns label -> {"estimate", "ci": [lo, hi], "machine_only": machine share over the
     batch, "sample_only": (weighted) human share in the sample, "sample_ci": its classical
