@@ -20,8 +20,8 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         """Sessions and one-time links end for good when an account's rights change (annotation.accounts);
-        the sub-domains' hooks are declared (:data:`PLUG_INS`, loaded when a hook is first used); pooling
-        reads a query file's labels with this app's vocabulary; the chat connection's test is the chat labeller's
+        the sub-domains' hooks are declared (:data:`PLUG_INS`, loaded when a hook is first used); the chat
+        connection's test is the chat labeller's
         request (annotation.machine.services.prelabels.check_chat)."""
         from django.db.models.signals import post_migrate
 
@@ -31,11 +31,8 @@ class AnnotationConfig(AppConfig):
         from core.connection_kinds import CHAT  # start-up
         from core.services.connections import register_connection  # start-up
         from core.startup import deferred  # start-up
-        from genderbias.labels import ACCEPTED_SPELLINGS, label_code  # start-up
-        from pooling.queryfiles import LABELS  # start-up
 
         watch_accounts()
-        LABELS.use(label_code, ACCEPTED_SPELLINGS)  # a labelled query file is read with the one vocabulary
         post_migrate.connect(_change_log, sender=self)
         plug_in((*PLUG_INS, *platform_plug_ins()))
         # the Connections page's test: the chat labeller's own request (its module loaded when tested)

@@ -35,9 +35,9 @@ def main(kind: str, work: str) -> None:
     from django.conf import settings
 
     from benchmarks.measure import peak_memory_mb
+    from genderbias.files.qrelfiles import read_qrels
     from genderbias.files.textfiles import HELD_LINE_BYTES
     from pooling import services
-    from pooling.qrelfiles import read_qrels
 
     limit = settings.IMPORT_MAX_HELD_BYTES
     path = os.path.join(work, f"held-{kind}-{limit}.txt")

@@ -1,7 +1,7 @@
 """The one way a free-form id (a query id) goes into a URL path: ``<key:qid>``.
 
 Names of named objects are slugs (:mod:`core.services.names`) and go into URLs as they are. Query
-ids are whatever a query file holds (``pooling.queryfiles``: anything but tabs and line
+ids are whatever a query file holds (``genderbias.files.queryfiles``: anything but tabs and line
 breaks, no surrounding whitespace), so ``a/b``, ``q?x``, ``q#1``, ``50%``, ``..`` and
 ``é q`` are all real ids. Django's ``str`` converter stops at ``/`` (``reverse`` then fails
 with ``NoReverseMatch``), and percent-encoding is not enough: the server decodes ``%2F``

@@ -15,13 +15,13 @@ from rest_framework.views import APIView
 from core.api import StagedUploadsMixin, body_object, form_data, form_errors, job_started
 from core.options import TIES_OPTION
 from core.serializers import CountField, JobSerializer
+from genderbias.datasets import NAMED_SETS
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 from . import services
 from .analysis import MAGNITUDES
 from .forms import ImportForm, NamedSetForm, PoolForm
 from .models import Collection, Pool, QuerySet, Run
-from .named_sets import NAMED_SETS
 from .serializers import (
     CollectionSerializer,
     PoolEntrySerializer,

@@ -7,6 +7,7 @@ from core.forms import CountField, add_service_error
 from core.models import Job
 from core.options import TIES_OPTION
 from core.services.uploads import check_import_path, keep_upload, upload_too_large_message
+from genderbias.datasets import NAMED_SETS
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from pooling.models import Pool
 
@@ -14,7 +15,6 @@ from . import services
 from .analysis import MAGNITUDES
 from .irdatasets import check_dataset_id
 from .models import Collection, QuerySet, Run, WordList
-from .named_sets import NAMED_SETS
 
 
 class PoolForm(forms.Form):

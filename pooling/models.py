@@ -12,8 +12,8 @@ from django.db import models
 
 from core.models import GroupOwned, GroupScopedManager
 from core.options import TIES_OPTION
-from pooling.named_sets import set_of_source
-from pooling.queryfiles import MAX_QID_CHARS
+from genderbias.datasets import set_of_source
+from genderbias.files.queryfiles import MAX_QID_CHARS
 
 
 class Collection(GroupOwned):
@@ -63,12 +63,12 @@ class Collection(GroupOwned):
     @property
     def dataset_source(self) -> str:
         """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, ``named-set:<key>
-        (<repository>, <licence>)`` when written from a named set (:mod:`pooling.named_sets`), else ``""``."""
+        (<repository>, <licence>)`` when written from a named set (:mod:`genderbias.datasets`), else ``""``."""
         return self.source if self.source.startswith(("ir_datasets:", "named-set:")) else ""
 
     @property
     def named_set(self):
-        """The :class:`pooling.named_sets.NamedSet` whose documents it holds, or None."""
+        """The :class:`genderbias.datasets.NamedSet` whose documents it holds, or None."""
 
         return set_of_source(self.source)
 
@@ -101,19 +101,19 @@ class QuerySet(GroupOwned):
     @property
     def dataset_source(self) -> str:
         """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, ``named-set:<key>
-        (<repository>, <licence>)`` when imported as a named set (:mod:`pooling.named_sets`), else ``""``."""
+        (<repository>, <licence>)`` when imported as a named set (:mod:`genderbias.datasets`), else ``""``."""
         return self.source if self.source.startswith(("ir_datasets:", "named-set:")) else ""
 
     @property
     def named_set(self):
-        """The :class:`pooling.named_sets.NamedSet` it was imported as, or None."""
+        """The :class:`genderbias.datasets.NamedSet` it was imported as, or None."""
 
         return set_of_source(self.source)
 
 
 class Query(models.Model):
     query_set = models.ForeignKey(QuerySet, on_delete=models.CASCADE, related_name="queries")
-    qid = models.CharField(max_length=MAX_QID_CHARS)  # checked by the query file readers (pooling.queryfiles)
+    qid = models.CharField(max_length=MAX_QID_CHARS)  # checked by the query file readers (genderbias.files.queryfiles)
     text = models.TextField()
     position = models.PositiveIntegerField(help_text="Order in the source file.")
     label = models.CharField(

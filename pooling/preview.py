@@ -2,7 +2,7 @@
 
 - :func:`preview_head`: the first whole lines of a file (its first bytes, gunzipped when
   gzipped, at most :data:`PREVIEW_BYTES`), parsed by the real readers of
-  :mod:`genderbias.files.collection`, :mod:`genderbias.files.runs`, :mod:`pooling.queryfiles` and :mod:`genderbias.text.wordlists`: the first
+  :mod:`genderbias.files.collection`, :mod:`genderbias.files.runs`, :mod:`genderbias.files.queryfiles` and :mod:`genderbias.text.wordlists`: the first
   rows with the columns the import keeps, the run format detected, and every problem of
   those lines (up to :data:`MAX_PROBLEMS`) with its line number. Bounded: never more than
   the head is read or decompressed, whatever the file's size.
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from genderbias.errors import InputError, Skipped
+from genderbias.files.qrelfiles import read_qrels
+from genderbias.files.queryfiles import ROLES, ColumnChoiceError, first_table, read_query_table, with_columns
 from genderbias.files.textfiles import GZIP_MAGIC, safe_basename
 from genderbias.text.wordlists import load_wordlist
-from pooling.qrelfiles import read_qrels
-from pooling.queryfiles import ROLES, ColumnChoiceError, first_table, read_query_table, with_columns
 
 #: How much of a file a preview reads (uncompressed bytes; an upload's first bytes, sliced by the browser).
 PREVIEW_BYTES = 256 * 1024
@@ -136,7 +136,7 @@ class Preview:
     #: Runs: the format detected (``trec`` or ``msmarco``).
     run_format: str | None = None
     #: Query files: the columns chosen (role -> header name or 1-based number), and the table
-    #: read (:class:`pooling.queryfiles.QueryTable`: the file's columns and which is which).
+    #: read (:class:`genderbias.files.queryfiles.QueryTable`: the file's columns and which is which).
     chosen: dict = field(default_factory=dict)
     table: object = None
 

@@ -22,9 +22,9 @@ from core.figure_notes import figure_notes
 from genderbias.errors import InputError, Skipped
 from genderbias.files.atomic import file_sha256, write_parquet_atomic
 from genderbias.files.docstores import V2PassageFiles
+from genderbias.files.qrelfiles import read_qrels
 from genderbias.text.wordlists import GenderWords, wordlist_from_mapping
 from pooling.models import Query
-from pooling.qrelfiles import read_qrels
 
 from .irdatasets import DatasetTexts
 from .models import Collection, Pool, Qrels, QuerySet, Run, WordList
@@ -232,7 +232,7 @@ def _through_ties(run: Run, top, wanted, depth: int):
 
 def read_qrels_checked(path: str | Path, collection: Collection, query_set: QuerySet, skipped: Skipped | None):
     """A qrels file's judgments (``qid, docid, rel``), each checked against the query set's
-    queries and the collection's docids (:func:`pooling.qrelfiles.read_qrels`)."""
+    queries and the collection's docids (:func:`genderbias.files.qrelfiles.read_qrels`)."""
     import polars as pl
 
     if collection.by_reference:
@@ -419,7 +419,7 @@ def run_query_texts(run_names: Sequence[str], qids) -> dict[str, str]:
 
 
 def named_set_facts(query_set: QuerySet | None) -> dict | None:
-    """The named data set a query set was imported as (:mod:`pooling.named_sets`): its name, title, source,
+    """The named data set a query set was imported as (:mod:`genderbias.datasets`): its name, title, source,
     licence and citation as the query set records them (its own licence and citation first); None for
     other queries. The one source of these facts for cards, methods texts and the paper bundle."""
     named = query_set.named_set if query_set is not None else None

@@ -17,12 +17,12 @@ from core.services.uploads import check_import_path, staged_uploads
 from core.spreadsheet import write_csv, write_tsv
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
+from genderbias.datasets import NAMED_SETS, SOURCE_PREFIX
 from genderbias.errors import InputError
 
 from . import selectors, services
 from .forms import ImportForm, NamedSetForm, PoolForm, chosen_columns
 from .models import Collection, Pool, Qrels, QuerySet
-from .named_sets import NAMED_SETS, SOURCE_PREFIX
 from .preview import MAX_PROBLEMS, PREVIEW_BYTES, docids_in_index, head_lines, preview_head, read_head
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from pooling.named_sets import NAMED_SETS
+from genderbias.datasets import NAMED_SETS
 
 #: key → BibTeX entry (the key is the entry's own). The named data sets' papers are declared
-#: with the sets (:data:`pooling.named_sets.NAMED_SETS`: their cards cite them too).
+#: with the sets (:data:`genderbias.datasets.NAMED_SETS`: their cards cite them too).
 ENTRIES: dict[str, str] = {
     **{named.citation_key: named.citation for named in NAMED_SETS.values()},
     "abolghasemi2024": """@inproceedings{abolghasemi2024,

@@ -73,7 +73,7 @@ def source_query_set(batch: Batch) -> str:
 
 
 def queries_from(batch: Batch) -> dict[str, Any] | None:
-    """The named data set the batch's queries come from (:mod:`pooling.named_sets`): its name, title,
+    """The named data set the batch's queries come from (:mod:`genderbias.datasets`): its name, title,
     source, licence and citation as its query set records them; None for other queries."""
     return named_set_facts(batch.pool.source if batch.pool else batch.query_set)
 

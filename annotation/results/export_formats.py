@@ -27,9 +27,9 @@ from typing import IO, Any
 
 from core.spreadsheet import write_csv
 from genderbias.files.atomic import atomic_write
+from genderbias.files.queryfiles import single_line, write_queries
 from genderbias.labels import ALL_CATEGORIES, CATEGORY_SLUGS, LABEL_NAMES, LABELS
 from genderbias.ranking.defaults import LEVEL_PERCENT
-from pooling.queryfiles import single_line, write_queries
 
 #: Agreement facts a dataset card shows, in order, with their headings.
 AGREEMENT_FACTS = (

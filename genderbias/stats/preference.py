@@ -10,7 +10,7 @@ In a run, versions are told apart by a docid suffix: ``<document><separator><ver
 (default ``123-m``, ``123-f``, ``123-n``), or by a table of each document's query, case and
 wording (:func:`known_versions`): Grep-BiasIR's documents keep the set's own docids, and each
 query's case is its own relevant or non-relevant document in its three wordings
-(:func:`pooling.named_sets.wording_variants`). :func:`variant_cases` says, case by case, which
+(:func:`genderbias.datasets.wording_variants`). :func:`variant_cases` says, case by case, which
 wording won and where the run ranked each.
 """
 

@@ -18,9 +18,9 @@ from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.natural import natural_key
+from genderbias.datasets import wording_variants
 from genderbias.ranking.defaults import VARIANT_VERSIONS
 from pooling.models import Run
-from pooling.named_sets import wording_variants
 from pooling.services import run_frame
 
 
@@ -37,7 +37,7 @@ def _no_versions_message(run: Run, separator: str, versions: Sequence[str]) -> s
 
 def wordings_of(run: Run) -> dict[str, tuple[str, str, str]] | None:
     """docid -> ``(query, case, wording)`` when ``run`` ranks a named set's documents that come in
-    wordings (Grep-BiasIR: :func:`pooling.named_sets.wording_variants`), else None (the versions are
+    wordings (Grep-BiasIR: :func:`genderbias.datasets.wording_variants`), else None (the versions are
     then read from docid suffixes)."""
     named = run.collection.named_set
     if named is None or "wordings" not in named.has:

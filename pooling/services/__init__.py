@@ -13,7 +13,7 @@ same file reuses them. Grouped by topic:
   started by ``start_import``);
 - :mod:`.runs` -- runs read, checked and normalised into Parquet, whole or split over
   Celery workers (``parse_run_chunk`` is the body of one chunk's task);
-- :mod:`.named` -- the field's data sets imported by name (:mod:`pooling.named_sets`), every
+- :mod:`.named` -- the field's data sets imported by name (:mod:`genderbias.datasets`), every
   part they have, through the imports above;
 - :mod:`.qrels` -- relevance judgments (TREC qrels) read, checked and normalised into Parquet;
 - :mod:`.counts` -- gender-word counts of passages, cached, or one scan split over

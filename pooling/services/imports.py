@@ -30,8 +30,8 @@ from core.services.uploads import check_import_path
 from genderbias.errors import InputError, Skipped
 from genderbias.files.atomic import file_sha256
 from genderbias.files.docstores import V2PassageFiles
+from genderbias.files.queryfiles import ColumnChoiceError, read_query_table
 from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
-from pooling.queryfiles import ColumnChoiceError, read_query_table
 
 from ..irdatasets import (
     DatasetTexts,
@@ -168,7 +168,7 @@ def import_queries(
 ) -> ImportResult:
     """Register a query set (idempotent, all or nothing) from a query file: ``qid<TAB>query``
     lines, or a CSV or TSV with a header, or the study's ``qid,query,label``
-    (:func:`pooling.queryfiles.read_query_table`).
+    (:func:`genderbias.files.queryfiles.read_query_table`).
 
     ``columns``: which column is the id, the query and the label (role -> header name or
     1-based number), else guessed from the header. A label column's values are read with the

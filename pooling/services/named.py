@@ -1,4 +1,4 @@
-"""Importing the field's own data sets by name (:mod:`pooling.named_sets`): one call makes every
+"""Importing the field's own data sets by name (:mod:`genderbias.datasets`): one call makes every
 part a set has, from the files bundled with the product; no network.
 
 - ``grep-biasir``: its 702 documents as a collection (written once under
@@ -32,12 +32,11 @@ from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
+from genderbias.datasets import NAMED_SETS, NamedQuery, NamedSet, SetContents, bundled_file, named_set, read_named_set
 from genderbias.errors import InputError, Skipped
 from genderbias.files.atomic import atomic_path, atomic_write, file_sha256
-from pooling.queryfiles import read_query_table
 
 from ..models import Collection, QuerySet
-from ..named_sets import NAMED_SETS, NamedQuery, NamedSet, SetContents, bundled_file, named_set, read_named_set
 from .common import ImportResult
 from .imports import create_query_set, import_collection
 from .pools import write_query_file
@@ -107,7 +106,7 @@ def import_named_set(
         created = created or result.created
         return result.obj
 
-    contents = _labelled_queries(named) if named.key == "rekabsaz-3750" else read_named_set(named.key)
+    contents = read_named_set(named.key)
     found.faults = list(contents.notes)
     if named.key == "grep-biasir":
         folder = cache_dir("named_sets") / named.key
@@ -155,13 +154,6 @@ def _notes(found: NamedSetImport) -> list[str]:
         notes = []
     notes += [f"not imported: {what}" for what in found.missing]
     return notes
-
-
-def _labelled_queries(named: NamedSet) -> SetContents:
-    """The 3,750 queries with their labels, read by the labelled-query reader every import uses."""
-
-    rows, _ = read_query_table(bundled_file(named.key))
-    return SetContents([NamedQuery(qid, text, (), label) for qid, text, label in rows])
 
 
 def _write_grep_files(contents: SetContents, folder: Path) -> tuple[Path, Path]:

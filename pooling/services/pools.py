@@ -23,12 +23,12 @@ from core.jobs import background_job
 from core.models import Job
 from core.options import TIES_OPTION
 from core.services.names import validate_name
+from genderbias.files.queryfiles import write_queries
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 from genderbias.text.wordlists import GenderWords, default_wordlist, load_wordlist
 
 from ..analysis import check_at_least_one, check_magnitude, check_same_collection, check_tokenizer
 from ..models import Pool, PoolEntry, QuerySet, Run, WordList
-from ..queryfiles import write_queries
 from ..selectors import reads_by_docid, top_docids, top_rankings, wordlist_of
 from .common import collector_paused
 from .counts import count_ahead, document_counts_for

@@ -61,7 +61,7 @@ READERS = {
         "from genderbias.text.magnitudes import document_counts; from genderbias.text.wordlists import default_wordlist; "
         "document_counts(PATH, None, default_wordlist(), 'words')"
     ),
-    "queries": "from pooling.queryfiles import read_queries; read_queries(PATH)",
+    "queries": "from genderbias.files.queryfiles import read_queries; read_queries(PATH)",
     "run": "from genderbias.files.runs import read_run; read_run(PATH)",
     "run-trec": "from genderbias.files.runs import read_run; read_run(PATH, run_format='trec')",
     "wordlist": "from genderbias.text.wordlists import load_wordlist; load_wordlist(PATH)",
@@ -113,8 +113,8 @@ def test_every_reader_refuses_a_gzip_bomb_at_flat_memory(reader, bomb, bombs, tm
 
 def test_a_long_line_in_a_plain_file_is_named_and_one_at_the_limit_is_read(tmp_path):
     from genderbias.files.collection import scan_collection
+    from genderbias.files.queryfiles import read_queries
     from genderbias.files.runs import read_run
-    from pooling.queryfiles import read_queries
 
     at_limit = "x" * (MAX_LINE_BYTES - 3)  # "p2\t" + text: exactly the limit
     good = tmp_path / "good.tsv"

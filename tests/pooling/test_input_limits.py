@@ -12,12 +12,12 @@ from django.core.management import CommandError, call_command
 
 from genderbias.errors import InputError
 from genderbias.files.collection import scan_collection
+from genderbias.files.qrelfiles import read_qrels
+from genderbias.files.queryfiles import read_queries
 from genderbias.files.runs import read_run
 from genderbias.files.textfiles import DECOMPRESSED, HELD, HELD_LINE_BYTES, open_text
 from genderbias.text.wordlists import load_wordlist
 from pooling.models import QuerySet
-from pooling.qrelfiles import read_qrels
-from pooling.queryfiles import read_queries
 
 
 def gz(path, text: str):

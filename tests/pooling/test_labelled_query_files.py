@@ -18,8 +18,8 @@ from django.urls import reverse
 
 from core.models import Job
 from genderbias.errors import InputError
+from genderbias.files.queryfiles import read_query_table
 from pooling.models import QuerySet
-from pooling.queryfiles import read_query_table
 from tests.browser_jobs import JOB_DEADLINE_MS
 
 #: The study's label counts (reference README): n 1,765, f 742, m 1,202, o 41.

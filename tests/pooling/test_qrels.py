@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from core.models import Job
 from genderbias.errors import InputError, Skipped
+from genderbias.files.qrelfiles import read_qrels
 from pooling import services
 from pooling.models import Collection, Qrels, QuerySet
-from pooling.qrelfiles import read_qrels
 
 QRELS = "1 0 d1 2\n1 0 d3 0\n2\t0\td4\t1\n\n3 Q0 d2 1\n"
 

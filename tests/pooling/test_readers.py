@@ -9,8 +9,8 @@ import pytest
 
 from genderbias.errors import InputError, Skipped
 from genderbias.files.collection import parse_passages, scan_collection
+from genderbias.files.queryfiles import read_queries, single_line
 from genderbias.files.runs import read_run
-from pooling.queryfiles import read_queries, single_line
 
 
 def docids(tmp_path) -> list[str]:

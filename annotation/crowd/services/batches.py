@@ -20,10 +20,10 @@ from annotation.models import Batch, BatchQuery, Hit, HitQuery
 from core.errors import ServiceError, StateError
 from core.services.names import validate_name
 from genderbias.errors import InputError
+from genderbias.files.queryfiles import normalise_text
 from genderbias.files.textfiles import MAX_LINE_BYTES, csv_records, open_text
 from genderbias.labels import label_code
 from pooling.models import Pool, QuerySet
-from pooling.queryfiles import normalise_text
 
 #: The header line of a labelled CSV file (the project's exports write one; the study's file has none).
 CSV_HEADER = ("qid", "query", "label")
@@ -81,7 +81,7 @@ def read_labelled_file(path: str | Path) -> list[GoldQuery]:
     ``MAX_LINE_BYTES``, the file at most ``IMPORT_MAX_HELD_BYTES`` expanded; a csv field may
     be as long as a line), bad input refused as ``file:line: problem``; a repeated qid is
     refused. The query text is normalised as a query file's is
-    (:func:`pooling.queryfiles.normalise_text`: control characters and line separators
+    (:func:`genderbias.files.queryfiles.normalise_text`: control characters and line separators
     become spaces).
     """
     path = Path(path)

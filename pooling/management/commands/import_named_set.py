@@ -1,5 +1,5 @@
 from core.management.cli import ProjectCommand, command_errors, imported_parts, report_import
-from pooling.named_sets import NAMED_SETS
+from genderbias.datasets import NAMED_SETS
 from pooling.services import import_named_set, write_named_set_files
 
 

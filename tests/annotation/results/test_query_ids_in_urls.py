@@ -12,10 +12,10 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.results.selectors.labels import query_results
+from genderbias.files.queryfiles import read_queries
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet
-from pooling.queryfiles import read_queries
 from pooling.services import create_query_set
 
 #: Ids a query file can hold: anything but tabs and line breaks, without surrounding spaces.

@@ -17,13 +17,14 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from genderbias.errors import InputError, Skipped, raise_or_skip
 from genderbias.files.atomic import atomic_write
 from genderbias.files.textfiles import csv_records, open_text
+from genderbias.labels import ACCEPTED_SPELLINGS, label_code
 from genderbias.numbers import DIGITS
 
 #: What :func:`normalise_text` replaces: C0 controls (tab and line breaks included), DEL, C1
@@ -124,26 +125,6 @@ COLUMN_NAMES: dict[str, tuple[str, ...]] = {
 ROLES: tuple[str, ...] = ("qid", "query", "label")
 
 
-class LabelVocabulary:
-    """How a label value of a file is read (registered by the app that owns the labels).
-
-    Pooling keeps labels without knowing them: the one vocabulary of gender labels lives in
-    ``genderbias.labels``, above this app, and plugs its reader in here at start-up
-    (``annotation.apps``), so a labelled query file is read with it and nothing else.
-    """
-
-    def __init__(self) -> None:
-        self.read: Callable[[str], str | None] | None = None
-        self.accepted = ""
-
-    def use(self, read: Callable[[str], str | None], accepted: str) -> None:
-        """``read``: a value's code, or None when unknown; ``accepted``: what the error lists."""
-        self.read, self.accepted = read, accepted
-
-
-LABELS = LabelVocabulary()
-
-
 class ColumnChoiceError(InputError):
     """A column choice the file cannot meet; ``path`` names the choice (``qid_column`` …), not a file."""
 
@@ -224,11 +205,11 @@ def detect_table(path: str | Path, first_line: str, number: int = 1) -> QueryTab
     if "qid" in guessed and "query" in guessed:
         return QueryTable(delimiter, tuple(f.strip().strip('"') for f in fields), guessed, len(fields))
     if delimiter == "\t":  # qid<TAB>query, or with a label as the third column
-        if len(fields) == 3 and LABELS.read is not None and LABELS.read(fields[2]) is not None:
+        if len(fields) == 3 and label_code(fields[2]) is not None:
             return QueryTable("\t", None, {"qid": 0, "query": 1, "label": 2}, 3)
         return QueryTable("\t", None, {"qid": 0, "query": 1}, 2)
     last = fields[-1] if len(fields) >= 3 else ""
-    if LABELS.read is not None and LABELS.read(last) is not None:
+    if label_code(last) is not None:
         return QueryTable(",", None, {"qid": 0, "query": 1, "label": 2}, 3)
     return QueryTable(",", None, {"qid": 0, "query": 1}, 2)
 
@@ -291,7 +272,7 @@ def read_query_table(
 
     ``chosen``: the columns the user chose (:func:`with_columns`), else the ones guessed. The
     rules of :func:`read_queries` hold (text normalised, a repeated or empty id and an empty
-    query are bad lines); a label the vocabulary (:data:`LABELS`) does not know is a bad line
+    query are bad lines); a label the vocabulary (:mod:`genderbias.labels`) does not know is a bad line
     naming the value and what is accepted. Read through ``open_text`` as every query file is
     (streamed, gzip, UTF-8, lines and the file bounded).
     """
@@ -327,9 +308,9 @@ def read_query_table(
             label = ""
             if table.labelled:
                 value = fields[table.columns["label"]].strip()
-                label = (LABELS.read(value) if LABELS.read else None) or ""
+                label = label_code(value) or ""
                 if not label:
-                    problem = f"unknown label {value!r}; use {LABELS.accepted}" if value else "no label"
+                    problem = f"unknown label {value!r}; use {ACCEPTED_SPELLINGS}" if value else "no label"
                     raise_or_skip(InputError(path, number, problem), skipped)
                     continue
             if _accepted(path, number, qid, text, seen, skipped):

@@ -1,0 +1,247 @@
+"""The field's own data sets by name: what each is, where it came from, and its readers.
+
+Four sets are known by name (:data:`NAMED_SETS`), their files bundled with the product under
+``genderbias/datasets/data/`` with their licences (``NOTICE`` there says where each came from):
+
+- ``grep-biasir``: Grep-BiasIR (Krieg et al., CHIIR 2023, CC0): 117 bias-sensitive queries in 7
+  categories, each with one relevant and one non-relevant document in male, female and neutral
+  wording (702 documents) and their relevance judgments;
+- ``cpjku-msmarco`` and ``cpjku-trecdl``: the 215 MS MARCO dev and 30 TREC DL 2019 bias-sensitive
+  queries with their categories (Rekabsaz, Kopeinik & Schedl, SIGIR 2021; MIT);
+- ``rekabsaz-3750``: the 3,750 MS MARCO dev queries with the study's gender labels (Rekabsaz &
+  Schedl, SIGIR 2020; MIT).
+
+The readers repair the sets' known faults and report each with file and line
+(:class:`Notes`), rather than stopping: Grep-BiasIR's ``content_gender`` ``both`` (a document
+naming both genders, no F/M/N wording) and its typo ``botrh``; CPJKU's category typos
+(``Social Inequaltiy``, ``career``, ``Violence and exploitation``), empty categories and the comma
+inside a Domains cell (``Health (status, access)``: one domain, not two). A file that is not the
+set at all (a header missing a column) is an :class:`~genderbias.errors.InputError`.
+
+Texts that cannot be shipped (MS MARCO passages: Microsoft's terms) are not here: a set says what
+the user must bring (:attr:`NamedSet.needs`). Pure (standard library only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from genderbias.datasets.readers import Document, NamedQuery, SetContents, read_cpjku, read_grep_biasir
+from genderbias.files.queryfiles import read_query_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Where the bundled sets are (each folder with its licence file; ``NOTICE`` names the sources).
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+@dataclass(frozen=True)
+class NamedSet:
+    """One of the field's data sets: what it holds, where it came from, its licence and citation."""
+
+    key: str  #: the name a command and the page take (``grep-biasir``)
+    title: str
+    short: str  #: how a sentence names it (the methods text, the cards)
+    folder: str  #: its folder under :data:`DATA_DIR`
+    files: tuple[str, ...]  #: the files read, in the folder
+    source: str  #: the repository and commit the files are copied from
+    url: str
+    licence: str  #: SPDX identifier
+    citation_key: str  #: its entry in ``publishing.bibliography``
+    citation: str  #: BibTeX
+    has: tuple[str, ...]  #: what an import makes: queries, categories, labels, documents, qrels
+    needs: str = ""  #: what the user must bring (texts that cannot be shipped), in words
+    queries: int = 0  #: how many queries it has (what the import should make)
+
+    @property
+    def source_text(self) -> str:
+        """``named-set:<key> (<source>, <licence>)``: a query set's and collection's ``source``."""
+        return f"{SOURCE_PREFIX}{self.key} ({self.source}, {self.licence})"
+
+
+#: How a query set's or collection's ``source`` names the set it came from.
+SOURCE_PREFIX = "named-set:"
+
+_KRIEG = """@inproceedings{krieg2023grep,
+  author    = {Klara Krieg and Emilia Parada-Cabaleiro and Gertraud Medicus and Oleg Lesota and Markus Schedl and Navid Rekabsaz},
+  title     = {Grep-BiasIR: A Dataset for Investigating Gender Representation Bias in Information Retrieval Results},
+  booktitle = {Proceedings of the 2023 Conference on Human Information Interaction and Retrieval (CHIIR '23)},
+  publisher = {Association for Computing Machinery},
+  address   = {New York, NY, USA},
+  year      = {2023},
+  doi       = {10.1145/3576840.3578295}
+}"""
+_REKABSAZ2021 = """@inproceedings{rekabsaz2021,
+  author    = {Navid Rekabsaz and Simone Kopeinik and Markus Schedl},
+  title     = {Societal Biases in Retrieved Contents: Measurement Framework and Adversarial Mitigation of {BERT} Rankers},
+  booktitle = {Proceedings of the 44th International ACM SIGIR Conference on Research and Development in Information Retrieval},
+  pages     = {306--316},
+  publisher = {Association for Computing Machinery},
+  address   = {New York, NY, USA},
+  year      = {2021},
+  doi       = {10.1145/3404835.3462949}
+}"""
+_REKABSAZ2020 = """@inproceedings{rekabsaz2020,
+  author    = {Navid Rekabsaz and Markus Schedl},
+  title     = {Do Neural Ranking Models Intensify Gender Bias?},
+  booktitle = {Proceedings of the 43rd International ACM SIGIR Conference on Research and Development in Information Retrieval},
+  pages     = {2065--2068},
+  publisher = {Association for Computing Machinery},
+  address   = {New York, NY, USA},
+  year      = {2020},
+  doi       = {10.1145/3397271.3401280}
+}"""
+_MSMARCO_NEEDS = (
+    "the MS MARCO passage collection (collection.tsv, 8,841,823 passages), which Microsoft's terms do not "
+    "let the product ship: give your copy with --collection PATH (the page: a path on the server), or register "
+    "it once with `manage.py import_collection` or `manage.py import_dataset msmarco-passage`; its runs are "
+    "imported against that collection"
+)
+
+NAMED_SETS: dict[str, NamedSet] = {
+    s.key: s
+    for s in (
+        NamedSet(
+            key="grep-biasir",
+            title="Grep-BiasIR: 117 bias-sensitive queries, 702 documents in male, female and neutral wording",
+            short="Grep-BiasIR",
+            folder="grep-biasir",
+            files=("queries.csv", "queries-documents_<Category>.csv"),
+            source="KlaraKrieg/GrepBiasIR@ed44a46",
+            url="https://github.com/KlaraKrieg/GrepBiasIR",
+            licence="CC0-1.0",
+            citation_key="krieg2023grep",
+            citation=_KRIEG,
+            has=("queries", "categories", "documents", "wordings", "qrels"),
+            queries=117,
+        ),
+        NamedSet(
+            key="cpjku-msmarco",
+            title="The 215 bias-sensitive MS MARCO dev queries with their categories",
+            short="the bias-sensitive MS MARCO dev queries of Rekabsaz, Kopeinik and Schedl",
+            folder="cpjku-fair",
+            files=("msmarco_passage.dev.fair.FULL_ANNOTATION.tsv",),
+            source="CPJKU/FairnessRetrievalResults@81693da",
+            url="https://github.com/CPJKU/FairnessRetrievalResults",
+            licence="MIT",
+            citation_key="rekabsaz2021",
+            citation=_REKABSAZ2021,
+            has=("queries", "categories"),
+            needs=_MSMARCO_NEEDS,
+            queries=215,
+        ),
+        NamedSet(
+            key="cpjku-trecdl",
+            # 30 in both of the repository's files (the reference README and issue 52 say 29).
+            title="The 30 bias-sensitive TREC DL 2019 passage queries with their categories",
+            short="the bias-sensitive TREC DL 2019 queries of Rekabsaz, Kopeinik and Schedl",
+            folder="cpjku-fair",
+            files=("trecdeep19_passage.fair.FULL_ANNOTATION.tsv",),
+            source="CPJKU/FairnessRetrievalResults@81693da",
+            url="https://github.com/CPJKU/FairnessRetrievalResults",
+            licence="MIT",
+            citation_key="rekabsaz2021",
+            citation=_REKABSAZ2021,
+            has=("queries", "categories"),
+            needs=_MSMARCO_NEEDS,
+            queries=30,
+        ),
+        NamedSet(
+            key="rekabsaz-3750",
+            title="3,750 MS MARCO dev queries with the study's gender labels",
+            short="the gender-annotated MS MARCO dev queries of Rekabsaz and Schedl",
+            folder="rekabsaz-3750",
+            files=("queries_gender_annotated.csv",),
+            source="navid-rekabsaz/GenderBias_IR",
+            url="https://github.com/navid-rekabsaz/GenderBias_IR",
+            licence="MIT",
+            citation_key="rekabsaz2020",
+            citation=_REKABSAZ2020,
+            has=("queries", "labels"),
+            needs=_MSMARCO_NEEDS,
+            queries=3750,
+        ),
+    )
+}
+
+
+def named_set(key: str) -> NamedSet:
+    """The set called ``key``; ``KeyError`` naming the known ones."""
+    try:
+        return NAMED_SETS[key]
+    except KeyError:
+        raise KeyError(f"no named set {key!r}; choose one of {', '.join(NAMED_SETS)}") from None
+
+
+def set_of_source(source: str) -> NamedSet | None:
+    """The named set a ``source`` (:attr:`NamedSet.source_text`) names, or None."""
+    if not source.startswith(SOURCE_PREFIX):
+        return None
+    return NAMED_SETS.get(source[len(SOURCE_PREFIX) :].split(" ", 1)[0])
+
+
+def folder_of(named: NamedSet, data_dir: Path | None = None) -> Path:
+    return (data_dir or DATA_DIR) / named.folder
+
+
+def read_named_set(key: str, data_dir: Path | None = None) -> SetContents:
+    """A named set's queries (and documents), its faults noted; the 3,750 labelled queries by the
+    query-table reader every import uses (:func:`genderbias.files.queryfiles.read_query_table`)."""
+    named = named_set(key)
+    folder = folder_of(named, data_dir)
+    if key == "grep-biasir":
+        return read_grep_biasir(folder)
+    if key in ("cpjku-msmarco", "cpjku-trecdl"):
+        return read_cpjku(folder / named.files[0])
+    rows, _ = read_query_table(folder / named.files[0])
+    return SetContents([NamedQuery(qid, text, (), label) for qid, text, label in rows])
+
+
+class Dataset(NamedTuple):
+    """A named set as frames, as crowd-kit's ``load_dataset`` gives its sets: ``queries`` (``qid, text,
+    categories, label``: categories ``;``-joined, label ``""`` where the set has none), ``documents``
+    (Grep-BiasIR's ``docid, qid, relevant, title, text, wording``; empty for the others), ``qrels``
+    (``qid, docid, relevance``, the documents' judgments) and ``notes``, what the reader repaired,
+    each ``file:line: ...``."""
+
+    queries: pd.DataFrame
+    documents: pd.DataFrame
+    qrels: pd.DataFrame
+    notes: list[str]
+
+
+def load(name: str, data_dir: Path | None = None) -> Dataset:
+    """The bundled set ``name`` (one of :data:`NAMED_SETS`: ``grep-biasir``, ``cpjku-msmarco``,
+    ``cpjku-trecdl``, ``rekabsaz-3750``) as frames; ``data_dir``: another copy of the sets' folder. The
+    platform's ``import_named_set`` reads the same files through :func:`read_named_set`."""
+    import pandas as pd  # start-up: pooling's models import this module as Django starts
+
+    contents = read_named_set(name, data_dir)
+    queries = pd.DataFrame(
+        [(q.qid, q.text, ";".join(q.categories), q.label) for q in contents.queries],
+        columns=["qid", "text", "categories", "label"],
+    )
+    documents = pd.DataFrame(
+        [(d.docid, d.qid, d.relevant, d.title, d.text, d.wording) for d in contents.documents],
+        columns=["docid", "qid", "relevant", "title", "text", "wording"],
+    )
+    qrels = documents[["qid", "docid", "relevant"]].rename(columns={"relevant": "relevance"})
+    return Dataset(queries, documents, qrels, list(contents.notes))
+
+
+def bundled_file(key: str, data_dir: Path | None = None) -> Path:
+    """The first file a set's import reads (its queries)."""
+    named = named_set(key)
+    return folder_of(named, data_dir) / named.files[0]
+
+
+def wording_variants(documents: list[Document] | None = None) -> dict[str, tuple[str, str, str]]:
+    """docid -> ``(qid, item, wording)`` of every Grep-BiasIR document (default: the bundled set's):
+    what variant preference reads for a run over its documents (their docids are the set's own
+    ``d_id``). A document the set gives no wording (``both``) has wording ``""``: its case is then
+    incomplete, not missing."""
+    documents = read_grep_biasir(folder_of(NAMED_SETS["grep-biasir"])).documents if documents is None else documents
+    return {d.docid: (d.qid, d.item, d.wording) for d in documents}
