@@ -59,7 +59,10 @@ KINDS = {
         lambda p: __import__("genderbias.files.collection").files.collection.scan_collection(p),
         "d{i}\tpassage {i}\n",
     ),
-    "queries": (lambda p: __import__("genderbias.files.queryfiles").files.queryfiles.read_queries(p), "{i}\tquery {i}\n"),
+    "queries": (
+        lambda p: __import__("genderbias.files.queryfiles").files.queryfiles.read_queries(p),
+        "{i}\tquery {i}\n",
+    ),
     "run": (lambda p: __import__("genderbias.files.runs").files.runs.read_run(p), "q1 Q0 d{i} {i} 1.0 t\n"),
     "qrels": (lambda p: __import__("genderbias.files.qrelfiles").files.qrelfiles.read_qrels(p), "q1 0 d{i} 1\n"),
     "wordlist": (lambda p: __import__("genderbias.text.wordlists").text.wordlists.load_wordlist(p), "word{i},f\n"),
