@@ -1,4 +1,4 @@
-"""Prolific studies: participants arriving on the site, and reconciling the study's submissions.
+"""Prolific studies: a confirmed participant's task, the study's places, and reconciling its submissions.
 
 A Prolific batch is one study. Its URL brings each participant to this site with their
 Prolific id, the study id and their session (submission) id; :func:`arrive` gives them a
@@ -6,25 +6,10 @@ HIT through the same hand-out as in-house annotators (``local.claim_hit``), reco
 an ``Assignment`` whose provider id is the session id. They answer on the shared HIT
 page and are sent back to Prolific with the study's completion code.
 
-Who a participant is, is Prolific's word, never the URL's. Anyone can type a study URL,
-so :func:`verify_arrival` serves a session only after Prolific's ``GET /submissions/{id}/``
-said it is a session of *this* study, of *this* participant, and reserved or active; the
-answer is kept (``ProlificSession``, so a reload asks nothing) and binds the session to
-the browser that first opened it. A link whose ids are not Prolific's shape (24 lowercase
-hex characters) is refused without asking. Nothing slow or remote holds a web request:
-a new session's check runs on a few threads of the process (:func:`_submit`), asking
-Prolific again after a 429 (its ``Retry-After`` honoured, per call), a 5xx or a lost
-answer until ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS``, every call paced with all of the site's
-others (:func:`platforms.prolific.provider.api_client`); the request waits for it
-``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most, then the participant gets a page that waits
-and takes them in by itself (:class:`ArrivalDeferred`), which finds the check's outcome in
-the cache every process shares (``core.services.ratelimit``). A throttled or failed call
-delays only its own link: there is no pause for everyone. Prolific's 4xx about the link
-refuses that link only, remembered for a while; new checks per client address (an IPv6
-client per /64) and per study are rate-limited. Nothing is handed out unconfirmed. The
-completion code is random per study (:func:`completion_code`), so it cannot be guessed
-from ids or times. At sync, an assignment whose session Prolific does not attribute to
-its participant is voided (``Assignment.Status.VOID``): never counted, reviewed, paid or
+
+How an arrival is confirmed (Prolific's word on a link, checked off the request, or its signed URL)
+is :mod:`platforms.prolific.arrivals.services`. At sync, an assignment whose session Prolific does not
+attribute to its participant is voided (``Assignment.Status.VOID``): never counted, reviewed, paid or
 used to block anyone. When the batch is completed the study is stopped, so Prolific
 sends nobody to a batch that needs nobody (:func:`close_study`).
 
@@ -49,12 +34,7 @@ Idempotence protocol (Prolific takes no request token):
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import http.client
 import logging
-import math
-import threading
-import time
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -73,22 +53,19 @@ from annotation.models import Assignment, Batch, Provider, Worker
 from core.errors import ServiceError
 from core.models import Job
 from core.progress import Progress
-from core.services.ratelimit import over_limit, shared_cache
 from platforms.inhouse.services.handout import claim_hit, release_abandoned
-from platforms.prolific.client import Prolific, ProlificError, Submission
+from platforms.prolific.arrivals.services.checks import in_background
+from platforms.prolific.client import ProlificError
 from platforms.prolific.models import ProlificSession, ProlificSubmission
 from platforms.prolific.provider import (
     BLOCKED_GROUP,
     CONTACT,
     NO_WORK_MESSAGE,
-    PROLIFIC_ID,
-    RETURN_MESSAGE,
-    api_client,
     group_id,
     raise_places,
     total_places,
 )
-from platforms.prolific.selectors import ENTERING, FREED_REMOTELY, PlaceCount
+from platforms.prolific.selectors import FREED_REMOTELY, PlaceCount
 
 logger = logging.getLogger(__name__)
 
@@ -122,574 +99,6 @@ def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> 
     Worker.objects.filter(pk=worker.pk).update(blocked=True)
     provider = provider or get_provider(Provider.PROLIFIC)
     provider.client.add_to_group(group_id(provider, BLOCKED_GROUP), [worker.identity.external_id])
-
-
-# -- participants on the site -----------------------------------------------------------------
-
-
-class ArrivalRefused(ServiceError):
-    """A study link that Prolific does not confirm for this study, participant and browser."""
-
-
-class StudyClosed(ServiceError):
-    """The batch needs nobody any more: the participant is asked, kindly, to return the study."""
-
-
-def check_link(batch: Batch, participant_id: str, study_id: str, session_id: str) -> None:
-    """Refuse a study link whose parameters do not belong to this published Prolific batch."""
-    if batch.provider != Provider.PROLIFIC:
-        raise ServiceError("this batch does not run on Prolific")
-    if not all(isinstance(v, str) and PROLIFIC_ID.fullmatch(v) for v in (participant_id, study_id, session_id)):
-        # Refused at once, without asking Prolific: a made-up link of another shape costs nothing.
-        raise ServiceError(
-            "the link from Prolific is incomplete or malformed: PROLIFIC_PID, STUDY_ID and SESSION_ID"
-            " (Prolific's ids, 24 characters 0-9 a-f) are needed"
-        )
-    if _publishing(batch, study_id):
-        # Prolific has the study live (it sent this participant) while the site has not yet recorded
-        # the end of its publication: the page waits and comes back (issue 56), never a dead end.
-        raise not_open_yet(batch)
-    if study_id != batch.hit_type_id:
-        raise ServiceError("this link belongs to another Prolific study")
-    if batch.status in (Batch.Status.COMPLETED, Batch.Status.CANCELLED):
-        raise StudyClosed(
-            f"This study is complete: every place has been filled. Thank you for your interest. {RETURN_MESSAGE}"
-        )
-    if batch.status != Batch.Status.PUBLISHED:
-        raise ServiceError("this study is not open yet")
-
-
-def _publishing(batch: Batch, study_id: str) -> bool:
-    """Whether ``batch`` is in the window where Prolific may have its study live while the site still
-    counts it as publishing: a draft whose publication was asked for (``prepare_attempted``), whose
-    study is this one or not known yet (the answer to ``POST /studies/`` or to the publish was lost)."""
-    return (
-        batch.status == Batch.Status.DRAFT
-        and batch.prepare_attempted is not None
-        and batch.hit_type_id in ("", study_id)
-    )
-
-
-def browser_digest(secret: str) -> str:
-    """What is stored of a browser's secret: its SHA-256 (the secret stays in the browser's session)."""
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-class ArrivalDeferred(ServiceError):
-    """Prolific has not confirmed this arrival yet: nothing is handed out, and the page waits and asks again by itself.
-
-    ``retry_after``: seconds after which the page asks again (its refresh and ``Retry-After``);
-    ``checking``: a check with Prolific is under way (rather than not begun: this study's checks
-    over their rate, this process's checks all busy, or this link's last check failed).
-    """
-
-    def __init__(self, message: str, retry_after: float, *, checking: bool = False) -> None:
-        super().__init__(message)
-        self.retry_after = max(1, math.ceil(retry_after))
-        self.checking = checking
-
-
-class NotOpenYet(ArrivalDeferred):
-    """The study is live on Prolific but the site is still finishing its publication: the page waits."""
-
-
-#: The waiting page while the site finishes publishing a study Prolific already opened.
-OPENING_MESSAGE = (
-    "The study is opening: Prolific has sent you here a moment before our site finished setting it up."
-    " This page checks again by itself every few seconds and takes you to the study as soon as it is"
-    " open. Please keep it open: there is no need to reload it or to return the study."
-)
-
-
-def not_open_yet(batch: Batch) -> NotOpenYet:
-    return NotOpenYet(OPENING_MESSAGE, settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS, checking=True)
-
-
-class ClientOverLimit(ArrivalDeferred):
-    """This client address has started more checks this minute than ``PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE``."""
-
-
-UNKNOWN_SESSION = "Prolific does not know this session. Please open the study from Prolific."
-#: The waiting page's words: what is happening, that the page acts by itself, what to do (nothing).
-CHECKING_MESSAGE = (
-    "We are confirming your place with Prolific. This page checks again by itself every few seconds"
-    " and takes you to the study as soon as Prolific answers. Please keep it open: there is no need"
-    " to reload it or to return the study."
-)
-BUSY_MESSAGE = (
-    "Prolific is busy and has not confirmed your place yet. This page tries again by itself in"
-    " {wait} and takes you to the study as soon as Prolific answers. Please keep it open:"
-    " there is no need to reload it or to return the study."
-)
-CLIENT_MESSAGE = (
-    "Many people are opening this study from your connection. This page tries again by itself in"
-    " {wait}. Please keep it open."
-)
-
-#: Checks of arrivals running at once in one process, on threads of their own (never a request's).
-CHECK_THREADS = 4
-#: Checks started in one process and not yet finished, at most: past it the page waits and asks again.
-CHECK_BACKLOG = 64
-#: Requests of one process waiting for their check at once (``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at
-#: most); the others get the waiting page at once, so arrivals never hold a worker's threads. And
-#: once a wait ran out, none waits until a check of the process answers within the timeout again
-#: (or ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS`` have passed): a slow Prolific holds no request.
-WAITING_REQUESTS = 1
-#: A confirmed link's answer is kept this long (seconds) for the browser that comes back for it.
-CONFIRMED_SECONDS = 3600
-#: After a check failed, the link's next check waits the page's refresh time doubled per failure, at most this long.
-FAILED_WAIT_MAX = 60
-
-
-def _seconds(n: int) -> str:
-    return "1 second" if n == 1 else f"{n} seconds"
-
-
-def busy(seconds: float) -> ArrivalDeferred:
-    """The waiting page when no check could begin: Prolific (or the site) is asked again in ``seconds``."""
-    wait = max(1, math.ceil(seconds))
-    return ArrivalDeferred(BUSY_MESSAGE.format(wait=_seconds(wait)), wait)
-
-
-@dataclass(frozen=True)
-class _Link:
-    """A study link's ids. The memories are keyed by the whole link, so a stranger's wrong
-    participant id never refuses (nor confirms) the real owner's session."""
-
-    study_id: str
-    participant_id: str
-    session_id: str
-
-    def key(self, kind: str) -> str:
-        link = f"{self.study_id}:{self.participant_id}:{self.session_id}".encode()
-        return f"prolific-arrivals:{kind}:{hashlib.sha256(link).hexdigest()}"
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """A check's outcome: ``confirmed`` (the session's status), ``refused`` (the message) or ``failed``."""
-
-    kind: str
-    value: str = ""
-    retry_after: float = 0.0
-
-
-def arrival_client(deadline: float) -> Prolific:
-    """The client a check asks Prolific with: retries (each 429's ``Retry-After`` honoured) within ``deadline`` seconds.
-
-    Paced with every other call of the site (:func:`platforms.prolific.provider.api_client`).
-    A ``Retry-After`` beyond the deadline ends the check at once (it is remembered for the link),
-    never a wait shorter than Prolific asked. The deadline bounds the whole call, however slowly
-    an answer trickles in (``core.http``'s watchdog), so a check's thread is free again after it.
-    """
-    return api_client(
-        max_attempts=10,
-        timeout=max(0.1, deadline / 2),
-        deadline=deadline,
-        base_delay=0.25,
-        max_delay=deadline,
-    )
-
-
-def _ask(session_id: str, deadline: float) -> Submission | None:
-    """Prolific's answer about ``session_id`` within ``deadline`` seconds, or ``ProlificError``.
-
-    A garbled answer (not JSON, not a submission) is Prolific failing, like a 5xx.
-    """
-    if deadline <= 0:
-        raise ProlificError("the check waited its whole deadline for a thread", upstream=True)
-    try:
-        submission = arrival_client(deadline).get_submission(session_id)
-    except ProlificError:
-        raise
-    except (ValueError, LookupError, TypeError, AttributeError, http.client.HTTPException, OSError) as exc:
-        raise ProlificError(
-            f"Prolific GET submissions/{session_id}/: unusable answer ({exc!r:.200})", upstream=True
-        ) from exc
-    fields = () if submission is None else (submission.study_id, submission.participant_id, submission.status)
-    if not all(isinstance(value, str) for value in fields):
-        raise ProlificError(f"Prolific GET submissions/{session_id}/: unusable answer {fields!r:.200}", upstream=True)
-    return submission
-
-
-def _about_the_link(exc: ProlificError) -> bool:
-    """Prolific's answer is about the session asked for (403, 404, other 4xx): that link's refusal.
-
-    Not 401 (Prolific refuses this site's token) nor 429 (Prolific throttles this site).
-    Anything else (3xx, 5xx, no status: lost, slow, garbled, no start of the pace) is Prolific failing.
-    """
-    return exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 429)
-
-
-def _judge(link: _Link, submission: Submission | None) -> _Outcome:
-    """Prolific's answer about a session, as this link's confirmation or refusal."""
-    if submission is None:
-        return _Outcome("refused", UNKNOWN_SESSION)
-    if submission.study_id != link.study_id:
-        return _Outcome("refused", "This Prolific session belongs to another study.")
-    if submission.participant_id != link.participant_id:
-        return _Outcome("refused", "This Prolific session belongs to another participant.")
-    if submission.status not in ENTERING:
-        return _Outcome(
-            "refused",
-            f"Prolific reports this session as {submission.status.lower()[:40]}, so it cannot start the study.",
-        )
-    return _Outcome("confirmed", submission.status)
-
-
-def _check(link: _Link, deadline_at: float, failures: int) -> _Outcome:
-    """Ask Prolific about ``link`` until ``deadline_at`` (``time.monotonic()``) and remember the outcome.
-
-    Runs on a check thread (or inline, in the request's): its outcome goes into the shared cache
-    before the link's "checking" mark is removed, so whichever worker serves the participant's next
-    page finds it. A failure is remembered with the time the link's next check waits for (what
-    Prolific's ``Retry-After`` asked, or the refresh time doubled per failure in a row).
-    """
-    try:
-        submission = _ask(link.session_id, deadline_at - time.monotonic())
-    except ProlificError as exc:
-        if _about_the_link(exc):
-            outcome = _Outcome("refused", UNKNOWN_SESSION)
-        else:
-            backoff = settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS * 2**failures
-            outcome = _Outcome("failed", retry_after=max(exc.retry_after or 0.0, min(backoff, FAILED_WAIT_MAX)))
-            log = logger.error if exc.status == 401 else logger.warning
-            log("Prolific could not confirm session %r: %s", link.session_id[:64], exc)
-    else:
-        outcome = _judge(link, submission)
-    _remember(link, outcome, failures)
-    return outcome
-
-
-def _remember(link: _Link, outcome: _Outcome, failures: int) -> None:
-    """Keep a check's outcome for the next page (the shared cache), then end the link's "checking" mark."""
-    cache = shared_cache()
-    try:
-        if outcome.kind == "confirmed":
-            cache.set(link.key("confirmed"), outcome.value, CONFIRMED_SECONDS)
-        elif outcome.kind == "refused" and settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS:
-            cache.set(link.key("refused"), outcome.value, settings.PROLIFIC_ARRIVAL_REFUSED_SECONDS)
-        elif outcome.kind == "failed":
-            until = time.time() + outcome.retry_after
-            cache.set(link.key("failed"), {"until": until, "failures": failures + 1}, 600)
-        cache.delete(link.key("checking"))
-    except Exception:  # the cache's database busy past its timeout: the mark expires by itself
-        logger.exception("the outcome of the check of session %r was not kept", link.session_id[:64])
-
-
-_pool_lock = threading.Lock()
-_pool = None
-_pool_pid: int | None = None
-_started = 0  # checks submitted in this process and not yet finished (under _pool_lock)
-_waiting = threading.BoundedSemaphore(WAITING_REQUESTS)
-_slow_until = 0.0  # time.monotonic() until which no request of this process waits for its check
-
-
-def _submit(link: _Link, deadline_at: float, failures: int):
-    """Start the check on this process's check threads; the future, or ``None`` when ``CHECK_BACKLOG`` are under way."""
-    global _started
-    pool = _check_pool()
-    with _pool_lock:
-        if _started >= CHECK_BACKLOG:
-            return None
-        _started += 1
-        return pool.submit(_check_on_thread, link, deadline_at, failures)
-
-
-def _check_pool():
-    """This process's check threads: made lazily, and again after a fork (gunicorn's workers never share the master's)."""
-    global _pool, _pool_pid, _started
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
-    with _pool_lock:
-        if _pool is None or _pool_pid != os.getpid():
-            _pool, _pool_pid, _started = (
-                ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix="prolific-arrival"),
-                os.getpid(),
-                0,
-            )
-        return _pool
-
-
-def _check_on_thread(link: _Link, deadline_at: float, failures: int) -> _Outcome:
-    global _started, _slow_until
-    from django.db import connections
-
-    began = time.monotonic()
-    try:
-        outcome = _check(link, deadline_at, failures)
-        if time.monotonic() - began <= settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS:
-            _slow_until = 0.0  # Prolific answers in time again: requests may wait for their checks
-        return outcome
-    finally:
-        with _pool_lock:
-            _started -= 1
-        connections.close_all()  # this thread's own connections (the database cache's): nothing else closes them
-
-
-def _settled(outcome: _Outcome) -> str:
-    """The confirmed status of an outcome, or the refusal or the waiting page it means."""
-    if outcome.kind == "confirmed":
-        return outcome.value
-    if outcome.kind == "refused":
-        raise ArrivalRefused(outcome.value)
-    raise busy(outcome.retry_after)
-
-
-def _confirmed_status(link: _Link, client: str | None) -> str:
-    """Prolific's word on a new session: its status once confirmed; ``ArrivalRefused`` or ``ArrivalDeferred`` otherwise.
-
-    The link's memories first (a refusal, a confirmation, a check under way, a failed check's
-    wait), so a page that comes back asks Prolific nothing. Otherwise a new check, within this
-    client's and this study's rates: started on a check thread of this process, the request
-    waiting for it at most ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` (if fewer than
-    ``WAITING_REQUESTS`` wait already). No outcome of one link ever holds up another: there is
-    no pause for everyone, only the pace of all calls (``api_client``).
-    """
-    cache = shared_cache()
-    found = cache.get_many([link.key(kind) for kind in ("refused", "confirmed", "checking", "failed")])
-    refresh = settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS
-    if link.key("refused") in found:
-        raise ArrivalRefused(found[link.key("refused")])
-    if link.key("confirmed") in found:
-        return found[link.key("confirmed")]
-    if link.key("checking") in found:
-        raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True)
-    failed = found.get(link.key("failed")) or {}
-    if failed.get("until", 0) > time.time():
-        raise busy(failed["until"] - time.time())
-    if client is not None:
-        wait = over_limit(f"prolific-arrivals:{client}", settings.PROLIFIC_ARRIVALS_PER_CLIENT_PER_MINUTE)
-        if wait:
-            raise ClientOverLimit(CLIENT_MESSAGE.format(wait=_seconds(wait)), wait)
-    wait = over_limit(f"prolific-arrival-checks:{link.study_id}", settings.PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE)
-    if wait:
-        raise busy(wait)
-    deadline = settings.PROLIFIC_ARRIVAL_DEADLINE_SECONDS
-    # Kept past the deadline by the time a check may wait for a thread: a check that dies leaves no mark for good.
-    if not cache.add(link.key("checking"), 1, math.ceil(deadline) + 5):
-        raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True)  # the same link, a moment ago
-    deadline_at = time.monotonic() + deadline
-    failures = failed.get("failures", 0)
-    if settings.JOB_LOCAL_RUNNER == "inline":  # the test suite: in this thread, as a Job would be
-        return _settled(_check(link, deadline_at, failures))
-    future = _submit(link, deadline_at, failures)
-    if future is None:
-        cache.delete(link.key("checking"))
-        raise busy(refresh)
-    return _settled(_wait_for(future))
-
-
-def _wait_for(future) -> _Outcome:
-    """The outcome of a check just started, if it comes within ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS``
-    and this request may wait for it (``WAITING_REQUESTS``); else ``ArrivalDeferred``: the check
-    goes on, and the participant's next page finds its outcome."""
-    global _slow_until
-    refresh = settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS
-    if time.monotonic() < _slow_until or not _waiting.acquire(blocking=False):
-        raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True)
-    try:
-        return future.result(timeout=settings.PROLIFIC_ARRIVAL_TIMEOUT_SECONDS)
-    except TimeoutError:
-        _slow_until = time.monotonic() + settings.PROLIFIC_ARRIVAL_DEADLINE_SECONDS
-        raise ArrivalDeferred(CHECKING_MESSAGE, refresh, checking=True) from None
-    finally:
-        _waiting.release()
-
-
-def verify_arrival(
-    batch: Batch,
-    participant_id: str,
-    study_id: str,
-    session_id: str,
-    *,
-    browser_secret: str,
-    client: str | None = None,
-) -> ProlificSession:
-    """The confirmed session of this arrival; raises ``ArrivalRefused`` for anything Prolific does not confirm.
-
-    The first arrival of a session has it checked with Prolific (:func:`_confirmed_status`;
-    ``client`` is the client address's key, whose new checks are rate-limited); its answer is
-    kept, bound to this browser (``ProlificSession``: a reload asks nothing), and a refusal is
-    remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises ``ServiceError`` at once,
-    asking nothing, for a link whose ids are not Prolific's shape. Raises ``ArrivalDeferred``
-    while Prolific has not answered (a check under way, or not begun): the caller shows the
-    page that waits and asks again by itself, and hands out nothing. ``StudyClosed`` when the
-    batch needs nobody any more.
-    """
-    check_link(batch, participant_id, study_id, session_id)
-    return _keep_session(
-        batch,
-        participant_id,
-        session_id,
-        browser_digest(browser_secret),
-        lambda: _confirmed_status(_Link(study_id, participant_id, session_id), client),
-    )
-
-
-def confirm_link(participant_id: str, study_id: str, session_id: str, *, client: str | None = None) -> str:
-    """Prolific's word on a link of a study that is not the batch's own (a rehearsal's test study): the session's
-    status, checked as any arrival (:func:`_confirmed_status`), nothing recorded; ``ServiceError`` for a link not
-    of Prolific's shape."""
-    if not all(isinstance(v, str) and PROLIFIC_ID.fullmatch(v) for v in (participant_id, study_id, session_id)):
-        raise ServiceError(
-            "the link from Prolific is incomplete or malformed: PROLIFIC_PID, STUDY_ID and SESSION_ID are needed"
-        )
-    return _confirmed_status(_Link(study_id, participant_id, session_id), client)
-
-
-def _keep_session(batch: Batch, participant_id: str, session_id: str, browser: str, status) -> ProlificSession:
-    """The session's row: made with ``status()`` (Prolific's word on it) the first time, bound to ``browser``;
-    a later arrival must be the same batch, participant and browser."""
-    known = ProlificSession.objects.filter(session_id=session_id).first()
-    if known is None:
-        status = status()
-        try:
-            with transaction.atomic():
-                return ProlificSession.objects.create(
-                    session_id=session_id,
-                    batch=batch,
-                    participant_id=participant_id,
-                    status=status,
-                    browser=browser,
-                )
-        except IntegrityError:  # the same session arriving twice at once: the first one keeps it
-            known = ProlificSession.objects.get(session_id=session_id)
-    if known.batch_id != batch.pk:
-        raise ArrivalRefused("This Prolific session belongs to another study.")
-    if known.participant_id != participant_id:
-        raise ArrivalRefused("This Prolific session belongs to another participant.")
-    if known.browser != browser:
-        raise ArrivalRefused("This Prolific session was opened in another browser. Please continue the study there.")
-    return known
-
-
-# -- signed study URLs (issue 56) ---------------------------------------------------------------
-#: The status a session is kept with when Prolific's signed token, not an API call, confirmed it.
-SIGNED = "SIGNED"
-REPLAYED_MESSAGE = (
-    "This link from Prolific was already used in another browser. Please continue the study in the browser"
-    " where you opened it first, or go back to Prolific and open the study again from there."
-)
-#: A window arrival starts the batch's interrupted publication again at most this often (seconds).
-RESUME_SECONDS = 30
-
-
-def signed_urls(batch: Batch) -> bool:
-    """Whether the batch's study sends participants with Prolific's signed URL (``prolific_token``)."""
-    return bool((batch.provider_options or {}).get("signed_urls"))
-
-
-def read_signed_link(
-    batch: Batch, token: str, *, browser_secret: str, now: float | None = None
-) -> tuple[str, str, str]:
-    """The (participant, study, session) ids that Prolific signed in ``token``, verified here with no API call.
-
-    The token is checked as :mod:`platforms.prolific.study_tokens` says (signature by the
-    key of its ``kid`` from the cached key set, :mod:`platforms.prolific.jwks.services`; ``exp``;
-    ``aud``; the workspace and organisation), and used once: the same token opened again in another
-    browser is refused (in the same browser it is a reload). ``ArrivalRefused`` (nothing recorded)
-    for any token that fails; ``ArrivalDeferred`` while no key set could be had from Prolific.
-    """
-    from django.urls import reverse
-
-    from platforms.prolific.connection.selectors import prolific_settings
-    from platforms.prolific.jwks import services as jwks
-    from platforms.prolific.study_tokens import LEEWAY_SECONDS, TokenRefused, key_id, verify_study_token
-
-    if batch.provider != Provider.PROLIFIC:
-        raise ServiceError("this batch does not run on Prolific")
-    now = time.time() if now is None else now
-    try:
-        keys = jwks.verification_keys(key_id(token), now=now)
-        verified = verify_study_token(
-            token,
-            keys,
-            site_url=settings.SITE_URL,
-            start_path=reverse("annotation:prolific-start", args=[batch.name]),
-            workspace_id=prolific_settings().workspace_id,
-            organisation_id=settings.PROLIFIC_ORGANISATION_ID,
-            now=now,
-        )
-    except TokenRefused as exc:
-        raise ArrivalRefused(str(exc)) from None
-    except jwks.KeysUnavailable:
-        raise busy(settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS) from None
-    browser = browser_digest(browser_secret)
-    cache = shared_cache()
-    key = f"prolific-token:{verified.digest}"
-    kept = cache.add(key, browser, max(1, math.ceil(verified.expires - now)) + LEEWAY_SECONDS + 60)
-    if not kept and cache.get(key) != browser:
-        raise ArrivalRefused(REPLAYED_MESSAGE)
-    return verified.participant_id, verified.study_id, verified.session_id
-
-
-def admit_signed(
-    batch: Batch, participant_id: str, study_id: str, session_id: str, *, browser_secret: str
-) -> ProlificSession:
-    """The session of a signed link already verified (:func:`read_signed_link`), kept for this browser.
-
-    No call to Prolific: its signature is Prolific's word. ``NotOpenYet`` while the site is still
-    finishing the study's publication (the arrival also starts that publication again if it was
-    interrupted, at most every :data:`RESUME_SECONDS`); ``StudyClosed`` when the batch needs nobody.
-    """
-    try:
-        check_link(batch, participant_id, study_id, session_id)
-    except NotOpenYet:
-        resume_publishing(batch)
-        raise
-    return _keep_session(batch, participant_id, session_id, browser_digest(browser_secret), lambda: SIGNED)
-
-
-def resume_publishing(batch: Batch) -> bool:
-    """Start the batch's publication again (it resumes where it stopped: ``publish_batch``'s protocol),
-    unless it is under way or was started less than :data:`RESUME_SECONDS` ago; whether it was started."""
-    from annotation.crowd.services.background import start_publish
-
-    if not shared_cache().add(f"prolific-resume:{batch.pk}", 1, RESUME_SECONDS):
-        return False
-    try:
-        start_publish(batch)
-    except ServiceError as exc:  # under way already, or no longer publishable
-        logger.info("batch %s: publication not resumed: %s", batch.name, exc)
-        return False
-    return True
-
-
-def resume_interrupted_publications(provider: CrowdProvider | None = None) -> list[str]:
-    """Publications that stopped while Prolific has the study live (a lost answer, a crash): started again.
-
-    A draft Prolific batch whose publication was asked for and whose study Prolific shows live
-    (``ACTIVE`` or ``PAUSED``, found by its id or, when the id's answer was lost, by its internal
-    name) is published again by the ordinary job, which resumes where it stopped; the site then
-    lets in the participants who were kept waiting (``manage.py poll_prolific``). Returns their names.
-    """
-    from annotation.crowd.services.background import start_publish
-    from platforms.prolific.connection.selectors import prolific_settings
-
-    drafts = Batch.objects.filter(
-        provider=Provider.PROLIFIC, status=Batch.Status.DRAFT, prepare_attempted__isnull=False
-    ).order_by("pk")
-    started = []
-    for batch in drafts:
-        provider = provider or get_provider(Provider.PROLIFIC)
-        try:
-            if batch.hit_type_id:
-                study = provider.client.get_study(batch.hit_type_id)
-            else:
-                study = provider.client.find_study(prolific_settings().project_id, provider.internal_name(batch))
-        except ProlificError as exc:
-            logger.warning("batch %s: its study could not be read (next poll retries): %s", batch.name, exc)
-            continue
-        if not study or study.get("status") not in ("ACTIVE", "PAUSED"):
-            continue
-        try:
-            start_publish(batch)
-        except ServiceError:
-            continue  # under way already
-        started.append(batch.name)
-    return started
 
 
 def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
@@ -730,7 +139,7 @@ def turn_away(batch: Batch, session: ProlificSession) -> None:
     if settings.JOB_LOCAL_RUNNER == "inline":
         _pause_quietly(batch.pk)
         return
-    _background(_pause_quietly, batch.pk)
+    in_background(_pause_quietly, batch.pk)
 
 
 def _mark_turned_away(session: ProlificSession) -> None:
@@ -746,22 +155,6 @@ def _pause_quietly(batch_id: int) -> None:
         pause_for_tasks(batch)
     except (ProlificError, ServiceError) as exc:  # the next sync fits the places again
         logger.warning("batch %s: the study could not be paused (no task to hand out): %s", batch.name, exc)
-
-
-def _background(function, *args) -> None:
-    """``function(*args)`` on this process's check threads (:func:`_submit`'s pool), its connections closed after."""
-
-    def run() -> None:
-        from django.db import connections
-
-        try:
-            function(*args)
-        except Exception:
-            logger.exception("%s failed on a background thread", getattr(function, "__name__", function))
-        finally:
-            connections.close_all()
-
-    _check_pool().submit(run)
 
 
 # -- places: never more open on Prolific than tasks to hand out (issue 67) ----------------------
@@ -1002,7 +395,7 @@ UNKNOWN_SESSION_GRACE = dt.timedelta(minutes=10)
 def void_unattributed(batch: Batch, submissions) -> int:
     """Void the batch's open or submitted work whose session Prolific does not give to its participant.
 
-    Arrivals are confirmed with Prolific (:func:`verify_arrival`), so this finds only work
+    Arrivals are confirmed with Prolific (:func:`platforms.prolific.arrivals.services.links.verify_arrival`), so this finds only work
     made before that check existed, or a session Prolific has since dropped. Such work is
     never counted (only submitted and approved work is), reviewed, paid or held against
     the participant it names; its place is free again. A hand-out younger than

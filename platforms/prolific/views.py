@@ -26,6 +26,8 @@ from core.web.permissions import researcher_required
 from platforms.inhouse.services.corrections import why_not_correctable
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from platforms.inhouse.views import correction_step, training_step, unanswered_context
+from platforms.prolific import services as prolific
+from platforms.prolific.arrivals.services import checks, links
 from platforms.prolific.bonuses import services as prolific_bonuses
 from platforms.prolific.selectors import rehearsal_study_id
 
@@ -117,7 +119,6 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
 
     from core.services.ratelimit import client_key
     from core.web.client_ip import client_ip
-    from platforms.prolific import services as prolific
 
     batch = get_object_or_404(Batch, name=name, provider="prolific")
     link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
@@ -133,10 +134,10 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
         if rehearsing is not None:
             return rehearsing
     try:
-        if token and prolific.signed_urls(batch):
+        if token and links.signed_urls(batch):
             # Prolific's signed link (issue 56): checked here, no API call. Once verified it is kept in
             # this browser's session and the page comes back without the token, which lives two minutes.
-            signed = list(prolific.read_signed_link(batch, token, browser_secret=browser))
+            signed = list(links.read_signed_link(batch, token, browser_secret=browser))
             request.session[PROLIFIC_BROWSER_KEY] = browser
             request.session[PROLIFIC_SIGNED_KEY] = {
                 **(request.session.get(PROLIFIC_SIGNED_KEY) or {}),
@@ -145,21 +146,21 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
             return redirect("annotation:prolific-start", name=batch.name)
         if signed and not any(link):
             link = signed
-            session = prolific.admit_signed(batch, *link, browser_secret=browser)
+            session = links.admit_signed(batch, *link, browser_secret=browser)
         else:  # a study without signed URLs (or a link without its token): Prolific is asked, as before
-            session = prolific.verify_arrival(batch, *link, browser_secret=browser, client=client)
-    except prolific.ClientOverLimit as exc:
+            session = links.verify_arrival(batch, *link, browser_secret=browser, client=client)
+    except checks.ClientOverLimit as exc:
         return _waiting_page(request, exc, 429)
-    except prolific.ArrivalDeferred as exc:
+    except checks.ArrivalDeferred as exc:
         return _waiting_page(request, exc, 202 if exc.checking else 503)
     except OperationalError:
         # The shared cache's or the session's database busy past its timeout under a flood
         # (SQLite, many writers at once): the page waits and asks again, never a 500.
         logger.exception("arrival at batch %s deferred: the database was busy", batch.name)
-        return _waiting_page(request, prolific.busy(5), 503)
-    except prolific.StudyClosed as exc:
+        return _waiting_page(request, checks.busy(5), 503)
+    except checks.StudyClosed as exc:
         return _prolific_page(request, str(exc), 200, return_link=True)
-    except prolific.ArrivalRefused as exc:
+    except checks.ArrivalRefused as exc:
         return _prolific_page(request, str(exc), 403)
     except ServiceError as exc:
         return _prolific_page(request, str(exc), 400)
@@ -251,21 +252,19 @@ def prolific_correct(request: HttpRequest, pk: int) -> HttpResponse:
 def _rehearsal_arrival(request: HttpRequest, batch: Batch, link: list, token: str, browser: str, client: str):
     """A test participant of the batch's test study: checked as any participant (its signed link, or Prolific
     asked), then sent to the rehearsal page; ``None`` when the link is not the test study's (the caller goes on)."""
-    from platforms.prolific import services as prolific
-
     try:
-        if token and prolific.signed_urls(batch):
-            signed = list(prolific.read_signed_link(batch, token, browser_secret=browser))
+        if token and links.signed_urls(batch):
+            signed = list(links.read_signed_link(batch, token, browser_secret=browser))
             if signed[1] != rehearsal_study_id(batch):
                 return None  # a real study's link: the ordinary path (its token is single-use, so check here)
             link = signed
         elif link[1] == rehearsal_study_id(batch):
-            prolific.confirm_link(*link, client=client)
+            links.confirm_link(*link, client=client)
         else:
             return None
-    except prolific.ArrivalDeferred as exc:
+    except checks.ArrivalDeferred as exc:
         return _waiting_page(request, exc, 202 if exc.checking else 503)
-    except prolific.ArrivalRefused as exc:
+    except checks.ArrivalRefused as exc:
         return _prolific_page(request, str(exc), 403)
     except ServiceError as exc:
         return _prolific_page(request, str(exc), 400)

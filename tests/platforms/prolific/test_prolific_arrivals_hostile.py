@@ -71,7 +71,7 @@ def on_threads(settings, request, monkeypatch):
     """Checks on their own threads, as deployed (the suite runs them inline). Their cache is this
     process's memory, one per test: the in-memory test database is not for other threads' writes."""
     from core.services.ratelimit import SHARED
-    from platforms.prolific import services as prolific
+    from platforms.prolific.arrivals.services import checks as prolific
 
     monkeypatch.setattr(prolific, "_slow_until", 0.0)  # no earlier test's slow Prolific
     settings.JOB_LOCAL_RUNNER = "threads"
@@ -132,7 +132,7 @@ def test_an_arrival_while_prolific_misbehaves_answers_at_once_and_pauses_nobody(
     longer than the deadline is what the page waits for. Nothing is kept for a waiting arrival.
     (The first arrival's session is one Prolific knows, so that a slow or dripping Prolific is
     slow with its 200 answer.)"""
-    from platforms.prolific.services import _Link
+    from platforms.prolific.arrivals.services.checks import Link
 
     settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS = 3  # the failed link's wait: time to come back inside it
     _publish(batch, provider)
@@ -140,7 +140,7 @@ def test_an_arrival_while_prolific_misbehaves_answers_at_once_and_pauses_nobody(
     server.standing["get_submission"] = storm
     first, _ = _arrive(client_class(), batch, hexid("PID1"), session)
     _waits(first)
-    checking = _Link(batch.hit_type_id, hexid("PID1"), session).key("checking")
+    checking = Link(batch.hit_type_id, hexid("PID1"), session).key("checking")
     if storm in ENDS_AT_ONCE:  # the check's one call failed at once: its outcome is the answer
         assert first.status_code == 503 and _asks(server) == 1, f"{storm}: {first.status_code}"
     else:  # answered while the check still runs (it lasts until its deadline): the request never waited for it
@@ -301,9 +301,9 @@ def test_our_token_refused_or_throttled_delays_only_the_link_that_met_it(
 
 def _wait_over(batch, pid: str, session: str) -> None:
     """As if a failed link's wait had passed: its failures are still counted, its time is over."""
-    from platforms.prolific.services import _Link
+    from platforms.prolific.arrivals.services.checks import Link
 
-    key = _Link(batch.hit_type_id, pid, session).key("failed")
+    key = Link(batch.hit_type_id, pid, session).key("failed")
     shared_cache().set(key, {**shared_cache().get(key), "until": time.time() - 1}, 600)
 
 
@@ -336,7 +336,7 @@ def test_twelve_checks_at_once_start_their_calls_at_the_shared_pace(server, prov
     """Twelve new links at once, each from its own thread: each is asked once, and the calls to
     Prolific start at most PROLIFIC_API_CALLS_PER_SECOND a second (here 5: the twelfth about
     2.2 s after the first), whichever thread makes them."""
-    from platforms.prolific import services as prolific
+    from platforms.prolific.arrivals.services import checks as prolific
 
     settings.PROLIFIC_API_CALLS_PER_SECOND = 5
     settings.PROLIFIC_ARRIVAL_DEADLINE_SECONDS = 5.0
@@ -346,7 +346,7 @@ def test_twelve_checks_at_once_start_their_calls_at_the_shared_pace(server, prov
 
     def arrival(i: int) -> str:
         try:
-            prolific._confirmed_status(prolific._Link(batch.hit_type_id, hexid(f"P{i}"), hexid(f"S{i}")), None)
+            prolific.confirmed_status(prolific.Link(batch.hit_type_id, hexid(f"P{i}"), hexid(f"S{i}")), None)
         except prolific.ArrivalRefused:
             return "refused"
         except prolific.ArrivalDeferred:

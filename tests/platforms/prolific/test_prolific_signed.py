@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from annotation import services
 from annotation.models import Assignment, Batch
-from platforms.prolific import services as prolific_services
+from platforms.prolific.arrivals.services import links as prolific_links
 from platforms.prolific.client import ProlificError, ProlificUnknownOutcome
 from platforms.prolific.jwks import services as jwks
 from platforms.prolific.models import ProlificSession
@@ -96,7 +96,7 @@ def test_a_signed_study_is_asked_for_and_its_participants_come_in_without_an_api
     assert "get_submission" not in made  # no API call per arrival
     assert made.count("jwks") == 1  # the key set fetched once, then cached
     kept = ProlificSession.objects.filter(session_id__in=sessions)
-    assert kept.count() == 4 and {s.status for s in kept} == {prolific_services.SIGNED}
+    assert kept.count() == 4 and {s.status for s in kept} == {prolific_links.SIGNED}
     assert {a.worker.identity.external_id for a in Assignment.objects.filter(provider_assignment_id__in=sessions)} == {
         hexid(f"sig{i}") for i in range(4)
     }
@@ -336,7 +336,7 @@ def test_a_launch_of_120_under_throttling_with_lost_answers_admits_everyone_with
     create and the publish lost, then Prolific failing); 120 participants take every place at once.
     Each one gets a page that waits and reloads, none a dead end; the first arrival starts the
     publication again, and once the site has caught up every one of them is let in."""
-    monkeypatch.setattr(prolific_services, "RESUME_SECONDS", 0)  # a waiting arrival may start it again at once
+    monkeypatch.setattr(prolific_links, "RESUME_SECONDS", 0)  # a waiting arrival may start it again at once
     settings.PROLIFIC_WEBHOOKS = False
     batch = _big_batch(40, 3, signed_urls=True)  # 40 HITs x 3 = 120 places
     signed_server.shares = FaultShares(throttled=0.10, lost=0.05, retry_after=0, seed=56)
@@ -424,7 +424,7 @@ def test_an_unsigned_arrival_in_the_window_waits_and_the_poll_catches_the_site_u
     assert not Assignment.objects.filter(provider_assignment_id=session).exists()
 
     with django_capture_on_commit_callbacks(execute=True):
-        started = prolific_services.resume_interrupted_publications(provider)
+        started = prolific_links.resume_interrupted_publications(provider)
     assert started == [batch.name]
     batch.refresh_from_db()
     assert batch.status == Batch.Status.PUBLISHED
@@ -433,7 +433,7 @@ def test_an_unsigned_arrival_in_the_window_waits_and_the_poll_catches_the_site_u
     assert page.status_code == 302 and "/prolific/hits/" in page["Location"]
     # A draft never sent to Prolific is not in the window: still refused at once.
     draft = make_prolific_batch(query_set, name="never")
-    assert prolific_services.resume_interrupted_publications(provider) == []
+    assert prolific_links.resume_interrupted_publications(provider) == []
     assert Batch.objects.get(pk=draft.pk).status == Batch.Status.DRAFT
 
 

@@ -410,10 +410,10 @@ def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
     """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval.
 
     First, a publication interrupted while Prolific has the study live is started again
-    (:func:`platforms.prolific.services.resume_interrupted_publications`): the participants
+    (:func:`platforms.prolific.arrivals.services.links.resume_interrupted_publications`): the participants
     Prolific already sent wait on a page that lets them in once the site has caught up.
     """
-    from platforms.prolific.services import resume_interrupted_publications
+    from platforms.prolific.arrivals.services.links import resume_interrupted_publications
 
     result = PollResult(status=webhook_status(now))
     try:

@@ -1,0 +1,2 @@
+"""Participants arriving from Prolific: whether a study link is Prolific's word for this study, participant
+and browser (:mod:`.services`)."""
