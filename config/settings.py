@@ -341,7 +341,7 @@ SPECTACULAR_SETTINGS = {
 #: ``shared`` (SHARED_CACHE_URL or table ``shared_cache``): Prolific arrivals' counters and checks, the
 #: pace of Prolific calls (core.services.ratelimit); ``results`` (RESULTS_CACHE_URL or table
 #: ``results_cache``, never the broker's Redis): what a batch's answers add up to, keyed by its answer
-#: version (annotation.results.selectors.answers_version). RESULTS_CACHE_SECONDS=0 caches nothing.
+#: version (annotation.results.selectors.labels.answers_version). RESULTS_CACHE_SECONDS=0 caches nothing.
 
 
 def _redis_url(name: str) -> str:

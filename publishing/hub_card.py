@@ -413,7 +413,7 @@ def card(
     return "\n".join(lines)
 
 
-#: The method the annotation follows (:data:`annotation.results.selectors.CITATION`) as a CFF reference.
+#: The method the annotation follows (:data:`annotation.results.selectors.labels.CITATION`) as a CFF reference.
 METHOD_REFERENCE: dict[str, Any] = {
     "type": "conference-paper",
     "title": "Do Neural Ranking Models Intensify Gender Bias?",

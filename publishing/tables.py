@@ -6,7 +6,7 @@ and reads its columns' meaning in the card and in ``croissant.json``; both are w
 description), so the files, the card and the Croissant fields cannot disagree.
 
 The rows are made from the per-query results of
-:func:`annotation.results.selectors.query_results` as :func:`annotation.exports.selectors.study_facts`
+:func:`annotation.results.selectors.labels.query_results` as :func:`annotation.exports.selectors.study_facts`
 hands them over: nothing is recomputed here. Annotators appear under pseudonyms made for this
 dataset (``annotator-001``, ...), numbered in the order of an HMAC of the platform's own
 pseudonyms keyed on a random salt drawn for each publication and then forgotten

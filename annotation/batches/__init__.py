@@ -8,5 +8,5 @@ ruling, export, HIT preview, a Prolific batch's bonus panel), :mod:`.api`
 (``/api/annotation/batches/`` and its actions, HITs, assignments, judgments, exports, bonuses).
 URLs and templates are the app's (``annotation:batch-*``, ``annotation/batch_*.html``),
 unchanged by where the views live. What a batch is and where it stands, the one reading these
-pages show, is :func:`annotation.results.selectors.batch_state`.
+pages show, is :func:`annotation.results.selectors.state.batch_state`.
 """

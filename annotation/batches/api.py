@@ -160,7 +160,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     def progress(self, request, name=None, format=None):
         """HITs published, assignments handed out, submitted, approved and rejected, judgments; the
         batch's answered and expected assignments, gold failures and spend as every page shows them
-        (:func:`annotation.results.selectors.batch_state`: a machine-labelled batch's are its crowd
+        (:func:`annotation.results.selectors.state.batch_state`: a machine-labelled batch's are its crowd
         batches')."""
         batch = self.get_object()
         progress = batch_progress(batch)

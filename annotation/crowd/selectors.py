@@ -249,7 +249,7 @@ def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
     return counted
 
 
-#: What :func:`annotation.results.selectors.answers_version` reads of the assignments (its ``work``).
+#: What :func:`annotation.results.selectors.labels.answers_version` reads of the assignments (its ``work``).
 WORK_KEYS = ("n", "last", "usable", "approved", "submitted", "reviewed")
 
 

@@ -98,7 +98,7 @@ def batch_facts(batch: Batch) -> dict[str, Any]:
         "cost": batch.cost or None,
         # What it spent, fees and bonuses included (its crowd batches' for a machine-labelled one), and the
         # assignments answered of those asked for (theirs too): the figures of the dashboard, the batch
-        # list and page (annotation.results.selectors.batch_state).
+        # list and page (annotation.results.selectors.state.batch_state).
         "spent": state["spent"],
         "answered": state["answered"],
         "expected": state["expected"],
@@ -194,7 +194,7 @@ def label_agents(batch: Batch, results: list[dict[str, Any]], machine: dict[str,
     """Who made each labelled query's label (qid -> agent), from the platform's records.
 
     ``labelled_by`` is one of :data:`AGENTS`: the source of the label
-    (:func:`annotation.results.selectors.query_results`' ``label_source``) and, for a majority,
+    (:func:`annotation.results.selectors.labels.query_results`' ``label_source``) and, for a majority,
     the providers of the batches its usable votes were given in (all on the site's own
     annotators: in-house; any on MTurk or Prolific: the crowd). A
     machine-accepted label names the labeller, model and prompt version of the routing stage
@@ -286,7 +286,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
     rulings, set-aside queries and why, votes per query), ``non_gendered_share`` (among
     labelled queries, :func:`share_interval`), ``source_dataset`` (:func:`source_dataset`),
     ``machine`` (:func:`routing_facts`), ``audit`` (:func:`annotation.audit.selectors.audit_facts`),
-    ``results`` (the per-query rows of :func:`annotation.results.selectors.query_results`) and
+    ``results`` (the per-query rows of :func:`annotation.results.selectors.labels.query_results`) and
     ``label_agents`` (who made each label, :func:`label_agents`).
     """
     answers = answers or BatchAnswers(batch)

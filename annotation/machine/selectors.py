@@ -426,7 +426,7 @@ def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
 
     ``crowd only`` (the crowd's labels, rulings first), ``machine only`` (the machine routing
     used, else the latest, for every query), ``hybrid`` (the crowd where it labelled, else an
-    accepted machine label: :func:`annotation.results.selectors.labels_with_sources`). Empty for
+    accepted machine label: :func:`annotation.results.selectors.labels.labels_with_sources`). Empty for
     a batch no machine labelled. Keys as :data:`genderbias.ranking.defaults.LABEL_SOURCES`.
     """
     found = identities(batch)

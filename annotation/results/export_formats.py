@@ -274,7 +274,7 @@ METHOD_OF_SOURCE = {"crowd majority": "majority", "adjudicated": "adjudication",
 def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dict[str, Any]]:
     """The rows an export of ``category`` writes: labelled queries (crowd or adjudicated) of that category.
 
-    ``results`` are per-query results (``annotation.results.selectors.query_results``);
+    ``results`` are per-query results (``annotation.results.selectors.labels.query_results``);
     queries without a label (disputed, too few votes) are never written as labelled.
     """
     wanted = set(LABELS) if category == ALL_CATEGORIES else {CATEGORY_SLUGS[category]}
@@ -337,7 +337,7 @@ def card_facts(
 
     ``batch`` holds the batch's settings (name, provider, source, rewards, dates, cost),
     ``results`` every query of the batch, ``rows`` those exported and ``report`` the
-    batch's agreement (``annotation.results.selectors.agreement``). ``machine`` (a batch
+    batch's agreement (``annotation.results.selectors.agreement.agreement``). ``machine`` (a batch
     labelled by a machine first) holds the routing and calibration facts
     (:func:`machine_facts`).
     """

@@ -1,6 +1,6 @@
 """The review queue: which status each query of a batch has, and which query a review walks to next.
 
-Pure (no Django): it works on the rows of ``annotation.results.selectors.query_results``
+Pure (no Django): it works on the rows of ``annotation.results.selectors.labels.query_results``
 plus two sets of qids read by ``annotation.results.selectors`` (escalated, gold-failed), so a
 notebook can walk a batch's disputes the way the review page does.
 

@@ -287,7 +287,7 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
     :data:`MAX_MISFIT_Z`, or ``sparse`` (the share of answers from workers with fewer than
     :data:`MIN_WORKER_ANSWERS`) above :data:`MAX_SPARSE_SHARE`, or ``selected``: ``discarded``
     assignments (more than 0) lost their other answers for failing gold
-    (:func:`annotation.results.selectors.gold_discarded_assignments`), i.e. the label-corrected intervals may
+    (:func:`annotation.results.selectors.gold.gold_discarded_assignments`), i.e. the label-corrected intervals may
     under-cover; ``reasons`` says which.
 
     Why ``selected`` is a fact of the batch, not a test: the model reads every gold answer, the failed

@@ -105,13 +105,13 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
 
     Anyone can open it, so a malformed link is refused at once, each client address (an IPv6
     client's /64) starts a few checks a minute, and a check with Prolific holds this request
-    ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most (:func:`platforms.prolific.services.verify_arrival`).
+    ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most (:func:`platforms.prolific.arrivals.services.links.verify_arrival`).
     Until Prolific has answered, the participant gets a page that waits and comes back here by
     itself: 202 while a check is under way, 503 when none could begin yet, 429 past the client's rate.
 
     A study with signed URLs (issue 56) brings ``prolific_token``: checked here with no API call
-    (:func:`platforms.prolific.services.read_signed_link`), kept in this browser's session,
-    and the page comes back without it (:func:`~platforms.prolific.services.admit_signed`).
+    (:func:`platforms.prolific.arrivals.services.links.read_signed_link`), kept in this browser's session,
+    and the page comes back without it (:func:`~platforms.prolific.arrivals.services.links.admit_signed`).
     While the site is still finishing a publication that Prolific already opened, the page waits (202)
     instead of refusing. A link of the batch's test study goes to the rehearsal page.
     """

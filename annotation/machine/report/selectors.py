@@ -321,11 +321,11 @@ class LabelProbabilities:
     """Every labelled query's probability of each label (:mod:`genderbias.crowd.label_probabilities`)."""
 
     table: Any  #: pandas frame, qid × :data:`LABELS`, rows summing to 1
-    source: dict[str, str]  #: qid -> the source of its final label (:data:`annotation.results.selectors.SOURCES`)
+    source: dict[str, str]  #: qid -> its final label's source (:data:`annotation.results.selectors.labels.SOURCES`)
     label: dict[str, str]  #: qid -> its final label (what the export writes)
     calibrated: bool  #: machine-accepted labels were calibrated on a blind sample (else: the machine's confidence)
     texts: dict[str, str]  #: qid -> query text, every query of the batch (gold left out), batch order
-    version: str  #: the batch's answers version when read (:func:`annotation.results.selectors.answers_version`)
+    version: str  #: the batch's answers version when read (:func:`annotation.results.selectors.labels.answers_version`)
     #: The crowd model behind ``table`` (:class:`genderbias.crowd.label_probabilities.LabelModel`):
     #: its ``draws`` refit the crowd's Dawid-Skene per bootstrap draw.
     model: Any = None

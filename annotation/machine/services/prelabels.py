@@ -11,7 +11,7 @@ not label (every answer unparseable) gets no row and is counted as unlabelled.
 The ``trained`` labeller learns first, from ``train``: a labelled query file (read by
 :func:`~annotation.crowd.services.batches.read_labelled_file`: TSV ``qid<TAB>query<TAB>label``
 or the study's CSV ``qid,query,label``) or ``batch:NAME``, that batch's human labels so
-far ("adjudication first, else majority vote", :class:`~annotation.results.selectors.BatchAnswers`;
+far ("adjudication first, else majority vote", :class:`~annotation.results.selectors.labels.BatchAnswers`;
 gold questions left out, as their labels are what the machine is checked against).
 Trained on the batch it labels, it labels the humans' queries too; those predictions are
 marked ``in_training`` in their ``detail`` so that calibration can leave them out.

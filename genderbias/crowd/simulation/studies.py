@@ -26,7 +26,7 @@ three workers per query:
   non-gendered, no gold;
 - optionally **gold selection** (``discard_failed_gold``): an assignment whose gold answer is wrong
   loses its other answers (a batch's default ``--failed-gold-answers discard``); its gold answer
-  stays in what the crowd model reads (:func:`annotation.results.selectors.gold_judgments`);
+  stays in what the crowd model reads (:func:`annotation.results.selectors.gold.gold_judgments`);
 - optionally **class-asymmetric confusion** (``errors``, ``class_skill``): a worker's accuracy differs
   by true label (logit shifts) and the errors go their own ways (f↔o, m↔o, n read as m more than as f),
   which one coin per worker cannot say;
@@ -211,7 +211,7 @@ def crowd_judgments(
     """The crowd's answers (``item, worker, label``, in the order answered; gold items ``g<i>``)
     and the gold questions' known labels. With gold selection, ``frame.attrs["discarded"]`` is the
     number of assignments that lost their other answers (what
-    :func:`annotation.results.selectors.gold_discarded_assignments` counts in a batch).
+    :func:`annotation.results.selectors.gold.gold_discarded_assignments` counts in a batch).
     ``frame.attrs["confusions"]``: each worker's true confusion matrix (worker → [K × K]), before the
     query's difficulty or the worker's fatigue tilts it (what :func:`genderbias.crowd.simulation.coverage.floor_intervals`
     reads the known-confusion floor from, kept on :class:`Study`)."""

@@ -44,7 +44,7 @@ A correction replaces the assignment's judgments in one transaction (the old one
 new ones written and scored like a submit by ``record_answers``), under the assignment's row
 lock: two corrections posted at once run one after the other, and a correction whose answers
 equal the stored ones writes nothing, so repeating it changes nothing. Every figure follows:
-the judgments' new ids move :func:`annotation.results.selectors.answers_version` (the key of
+the judgments' new ids move :func:`annotation.results.selectors.labels.answers_version` (the key of
 agreement, review and results) and the change counter behind ``answer_counts``, exactly as a
 submit does. ``submitted_at`` is kept, so correcting never extends the window.
 """

@@ -1,6 +1,6 @@
 """Figures that never shift (issue 45): a batch's answered assignments, what it spent, each HIT's
 answered places and its gold failures each come from one function
-(:func:`annotation.results.selectors.batch_state` over :func:`annotation.crowd.selectors.batch_progress`,
+(:func:`annotation.results.selectors.state.batch_state` over :func:`annotation.crowd.selectors.batch_progress`,
 :func:`annotation.crowd.selectors.answered_per_hit`, :data:`annotation.crowd.selectors.ANSWERED_WORK`),
 and are read here from every place a person or a script reads them -- the dashboard, the batch list,
 the batch page and its live part, its HITs table, the API and the dataset card -- before a sync
