@@ -36,10 +36,11 @@ from genderbias.ranking.defaults import (
     VARIANT_VERSIONS,
 )
 from genderbias.ranking.vocabulary import BY_NAME
-from metrics.forms import LabelSensitivityForm, PlanForm
+from metrics.forms.study_forms import LabelSensitivityForm, PlanForm
 from metrics.selectors import report_contributions, report_per_query, report_table
 
-from .forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm, ReportForm
+from .forms import ReportForm
+from .forms.study_forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm
 from .models import Report, Result
 from .serializers import (
     LabelSensitivitySerializer,

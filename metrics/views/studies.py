@@ -18,7 +18,7 @@ from core.web.permissions import researcher_required
 from pooling import selectors as pooling_selectors
 
 from .. import services
-from ..forms import (
+from ..forms.study_forms import (
     CompareSetsForm,
     CounterfactualForm,
     CrboForm,

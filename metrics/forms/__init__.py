@@ -1,0 +1,176 @@
+"""Forms of the metrics pages."""
+
+from __future__ import annotations
+
+from django import forms
+
+from annotation import selectors as annotation_selectors
+from core.errors import ServiceError
+from core.forms import CountField, DecimalNumberField
+from core.models import Job
+from core.options import (
+    AWRF_P_OPTION,
+    AWRF_WEIGHTS_OPTION,
+    CUT_STEP_OPTION,
+    CUTOFFS_OPTION,
+    EXPOSURE_FORM_OPTION,
+    EXPOSURE_TARGET_OPTION,
+    NORMALISER_OPTION,
+    PRESET_OPTION,
+    PROTECTED_OPTION,
+    REPORT_OPTIONS,
+    TIES_OPTION,
+    TOKENIZER_OPTION,
+    ReportOption,
+)
+from genderbias.ranking.defaults import (
+    OptionError,
+)
+from pooling.models import Qrels, QuerySet, Run
+
+from .. import services
+from ..models import Report
+
+
+def option_field(option: ReportOption) -> forms.Field:
+    """A page's field of a declared report setting (:mod:`core.options`): its label, its help
+    with its bounds and default, its initial value. Empty takes the default; the value is checked by the
+    declaration's one check (:func:`clean_options`), not by the field."""
+    common = {
+        "required": False,
+        "label": option.label,
+        "help_text": option.describe()[:1].upper() + option.describe()[1:] + ".",
+    }
+    if option.kind == "choice":
+        empty = [] if option.default else [("", "none")]
+        return forms.ChoiceField(choices=[*empty, *option.choices], initial=option.default, **common)
+    if option.kind == "number":
+        return DecimalNumberField(initial=option.default, **common)
+    if option.kind == "count":
+        return CountField(initial=option.default, **common)
+    return forms.CharField(initial=option.default_text, **common)
+
+
+def clean_options(form: forms.Form, data: dict, options: dict[str, ReportOption]) -> None:
+    """The form's declared settings: the default where left empty, else the declaration's one check
+    (cutoffs read from their text); a refusal is the field's error."""
+    for field, option in options.items():
+        if field in form.errors:
+            continue
+        value = data.get(field)
+        try:
+            if option.kind == "cutoffs":
+                data[field] = option.parse(value or "")
+            else:
+                data[field] = option.default if value in (None, "") else option.check(value)
+        except OptionError as exc:
+            form.add_error(field, exc.problem)
+
+
+class ReportForm(forms.Form):
+    name = forms.SlugField(max_length=100)
+    queries = forms.ModelChoiceField(QuerySet.objects.all(), to_field_name="name", label="Query set", required=False)
+    batch = forms.ModelChoiceField(
+        annotation_selectors.batches(),
+        to_field_name="name",
+        required=False,
+        label="…or a batch's labels",
+        help_text="Its non-gendered queries, with intervals that carry the labels' uncertainty.",
+    )
+    runs = forms.ModelMultipleChoiceField(Run.objects.all(), to_field_name="name", widget=forms.CheckboxSelectMultiple)
+    cutoffs = option_field(CUTOFFS_OPTION)
+    tokenizer = option_field(TOKENIZER_OPTION)
+    background = forms.ModelChoiceField(
+        Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
+    )
+    nfairr_normaliser = option_field(NORMALISER_OPTION)
+    baseline = forms.ModelChoiceField(Run.objects.all(), to_field_name="name", required=False, empty_label="none")
+    qrels = forms.ModelChoiceField(
+        Qrels.objects.all(),
+        to_field_name="name",
+        required=False,
+        empty_label="none (bias metrics only)",
+        label="Relevance judgments",
+        help_text="Adds effectiveness measures, computed with ir_measures.",
+    )
+    measures = forms.CharField(
+        required=False,
+        help_text="With judgments: ir_measures names with a cutoff, of RR (MRR), nDCG, R, P, AP "
+        "(default RR@10,nDCG@10,R@10,P@10).",
+    )
+    awrf_weights = option_field(AWRF_WEIGHTS_OPTION)
+    awrf_p = option_field(AWRF_P_OPTION)
+    exposure_target = option_field(EXPOSURE_TARGET_OPTION)
+    protected_group = option_field(PROTECTED_OPTION)
+    cut_step = option_field(CUT_STEP_OPTION)
+    exposure_form = option_field(EXPOSURE_FORM_OPTION)
+
+    ties = option_field(TIES_OPTION)
+    preset = option_field(PRESET_OPTION)
+
+    def clean_measures(self):
+        try:
+            return services.parse_measures(self.cleaned_data.get("measures") or "")
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        if data.get("measures") and not data.get("qrels") and "qrels" not in self.errors:
+            self.add_error("qrels", "effectiveness measures need relevance judgments: choose the qrels")
+        chosen = not ({"queries", "batch"} & set(self.errors))
+        if chosen and bool(data.get("queries")) == bool(data.get("batch")):
+            self.add_error("queries", "choose a query set or a batch whose labels to report on (one of them)")
+        clean_options(self, data, {name: REPORT_OPTIONS[name] for name in self.OPTIONS})
+        return data
+
+    #: The declared settings the form takes (:mod:`core.options`).
+    OPTIONS = (
+        "cutoffs",
+        "tokenizer",
+        "nfairr_normaliser",
+        "awrf_weights",
+        "awrf_p",
+        "exposure_target",
+        "protected_group",
+        "cut_step",
+        "exposure_form",
+        "ties",
+        "preset",
+    )
+
+    def start(self) -> Job:
+        """Build the report as a background job (page and API alike)."""
+        data = self.cleaned_data
+        return services.start_report(
+            data["name"],
+            data["queries"],
+            list(data["runs"]),
+            services.ReportSettings(
+                cutoffs=data["cutoffs"],
+                tokenizer=data["tokenizer"],
+                nfairr_normaliser=data["nfairr_normaliser"],
+                measures=data["measures"],
+                awrf_weights=data["awrf_weights"],
+                awrf_p=data["awrf_p"],
+                exposure_target=data["exposure_target"],
+                protected_group=data["protected_group"],
+                cut_step=data["cut_step"],
+                exposure_form=data["exposure_form"],
+                ties=data["ties"],
+                preset=data.get("preset") or "",
+            ),
+            background=data["background"],
+            baseline=data["baseline"],
+            qrels=data.get("qrels"),
+            label_batch=data.get("batch"),
+        )
+
+    def clean_name(self):
+
+        name = self.cleaned_data["name"]
+        if name in ("new", "crbo", "preference", "label-sensitivity", "plan", "sets"):
+            raise forms.ValidationError(f"{name!r} names a page of the reports; choose another name")
+        if Report.objects.filter(name=name).exists():
+            raise forms.ValidationError("a report with this name exists")
+        return name
