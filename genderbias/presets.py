@@ -32,7 +32,7 @@ DEFINITIONAL, REPRESENTATIVE = "definitional", "representative"
 class Preset:
     name: str
     paper: str
-    #: :class:`metrics.services.reports.ReportSettings` fields the preset sets, with their values.
+    #: :class:`metrics.services.report_settings.ReportSettings` fields the preset sets, with their values.
     settings: dict = field(default_factory=dict)
     #: The word list of RaB/ARaB (:data:`DEFINITIONAL` or :data:`REPRESENTATIVE`).
     rank_bias_words: str = DEFINITIONAL

@@ -37,19 +37,15 @@ from .labelling import ask_label_sensitivity, label_sensitivity, label_sensitivi
 from .per_query_file import build_per_query_csv, cached_per_query_csv, per_query_csv_job, start_per_query_csv
 from .planning import CostSettings, plan_study
 from .plot_cache import cached_plot, plot_key, plot_path
+from .report_settings import ReportInputs, ReportSettings, parse_cutoffs, parse_measures
 from .reports import (
     Computed,
-    ReportInputs,
-    ReportSettings,
     build_batch_report,
     build_report,
     compute_batch_report,
     compute_report,
-    parse_cutoffs,
-    parse_measures,
     per_query_values,
     report_job,
-    software_version,
     start_rebuild,
     start_report,
 )
@@ -101,7 +97,6 @@ __all__ = [
     "preference_job",
     "preference_summary",
     "report_job",
-    "software_version",
     "start_compare_sets",
     "start_counterfactual_collection",
     "start_crbo",

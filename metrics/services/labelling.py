@@ -34,7 +34,8 @@ from metrics.models import LabelSensitivityResult
 from metrics.services.reports import compute_batch_report
 from pooling.models import Run
 
-from .reports import DEFAULT_REPORT_SETTINGS, ReportSettings, per_query_values
+from .report_settings import DEFAULT_REPORT_SETTINGS, ReportSettings
+from .reports import per_query_values
 
 if TYPE_CHECKING:
     from genderbias.crowd.sensitivity import LabelSensitivity

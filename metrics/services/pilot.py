@@ -13,7 +13,8 @@ from core.options import CUTOFF_OPTION
 from genderbias.ranking.vocabulary import BY_NAME
 from genderbias.stats import plan_inputs
 from metrics.selectors import report_per_query
-from metrics.services.reports import ReportSettings, compute_report
+from metrics.services.report_settings import ReportSettings
+from metrics.services.reports import compute_report
 from pooling.models import QuerySet, Run
 
 from ..models import Report

@@ -12,51 +12,28 @@ subsets it rather than computing its own.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Unpack
 
-from django.db import transaction
 from django.urls import reverse
 
 from annotation import selectors
 from annotation.services import reading_answers
-from core import methods
-from core.errors import FieldError, ServiceError
+from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.options import (
-    AWRF_P_OPTION,
-    AWRF_WEIGHTS_OPTION,
-    BOOTSTRAP_OPTION,
-    CUT_STEP_OPTION,
     CUTOFFS_OPTION,
-    EXPOSURE_FORM_OPTION,
-    EXPOSURE_TARGET_OPTION,
-    NORMALISER_OPTION,
-    PROTECTED_OPTION,
-    REPORT_OPTIONS,
-    SEED_OPTION,
-    THRESHOLD_OPTION,
-    TIES_OPTION,
-    TOKENIZER_OPTION,
-    ReportOption,
 )
 from core.progress import Progress
 from core.services.names import validate_name
-from core.services.storage import cache_dir
-from core.version import software_version
-from genderbias.files.atomic import write_parquet_atomic
 from genderbias.presets import PRESETS
 from genderbias.ranking import effectiveness
 from genderbias.ranking.defaults import (
     DEFAULT_CUTOFFS,
-    LABEL_UNCERTAINTY_COLUMNS,
-    OptionError,
 )
 from genderbias.ranking.effectiveness import DEFAULT_MEASURES
-from genderbias.ranking.effectiveness import parse_measures as parse
 from genderbias.text.wordlists import (
     GenderWords,
     default_representative_wordlist,
@@ -65,145 +42,20 @@ from genderbias.text.wordlists import (
 from pooling import services as pooling_services
 from pooling.analysis import check_same_collection
 from pooling.models import Qrels, QuerySet, Run
-from pooling.services import document_counts_for, qrels_frame, register_wordlist, run_frame, top_rankings
+from pooling.services import document_counts_for, qrels_frame, run_frame, top_rankings
 
-from ..models import COLLECTION_BACKGROUND, Report, Result
+from ..models import COLLECTION_BACKGROUND, Report
+from .report_settings import DEFAULT_REPORT_SETTINGS, ReportInputs, ReportSettings, parse_measures
+from .report_store import Computed, check_free_name, store_report
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-@dataclass(frozen=True)
-class ReportSettings:
-    """A report's settings; each one's default and rule are its declaration's (:mod:`core.options`)."""
-
-    cutoffs: tuple[int, ...] = CUTOFFS_OPTION.default
-    tokenizer: str = TOKENIZER_OPTION.default
-    threshold: float = THRESHOLD_OPTION.default
-    bootstrap_samples: int = BOOTSTRAP_OPTION.default
-    seed: int = SEED_OPTION.default
-    nfairr_normaliser: str = NORMALISER_OPTION.default
-    #: Effectiveness measures (ir_measures names, ``RR@10``…), computed against the report's qrels.
-    measures: tuple[str, ...] = ()
-    #: The exposure metrics' choices (:mod:`genderbias.ranking.exposure`): AWRF's position weights and the
-    #: geometric weights' p, the target's female share, rKL/rND/rRD's protected group and cut step.
-    awrf_weights: str = AWRF_WEIGHTS_OPTION.default
-    awrf_p: float = AWRF_P_OPTION.default
-    exposure_target: float = EXPOSURE_TARGET_OPTION.default
-    protected_group: str = PROTECTED_OPTION.default
-    cut_step: int = CUT_STEP_OPTION.default
-    #: ``adapted`` (the platform's) or ``reference`` (the cited papers' code): :mod:`genderbias.ranking.exposure`.
-    exposure_form: str = EXPOSURE_FORM_OPTION.default
-    #: How tied documents are ordered for the bias metrics (:mod:`genderbias.ranking.ties`; effectiveness follows trec_eval).
-    ties: str = TIES_OPTION.default
-    #: A paper preset (:mod:`genderbias.presets`): its settings win over these (:meth:`resolved`); "" for none.
-    preset: str = ""
-
-    def resolved(self) -> ReportSettings:
-        """These settings with the preset's applied (the values a report is computed and stored with)."""
-        from dataclasses import replace
-
-        if not self.preset:
-            return self
-        if self.preset not in PRESETS:
-            raise ServiceError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
-        return replace(self, **PRESETS[self.preset].settings)
-
-    def exposure(self):
-        """The :class:`genderbias.ranking.exposure.ExposureSettings` of these settings (τ is NFaiRR's)."""
-        from genderbias.ranking.exposure import ExposureSettings
-
-        return ExposureSettings(
-            self.awrf_weights,
-            self.awrf_p,
-            self.exposure_target,
-            self.protected_group,
-            self.cut_step,
-            self.threshold,
-            form=self.exposure_form,
-        )
-
-    def validate(self) -> None:
-        """Each setting by its declaration's one check (:meth:`genderbias.report_option.ReportOption.check`):
-        a :class:`core.errors.FieldError` naming the setting; then the preset and the measures."""
-        for option in REPORT_OPTIONS.values():
-            if option.kind == "file":
-                continue
-            try:
-                option.check(getattr(self, option.setting))
-            except OptionError as exc:
-                raise FieldError(exc.field, exc.problem) from None
-        self.resolved()
-        parse_measures(self.measures)
-
-
-#: The settings a report takes when given none (a frozen value, safe as a default argument).
-DEFAULT_REPORT_SETTINGS = ReportSettings()
-
-
-class ReportInputs(TypedDict, total=False):
-    """What a report may take besides its query set, runs and settings (one definition for
-    :func:`compute_report` and :func:`build_report`)."""
-
-    wordlist: GenderWords | None  #: gender-definitional words for RaB/ARaB (default: the 32+32)
-    representative: GenderWords | None  #: representative words for NFaiRR/TExFAIR (default: 163+163)
-    background: Run | None  #: NFaiRR's background run (default: the collection)
-    baseline: Run | None  #: run the others are tested against
-    qrels: Qrels | None  #: relevance judgments: adds the effectiveness measures (default RR@10, nDCG@10, R@10, P@10)
-    job: Job | None  #: progress record to update
-    bar: bool  #: a terminal progress bar
-    label_batch: object | None  #: annotation batch: a report on its labels (:func:`build_batch_report`)
-
-
-@dataclass
-class Computed:
-    """What a report computes, before anything is stored: values and the inputs they came from."""
-
-    per_query: pd.DataFrame
-    summary: pd.DataFrame
-    runs: list[Run] = field(default_factory=list)
-    wordlist: GenderWords | None = None
-    representative: GenderWords | None = None
-    #: Effectiveness measures computed (empty without qrels) and the query-set queries the qrels do not judge.
-    measures: tuple[str, ...] = ()
-    unjudged: list[str] = field(default_factory=list)
-    #: Per run, the judged queries it does not return (each counts as 0 in its effectiveness).
-    unreturned: dict[str, list[str]] = field(default_factory=dict)
-    #: A report on a batch's labels: every judged query's label probabilities
-    #: (:class:`annotation.selectors.LabelProbabilities`); ``per_query`` then covers every judged query.
-    labels: object | None = None
-    #: Per run, per cutoff: how many of its queries' top k hold a tied document (:func:`genderbias.ranking.ties.tie_summary`).
-    tied_queries: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: A collection by reference: the checksum of the texts read and how many (:meth:`_CountCache.texts_read`).
-    texts_read: tuple[str, int] | None = None
-    #: A report on a batch's labels: which interval its label-corrected figures got and why
-    #: (:func:`genderbias.crowd.figure_intervals.interval_choice`).
-    label_interval: dict | None = None
-
-
-def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int, ...]:
-    """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (:data:`core.options.CUTOFFS_OPTION`:
-    whole numbers within its bounds, at most its number of them; empty: its default), or a
-    :class:`core.errors.FieldError` naming ``cutoffs``."""
-    try:
-        return tuple(option.parse(text))
-    except OptionError as exc:
-        raise FieldError(exc.field, exc.problem) from None
-
-
-def parse_measures(measures: str | Sequence[str]) -> tuple[str, ...]:
-    """``"MRR@10,nDCG@10"`` → ``("RR@10", "nDCG@10")`` (ir_measures names), or ServiceError naming the bad one."""
-
-    try:
-        return parse(measures)
-    except ValueError as exc:
-        raise ServiceError(str(exc)) from None
-
-
 def compute_report(
     query_set: QuerySet,
     runs: Sequence[Run],
-    report_settings: ReportSettings = ReportSettings(),
+    report_settings: ReportSettings = DEFAULT_REPORT_SETTINGS,
     **inputs: Unpack[ReportInputs],
 ) -> Computed:
     """Every metric of every run over the queries of ``query_set`` it contains (no writes)."""
@@ -212,7 +64,10 @@ def compute_report(
 
 
 def compute_batch_report(
-    batch, runs: Sequence[Run], report_settings: ReportSettings = ReportSettings(), **inputs: Unpack[ReportInputs]
+    batch,
+    runs: Sequence[Run],
+    report_settings: ReportSettings = DEFAULT_REPORT_SETTINGS,
+    **inputs: Unpack[ReportInputs],
 ) -> Computed:
     """Every metric of every run on ``batch``'s non-gendered queries, with the labels' uncertainty.
 
@@ -383,7 +238,7 @@ class _StepProgress:
 def _word_lists(report_settings: ReportSettings, inputs: ReportInputs) -> tuple[GenderWords, GenderWords]:
     """RaB/ARaB's word list and NFaiRR/TExFAIR's: the given ones, else the defaults; a preset's choice wins,
     and a preset that normalises NFaiRR by a background run refuses to run without one."""
-    from genderbias.presets import PRESETS, REPRESENTATIVE
+    from genderbias.presets import REPRESENTATIVE
 
     words = inputs.get("wordlist") or default_wordlist()
     representative = inputs.get("representative") or default_representative_wordlist()
@@ -436,158 +291,29 @@ def build_report(
     name: str,
     query_set: QuerySet,
     runs: Sequence[Run],
-    report_settings: ReportSettings = ReportSettings(),
+    report_settings: ReportSettings = DEFAULT_REPORT_SETTINGS,
     **inputs: Unpack[ReportInputs],
 ) -> Report:
     """Compute (:func:`compute_report`) and store a report named ``name``: results, per-query file, provenance."""
-    _check_free(name)
+    check_free_name(name)
     computed = compute_report(query_set, runs, report_settings, **inputs)
-    return _store(name, computed, report_settings.resolved(), inputs, query_set)
+    return store_report(name, computed, report_settings.resolved(), inputs, query_set)
 
 
 def build_batch_report(
-    name: str, batch, runs: Sequence[Run], report_settings: ReportSettings = ReportSettings(), **inputs
+    name: str, batch, runs: Sequence[Run], report_settings: ReportSettings = DEFAULT_REPORT_SETTINGS, **inputs
 ) -> Report:
     """A report on ``batch``'s labels (:func:`compute_batch_report`), stored with its query set.
 
     The point-estimate set is registered as a query set named ``<name>-non-gendered`` (origin
     "annotation") in the report's own transaction: a failure leaves neither.
     """
-    _check_free(name)
+    check_free_name(name)
     validate_name(f"{name}-non-gendered", "query set")
 
     with reading_answers(batch, "A report on its labels"):  # a correction after it is refused (issue 53)
         computed = compute_batch_report(batch, runs, report_settings, **inputs)
-        return _store(name, computed, report_settings.resolved(), inputs | {"label_batch": batch}, None)
-
-
-def _check_free(name: str) -> None:
-    validate_name(name, "report")
-    if Report.objects.filter(name=name).exists():
-        raise ServiceError(f"a report named {name!r} already exists; choose another name")
-
-
-def _labels_frame(labels, members: set[str]):
-    import polars as pl
-
-    table = labels.table
-    return pl.DataFrame(
-        {
-            "qid": list(table.index),
-            **{label: table[label].to_numpy() for label in table.columns},
-            "source": [labels.source.get(q) for q in table.index],
-            "label": [labels.label.get(q) for q in table.index],
-            "in_set": [q in members for q in table.index],
-        }
-    )
-
-
-def _store(
-    name: str, computed: Computed, report_settings: ReportSettings, inputs: ReportInputs, query_set: QuerySet | None
-) -> Report:
-    import polars as pl
-
-    from genderbias.ranking.ranked_counts import validate_cutoffs
-
-    background, baseline, qrels = inputs.get("background"), inputs.get("baseline"), inputs.get("qrels")
-    batch, labels = inputs.get("label_batch"), computed.labels
-    stem = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}"
-    path, labels_path = stem.with_suffix(".parquet"), stem.with_name(stem.name + "-labels.parquet")
-    from genderbias.ranking.ties import TIE_COLUMNS
-
-    from ..formatting import PER_QUERY_COLUMNS
-
-    stored = computed.per_query.reindex(columns=PER_QUERY_COLUMNS + TIE_COLUMNS)
-    stored["tied"] = stored["tied"].fillna(False).astype(bool)
-    write_parquet_atomic(pl.from_pandas(stored), path)
-    if labels is not None:
-        write_parquet_atomic(_labels_frame(labels, set(labels.non_gendered)), labels_path)
-    by_name = {run.name: run for run in computed.runs}
-    try:
-        with transaction.atomic():
-            if query_set is None:
-                query_set = pooling_services.create_query_set(
-                    f"{name}-non-gendered",
-                    [(q, labels.texts[q]) for q in labels.non_gendered],
-                    origin=QuerySet.Origin.ANNOTATION,
-                    description=f"non-gendered queries of annotation batch {batch.name} (report {name})",
-                )
-            report = Report.objects.create(
-                name=name,
-                query_set=query_set,
-                run_order=[run.name for run in computed.runs],
-                wordlist=register_wordlist(computed.wordlist),
-                representative_wordlist=register_wordlist(computed.representative),
-                tokenizer=report_settings.tokenizer,
-                cutoffs=validate_cutoffs(report_settings.cutoffs),
-                threshold=report_settings.threshold,
-                background_run=background,
-                nfairr_normaliser=report_settings.nfairr_normaliser,
-                awrf_weights=report_settings.awrf_weights,
-                awrf_p=report_settings.awrf_p,
-                exposure_target=report_settings.exposure_target,
-                protected_group=report_settings.protected_group,
-                cut_step=report_settings.cut_step,
-                exposure_form=report_settings.exposure_form,
-                ties=report_settings.ties,
-                preset=report_settings.preset,
-                tied_queries=computed.tied_queries,
-                baseline=baseline,
-                qrels=qrels,
-                measures=list(computed.measures),
-                unjudged=computed.unjudged,
-                unreturned=computed.unreturned,
-                bootstrap_samples=report_settings.bootstrap_samples,
-                seed=report_settings.seed,
-                software_version=software_version(),
-                methods=methods.current(),
-                texts_sha256=computed.texts_read[0] if computed.texts_read else "",
-                texts_read=computed.texts_read[1] if computed.texts_read else None,
-                per_query=str(path),
-                label_batch=batch,
-                labels_file=str(labels_path) if labels is not None else "",
-                answers_version=labels.version if labels is not None else "",
-                labels_calibrated=labels.calibrated
-                if labels is not None and "machine-accepted" in labels.source.values()
-                else None,
-                crowd_quality=labels.quality if labels is not None else None,
-                label_interval=computed.label_interval,
-            )
-            report.runs.set(computed.runs)
-            Result.objects.bulk_create(
-                [_result(report, by_name, row) for row in computed.summary.to_dict("records")], batch_size=2000
-            )
-    except BaseException:
-        path.unlink(missing_ok=True)
-        labels_path.unlink(missing_ok=True)
-        raise
-    return report
-
-
-def _result(report: Report, by_name: dict[str, Run], row: dict) -> Result:
-    return Result(
-        report=report,
-        run=by_name[row["run"]],
-        metric=row["metric"],
-        variant=row["variant"],
-        cutoff=row["cutoff"],
-        value=_finite(row["value"]),
-        queries=row["queries"],
-        ci_low=_finite(row["ci_low"]),
-        ci_high=_finite(row["ci_high"]),
-        p_value=_finite(row["p_value"]),
-        tie_low=_finite(row.get("tie_low")),
-        tie_high=_finite(row.get("tie_high")),
-        **{field: _finite(row.get(field)) for field in LABEL_UNCERTAINTY_COLUMNS},
-    )
-
-
-def _finite(value) -> float | None:
-    import pandas as pd
-
-    if value is None or pd.isna(value):
-        return None
-    return float(value)
+        return store_report(name, computed, report_settings.resolved(), inputs | {"label_batch": batch}, None)
 
 
 @background_job("report", task="metrics.tasks.build_report_task")

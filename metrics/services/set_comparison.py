@@ -28,7 +28,8 @@ from core.natural import natural_sorted
 from core.services.names import validate_name
 from genderbias.ranking.vocabulary import BY_NAME
 from metrics import selectors
-from metrics.services.reports import ReportSettings, build_report
+from metrics.services.report_settings import ReportSettings
+from metrics.services.reports import build_report
 from pooling.models import QuerySet, Run
 
 from ..models import Report, Result

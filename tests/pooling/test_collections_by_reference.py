@@ -18,7 +18,8 @@ from django.core.management import CommandError, call_command
 from core.errors import ServiceError
 from genderbias.files.docstores import V2PassageFiles
 from metrics.models import Report
-from metrics.services.reports import ReportSettings, build_report
+from metrics.services.report_settings import ReportSettings
+from metrics.services.reports import build_report
 from pooling import services
 from pooling.models import Collection, PoolEntry, QuerySet, Run
 from pooling.synthetic import write_v2_bundles

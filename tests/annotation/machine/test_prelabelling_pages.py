@@ -264,7 +264,7 @@ def test_the_samples_hit_page_shows_no_machine_label(sampled, researcher, client
 def test_the_polled_report_is_computed_again_only_when_the_crowd_work_changes(
     calibrated, researcher, client, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from annotation.machine import selectors as calibration_service
+    from annotation.machine.report import selectors as calibration_service
     from annotation.machine.services import background
 
     computed = []
