@@ -332,7 +332,9 @@ def test_the_plan_promises_the_power_the_reports_interval_delivers():
     The 12 crowds at 1,000 queries, 40 studies each: docs/quality.md, "What the plan promises, delivered"."""
     results = pd.DataFrame(
         [
-            coverage.coverage_study(np.random.default_rng([2042, s]), cs.MODERATE, 400, s, SAMPLES, constructions=False)
+            coverage.coverage_study(
+                np.random.default_rng([2042, s]), cs.MODERATE, 400, s, SAMPLES, False, figures=("difference",)
+            )
             for s in range(100)
         ]
     )
