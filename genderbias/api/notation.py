@@ -55,7 +55,7 @@ BOUNDS = ("value", "low", "high")
 BOUND_RULE = Rule("bound", BOUNDS[0], choices=tuple((bound, bound) for bound in BOUNDS))
 
 #: Every parameter of a bias measure's string (``ARaB(magnitude=bool)@5``) by name, declared once: the
-#: measures' declarations (:attr:`genderbias.ranking.vocabulary.Metric.parameters`) name them.
+#: measures' declarations (:attr:`genderbias.ranking.vocabulary.Measure.parameters`) name them.
 MEASURE_PARAMETERS: dict[str, Rule] = EXPOSURE_RULES | {
     "magnitude": MAGNITUDE_RULE,
     "variant": VARIANT_RULE,
@@ -177,7 +177,7 @@ class _CRBO(BiasMeasure):
 
 def _declared(metric) -> BiasMeasure:
     """The measure of a metric of the vocabulary: its parameters are those it declares
-    (:attr:`genderbias.ranking.vocabulary.Metric.parameters`), each read by its one rule."""
+    (:attr:`genderbias.ranking.vocabulary.Measure.parameters`), each read by its one rule."""
     rules = {name: MEASURE_PARAMETERS[name] for name in metric.parameters}
     kind = type(f"_{metric.name}", (BiasMeasure,), {"NAME": metric.name, "RULES": rules})
     kind.__doc__ = type(metric).__doc__ if isinstance(metric, GroupMeasure) else metric.title

@@ -34,7 +34,7 @@ MODULES = ("genderbias.ranking.expected_exposure", "genderbias.ranking.gfr")
 class GroupMeasure:
     """One measure of how a ranking's attention falls on the groups, declared and computed in one class.
 
-    Its attributes are :class:`genderbias.ranking.vocabulary.Metric`'s, so the vocabulary lists it with
+    Its attributes are :class:`genderbias.ranking.vocabulary.Measure`'s, so the vocabulary lists it with
     the others; :attr:`settings` names the exposure settings it reads (``ExposureSettings``' fields, the
     report's ``--exposure-target`` …), which are also the parameters of its measure string.
     """

@@ -36,7 +36,7 @@ __all__ = [
     "TOWARDS_ZERO",
     "VOCABULARY",
     "ExposureForm",
-    "Metric",
+    "Measure",
     "form_statement",
     "is_rab_like",
     "metric_position",
@@ -47,7 +47,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Metric:
+class Measure:
     name: str  #: stored in results and shown in tables and plots
     title: str  #: the full name, as in its paper
     rab_like: bool  #: a signed balance of gendered magnitudes (RaB, ARaB): 0 is unbiased
@@ -71,31 +71,31 @@ _LIST = "0: fair, 1: most unfair"
 #: The measures declared and computed by one class each (:mod:`genderbias.ranking.group_measure`): EE, GFR.
 GROUP_MEASURES: tuple[GroupMeasure, ...] = registered()
 
-VOCABULARY: tuple[Metric | GroupMeasure, ...] = (
-    Metric("RaB", "Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male", parameters=_RAB),
-    Metric("ARaB", "Average Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male", parameters=_RAB),
-    Metric("NFaiRR", "Normalized Fairness of Retrieval Results", False, HIGHER, (), "1: fair", parameters=_NFAIRR),
-    Metric("TExFAIR", "Term Exposure-based Fairness", False, HIGHER, ("rbdf", "plain"), "1: fair", parameters=_TEXFAIR),
+VOCABULARY: tuple[Measure | GroupMeasure, ...] = (
+    Measure("RaB", "Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male", parameters=_RAB),
+    Measure("ARaB", "Average Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male", parameters=_RAB),
+    Measure("NFaiRR", "Normalized Fairness of Retrieval Results", False, HIGHER, (), "1: fair", parameters=_NFAIRR),
+    Measure("TExFAIR", "Term Exposure-based Fairness", False, HIGHER, ("rbdf", "plain"), "1: fair", parameters=_TEXFAIR),
     # Exposure-based group fairness (genderbias.ranking.exposure); the variant names the settings (weights or
     # protected group, the target when not 1/2), so no variant is "the paper's".
-    Metric(
+    Measure(
         "AWRF", "Attention-Weighted Rank Fairness", False, HIGHER, (), "1: fair (1 − JSD, nats)", parameters=_EXPOSURE
     ),
-    Metric("rKL", "Normalized discounted KL-divergence", False, LOWER, (), _LIST, parameters=_EXPOSURE),
-    Metric("rND", "Normalized discounted difference", False, LOWER, (), _LIST, parameters=_EXPOSURE),
-    Metric("rRD", "Normalized discounted ratio", False, LOWER, (), _LIST, parameters=_EXPOSURE),
+    Measure("rKL", "Normalized discounted KL-divergence", False, LOWER, (), _LIST, parameters=_EXPOSURE),
+    Measure("rND", "Normalized discounted difference", False, LOWER, (), _LIST, parameters=_EXPOSURE),
+    Measure("rRD", "Normalized discounted ratio", False, LOWER, (), _LIST, parameters=_EXPOSURE),
     *GROUP_MEASURES,
     # Effectiveness (ir_measures names; the variant is the qrels' name). RR's mean over queries is MRR.
-    Metric("RR", "Reciprocal Rank (mean: MRR)", False, BETTER, (), "1: first result relevant", True),
-    Metric("nDCG", "Normalized Discounted Cumulative Gain", False, BETTER, (), "1: ideal ranking", True),
-    Metric("R", "Recall", False, BETTER, (), "1: every relevant document retrieved", True),
-    Metric("P", "Precision", False, BETTER, (), "share of results relevant", True),
-    Metric("AP", "Average Precision (mean: MAP)", False, BETTER, (), "1: ideal ranking", True),
+    Measure("RR", "Reciprocal Rank (mean: MRR)", False, BETTER, (), "1: first result relevant", True),
+    Measure("nDCG", "Normalized Discounted Cumulative Gain", False, BETTER, (), "1: ideal ranking", True),
+    Measure("R", "Recall", False, BETTER, (), "1: every relevant document retrieved", True),
+    Measure("P", "Precision", False, BETTER, (), "share of results relevant", True),
+    Measure("AP", "Average Precision (mean: MAP)", False, BETTER, (), "1: ideal ranking", True),
 )
 
 #: Name -> metric.
-BY_NAME: dict[str, Metric | GroupMeasure] = {metric.name: metric for metric in VOCABULARY}
-#: Metric names in the order of the papers' tables.
+BY_NAME: dict[str, Measure | GroupMeasure] = {metric.name: metric for metric in VOCABULARY}
+#: Measure names in the order of the papers' tables.
 METRICS: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY)
 #: The RaB-like metrics, computed together from one rank-bias table per variant.
 RAB_LIKE: tuple[str, ...] = tuple(metric.name for metric in VOCABULARY if metric.rab_like)
