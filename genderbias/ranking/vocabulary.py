@@ -75,7 +75,9 @@ VOCABULARY: tuple[Measure | GroupMeasure, ...] = (
     Measure("RaB", "Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male", parameters=_RAB),
     Measure("ARaB", "Average Rank Bias", True, TOWARDS_ZERO, ("tf", "bool"), "positive: towards male", parameters=_RAB),
     Measure("NFaiRR", "Normalized Fairness of Retrieval Results", False, HIGHER, (), "1: fair", parameters=_NFAIRR),
-    Measure("TExFAIR", "Term Exposure-based Fairness", False, HIGHER, ("rbdf", "plain"), "1: fair", parameters=_TEXFAIR),
+    Measure(
+        "TExFAIR", "Term Exposure-based Fairness", False, HIGHER, ("rbdf", "plain"), "1: fair", parameters=_TEXFAIR
+    ),
     # Exposure-based group fairness (genderbias.ranking.exposure); the variant names the settings (weights or
     # protected group, the target when not 1/2), so no variant is "the paper's".
     Measure(
