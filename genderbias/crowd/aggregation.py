@@ -1,32 +1,17 @@
-"""Turning crowd judgments into one gender label per query.
+"""Turning crowd judgments into one gender label per query (pure pandas/numpy).
 
-Pure pandas/numpy, no Django: the views and management commands load judgments
-from the database into a DataFrame and call these functions, and the tests can
-exercise them on hand-made or simulated crowds.
+A judgments frame has one row per answer: ``item`` (query id), ``worker`` and ``label`` (one of
+:data:`LABELS`). Three aggregators (Rekabsaz & Schedl, SIGIR 2020, used majority vote):
 
-A judgments frame has one row per (item, worker) answer with the columns
-``item`` (the query id, a string), ``worker`` (the worker id, a string) and
-``label`` (one of :data:`LABELS`).
+* :func:`majority_vote` -- a strict plurality wins; ties are disputed, not broken at random, so
+  they can go to more workers or an expert.
+* :func:`dawid_skene` -- Dawid & Skene (1979) EM: one confusion matrix per worker down-weights
+  spammers and biased workers; gold items can seed it.
+* :func:`wawa` -- crowd-kit's "worker agreement with aggregate": votes weighted by agreement with
+  majority vote.
 
-Three aggregators are offered, as in the crowd-sourcing literature the project
-follows (Rekabsaz & Schedl, SIGIR 2020, used majority vote):
-
-* :func:`majority_vote` -- a label wins only with a *strict* plurality; ties are
-  reported as disputed rather than broken arbitrarily, so that they can be sent
-  to more workers (escalation) or to an expert.
-* :func:`dawid_skene` -- Dawid & Skene (1979) EM, which learns one confusion
-  matrix per worker and therefore down-weights spammers and systematically
-  biased workers instead of counting every vote the same. It can be seeded with
-  gold items, whose true labels are fixed, and gives every label its posterior.
-* :func:`wawa` -- "worker agreement with aggregate" (the Toloka/crowd-kit
-  heuristic): a vote weighted by how often its worker agrees with majority vote.
-
-Each gives every labelled item a *confidence* in ``[0, 1]``: the winning label's vote
-share (majority), its posterior (Dawid-Skene) or its weight share (Wawa); label
-sensitivity keeps "confident labels only" above a threshold of it.
-
-(crowd-kit implements these too, but pulls in transformers, nltk and scikit-learn; the
-definitions are short, so they are written out here, vectorised.)
+Each gives a labelled item a confidence in ``[0, 1]`` that label sensitivity thresholds. (crowd-kit
+has these too but pulls in transformers, nltk and scikit-learn.)
 """
 
 from __future__ import annotations
@@ -42,22 +27,18 @@ from genderbias.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS  # noqa: F401 
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("item", "worker", "label")
 
-#: Pseudo-count added to every cell of the crowd's pooled vote distribution
-#: (:func:`genderbias.crowd.reliability.crowd_vote`), so that a label nobody gave
-#: keeps a small probability instead of zero. (Dawid-Skene's own priors: :mod:`.estimation`.)
+#: Pseudo-count on every cell of the pooled vote distribution (:func:`.reliability.crowd_vote`), so that a
+#: label nobody gave keeps a small probability. (Dawid-Skene's own priors: :mod:`.estimation`.)
 DS_SMOOTHING: float = 0.01
 
 
 def validate_judgments(
     judgments: pd.DataFrame, labels: Sequence[str] = LABELS, repeatable: Collection[str] = ()
 ) -> pd.DataFrame:
-    """Check a judgments frame and return a clean copy with string ``item``/``worker`` columns,
-    one answer per worker and item (:func:`one_answer_per_worker`).
+    """A clean copy with string columns and one answer per worker and item (:func:`one_answer_per_worker`).
 
-    Raises ``ValueError`` for missing columns, missing values and labels outside ``labels``
-    (naming them, so a bad import is easy to trace). Every aggregator, agreement figure and
-    crowd model reads its judgments through here, so the rule for a repeated answer is applied
-    in this one place.
+    Raises ``ValueError`` naming missing columns, missing values and labels outside ``labels``. Every
+    aggregator and crowd model reads judgments through here, so the repeated-answer rule lives in one place.
     """
     if not isinstance(judgments, pd.DataFrame):
         raise TypeError(f"judgments must be a pandas DataFrame, not {type(judgments).__name__}")
@@ -80,19 +61,12 @@ def validate_judgments(
 
 
 def one_answer_per_worker(judgments: pd.DataFrame, repeatable: Collection[str] = ()) -> pd.DataFrame:
-    """The rule for a worker who answered the same item more than once (a gold question met in
-    several HITs or crowd parts, a query offered again): **the latest answer counts** -- the
-    last row of the pair, callers giving rows in the order they were answered (the selectors
-    order by assignment) -- except on the items in ``repeatable``, whose every answer is kept.
+    """A worker who answered an item more than once: **the latest answer counts** (rows in answer
+    order), except on ``repeatable`` items, whose every answer is kept.
 
-    Why: the crowd model treats the votes on an item as independent given its true label; a
-    worker's second answer to the same query is not independent of the first (the same
-    reading of the same words), so counting both would give that worker two votes and make
-    a query look more certain than it is. The latest is the worker's considered answer (after
-    gold feedback, or on the re-offered place that counts). A gold question's true label is
-    known (``repeatable``: Dawid-Skene's gold items), so there is no latent label to
-    double-count: each answer is one more observation of how that worker answers a query of
-    that label, and all of them estimate the worker's confusion matrix.
+    Why: the crowd model takes votes as independent given the true label; a second answer to the same
+    query is not, and counting both would make the query look more certain. A gold question's label is
+    known, so each answer to it is one more observation of the worker's confusion matrix.
     """
     if not len(judgments):
         return judgments.reset_index(drop=True)
@@ -108,11 +82,9 @@ def label_counts(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.
 
 
 def count_validated(frame: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """:func:`label_counts` of a frame :func:`validate_judgments` returned: a report reading several
-    figures off one crowd validates and counts it once, not once per figure."""
+    """:func:`label_counts` of an already validated frame (a report validates once, not once per figure)."""
     labels = list(labels)
-    # One bincount over (item, label) codes: pd.crosstab on a Categorical evaluates group by group
-    # in Python (about 100 ms for 15,000 judgments; this is about 2 ms). Same frame, same order.
+    # One bincount over (item, label) codes: pd.crosstab on a Categorical goes group by group in Python.
     items, names = pd.factorize(frame["item"], sort=True)
     codes = pd.Categorical(frame["label"], categories=labels).codes.astype(np.int64)
     flat = np.bincount(items * len(labels) + codes, minlength=len(names) * len(labels))
@@ -125,12 +97,9 @@ def count_validated(frame: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.D
 
 
 def majority_vote(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """One row per item: the strict-plurality label, or ``None`` when the top count is tied.
-
-    Columns: ``label``, ``votes`` (judgments on the item), ``top_votes`` (count
-    of the most frequent label), ``disputed`` and one count column per label.
-    A 2-1 split wins; 1-1-1 and 2-2 are disputed -- breaking ties at random
-    would silently put a coin flip into the published query set.
+    """One row per item: ``label`` (the strict-plurality label, ``None`` when tied), ``votes``,
+    ``top_votes``, ``disputed`` and a count column per label. A 2-1 split wins; 1-1-1 and 2-2 are
+    disputed: a random tie-break would put a coin flip into the published query set.
     """
     return majority_of_counts(label_counts(judgments, labels), labels)
 
@@ -157,13 +126,8 @@ def majority_of_counts(counts: pd.DataFrame, labels: Sequence[str] = LABELS) -> 
 
 @dataclass
 class DawidSkeneResult:
-    """What Dawid-Skene EM learnt.
-
-    ``confusion[worker]`` is a true-label × given-label matrix whose rows sum to
-    one: row ``t`` is the probability of the worker answering each label when
-    the true label is ``t``. A reliable worker has a heavy diagonal; a spammer
-    has (nearly) identical rows, because the answer does not depend on the truth.
-    """
+    """What Dawid-Skene EM learnt. ``confusion[worker]``: true × given label, rows sum to one (a
+    reliable worker has a heavy diagonal, a spammer nearly identical rows)."""
 
     labels: pd.Series
     posteriors: pd.DataFrame
@@ -173,14 +137,12 @@ class DawidSkeneResult:
     converged: bool
     #: The judgments as the model read them (:mod:`.model_choice`): what a bootstrap refits (:mod:`.resampling`).
     encoded: estimation.Encoded | None = None
-    #: Each item's posterior under the model fitted on the other items
-    #: (:func:`.estimation.held_out_posteriors`): calibrated where ``posteriors`` are
-    #: over-confident in their own majority; every interval built on the labels uses these.
+    #: Each item's posterior under the model fitted on the other items (:func:`.estimation.held_out_posteriors`):
+    #: calibrated where ``posteriors`` are over-confident; every interval built on the labels uses these.
     held_out: pd.DataFrame | None = None
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(posteriors [N × K], priors [K], confusion [W × K × K])`` in the order of ``encoded``'s items,
-        workers and labels: what the replicate crowds (:mod:`.simulation.replicates`) and :mod:`.checks` take."""
+        """``(posteriors [N × K], priors [K], confusion [W × K × K])`` in ``encoded``'s order."""
         labels = list(self.encoded.labels)
         posteriors = self.posteriors.reindex(index=self.encoded.items, columns=labels).to_numpy(dtype=np.float64)
         priors = self.priors.reindex(labels).to_numpy(dtype=np.float64)
@@ -191,14 +153,12 @@ class DawidSkeneResult:
         return posteriors, priors, confusion
 
     def worker_accuracy(self, worker: str) -> float:
-        """The chance ``worker`` answers a query right, the true labels weighted by the class shares:
-        Σ_t prior_t · confusion[worker][t, t]."""
+        """The chance ``worker`` answers right: Σ_t prior_t · confusion[worker][t, t]."""
         matrix = self.confusion[worker]
         return float((self.priors * pd.Series(np.diag(matrix.to_numpy()), index=matrix.index)).sum())
 
     def label_table(self) -> pd.DataFrame:
-        """One row per item: ``label`` and ``posterior`` (Dawid-Skene's probability of that
-        label), the confidence each exported label carries."""
+        """One row per item: ``label`` and its ``posterior`` (the confidence an exported label carries)."""
         posterior = self.posteriors.max(axis=1) if len(self.posteriors) else pd.Series(dtype=float)
         table = pd.DataFrame({"label": self.labels.astype(object), "posterior": posterior.astype(float)})
         table.index.name = "item"
@@ -213,26 +173,12 @@ def dawid_skene(
     gold: Mapping[str, str] | None = None,
     model: str = "auto",
 ) -> DawidSkeneResult:
-    """Dawid & Skene (1979) EM aggregation of categorical crowd labels, with the priors of
-    :mod:`genderbias.crowd.estimation` (maximum a posteriori: each worker's confusion rows
-    shrunk towards the pooled crowd's, class shares with half a query per label).
+    """Dawid & Skene (1979) EM with the priors of :mod:`.estimation` (MAP; the EM itself is there).
 
-    Initialised from majority-vote *soft* counts (each item's vote shares), so
-    the first M-step estimates every worker's confusion matrix against the
-    crowd, and later steps re-weight workers by how reliable they turned out to
-    be. Stops when the marginal log-likelihood changes by less than ``tol``
-    relative to its magnitude, or after ``max_iter`` EM rounds.
-
-    Works on the judgment list (sparse) instead of a dense items × workers ×
-    labels tensor: the cost is linear in the number of judgments.
-
-    ``gold`` (item → known label) seeds the model: those items' posteriors are fixed
-    to their known label in every round, so the workers' answers on them estimate
-    the confusion matrices against the truth rather than against the crowd
-    (semi-supervised EM). Gold items keep posterior 1 for their label.
-
-    ``model``: ``"auto"`` (the judgments choose, :func:`.model_choice.choose_shrinkage`),
-    ``"one-coin"``, ``"by-label"``, ``"full"`` or ``"full-by-label"`` (:data:`.estimation.MODELS`).
+    Stops when the log-likelihood changes by less than ``tol`` (relative) or after ``max_iter`` rounds.
+    ``gold`` (item → known label) fixes those items' posteriors, so answers on them estimate the
+    confusion matrices against the truth (semi-supervised EM). ``model``: ``"auto"``
+    (:func:`.model_choice.choose_shrinkage`) or one of :data:`.estimation.MODELS`.
     """
     if max_iter < 1:
         raise ValueError("max_iter must be at least 1")
@@ -290,8 +236,7 @@ def dawid_skene(
 
 
 def wawa_weights(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """Items × ``labels``: each label's sum of its voters' Wawa skills (:func:`wawa`'s steps 1 and 2);
-    ``attrs["skills"]``: each worker's skill."""
+    """Items × ``labels``: each label's sum of its voters' Wawa skills; ``attrs["skills"]``: the skills."""
     frame = validate_judgments(judgments, labels)
     majority = majority_of_counts(count_validated(frame, labels), labels)
     # A single vote is its own majority: only items with two or more votes measure a skill.
@@ -311,14 +256,10 @@ def wawa_weights(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.
 
 
 def wawa(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """Worker Agreement With Aggregate (Wawa; crowd-kit's ``Wawa``), one row per item.
-
-    1. Majority vote (:func:`majority_vote`); 2. a worker's *skill* is the share of their
-    labels on undisputed items with at least two votes that equal the majority label (a
-    worker with no such label gets the mean skill of the others); 3. each item's label is the label with the largest
-    sum of its voters' skills. Columns: ``label`` (``None`` when the top weights tie to 12
-    decimals, ``disputed`` True), ``confidence`` (the winning label's share of the item's
-    total weight) and ``disputed``.
+    """Wawa (crowd-kit's), one row per item: a worker's skill is its agreement with the majority on
+    undisputed items of two or more votes (else the mean skill); the label with the largest sum of its
+    voters' skills wins. Columns: ``label`` (``None`` on a tie to 12 decimals), ``confidence`` (the
+    winner's weight share) and ``disputed``.
     """
     table = wawa_weights(judgments, labels)
     items, weights = table.index.to_numpy(dtype=str), table.to_numpy()
@@ -341,12 +282,8 @@ def wawa(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFram
 
 
 def compare_methods(majority: pd.DataFrame, ds: DawidSkeneResult) -> pd.DataFrame:
-    """Items on which majority vote and Dawid-Skene disagree, including every disputed item.
-
-    Columns: ``majority`` (``None`` when disputed), ``dawid_skene``,
-    ``ds_posterior`` (Dawid-Skene's probability of its own label), ``votes`` and
-    ``disputed``. These are the queries worth a second look before publishing.
-    """
+    """The items where majority vote and Dawid-Skene disagree or the vote is disputed (worth a second
+    look before publishing): ``majority``, ``dawid_skene``, ``ds_posterior``, ``votes``, ``disputed``."""
     joined = pd.DataFrame(
         {
             "majority": majority["label"].astype(object),

@@ -1,19 +1,9 @@
-"""Inter-annotator agreement for crowd gender labels.
+"""Inter-annotator agreement for crowd gender labels (judgments as in :mod:`.aggregation`).
 
-Pure pandas/numpy (plus the ``krippendorff`` package), no Django. Judgments are
-the frame described in :mod:`genderbias.crowd.aggregation` (``item``, ``worker``,
-``label``).
-
-Krippendorff's alpha (nominal) is the headline number because it copes with
-what a crowd produces: many workers, each judging a different subset of items,
-and items with different numbers of judgments. Fleiss' kappa is only reported
-when the design is balanced (every item judged the same number of times),
-because that is the only case it is defined for.
-
-All nominal statistics here derive from per-item label counts. For nominal
-data Krippendorff's coincidence matrix, and hence alpha, depends only on those
-counts, which is what makes the vectorised bootstrap in :func:`bootstrap_alpha`
-cheap: a resample is a weighted sum of per-item contributions.
+Krippendorff's nominal alpha is the headline: it copes with workers judging different subsets and
+items with different numbers of judgments. Fleiss' kappa is defined (and reported) only when every
+item has the same number. Every nominal statistic here derives from per-item label counts, which
+makes :func:`bootstrap_alpha` a weighted sum of per-item contributions.
 """
 
 from __future__ import annotations
@@ -32,10 +22,7 @@ from genderbias.ranking.defaults import LEVEL
 
 
 def reliability_matrix(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> tuple[np.ndarray, list, list]:
-    """Workers × items matrix of label indices (``np.nan`` where a worker did not judge an item).
-
-    Returns the matrix with the sorted worker and item ids labelling its rows and columns.
-    """
+    """Workers × items matrix of label indices (``nan`` where unjudged), with the sorted worker and item ids."""
     return _reliability_matrix(validate_judgments(judgments, labels), labels)
 
 
@@ -48,11 +35,8 @@ def _reliability_matrix(frame: pd.DataFrame, labels: Sequence[str]) -> tuple[np.
 
 
 def krippendorff_alpha(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float:
-    """Nominal Krippendorff's alpha computed by the ``krippendorff`` package.
-
-    Returns ``nan`` when alpha is undefined: fewer than two pairable values, or
-    only one label used at all (no disagreement is *expected*, so the ratio is 0/0).
-    """
+    """Nominal alpha by the ``krippendorff`` package; ``nan`` when undefined (fewer than two pairable
+    values, or one label only: expected disagreement 0)."""
     frame = validate_judgments(judgments, labels)
     return _krippendorff_alpha(frame, count_validated(frame, labels).to_numpy(), labels)
 
@@ -77,12 +61,8 @@ def _pairable_counts(counts: np.ndarray) -> np.ndarray:
 
 
 def _alpha_parts(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-item contributions to nominal alpha: values ``m_u``, coincidence diagonal ``d_u``, marginals ``n_uc``.
-
-    With ``n_uc`` judgments of label ``c`` on item ``u`` and ``m_u = sum_c n_uc``,
-    item ``u`` adds ``n_uc (n_uk - [c == k]) / (m_u - 1)`` to coincidence cell
-    ``(c, k)``; row sums of its contribution are ``n_uc``.
-    """
+    """Per-item contributions to nominal alpha: values ``m_u``, coincidence diagonal, marginals ``n_uc``
+    (item ``u`` adds ``n_uc (n_uk - [c == k]) / (m_u - 1)`` to coincidence cell ``(c, k)``)."""
     counts = _pairable_counts(counts).astype(float)
     m = counts.sum(axis=1)
     diagonal = (counts * (counts - 1)).sum(axis=1) / (m - 1)
@@ -98,22 +78,14 @@ def _alpha_from_sums(n: np.ndarray, observed_agreement: np.ndarray, marginals: n
 
 
 def nominal_alpha_from_counts(counts: np.ndarray) -> float:
-    """Nominal Krippendorff's alpha from an items × labels table of judgment counts (the fast path).
-
-    Equal to :func:`krippendorff_alpha` on the same data (tested on
-    Krippendorff's own example) but needs no workers × items matrix.
-    """
+    """:func:`krippendorff_alpha` from an items × labels count table, without a workers × items matrix."""
     m, diagonal, marginals = _alpha_parts(np.asarray(counts))
     return float(_alpha_from_sums(m.sum(), diagonal.sum(), marginals.sum(axis=0)))
 
 
 def per_category_alpha(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> dict[str, float]:
-    """Binary nominal alpha of each label against all others.
-
-    Tells which categories the crowd finds hard: "o" (other or multiple
-    genders) is typically far less reliable than "n" even when overall alpha
-    looks fine. ``nan`` for a label nobody (or everybody) used.
-    """
+    """Binary alpha of each label against all others: which categories the crowd finds hard ("o" is
+    often far less reliable than "n"). ``nan`` for a label nobody (or everybody) used."""
     return _per_category(nominal_alpha_from_counts, label_counts(judgments, labels).to_numpy(), labels)
 
 
@@ -124,11 +96,8 @@ def _per_category(statistic, counts: np.ndarray, labels: Sequence[str]) -> dict[
 
 
 def percent_agreement(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> float:
-    """Mean over items with at least two judgments of the share of agreeing judgment pairs.
-
-    Easy to explain but not chance-corrected: with 47% "n" labels two random
-    workers already agree often. ``nan`` when no item has two judgments.
-    """
+    """Mean share of agreeing judgment pairs over items with two or more judgments (``nan`` if none).
+    Not chance-corrected."""
     return _percent_agreement(label_counts(judgments, labels).to_numpy())
 
 
@@ -142,11 +111,8 @@ def _percent_agreement(counts: np.ndarray) -> float:
 
 
 def fleiss_kappa_from_counts(counts: np.ndarray) -> float | None:
-    """Fleiss' kappa from a subjects × categories count table (every row must have the same total ≥ 2).
-
-    ``None`` when rows differ in size or have fewer than two ratings; ``nan``
-    when everybody used one category (chance agreement is 1, kappa is 0/0).
-    """
+    """Fleiss' kappa from a subjects × categories count table: ``None`` unless every row has the same
+    total ≥ 2; ``nan`` when one category only was used (chance agreement 1)."""
     counts = np.asarray(counts, dtype=float)
     if counts.ndim != 2 or len(counts) == 0:
         return None
@@ -175,14 +141,8 @@ def bootstrap_alpha(
     confidence: float = LEVEL,
     labels: Sequence[str] = LABELS,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval for nominal alpha, resampling items with replacement.
-
-    Only pairable items (≥ 2 judgments) are resampled: the others contribute
-    nothing to alpha. Each resample is a multinomial weight vector over items,
-    and alpha follows from weighted sums of per-item coincidence contributions,
-    so 1,000 resamples of 4,000 items take a fraction of a second. Resamples in
-    which alpha is undefined are ignored; ``(nan, nan)`` when none is defined.
-    """
+    """Percentile bootstrap interval for nominal alpha, resampling the pairable items (a multinomial
+    weight vector each). Undefined resamples are ignored; ``(nan, nan)`` when none is defined."""
     if n < 1:
         raise ValueError("n must be at least 1")
     if not 0 < confidence < 1:
@@ -212,18 +172,12 @@ def _bootstrap_alpha(counts: np.ndarray, n: int, seed: int, confidence: float) -
 
 
 def worker_agreement(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """Per worker: how often their label equals the majority of the *other* workers on the item.
+    """Per worker: how often its label equals the strict plurality of the *other* workers on the item.
 
-    Leave-one-out: the worker's own vote is removed before the majority is taken, so a
-    worker cannot agree with themselves. Counting the own vote flattered exactly the
-    workers the figure is meant to flag: with three votes per item an always-"n" spammer
-    is part of every majority it helps to form (0.667 instead of 0.444 left out in the
-    issue's example), and a uniform-random worker scored 0.346 instead of 0.167.
-
-    Columns: ``judgments`` (all of the worker's judgments), ``compared`` (judgments on
-    items where the other workers' labels have a strict plurality; items where the others
-    tie, or where nobody else voted, are skipped), ``agreed`` and ``rate``
-    (``agreed / compared``, ``nan`` when nothing was compared).
+    Leave-one-out, because counting the own vote flatters the spammers the figure is meant to flag
+    (docs/metrics.md, "Labels and agreement").
+    Columns: ``judgments``, ``compared`` (items where the others have a strict plurality), ``agreed`` and
+    ``rate`` (``nan`` when nothing was compared).
     """
     frame = validate_judgments(judgments, labels)
     return _worker_agreement(frame, count_validated(frame, labels), labels)
@@ -247,11 +201,8 @@ def _worker_agreement(frame: pd.DataFrame, counts: pd.DataFrame, labels: Sequenc
 def gwet_ac1_from_counts(counts: np.ndarray) -> float:
     """Gwet's AC1 (Gwet 2008, multiple raters, nominal) from an items × labels count table.
 
-    p_a = mean over items with r_i ≥ 2 ratings of Σ_k r_ik (r_ik − 1) / (r_i (r_i − 1));
-    π_k = mean over items with r_i ≥ 1 of r_ik / r_i; p_e = Σ_k π_k (1 − π_k) / (Q − 1) with
-    Q labels; AC1 = (p_a − p_e) / (1 − p_e). Beside α because α (and κ) collapse when one
-    category is rare or dominant — the prevalence paradox — while AC1's chance term
-    shrinks there. ``nan`` when no item has two ratings or Q < 2.
+    Beside α because α and κ collapse when one category is rare or dominant (the prevalence paradox)
+    while AC1's chance term shrinks there. ``nan`` when no item has two ratings or there are < 2 labels.
     """
     counts = np.asarray(counts, dtype=float)
     if counts.ndim != 2 or counts.shape[1] < 2:
@@ -280,12 +231,8 @@ def per_category_ac1(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) ->
 
 
 def annotator_confusion(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
-    """Label × label counts over all ordered pairs of different workers' judgments on the same item.
-
-    Cell ``(c, k)`` counts pairs where one worker said ``c`` and another ``k``;
-    the matrix is symmetric and its diagonal holds agreeing pairs. Off-diagonal
-    mass shows *which* categories get confused (e.g. "o" versus "f"/"m").
-    """
+    """Label × label counts of ordered pairs of different workers' judgments on an item (symmetric):
+    the off-diagonal shows *which* categories get confused."""
     return _confusion(label_counts(judgments, labels).to_numpy(), labels)
 
 
@@ -315,12 +262,8 @@ def agreement_report(
     seed: int = 0,
     labels: Sequence[str] = LABELS,
 ) -> dict[str, Any]:
-    """Everything the annotation dashboard and the dataset card show, as plain JSON-serialisable values.
-
-    Undefined statistics are ``None`` (never NaN, which is not valid JSON).
-    ``bootstrap=0`` skips the confidence interval (``alpha_ci`` is then ``[None, None]``);
-    ``bootstrap_resamples`` says how many resamples the interval rests on.
-    """
+    """What the annotation dashboard and the dataset card show, JSON-safe (undefined figures ``None``).
+    ``bootstrap=0`` skips the interval (``alpha_ci`` ``[None, None]``)."""
     frame = validate_judgments(judgments, labels)
     table = count_validated(frame, labels)  # every figure below reads these counts
     counts = table.to_numpy()
