@@ -1,9 +1,4 @@
-"""Reports as people read them: CSV files, the terminal table, the paper's row order.
-
-Pure (no Django): takes the frames that :mod:`metrics.selectors` and
-:func:`metrics.services.compute_report` return, and the result of
-:func:`metrics.services.label_sensitivity`.
-"""
+"""Reports as people read them: CSV files, the terminal table, the paper's row order (pure: no Django)."""
 
 from __future__ import annotations
 
@@ -32,9 +27,8 @@ PER_QUERY_COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
 #: What the per-query CSV adds to each value: the figures the report shows for its run.
 SUMMARY_COLUMNS = ["mean", "ci_low", "ci_high", "p_value", "significance"]
 PER_QUERY_CSV_COLUMNS = [*PER_QUERY_COLUMNS, *SUMMARY_COLUMNS]
-#: What the per-query CSV of a report on a batch's labels adds: the query's label probabilities,
-#: final label, its source and whether it is in the point-estimate set, and the report's corrected
-#: value and difference for the row's run (recomputable from the file: docs/metrics.md).
+#: What the per-query CSV of a report on a batch's labels adds: the query's labels, whether it is in the
+#: point-estimate set, and the run's corrected value and difference (recomputable from the file: docs/metrics.md).
 PER_QUERY_LABEL_COLUMNS = [
     "in_set",
     "label",
@@ -89,9 +83,8 @@ NOTES_CSV_COLUMN = "notes"
 
 
 def interval_notes(notes: list[str], sentence: str | None, corrected) -> list[str]:
-    """A figure's notes (:meth:`core.figure_notes.FigureNotes.texts`) and, for a label-corrected one
-    (``corrected`` not missing), which interval it got and why (``sentence``: the report's
-    :attr:`metrics.models.Report.interval_sentence`), as the CSV's notes and the API's say it."""
+    """A figure's notes and, for a label-corrected one, which interval it got and why (``sentence``:
+    :attr:`metrics.models.Report.interval_sentence`), as the CSV and the API say it."""
     if sentence and corrected is not None and not (isinstance(corrected, float) and math.isnan(corrected)):
         return [*notes, f"label-corrected interval: {sentence}"]
     return notes
@@ -100,11 +93,9 @@ def interval_notes(notes: list[str], sentence: str | None, corrected) -> list[st
 def results_csv(
     summary: pd.DataFrame, ties: str | None = None, crowd_quality: dict | None = None, interval: str | None = None
 ) -> str:
-    """CSV with the header ``run,metric,variant,cutoff,value,queries`` (values in full precision);
-    a report on a batch's labels adds :data:`LABEL_CSV_COLUMNS` (empty where undefined); with the
-    report's ``ties`` (:mod:`genderbias.ranking.ties`), :data:`TIE_CSV_COLUMNS`; with either, or the
-    sentence of which interval the label-corrected figures got (``interval``), then
-    :data:`NOTES_CSV_COLUMN`, what the page says of the figure (empty where nothing)."""
+    """CSV of :data:`CSV_HEADER` in full precision, plus :data:`LABEL_CSV_COLUMNS` for a report on a batch's
+    labels, :data:`TIE_CSV_COLUMNS` with ``ties``, and :data:`NOTES_CSV_COLUMN` with ties, ``crowd_quality`` or
+    ``interval`` (the sentence of which interval the label-corrected figures got); empty where undefined."""
     extra = LABEL_CSV_COLUMNS if "combined_low" in summary.columns else []
     if ties is not None:
         summary = summary.assign(ties=ties)
@@ -134,9 +125,8 @@ def _blank(value):
 
 
 def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool = True) -> list[str]:
-    """What the report says about its tied documents: per run and cutoff how many queries' top k hold
-    a tie, and each figure an order of ties could move, with its range (lowest … highest) and a warning
-    when the range of a signed figure holds 0."""
+    """Per run and cutoff how many queries' top k hold a tie, and each figure an order of ties moves, with its
+    range and a warning when the range of a signed figure holds 0."""
     if tied_queries is None:
         return ["Tied documents were not counted in this report (built before they were): build it again."]
     lines = []
@@ -161,18 +151,14 @@ def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool 
 
 
 def p_mark(p: float | None, alpha: float = 0.05) -> str:
-    """``*`` when ``p`` (the combined test's, a report on a batch's labels) is below ``alpha``, else
-    ``""``: the one rule of :func:`uncertainty_table` and :func:`publishing.latex_tables.uncertainty_tex`."""
+    """``*`` when ``p`` is below ``alpha``: the one rule of the text and LaTeX uncertainty tables."""
     return "*" if p is not None and not pd.isna(p) and p < alpha else ""
 
 
 def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05, kind: str | None = None) -> str:
-    """A report on a batch's labels at one cutoff, as text: per metric, variant and run, the value
-    with its query-only 95% interval, the label-corrected value with the combined interval and
-    the labels' share of its width; against the baseline, the difference's two intervals and p
-    (``*``: p < alpha, the combined test). ``kind``: which interval the label-corrected figures got
-    (:func:`genderbias.crowd.figure_intervals.interval_choice`): ``audit``, headed PPI++; ``may_not_cover``,
-    none printed as a 95% interval, each said to be "may not cover"."""
+    """A report on a batch's labels at one cutoff, as text: value and corrected value with their intervals, the
+    labels' share, and the difference against the baseline. ``kind`` (:func:`genderbias.crowd.figure_intervals.
+    interval_choice`): ``audit`` heads PPI++; ``may_not_cover`` prints no corrected interval as a 95% one."""
     rows = summary[summary["cutoff"] == cutoff]
     if not len(rows) or "combined_low" not in rows.columns:
         return "(no label-uncertainty figures)"
@@ -214,8 +200,8 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05, k
 
 
 def crowd_quality_note(quality: dict | None) -> str:
-    """The crowd's informativeness in one line, and the warning when the label-corrected intervals
-    are not to be trusted (:func:`genderbias.crowd.label_probabilities.crowd_quality`)."""
+    """The crowd's informativeness in one line, and the warning when the label-corrected intervals are not to be
+    trusted (:func:`genderbias.crowd.label_probabilities.crowd_quality`)."""
     if not quality or quality.get("information") is None:
         return ""
     said = (
@@ -268,19 +254,12 @@ def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, 
 def write_per_query_csv(
     handle: IO[str], per_query: pd.DataFrame, summary: pd.DataFrame | None = None, policy: str = ""
 ) -> int:
-    """Write one row per run, query, metric, variant and cutoff (qids and run names neutralised) to
-    ``handle``, a row at a time (at 2,000 labelled queries the file is about 400 MB: it is never held
-    whole in memory); returns the row count.
+    """Write one row per run, query, metric, variant and cutoff to ``handle`` a row at a time (the file can be
+    hundreds of MB: docs/deployment.md); returns the row count.
 
-    With the report's ``summary`` (:func:`metrics.selectors.report_summary`), each row also
-    carries the figures the report shows for its run: ``mean`` (over the run's queries), its
-    bootstrap 95% CI ``ci_low, ci_high`` and ``p_value`` against the baseline, empty where
-    undefined, so the file alone is enough to redraw the report's table; ``significance`` states
-    how that p was made (``policy``: :func:`genderbias.stats.significance.policy_text`) on rows with one.
-
-    A report on a batch's labels (``per_query`` from :func:`metrics.selectors.report_per_query_export`:
-    every judged query, with ``in_set`` and the label probabilities) adds :data:`PER_QUERY_LABEL_COLUMNS`;
-    ``mean`` and its interval remain the point-estimate set's (the rows with ``in_set`` true).
+    With the report's ``summary`` each row also carries its run's :data:`SUMMARY_COLUMNS`, so the file alone
+    redraws the report's table (``policy``: how p was made). A report on a batch's labels adds
+    :data:`PER_QUERY_LABEL_COLUMNS`; ``mean`` stays the point-estimate set's (``in_set`` true).
     """
     labelled = "in_set" in per_query.columns
     base = PER_QUERY_COLUMNS + ([c for c in PER_QUERY_LABEL_COLUMNS if c in per_query.columns] if labelled else [])
@@ -328,9 +307,8 @@ def columns_of(summary: pd.DataFrame) -> list[tuple[str, str, int]]:
 
 
 def terminal_table(summary: pd.DataFrame, alpha: float = 0.05) -> str:
-    """A plain-text table like Table 3 of the SIGIR 2020 paper: one block per metric and variant,
-    rows = runs, columns = cutoffs; ``*`` marks p < alpha against the baseline and a ``p`` line
-    under a run gives its p-values (:mod:`genderbias.stats.significance`'s policy, Holm-adjusted)."""
+    """A plain-text table like Table 3 of the SIGIR 2020 paper: a block per metric and variant, runs by cutoffs;
+    ``*`` marks p < alpha against the baseline, with the p-values on a line under the run."""
     if not len(summary):
         return "(no results)"
     runs = list(dict.fromkeys(summary["run"]))
@@ -384,8 +362,7 @@ def order_sensitivity(table: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
 
 
 def sensitivity_csv(table: pd.DataFrame) -> str:
-    """CSV with the header of :data:`genderbias.crowd.sensitivity.CSV_COLUMNS` (values in full precision,
-    empty where undefined; run names neutralised)."""
+    """CSV of :data:`genderbias.crowd.sensitivity.CSV_COLUMNS` (full precision, empty where undefined)."""
     from genderbias.crowd.sensitivity import CSV_COLUMNS
 
     rows = table[CSV_COLUMNS].itertuples(index=False, name=None)
@@ -393,7 +370,7 @@ def sensitivity_csv(table: pd.DataFrame) -> str:
 
 
 def dependence_csv(table: pd.DataFrame) -> str:
-    """CSV of :func:`genderbias.crowd.label_dependence.dependence_table` (empty where undefined; run names neutralised)."""
+    """CSV of :func:`genderbias.crowd.label_dependence.dependence_table` (empty where undefined)."""
     from genderbias.crowd.label_dependence import DEPENDENCE_COLUMNS
 
     return csv_text(DEPENDENCE_COLUMNS, table[DEPENDENCE_COLUMNS].itertuples(index=False, name=None))
@@ -433,9 +410,7 @@ def rankings_text(result: LabelSensitivity) -> str:
 
 
 def dependence_text(result: LabelSensitivity) -> str:
-    """Plain-text table of the sensitivity check for ranking-dependent labelling errors (empty
-    without one): per run, metric and cutoff, the corrected difference against the baseline, its
-    combined interval and significance at each dependence D."""
+    """Plain-text table of the check for ranking-dependent labelling errors (empty without one)."""
     table = result.dependence
     if table is None:
         return ""
@@ -465,8 +440,7 @@ def dependence_text(result: LabelSensitivity) -> str:
 
 
 def sensitivity_result(result: LabelSensitivity) -> dict:
-    """JSON-safe form of a :class:`~genderbias.crowd.sensitivity.LabelSensitivity` (NaN as ``None``): what the
-    API returns and what a label-sensitivity job keeps as its result for the page."""
+    """JSON-safe :class:`~genderbias.crowd.sensitivity.LabelSensitivity` (NaN as ``None``) for the API and the page."""
 
     def plain(records):
         return [

@@ -1,18 +1,7 @@
-"""Figures of a report, drawn with matplotlib's object API on the Agg canvas.
-
-Never ``pyplot``: its global state is not safe in a server process serving several
-requests at once. Each function builds its own :class:`~matplotlib.figure.Figure` and
-returns PNG bytes, or SVG bytes for the report page's per-metric and fairness–effectiveness plots
-(:func:`metric_figure`, :func:`tradeoff_figure`), which scale and follow dark mode
-(the site's SVG style, :mod:`core.svg_plots`). The report's figures also take ``format="pdf"``:
-the same drawing as a vector PDF for a paper (:mod:`publishing.services.paper`).
-
-Nothing is clipped: figures are saved with a tight bounding box (every legend, label and
-run name inside), and long axis labels are wrapped rather than run past the figure's edge.
-The SVGs are drawn about 3.7 inches wide with 9-point axis text, so at a 390 px phone width
-(about 360 px of image) the text stays above 11 px. Their text is SVG ``<text>`` in the browser's
-own sans-serif (:data:`SVG_SETTINGS`), not glyph outlines, and their markup is rewritten into fewer
-elements (:mod:`metrics.svg_markup`): the same drawing in less of the browser's time.
+"""Figures of a report, drawn with matplotlib's object API (never ``pyplot``: its global state is not safe in a
+server serving requests at once). Each function returns PNG, SVG (the site's style, :mod:`core.svg_plots`: scales and
+follows dark mode) or, with ``format="pdf"``, a paper's vector PDF. Nothing is clipped: a tight bounding box and
+wrapped axis labels. Sizes and legibility: docs/metrics.md, "Reports: pages, API, tasks".
 """
 
 from __future__ import annotations
@@ -44,37 +33,30 @@ def png_bytes(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-#: matplotlib settings of the paper's PDFs: fonts embedded as TrueType (42), not as Type 3 (matplotlib's
-#: default), which submission systems (ACM's TAPS, IEEE PDF eXpress) flag or reject.
+#: The paper PDFs' fonts as TrueType (42), not Type 3, which submission systems (ACM's TAPS, IEEE PDF eXpress) reject.
 PDF_SETTINGS = {"pdf.fonttype": 42}
 
 
 def _pdf(figure: Figure) -> bytes:
-    """A vector PDF for a paper (the paper bundle, :mod:`publishing.services.paper`): undated, so the
-    same report gives the same bytes; :data:`~core.svg_plots.INK` is near-black on paper; its fonts
-    TrueType (:data:`PDF_SETTINGS`)."""
+    """A vector PDF for a paper, undated so the same report gives the same bytes."""
     from matplotlib.backends.backend_pdf import FigureCanvasPdf
 
     FigureCanvasPdf(figure)
     buffer = io.BytesIO()
-    # The page is the figure's own size (no tight crop): the paper places it at its natural width,
-    # :data:`PAPER_WIDTH`, so its type is the size it was drawn at (constrained layout keeps it inside).
+    # No tight crop: the paper places the figure at its natural width, so its type is the size it was drawn at.
     with svg_settings(PDF_SETTINGS):  # matplotlib's settings are global: one save at a time
         figure.savefig(buffer, format="pdf", metadata={"CreationDate": None})
     return buffer.getvalue()
 
 
-#: A paper's figure width (inches): a two-column ACM ``sigconf`` column is 3.33 in (241 pt); on a
-#: one-column page (Springer LNCS, 4.8 in) the figure sits centred at the same natural size.
+#: A paper's figure width (inches): a column of ACM ``sigconf``; centred at that size on one-column pages.
 PAPER_WIDTH = 3.3
 #: The paper figures' type size (points), at the placed size: venues ask for 7 pt or more.
 PAPER_POINTS = 8
-#: The tallest a paper figure is drawn (inches): its caption below it still within the shortest text
-#: block of :data:`publishing.latex.TEMPLATES` (LNCS, 549 pt = 7.6 in; 6.8 in is 490 pt). A figure with more panels than fit
-#: is drawn as several (:func:`paper_parts`), each a figure of its own.
+#: The tallest a paper figure is drawn (inches), with its caption within the shortest text block of
+#: :data:`publishing.latex.TEMPLATES`; more panels are drawn as several figures (:func:`paper_parts`).
 PAPER_MAX_HEIGHT = 6.8
-#: A panel title longer than this many characters is set on two lines (the variant on the second), so
-#: it is never cut at the figure's edge.
+#: A panel title longer than this is set on two lines (the variant on the second), never cut at the edge.
 TITLE_CHARS = 14
 #: Okabe and Ito's colour-blind-safe palette (without its yellow, faint on white paper): the paper's series.
 PAPER_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000")
@@ -84,8 +66,7 @@ LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 2)), (0, (3
 
 
 def series_style(i: int, paper: bool = False) -> dict:
-    """The ``i``-th run's colour, marker and line style (the site's :data:`~core.svg_plots.PALETTE`,
-    or :data:`PAPER_PALETTE` on paper): the same run looks the same in every figure of a report."""
+    """The ``i``-th run's colour, marker and line style: the same run looks the same in every figure of a report."""
     palette = PAPER_PALETTE if paper else PALETTE
     return {
         "color": palette[i % len(palette)],
@@ -108,15 +89,11 @@ def _paper_text(figure: Figure) -> None:
             text.set_fontsize(PAPER_POINTS)
 
 
-#: Version of how the figures are drawn and written, part of every cached figure's key
-#: (:mod:`metrics.services.plot_cache`): raise it when a change draws them differently, so that no
-#: figure drawn before is served, even by a deployment whose software version did not change.
+#: Version of the drawing, part of every cached figure's key (:mod:`metrics.services.plot_cache`): raise it when a
+#: change draws figures differently, so none drawn before is served even where the software version did not change.
 DRAWING = 5
-#: matplotlib settings of the report's SVGs. Text stays text (``<text>``, 90% of the old SVG's
-#: bytes were glyph outlines): the browser sets it in DejaVu Sans, the font matplotlib measures
-#: it with (first in the stack, so the layout is unchanged), or in a font of about its width;
-#: the page loads no font from anywhere. Ids are hashed with a fixed salt, so the same figure is
-#: the same bytes (matplotlib salts them with a random uuid otherwise).
+#: matplotlib settings of the report's SVGs: text stays ``<text>``, set first in DejaVu Sans, the font matplotlib
+#: measures with (no web font); ids hashed with a fixed salt, so the same figure is the same bytes.
 SVG_SETTINGS = {
     "svg.fonttype": "none",
     "svg.hashsalt": "genderbias-metrics-plots",
@@ -125,10 +102,8 @@ SVG_SETTINGS = {
 
 
 def _svg(figure: Figure) -> bytes:
-    """``figure`` in the site's SVG style (:func:`~core.svg_plots.svg_bytes`, which saves one figure
-    at a time: matplotlib's settings are global) with :data:`SVG_SETTINGS` (:func:`~core.svg_plots.svg_settings`), in fewer elements
-    (:func:`~metrics.svg_markup.lighten`): the same drawing. Text XML cannot hold (a control
-    character in a label) is drawn as outlines instead, as before."""
+    """``figure`` in the site's SVG style with :data:`SVG_SETTINGS`, in fewer elements (:func:`~metrics.svg_markup.
+    lighten`); text XML cannot hold (a control character in a label) is drawn as outlines instead."""
     from xml.etree.ElementTree import ParseError
 
     with svg_settings(SVG_SETTINGS):
@@ -161,16 +136,14 @@ def panels(frame: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def paper_parts(count: int, row_inches: float, fixed_inches: float, columns: int = 2) -> list[range]:
-    """The panels (indices) of each part of a paper figure of ``count`` panels in ``columns`` columns,
-    each row ``row_inches`` high plus ``fixed_inches`` (legend, margins): as many rows in a part as
-    keep it within :data:`PAPER_MAX_HEIGHT` (at least one)."""
+    """The panel indices of each part of a paper figure: as many rows of ``row_inches`` (plus ``fixed_inches`` of
+    legend and margins) as keep a part within :data:`PAPER_MAX_HEIGHT` (at least one)."""
     rows = max(1, int((PAPER_MAX_HEIGHT - fixed_inches) // row_inches))
     step = rows * columns
     return [range(start, min(start + step, count)) for start in range(0, count, step)] or [range(0)]
 
 
-#: On paper, a run's name in a legend or beside an axis is broken into lines of at most this many
-#: characters (at a separator, or with a hyphen): a long name would run past the figure's edge.
+#: On paper, a run's name is broken into lines of at most this many characters, never past the figure's edge.
 NAME_CHARS = 16
 
 
@@ -196,9 +169,8 @@ def cutoff_fixed(runs: int) -> float:
 
 
 def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tuple[str, str]] | None = None) -> bytes:
-    """Bias of every run against the cutoff, one panel per metric and variant (cf. Figure 1 of
-    Rekabsaz & Schedl 2020), with the bootstrap 95% CI as a band; ``only`` these panels if given
-    (a part of a paper figure, :func:`paper_parts`)."""
+    """Bias of every run against the cutoff, a panel per metric and variant (cf. Figure 1 of Rekabsaz & Schedl
+    2020), the 95% CI as a band; ``only`` these panels if given (a part, :func:`paper_parts`)."""
     shown = panels(summary) if only is None else list(only)
     paper = format == "pdf"
     columns = min(2 if paper else 3, max(1, len(shown)))
@@ -244,9 +216,8 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
 
 
 def tie_ranges(axes, x, line: pd.DataFrame, color: str) -> None:
-    """Beside each figure at ``x`` (its run's rows ``line``), its range over the orders of tied documents
-    as :func:`metrics.formatting.figure_notes` decides it (dotted, gid :data:`TIE_RANGE_GID`), and a hollow
-    marker on 0 where that range holds it (the ranking does not decide the sign)."""
+    """Beside each figure at ``x``, its range over the orders of tied documents (dotted), and a hollow marker on 0
+    where that range holds it (the ranking does not decide the sign)."""
     notes = [figure_notes(row) for row in line.to_dict("records")]
     shown = [(float(at), n) for at, n in zip(x, notes, strict=True) if n.tie_range is not None]
     if not shown:
@@ -275,16 +246,15 @@ def with_tie_ranges(figure: Figure, handles: list, labels: list) -> tuple[list, 
 
 
 def distribution_row(runs: int) -> float:
-    """Height (inches) of a row of the paper distribution figure's panels: a line per run (less when
-    many runs would make one row taller than :data:`PAPER_MAX_HEIGHT`; never under 7 pt type's line)."""
+    """Height (inches) of a row of the paper distribution figure: a line per run, less when many runs would
+    outgrow :data:`PAPER_MAX_HEIGHT`, never under 7 pt type's line."""
     return 0.7 + max(0.11, min(0.22, (PAPER_MAX_HEIGHT - 0.8) / max(1, runs))) * max(1, runs)
 
 
 def distribution_figure(
     per_query: pd.DataFrame, cutoff: int, *, format: str = "png", only: list[tuple[str, str]] | None = None
 ) -> bytes:
-    """Per-query distribution of every metric at one cutoff: a box plot per run and panel; ``only``
-    these panels if given (a part of a paper figure, :func:`paper_parts`)."""
+    """Per-query distribution of every metric at one cutoff, a box plot per run; ``only`` as :func:`cutoff_figure`."""
     data = per_query[per_query["cutoff"] == cutoff]
     shown = panels(data) if only is None else list(only)
     paper = format == "pdf"
@@ -322,8 +292,7 @@ def distribution_figure(
 
 
 def _legend(figure: Figure, axes, runs: int) -> None:
-    """The runs' legend under the plot, in as many columns (up to 3) as fit the figure's width,
-    so long run names wrap into rows instead of widening (and so shrinking) the image."""
+    """The runs' legend under the plot in as many columns (up to 3) as fit, so long names do not shrink the image."""
     if runs:
         handles, labels = with_tie_ranges(figure, *axes.get_legend_handles_labels())
         # About 5 points a character at 9 points, plus the marker: how many names fit side by side.
@@ -336,8 +305,7 @@ def _legend(figure: Figure, axes, runs: int) -> None:
 
 
 def metric_figure(summary: pd.DataFrame, metric: str, variant: str, *, format: str = "svg") -> bytes:
-    """One metric (and variant) of every run against the cutoff, the bootstrap 95% CI as error bars:
-    an SVG about 4 inches wide that scales (legible at 390 px) and follows dark mode."""
+    """One metric and variant of every run against the cutoff, the 95% CI as error bars."""
     data = summary[(summary["metric"] == metric) & (summary["variant"] == variant)]
     runs = list(dict.fromkeys(data["run"]))
     cutoffs = sorted(data["cutoff"].unique())
@@ -371,8 +339,8 @@ def metric_figure(summary: pd.DataFrame, metric: str, variant: str, *, format: s
 def tradeoff_figure(
     summary: pd.DataFrame, x: tuple[str, str, int], y: tuple[str, str, int], *, format: str = "svg"
 ) -> bytes:
-    """Fairness against effectiveness: each run a point at (``x``, ``y``) — each a (metric, variant,
-    cutoff) of the report — with the bootstrap 95% CIs as error bars both ways, named by its run."""
+    """Fairness against effectiveness: each run a point at (``x``, ``y``), each a (metric, variant, cutoff), with
+    the 95% CIs as error bars both ways."""
     keyed = summary.set_index(["run", "metric", "variant", "cutoff"])
     runs = list(dict.fromkeys(summary["run"]))
     paper = format == "pdf"
@@ -416,11 +384,9 @@ def tradeoff_figure(
 
 
 def label_interval_figure(rows: pd.DataFrame, *, interval: str | None = None, format: str = "svg") -> bytes:
-    """One metric at one cutoff of a report on a batch's labels: per run, the value with its
-    query-only 95% interval (thin, hollow) above the label-corrected value with the interval that
-    also carries the labels' uncertainty (thick, filled; none where it may not cover). ``interval``: which
-    interval that is and why (:attr:`metrics.models.Report.interval_sentence`), in the caption. An SVG that
-    scales and follows dark mode."""
+    """One metric at one cutoff of a report on a batch's labels: per run, the value with its query-only interval
+    (hollow) above the label-corrected value with the combined one (filled; none where it may not cover).
+    ``interval``: :attr:`metrics.models.Report.interval_sentence`, in the caption."""
     runs = list(dict.fromkeys(rows["run"]))
     metric, variant, cutoff = rows["metric"].iloc[0], rows["variant"].iloc[0], int(rows["cutoff"].iloc[0])
     figure = Figure(figsize=(3.7, 0.6 + 0.55 * max(1, len(runs))), layout="constrained")
@@ -449,6 +415,3 @@ def label_interval_figure(rows: pd.DataFrame, *, interval: str | None = None, fo
     axes.set_xlabel(wrap_label(f"{note(metric)}; hollow: queries only, {filled}", 44), fontsize=9)
     ink(axes)
     return _save(figure, format)
-
-
-# --- What a paper figure shows, in words: its \Description (ACM) and its alt text --------------------
