@@ -1,41 +1,13 @@
 """The chat pre-labeller's prompt and how its answers are read: labels, log-probabilities, votes.
 
-Log-probabilities. OpenAI's chat completions API ("Create chat completion",
-https://platform.openai.com/docs/api-reference/chat/create; the same fields in ``openai-python``'s
-``completion_create_params`` and ``ChatCompletionTokenLogprob``) returns, when asked
-``logprobs: true, top_logprobs: k`` (k from 0 to 20), ``choices[i].logprobs.content[j]`` =
-``{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}, ...]}`` per token of the
-answer ("in rare cases" fewer than k alternatives), and ``choices[i].logprobs`` = ``null`` when
-not asked. ``n`` is "how many chat completion choices to generate": the prompt is paid once
-for all of them. Of each answer the first token that is more than whitespace, quotes or
-markdown is the label's; its listed alternatives (:func:`read_top_logprobs`, kept with the
-answer) give the answer's *distribution* over the four labels (:func:`distribution`): each
-token read as a label (:func:`token_label`: case, spaces and quotes ignored, a code, a
-category's name or slug, or the first three letters or more of exactly one of them), the
-mass renormalised over the tokens the endpoint listed, and the mass of listed tokens that
-name no label kept as ``unknown`` (it counts against the label, as unparseable answers do).
-A server that ignores ``logprobs`` (``null``, absent, or of another shape) leaves the answer
-a plain one; one that refuses them (HTTP 400) is asked again without, and once answered so,
-not asked for them again.
-
-Structured answers (:data:`ANSWER_FORMATS`, the connection's ``PRELABEL_ANSWER_FORMAT``). With ``json_schema``
-(OpenAI's structured outputs) or ``json_object`` with a ``schema`` (llama-cpp-python's server) the request
-carries ``response_format`` holding the model to :data:`LABEL_SCHEMA`, ``{"label": <code>}``; such an answer
-is read by its member (:func:`json_label`), its log-probabilities at the label value's token
-(:func:`_label_position`), and its distribution restricted to the labels (:func:`distribution`). A server
-that refuses the format stops the job at once; the format is part of :attr:`ChatClient.prompt_version`.
-
-Confidence (:func:`vote`). Each answer is read as a label (a code ``n``/``f``/``m``/``o`` or a category slug,
-quotes and a final full stop ignored); anything else is *unparseable*: counted, never
-guessed. When some answers carry a distribution, the label is the most probable one of the
-mean over all answers (an answer that names a label without a distribution counts as that
-label for certain, an unparseable one as no label) and its mean probability is the
-confidence: a continuous figure. Otherwise the label is the most voted one (ties: the first
-in the labels' order n, f, m, o) and its confidence the posterior mean of its share of all k
-answers under a uniform prior, (votes + 1) / (k + 2), so that 3 votes of 3 (0.8) rank below
-15 of 16 (0.889): queries drawn a different number of times stay comparable. A query with
-no parseable answer and no distribution gets no label.
-Pure: no Django.
+Log-probabilities are read as OpenAI's chat completions API returns them ("Create chat completion",
+https://platform.openai.com/docs/api-reference/chat/create): ``choices[i].logprobs.content[j]`` =
+``{token, logprob, top_logprobs: [{token, logprob}, ...]}``, ``null`` when not asked. Of each answer the
+label's token (:func:`_label_position`) and its listed alternatives give the answer's distribution over
+the labels (:func:`distribution`); anything of another shape leaves the answer a plain one. Structured
+answers (:data:`ANSWER_FORMATS`) are held to :data:`LABEL_SCHEMA`. Unparseable answers are counted, never
+guessed. The rules and why: docs/prelabelling.md, "Structured answers" and "The chat labeller's
+confidence". Pure: no Django.
 """
 
 from __future__ import annotations
@@ -71,17 +43,13 @@ USER_TEMPLATE = "Label this query:\n<query>\n{query}\n</query>"
 #: SHA-256 of the prompt of each version (a test checks the prompt still matches its version).
 PROMPT_SHA256 = hashlib.sha256(f"{SYSTEM_PROMPT}\n\n{USER_TEMPLATE}".encode()).hexdigest()
 #: How a query goes into ``{query}``; part of a custom prompt's version, so answers to
-#: queries inserted otherwise (before ``gender-v2``: as raw text) are never mixed with these.
+#: queries inserted otherwise are never mixed with these.
 QUERY_ENCODING = "json-ascii-no-angle-brackets"
 
 
 def quote_query(text: str) -> str:
-    """The query as data: a JSON string, ASCII only, ``<`` and ``>`` escaped.
-
-    Every control character (``\\r``, ``\\v``, ``\\f``, U+0085, U+2028 ...) and quote becomes an
-    escape, so the query is one line that cannot end its string, and it cannot hold the
-    closing ``</query>`` delimiter: whatever it says, the prompt's structure stays as built.
-    """
+    """The query as data: a JSON string, ASCII only, ``<`` and ``>`` escaped, so it is one line that
+    cannot end its string nor close ``</query>``: whatever it says, the prompt's structure stays as built."""
     return json.dumps(text, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
@@ -93,10 +61,8 @@ PROMPT_SEPARATOR = "---"
 class Prompt:
     """A versioned prompt: the system message, the user message (``{query}`` in it) and the version.
 
-    The built-in one is :data:`DEFAULT_PROMPT`. A researcher's own (:meth:`from_text`, the
-    ``PRELABEL_PROMPT_FILE`` setting) is versioned by its text and :data:`QUERY_ENCODING`, ``custom-<sha256[:12]>``: edit
-    the file and its labels and cached answers are new ones, kept beside the old.
-    """
+    A researcher's own (:meth:`from_text`, ``PRELABEL_PROMPT_FILE``) is versioned ``custom-<sha256[:12]>``
+    of its text and :data:`QUERY_ENCODING`: an edited file's labels and cached answers are new ones."""
 
     system: str
     user: str
@@ -163,8 +129,8 @@ def structured(content: Any) -> bool:
 
 
 def parse_answer(content: Any) -> str | None:
-    """The label an answer names, or ``None`` (unparseable): a structured answer (a JSON object, see
-    :data:`ANSWER_FORMATS`; in a code fence or not) by its ``label`` member, a text one by its words."""
+    """The label an answer names, or ``None`` (unparseable): a JSON object (fenced or not) by its
+    ``label`` member, a text one by its words."""
     content = answer_content(content)
     if not isinstance(content, str):
         return None
@@ -192,11 +158,8 @@ _CUT_ANSWER = re.compile(r'\s*\{\s*"' + ANSWER_KEY + r'"\s*:\s*"([^"\\]*)"')
 
 
 def json_label(content: str) -> str | None:
-    """The label of a structured answer ``{"label": "f"}``; ``None`` for anything else (another shape, a
-    value that is no label, JSON cut before the label's closing quote): counted as unparseable, never guessed.
-
-    An answer cut by its cap after the label's value (``{"label": "n"`` then nothing: llama-server spends
-    five tokens on a code fence, and SmolLM2 on new lines and indents) names that label all the same."""
+    """The label of a structured answer ``{"label": "f"}``, also when cut by its cap after the label's
+    value; ``None`` for anything else (another shape, no label, cut before the value's closing quote)."""
     try:
         value = json.loads(content)
     except ValueError:
@@ -215,8 +178,7 @@ _LABEL_WORDS = tuple((word, label.code) for label in VOCABULARY for word in {lab
 
 def token_label(token: Any) -> str | None:
     """The label one token names: a code, a category's name or slug, or a prefix of at least
-    :data:`MIN_PREFIX` letters of exactly one of those (the first token of "Non-gendered");
-    case, spaces, quotes and a final full stop ignored. ``None``: no label."""
+    :data:`MIN_PREFIX` letters of exactly one of those ("Non"); ``None``: no label."""
     if not isinstance(token, str):
         return None
     token = token.strip().strip(FORMATTING + JSON_PUNCTUATION).strip()  # '"n', 'n"}': inside a structured answer
@@ -246,13 +208,8 @@ def _logprob(value: Any) -> float | None:
 
 
 def read_top_logprobs(logprobs: Any) -> list[list] | None:
-    """``[[token, logprob], ...]`` at the label's position of one choice's ``logprobs``, or ``None``.
-
-    The label's position is :func:`_label_position`'s, then the first token from there that is more
-    than whitespace and :data:`FORMATTING`; its ``top_logprobs`` are kept in order, the token chosen added when they
-    do not list it. Anything not of the documented shape (see the module docstring), or a
-    position listing no alternative to the token chosen, is ``None``: the answer is voted as text.
-    """
+    """``[[token, logprob], ...]`` at the label's token of one choice's ``logprobs`` (the chosen token
+    added when not listed), or ``None`` (another shape, or no alternative listed): the answer is voted as text."""
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     if content is None and isinstance(logprobs, dict):
         content = _completion_shaped(logprobs)
@@ -281,12 +238,9 @@ def read_top_logprobs(logprobs: Any) -> list[list] | None:
 
 
 def _label_position(content: list) -> int | None:
-    """Where the label's token is looked for, whatever precedes it in the tokens: a code fence (```` ``` ````
-    ``json`` ``\\n``: llama-server lists those of a structured answer, which its ``content`` lacks),
-    whitespace, formatting, a JSON prefix. In a text answer, the token holding its first character that
-    is more than those; in a structured one (the tokens spell a JSON object), the token holding the label
-    value's first character (``{"`` ``label`` ``":`` `` "`` **``n``** ``"}``), wherever the member stands.
-    ``None`` when the object has no label member."""
+    """The index of the token holding the label's first character, found by the text the tokens spell
+    (a code fence, whitespace, formatting or other JSON members may precede it); ``None`` when a JSON
+    object has no label member."""
     tokens = [p.get("token") if isinstance(p, dict) else None for p in content]
     if not all(isinstance(token, str) for token in tokens):
         return None
@@ -311,9 +265,8 @@ def _label_position(content: list) -> int | None:
 
 
 def _completion_shaped(logprobs: dict) -> list[dict] | None:
-    """The text-completion shape of log-probabilities (``tokens``, ``token_logprobs`` and
-    ``top_logprobs`` as one ``{token: logprob}`` per position: llama-cpp-python's chat answers before
-    0.2.58, and its completions) read as the chat shape's ``content``; ``None`` when it is not that shape."""
+    """The text-completion shape of log-probabilities (``tokens``, ``token_logprobs``, ``top_logprobs``:
+    older llama-cpp-python servers) as the chat shape's ``content``; ``None`` when it is not that shape."""
     tokens, values, tops = (logprobs.get(key) for key in ("tokens", "token_logprobs", "top_logprobs"))
     if not (isinstance(tokens, list) and isinstance(values, list) and isinstance(tops, list)):
         return None
@@ -335,19 +288,10 @@ class Distribution:
 def distribution(answer: Any) -> Distribution | None:
     """The distribution of an answer kept with log-probabilities whose text names a label, else ``None``.
 
-    Mass exp(logprob) per listed token, summed per label (:func:`token_label`) and divided by
-    the mass of all tokens listed: what the endpoint did not list is not known to be a label or
-    not, so it is spread in proportion. An answer whose text names no label (it talked
-    instead of answering) carries none: it counts as unparseable, whatever its first token.
-
-    A structured answer (a JSON object: the server held the model to :data:`LABEL_SCHEMA`) could
-    hold nothing but a label at that position, whatever the listed tokens say: servers list the
-    model's own alternatives before the constraint (llama-cpp-python 0.3.36 does: "how" beside "n"
-    in ``{"label": "n"}``). Its distribution is the model's restricted to the labels, as constrained
-    decoding draws it: the labels' listed masses, renormalised over the labels, with ``unknown`` the
-    most that the labels *not* listed may hold (each at most the least listed token's mass): that
-    bound counts against the label, so a short list gives a cautious confidence, never a bold one.
-    """
+    Mass exp(logprob) per listed token, summed per label (:func:`token_label`), over the mass of all
+    tokens listed (what was not listed is spread in proportion). A structured answer's is restricted to
+    the labels, with ``unknown`` the most the labels not listed may hold, as constrained decoding draws
+    it (docs/prelabelling.md, "Structured answers"): a short list gives a cautious confidence."""
     if not isinstance(answer, dict) or parse_answer(answer) is None or not isinstance(answer.get("top"), list):
         return None
     masses = {code: 0.0 for code in LABELS}
@@ -373,7 +317,11 @@ def distribution(answer: Any) -> Distribution | None:
 
 
 def vote(answers: Sequence[Any]) -> Prediction:
-    """The label and confidence of a query's answers (see the module docstring: Confidence)."""
+    """The label and confidence of a query's answers. With log-probabilities: the most probable label of
+    the answers' mean distribution (an answer naming a label without one counts as that label for certain)
+    and its mean probability; else the most voted label (ties in :data:`LABELS` order) at (votes + 1) / (k + 2),
+    so queries drawn a different number of times stay comparable (docs/prelabelling.md, "The chat labeller's
+    confidence"). No parseable answer and no distribution: no label."""
     parsed = [parse_answer(answer) for answer in answers]
     counts = Counter(code for code in parsed if code)
     unparseable = sum(code is None for code in parsed)
@@ -428,12 +376,8 @@ class Sampled:
 MAX_TOKENS = 10**9
 #: An answer longer than this is kept (cached, voted) as the label it names, or as unparseable.
 MAX_ANSWER_CHARS = 200
-#: How an answer is asked to be written (the connection's ``PRELABEL_ANSWER_FORMAT``): ``text`` (free text,
-#: the prompt asks for the letter); ``json_schema``, OpenAI's structured outputs (``response_format:
-#: {type: json_schema, json_schema: {name, strict, schema}}``; OpenAI, vLLM, llama.cpp's own ``llama-server``);
-#: ``json_object`` with a ``schema`` (llama-cpp-python's server, which refuses ``json_schema``, and
-#: ``llama-server``). The schema is :data:`LABEL_SCHEMA`: the server holds the model to ``{"label": <code>}``.
-#: Declared once with the connection's field (its choices), which the Connections page checks.
+#: How an answer is asked to be written (the connection's ``PRELABEL_ANSWER_FORMAT``: ``text``, ``json_schema``,
+#: ``json_object``; docs/prelabelling.md, "Structured answers"), declared once with the connection's field.
 ANSWER_FORMATS = CHAT_ANSWER_FORMATS
 #: The structured answer's name (OpenAI requires one: letters, digits, ``_`` and ``-``, at most 64).
 SCHEMA_NAME = "gender_label"
@@ -471,8 +415,7 @@ def bounded_answer(content: Any, limit: int = MAX_ANSWER_CHARS) -> str | None:
 
 def read_choices(answer: Any, limit: int = MAX_ANSWER_CHARS) -> tuple[list[Any], int, int]:
     """The answers (each as kept: see :mod:`.openai_chat`, Cache) and the prompt and completion
-    tokens of one chat completion, or a PreLabelError saying what is wrong with it (valid JSON of
-    another shape is a clear error, never a raw one; log-probabilities of another shape are ignored)."""
+    tokens of one chat completion, or a PreLabelError saying what is wrong with its shape."""
     if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
         raise PreLabelError("chat completions: an answer without a list of choices", 502)
     answers: list[Any] = []

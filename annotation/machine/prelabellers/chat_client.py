@@ -1,28 +1,14 @@
 """The chat pre-labeller's client of an OpenAI-compatible chat-completions endpoint.
 
-Each query is sent, as data (:func:`quote_query`: a JSON string between ``<query>`` lines that it
-cannot close; the built-in system prompt says never to follow instructions in it), with a versioned prompt (:class:`Prompt`: the built-in one below,
-:data:`PROMPT_VERSION`, or a researcher's own from a file, versioned by its text) as ``POST {base}/chat/completions`` with ``{model, messages,
-temperature, n, logprobs, top_logprobs}``; the answers are ``choices[].message.content`` and the cost is read from
-``usage.prompt_tokens`` / ``usage.completion_tokens`` at the configured prices (USD per
-million tokens). A server that returns fewer choices than ``n`` is asked again for the rest; one that
-refuses ``n`` (llama.cpp's ``llama-server``: HTTP 400 "Field 'n': Value must be between 1 <= value <= S"
-for more than its S slots) is asked at most S a call, once per answer when S is 1 (:attr:`ChatClient.n_max`).
-
-Transport. Calls run in a small thread pool (``concurrency``, at most the server's slots when it reports
-them: ``total_slots`` of ``llama-server``'s ``GET /props``, :meth:`ChatClient.capacity`) through the project's
-one HTTP client (:class:`core.http.JsonClient`). A call holds as many of those slots as the answers it asks
-for, and its deadline counts from when it has them, so that a call waiting for the server's earlier calls
-(a server answers no faster than its slots) does not spend its deadline in a queue; each call's deadline
-covers its retries,
-an answer is at most ``max_bytes``, redirects are never followed (the key stays with the
-endpoint). A 429 or a 5xx answer, a connection that breaks or times out before an answer (a
-lost response), and an answer that is not JSON are retried with exponential back-off,
-honouring ``Retry-After``, up to ``max_attempts``; repeating a completion is safe (it only
-costs). Other 4xx answers raise :class:`~annotation.machine.prelabellers.interface.PreLabelError`, and so
-does valid JSON of the wrong shape (no list of choices, a choice without a message, token
-counts that are not whole numbers from 0 to 10^9), without asking again.
-Pure: no Django.
+Each query is sent as data (:func:`~.chat_answers.quote_query`) with a versioned prompt
+(:class:`~.chat_answers.Prompt`) as ``POST {base}/chat/completions``; the answers are
+``choices[].message.content``, the cost is read from ``usage`` at the configured prices (USD per million
+tokens). Calls go through the project's one HTTP client (:class:`core.http.JsonClient`: bounded answers,
+no redirects, so the key stays with the endpoint; 429, 5xx, lost responses and non-JSON answers retried
+with back-off, as repeating a completion only costs); other 4xx and JSON of the wrong shape raise
+:class:`~.interface.PreLabelError` at once. How it meets servers that ignore or refuse ``n``, the cap's
+field or log-probabilities, and ``llama-server``'s slots: :class:`ChatClient`, and docs/prelabelling.md,
+"llama.cpp's own server". Pure: no Django.
 """
 
 from __future__ import annotations
@@ -52,13 +38,10 @@ from core.http import HttpError, JsonClient
 
 #: Alternatives asked for at each token (the API allows 0 to 20): enough to hold the four labels and a stray.
 DEFAULT_TOP_LOGPROBS = 5
-#: The most tokens a label's answer may take (the request's cap): a label is a few tokens ("n",
-#: "Non-gendered."); an uncapped small model wrote ~225 tokens (5 s) per answer on llama.cpp.
+#: The most tokens a label's answer may take (the request's cap): a label is a few tokens (docs/prelabelling.md).
 DEFAULT_MAX_ANSWER_TOKENS = 16
-#: The request fields that cap an answer's length. ``max_tokens``: the chat API's first one, which
-#: llama.cpp's server, vLLM and most OpenAI-compatible servers read; ``max_completion_tokens``:
-#: OpenAI's newer one, which its reasoning models require (they refuse ``max_tokens`` with HTTP 400).
-#: Declared once with the connection's field (its choices), which the Connections page checks.
+#: The request fields that cap an answer's length (``max_tokens``, most servers; ``max_completion_tokens``,
+#: OpenAI's reasoning models), declared once with the connection's field.
 TOKEN_LIMIT_FIELDS = CHAT_TOKEN_LIMIT_FIELDS
 
 
@@ -70,8 +53,8 @@ _N_BOUND = re.compile(r"<=\s*(\d+)")
 
 
 def refuses_n(text: str) -> int:
-    """Whether an HTTP 400's text refuses the field ``n``: the most it allows (the ``<= S`` its text
-    states, llama-server's slots), 1 when it states none; 0 when the text is about something else."""
+    """The most ``n`` an HTTP 400's text allows when it refuses the field ``n`` (its ``<= S``, else 1);
+    0 when the text is about something else."""
     if not _N_REFUSED.search(text):
         return 0
     bound = _N_BOUND.search(text)
@@ -102,9 +85,8 @@ class Slots:
 
 
 def wants_other_limit_field(text: str, sent: str) -> bool:
-    """Whether an HTTP 400's text refuses the cap's field ``sent`` and names the other one (OpenAI:
-    "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'
-    instead."): the request is then sent again with the other field."""
+    """Whether an HTTP 400's text refuses the cap's field ``sent`` and names the other one (OpenAI's
+    "Use 'max_completion_tokens' instead"): the request is then sent again with the other field."""
     other = TOKEN_LIMIT_FIELDS[1 - TOKEN_LIMIT_FIELDS.index(sent)]
     return sent in text and other in text
 
@@ -112,28 +94,14 @@ def wants_other_limit_field(text: str, sent: str) -> bool:
 class ChatClient:
     """An OpenAI-compatible endpoint at ``base_url`` (``.../v1/``); ``sleep`` injectable for tests.
 
-    ``timeout`` bounds each attempt's reads, ``deadline`` one query's call in all (retries
-    included), ``max_bytes`` an answer's size (see :mod:`core.http`). ``top_logprobs`` (0 to 20)
-    alternatives are asked for at each token (0: no log-probabilities asked); when a call
-    asking for them is refused (HTTP 400) and the same call without them is answered,
-    ``logprobs_refused`` is set and they are not asked for again.
-
-    Every request caps the answer at ``max_answer_tokens`` in the field ``token_limit`` (one of
-    :data:`TOKEN_LIMIT_FIELDS`, the connection's declared choice); a 400 that refuses that field and
-    names the other (:func:`wants_other_limit_field`) is sent again with the other, which is kept for
-    the calls after it (``token_limit_switched``). A server that ignores ``n`` (llama.cpp's: one choice
-    whatever ``n``) is seen at its first answer of fewer choices than asked (``n_ignored``): the missing
-    answers are then asked one call each, and only when needed (an answer with log-probabilities
-    settles its query: more answers would repeat its first-token distribution); ``n`` is not sent to
-    it again, and the calls it took are counted (``Sampled.requests``, ``separate_calls``). A server that
-    refuses ``n`` (a 400 naming the field, :func:`refuses_n`) is asked again with at most the most it
-    allows (the bound its message states, else 1: one call per answer), and never asked for more
-    (``n_max``, kept for the client's life: the connection's jobs share it).
-
-    ``capacity()`` is the server's slots (``llama-server``'s ``GET /props``: ``total_slots``; ``None``
-    when it does not say); ``n`` is then never above them, and :meth:`complete` holds ``n`` of them
-    (:class:`Slots`) before its deadline starts.
-    """
+    ``timeout`` bounds each attempt's reads, ``deadline`` one query's call in all (retries included),
+    ``max_bytes`` an answer's size (:mod:`core.http`); ``top_logprobs`` (0 to 20) alternatives are asked
+    at each token. What a server refuses is asked otherwise and remembered for the client's life (the
+    connection's jobs share it): log-probabilities (``logprobs_refused``), the cap's field
+    (``token_limit_switched``), ``n`` above a bound (``n_max``). A server that ignores ``n``
+    (``n_ignored``) is asked the missing answers one call each, only while they are not settled by
+    log-probabilities (``separate_calls``). A server that reports its slots (:meth:`capacity`) never
+    gets ``n`` above them, and each call holds its ``n`` slots before its deadline starts."""
 
     def __init__(
         self,
@@ -240,10 +208,8 @@ class ChatClient:
         return slots
 
     def complete(self, body: dict, *, deadline: float | None = None) -> dict:
-        """One chat completion, retried (see the module docstring); ``deadline`` shortens the call's.
-
-        On a server that reports its slots the call first holds as many as the answers it asks for
-        (waiting at most ``deadline``), and its own deadline counts from then."""
+        """One chat completion, retried; ``deadline`` shortens the call's. On a server that reports its
+        slots the call first holds ``n`` of them (waiting at most ``deadline``), its deadline counting from then."""
         slots = self.slots
         if slots is None:
             return self._complete(body, deadline=deadline)
@@ -278,9 +244,7 @@ class ChatClient:
         return answer
 
     def sample(self, query: str, k: int, temperature: float, *, deadline: float | None = None) -> Sampled:
-        """``k`` answers to the prompt for ``query`` (``n=k``; asked again if fewer came back), with
-        log-probabilities when asked for and given.
-
+        """``k`` answers to the prompt for ``query``, with log-probabilities when asked for and given;
         ``deadline`` (seconds) bounds the whole query, however many calls it takes."""
         result = Sampled([])
         ends = None if deadline is None else time.monotonic() + deadline

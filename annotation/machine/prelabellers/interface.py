@@ -1,12 +1,8 @@
 """The interface every pre-labeller implements, and the registry that finds one by name.
 
-A pre-labeller labels queries with one of the study's labels (:mod:`genderbias.labels`)
-and a confidence in [0, 1]. It is identified, in what is stored, by its ``name``
-(``rules``, ``openai``), its ``model`` (a word list's name, an LLM's name) and its
-``prompt_version`` (the version of its rules or prompt): change any of them and the
-stored pre-labels are new ones, kept beside the old.
-
-Pure: no Django. A pre-labeller never writes to the database.
+A pre-labeller labels queries with one of :mod:`genderbias.labels` and a confidence in [0, 1]. What is
+stored is keyed by its ``name``, ``model`` and ``prompt_version``: change any of them and the stored
+pre-labels are new ones, kept beside the old. Pure: no Django; a pre-labeller never writes to the database.
 """
 
 from __future__ import annotations
@@ -31,9 +27,8 @@ class PreLabelError(ProviderError):
 
 
 class PreLabelStopped(PreLabelError):
-    """A labeller stopped before labelling every query (failures, its circuit breaker, its
-    deadline); ``partial`` holds, in the order of the queries asked, the predictions it did
-    make (``None``: not labelled in this run), so that what it did is kept."""
+    """A labeller stopped before labelling every query; ``partial`` holds, in the order asked, the
+    predictions it did make (``None``: not labelled in this run), so that what it did is kept."""
 
     def __init__(
         self,
@@ -49,9 +44,8 @@ class PreLabelStopped(PreLabelError):
 
 @dataclass(frozen=True)
 class Prediction:
-    """One query's pre-label: ``label`` (a code of :data:`genderbias.labels.LABELS`, or ``None``
-    when the labeller could not say, e.g. every answer of a model was unparseable), its
-    ``confidence`` in [0, 1], and ``detail`` (JSON: the rule that fired, the votes ...)."""
+    """One query's pre-label: ``label`` (a code of :data:`genderbias.labels.LABELS`; ``None``: the
+    labeller could not say), its ``confidence`` in [0, 1], and ``detail`` (JSON: the rule, the votes ...)."""
 
     label: str | None
     confidence: float
@@ -80,13 +74,12 @@ class Usage:
 
 
 class PreLabeller(ABC):
-    """Labels queries; see the module docstring."""
+    """Labels queries (see the module docstring)."""
 
     name: str = ""
     model: str = ""
     prompt_version: str = ""
-    #: Whether its labels are a language model's (an LLM's answers): what the venues' checklists
-    #: declare as LLM use (:func:`is_language_model`). A word list's rules or a trained classifier are not.
+    #: Whether its labels are a language model's: what the venues' checklists declare as LLM use.
     language_model: bool = False
 
     def __init__(self) -> None:
@@ -121,8 +114,7 @@ def get_prelabeller(name: str, **kwargs: Any) -> PreLabeller:
 
 
 def is_language_model(name: str) -> bool:
-    """Whether the pre-labeller registered as ``name`` is a language model (its class's
-    :attr:`PreLabeller.language_model`); False for a name no longer registered."""
+    """Whether the pre-labeller registered as ``name`` is a language model; False for a name no longer registered."""
     if name not in _REGISTRY:
         return False
     return bool(getattr(prelabeller_class(name), "language_model", False))

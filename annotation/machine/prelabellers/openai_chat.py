@@ -1,31 +1,17 @@
 """The chat pre-labeller: any OpenAI-compatible chat-completions endpoint (:mod:`.chat_client`),
-its answers read by :mod:`.chat_answers`.
+its answers read by :mod:`.chat_answers` (docs/prelabelling.md, "The chat labeller's confidence").
 
-Sampling (:meth:`ChatPreLabeller.label`). Every query first gets ``samples`` answers (one
-call, ``n``). A query some of whose answers carry a distribution is then settled: more
-answers to the same prompt repeat the same first-token distribution. The others (answers
-without log-probabilities) are drawn up to ``max_samples`` in a second call, within a
-``budget`` of answers per query on average over the queries labelled together, the most
-confident first (they are those routing would accept, and a high target needs them finely
-ranked; see docs/prelabelling.md for what each order keeps); a query that does not fit keeps
-its first answers, and its confidence says how few they are.
+Sampling: every query first gets ``samples`` answers; a query whose answers carry log-probabilities is
+settled (more answers would repeat the same distribution); the others are drawn up to ``max_samples``
+within a ``budget`` of answers per query on average, the most confident first (:meth:`second_draw`).
 
-Cache. Answers are kept per (model, prompt version, query text) in an :class:`AnswerCache`
-(the service gives one over the database): a plain answer as its text, one with
-log-probabilities as ``{"content", "top": [[token, logprob], ...]}``, so answers cached
-before log-probabilities were asked for are used as they are. A rerun asks for nothing
-(the second draw is decided from the answers held, and the budget counts them), and asking
-for more samples asks only for the missing ones. The cache is used from the calling thread only.
+Cache: answers are kept per (model, prompt version, query text) in an :class:`AnswerCache`, so a rerun
+asks only for what is missing; it is used from the calling thread only.
 
-A job's bounds. ``job_deadline`` (seconds from the first :meth:`ChatPreLabeller.label`) and a
-circuit breaker (``max_consecutive_failures`` failed queries in a row, or a share
-``max_failure_share`` of the queries asked (each draw of a query counts), from :data:`MIN_FOR_SHARE` on; a 401/403/404 at
-once) stop the labeller: queries not yet begun are not sent, and
-:class:`~annotation.machine.prelabellers.interface.PreLabelStopped` carries the predictions it did make, so
-the service stores them. A server whose answers never name a label (none of the first
-:data:`NAMELESS_AFTER` answers it gave: a small model talking instead of answering in this format) stops
-the job too, saying so and what to try. An answer longer than ``max_answer_chars`` is kept as the label it
-names (or as unparseable), never as itself.
+A job's bounds: ``job_deadline`` (from the first :meth:`ChatPreLabeller.label`), a circuit breaker
+(``max_consecutive_failures`` in a row, or a share ``max_failure_share`` of the queries asked from
+:data:`MIN_FOR_SHARE` on; a 401/403/404 at once) and a server whose first :data:`NAMELESS_AFTER` answers
+name no label stop the labeller: :class:`~.interface.PreLabelStopped` carries what it did label.
 Pure: no Django.
 """
 
@@ -78,9 +64,7 @@ class MemoryCache:
 
 @register("openai")
 class ChatPreLabeller(PreLabeller):
-    """See the module docstring. ``samples`` answers first; a query without log-probabilities is
-    drawn up to ``max_samples`` (default: ``samples``, no second draw) within ``budget`` answers
-    per query on average (default: ``max_samples``, no limit but that)."""
+    """``max_samples`` defaults to ``samples`` (no second draw), ``budget`` to ``max_samples``."""
 
     prompt_version = PROMPT_VERSION
     language_model = True
@@ -137,10 +121,8 @@ class ChatPreLabeller(PreLabeller):
         return self.job_deadline - (self.clock() - self.started)
 
     def _sample(self, text: str, n: int) -> Sampled | None:
-        """One query's answers, in a worker thread; ``None`` when the job stopped before it began.
-
-        The failure counts are kept here, as each call ends, so that a query the pool has
-        already taken up is not sent once the breaker has tripped."""
+        """One query's answers, in a worker thread; ``None`` when the job stopped before it began. The
+        failure counts are kept as each call ends, so a query the pool took up is not sent once the breaker trips."""
         with self._lock:
             if self.stopped is not None:
                 return None
@@ -201,9 +183,8 @@ class ChatPreLabeller(PreLabeller):
         ) / 1_000_000
 
     def _ask(self, wanted: dict[str, int], known: dict[str, Sampled]) -> tuple[list[PreLabelError], set[str]]:
-        """Ask for ``wanted[text]`` more answers of each text (in the pool), merging them into
-        ``known`` and the cache as they are collected; the failures, and the texts not asked
-        (the job stopped first)."""
+        """Ask for ``wanted[text]`` more answers of each text, merged into ``known`` and the cache as they
+        are collected; the failures, and the texts not asked (the job stopped first)."""
         failures: list[PreLabelError] = []
         unasked: set[str] = set()
         if not wanted:
@@ -238,14 +219,9 @@ class ChatPreLabeller(PreLabeller):
         return failures, unasked
 
     def second_draw(self, texts: Sequence[str], known: dict[str, Sampled]) -> dict[str, int]:
-        """The answers to add per query after the first draw (see the module docstring: Sampling).
-
-        Decided from the answers held alone, so a rerun decides the same: a query whose first
-        draw is complete, with no answer carrying log-probabilities and fewer than
-        ``max_samples`` answers, is drawn up to ``max_samples`` if that fits in what is left of
-        ``budget × len(texts)`` answers (those held count, up to ``max_samples`` each), most
-        confident first (ties: in the order asked). One that does not fit is left; a later,
-        smaller one may fit."""
+        """The answers to add per query after the first draw, decided from the answers held alone (a rerun
+        decides the same): an unsettled query is drawn up to ``max_samples`` if that fits in what is left
+        of ``budget × len(texts)`` answers (those held count), most confident first, ties in the order asked."""
         held = {t: len(known[t].answers) if t in known else 0 for t in texts}
         left = self.budget * len(texts) - sum(min(n, self.max_samples) for n in held.values())
         candidates = [
@@ -263,8 +239,7 @@ class ChatPreLabeller(PreLabeller):
         return wanted
 
     def label(self, queries: Sequence[tuple[str, str]]) -> list[Prediction]:
-        """Predictions from the cache and the endpoint; failures raise :class:`PreLabelStopped`
-        with what was labelled (see the module docstring: circuit breaker and deadline)."""
+        """Predictions from the cache and the endpoint; failures raise :class:`PreLabelStopped` with what was labelled."""
         if self.started is None:
             self.started = self.clock()
         texts = list(dict.fromkeys(text for _, text in queries))

@@ -1,11 +1,8 @@
 """The rules pre-labeller: the study's gender-definitional words, no network.
 
-A query is tokenised like the study counts words (:func:`genderbias.text.tokenize.tokenize`,
-``words``: lower-cased runs of word characters) and looked up in a word list (default:
-:func:`genderbias.text.wordlists.default_wordlist`, the 32 female + 32 male words of Rekabsaz &
-Schedl, SIGIR 2020). Optionally a first-name list (a :class:`~genderbias.text.wordlists.GenderWords`
-of lower-case names) is consulted when no gendered word is found. The rules, in order,
-and the confidence each states:
+A query is tokenised like the study counts words (:func:`genderbias.text.tokenize.tokenize`) and
+looked up in a word list (default: :func:`genderbias.text.wordlists.default_wordlist`, the words of
+Rekabsaz & Schedl, SIGIR 2020), then in an optional first-name list. The rules, in order:
 
 ======================================  =====  ==========
 the query has                            label  confidence
@@ -19,11 +16,8 @@ no gendered word; female and male names  o      0.7
 none of these                            n      0.6
 ======================================  =====  ==========
 
-No first-name list ships by default: the one small package on PyPI (``gender-guesser``)
-has not been released since 2016 and is GPLv3 (its data GFDL), and a name list read
-word by word mislabels common words that are also names (``will``, ``may``, ``rose``,
-``mark``, ``bill``). A list can be passed in (``first_names=``); it changes ``model``.
-
+No first-name list ships by default: a name list read word by word mislabels common words that are
+also names (``will``, ``may``, ``rose``); one can be passed in (``first_names=``, it changes ``model``).
 ``detail`` records the rule and the words that matched. Pure: no Django.
 """
 

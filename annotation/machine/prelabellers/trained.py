@@ -1,33 +1,16 @@
 """The trained pre-labeller: a small text classifier fitted on labelled queries, no network.
 
-It learns from any labelled query set a researcher has (the study's published annotated
-queries, an earlier batch's export) or from a batch's own human labels so far, and says
-how good it is: its accuracy under stratified k-fold cross-validation, computed when it is
-trained and put in every prediction's ``detail`` so pages can show it beside the labels.
+It learns from any labelled query set (the study's annotated queries, an earlier batch's export, a
+batch's own human labels so far) and says how good it is: its stratified k-fold cross-validated
+accuracy, put in every prediction's ``detail`` so pages can show it beside the labels. The model
+(character 2-5-grams, logistic regression) and why: docs/prelabelling.md, "The pre-labellers".
+Deterministic: the same data give the same model.
 
-The model. Character n-grams within words (``char_wb``, 2 to 5 characters, lower-cased,
-sublinear tf-idf) feed a multinomial logistic regression. Character n-grams catch what
-decides a query's gender from few examples: inflections and compounds (``woman``/``women``,
-``grandmother``, ``mother's``) and misspellings, which a word model treats as unseen
-words. Logistic regression gives probabilities, so the confidence is the predicted
-class's probability. ``class_weight="balanced"`` because the classes are very uneven (in
-the study's queries, 1 % are Other): without it the rare classes are almost never
-predicted. ``C=10`` (less regularisation than the default 1) and the ``newton-cg`` solver
-were chosen on the study's 3,750 queries: 0.729 cross-validated accuracy against 0.718
-for ``C=1``, and ``newton-cg`` converges in a few iterations where ``lbfgs`` (same
-optimum) took seconds per fit. Deterministic: the same data give the same model.
-
-Identity. ``model`` names the source and a short SHA-256 of the training data (its
-sorted ``(text, label)`` pairs), so training on other data stores new pre-labels beside
-the old ones; :data:`TRAINED_VERSION` names the features and the classifier.
-
-A query whose text (case and spacing aside) is in the training data is marked
-``"in_training": true``: trained on a batch's own labels, the labeller predicts the
-queries the humans labelled too, and those predictions are not a fair measure of it
-(calibration leaves them out). A class absent from the training data is never predicted.
-
-scikit-learn is imported inside the methods, so commands that never train start fast.
-Pure: no Django.
+``model`` names the source and a short SHA-256 of the training data, so training on other data stores
+new pre-labels beside the old ones. A query whose text is in the training data is marked
+``"in_training": true``: those predictions are no fair measure of it (calibration leaves them out).
+A class absent from the training data is never predicted. scikit-learn is imported inside the methods,
+so commands that never train start fast. Pure: no Django.
 """
 
 from __future__ import annotations
@@ -93,12 +76,9 @@ def cross_validate(
 ) -> tuple[float | None, float | None, int, str]:
     """Mean and standard deviation of the accuracy over stratified folds, the folds used, and a note.
 
-    No more folds than the smallest class has members (so each fold can hold one), and at
-    least two. A class of a single query cannot be split over two folds (a fold trained
-    without it may also hold one class only): then there is no cross-validated accuracy
-    (``None``) and the note says why, rather than a NaN. Folds whose model could not be
-    fitted are left out of the mean, and the note says so.
-    """
+    Between two folds and the smallest class's size. A class of a single query cannot be split: then
+    no accuracy (``None``) and the note says why, rather than a NaN; folds that could not be fitted are
+    left out of the mean, and the note says so."""
     import numpy as np
     from sklearn.model_selection import StratifiedKFold, cross_val_score
 
@@ -142,7 +122,7 @@ class TrainedPreLabeller(PreLabeller):
         if folds < 2:
             raise ValueError("folds must be at least 2")
         texts, labels = list(texts), list(labels)
-        self.class_counts = check_training_data(texts, labels)
+        check_training_data(texts, labels)
         self.source = source
         self.training_size = len(texts)
         self.model = f"tfidf-char_wb2-5+logreg:{source[:SOURCE_CHARS]}@{training_sha256(texts, labels)[:12]}"
