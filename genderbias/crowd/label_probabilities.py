@@ -1,19 +1,13 @@
-"""Every labelled query's probability of each label, whichever source its label came from.
+"""Every labelled query's probability of each label, whichever source its label came from
+(what :mod:`.label_uncertainty` reads):
 
-Pure (numpy, pandas; no Django). A report on a batch's labels
-(:mod:`genderbias.crowd.label_uncertainty`) needs, per query, how likely each of n / f / m / o is:
-
-- **crowd**: Dawid–Skene's posterior, seeded with the gold questions (computed by the caller);
-- **ruling**: a researcher's adjudication is taken as certain (one-hot);
-- **machine-accepted**: the crowd's label distribution in the blind calibration sample among the
-  machine's labels with the same label and *confidence band* — the calibrated accuracy of the
-  band for the machine's own label, and where its errors went for the others. Bands are the
-  :data:`BANDS` quantile bands of the sample's confidences for that machine label (equal-count,
-  so each band has data); a band with fewer than :data:`MIN_BAND` sample queries uses all of
-  that label's. Counts are the sample's design weights (post-stratified), smoothed by adding
-  :data:`PRIOR_COUNT` to every label (Jeffreys-like: a band never claims certainty from a
-  finite sample). A machine label the sample never shows, or a batch without a readable sample,
-  falls back to the machine's own confidence (:func:`confidence_rows`).
+- **crowd**: the gold-seeded Dawid–Skene posterior;
+- **ruling**: a researcher's adjudication, certain (one-hot);
+- **machine-accepted**: the crowd's label shares in the blind calibration sample among the machine's
+  labels of the same label and *confidence band* (:data:`BANDS` equal-count quantile bands, so each has
+  data; under :data:`MIN_BAND` sample queries the label's whole sample). Counts are the sample's design
+  weights plus :data:`PRIOR_COUNT` per label (Jeffreys-like: no certainty from a finite sample). A label
+  the sample never shows falls back to the machine's own confidence (:func:`confidence_rows`).
 """
 
 from __future__ import annotations
@@ -74,8 +68,7 @@ def band_distributions(
 
 
 def confidence_rows(labels: Sequence[str], machine: Sequence[str], confidence: Sequence[float]) -> np.ndarray:
-    """Without a calibration sample for them: the machine's confidence for its label, the rest
-    spread evenly over the other labels."""
+    """Without a calibration sample: the machine's confidence for its label, the rest spread evenly."""
     own = np.clip(np.asarray(confidence, dtype=np.float64), 0.0, 1.0)[:, None]
     chosen = one_hot(labels, machine)
     return chosen * own + (1 - chosen) * (1 - own) / (len(labels) - 1)
@@ -93,16 +86,9 @@ def one_hot(labels: Sequence[str], chosen: Sequence[str]) -> np.ndarray:
 class LabelModel:
     """Every judged query's label probabilities and how they move when the crowd model is refitted.
 
-    ``table``: qid × labels, the point estimate (rows sum to 1). ``crowd``: the gold-seeded
-    Dawid–Skene fit (:func:`genderbias.crowd.aggregation.dawid_skene`) whose posteriors fill the
-    rows of ``crowd_qids``; the other rows (rulings, machine-accepted labels) are held as they are.
-    ``quality``: the crowd-quality check as the batch reported it (:func:`crowd_quality`, told its
-    discarded assignments); computed from ``crowd`` when not given.
-
-    A report takes it whole (:func:`genderbias.crowd.label_uncertainty.combined_summary`): the table
-    is the point estimate, :meth:`draws` the bootstrap's refits, :meth:`leave_out_draws` the
-    jackknives' and :meth:`recalibrated` the posteriors as sure as the model is right to be.
-    :meth:`fit` makes one from a batch's answers.
+    ``table``: qid × labels (rows sum to 1). ``crowd``: the Dawid–Skene fit whose posteriors fill the rows
+    of ``crowd_qids``; the other rows (rulings, machine-accepted labels) are held as they are.
+    ``quality``: the batch's :func:`crowd_quality` (computed from ``crowd`` when not given).
     """
 
     table: Any
@@ -121,12 +107,10 @@ class LabelModel:
         discarded: int = 0,
         labels: Sequence[str] = LABELS,
     ) -> LabelModel:
-        """The label model of a batch: the crowd's answers ``answers`` (a frame of ``task, worker, label``,
-        crowd-kit's columns; the gold questions' answers included) fitted by the gold-seeded Dawid–Skene
-        (:func:`genderbias.crowd.aggregation.dawid_skene`, ``gold``: task → known label), each
-        non-gold task's row its held-out posterior; ``others`` (qid × ``labels``: rulings, accepted
-        machine labels) override the crowd's rows and are held as they are. ``quality``: the
-        crowd-quality check (:func:`crowd_quality`) told the ``discarded`` assignments; None without answers."""
+        """A batch's label model: ``answers`` (``task, worker, label``, gold answers included) fitted by the
+        gold-seeded Dawid–Skene, each non-gold task's row its held-out posterior; ``others`` (qid × ``labels``:
+        rulings, accepted machine labels) override the crowd's rows. ``discarded``: failed-gold assignments
+        (:func:`crowd_quality`)."""
         import pandas as pd
 
         gold = dict(gold or {})
@@ -159,12 +143,10 @@ class LabelModel:
     ) -> np.ndarray:
         """``[B × N × K]`` (float32): the table's rows, the crowd's refitted on each bootstrap draw.
 
-        ``weights`` ``[B × N]``: each query's multiplicity in each draw (rows of ``table``); a
-        query's votes follow its row (a ruled query's too: they still describe its workers). The
-        crowd model's items that are no row of the table (the gold questions' answers) are
-        resampled on their own, with replacement (seeded by ``seed``), or kept once each with
-        ``resample_others`` false (a jackknife's rows leave queries out, they do not resample).
-        :func:`genderbias.crowd.resampling.bootstrap_posteriors` refits (``progress``: told as it goes).
+        ``weights`` ``[B × N]``: each query's multiplicity per draw; its votes follow it (a ruled query's
+        too: they still describe its workers). The crowd's items outside the table (gold questions) are
+        resampled on their own (``seed``), or kept once each without ``resample_others`` (a jackknife
+        leaves out, it does not resample).
         """
 
         weights = np.asarray(weights, dtype=np.float64)
@@ -193,12 +175,9 @@ class LabelModel:
         return self._place(resampling.bootstrap_posteriors(encoded, item_weights, start, progress=progress), out)
 
     def leave_out_draws(self, by: str, blocks: int | None = None) -> np.ndarray:
-        """``[G × N × K]`` (float32): the table's rows, the crowd's refitted without each group of a
-        delete-a-group jackknife ``by`` workers or by answers
-        (:func:`genderbias.crowd.resampling.jackknife_groups`, G = ``blocks``, default
-        :data:`genderbias.stats.intervals.JACKKNIFE_BLOCKS`; :func:`genderbias.crowd.resampling.leave_out_posteriors`);
-        no rows (G = 0) without a crowd. What :class:`genderbias.crowd.label_uncertainty.CorrectedFit` reads
-        the workers' variance component from (:func:`genderbias.stats.intervals.extra_variance`)."""
+        """``[G × N × K]`` (float32): the table's rows, the crowd's refitted without each delete-a-group
+        jackknife group ``by`` workers or answers (G = ``blocks``, default
+        :data:`genderbias.stats.intervals.JACKKNIFE_BLOCKS`; 0 without a crowd): the workers' variance."""
         from genderbias.stats import intervals
 
         if self.crowd is None or self.crowd.encoded is None or not len(self.crowd_qids):
@@ -211,16 +190,10 @@ class LabelModel:
         return self._place(refitted, out)
 
     def recalibrated(self, seed: int = 0) -> Any:
-        """Where the crowd-quality check warns (:func:`crowd_quality`, any reason): the table with the
-        crowd's rows as sure as the crowd model is right to be, else None (no crowd, or the check passes).
-
-        Replicate crowds are drawn from the fit with the items' difficulty spread as the batch's answers
-        show it and refitted; the temperature under which their held-out posteriors best predict their
-        true labels (:func:`genderbias.crowd.calibration.replicate_temperature`) is applied to the
-        batch's (:func:`genderbias.crowd.calibration.tempered`). ``attrs``: ``temperature`` and ``spread``.
-        What :meth:`genderbias.crowd.label_uncertainty.CorrectedFit.calibration_bias` sizes the label-corrected
-        figures' bias from: on crowds with hard queries or many spammers the fitted posteriors are too
-        sure (docs/quality.md "Too sure, and by how much"). Computed once per seed."""
+        """Where :func:`crowd_quality` warns: the table with the crowd's rows tempered by
+        :func:`.calibration.replicate_temperature` (as sure as the model is right to be; ``attrs``:
+        ``temperature``, ``spread``), else None. Fitted posteriors are too sure on crowds with hard queries or
+        many spammers (docs/quality.md "Too sure, and by how much"). Computed once per seed."""
         if seed not in self._recalibrated:
             self._recalibrated[seed] = self._recalibrate(seed)
         return self._recalibrated[seed]
@@ -254,48 +227,31 @@ class LabelModel:
         return out
 
 
-#: Below this answer-weighted mean informativeness of the crowd's workers (bits: the mutual
-#: information between a query's true label and a worker's answer, :func:`crowd_quality`), the
-#: intervals built on the crowd's label probabilities are not to be trusted. Chosen by simulation
-#: (``genderbias/crowd/simulation/studies.py``): between the heavy-noise crowds' scores and the moderate
-#: ones' (the scores: docs/metrics.md, "When the crowd is too poor").
+#: Below this answer-weighted mean informativeness (bits of label per answer) the intervals built on the
+#: crowd's labels are not to be trusted; chosen by simulation between the heavy and the moderate crowds'
+#: scores (docs/metrics.md, "When the crowd is too poor").
 MIN_INFORMATION = 0.45
-#: A worker with fewer answers than :data:`MIN_WORKER_ANSWERS` has a reliability estimated from too
-#: few of them, and when more than :data:`MAX_SPARSE_SHARE` of the answers come from such workers the
-#: intervals may be too narrow (declared with the crowd model, whose choice of rows reads them too).
+#: More than :data:`MAX_SPARSE_SHARE` of the answers from workers with under :data:`MIN_WORKER_ANSWERS`
+#: (reliabilities from too few answers): the intervals may be too narrow.
 MIN_WORKER_ANSWERS = model_choice.MIN_WORKER_ANSWERS
 MAX_SPARSE_SHARE = model_choice.MAX_SPARSE_SHARE
-#: The model check (:func:`genderbias.crowd.checks.predictive_check`) fails when the real
-#: crowd has more split (or split and unanimous) queries than the fitted model's replicate crowds,
-#: by more than this many of their standard deviations: the votes on a query are not independent
-#: given its label (item difficulty), and the intervals are too narrow. Chosen by simulation
-#: (``manage.py crowd_coverage``, docs/quality.md "The crowd model"): one-sided, about 2.5% of
-#: crowds the model fits per statistic.
+#: :func:`.checks.predictive_check` fails above this z (more split queries than the replicate crowds:
+#: votes not independent given the label, intervals too narrow); one-sided, chosen by simulation
+#: (docs/quality.md "The crowd model").
 MAX_MISFIT_Z = 2.0
 
 
 def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
-    """How much the crowd's answers say and whether the model fits them, from a Dawid–Skene fit
-    (:class:`genderbias.crowd.aggregation.DawidSkeneResult`): ``information`` (bits per answer,
-    answer-weighted mean over the workers of :func:`genderbias.crowd.checks.informativeness`),
-    ``accuracy`` (answer-weighted mean probability of answering the true label), ``uninformative``
-    (share of answers from workers whose answers carry under 0.1 bit: spammers, a lazy worker),
-    ``workers``, ``answers``, the ``threshold``, ``model`` (one-coin, by-label, full or full-by-label, as the judgments chose:
-    :func:`genderbias.crowd.model_choice.choose_shrinkage`), ``misfit`` (the largest z of the
-    posterior-predictive check, :func:`genderbias.crowd.checks.predictive_check`) and
-    ``warning``: true when ``information`` is below :data:`MIN_INFORMATION` or ``misfit`` above
-    :data:`MAX_MISFIT_Z`, or ``sparse`` (the share of answers from workers with fewer than
-    :data:`MIN_WORKER_ANSWERS`) above :data:`MAX_SPARSE_SHARE`, or ``selected``: ``discarded``
-    assignments (more than 0) lost their other answers for failing gold
-    (:func:`annotation.results.selectors.gold.gold_discarded_assignments`), i.e. the label-corrected intervals may
-    under-cover; ``reasons`` says which.
+    """How much a Dawid–Skene fit's answers say and whether the model fits them: ``information`` (bits
+    per answer, answer-weighted), ``accuracy``, ``uninformative`` (share of answers under 0.1 bit),
+    ``workers``, ``answers``, ``model`` (the chosen one), ``misfit`` (largest z of
+    :func:`.checks.predictive_check`), ``sparse`` and ``warning`` with its ``reasons``: information below
+    :data:`MIN_INFORMATION`, misfit above :data:`MAX_MISFIT_Z`, sparse above :data:`MAX_SPARSE_SHARE`, or
+    ``selected`` (``discarded`` > 0 assignments lost their answers for failing gold).
 
-    Why ``selected`` is a fact of the batch, not a test: the model reads every gold answer, the failed
-    ones too, but the labels then come only from the assignments that passed, and whether that selection
-    is harmless (a worker as good in every HIT) or not (attention that comes and goes, so a passed HIT's
-    answers are better than the worker's record) is the one thing the kept answers cannot show: on the
-    simulated gold-selected crowd the posterior-predictive check fires no more often than on the crowds it
-    fits (docs/quality.md, "The crowd model")."""
+    ``selected`` is a fact of the batch, not a test: whether keeping only passed assignments is harmless is
+    the one thing the kept answers cannot show (docs/quality.md, "The crowd model").
+    """
 
     encoded = fit.encoded
     if encoded is None or encoded.n_items == 0:

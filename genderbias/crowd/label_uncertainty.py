@@ -1,46 +1,26 @@
-"""Label uncertainty in a bias figure: the runs' means on the *truly* non-gendered queries,
-estimated from every query's label probabilities, with an interval that carries both the
-labels' uncertainty and the sampling of the queries.
+"""Label uncertainty in a bias figure: the runs' means on the *truly* non-gendered queries, estimated
+from every query's label probabilities, with an interval carrying both the labels' uncertainty and
+the sampling of the queries.
 
-Pure (numpy, pandas; no Django). A report on a batch's labels measures the runs on the
-point-estimate set S (the queries whose final label is non-gendered, as the export writes
-them); its query-only interval (:func:`genderbias.stats.significance.bootstrap_ci` over S) treats S as
-known. It is not: every judged query q has a probability vector π_q over the labels
-(n, f, m, o): the crowd's Dawid–Skene posterior (gold-seeded), one-hot for a researcher's
-ruling, and for a machine-accepted label the crowd's label distribution in the calibration
-sample among the machine's labels of the same label and confidence band.
+A report on a batch measures the runs on the point-estimate set S (final label non-gendered), whose
+query-only interval treats S as known. It is not: every judged query has label probabilities π_q
+(the crowd's gold-seeded Dawid–Skene posterior, one-hot for a researcher's ruling, the calibration
+sample's label shares for a machine-accepted label). The estimator is the least-squares class means
+of :mod:`.class_means` (β_n is the *corrected* value).
 
-The estimator: the least-squares class means of :mod:`genderbias.crowd.class_means` (β_n, the mean
-over the truly non-gendered queries, is the *corrected* value).
+Interval: queries resampled (weights W_b), β refitted per draw with the crowd model refitted too;
+the **combined interval** is the bootstrap interval of β_n by :data:`genderbias.stats.intervals.LABEL_INTERVAL`
+(widened by the workers' variance component from jackknives over workers and answers, since the
+bootstrap redraws queries, not workers). All runs share the draws, so paired differences are coherent.
 
-Interval: queries resampled with replacement (multinomial weights W_b), β re-fitted per draw
-(one K × K solve per draw and missing-value pattern, all columns at once); the **combined
-interval** is the bootstrap interval of β_n,b by :data:`genderbias.stats.intervals.LABEL_INTERVAL` (the
-percentile interval widened by the workers' variance component, from delete-a-group jackknives
-over the workers and over the answers: ``crossed_net``; the constructions compared by simulation:
-:mod:`genderbias.stats.intervals`, :class:`CorrectedFit`). All runs and metrics share the draws, so
-paired differences (run − baseline per query, also linear) are coherent.
+- **Label share of the width**: 1 − query-only width ÷ combined width, clipped to [0, 1].
+- **Test**: the bootstrap p that inverts the combined interval (:func:`genderbias.stats.intervals.bootstrap_p`),
+  Holm-adjusted within the project's family (:data:`genderbias.stats.significance.POLICY`).
+- With fewer than :data:`MIN_USABLE_DRAWS` of the draws usable the interval is undefined (too few queries).
 
-- **Share of the width the labels contribute**: 1 − (query-only width ÷ combined width),
-  clipped to [0, 1].
-- **Test** (a report on a batch marks significance by it): the two-sided bootstrap p of the
-  corrected paired difference that inverts the combined interval (:func:`genderbias.stats.intervals.bootstrap_p`;
-  for the percentile interval p = min(1, 2·(1 + min(#{β* ≤ 0}, #{β* ≥ 0}))/(B + 1))) —
-  unadjusted, below α only when the combined (1 − α) interval excludes 0 (up to one draw's
-  resolution) — Holm-adjusted within the project's family (:data:`genderbias.stats.significance.POLICY`).
-- With fewer than :data:`MIN_USABLE_DRAWS` of the draws usable the interval is undefined (shown as
-  –): too few queries to separate the labels (:data:`genderbias.crowd.class_means.MIN_DRAW_MASS`).
-
-Coverage, as simulated (``tests/metrics/test_label_uncertainty.py`` with the true posteriors,
-``tests/metrics/test_crowd_coverage.py`` and ``manage.py crowd_coverage`` with the fitted crowd model;
-the measured coverage: docs/metrics.md, "Coverage, as simulated"): the bootstrap redraws the queries,
-not the workers, hence the workers' variance component. These are simulations' figures, so the methods
-text does not state them: it states the crowd model's check on the study's own answers
-(:mod:`publishing.methods_text`). The assumption is stated on the report page and in
-``docs/metrics.md``: errors that depend on the ranker's output (a query both ambiguous to people
-and unusual for the rankers) are outside what any label model can correct;
-:func:`genderbias.crowd.label_dependence.dependence_table` is the sensitivity check a researcher runs on
-their own batch.
+Coverage, as simulated: docs/metrics.md, "Coverage, as simulated" (simulations' figures, so the methods
+text states the crowd model's check instead). Errors that depend on the rankers' output are outside what
+any label model corrects; :func:`.label_dependence.dependence_table` is the researcher's sensitivity check.
 """
 
 from __future__ import annotations
@@ -72,8 +52,7 @@ COMBINED_POLICY = {
 
 
 def policy_text(baseline: str | None, interval: str | None = None) -> str:
-    """The combined test's policy in one sentence, for captions and the command's footnotes (``interval``:
-    the construction in words that computed the intervals, today's by default)."""
+    """The combined test's policy in one sentence for captions (``interval``: the construction in words)."""
     if baseline is None:
         return "No baseline: no significance tests. Intervals: queries and labels (label-corrected means)."
     return (
@@ -84,20 +63,13 @@ def policy_text(baseline: str | None, interval: str | None = None) -> str:
 
 
 class CorrectedFit:
-    """The label-corrected mean's point estimate and its bootstrap (and, for ``bca``, jackknife)
-    replicates for any value columns, all sharing one set of resampled queries and refitted label
-    probabilities (the crowd model is refitted once per draw, not once per column).
+    """The label-corrected mean's point estimate and bootstrap (and jackknife) replicates for any value
+    columns, all sharing one set of draws: the crowd model is refitted once per draw, not per column.
 
-    ``labels`` (:class:`genderbias.crowd.label_probabilities.LabelModel`) as :func:`combined_summary` takes
-    it: its table the point estimate, its :meth:`~genderbias.crowd.label_probabilities.LabelModel.draws`
-    (seeded by ``seed``) the probabilities in each draw. ``jackknife``: also refit on
-    :func:`genderbias.stats.intervals.jackknife_weights` (needed by ``bca``; default: when
-    :data:`genderbias.stats.intervals.LABEL_INTERVAL` needs it). Its
-    :meth:`~genderbias.crowd.label_probabilities.LabelModel.leave_out_draws` by workers or by answers give
-    the workers' variance component (:meth:`extra_variance`; the ``crossed`` intervals), each read once, when
-    first needed; its :meth:`~genderbias.crowd.label_probabilities.LabelModel.recalibrated` (None when the
-    crowd model's check passes), read once, when first needed, extends the interval by how far it moves
-    the estimate (:meth:`calibration_bias`).
+    ``labels``: its table gives the point estimate, its ``draws`` the probabilities per draw.
+    ``jackknife``: also refit on :func:`genderbias.stats.intervals.jackknife_weights` (default: when
+    :data:`genderbias.stats.intervals.LABEL_INTERVAL` needs it). The leave-out draws (workers'
+    variance) and the recalibrated table (calibration bias) are read lazily, once.
     """
 
     def __init__(
@@ -137,12 +109,9 @@ class CorrectedFit:
         return point, fitted, jack
 
     def left_out_values(self, values: np.ndarray, by: str) -> np.ndarray:
-        """``[G × C]``: the corrected means of ``values`` ``[N × C]`` with the crowd model refitted
-        without each group of a jackknife ``by`` workers or answers (the queries all kept once);
-        ``[0 × C]`` without a crowd model (the probabilities then held as given: no added variance)."""
-        values = np.asarray(values, dtype=np.float64)
-        if values.ndim == 1:
-            values = values[:, None]
+        """``[G × C]``: the corrected means of ``values`` ``[N × C]`` with the crowd model refitted without
+        each jackknife group of workers or answers (``by``); ``[0 × C]`` without a crowd model."""
+        values = _columns(values)
         if by not in self._p_left_out:
             raw = self.labels.leave_out_draws(by)
             self._p_left_out[by] = design_draws(self.probabilities, raw) if len(raw) else None
@@ -152,17 +121,15 @@ class CorrectedFit:
         return class_means(p, values, np.ones(p.shape[:2]), row_weights)[:, self.column, :]
 
     def extra_variance(self, values: np.ndarray, construction: str = intervals.LABEL_INTERVAL) -> np.ndarray | None:
-        """``[C]``: the variance a ``crossed`` ``construction`` adds to the bootstrap's
-        (:func:`genderbias.stats.intervals.extra_variance` of :meth:`left_out_values`); None for the others."""
+        """``[C]``: the variance a ``crossed`` ``construction`` adds to the bootstrap's; None for the others."""
         if not intervals.needs_workers(construction):
             return None
         return intervals.extra_variance(construction, lambda by: self.left_out_values(values, by))
 
     def calibration_bias(self, values: np.ndarray) -> np.ndarray | None:
-        """``[C]``: the corrected mean of ``values`` ``[N × C]`` with the probabilities as given − the same
-        with the label model's recalibrated ones (same labels' means, :func:`design_draws`): the estimate's bias
-        from posteriors more (or less) sure than the crowd model is right to be, where its check warns. None
-        without a crowd model or when the check passes."""
+        """``[C]``: the corrected mean with the probabilities as given − with the recalibrated ones: the bias
+        from posteriors surer than the crowd model is right to be. None without a crowd model or when its
+        check passes."""
         if self._calibrated is None:
             table = self.labels.recalibrated(self.seed)
             self._calibrated = () if table is None else design_draws(
@@ -171,22 +138,17 @@ class CorrectedFit:
             )  # fmt: skip
         if not self._calibrated:
             return None
-        values = np.asarray(values, dtype=np.float64)
-        if values.ndim == 1:
-            values = values[:, None]
+        values = _columns(values)
         p, row_weights = self._calibrated
         calibrated = class_means(p, values, np.ones(p.shape[:2]), row_weights)[0, self.column, :]
         given = class_means(self.p, values, row_weights=self.row_weights)[self.column]
         return given - calibrated
 
     def reach(self, values: np.ndarray, point: np.ndarray, fitted: np.ndarray) -> np.ndarray | None:
-        """``[C]``: how far the interval of ``values`` reaches beyond the bootstrap's towards where the truth
-        lies, where the crowd model's check warns (None where it passes): the :meth:`calibration_bias` plus
-        twice the bootstrap's own estimate of the estimator's bias (mean of the draws ``fitted`` − ``point``),
-        the distance from the percentile interval to the basic (reverse-percentile) one. Where the check
-        passes the draws' drift over the estimate is not the estimator's bias (docs/metrics.md "Interval
-        constructions compared"); where it warns, on simulated crowds it is, in the same direction
-        (docs/quality.md "Too sure, and by how much")."""
+        """``[C]``: how far the interval reaches beyond the bootstrap's where the crowd model's check warns
+        (None where it passes): :meth:`calibration_bias` plus twice the draws' drift over ``point`` (the
+        percentile-to-basic distance). Why only then: docs/metrics.md "Interval constructions compared",
+        docs/quality.md "Too sure, and by how much"."""
         bias = self.calibration_bias(values)
         if bias is None:
             return None
@@ -198,13 +160,9 @@ class CorrectedFit:
     def interval(
         self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(point, low, high, p)``: the ``construction`` interval
-        (:func:`genderbias.stats.intervals.bootstrap_interval`) and the two-sided p of "it is 0" that inverts it
-        (:func:`genderbias.stats.intervals.bootstrap_p`), undefined (NaN) where fewer than
-        :data:`MIN_USABLE_DRAWS` of the draws are usable (too few queries to fit). Where the crowd model does
-        not fit (:meth:`reach`), the interval is joined with itself moved by that much
-        (:func:`genderbias.stats.intervals.extended`) and p is the larger of the two intervals' (0 lies outside the
-        joined interval when it lies outside both)."""
+        """``(point, low, high, p)``: the ``construction`` interval and the two-sided p that inverts it (NaN
+        below :data:`MIN_USABLE_DRAWS`). Where :meth:`reach` applies, the interval is joined with itself moved
+        by that much and p is the larger of the two."""
         point, fitted, jack = self.estimates(values)
         accel = intervals.acceleration(jack) if intervals.needs_jackknife(construction) else None
         extra = self.extra_variance(values, construction)
@@ -246,19 +204,13 @@ def combined_summary(
     level: float = LEVEL,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> pd.DataFrame:
-    """``summary`` (one row per run × metric × variant × cutoff, as
-    :func:`genderbias.stats.significance.summarise` made it over the point-estimate set S) with
-    :data:`genderbias.ranking.defaults.LABEL_UNCERTAINTY_COLUMNS` added, and ``p_value`` replaced by the combined test's
-    Holm-adjusted p (the t-test's, Holm-adjusted, kept as ``query_p_value``).
+    """``summary`` (:func:`genderbias.stats.significance.summarise` over S) with
+    :data:`genderbias.ranking.defaults.LABEL_UNCERTAINTY_COLUMNS` added and ``p_value`` the combined test's
+    Holm-adjusted p (the t-test's kept as ``query_p_value``).
 
-    ``wide``: per run, queries × ``(metric, variant, cutoff)`` values (NaN = no value) of every
-    judged query; ``labels``: the fitted label model (:class:`genderbias.crowd.label_probabilities.LabelModel`),
-    its ``table`` judged qid × label probabilities (rows sum to 1); in each bootstrap draw the crowd model
-    is refitted on the draw (:meth:`genderbias.crowd.label_probabilities.LabelModel.draws`), so that its
-    estimation error enters every interval (rows without a crowd model are held fixed), and the intervals
-    are extended by the bias of posteriors too sure where its check warns (:class:`CorrectedFit`).
-    ``progress``: told ``(step, done, total)`` as the work goes (:data:`REFITTING` with the draws
-    refitted so far, then :data:`FITTING` once per run and per paired difference).
+    ``wide``: per run, judged queries × ``(metric, variant, cutoff)`` values (NaN = none); ``labels``: the
+    fitted label model, refitted in every draw so its estimation error enters every interval.
+    ``progress``: told ``(step, done, total)`` (:data:`REFITTING`, then :data:`FITTING` per fit).
     """
     say = progress or (lambda step, done, total: None)
     qids = list(labels.table.index.astype(str))
@@ -337,6 +289,11 @@ def _holm_by_family(tests: Mapping[tuple, float]) -> dict[tuple, float | None]:
         for (key, _), q in zip(members, holm([p for _, p in members]), strict=True):
             adjusted[key] = q
     return adjusted
+
+
+def _columns(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    return values[:, None] if values.ndim == 1 else values
 
 
 def _finite(value) -> float | None:
