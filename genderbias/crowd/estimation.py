@@ -1,51 +1,29 @@
 """The crowd model under every label probability: Dawid–Skene with priors, fitted by EM, vectorised.
 
-Pure (numpy, scipy.sparse; no Django). :func:`genderbias.crowd.aggregation.dawid_skene` fits it
-once; :func:`genderbias.crowd.resampling.bootstrap_posteriors` refits it inside each draw of a
-cluster bootstrap over the items, so that the estimation error of the workers' confusion matrices
-and of the class shares enters every interval built on the posteriors, not only the sampling of
-the queries. The judgments are coded and the model chosen in :mod:`genderbias.crowd.model_choice`;
-the fit is checked in :mod:`genderbias.crowd.checks` and calibrated in
-:mod:`genderbias.crowd.calibration`.
+:func:`.aggregation.dawid_skene` fits it once; :func:`.resampling.bootstrap_posteriors` refits it in
+every draw of a bootstrap over the items, so the estimation error of the confusion matrices and class
+shares enters every interval. Coding and model choice: :mod:`.model_choice`; checks: :mod:`.checks`;
+calibration: :mod:`.calibration`.
 
-Model (Dawid & Skene 1979, maximum a posteriori): item i has a true label T_i ~ π; each answer j
-of worker w on it is drawn from row T_i of w's confusion matrix θ_w, independently given T_i.
-The confusion matrices are built in two layers, and the data choose how far the second goes
-(:func:`genderbias.crowd.model_choice.choose_shrinkage`):
+Model (Dawid & Skene 1979, MAP): item i has a true label T_i ~ π; each answer on it is drawn from row
+T_i of its worker's confusion matrix θ_w, independently given T_i. The rows come in layers, and the data
+choose how far they go (:func:`.model_choice.choose_shrinkage`):
 
-- **One coin per worker, one error pattern for the crowd**: worker w names the truth with
-  probability a_w whatever the label, and errs along the crowd's pooled error pattern E (rows:
-  true label; how the wrong answers spread, estimated from every worker's soft counts):
-  θ_w(t, t) = a_w, θ_w(t, g) = (1 − a_w) E(t, g). a_w has a Beta prior worth
-  :data:`~genderbias.crowd.coins.SKILL_PRIOR` answers centred on the crowd's pooled accuracy (itself with a prior of
-  :data:`~genderbias.crowd.coins.POOLED_PRIOR` answers of "right :data:`~genderbias.crowd.coins.POOLED_RIGHT` of the time"); E has
-  :data:`~genderbias.crowd.coins.PATTERN_PRIOR` pseudo-answers in each wrong cell. A worker's every answer estimates
-  a_w, so a worker with 11 answers (a Prolific participant) or a label no query has (o in the
-  demo's pool) still gets a sound row: the diagonal of a rare label's row is a_w, never free.
-  Full per-worker rows are unidentifiable there: with three votes per query and a rare label,
-  EM drifts to a state where the rare label's row "answers o a third of the time", absorbs the
-  queries with an o vote and invents a class (docs/metrics.md, "The crowd model").
-- **One skill per worker on the crowd's accuracy by label** (``Encoded.label_prior`` finite: issue 66):
-  θ_w(t, t) = σ(λ_t + δ_w), θ_w(t, g) = (1 − θ_w(t, t)) E(t, g). λ_t is the logit of the crowd's accuracy on
-  true label t, shrunk to its accuracy over all labels with :data:`~genderbias.crowd.coins.LABEL_PRIOR` answers' worth
-  (:func:`~genderbias.crowd.coins.accuracy_by_label`); δ_w the worker's one skill, with the Beta prior of one coin spread over the labels
-  (:func:`~genderbias.crowd.coins.skills`). A crowd that reads f as o far more often than n as anything keeps that asymmetry, and a
-  worker with 11 answers still has one parameter. With one λ for every label it is the one coin.
-- **Full confusion rows**, each a Dirichlet around the worker's one-coin row worth
-  :data:`SHRINKAGE` answers: a worker whose errors have their own shape (a lazy worker who
-  answers n to everything, a spammer, a worker who swaps two labels) keeps it once the data
-  show it.
-- **Class shares**: Dirichlet(1 + :data:`CLASS_PRIOR`): half a query's worth per label, so a
-  label nobody supports keeps a share near 0 (never exactly 0: a single contrary vote cannot
-  then veto an otherwise certain item, and EM cannot stall in a degenerate state).
-- **Gold**: items with a known label keep it (posterior one-hot in every round); every answer
-  to them counts, repeated ones too (:func:`genderbias.crowd.aggregation.one_answer_per_worker`).
-- Spammers and a lazy worker get rows that carry (almost) no evidence, so their votes stop
-  moving the posteriors.
+- **One coin per worker**: θ_w(t, t) = a_w, θ_w(t, g) = (1 − a_w) E(t, g), E the crowd's pooled error
+  pattern; a_w and E have the priors of :mod:`.coins`. Every answer estimates a_w, so a worker with 11
+  answers or a label no query has still gets a sound row. Full rows are unidentifiable there: with three
+  votes and a rare label EM invents a class (docs/metrics.md, "The crowd model").
+- **One skill on the crowd's accuracy by label** (``Encoded.label_prior`` finite): θ_w(t, t) = σ(λ_t + δ_w),
+  λ_t the crowd's accuracy on label t (:func:`.coins.accuracy_by_label`), δ_w the worker's one skill
+  (:func:`.coins.skills`): a crowd's asymmetries kept with one parameter per worker.
+- **Full rows**: a Dirichlet around the coin row worth :data:`SHRINKAGE` answers, so a lazy worker, a
+  spammer or a label-swapper keeps its shape once the data show it.
+- **Class shares**: Dirichlet(1 + :data:`CLASS_PRIOR`), never exactly 0, so one contrary vote cannot veto
+  a certain item and EM cannot stall in a degenerate state.
+- **Gold** items keep their known label; every answer to them counts.
 
-EM starts from the items' vote shares (gold one-hot) and stops when the log posterior changes by
-less than ``tol`` of its size. The work is vectorised over the judgments (sparse incidence
-matrices) and over bootstrap draws at once (its cost per draw: docs/benchmarks.md).
+EM starts from the vote shares and stops when the log posterior changes by less than ``tol`` of its size;
+the work is vectorised over the judgments (sparse incidence) and over bootstrap draws.
 """
 
 from __future__ import annotations
@@ -67,12 +45,9 @@ from genderbias.crowd.coins import (
     skills,
 )
 
-#: The two models :func:`choose_shrinkage` picks from (``Encoded.shrinkage``): one coin per
-#: worker (the rows *are* the one-coin rows), or full rows shrunk to them with this many answers' worth.
+#: Full rows are shrunk to the one-coin rows with this many answers' worth (``Encoded.shrinkage``).
 SHRINKAGE = 16.0
-#: What :func:`encode` may be asked for (``auto``: :func:`choose_shrinkage`): the prior of the crowd's
-#: accuracy by true label (``Encoded.label_prior``: infinite, one accuracy for every label) and the
-#: shrinkage of the full rows (``Encoded.shrinkage``).
+#: The models by name: ``(label_prior, shrinkage)`` (``auto``: :func:`.model_choice.choose_shrinkage`).
 MODELS = {
     "auto": None,
     "one-coin": (ONE_COIN, ONE_COIN),
@@ -96,11 +71,9 @@ class Encoded:
     label_idx: np.ndarray
     gold_rows: np.ndarray  #: rows of items with a known label
     gold_onehot: np.ndarray  #: their known labels, one-hot
-    #: How far the workers' rows may leave their one-coin rows (:data:`ONE_COIN` or
-    #: :data:`SHRINKAGE` answers' worth): every refit of these judgments uses the same model.
+    #: How far rows may leave their one-coin rows; every refit of these judgments uses the same model.
     shrinkage: float = SHRINKAGE
-    #: The crowd's accuracy by true label, shrunk to its accuracy over all with this many answers' worth
-    #: (:data:`~genderbias.crowd.coins.LABEL_PRIOR`), or one accuracy for every label (:data:`ONE_COIN`).
+    #: Prior of the crowd's accuracy by label (:data:`.coins.LABEL_PRIOR`), or :data:`ONE_COIN`: one accuracy.
     label_prior: float = ONE_COIN
     #: Why (:func:`choose_shrinkage`), when :func:`encode` chose it.
     choice: ModelChoice | None = None
@@ -116,16 +89,15 @@ class Encoded:
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """:func:`choose_shrinkage`'s verdict: the held-out log likelihood of the queries' votes under
-    each model, summed over the non-gold items, and the paired differences' standard errors."""
+    """:func:`.model_choice.choose_shrinkage`'s verdict: held-out log likelihoods of the non-gold items'
+    votes under each model, and the paired differences' standard errors."""
 
     shrinkage: float
     one_coin: float  #: held-out log likelihood under one coin per worker (0: not scored)
     full: float  #: under full rows shrunk to the chosen coin's (0: not scored)
     se: float  #: standard error of (full − the chosen coin), from the items' paired differences
     items: int  #: items scored
-    #: Share of the answers from workers with fewer than :data:`MIN_WORKER_ANSWERS`; above
-    #: :data:`MAX_SPARSE_SHARE` full rows are not scored (``full`` = 0).
+    #: Share of answers from workers under ``MIN_WORKER_ANSWERS``; above ``MAX_SPARSE_SHARE`` full rows are not scored.
     sparse: float = 0.0
     label_prior: float = ONE_COIN  #: the chosen coin: one accuracy (:data:`ONE_COIN`) or by label
     by_label: float = 0.0  #: held-out log likelihood under one coin per worker on the crowd's accuracy by label
@@ -156,8 +128,7 @@ class Fit:
     confusion: np.ndarray
     iterations: int
     converged: bool
-    #: [B × items × K]: each item's posterior under the model fitted on the *other* items
-    #: (:func:`held_out_posteriors`): what every interval built on the labels uses.
+    #: [B × items × K]: :func:`held_out_posteriors`, what every interval built on the labels uses.
     held_out: np.ndarray | None = None
 
 
@@ -179,9 +150,7 @@ def _incidence(encoded: Encoded):
 def _counts(
     posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_answer_t
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Soft counts of every draw, from soft labels ``posteriors`` [B × N × K] and item
-    multiplicities ``weights`` [B × N]: class counts plus their prior [B × K] and each worker's
-    confusion counts [B × W × T × G] (no prior)."""
+    """Soft counts per draw: class counts plus prior [B × K], confusion counts [B × W × T × G] (no prior)."""
     b, _, k = posteriors.shape
     soft = posteriors * weights[:, :, None]  # [B × N × K]
     classes = soft.sum(axis=1) + CLASS_PRIOR
@@ -206,21 +175,13 @@ def _m_step(
 
 
 def held_out_posteriors(posteriors: np.ndarray, weights: np.ndarray, encoded: Encoded, by_item_t, by_answer_t):
-    """[B × N × K]: each item's posterior given its own votes and the model fitted on the other
-    items, from the converged soft labels ``posteriors`` [B × N × K].
+    """[B × N × K]: each item's posterior given its votes and the model fitted on the other items.
 
-    The fitted confusion matrices and class shares were estimated from every item, each item's
-    own votes included: an item's soft label has pulled its voters' rows toward its own majority,
-    so reading its votes through those rows again makes it look more certain of that majority
-    than it is (with three votes per item and a worker seen on few items, much more). Here item
-    i's own soft counts (multiplicity m_i × posterior p_i, one answer per worker) are taken out
-    of its voters' counts and out of the class counts before its votes are read: the worker's
-    accuracy a⁻ⁱ_w = (r_w − m_i p_i(g_ij) + prior) / (n_w − m_i + prior), its one-coin row c⁻ⁱ_w
-    from it, and (full rows) θ⁻ⁱ_w(t, g) = (n_wtg − m_i p_i(t)·1[g = g_ij] + S c⁻ⁱ_w(t, g)) /
-    (n_wt − m_i p_i(t) + S) — the posterior-mean (predictive) rows given the other items, the
-    conditional of the collapsed Gibbs sampler of Bayesian Dawid–Skene with soft counts (CVB0,
-    Asuncion et al. 2009). The crowd's pooled accuracy and error pattern keep the item (one
-    query in thousands of answers). Gold items keep their known label."""
+    Why: an item's soft label pulled its voters' rows toward its own majority, so reading its votes
+    through those rows again over-states its certainty. Item i's soft counts (m_i p_i) are taken out of
+    its voters' counts and the class counts before its votes are read: the predictive rows given the other
+    items, the collapsed Gibbs conditional of Bayesian Dawid–Skene with soft counts (CVB0, Asuncion et al.
+    2009). Gold items keep their known label."""
     b, n, k = posteriors.shape
     classes, counts = _counts(posteriors, weights, encoded, by_answer_t)
     layer = coins(counts)
@@ -320,13 +281,11 @@ def fit(
     tol: float = 1e-6,
     held_out: bool = True,
 ) -> Fit:
-    """EM for every draw at once: ``weights`` [B × N] item multiplicities (default: one draw of
-    ones), ``start`` [N × K] or [B × N × K] initial soft labels (default :func:`vote_shares`).
+    """EM for every draw at once: ``weights`` [B × N] item multiplicities (default one draw of ones),
+    ``start`` [N × K] or [B × N × K] soft labels (default :func:`vote_shares`).
 
-    Each draw stops on its own, when its log likelihood moved by at most ``tol`` of its size
-    (``converged``: every draw did within ``max_iter`` rounds; ``iterations``: the most any took):
-    a draw's fit is the one it would get alone, whichever draws share its chunk, and the draws
-    that settle early cost nothing while the slowest go on."""
+    Each draw stops on its own (``tol``), so its fit is the one it would get alone whatever shares its
+    chunk. ``converged``: every draw did within ``max_iter``; ``iterations``: the most any took."""
     if max_iter < 1:
         raise ValueError("max_iter must be at least 1")
     weights = np.ones((1, encoded.n_items)) if weights is None else np.asarray(weights, dtype=np.float64)

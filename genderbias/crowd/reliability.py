@@ -1,48 +1,23 @@
 """Against the crowd, against the truth: what the crowd's own reliability says about a machine.
 
-Pure numpy (pandas for the fit), no Django. The calibration report's accuracy is agreement with the crowd's
-majority, and routing's promise is stated against it: the label the crowd would give a
-routed query. The crowd is wrong too, so that accuracy is not the machine's accuracy
-against the true label, and no machine can agree with the crowd more often than the
-crowd's own noise allows. This module estimates both from a Dawid–Skene fit
-(:func:`genderbias.crowd.aggregation.dawid_skene`, seeded with the gold questions) of the
-calibration sample's votes. The model: each query has a true label T; each vote on it is
-drawn independently given T.
+The calibration report's accuracy (and routing's promise) is agreement with the crowd's majority. The
+crowd errs too, so that is not accuracy against the true label, and no machine can agree with the crowd
+more often than its noise allows. Both are estimated from a gold-seeded Dawid–Skene fit of the
+calibration sample's votes, the machine one more annotator of it (from the votes alone, E[P(T = m | votes)]
+= P(T = m) only if m tells nothing beyond the votes, biasing A_true down; errors the machine shares with
+the crowd bias it up). Sample items i: machine label m_i, stratum weight w_i, posterior p_i(t), W = Σ w_i:
 
-For sample items i with machine label m_i, stratum weight w_i (N_s / n_s, as the other
-figures), Dawid–Skene posterior p_i(t) = P(T_i = t | votes, machine label) and W = Σ_i w_i
-(the machine is one more annotator of the fit, with a confusion matrix of its own: a
-posterior from the votes alone would bias A_true down for any machine that knows
-something the votes do not, since E[P(T = m | votes)] = P(T = m) only when m tells nothing
-about T beyond the votes; the model assumes the machine's errors independent of the
-crowd's given the true label, so errors shared on hard queries bias A_true up):
-
-- **de-noised accuracy**: :mod:`genderbias.crowd.denoised`.
-- **class shares** π_t = Σ_i w_i·p_i(t) / W: the batch's true-label distribution.
-- **the crowd's vote** q_t(g) = Σ_j p_{i(j)}(t)·1[g_j = g] / Σ_j p_{i(j)}(t) over the votes j
-  on the sample's real items (plus :data:`~genderbias.crowd.aggregation.DS_SMOOTHING` per cell): how a
-  vote drawn from this crowd answers a query of true label t (the workers pooled as they shared
-  the work). Gold answers seed the fit but are not pooled: the ones kept come from assignments
-  that passed the gold check, right by selection, and would bias the ceiling up.
-- **the majority of k votes** M_k: k independent votes from q_t, the strict plurality
-  label, else disputed (no label), as :func:`~genderbias.crowd.aggregation.majority_vote`. By
-  enumerating the multinomial outcomes: P(M_k = l | t) and d_t = P(M_k defined | t).
-- **ceiling** Σ_t π_t·max_l P(M_k = l | t) / Σ_t π_t·d_t: the best accuracy against the
-  crowd any machine can expect, among queries the crowd labels. Under the model a vote
-  depends on the query only through T, so the best a machine can do is name, for each
-  true label, the crowd's likeliest majority: the truth itself when the crowd is better
-  than chance on it (then the ceiling is the agreement of an always-right machine). A
-  target above the ceiling cannot be met however good the machine is.
-- **crowd self-agreement** Σ_t π_t·Σ_l P(M_k = l | t)² / Σ_t π_t·d_t²: how often a second,
-  independent crowd majority gives the same label as the first (both defined). Usually
-  below the ceiling: two noisy majorities disagree more often than one and the truth do.
-- **crowd accuracy** Σ_t π_t·P(M_k = t | t) / Σ_t π_t·d_t: how often the crowd majority is
-  the true label (equal to the ceiling when the crowd is better than chance on every
-  label); **disputed** Σ_t π_t·(1 − d_t), the share the crowd leaves without a label.
-- **expected agreement** Σ_i w_i Σ_t p_i(t)·P(M_k = m_i | t) / Σ_i w_i Σ_t p_i(t)·d_t: the
-  accuracy against the crowd that the model predicts for this machine, among the queries the
-  crowd labels (a ratio of weighted sums, like the ceiling); near the measured accuracy when
-  the model fits.
+- **de-noised accuracy**: :mod:`.denoised`; **class shares** π_t = Σ_i w_i p_i(t) / W.
+- **the crowd's vote** q_t(g): how a pooled vote answers a query of true label t (:func:`crowd_vote`,
+  real items only: the gold answers kept passed the gold check, right by selection).
+- **the majority of k votes** M_k: strict plurality of k votes from q_t, else disputed
+  (:func:`majority_outcomes`); d_t = P(M_k defined | t).
+- **ceiling** Σ_t π_t max_l P(M_k = l | t) / Σ_t π_t d_t: the best agreement with the crowd any machine
+  can expect (a vote depends on the query only through T); a target above it cannot be met.
+- **crowd self-agreement** Σ_t π_t Σ_l P(M_k = l | t)² / Σ_t π_t d_t²: two independent majorities agree.
+- **crowd accuracy** Σ_t π_t P(M_k = t | t) / Σ_t π_t d_t; **disputed** Σ_t π_t (1 − d_t).
+- **expected agreement** Σ_i w_i Σ_t p_i(t) P(M_k = m_i | t) / Σ_i w_i Σ_t p_i(t) d_t: the model's
+  prediction of the measured accuracy (near it when the model fits).
 """
 
 from __future__ import annotations
@@ -71,13 +46,8 @@ def _compositions(k: int, size: int) -> np.ndarray:
 
 
 def majority_outcomes(vote: np.ndarray, k: int) -> np.ndarray:
-    """P(strict majority of ``k`` independent votes = each label), and P(disputed) last.
-
-    ``vote``: ``[T × L]``, row t the vote distribution given true label t. Returns
-    ``[T × (L + 1)]``: columns 0..L-1 the probability that label wins a strict plurality,
-    column L that the top count is tied (no label). Exact: the sum over every count vector
-    c of k!/Π c_g! · Π q_t(g)^c_g.
-    """
+    """``[T × (L + 1)]``: P(a strict plurality of ``k`` independent votes from row t of ``vote`` ``[T × L]``
+    is each label), and P(tied) last; exact, over every count vector."""
     vote = np.asarray(vote, dtype=float)
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -100,11 +70,7 @@ def majority_outcomes(vote: np.ndarray, k: int) -> np.ndarray:
 def crowd_vote(
     posteriors: np.ndarray, item_of_vote: np.ndarray, label_of_vote: np.ndarray, smoothing: float
 ) -> np.ndarray:
-    """``[L × L]``: row t the pooled distribution of a vote on a query of true label t.
-
-    ``posteriors`` ``[items × L]``; each vote j is on item ``item_of_vote[j]`` with label
-    ``label_of_vote[j]`` (codes). q_t(g) ∝ Σ_j p_{i(j)}(t)·1[g_j = g] + ``smoothing``.
-    """
+    """``[L × L]``: q_t(g) ∝ Σ_j p_{i(j)}(t)·1[g_j = g] + ``smoothing`` over the votes j (codes)."""
     size = posteriors.shape[1]
     counts = np.zeros((size, size))
     np.add.at(counts.T, label_of_vote, posteriors[item_of_vote])  # counts[t, g] += p_i(t)
@@ -128,9 +94,7 @@ class CrowdReliability:
     gold: int  #: gold items (answers to gold questions) that seeded the fit
     class_shares: dict[str, float]
     vote: dict[str, dict[str, float]]  #: true label -> given label -> probability
-    #: The crowd-quality check of the fit the figures come from (the machine one of its annotators;
-    #: :func:`genderbias.crowd.label_probabilities.crowd_quality`): its warning says the de-noised
-    #: accuracy's interval may be too narrow, as it says of the label-corrected ones.
+    #: The fit's :func:`.label_probabilities.crowd_quality`: a warning says the interval may be too narrow.
     quality: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -146,8 +110,7 @@ def _ratio(numerator: float, denominator: float) -> float | None:
 
 
 def majority_figures(shares: np.ndarray, vote: np.ndarray, k: int) -> dict[str, float | None]:
-    """Ceiling, crowd self-agreement, crowd accuracy and disputed share for true-label shares
-    ``shares`` ``[L]``, the crowd's vote ``vote`` ``[L × L]`` and ``k`` votes per query."""
+    """Ceiling, self-agreement, crowd accuracy and disputed share (module docstring) for ``k`` votes."""
     outcome = majority_outcomes(vote, k)
     size = len(shares)
     labelled = outcome[:, :size].sum(axis=1)  # d_t
@@ -177,18 +140,10 @@ def crowd_reliability(
 ) -> CrowdReliability:
     """The figures of the module docstring, from one Dawid–Skene fit.
 
-    ``judgments``: the crowd's votes (a frame of item, worker, label), gold questions
-    included; ``gold`` maps those to their known labels (they seed the fit). ``machine``,
-    ``weights`` and ``strata`` map each sample item to assess to its machine label,
-    stratum weight and stratum; only items with at least one crowd vote are assessed.
-    ``votes_per_query``: k, the votes the crowd gives a routed query.
-
-    The machine is one more annotator of the fit (on the assessed items), so the
-    posteriors are P(T | votes, machine label). Leaving it out would bias A_true down for
-    any machine that knows something the votes do not: E[P(T = m | votes)] equals
-    P(T = m) only when m tells nothing about T beyond the votes.
-
-    ``progress``: told ``(refitted, bootstrap)`` as the interval's refits go (a job's page counts them).
+    ``judgments``: the votes (item, worker, label), gold questions included (``gold``: their labels).
+    ``machine``, ``weights``, ``strata``: each sample item's machine label, stratum weight and stratum
+    (items without a crowd vote are not assessed). ``votes_per_query``: k for a routed query.
+    ``progress``: told ``(refitted, bootstrap)`` as the interval's refits go.
     """
     from genderbias.crowd.aggregation import DS_SMOOTHING
     from genderbias.crowd.label_probabilities import crowd_quality
@@ -213,9 +168,7 @@ def crowd_reliability(
     )
     shares = (w[:, None] * posteriors).sum(axis=0) / w.sum()
     row = {item: r for r, item in enumerate(ds.posteriors.index)}
-    # The crowd's vote is pooled over the real items only: the gold answers kept are those of
-    # assignments that passed the gold check (right by selection), so pooling them would make the
-    # crowd look better than it is on the queries it labels (ceiling and self-agreement biased up).
+    # Real items only: the gold answers kept passed the gold check (module docstring).
     real = judgments[~judgments["item"].astype(str).isin(set(gold or {}))]
     item_of_vote = np.array([row[str(item)] for item in real["item"]], dtype=np.int64)
     label_of_vote = np.array([index[label] for label in real["label"]], dtype=np.int64)
@@ -255,8 +208,7 @@ QUALITY_REASONS = {
 
 
 def quality_sentence(quality: Mapping[str, Any] | None) -> str:
-    """The crowd-quality check of the de-noised accuracy's fit in one sentence (the calibration command and
-    page): a warning with its reasons, or that the check passed with its figures."""
+    """The de-noised accuracy's crowd-quality check in one sentence (calibration command and page)."""
     if not quality or quality.get("information") is None:
         return "crowd model not checked: no answers"
     if quality["warning"]:
