@@ -1,7 +1,5 @@
-"""The routing's words: a plan (:class:`annotation.machine.services.routing.plan.RoutingPlan`) and the
-blind sample's wait in sentences, the guarantee stated once. Formatting only: the plan, the act and the
-audit of a routing are :mod:`annotation.machine.services.routing`'s; this module reads their values and
-imports nothing of Django. The page, the API, ``manage.py route`` and the refusals say the same sentences.
+"""The routing's words: a plan and the blind sample's wait in sentences, the guarantee stated once, so
+the page, the API, ``manage.py route`` and the refusals say the same. Formatting only, no Django.
 """
 
 from __future__ import annotations
@@ -15,8 +13,7 @@ _WAITS_SHOWN = 10
 
 
 def sample_waits_text(plan_or_state: Any) -> list[str]:
-    """The sample's wait in sentences: how many sample queries, on which HITs, and why (the plan's
-    summary, the refusal of :func:`route_batch`)."""
+    """The sample's wait in sentences: how many sample queries, on which HITs, and why."""
     waits = plan_or_state["waits"] if isinstance(plan_or_state, dict) else plan_or_state.waiting
     awaiting = len(plan_or_state["pending"]) if isinstance(plan_or_state, dict) else plan_or_state.awaiting_votes
     if not awaiting:
@@ -45,8 +42,7 @@ def sample_waits_text(plan_or_state: Any) -> list[str]:
 
 
 def plan_summary(plan: Any) -> list[str]:
-    """The plan in sentences, the same on the command line and the page: where every query goes. While
-    the blind sample waits, first what it waits for (routing publishes nothing until it is in)."""
+    """The plan in sentences: what the sample waits for, then where every query goes."""
     lines = sample_waits_text(plan)
     for stage in plan.stages:
         floor = "" if stage["floor"] is None else f", floor {stage['floor']:g}"
@@ -138,8 +134,7 @@ def plan_summary(plan: Any) -> list[str]:
 
 
 def _advice_lines(plan: Any) -> list[str]:
-    """When nothing is certified: whether the target is in reach with this crowd, and how large a
-    first draw would certify it at the observed accuracy profile."""
+    """When nothing is certified: whether the target is in reach with this crowd, and the first draw that would certify it."""
     lines = []
     best = plan.ceiling_best or {}
     if best and best["ceiling"] < plan.target_accuracy:
@@ -190,8 +185,7 @@ def _advice_lines(plan: Any) -> list[str]:
 
 
 def guarantee_text(risk: float, target: float, *, cascade: bool = False) -> str:
-    """The guarantee in one clause, as the command, the page and the docs state it ("right": the
-    reference label, which the plan's and the page's next sentence states)."""
+    """The guarantee in one clause, as the command, the page and the docs state it."""
     kept = (
         "the labels each labeller keeps (and so all the machines keep together)"
         if cascade

@@ -1,10 +1,8 @@
 """Routing: accept the machine's labels where it is sure enough, send the rest to the crowd.
 
-One module per job: :mod:`.plan` (the rules, the cascade, the sample's size: nothing is written) on
-:mod:`.choice` (the blind sample's state, the threshold with its guarantee), :mod:`.act` (recording a routing and making and
-publishing the routed batch), :mod:`.audit` (the guarantee redrawn against a labelled file). Their words
-are :mod:`annotation.machine.routing_text`'s (formatting, apart from the services). The names the
-pages, the API, the commands and the facade use are re-exported here.
+:mod:`.plan` (nothing written) on :mod:`.choice` (the sample's state, the threshold), :mod:`.act`
+(recording and publishing), :mod:`.audit`; their words are :mod:`annotation.machine.routing_text`'s.
+The names the shells and the facade use are re-exported here.
 """
 
 from annotation.machine.routing_text import guarantee_text, plan_summary, sample_waits_text

@@ -1,9 +1,7 @@
-"""Acting on a routing plan: :func:`route_batch` records the decision (:class:`Routing`: the accepted
-qids and the sample it was made on) and makes the routed queries a derived batch with the parent's
-settings; :func:`route_and_publish` also publishes it. A routing that sent nothing to the crowd can be
-superseded by routing again; one whose routed batch is live cannot until that batch is cancelled.
-Nothing is routed or published while a sample query may still change its crowd label
-(:func:`refuse_while_waiting`). The plan itself: :mod:`.plan`.
+"""Acting on a routing plan (:mod:`.plan`): :func:`route_batch` records the decision (:class:`Routing`)
+and makes the routed queries a derived batch; :func:`route_and_publish` also publishes it. A routing
+whose routed batch is live cannot be superseded until that batch is cancelled; nothing is routed while
+a sample query may still change its crowd label (:func:`refuse_while_waiting`).
 """
 
 from __future__ import annotations
@@ -24,8 +22,6 @@ from annotation.machine.services.calibration import (
     follow_reference,
     part_name,
 )
-
-#: The risk δ when none is given.
 from annotation.machine.services.routing.choice import reference_state
 from annotation.machine.services.routing.plan import (
     DEFAULT_RISK,
@@ -76,8 +72,8 @@ def _sample_in_force(batch: Batch, plan: RoutingPlan) -> Batch:
 
 
 def refuse_while_waiting(waits: list[dict], awaiting: int) -> None:
-    """The one check that routing never spends blind: while a sample query may still change its crowd label, nothing is
-    routed or published, whatever the rule (no flag overrides it); the refusal says what the sample waits for."""
+    """While a sample query may still change its crowd label, nothing is routed or published, whatever
+    the rule (no flag overrides it); the refusal says what the sample waits for."""
     if awaiting:
         lines = sample_waits_text({"waits": waits, "pending": range(awaiting)})
         raise StateError(" ".join(line.strip() for line in lines))
@@ -85,7 +81,7 @@ def refuse_while_waiting(waits: list[dict], awaiting: int) -> None:
 
 def route_batch(batch: Batch, target_accuracy: float, **options) -> Routing:
     """:func:`_route_batch`, reading the batch's answers as a use: a correction after it is refused
-    (``annotation.crowd.services.locking.reading_answers``, issue 53)."""
+    (``annotation.crowd.services.locking.reading_answers``)."""
     with reading_answers(batch, "A routing"):
         return _route_batch(batch, target_accuracy, **options)
 
@@ -105,15 +101,9 @@ def _route_batch(
 ) -> Routing:
     """Record the plan's decision and make its crowd queries a derived batch (not yet published).
 
-    ``plan`` is the one shown and confirmed (the command's); without it the plan is made here.
-    The batch's row is locked while it is checked and routed (:mod:`core.services.once`), so two
-    requests at once cannot both route it (and pay the crowd twice). A routing that sent nothing to the crowd is
-    superseded by the new one (the latest routing is the one in force).
-
-    The plan is made before the lock, so under it the sample the plan was made on must still
-    be the sample in force (an extension or a cancellation since, e.g. in another tab, makes
-    it a plan on a sample nobody uses any more): else a ``StateError``, nothing recorded.
-    """
+    ``plan``: the one shown and confirmed (the command's), else made here. Under the batch's row lock
+    (:mod:`core.services.once`: two requests cannot both pay the crowd) the plan's sample must still be
+    the one in force (not extended or cancelled since), else a ``StateError`` and nothing recorded."""
     if plan is None:  # bad input is refused as such, before the batch's state
         check_routing(
             target_accuracy=target_accuracy, risk=risk, no_guarantee=no_guarantee, budget=budget, cascade=cascade
@@ -211,15 +201,11 @@ def route_and_publish(
     bar: bool = False,
     **routing: Any,
 ) -> Routed:
-    """Route the batch (:func:`route_batch`, its keyword arguments in ``routing``) and publish the
-    routed queries: the one action behind the routing page's "Route", ``POST
-    /api/annotation/batches/<name>/routing/`` and ``manage.py route``.
-
-    By default publishing is a background job started in the routing's transaction, so a job
-    that cannot start leaves no routing behind (the page and the API). ``now``: published here,
-    after the routing is committed, with a progress ``bar`` (the command, which reports the
-    HITs published); a failure then leaves the routed batch a draft, to publish again.
-    ``publish=False``: the routed batch is left a draft."""
+    """Route the batch (:func:`route_batch`'s keywords in ``routing``) and publish the routed queries:
+    the one action behind the page, the API and ``manage.py route``. By default publishing is a job
+    started in the routing's transaction (one that cannot start leaves no routing); ``now``: published
+    here after the commit, with a progress ``bar`` (a failure leaves the routed batch a draft);
+    ``publish=False``: left a draft."""
     with transaction.atomic():
         done = route_batch(batch, target_accuracy, **routing)
         routed = done.routed_batch

@@ -1,7 +1,4 @@
-"""Auditing the routing's guarantee: :func:`audit_routing` redraws the blind sample many times against a
-labelled file (and a simulated crowd, ``--crowd``) and counts how often the certified threshold broke
-its promise, and what it kept (``manage.py route_audit``). The plan itself: :mod:`.plan`.
-"""
+"""Auditing the routing's guarantee against a labelled file (``manage.py route_audit``)."""
 
 from __future__ import annotations
 
@@ -9,11 +6,7 @@ from typing import Any
 
 from annotation.machine.routing_text import _some
 from annotation.machine.selectors import calibration_batch, read_sample
-from annotation.machine.services.calibration import (
-    DEFAULT_SAMPLE,
-)
-
-#: The risk δ when none is given.
+from annotation.machine.services.calibration import DEFAULT_SAMPLE
 from annotation.machine.services.routing.plan import (
     DEFAULT_RISK,
     check_risk,
@@ -41,23 +34,15 @@ def audit_routing(
     extendable: bool = False,
     cascade: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Forecast routing on ``batch``'s own machine labels before paying a crowd: redraw the blind
-    sample ``redraws`` times as ``calibrate`` would (redraw r is ``calibrate --seed r``'s draw), certify
-    on each and compare with ``labels_file``'s labels, read as the true labels. Reads only.
+    """Forecast routing on ``batch``'s own machine labels before paying a crowd: redraw the blind sample
+    ``redraws`` times as ``calibrate --seed r`` would, certify on each and compare with ``labels_file``'s
+    labels, read as the true ones (it must label every routable query). Reads only.
 
-    ``crowd``: who labels the sample and the routed queries. ``"none"``: nobody errs, the file's labels
-    are the crowd's (the vectorised :func:`genderbias.machine.routing_audit.audit`); ``"fitted"``:
-    the crowd model fitted to the batch's calibration sample; a path: a crowd model in JSON
-    (:func:`genderbias.crowd.simulation.workers.crowd_from_dict`). Default: fitted when the batch has
-    a sample with votes, else none. With a crowd, each redraw simulates it labelling the sample (with
-    the reference rule: the sample's own, else ``escalation_cap`` and ``until``), the rest and a
-    crowd-only labelling (:func:`genderbias.machine.routing_forecast.simulate_path`): the forecast
-    the real path is measured against. ``extendable``: the sample's design (default: drawn whole, as
-    ``calibrate`` draws it). ``cascade``: labellers in sequence as ``route --cascade``.
-
-    Shares are fractions of the batch's queries (gold left out). The file must label every
-    machine-labelled query the routing is made on (the trained-on ones left out).
-    """
+    ``crowd``: ``"none"`` (the file's labels are the crowd's: :func:`genderbias.machine.routing_audit.audit`),
+    ``"fitted"`` (the model fitted to the batch's sample; the default when it has votes) or a crowd model
+    in JSON (:func:`genderbias.crowd.simulation.workers.crowd_from_dict`), simulated on each redraw with the
+    reference rule (:func:`genderbias.machine.routing_forecast.simulate_path`). ``extendable``: the
+    sample's design; ``cascade``: as ``route --cascade``. Shares are of the batch's queries, gold left out."""
 
     import numpy as np
 

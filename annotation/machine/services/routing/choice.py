@@ -14,9 +14,7 @@ from annotation.crowd.providers.base import provider_class
 from annotation.crowd.services.batches import estimate_cost
 from annotation.crowd.team_text import team_needs
 from annotation.machine.selectors import RANDOM_DESIGN, CalibrationSample, same_population
-from annotation.machine.services.calibration import (
-    settings_of,
-)
+from annotation.machine.services.calibration import settings_of
 from annotation.models import Batch, Routing
 from core.errors import StateError
 
@@ -90,13 +88,7 @@ def choose_threshold_on(
         result = replace(result, more_reason=_pending_reason(state))
     earlier = earlier_guarantee(sample)
     if result.threshold is not None and earlier is not None and earlier != (target, risk):
-        return no_certificate(
-            result,
-            f"the sample's labels were used already for a guaranteed routing at target {earlier[0]:g} and risk "
-            f"{earlier[1]:g}: another target or risk on the same sample has no guarantee (target changed after "
-            "seeing the labels; each extra look costs its risk). Route at that target and risk, with no guarantee, "
-            "or draw a new sample",
-        )
+        return no_certificate(result, reuse_refusal(earlier))
     estimate, ci, accepted = (None, None, 0)
     if result.threshold is not None:
         estimate, ci, accepted = accuracy_at(confidence, correct, None, result.threshold)
@@ -124,13 +116,11 @@ def choose_threshold_on(
 
 
 def reference_state(sample: CalibrationSample) -> dict[str, Any]:
-    """Where the sample's reference labels stand: ``pending`` (qids whose label may still change: no
-    decisive label and fewer votes than a majority needs, or in a HIT that still gets votes: open
-    places, or an undecided query the next sync escalates), ``escalating`` (undecided ones the next
-    sync gives one more assignment), ``next`` (that round's cost), ``spent`` (the sample's escalations
-    so far), ``limit`` (what they may still add) and ``waits`` (each HIT the
-    sample waits on, and why). An undecided query that can get no more votes (its HIT at the cap, the
-    limit spent, or a team batch's HIT every member did) keeps no label: an error for any machine."""
+    """Where the sample's reference labels stand: ``pending`` (qids whose label may still change: too few
+    votes, a HIT that still gets votes, or escalated at the next sync), ``escalating`` (undecided ones the
+    next sync escalates), ``next`` (that round's cost), ``spent`` and ``limit`` (the sample's escalations
+    so far, and what they may still add) and ``waits`` (each HIT the sample waits on, and why). An
+    undecided query that can get no more votes keeps no label: an error for any machine."""
     from django.db.models import Count, Q
 
     from annotation.crowd.selectors import place_takers, team_size
@@ -218,8 +208,8 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
 def _wait(
     link: Batch, hit, qids: set[str], reason: str, needed: int = 0, escalated: int = 0, team: int = 0
 ) -> dict[str, Any]:
-    """One HIT the sample waits on; ``needed``: its places no member of the team can take (``escalated`` of
-    them added by escalation; ``team``: the members who may take places), the annotators it lacks."""
+    """One HIT the sample waits on; ``needed``: its places no team member can take (``escalated`` of them
+    added by escalation; ``team``: the members who may take places)."""
     return {
         "batch": link.name,
         "hit": hit.position,
@@ -277,11 +267,8 @@ def _pending_reason(state: dict[str, Any]) -> str:
 
 
 def earlier_guarantee(sample: CalibrationSample) -> tuple[float, float] | None:
-    """(A, δ) of the first guaranteed routing recorded on this sample (any link of its chain), or None.
-
-    A and δ must be chosen before the labels are seen: a second routing on the same labels with
-    another (A, δ) would have its risk added to the first one's.
-    """
+    """(A, δ) of the first guaranteed routing recorded on this sample (any link of its chain), or None:
+    A and δ are chosen before the labels are seen, as another pair's risk would add to the first one's."""
     chain = sample.chain or [sample.sample_batch]
     first = (
         Routing.objects.filter(batch=sample.batch, sample_batch__in=chain, risk__isnull=False)
@@ -290,6 +277,16 @@ def earlier_guarantee(sample: CalibrationSample) -> tuple[float, float] | None:
         .first()
     )
     return None if first is None else (float(first[0]), float(first[1]))
+
+
+def reuse_refusal(earlier: tuple[float, float]) -> str:
+    """Why a guarantee at another (A, δ) than :func:`earlier_guarantee`'s certifies nothing."""
+    return (
+        f"the sample's labels were used already for a guaranteed routing at target {earlier[0]:g} and risk "
+        f"{earlier[1]:g}: another target or risk on the same sample has no guarantee (target changed after "
+        "seeing the labels; each extra look costs its risk). Route at that target and risk, with no guarantee, "
+        "or draw a new sample"
+    )
 
 
 def no_certificate(result, reason: str) -> dict[str, Any]:
@@ -313,9 +310,8 @@ CAPS_TRIED = (5, 7, 9, 11)
 def advice_when_uncertified(
     batch: Batch, sample: CalibrationSample, target: float, risk: float, confidence, correct, population
 ):
-    """When nothing is certified: the ceiling as routing counts it (from the crowd model fitted to the
-    sample's votes) and what would bring an out-of-reach target in reach; the first draw a sample
-    drawn whole would need at the observed accuracy profile, with its cost."""
+    """When nothing is certified: the ceiling as routing counts it (the crowd model fitted to the sample's
+    votes), what would bring an out-of-reach target in reach, and the first-draw sizes at the observed profile."""
     from dataclasses import replace as with_cap
 
     from annotation.machine.report.selectors import fitted_crowd
@@ -351,8 +347,8 @@ def advice_when_uncertified(
 
 
 def sizing_rows(batch: Batch, rows, population: int) -> list[dict[str, Any]]:
-    """First-draw sizes (``genderbias.machine.routing_forecast.size_first_draw``'s rows) as the plan, the page
-    and ``calibrate --size-for`` show them: the machine labels kept of ``population`` and each size's crowd cost."""
+    """``size_first_draw``'s rows as the plan, the page and ``calibrate --size-for`` show them, with the
+    machine labels kept of ``population`` and each size's crowd cost."""
     return [
         {
             "sample": row.sample,

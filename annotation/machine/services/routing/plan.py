@@ -1,27 +1,16 @@
-"""Routing: accept the machine's labels where it is sure enough, send the rest to the crowd.
+"""The routing plan: the one check of a request (:func:`check_routing`) and :func:`plan_routing`. Writes nothing.
 
-From the blind calibration sample (:mod:`.calibration`), :func:`plan_routing` chooses the
-threshold by default with a finite-sample guarantee (:func:`genderbias.machine.certification.certify_threshold`):
-with probability at least 1 − ``risk`` over the draw of the sample, the queries at or above
-it are labelled by the machine at least ``target_accuracy`` as the crowd majority would
-label them. ``risk=None`` uses the old point-estimate rule instead
-(:func:`genderbias.machine.routing_statistics.choose_threshold`), which every place that shows it labels "no
-guarantee". When nothing can be certified, the plan says so and how many more sample
-queries the first candidate that failed would need (``calibrate --extend``). The guarantee is
-refused when the routable queries are not the population the sample was drawn from; nothing
-is certified while sample queries await the crowd; and the first guaranteed routing on a
-sample fixes its (target, risk): another pair on the same labels certifies nothing ("target
-changed after seeing the labels").
+From the blind calibration sample, the threshold is chosen by default with a finite-sample guarantee
+(:func:`genderbias.machine.certification.certify_threshold`): with probability at least 1 − ``risk`` over
+the draw of the sample, the machine's labels at or above it agree with the reference label on at least
+``target_accuracy`` of them. ``risk=None`` uses the point estimate
+(:func:`genderbias.machine.routing_statistics.choose_threshold`), labelled "no guarantee" wherever shown.
+The guarantee is refused when the routable queries are not the sample's population; nothing is certified
+while sample queries await the crowd; the first guaranteed routing on a sample fixes its (target, risk).
 
-Every query of the batch ends somewhere the plan names: gold; in the sample (the crowd
-labels it); machine-accepted; to the crowd (below the threshold, the queries the machine
-was trained on and those it did not label, lowest confidence first, as far as ``budget``
-pays); or over budget (left unlabelled). The saving is counted on the queries that end up
-labelled only. Nothing is written until :func:`route_batch`, which records the decision
-(:class:`Routing`: the accepted qids and the sample it was made on) and makes the routed
-queries a derived batch with the parent's settings. A routing that sent nothing to the
-crowd can be superseded by routing again; one whose routed batch is live cannot until that
-batch is cancelled.
+Every query ends somewhere the plan names: gold, the sample, machine-accepted, to the crowd (the
+trained-on, the unlabelled, then the least sure, as far as ``budget`` pays) or over budget (unlabelled).
+The rules and why: docs/prelabelling.md, "Routing".
 """
 
 from __future__ import annotations
@@ -40,6 +29,7 @@ from annotation.machine.services.routing.choice import (
     crowd_cost,
     earlier_guarantee,
     reference_state,
+    reuse_refusal,
     sizing_rows,
 )
 from annotation.models import Batch
@@ -50,9 +40,6 @@ from genderbias.numbers import NumberError, parse_decimal
 DEFAULT_RISK = 0.05
 GUARANTEE = "guarantee"
 ESTIMATE = "point estimate (no guarantee)"
-
-
-# --- the one check of a routing request (the page, the API and the commands only translate) -----------
 
 
 def check_target_accuracy(value: float) -> float:
@@ -74,9 +61,8 @@ ROUTING_FIELDS = ("target_accuracy", "risk", "no_guarantee", "budget", "cascade"
 
 
 def routing_request(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A routing request's fields out of what a shell read (a form's ``cleaned_data``, a serializer's
-    validated data), as :func:`plan_routing`, :func:`route_batch` and :func:`route_and_publish` take
-    them: the shells pass the values on unchecked, and :func:`check_routing` checks them."""
+    """A routing request's fields out of a shell's ``cleaned_data`` or validated data, unchecked, as
+    :func:`plan_routing` and the acts take them (:func:`check_routing` checks them)."""
     return {"target_accuracy": data.get("target_accuracy")} | {
         name: data[name] for name in ROUTING_FIELDS[1:] if data.get(name) is not None
     }
@@ -102,14 +88,9 @@ def check_routing(
     budget: Decimal | str | None = None,
     cascade: list[str] | None = None,
 ) -> RoutingRequest:
-    """Every rule of a routing request, checked once: the page's form, the API's serializer and
-    ``manage.py route`` only read the values and hand them here (through :func:`plan_routing`,
-    :func:`route_batch` or :func:`route_and_publish`), so each refuses bad input with the same
-    :class:`~core.errors.FieldError`, which each shows in its own words.
-
-    ``no_guarantee`` (or ``risk=None``) chooses the point estimate, with no guarantee; a risk
-    given is checked either way. A cascade needs the guarantee: each labeller keeps only what
-    it certifies."""
+    """Every rule of a routing request, checked once: the page, the API and ``manage.py route`` only hand
+    the values on, so each refuses bad input with the same :class:`~core.errors.FieldError`.
+    ``no_guarantee`` (or ``risk=None``) chooses the point estimate; a cascade needs the guarantee."""
     if target_accuracy is None:
         raise FieldError("target_accuracy", "the target accuracy is required, e.g. 0.95")
     check_target_accuracy(target_accuracy)
@@ -139,9 +120,8 @@ class RoutingPlan:
     risk: float | None  #: δ of the guarantee; None: the point-estimate rule (no guarantee)
     rule: str  #: :data:`GUARANTEE` or :data:`ESTIMATE`
     threshold: float | None
-    estimated_accuracy: (
-        float | None
-    )  #: share right among the sample queries at or above the threshold (weighted for the estimate rule)
+    #: share right among the sample queries at or above the threshold (weighted for the estimate rule)
+    estimated_accuracy: float | None
     accuracy_ci: list[float] | None  #: Wilson interval of that share (descriptive)
     sample_accepted: int
     queries: int  #: every query of the batch, gold included
@@ -171,17 +151,14 @@ class RoutingPlan:
     escalation_limit: Decimal = Decimal("0")  #: the most the sample's escalation may still add (to the cap)
     extendable: bool = True  #: the sample may be extended (δ split); False: drawn whole
     ceiling: float | None = None  #: best agreement with the reference any machine can expect, as routing counts it
-    ceiling_best: dict = field(
-        default_factory=dict
-    )  #: the label whose queries the crowd gets most right: label, ceiling
+    ceiling_best: dict = field(default_factory=dict)  #: the label the crowd gets most right: label, ceiling
     in_reach: list[dict] = field(default_factory=list)  #: what would bring an out-of-reach target in reach
     sizing: list[dict] = field(default_factory=list)  #: first-draw sizes at the observed profile
     stages: list[dict] = field(default_factory=list)  #: a cascade's labellers, each with its threshold and kept
     reference_rule: dict = field(default_factory=dict)  #: votes, cap, until, posterior, text (recorded by routing)
-    #: the HITs the sample waits on (:func:`reference_state`): batch, hit (its position), queries, qids, reason,
-    #: needed (annotators the team lacks for it)
+    #: the HITs the sample waits on (:func:`reference_state`)
     waiting: list[dict] = field(default_factory=list)
-    #: the echo check of the sample (``annotation.machine.selectors.SampleEcho.as_dict``): who is held out and why
+    #: the echo check of the sample (``SampleEcho.as_dict``)
     echo: dict = field(default_factory=dict)
 
     @property
@@ -191,8 +168,8 @@ class RoutingPlan:
 
     @property
     def saving(self) -> Decimal:
-        """Against labelling on the crowd every query that ends up labelled (over-budget ones end unlabelled):
-        the routed queries and the sample, its escalations included."""
+        """Against labelling every query that ends up labelled on the crowd: less the routed queries and the
+        sample, its escalations included."""
         return self.cost_all - self.cost - self.calibration_cost - self.escalation_spent
 
     @property
@@ -222,11 +199,8 @@ def plan_routing(
     sample_batch: Batch | None = None,
     cascade: list[str] | None = None,
 ) -> RoutingPlan:
-    """Choose the threshold and split the batch; see the module docstring. Writes nothing.
-
-    The request is checked first (:func:`check_routing`). ``cascade``: labellers in order (``name``
-    or ``name:floor``, :func:`parse_cascade`), each keeping what it certifies at the target
-    (:mod:`genderbias.machine.cascade_statistics`); the guarantee only (``risk`` set)."""
+    """Choose the threshold and split the batch (see the module docstring). ``cascade``: labellers in
+    order (:func:`parse_cascade`), each keeping what it certifies (:mod:`genderbias.machine.cascade_statistics`)."""
     from genderbias.machine.routing_statistics import split_by_threshold
 
     request = check_routing(
@@ -316,9 +290,8 @@ def _rule_record(rule) -> dict[str, Any]:
 
 
 def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
-    """``["rules:0.9", "trained", "openai"]`` -> ``[("rules", 0.9), ("trained", None), ("openai", None)]``:
-    each labeller with its floor (the lowest confidence it may keep; below it, queries go on unread).
-    A :class:`~core.errors.FieldError` of ``cascade`` naming the bad item."""
+    """``["rules:0.9", "trained"]`` -> ``[("rules", 0.9), ("trained", None)]``: each labeller with its floor
+    (the lowest confidence it may keep); a :class:`~core.errors.FieldError` of ``cascade`` naming a bad item."""
     stages = []
     for item in names:
         name, _, floor = str(item).strip().partition(":")
@@ -350,9 +323,8 @@ def _choose_cascade(
     from annotation.machine.selectors import identity_for, machine_labels
     from genderbias.machine.cascade_statistics import certify_cascade
 
-    plain = choose_threshold_on(
-        sample, target, risk, state
-    )  # the sample's checks (design, population, pending) and its state
+    # The sample's checks (design, population, pending) and its state.
+    plain = choose_threshold_on(sample, target, risk, state)
     if plain.get("awaiting_votes") or sample.design != RANDOM_DESIGN:
         return None
     qids = list(sample.population)
@@ -387,11 +359,7 @@ def _choose_cascade(
             "certified": False,
             "accepted": [],
             "stages": [],
-            "more_reason": (
-                f"the sample's labels were used already for a guaranteed routing at target {earlier[0]:g} and risk "
-                f"{earlier[1]:g}: another target or risk on the same sample has no guarantee (target changed after "
-                "seeing the labels)"
-            ),
+            "more_reason": reuse_refusal(earlier),
         }
     sampled = set(sample.drawn)
     described, accepted = [], []
@@ -433,9 +401,8 @@ def _choose_cascade(
 
 
 def _machine_cost(batch: Batch, identity, qids: list[str]) -> Decimal:
-    """What ``identity``'s answers on ``qids`` cost at the configured prices (its cached tokens; a
-    labeller without answers to pay for, rules or trained, costs nothing): what a cascade's stage
-    must pay for, the queries earlier stages passed on."""
+    """What ``identity``'s cached answers on ``qids`` cost at the configured prices (rules and trained:
+    nothing): a cascade's stage pays for the queries earlier stages passed on."""
     from django.conf import settings
 
     from annotation.machine.services.prelabels import _sha
@@ -455,10 +422,9 @@ def _machine_cost(batch: Batch, identity, qids: list[str]) -> Decimal:
 def size_sample(
     batch: Batch, target: float, *, risk: float = DEFAULT_RISK, labeller: str | None = None, redraws: int = 200
 ) -> list[dict[str, Any]]:
-    """Before drawing: for each first-draw size (drawn whole), the share of draws that certify ``target``
-    and the machine labels kept, at an *assumed* accuracy profile: the machine's confidence taken as
-    its agreement with the reference (a calibrated machine, a reliable reference; the plan after the
-    sample uses the observed profile instead), with each size's crowd cost (escalations not included)."""
+    """Before drawing: per first-draw size, the share of draws that certify ``target``, the labels kept
+    and the crowd cost, assuming the machine's confidence is its agreement with the reference (the plan
+    after the sample uses the observed profile instead)."""
     from annotation.machine.selectors import identity_for, machine_labels
     from genderbias.machine.routing_forecast import size_first_draw
 
