@@ -1,23 +1,14 @@
-"""The machine's accuracy against the true label, de-noised through the crowd model (the machine one more annotator).
+"""The machine's accuracy against the true label, de-noised through the crowd model.
 
-Pure numpy (pandas for the fit), no Django. The crowd's majority is wrong too, so agreement with it is
-not the machine's accuracy against the truth. For sample items i with machine label m_i, stratum
-weight w_i (N_s / n_s) and Dawid–Skene posterior p_i(t) = P(T_i = t | votes, machine label) of a fit in
-which the machine is one more annotator (:func:`denoised_fit`; a posterior from the votes alone would
-bias the figure down for any machine that knows something the votes do not; the model assumes the
-machine's errors independent of the crowd's given the true label, so errors shared on hard queries bias
-it up), W = Σ_i w_i:
+Agreement with the crowd's majority is not accuracy against the truth (the crowd errs too). The
+machine is one more annotator of a gold-seeded Dawid–Skene fit (:func:`denoised_fit`; why:
+:mod:`.reliability`). With sample items i, machine label m_i, stratum weight w_i and *held-out*
+posterior p_i(t) (:func:`.estimation.held_out_posteriors`; the in-sample one is over-confident):
 
-- **de-noised accuracy** A_true = Σ_i w_i·p_i(m_i) / W: the expected share of the batch's
-  machine labels equal to the true label, p_i the *held-out* posterior (the model fitted on the
-  other items, :func:`genderbias.crowd.estimation.held_out_posteriors`: the in-sample one is
-  over-confident in each item's own majority). Every sampled item with a vote counts, disputed
-  ones too (their posterior is as informative as any). Interval: bootstrap of the
-  items within their strata with the crowd model *refitted in every draw*
-  (:func:`refitted_interval`; the construction is every label-based interval's,
-  :data:`genderbias.stats.intervals.LABEL_INTERVAL`, the percentile interval), so the uncertainty of the fitted confusion matrices and class
-  shares is in it (holding the posteriors fixed leaves it out).
-  The measured coverage: docs/quality.md, "The crowd model".
+- **de-noised accuracy** A_true = Σ_i w_i p_i(m_i) / Σ_i w_i, every sampled item with a vote counting
+  (disputed ones too). Its interval (:func:`refitted_interval`) bootstraps the items within strata with
+  the crowd model *refitted in every draw*, so the fitted matrices' uncertainty is in it. Measured
+  coverage: docs/quality.md, "The crowd model".
 """
 
 from __future__ import annotations
@@ -68,11 +59,8 @@ def denoised_accuracy(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> tuple[float, tuple[float, float]]:
-    """A_true = Σ_i w_i·p_i(m_i) / Σ_i w_i and its stratified percentile bootstrap interval.
-
-    ``posteriors`` ``[n × L]`` rows aligned with the ``machine`` label codes, ``weights``
-    and ``strata`` (the stratum each item was drawn from: resampled within).
-    """
+    """A_true and its stratified percentile bootstrap interval (``posteriors`` ``[n × L]`` aligned with the
+    ``machine`` label codes, ``weights`` and ``strata``, the stratum each item was drawn from)."""
     p = np.asarray(posteriors, dtype=float)
     m = np.asarray(machine, dtype=np.int64)
     w = np.asarray(weights, dtype=float)
@@ -100,14 +88,9 @@ def refitted_draws(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """A_true with the crowd model refitted in every bootstrap draw: ``(draws [B], jackknife [G] or None)``.
 
-    The assessed ``items`` are resampled within their ``strata``; every other item of the fit
-    (gold answers, sampled queries without a machine label) is resampled on its own. Each draw
-    refits Dawid–Skene (:func:`genderbias.crowd.resampling.bootstrap_posteriors`) with those
-    multiplicities and recomputes A_true on the draw: the estimation error of the workers'
-    confusion matrices and of the class shares is in the interval, not only the items'.
-    ``jackknife``: also refit with each block of :func:`genderbias.stats.intervals.jackknife_weights` of the
-    assessed items left out (the other items kept once), for ``bca``'s acceleration. ``progress``:
-    told the bootstrap draws refitted so far (:func:`genderbias.crowd.resampling.bootstrap_posteriors`).
+    The assessed ``items`` are resampled within their ``strata``, the fit's other items (gold answers)
+    on their own. ``jackknife``: also refit with each block of the assessed items left out (the others
+    kept once), for ``bca``. ``progress``: told the draws refitted so far.
     """
 
     encoded = ds.encoded
@@ -140,11 +123,8 @@ def refitted_draws(
 def leave_out_estimates(
     ds: Any, items: Sequence[str], machine: np.ndarray, weights: np.ndarray, by: str, *, blocks: int | None = None
 ) -> np.ndarray:
-    """A_true with the crowd model refitted without each group of a delete-a-group jackknife ``by``
-    workers or by answers (``[G]``; :func:`genderbias.crowd.resampling.jackknife_groups`, the
-    machine never left out, every assessed item kept once): what the workers' variance component
-    (:func:`genderbias.stats.intervals.extra_variance`) is read from, which the items' bootstrap
-    (:func:`refitted_draws`) does not see."""
+    """``[G]``: A_true refitted without each jackknife group ``by`` workers or answers (the machine never
+    left out): the workers' variance component, which the items' bootstrap does not see."""
 
     encoded = ds.encoded
     row = {str(item): r for r, item in enumerate(encoded.items)}
@@ -170,18 +150,12 @@ def denoised_bias(
     seed: int = 0,
     quality: Mapping[str, Any] | None = None,
 ) -> float | None:
-    """Where the crowd-quality check of the fit with the machine warns
-    (:func:`genderbias.crowd.label_probabilities.crowd_quality`, any reason), A_true's bias as replicate
-    crowds drawn from that fit show it (None where the check passes): the crowd's answers with the items'
-    difficulty spread as the batch's show it (:func:`genderbias.crowd.calibration.difficulty_spread`), the
-    machine's without it, each replicate refitted and its A_true (held-out posteriors at the replicate
-    machine's labels) less the share of the machine's replicate labels that are right, averaged.
-    ``quality``: the check's verdict on ``ds`` when already computed.
+    """Where the crowd-quality check (``quality``, computed when not given) warns: A_true's bias as replicate
+    crowds drawn from the fit show it (the crowd's answers with the batch's difficulty spread, the machine's
+    without), their A_true less their true accuracy, averaged; else None.
 
-    Hard queries that the crowd answers alike and wrongly read as the machine's errors, so A_true comes out
-    too low; a machine as troubled by hard queries as the crowd would show less of it, so where its errors
-    follow the items' difficulty too the interval is the wider for it (docs/quality.md "Too sure, and by how
-    much", where the sized bias is set against the simulated crowds' true error)."""
+    Hard queries the crowd answers alike and wrongly read as the machine's errors, so A_true comes out too
+    low (docs/quality.md "Too sure, and by how much")."""
     from genderbias.crowd.label_probabilities import crowd_quality
 
     if not (quality if quality is not None else crowd_quality(ds))["warning"]:
@@ -222,11 +196,8 @@ def refitted_interval(
     quality: Mapping[str, Any] | None = None,
     progress: resampling.RefitProgress | None = None,
 ) -> tuple[float, float]:
-    """The interval of A_true (``estimate``) from :func:`refitted_draws`, by ``construction``
-    (:func:`genderbias.stats.intervals.bootstrap_interval`, the one choice of every label-based interval), joined
-    with itself moved by :func:`denoised_bias` where the crowd-quality check warns
-    (:func:`genderbias.stats.intervals.extended`; ``quality``: its verdict on ``ds`` when already computed;
-    ``progress``: as :func:`refitted_draws` takes it)."""
+    """The ``construction`` interval of A_true from :func:`refitted_draws`, joined with itself moved by
+    :func:`denoised_bias` where the crowd-quality check warns."""
     if bootstrap == 0:
         return (math.nan, math.nan)
     jackknife = intervals.needs_jackknife(construction)
@@ -249,8 +220,8 @@ def refitted_interval(
 
 @dataclass(frozen=True)
 class DenoisedFit:
-    """The Dawid–Skene fit with the machine as one more annotator, the assessed items (with a crowd
-    vote) and their machine label codes, weights and strata, and A_true from the held-out posteriors."""
+    """The fit with the machine as an annotator, the assessed items (with a crowd vote), their machine
+    label codes, weights, strata and A_true."""
 
     ds: Any
     items: list[str]
@@ -269,9 +240,7 @@ def denoised_fit(
     gold: Mapping[str, str] | None = None,
     labels: Sequence[str] = LABELS,
 ) -> DenoisedFit:
-    """What :func:`crowd_reliability` fits before its figures (arguments as it takes them); the
-    crowd-coverage simulation reads the de-noised accuracy's draws from it
-    (:func:`refitted_draws`)."""
+    """What :func:`.reliability.crowd_reliability` fits before its figures (arguments as it takes them)."""
     import pandas as pd
 
     from genderbias.crowd.aggregation import dawid_skene
@@ -281,19 +250,12 @@ def denoised_fit(
     if not items:
         raise ValueError("no item to assess has a crowd vote")
     machine_rows = pd.DataFrame({"item": items, "worker": MACHINE_WORKER, "label": [machine[q] for q in items]})
-    # Full rows (shrunk to one coin per worker, estimation.SHRINKAGE answers' worth): the machine answers
-    # every query and errs in its own way, not along the crowd's pattern; read through a one-coin row its
-    # errors looked like the crowd's and its accuracy came out 0.013 too low (tests/annotation/machine/
-    # test_crowd_reliability.py, 20 redraws: full rows -0.007), and the held-out choice cannot see that
-    # on a sample of a few hundred queries.
+    # Full rows: the machine errs its own way, not along the crowd's pattern (docs/metrics.md, "Held-out posteriors").
     ds = dawid_skene(pd.concat([judgments, machine_rows], ignore_index=True), labels, gold=gold, model="full")
     index = {label: code for code, label in enumerate(labels)}
     m = np.array([index[machine[item]] for item in items], dtype=np.int64)
     w = np.array([weights[item] for item in items], dtype=float)
     item_strata = [strata[item] for item in items]
-    # A_true from the held-out posteriors (each item's under the model fitted on the others), as
-    # every figure with an interval on the labels and as its refitted interval: the in-sample
-    # posteriors are over-confident in each item's own majority.
     held_out = ds.held_out.loc[items, list(labels)].to_numpy(dtype=float)
     accuracy, _ = denoised_accuracy(held_out, m, w, item_strata, bootstrap=0)
     return DenoisedFit(ds, items, m, w, item_strata, accuracy)

@@ -1,12 +1,9 @@
 """Errors shared by query: the machine's with the crowd's on gold (:func:`shared_errors`), and the crowd's own
 (:func:`crowd_shared_errors`).
 
-Pure numpy, no Django. The de-noised accuracy (:mod:`genderbias.crowd.denoised`) assumes the machine's and the
-crowd's errors independent given the true label; errors shared on hard queries bias it up. On the gold questions
-the truth is known, so whether the crowd errs more often where the machine errs can be counted
-(:func:`shared_errors`). Every crowd model assumes the same of the workers among themselves: where some queries
-mislead most workers, no per-worker model can correct the labels and the label-corrected intervals miss
-(issue 81); :func:`crowd_shared_errors` looks for it where no audit sample exists, and
+The de-noised accuracy (:mod:`.denoised`) assumes the machine's and the crowd's errors independent given the
+true label, and every crowd model assumes the same of the workers among themselves: where some queries mislead
+most workers no per-worker model corrects the labels and the label-corrected intervals miss (issue 81).
 :func:`suggested_audit_size` says how large an audit would settle it.
 """
 
@@ -36,24 +33,16 @@ def shared_errors(
     draws: int = SHARED_ERROR_DRAWS,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Does the crowd err more often on the gold questions the machine gets wrong? The de-noised
-    accuracy's one assumption that no fit can check (the machine's and the crowd's errors independent
-    given the true label), tested where the true label is known.
+    """Does the crowd err more often on the gold questions the machine gets wrong? The de-noised accuracy's
+    one assumption no fit can check, tested where the truth is known.
 
-    ``answers``: the crowd's answers to gold questions (question, label), every answer (a worker meets a
-    question in every HIT); ``known``: question → true label; ``machine``: question → the machine's label.
-    Per question answered by the crowd and labelled by the machine, the share of the crowd's answers that
-    are wrong; the statistic is the mean of those shares over the questions the machine got wrong. Under
-    independence which questions the machine gets wrong is unrelated to how hard they are for the crowd,
-    so its p (one-sided: shared errors make the crowd err *more* there) is the share of arrangements of the
-    machine's wrong answers among the questions, within each true label, whose statistic is at least the
-    observed one (every arrangement when at most ``draws`` of them; else ``draws`` random ones, seeded,
-    p = (1 + those at least as large) / (draws + 1)).
-    The question, not the answer, is the unit: a question hard for one worker is hard for the next.
-
-    Returns ``questions``, ``machine_wrong`` (questions), ``crowd_error_machine_wrong`` and
-    ``crowd_error_machine_right`` (mean shares), ``p`` and ``testable`` (False, with ``p`` None, when the
-    machine got every question right, or every one wrong: nothing to compare)."""
+    ``answers``: every crowd answer to gold questions (question, label); ``known``: question → true label;
+    ``machine``: question → machine label. The statistic: the mean share of wrong crowd answers over the
+    questions the machine got wrong (the question is the unit: hard for one worker, hard for the next). Its
+    one-sided p permutes the machine's wrong answers within each true label (every arrangement up to
+    ``draws``, else ``draws`` seeded ones). Returns ``questions``, ``machine_wrong``,
+    ``crowd_error_machine_wrong``, ``crowd_error_machine_right``, ``p`` and ``testable`` (False, ``p`` None,
+    when the machine got every question right or every one wrong)."""
     wrong: dict[str, list[int]] = {}
     for question, label in answers:
         if question in known and question in machine:
@@ -96,8 +85,7 @@ def shared_errors(
 
 
 def shared_errors_sentence(shared: Mapping[str, Any] | None) -> str:
-    """:func:`shared_errors`' verdict in one sentence, beside the de-noised accuracy (the calibration
-    command and page)."""
+    """:func:`shared_errors`' verdict in one sentence, beside the de-noised accuracy."""
     if not shared or not shared["questions"]:
         return "assumption not tested: no gold question both answered by the crowd and labelled by the machine"
     said = f"assumption tested on {shared['questions']} gold question(s) labelled by the machine: "
@@ -124,17 +112,12 @@ MIN_GOLD_ANSWERS = 3
 
 @dataclass(frozen=True)
 class CrowdSharedErrors:
-    """:func:`crowd_shared_errors`' verdict. ``fires``: the crowd's errors are concentrated on some queries, so
-    no crowd-model interval is printed as a 95% interval; ``sources`` which test(s) fired ("gold", "answers").
+    """:func:`crowd_shared_errors`' verdict. ``fires``: errors concentrated on some queries, so no crowd-model
+    interval is printed as a 95% interval; ``sources``: which test(s) fired ("gold", "answers").
 
-    ``gold_dispersion``: the spread of the gold questions' right answers over what independent answers allow
-    (1 under independence; observed chi-square / its mean over the replicates), ``gold_p`` its one-sided p,
-    ``gold_questions`` how many gold questions it read (None, None, 0: no gold question with
-    :data:`MIN_GOLD_ANSWERS` answers). ``answers_dispersion``: the spread of the queries' agreement over what
-    the fitted crowd model predicts (variance ratio, 1 when it fits), ``answers_p`` its one-sided p,
-    ``queries`` how many queries it read (None, None, 0 without queries of 3 or more answers).
-    ``interest``, ``expected_share`` (the crowd model's share of that class) and ``audit_size``
-    (:func:`suggested_audit_size` of it): the audit sample that would settle the figure."""
+    ``*_dispersion``: observed statistic / its replicates' mean (1 under independence), ``*_p`` one-sided;
+    None when the source had too little to read (``gold_questions``, ``queries``: how much it read).
+    ``audit_size``: :func:`suggested_audit_size` of ``expected_share``, the model's share of ``interest``."""
 
     fires: bool
     sources: tuple[str, ...]
@@ -198,37 +181,23 @@ def crowd_shared_errors(
     level: float = CROWD_CHECK_LEVEL,
     fit: Any = None,
 ) -> CrowdSharedErrors:
-    """Are the crowd's errors concentrated on some queries? The check a report runs where no audit sample
-    exists: every crowd model here takes a query's answers to be independent given its true label, and where
-    some queries mislead most workers the label-corrected figures are biased by many of their standard
-    errors, their intervals no wider (issue 81: real crowds, and the simulated ``difficulty`` crowd).
+    """Are the crowd's errors concentrated on some queries? The check a report runs without an audit sample:
+    where some queries mislead most workers the label-corrected figures are biased by many standard errors.
 
-    ``crowd_shared_errors(answers, gold=None, *, labels=None, interest="n", seed=0, replicates=400,
-    level=0.05, fit=None) -> CrowdSharedErrors``
+    ``answers``: ``task`` (or ``item``), ``worker``, ``label`` rows, or (task, worker, label) triples;
+    ``gold``: task → known label; ``labels``: default n, f, m, o (or the answers' own, sorted); ``interest``:
+    the class whose share sizes the audit; ``fit``: the caller's gold-seeded Dawid–Skene fit of these answers
+    (then ``answers`` and ``gold`` are read from it). Two sources, each against ``replicates`` crowds drawn
+    from the fit (same design, independent answers given the true label):
 
-    ``answers``: a frame of ``task`` (or ``item``), ``worker``, ``label``, one row per answer, or a list of
-    (task, worker, label) triples; ``gold``: {task: known label} of the gold questions; ``labels``: the labels
-    (default the project's n, f, m, o, or the answers' own sorted when they use others); ``interest``: the
-    class whose share sizes the audit; ``seed`` seeds both tests; ``fit``: the gold-seeded Dawid-Skene fit
-    (:func:`genderbias.crowd.aggregation.dawid_skene`) of these answers and gold when the caller has one (then
-    ``answers`` and ``gold`` are read from it: a report passes its crowd model's fit and ``[]``).
+    - **gold**: per gold question with :data:`MIN_GOLD_ANSWERS` answers, the chi-square of its right answers
+      against its workers' fitted accuracies (:func:`.checks.gold_check`): shared errors scatter them beyond
+      the binomial.
+    - **answers**: the variance over queries of 3+ answers of their share of agreeing answer pairs: shared
+      errors give more unanimous and more split queries.
 
-    Two sources, each against ``replicates`` crowds drawn from the fitted crowd model (independent answers
-    given the true label, each worker's fitted confusion row, the same design: who answered what):
-
-    - **gold**: per gold question with :data:`MIN_GOLD_ANSWERS` answers, its right answers against what its
-      workers' fitted accuracies on its true label expect; the statistic is the chi-square of
-      :func:`genderbias.crowd.checks.gold_check` (variance Σ θ(1 − θ)). Shared errors make some gold questions
-      hard for everyone: the counts scatter beyond the binomial (adultcontent2's gold: 3.4 times).
-    - **answers**: per query with 3 or more answers (not gold), the share of its answer pairs that agree; the
-      statistic is the variance of that share over the queries. Shared errors give more unanimous and more
-      split queries than independent answers can; the replicate crowds draw each query's true label from its
-      posterior.
-
-    Each p is one-sided, (1 + replicates at least as large) / (replicates + 1). ``fires`` when either is at most
-    ``level`` / 2 (Bonferroni: ``level`` for the two together on a crowd without shared errors). Calibrated on
-    the simulated crowds and adultcontent2 (``benchmarks/shared_errors_check.py``, docs/quality.md "Errors
-    shared by query")."""
+    ``fires`` when either p is at most ``level`` / 2 (Bonferroni). Calibration: docs/quality.md, "Errors
+    shared by query"."""
 
     frame = _answers_frame(answers)
     gold = {str(task): str(label) for task, label in (gold or {}).items()}
