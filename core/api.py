@@ -1,7 +1,5 @@
-"""REST endpoints of the shared app: progress records of long work (researchers only),
-and what the apps' endpoints share: uploads into the staging folder, form errors as JSON,
-and the one exception handler that turns every refusal into JSON with a 4xx status (a 502
-when a crowd provider failed)."""
+"""REST endpoints of the shared app (jobs, connections) and what the apps' endpoints share: staged
+uploads, the reading of a request, and the one exception handler (every refusal JSON with a 4xx)."""
 
 from collections.abc import Iterable
 
@@ -33,17 +31,12 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [permissions.IsAdminUser]
 
     def get_queryset(self):
-
-        return jobs_for(self.request.user)  # a connection's test: its managers only
+        return jobs_for(self.request.user)
 
 
 class StagedUploadsMixin:
-    """An API view whose uploads stream into the staging folder, as the pages' do.
-
-    Whatever a request uploaded and did not keep (refused, invalid, failed) is removed
-    when the response leaves. Read ``request.data`` before ``upload_too_large``: parsing
-    the body is what sets it.
-    """
+    """An API view whose uploads stream into the staging folder, as the pages' do; what a request
+    uploaded and did not keep is removed when the response leaves."""
 
     def initialize_request(self, request, *args, **kwargs):
         use_staging_uploads(request)
@@ -55,8 +48,7 @@ class StagedUploadsMixin:
 
 
 def body_object(request) -> dict:
-    """The request's body as a mapping (a form post, or a JSON object); a JSON list, number or
-    string is refused with a 400, as a form cannot read it."""
+    """The request's body as a mapping (a form post or a JSON object); anything else is a 400."""
     if not isinstance(request.data, dict):
         raise ValidationError({"detail": "send a JSON object or a form, not a JSON list or value"})
     return request.data
@@ -69,18 +61,13 @@ _ALWAYS_ALLOWED = frozenset({"csrfmiddlewaretoken"})
 def checked(
     serializer_class: type[serializers.Serializer], data, *, also: Iterable[str] = (), query: bool = False
 ) -> dict:
-    """The API's one reading of a request: ``data`` (``body_object(request)``, ``request.data`` or,
-    with ``query``, ``request.query_params``) parsed by the serializer that documents it, its defaults
-    filled in; a 400 naming the field when a value cannot be read.
+    """The API's one reading of a request: ``data`` (a body, or with ``query`` the query parameters)
+    parsed by the serializer that documents it, defaults filled in; a 400 naming the field when a
+    value cannot be read, or when a body's field is unknown to the serializer and to ``also`` (a
+    misspelt field must not fall back silently to its default).
 
-    A body's field that neither the serializer nor ``also`` (names the caller hands on to be refused
-    by name later) knows is refused, a 400 naming it (``assignments_per_querry`` made a batch with the
-    default 3, silently). Query parameters are not checked so (``format``, ``page``: the framework's).
-
-    The serializer only reads (types, formats, the fields the OpenAPI schema shows): a rule on
-    the values is checked once, by the service the endpoint calls (a :class:`~core.errors.FieldError`,
-    answered as a 400 naming the field by :func:`exception_handler`), or by the page's form
-    the endpoint hands them to (:func:`form_data`, :func:`form_errors`)."""
+    The serializer only reads (types, formats); a rule on the values is checked once, by the
+    service the endpoint calls or the page's form it hands them to (:func:`form_data`)."""
     params = serializer_class(data=data)
     if not query and hasattr(data, "keys"):
         known = set(params.fields) | set(also) | _ALWAYS_ALLOWED
@@ -94,8 +81,7 @@ def checked(
 
 
 def form_data(request, serializer_class: type[serializers.Serializer]) -> dict:
-    """The request's body read by :func:`checked`, as the data of the page's form, which then
-    applies the page's rules."""
+    """The request's body read by :func:`checked`, as data for the page's form and its rules."""
     return checked(serializer_class, request.data)
 
 
@@ -137,23 +123,11 @@ class BadGateway(exceptions.APIException):
 def exception_handler(exc, context) -> Response | None:
     """``REST_FRAMEWORK["EXCEPTION_HANDLER"]``: every refusal is JSON with a 4xx and a message.
 
-    DRF already answers its own exceptions, ``Http404`` and ``PermissionDenied``; this adds
-    the project's two error types and Django's model validation, which would otherwise
-    escape as 500s: :class:`~core.errors.ServiceError` (a taken name, an empty selection)
-    and :class:`~genderbias.errors.InputError` (a file's content, named with its line) are 400s;
-    a :class:`~core.errors.StateError` (the object's state refuses the action, such as
-    publishing a completed batch) is a 409; a :class:`~core.errors.FieldError` (a service's check of
-    one field's rule) is a 400 naming its field, as a serializer's would. A :class:`~core.errors.ProviderError` is a
-    ServiceError (400) when the provider refused the call, and a 502 when the provider
-    itself failed (5xx, throttled past the retries, no answer): the request was fine and
-    may succeed later. The body is always ``{"detail": message}`` or, for field errors,
-    ``{field: [message, ...]}``.
-    A body nested too deeply for the JSON decoder (``[[[[...`` 100,000 deep: a
-    ``RecursionError`` inside the parser) is a 400 like any unreadable body.
-    A body larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (Django's ``RequestDataTooBig``, raised
-    when the view first reads ``request.data``) is a 413, and too many form fields or files
-    (``TooManyFieldsSent``, ``TooManyFilesSent``) a 400, in JSON rather than Django's HTML page.
-    Anything else stays a 500: a bug, not a refusal.
+    Beyond DRF's own: :class:`~core.errors.ServiceError` and :class:`~genderbias.errors.InputError`
+    are 400s, a :class:`~core.errors.FieldError` a 400 naming its field, a
+    :class:`~core.errors.StateError` a 409, too many jobs a 429; a :class:`~core.errors.ProviderError`
+    is a 502 when the provider itself failed (the request may succeed later). A body too large is
+    a 413; one nested too deeply or with too many fields a 400. Anything else stays a 500: a bug.
     """
     from django.conf import settings
     from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
@@ -188,8 +162,7 @@ def exception_handler(exc, context) -> Response | None:
 
 
 def _refuse_in_json(request) -> None:
-    """A refusal is rendered as JSON whatever the endpoint renders when it succeeds: the schema's
-    YAML, Swagger UI's page, a TSV download. A client reading ``/api/`` reads one error shape."""
+    """Render a refusal as JSON whatever the endpoint renders on success: ``/api/`` has one error shape."""
     if request is None or getattr(getattr(request, "accepted_renderer", None), "format", None) == "json":
         return
     request.accepted_renderer = JSONRenderer()
@@ -209,8 +182,7 @@ def _raised_by_a_parser(exc: BaseException) -> bool:
 
 
 def job_started(job) -> Response:
-    """The API's one reply to a request that started long work: 202 with the job's record
-    (:class:`~core.serializers.JobSerializer`); ``Location`` is where to poll it."""
+    """The API's one reply to a request that started long work: 202 with the job, ``Location`` to poll."""
     from django.urls import reverse
     from rest_framework import status
 
@@ -228,12 +200,10 @@ class CanManageConnections(permissions.BasePermission):
     message = "Only the researchers who manage the site's connections may use this endpoint."
 
     def has_permission(self, request, view) -> bool:
-
         return can_manage_connections(request.user)
 
 
 def _connection_or_404(kind: str):
-
     if kind not in KINDS:
         raise exceptions.NotFound(f"no connection {kind!r}; known: {', '.join(KINDS)}")
     return connection_state(kind)
@@ -246,7 +216,6 @@ class ConnectionListView(APIView):
 
     @extend_schema(responses={200: ConnectionSerializer(many=True)})
     def get(self, request, format=None):
-
         return Response([ConnectionSerializer(ConnectionSerializer.of(s)).data for s in connection_states()])
 
 
@@ -266,7 +235,6 @@ class ConnectionDetailView(APIView):
     )
     def put(self, request, kind: str, format=None):
         """Store the fields given (secrets sealed with CONNECTIONS_KEY; without it, a 400 naming it)."""
-
         _connection_or_404(kind)
         data = checked(ConnectionUpdateSerializer, body_object(request))
         save_connection(kind, data.get("values", {}), clear=data.get("clear", []), user=request.user)
@@ -276,7 +244,6 @@ class ConnectionDetailView(APIView):
 
     @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request, kind: str, format=None):
-
         _connection_or_404(kind)
         delete_connection(kind)
         return Response(status=204)
@@ -289,6 +256,5 @@ class ConnectionTestView(APIView):
 
     @extend_schema(request=None, responses={202: JobSerializer, 404: ErrorSerializer})
     def post(self, request, kind: str, format=None):
-
         _connection_or_404(kind)
         return job_started(start_test_connection(kind))

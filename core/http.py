@@ -1,39 +1,24 @@
 """The one retrying JSON-over-HTTP client of the project's outbound calls. Pure (no Django).
 
-Prolific's client (``platforms.prolific.client``) and the chat-completions client of
-the pre-labellers (``annotation.machine.prelabellers.openai_chat``) both send their calls through
-:class:`JsonClient`, so their retry loops cannot drift apart. Each provider turns the one
-error type here, :class:`HttpError`, into its own (``ProlificError``/``ProlificUnknownOutcome``,
-``PreLabelError``).
+Prolific's client and the pre-labellers' chat client both call through :class:`JsonClient`, so
+their retry loops cannot drift apart; each turns :class:`HttpError` into its own error. Every call gets:
 
-What every call gets, whoever makes it:
+- **A deadline.** ``timeout`` bounds each connect and socket read; ``deadline`` the whole call,
+  retries included. A watchdog closes the socket at the deadline, so a server trickling one
+  byte per read cannot hold the call longer.
+- **Back-off.** A 429, a 503 with ``Retry-After``, another 5xx, a broken or timed-out connection
+  and a 2xx that is not JSON are retried up to ``max_attempts`` (:func:`core.backoff.backoff_delay`);
+  a wait that would pass the deadline is not begun.
+- **No redirects.** A 3xx is an error, and an absolute URL outside the configured origin is
+  refused before sending: the ``Authorization`` header never leaves its origin.
+- **A shared rate.** ``pace`` is asked before each attempt for a start within the time left
+  (``core.services.ratelimit.shared_pace``); with none free the call fails having sent nothing.
+- **A size limit.** Bodies are streamed and the call fails past ``max_bytes``.
+- **Repeatable or not.** ``repeatable=False`` marks a call not safe to send twice (it creates or
+  pays). A throttled refusal is still retried, but once a request may have been carried out and
+  its answer is lost, :class:`HttpError` says ``unknown_outcome``: the caller looks the result up.
 
-- **A deadline.** ``timeout`` bounds each attempt's connect and each socket read;
-  ``deadline`` bounds the whole call, retries and back-off included. A watchdog closes the
-  socket when the deadline passes, so a server that sends one byte every 20 s (each read
-  inside the timeout) cannot hold the call longer than the deadline.
-- **Back-off.** A 429, a 503 with ``Retry-After``, another 5xx, a connection that breaks or
-  times out before the answer, and a 2xx that is not JSON are retried up to ``max_attempts``
-  after :func:`core.backoff.backoff_delay` (``Retry-After`` honoured, at most ``max_delay``);
-  a wait that would pass the deadline is not begun: the call fails at once.
-- **No redirects.** A 3xx is an error (it is never followed), and an absolute URL outside the
-  configured origin is refused before anything is sent: the ``Authorization`` header never
-  leaves the origin it was configured for.
-- **A shared rate.** ``pace``, when given, is asked before each attempt for a start within
-  the time left (``core.services.ratelimit.shared_pace``: one rate every process of the site
-  shares); the attempt waits for it, and a call with no free start before its deadline fails
-  at once, having sent nothing (``kind`` ``throttled``, no ``status``).
-- **A size limit.** Bodies are read streamed and the call fails once more than ``max_bytes``
-  arrived (or a ``Content-Length`` says they would): a 100 MB answer is never held.
-- **Repeatable or not.** ``repeatable=False`` marks a call that is not safe to send twice (it
-  creates or pays something). A 429 or a 503 with ``Retry-After`` is still retried (the
-  server refused before doing anything), but once a request may have been carried out and
-  its answer is lost (a 5xx, a broken connection, the deadline, an unreadable 2xx),
-  :class:`HttpError` says ``unknown_outcome``: the caller looks the result up instead.
-
-Every failure of the transport (``urllib``'s, ``http.client.HTTPException`` such as
-``IncompleteRead``, ``ConnectionError``, ``TimeoutError``, other socket errors, an SSL
-error) and every unreadable answer becomes an :class:`HttpError`; nothing raw escapes.
+Every failure of the transport and every unreadable answer becomes an :class:`HttpError`.
 Standard library only; the environment's proxy variables are not read.
 """
 
@@ -58,8 +43,7 @@ from core.redaction import mask_secret
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
-    """The system's trusted certificates, loaded once per process (a context is safe to share
-    between threads); making one per attempt reread them on every call, arrivals included."""
+    """The system's trusted certificates, loaded once per process (a context is thread-safe)."""
     return ssl.create_default_context()
 
 
@@ -69,15 +53,13 @@ _CHUNK = 64 * 1024
 
 
 class HttpError(Exception):
-    """An outbound call failed; ``str()`` says how (without the caller's name for the service).
+    """An outbound call failed; ``str()`` says how.
 
-    ``status`` is the HTTP status when there was one; ``kind`` one of ``refused`` (a 4xx other
-    than 429), ``throttled``, ``server`` (a 5xx), ``lost`` (no answer), ``deadline``,
-    ``redirect``, ``too_large``, ``not_json``, ``origin``; ``upstream`` tells a failure of the
-    service (retrying later may work) from a refusal of the request; ``unknown_outcome`` that a
-    call which is not repeatable may have been carried out; ``text`` the start of an error
-    answer's body (for the provider's message); ``attempts`` how many were made;
-    ``retry_after`` the seconds the last answer asked to wait (``Retry-After``), if it did.
+    ``kind``: ``refused`` (a 4xx other than 429), ``throttled``, ``server`` (5xx), ``lost``,
+    ``deadline``, ``redirect``, ``too_large``, ``not_json`` or ``origin``; ``upstream``: a failure of
+    the service (retrying later may work), not a refusal of the request; ``unknown_outcome``: a
+    call that is not repeatable may have been carried out; ``text``: the start of an error body;
+    ``retry_after``: the seconds ``Retry-After`` asked for.
     """
 
     def __init__(
@@ -162,13 +144,9 @@ class JsonClient:
         deadline: float | None = None,
         content: bytes | None = None,
     ) -> Any:
-        """The JSON answer (``None`` for an empty body) of ``method path`` with ``body`` as JSON.
-
-        ``content`` sends raw bytes instead (``application/octet-stream``, e.g. a file to a
-        storage bucket); the answer is still read as JSON.
-        ``deadline`` (seconds) shortens this call's deadline (e.g. to what a job has left).
-        Raises :class:`HttpError` (see the module docstring for what is retried).
-        """
+        """The JSON answer (``None`` for an empty body) of ``method path`` with ``body`` as JSON;
+        ``content`` sends raw bytes instead; ``deadline`` (seconds) shortens this call's deadline.
+        Raises :class:`HttpError`."""
         url = self.url_for(path)
         data = content if content is not None else None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json", **self.headers}
@@ -210,8 +188,7 @@ class JsonClient:
         raise AssertionError("unreachable")
 
     def secrets(self) -> list[str]:
-        """The credentials this client sends (its headers that carry one, and the token after an
-        ``Authorization`` scheme): what an error answer must never repeat."""
+        """The credentials this client sends: what an error answer must never repeat."""
         found = []
         for name, value in self.headers.items():
             lowered = name.lower()
@@ -225,9 +202,7 @@ class JsonClient:
         return [secret for secret in found if secret]
 
     def _masked(self, error: HttpError) -> HttpError:
-        """``error`` with every spelling of this client's credentials masked in its message and the
-        server's text (:func:`core.redaction.mask_secret`): a server that echoes the token it was
-        sent (an error page, a validation message) never brings it into a log or a printed error."""
+        """``error`` with this client's credentials masked: a server echoing its token never brings it into a log."""
         for secret in self.secrets():
             error.text = mask_secret(error.text, secret)
             error.args = tuple(mask_secret(a, secret) if isinstance(a, str) else a for a in error.args)
@@ -298,8 +273,6 @@ class JsonClient:
             except HttpError:  # too large: the service misbehaves, asking again would not help
                 raise
             except (http.client.HTTPException, OSError, ValueError) as exc:
-                # OSError covers ConnectionError, TimeoutError, socket and SSL errors; ValueError
-                # an unreadable status line or header that http.client did not wrap.
                 if expired.is_set():
                     raise _Retry(
                         HttpError(f"no answer within the {budget:g} s deadline", kind="deadline"), sent=sent
@@ -370,10 +343,9 @@ def _origin(parts: urllib.parse.SplitResult) -> str:
 def list_pages(
     get: Callable[[str], Any], path: str, page_size: int, not_a_list: Callable[[], Exception]
 ) -> Iterator[dict]:
-    """Every item of a paged list endpoint (Prolific's and its Task Builder's): ``get(url)`` reads one
-    page, ``{"results": [...], "_links": {"next": {"href": ...}}}`` or a bare list; the next page is the
-    ``next`` link, or else the next offset while pages come back full. ``not_a_list()`` is raised for a
-    page that is not a list of objects (the API's own error type, naming the call)."""
+    """Every item of a paged list endpoint (Prolific's): ``get(url)`` reads one page (``{"results": [...],
+    "_links": {"next": ...}}`` or a bare list), followed by its ``next`` link or the next offset while pages
+    come back full; ``not_a_list()`` is raised for a page that is not a list of objects."""
     separator = "&" if "?" in path else "?"
     offset = 0
     url: str | None = f"{path}{separator}limit={page_size}&offset=0"

@@ -18,11 +18,8 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
 class ResearchGroup(models.Model):
-    """A research group: its studies (imports, pools, batches, reports, exports, jobs) and its members.
-
-    Members act within their groups by role (:class:`Membership`); nothing of another group is
-    seen (every study model's default manager is scoped, :class:`GroupScopedManager`).
-    """
+    """A research group: its studies and its members, who act by role (:class:`Membership`) and see
+    nothing of another group (:class:`GroupScopedManager`)."""
 
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(max_length=50, unique=True)
@@ -36,11 +33,8 @@ class ResearchGroup(models.Model):
 
 
 class Membership(models.Model):
-    """A user's role in a research group.
-
-    viewer reads; researcher also creates and acts (publish, cancel, pay, manage annotators);
-    owner also manages members. An annotator answers the group's batches and sees nothing else.
-    """
+    """A user's role in a research group: viewer reads; researcher also creates and acts; owner also
+    manages members. An annotator answers the group's batches and sees nothing else."""
 
     class Role(models.TextChoices):
         OWNER = "owner"
@@ -84,10 +78,8 @@ _prepared_groups_with_roles = Prepared(_groups_with_roles_query, scope=None)
 
 
 def _groups_with_roles(user, *, read_with_user: bool = False) -> list[tuple[int, str | None]]:
-    """Every group's id with ``user``'s role in it (``None``: not a member), in one query.
-
-    ``read_with_user``: take them from the user object when its own statement read them
-    (:func:`group_roles_column`, the session's user), instead of asking again."""
+    """Every group's id with ``user``'s role in it (``None``: not a member), in one query;
+    ``read_with_user``: from the user's own statement when it read them (:func:`group_roles_column`)."""
     if read_with_user:
         text = getattr(user, GROUP_ROLES, _NOT_READ)
         if text is not _NOT_READ:
@@ -105,9 +97,7 @@ def group_roles_column(user_id_sql: str):
     ``"3:owner,5:"`` (group 3 as owner, group 5 not a member; ``NULL``: no group at all).
 
     ``user_id_sql`` is the SQL naming the user's id in the outer statement (its column, quoted).
-    Read with the session's user (``annotation.accounts``), the request asks for its scope
-    without another statement: the same rows as :func:`_groups_with_roles_query`, at the time
-    the request began, as that query ran at the request's first scoped read.
+    Read with the session's user (``annotation.accounts``), the request's scope costs no statement.
     """
     from django.db import connection
     from django.db.models.expressions import RawSQL
@@ -153,14 +143,10 @@ def _roles_and_groups(user, *, read_with_user: bool = False) -> tuple[dict[int, 
 def scope_of() -> frozenset[int] | None:
     """The ids of the groups the current request, command or job sees; ``None``: every group.
 
-    A request sees its user's groups (all roles for a read, without viewer for a request that
-    may change state: a viewer's POST finds nothing to act on); a superuser and a visitor (whose
-    pages guard themselves: a Prolific participant, reaching only the batch of their study link,
-    is one) are not scoped; an account of no group (an annotator removed from their only group, a
-    staff account on a site of several groups) sees nothing (an empty scope); a command with
-    ``--group`` sees that group; a job, the shell and a request seeing every group: ``None``.
-    One read per request (the user's roles in every group), kept on the request; none when
-    the session's user was read with them (:func:`group_roles_column`).
+    A request sees its user's groups (without viewer roles when it may change state: a viewer's
+    POST finds nothing to act on); superusers and visitors (whose pages guard themselves) are not
+    scoped; an account of no group sees nothing; a command with ``--group`` sees that group.
+    One read per request, kept on the request.
     """
     acting = _scope.acting_group.get()
     if acting is not None and acting[1]:
@@ -181,10 +167,9 @@ def scope_of() -> frozenset[int] | None:
 
 
 def creation_group() -> ResearchGroup:
-    """The group a new study object goes to: the acting group (a command's ``--group``, a job's
-    group), else the requesting user's chosen group (``X-Research-Group`` header or the session's
-    choice, see :mod:`core.services.groups`) or their first where they may create; otherwise the
-    site's first group. A user with no group where they may create is refused (403)."""
+    """The group a new study object goes to: the acting group, else the user's chosen group
+    (:func:`chosen_group_id`) or their first where they may create, else the site's first group.
+    A user with no group where they may create is refused (403)."""
     acting = _scope.acting_group.get()
     if acting is not None:
         return ResearchGroup.objects.get(pk=acting[0])
@@ -220,9 +205,8 @@ def chosen_group_id(request) -> int | None:
 
 
 def _scope_lookup(model: type[models.Model], scope: frozenset[int]) -> dict:
-    """The filter narrowing ``model`` to the groups ``scope``: a root on its ``group``, a part of a
-    study through ``scope_via``, the key to its owner, as a subquery of the owner's scoped manager
-    (no join: ``select_for_update`` locks the model's rows only)."""
+    """The filter narrowing ``model`` to ``scope``: a root on its ``group``, a part through ``scope_via``
+    as a subquery of its owner's scoped manager (no join: ``select_for_update`` locks this model only)."""
     via = getattr(model, "scope_via", None)  # a class attribute: related managers take no arguments
     if via is None:
         return {"group_id__in": scope}
@@ -231,9 +215,8 @@ def _scope_lookup(model: type[models.Model], scope: frozenset[int]) -> dict:
 
 
 class GroupScopedQuery(sql.Query):
-    """A study model's SQL query, narrowed to the current scope when it is compiled, not when it
-    is built: a queryset made at import (an API view's ``queryset = Batch.objects.all()``, a
-    form's choices, possibly during some request) is narrowed afresh each time it runs."""
+    """A study model's SQL query, narrowed to the current scope when compiled, not when built: a
+    queryset made at import (an API view's ``queryset``) is narrowed afresh each time it runs."""
 
     _narrowed = False
 
@@ -247,10 +230,8 @@ class GroupScopedQuery(sql.Query):
         return narrowed.get_compiler(using, connection, elide_empty)
 
     def _trimmed_to_another_table(self) -> bool:
-        """The inner query of an ``exclude()`` across a relation (``split_exclude``) is made as this
-        model's query, then trimmed to start at the related table: it is no longer a query of this
-        model, and narrowing it as one writes invalid SQL. The outer query, which it only filters,
-        is narrowed, so the rows read stay within the scope."""
+        """Whether this is the inner query of an ``exclude()`` across a relation, trimmed to start at
+        the related table: narrowing it would write invalid SQL, and the outer query is narrowed."""
         if not self.alias_map:
             return False
         base = self.base_table  # trim_start unrefs the model's own table and starts at the related one
@@ -258,16 +239,14 @@ class GroupScopedQuery(sql.Query):
 
 
 class GroupScopedQuerySet(models.QuerySet):
-    """A study model's queryset: it reads only what the scope of the request, command or job that
-    runs it sees (:class:`GroupScopedQuery`); an UPDATE and a DELETE (which become queries of
-    their own classes) are narrowed the same way."""
+    """A study model's queryset, read within the current scope (:class:`GroupScopedQuery`); an
+    UPDATE and a DELETE (queries of their own classes) are narrowed too."""
 
     def __init__(self, model=None, query=None, using=None, hints=None) -> None:
         super().__init__(model, query if query is not None else GroupScopedQuery(model), using, hints)
 
     def narrowed(self) -> GroupScopedQuerySet:
-        """These rows within the current scope, as a filter of their own (what an UPDATE or a DELETE,
-        which are not compiled as this queryset's query, run on)."""
+        """These rows within the current scope, as a filter of their own (for UPDATE and DELETE)."""
         scope = scope_of()
         return self if scope is None else self.filter(**_scope_lookup(self.model, scope))
 
@@ -285,10 +264,7 @@ class GroupScopedQuerySet(models.QuerySet):
 
 
 class GroupScopedManager(models.Manager.from_queryset(GroupScopedQuerySet)):
-    """The default manager of every study model: only what the current scope (:func:`scope_of`) sees.
-
-    Unscoped (``_base_manager``, a job, a command without ``--group``) everything is seen, as before groups.
-    """
+    """The default manager of every study model: only what the current scope (:func:`scope_of`) sees."""
 
 
 class GroupOwned(models.Model):
@@ -324,10 +300,8 @@ class GroupOwned(models.Model):
 
 
 class Job(GroupOwned):
-    """Progress record of long work (imports, pooling, publishing, reports), for pages to poll.
-
-    It belongs to the group of the study object it works on (``start_job(of=...)``), else to the group
-    of who started it; its work runs acting in that group (:mod:`core.tasks`)."""
+    """Progress record of long work, for pages to poll; it belongs to the group of the study object
+    it works on (``start_job(of=...)``), and its work runs acting in that group."""
 
     group_required = False
 
@@ -346,9 +320,7 @@ class Job(GroupOwned):
     result = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
-    # How the work is delivered (core.tasks): the Celery task and its arguments after the
-    # job's id, so the sweeper can send it again; the id of the last message sent and when;
-    # how many deliveries claimed it; who holds it ("host:pid") and when it last said so.
+    # How the work is delivered (core.tasks): enough for the sweeper to send it again.
     task = models.CharField(max_length=200, blank=True)
     arguments = models.JSONField(default=list, blank=True)
     message_id = models.CharField(max_length=64, blank=True)
@@ -395,12 +367,8 @@ class Lease(models.Model):
 
 
 class ApiToken(models.Model):
-    """A researcher's API token, one per account, kept only as the SHA-256 digest of its key.
-
-    The key is shown once, when it is made (``core.services.api_tokens``); the database, its backups
-    and the admin never hold it. ``lookup`` (the key's first characters) finds the row without
-    comparing digests in the query; the digest is then compared in constant time.
-    """
+    """A researcher's API token, one per account, kept only as the SHA-256 digest of its key (shown
+    once, when made); ``lookup`` finds the row, then the digest is compared in constant time."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_token")
     lookup = models.CharField(max_length=8, db_index=True, help_text="The key's first characters, to find the row.")
@@ -419,9 +387,8 @@ class ApiToken(models.Model):
 
 
 class CacheEntry(models.Model):
-    """What one entry of a bounded cache (``results``) weighs, so its bound is enforced by the code
-    on any backend (the database table or Redis; :mod:`core.db.bounded_cache`): entries past the
-    bound are deleted oldest first, and a generation's older versions when a new one is stored."""
+    """What one entry of a bounded cache weighs, so the code enforces its bound on any backend
+    (:mod:`core.db.bounded_cache`)."""
 
     cache = models.CharField(max_length=40)
     key = models.CharField(max_length=1000)
@@ -444,12 +411,9 @@ class CacheEntry(models.Model):
 
 
 class Connection(models.Model):
-    """An outside service's connection as a researcher stored it on the site (``core.connection_kinds``).
-
-    ``values`` holds the plain fields (addresses, ids); ``sealed`` the secret ones, sealed with
-    ``CONNECTIONS_KEY`` (:mod:`core.sealing`): the database, its backups and the admin never hold a
-    secret in clear. Read through ``core.selectors`` (where environment variables take precedence),
-    changed through ``core.services.connections``. ``last_test`` is the Job of its latest test.
+    """An outside service's connection as stored on the site (``core.connection_kinds``): ``values``
+    the plain fields, ``sealed`` the secret ones sealed with ``CONNECTIONS_KEY`` (:mod:`core.sealing`),
+    so no secret is held in clear; ``last_test`` is the Job of its latest test.
     """
 
     kind = models.CharField(max_length=40, unique=True)

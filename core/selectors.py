@@ -1,18 +1,15 @@
 """What the shared app reads: the connections to outside services in force, and research groups.
 
-**Connections** (``core.connection_kinds``). Every client reads its connection at use time through ONE function (here ``chat_settings``,
-``huggingface_settings``; a platform's in its app: ``platforms.prolific.connection.selectors``), so a connection set on the site is used by the next
-call, without a restart. Field by field, an environment variable that is set (a Django setting
-given a value other than its default, which is how ``override_settings`` in tests looks too)
-takes precedence over the value stored on the site, which takes precedence over the default.
-A stored secret is opened (:mod:`core.sealing`) only when asked for, so a key that cannot open it
-fails the call that needs it, with a message saying so, and not the pages that show the rest.
+**Connections** (``core.connection_kinds``). Every client reads its connection at use time through
+one function (``chat_settings``, ``huggingface_settings``; a platform's in its app), so a connection
+set on the site is used by the next call, without a restart. Field by field, an environment
+variable that is set (or a Django setting given a non-default value) beats the value stored on the
+site, which beats the default. A stored secret is opened (:mod:`core.sealing`) only when asked
+for, so a key that cannot open it fails only the call that needs it.
 
-**Research groups.** Pages and endpoints are scoped without asking: every study model's default manager reads within
-the request's groups (``core.models.GroupScopedManager``, set by ``core.web.middleware.group_scope``).
-These functions are for what is decided explicitly: a role required for an action on an object
-already found, another user's queryset (a report written for someone), and user accounts, which
-have no study of their own to be scoped by.
+**Research groups.** Pages and endpoints are scoped without asking (``core.models.GroupScopedManager``).
+These functions are for what is decided explicitly: a role required on an object already found,
+another user's queryset, and user accounts, which have no study to be scoped by.
 """
 
 from __future__ import annotations
@@ -46,8 +43,8 @@ ENVIRONMENT, SITE, DEFAULT, UNSET = "environment", "site", "default", "unset"
 
 
 def connections_key() -> str:
-    """``CONNECTIONS_KEY`` as the settings hold it (read at use time), else the key made in the
-    site's data folder (:func:`core.sealing.key_in_file`); empty when neither is there yet."""
+    """``CONNECTIONS_KEY`` from the settings (read at use time), else the key made in the site's data
+    folder; empty when neither is there yet."""
     return getattr(settings, KEY_SETTING, "") or key_in_file(connections_key_file(), create=False)
 
 
@@ -57,12 +54,9 @@ def connections_key_file() -> Path:
 
 
 def environment_value(spec: ConnectionField) -> str | None:
-    """The field's value when the environment sets it, else ``None``.
-
-    Set means: the environment variable is set and not empty, or the Django setting of that name
-    differs from the declared default. Fields without a Django setting (``HF_TOKEN``,
-    ``HF_ENDPOINT``, which huggingface_hub reads itself) are read from the environment at call time.
-    """
+    """The field's value when the environment sets it (a variable not empty, or a Django setting
+    that differs from the declared default), else ``None``; fields without a setting are read
+    from the environment at call time."""
     if hasattr(settings, spec.setting):
         value = str(getattr(settings, spec.setting) or "")
         if os.environ.get(spec.setting) or value != spec.default:
@@ -74,8 +68,8 @@ def environment_value(spec: ConnectionField) -> str | None:
 
 @dataclass(frozen=True)
 class FieldState:
-    """One field as in force: its ``source`` and, for a page, ``shown`` (a secret's last four
-    characters at most); ``stored`` whether the site holds a value (used or overridden)."""
+    """One field as in force: its ``source``, ``shown`` for a page (a secret's last four characters
+    at most) and whether the site ``stored`` a value."""
 
     spec: ConnectionField
     source: str
@@ -111,7 +105,6 @@ class ConnectionState:
 def connection_state(kind: str) -> ConnectionState:
     """The connection ``kind`` as in force now (one query; a stored secret opened only if in force)."""
     spec = KINDS[kind]
-    # One short query (kind is unique: no ordering, no join); the page reads ``last_test`` lazily.
     row = next(iter(Connection.objects.filter(kind=kind)[:1]), None)
     stored_plain = dict(row.values) if row is not None else {}
     environment = {f.name: environment_value(f) for f in spec.fields}
@@ -263,10 +256,8 @@ def visible_to(user, queryset: QuerySet) -> QuerySet:
 
 
 def require_role(user, obj: Model | ResearchGroup, role: str) -> None:
-    """Refuse (403) unless ``user`` holds at least ``role`` (viewer < researcher < owner) in ``obj``'s group.
-
-    For objects already found (so their existence is no secret): ``PermissionDenied`` answers 403
-    on pages and in the API alike."""
+    """Refuse (403) unless ``user`` holds at least ``role`` (viewer < researcher < owner) in ``obj``'s
+    group; for objects already found, whose existence is no secret."""
     group = obj if isinstance(obj, ResearchGroup) else group_of(obj)
     held = role_in(user, group)
     if ROLE_RANK.get(held, 0) < ROLE_RANK[role]:
@@ -276,11 +267,9 @@ def require_role(user, obj: Model | ResearchGroup, role: str) -> None:
 def require_account_manager(by, account) -> None:
     """Refuse (403) unless ``by`` may manage ``account`` (reset its access, deactivate or reactivate it).
 
-    ``None`` (the operator, from the command line) and a superuser may. An account of one group is
-    managed by that group's researchers and owners. An account of several groups (an annotator
-    shared by two labs) is managed only by someone who owns every one of them: a researcher of one
-    group who reset its password would log in as it and read the other group's work. An account of
-    no group is managed by a superuser only."""
+    ``None`` (the command line) and a superuser may; an account of one group, its researchers and
+    owners; an account of several groups only an owner of each (a researcher of one who reset its
+    password would read the other group's work); an account of no group, a superuser only."""
     if by is None or by.is_superuser:
         return
     groups = set(Membership.objects.filter(user_id=account.pk).values_list("group_id", flat=True))
@@ -303,16 +292,13 @@ CONNECTION_JOB_KINDS = frozenset({"core.test_connection"})
 
 
 def jobs_for(user) -> QuerySet:
-    """The jobs ``user`` may read (within the request's group scope, as every study model): a
-    connection's test only for :func:`core.web.permissions.can_manage_connections`."""
-
+    """The jobs ``user`` may read: a connection's test only if they manage connections."""
     jobs = Job.objects.all()
     return jobs if can_manage_connections(user) else jobs.exclude(kind__in=CONNECTION_JOB_KINDS)
 
 
 def scope_users(queryset: QuerySet) -> QuerySet:
-    """User accounts (annotators) narrowed to the current scope's groups: a researcher manages the
-    annotators of their groups only. Unscoped (one group, a superuser, a command): all."""
+    """User accounts narrowed to the current scope's groups: a researcher manages their groups' annotators only."""
     scope = scope_of()
     if scope is None:
         return queryset
@@ -329,8 +315,7 @@ CHANGELOG = Path(__file__).resolve().parent.parent / "CHANGELOG.md"
 
 
 def changelog_entries() -> list:
-    """CHANGELOG.md's entries, newest first (:func:`core.methods.changelog_entries`; none without the file)."""
-
+    """CHANGELOG.md's entries, newest first (none without the file)."""
     try:
         return methods.changelog_entries(CHANGELOG.read_text(encoding="utf-8"))
     except OSError:

@@ -1,53 +1,26 @@
 """Celery tasks that carry out a Job: delivered at least once, carried out once.
 
-The broker delivers a message at least once: it is acknowledged only after its task ran
-(``acks_late``), a worker process killed mid-task puts it back at once
-(``task_reject_on_worker_lost``), Redis hands out again whatever stayed unacknowledged
-past the visibility timeout, and the sweeper (:mod:`core.jobs.sweeper`) sends again what the
-database records as waiting but no broker holds. So the same Job may arrive twice, even
-at the same moment on two workers. :func:`job_task` makes that harmless:
+The broker may deliver a Job twice, even at once on two workers (``acks_late``,
+``task_reject_on_worker_lost``, Redis's visibility timeout, the sweeper's resends:
+:mod:`core.jobs.sweeper`). :func:`job_task` makes that harmless:
 
-1. **Claim.** A delivery works on its Job only after one conditional ``UPDATE`` (compare
-   and set on ``attempts``) hands it the Job. It may take a Job that is pending, or
-   running under a claimer that is gone: its heartbeat is older than
-   ``JOB_LEASE_SECONDS``, or it was a process on this host that no longer exists, or it is
-   this very process (a pool process runs one task at a time, so it is not running it
-   now). Of two deliveries at once exactly one wins; the other returns without doing
-   anything. ``Job.attempts`` counts the claims; a Job whose claimer died after
-   ``JOB_MAX_ATTEMPTS`` of them is not taken over but recorded failed with the reason
-   (:func:`fail_exhausted`, which the sweeper calls too): a job that kills its worker (memory,
-   then the kernel) would kill every next one. A claim handed back after a lost database
-   connection (pending again, below) is no death and is not refused.
+1. **Claim.** A delivery works only after one conditional ``UPDATE`` (compare and set on
+   ``attempts``) hands it a Job that is pending or running under a claimer that is gone
+   (heartbeat older than ``JOB_LEASE_SECONDS``, a dead process of this host, or this very
+   process). A Job whose claimer died ``JOB_MAX_ATTEMPTS`` times is recorded failed instead
+   (:func:`fail_exhausted`): a job that kills its worker would kill every next one.
 2. **Done is done.** A delivery of a Job that is done or failed does nothing.
-3. **Heartbeat.** While the work runs on a worker, a thread stamps ``Job.heartbeat`` every
-   ``JOB_HEARTBEAT_SECONDS``; a claimer that stops stamping is gone.
-4. **Work done but not recorded.** A crash between the work's commit and the Job's
-   ``done`` leaves work that a redelivery must not do again. Each task is either
-   idempotent by construction (publishing, syncing and escalating record every provider
-   call before making it: :mod:`annotation.crowd.services.publishing`) or, when
-   ``job.redelivered``, looks for what an earlier delivery made (a pool or report created
-   after the Job).
-5. **Nothing waiting is lost.** :func:`core.jobs.start_job` records the task and its arguments in
-   the Job's row, in the caller's transaction; the message is sent after the commit. A
-   message never sent (the broker was down: the error is logged, the request still
-   succeeds) or lost by the broker is sent again by the sweeper.
+3. **Heartbeat.** A thread stamps ``Job.heartbeat`` every ``JOB_HEARTBEAT_SECONDS``.
+4. **Work done but not recorded.** Each task is idempotent by construction
+   (:mod:`annotation.crowd.services.publishing`) or, when ``job.redelivered``, looks for what
+   an earlier delivery made.
+5. **Nothing waiting is lost.** :func:`core.jobs.start_job` records task and arguments in the
+   caller's transaction; a message never sent or lost is sent again by the sweeper.
 
-A lost database connection during the work (a PostgreSQL restart) hands the Job back
-(pending) and retries the task a little later instead of failing it.
-
-Without a broker (``CELERY_TASK_ALWAYS_EAGER``, no ``CELERY_BROKER_URL``) :func:`send_job`
-runs the Job in this process (:mod:`core.jobs.in_process`): on a background thread, which
-stamps a heartbeat like a worker, or inline in the caller's thread (commands, tests).
-Several threads of one process may then carry out Jobs at once, so a process delivers a
-given Job once at a time: a second delivery of a Job this process is already delivering
-does nothing.
-
-Each background job is declared once, in its app's services (:func:`core.jobs.background_job`:
-kind, task name, work, failures); this module makes one Celery task of each declaration
-(:func:`job_task`) when it loads, which is whenever a Job is sent or a worker starts.
-
-Worker identity is ``host:pid`` of the process running the task: run workers with the
-prefork or solo pool (one task per process at a time), as docs/deployment.md does.
+A lost database connection hands the Job back (pending) and retries the task later. Without a
+broker :func:`send_job` runs the Job in this process (:mod:`core.jobs.in_process`), so a process
+delivers a given Job once at a time. Worker identity is ``host:pid``: run workers with the
+prefork or solo pool (docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -68,9 +41,7 @@ from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-# Every job's task is defined through job_task on the project's Celery app (the settings'
-# broker, eager without one), and so are the apps' other tasks: bound to Celery's default
-# app instead, annotation's tasks once went to amqp on localhost and a page's job stayed pending.
+# Tasks bind to the project's app (the settings' broker), never Celery's default app (amqp on localhost).
 from config.celery import app
 from core.db.scope import acting_in
 from core.jobs import in_process as local_jobs
@@ -109,11 +80,8 @@ def process_gone(worker: str) -> bool:
 
 
 def claimer_gone(job: Job, me: str, now=None) -> bool:
-    """Whether the delivery that claimed a running ``job`` can no longer be working on it.
-
-    ``job.worker == me``: no thread of this process is delivering it (:func:`run_job`
-    lets one delivery per process at a time get this far), so the claim is a leftover.
-    """
+    """Whether the delivery that claimed a running ``job`` can no longer be working on it
+    (``job.worker == me`` is a leftover: :func:`run_job` lets one delivery per process this far)."""
     now = now or timezone.now()
     if job.worker == me or job.heartbeat is None:
         return True
@@ -123,16 +91,13 @@ def claimer_gone(job: Job, me: str, now=None) -> bool:
 
 
 def exhausted(job: Job, me: str | None = None) -> bool:
-    """Whether ``job``, running under a claimer that is gone, has used its ``JOB_MAX_ATTEMPTS``.
-
-    ``me``: the process asking; a Job it claimed itself (a retry after a lost database
-    connection) did not lose its claimer to a death, so it is not counted as one."""
+    """Whether ``job``, running under a claimer that is gone, has used its ``JOB_MAX_ATTEMPTS``
+    (a Job ``me`` claimed itself, retried after a lost connection, lost no claimer to a death)."""
     return job.worker != me and job.attempts >= settings.JOB_MAX_ATTEMPTS
 
 
 def exhausted_message(job: Job) -> str:
-    """What a researcher reads on a Job failed after its last attempt: what happened, the likely
-    cause, and what to do (the sweeper and a late delivery record the same words)."""
+    """What a researcher reads on a Job failed after its last attempt (sweeper and late delivery alike)."""
     tried = f"attempts 1 to {job.attempts}" if job.attempts > 1 else "its only attempt"
     return (
         f"Stopped after {tried} (JOB_MAX_ATTEMPTS = {settings.JOB_MAX_ATTEMPTS}): each time, the process "
@@ -144,11 +109,8 @@ def exhausted_message(job: Job) -> str:
 
 
 def fail_exhausted(job: Job) -> bool:
-    """Record FAILED, with :func:`exhausted_message`, a Job whose claimer died at its last attempt,
-    unless it changed hands meanwhile (the same compare and set as a claim); whether it did.
-
-    Why: a job that kills its worker (a memory blow-up, then the kernel's OOM kill) would otherwise be
-    handed out again and again, killing a worker each time (issue 82)."""
+    """Record FAILED a Job whose claimer died at its last attempt, unless it changed hands meanwhile
+    (compare and set, as a claim); whether it did. Else an OOM-killing job kills every next worker."""
     with transaction.atomic():
         failed = Job.objects.filter(pk=job.pk, status=job.status, worker=job.worker, attempts=job.attempts).update(
             status=Job.Status.FAILED, message=exhausted_message(job)[:5000], updated=timezone.now()
@@ -163,8 +125,7 @@ def fail_exhausted(job: Job) -> bool:
 
 
 def _claim(job_id: int, me: str) -> Job | None:
-    """The Job, now held by ``me``; ``None`` when it is finished, missing or held by a live claimer,
-    or when its claimer died at its last attempt (a late duplicate delivery: it is failed instead)."""
+    """The Job, now held by ``me``; ``None`` when finished, missing, held by a live claimer or exhausted."""
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
         logger.warning("job %s does not exist; its task does nothing", job_id)
@@ -239,9 +200,8 @@ def run_job(
 ) -> Any:
     """Claim the Job, do ``work(job, *args)`` with a heartbeat, record done or failed.
 
-    An exception in ``failures`` fails the Job and ends the task quietly (no retry could
-    fix it, and eagerly the request that started it must not break); any other error
-    fails the Job and is raised.
+    An exception in ``failures`` fails the Job quietly (no retry could fix it, and eagerly the
+    request that started it must not break); any other error fails the Job and is raised.
     """
     with _delivering_lock:
         if job_id in _delivering:
@@ -262,8 +222,7 @@ def _run_claimed(
     job = _claim(job_id, me)
     if job is None:
         return None
-    # Eager: in the caller's thread, or on a background thread of its process (no broker).
-    # The latter runs as long as on a worker, so it stamps a heartbeat too; neither retries.
+    # Eager on a background thread runs as long as on a worker, so it stamps a heartbeat too.
     eager = bool(task.request.is_eager)
     heartbeat = None if eager and not local_jobs.in_background() else _Heartbeat(job_id, me)
     if heartbeat is not None:
@@ -295,12 +254,8 @@ def _run_claimed(
 
 
 def job_task(declared: JobDeclaration) -> Task:
-    """The Celery task of a declared background job (:func:`core.jobs.background_job`), named as
-    declared and bound to the project's app; called as ``task(job_id, *args)`` (see the module's protocol).
-
-    Start it with :meth:`BackgroundJob.start <core.jobs.BackgroundJob.start>` (or
-    :func:`core.jobs.start_job`), never with ``delay``: the Job must record the task.
-    """
+    """The Celery task ``task(job_id, *args)`` of a declared background job; start it with
+    :meth:`core.jobs.BackgroundJob.start`, never ``delay``: the Job must record the task."""
 
     def task(self: Task, job_id: int, *args: Any) -> Any:
         return run_job(self, declared.work, job_id, args, declared.failures)
@@ -315,11 +270,8 @@ def task_for(kind: str) -> Task:
 
 
 def task_named(name: str) -> Task:
-    """The configured app's task ``name``, loading every app's tasks module first when needed.
-
-    Services that send plain tasks (the chunks of a split scan) reach them by name: a
-    service never imports its app's tasks module.
-    """
+    """The configured app's task ``name``, loading the apps' tasks modules first when needed
+    (services reach plain tasks by name: a service never imports a tasks module)."""
     if name not in app.tasks:
         app.loader.import_default_modules()  # the apps' tasks modules (autodiscovery)
     return app.tasks[name]
@@ -328,10 +280,8 @@ def task_named(name: str) -> Task:
 def send_job(job: Job, task: Task | None = None) -> bool:
     """Send the Job's task as a new message; ``False`` (logged) when the broker cannot be reached.
 
-    The message id and time are recorded first, so a message that never left is found
-    by the sweeper (recorded, but held by no broker). Without a broker the Job runs in
-    this process (:mod:`core.jobs.in_process`): inline, raising what the task raises, or on a
-    background thread, returning at once.
+    The message id is recorded first, so the sweeper finds a message that never left. Without a
+    broker the Job runs in this process: inline (raising what the task raises) or on a thread.
     """
     task = task or task_named(job.task)
     message_id = str(uuid.uuid4())
@@ -348,7 +298,6 @@ def send_job(job: Job, task: Task | None = None) -> bool:
     return True
 
 
-# One Celery task per declared background job, registered whenever Celery is loaded for jobs:
-# a worker autodiscovers this module, and sending a Job (send_job, the sweeper) imports it.
+# One Celery task per declared job, whenever a worker or a sender loads this module.
 for _declared in declared_jobs().values():
     job_task(_declared)

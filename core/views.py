@@ -44,11 +44,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def job_progress_fragment(request: HttpRequest, pk: int) -> HttpResponse:
-    """The live part of the job page (htmx polls it). When a job it watched running ends
-    with a result page, the page leads on to it (``HX-Redirect``). A result that is a file to
-    download (``result["download"]``, its name) is a link on the page instead: a redirect to an
-    attachment leaves the page where it is, still polling, so it would download the file again at
-    every poll; the finished fragment, swapped in, polls no more."""
+    """The live part of the job page (htmx polls it); a finished job leads on to its result page
+    (``HX-Redirect``), but not to a download, which would leave the page polling and downloading again."""
     job = get_object_or_404(jobs_for(request.user), pk=pk)
     response = render(request, "core/_job_progress.html", _job_context(job))
     result = job.result or {}
@@ -75,9 +72,7 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 @require_safe
 def favicon(request: HttpRequest) -> HttpResponse:
-    """``/favicon.ico``: "no icon" (204), answered instead of a 404 for every page that links
-    none (an HTML fragment opened by itself, a JSON endpoint viewed in a browser); the site's
-    pages and the API documentation link ``data:,`` and never ask. Cached for a day."""
+    """``/favicon.ico``: "no icon" (204, cached a day) instead of a 404 for what links none (a fragment, JSON)."""
     response = HttpResponse(status=204)
     response["Cache-Control"] = "public, max-age=86400"
     return response
@@ -91,8 +86,7 @@ REDOC_CONTENT_SECURITY_POLICY = (
 
 
 def offline_redoc():
-    """drf-spectacular's ReDoc view, offline: no Google Fonts (``templates/core/redoc.html``,
-    ``REDOC_UI_SETTINGS``), the script from drf-spectacular-sidecar, nothing else from outside."""
+    """drf-spectacular's ReDoc view, offline: no Google Fonts, the script from drf-spectacular-sidecar."""
     from functools import wraps
 
     from drf_spectacular.views import SpectacularRedocView
@@ -140,8 +134,7 @@ def _json_safe_only(view):
 
 @_json_safe_only
 def redoc_script(request: HttpRequest) -> HttpResponse:
-    """drf-spectacular-sidecar's ReDoc bundle without the one request it makes to a CDN (its footer
-    logo); for researchers, like the ReDoc page itself."""
+    """The sidecar's ReDoc bundle without its one CDN request (the footer logo); for researchers."""
     if not (request.user.is_authenticated and request.user.is_staff):
         from django.core.exceptions import PermissionDenied
 
@@ -152,9 +145,8 @@ def redoc_script(request: HttpRequest) -> HttpResponse:
 
 
 def api_not_found(request: HttpRequest) -> HttpResponse:
-    """Every path under ``/api/`` no endpoint answers: JSON 404, whether debug is on or off
-    (with debug on, Django answers unmatched paths with its HTML page, not ``handler404``).
-    A path that only lacks its final slash is redirected (GET, HEAD) or named (other methods)."""
+    """Every path under ``/api/`` no endpoint answers: JSON 404 even with debug on (Django's HTML page
+    then); a path lacking only its final slash is redirected (GET, HEAD) or named (other methods)."""
     from django.http import HttpResponsePermanentRedirect
     from django.urls import Resolver404, resolve
 
@@ -192,11 +184,8 @@ def server_error(request: HttpRequest) -> HttpResponse:
 @never_cache
 @researcher_required
 def api_token_page(request: HttpRequest) -> HttpResponse:
-    """A researcher's API token: its dates, never its key, except in the answer to the POST
-    that made it (the one time it is shown; ``no-store`` keeps it out of caches and history).
-    POST makes a new token (replacing the old, which stops working) or, with
-    ``action=revoke``, deletes it."""
-
+    """A researcher's API token: its dates, its key only in the ``no-store`` answer to the POST that
+    made it (replacing the old); ``action=revoke`` deletes it."""
     form = ApiTokenForm(request.POST if request.method == "POST" else None)
     key, revoked = None, False
     if request.method == "POST":
@@ -213,7 +202,6 @@ def api_token_page(request: HttpRequest) -> HttpResponse:
 
 
 def _connection_cards(forms: dict | None = None) -> list[dict]:
-
     forms = forms or {}
     return [
         {"state": state, "form": forms.get(state.kind.kind) or ConnectionForm(state.kind, state=state)}
@@ -224,9 +212,8 @@ def _connection_cards(forms: dict | None = None) -> list[dict]:
 @never_cache
 @connections_manager_required
 def connections_page(request: HttpRequest) -> HttpResponse:
-    """The site's connections: each field's value in force and where it comes from (an environment
-    variable, this site, the default), a secret only by its last characters; a POST stores a
-    connection's fields (``core.services.connections.save_connection``) or forgets them."""
+    """The site's connections: each field's value in force and its source, a secret only by its last
+    characters; a POST stores a connection's fields or forgets them."""
     from django.contrib import messages
     from django.shortcuts import redirect
 
@@ -261,8 +248,7 @@ def connections_page(request: HttpRequest) -> HttpResponse:
 
 @connections_manager_required
 def connection_test(request: HttpRequest, kind: str) -> HttpResponse:
-    """POST: start the connection's test as a Job (never a call inside the request); back to the page,
-    where the test's outcome shows itself."""
+    """POST: start the connection's test as a Job (never a call inside the request); back to the page."""
     from django.contrib import messages
     from django.http import HttpResponseNotAllowed
     from django.shortcuts import redirect
@@ -289,8 +275,8 @@ def connection_test_fragment(request: HttpRequest, kind: str) -> HttpResponse:
 
 @researcher_required
 def research_groups(request: HttpRequest) -> HttpResponse:
-    """The user's research groups, their members and roles; an owner adds, changes and removes
-    members, anyone chooses the group their new studies go to (``POST action=choose|set|remove``)."""
+    """The user's research groups, members and roles; ``POST action=choose|set|remove``: choose where new
+    studies go, or (an owner) add, change and remove members."""
     from django.contrib import messages
     from django.shortcuts import redirect
 

@@ -1,11 +1,8 @@
-"""Reads of pooling state: what pages, the API, services and other apps need to know.
+"""Reads of pooling state for pages, the API, services and other apps.
 
-Selectors pull, services push (:mod:`pooling.services`). Nothing here writes to the
-database. Two reads may write a derived file: when a collection's docid index or a run's
-normalised Parquet file has been removed from ``settings.CACHE_DIR``, it is rebuilt from
-the imported file, exactly as the import wrote it (a cache, not state: the database
-records what was imported either way). Heavy libraries are imported inside the
-functions, so importing this module stays light (tests/core/test_startup.py).
+Nothing here writes to the database; a docid index or a run's or qrels' Parquet file removed from
+``settings.CACHE_DIR`` is rebuilt from the imported file, as the import wrote it (a cache, not state).
+Heavy libraries are imported inside the functions, so importing this module stays light.
 """
 
 from __future__ import annotations
@@ -37,11 +34,7 @@ if TYPE_CHECKING:
 
 def collection_texts(collection: Collection):
     """The docstore (``get_many``) of a collection by reference, after checking it still is what was
-    registered: MS MARCO v2 bundles with the same fingerprint, or the dataset's docstore.
-
-    The folder was registered with its links resolved (inside ``IMPORT_ROOTS`` when registered through
-    a page or the API), so a path that now resolves elsewhere (a folder swapped for a link) is refused;
-    its bundles are opened without following links each time they are read (:class:`V2PassageFiles`)."""
+    registered (a folder registered with its links resolved that now resolves elsewhere is refused)."""
     if collection.kind == Collection.Kind.MSMARCO_V2:
         if os.path.realpath(collection.path) != collection.path:
             raise ServiceError(
@@ -63,10 +56,8 @@ def collection_texts(collection: Collection):
 
 
 def known_docids_of(collection: Collection):
-    """What a run's or qrels' docids are checked against (``contains``): a file's every docid
-    (:func:`pooling.services.runs.known_docids`); MS MARCO v2 bundles: the id scheme, a bundle
-    present and an offset inside it; an ir_datasets docstore: nothing (a docid it lacks is named
-    when a pool or a report reads it)."""
+    """What a by-reference collection checks docids against (``contains``): MS MARCO v2 bundles the id
+    scheme and offsets; an ir_datasets docstore nothing (``None``: a missing docid is named when read)."""
     if collection.kind == Collection.Kind.MSMARCO_V2:
         return collection_texts(collection)
     return None
@@ -97,8 +88,7 @@ def collection_docids(collection: Collection) -> pl.Series:
 
 
 def has_spans(collection: Collection) -> bool:
-    """Whether the collection's docid index holds each passage's span in the file (not for a
-    gzipped file, nor an index written before spans were kept)."""
+    """Whether the collection's docid index holds each passage's span in the file (not for a gzipped file)."""
     import polars as pl
 
     return "start" in pl.read_parquet_schema(docid_index(collection))
@@ -127,12 +117,8 @@ def passage_spans(collection: Collection, docids: pl.Series) -> pl.DataFrame | N
 
 
 def run_frame(run: Run) -> pl.DataFrame:
-    """The normalised run (``qid, docid, rank, score``).
-
-    If the cached file is gone it is rebuilt from the run file, exactly as imported: the
-    file must still have the imported content, lines are checked against the collection
-    and bad ones skipped as ``--skip-bad-lines`` did, and the row count must match.
-    """
+    """The normalised run (``qid, docid, rank, score``), rebuilt as imported if the cache is gone (the
+    file's content and row count must still match)."""
     import polars as pl
 
     from genderbias.files.runs import read_run
@@ -157,11 +143,9 @@ def run_frame(run: Run) -> pl.DataFrame:
 def top_rankings(runs: Sequence[Run], qids, depth: int, source: str, *, through_ties: bool = False) -> dict:
     """Each run's rankings down to ``depth`` for the ``qids`` (a polars Series), by run name.
 
-    ``through_ties``: also every document tied (equal score) with one of the top ``depth`` by score,
-    whatever the run's stored order of ties: the whole tie group reaching the depth, which a report's
-    tie-aware figures average over (:func:`_through_ties`). The check pools and reports share: a run
-    that holds none of the queries is an error naming the run and ``source`` (the query set), never
-    an empty column of results.
+    ``through_ties``: also every document tied with one of the top ``depth``, which tie-aware figures
+    average over. A run holding none of the queries is an error naming it and ``source`` (the query
+    set), never an empty column.
     """
     import polars as pl
 
@@ -197,12 +181,9 @@ def _scan(run: Run):
 def _through_ties(run: Run, top, wanted, depth: int):
     """``top`` (ranks ≤ depth + 1) cut at ``depth``, with every document tied with the top ``depth`` by score.
 
-    A run stored by score (``Run.Order.SCORE``), or in its file's order where the file is by score
-    (``Run.score_ordered``, as rankers write runs), ranks by score, so a tie group crosses the depth only
-    where ranks ``depth`` and ``depth + 1`` share a score: the rest of the group is read for those queries
-    alone (a typical run has few). Another run stored in its file's order is read whole for its queries:
-    every document scoring at least the lowest score of its top ``depth`` (3.9 s of the full-size study's
-    pool of 14 runs: docs/benchmarks.md).
+    A run in score order has a tie group cross the depth only where ranks ``depth`` and ``depth + 1``
+    share a score: the rest of the group is read for those queries alone. Another run is read whole
+    for its queries (its cost: docs/benchmarks.md).
     """
     import polars as pl
 
@@ -217,7 +198,7 @@ def _through_ties(run: Run, top, wanted, depth: int):
     if not len(crossing):
         return kept
     rest = (
-        _scan(run)  # is_in, not a join, filters while reading (0.015 s rather than 0.2 s on a 3.75M-row run)
+        _scan(run)  # is_in, not a join, filters while reading (docs/benchmarks.md)
         .filter((pl.col("rank") > depth) & pl.col("qid").is_in(crossing["qid"].implode()))
         .join(crossing.lazy(), on="qid", how="inner")
         .filter(pl.col("score") == pl.col("edge"))
@@ -231,8 +212,7 @@ def _through_ties(run: Run, top, wanted, depth: int):
 
 
 def read_qrels_checked(path: str | Path, collection: Collection, query_set: QuerySet, skipped: Skipped | None):
-    """A qrels file's judgments (``qid, docid, rel``), each checked against the query set's
-    queries and the collection's docids (:func:`genderbias.files.qrelfiles.read_qrels`)."""
+    """A qrels file's judgments (``qid, docid, rel``), checked against the query set and the collection."""
     import polars as pl
 
     if collection.by_reference:
@@ -257,8 +237,7 @@ def read_qrels_checked(path: str | Path, collection: Collection, query_set: Quer
 
 
 def qrels_frame(qrels: Qrels) -> pl.DataFrame:
-    """The judgments (``qid, docid, rel``); rebuilt from the imported file, exactly as
-    imported, if the cached Parquet file is gone."""
+    """The judgments (``qid, docid, rel``), rebuilt as imported if the cache is gone."""
     import polars as pl
 
     data = Path(qrels.data)
@@ -290,9 +269,8 @@ def wordlist_of(record: WordList) -> GenderWords:
 
 
 def pool_table(pool: Pool) -> tuple[list[str], list[dict]]:
-    """Rows for the pool page and download: one per pooled query, with its RaB per run, what is said of
-    it (``ties``: run → :class:`core.figure_notes.FigureNotes`, where an order of ties moves it, as a
-    report says it) and where each run's lists put it (``selected``: run → (female position, male position))."""
+    """Rows for the pool page and download, one per pooled query: its RaB per run, ``ties`` (run →
+    :class:`core.figure_notes.FigureNotes` where ties move it) and ``selected`` (run → list positions)."""
     from genderbias.ranking.pool import sort_qids
 
     runs = [run.name for run in pool.runs.order_by("name")]
@@ -324,9 +302,7 @@ def summarise_pool(runs: list[str], rows: list[dict]) -> dict:
 
 
 def pool_summary(pool: Pool) -> dict:
-    """:func:`summarise_pool` of the pool, reading only what it shows: the entries a run's
-    lists selected (a few per query) and the number of pooled queries, not every entry
-    with its query's text (what ``pool`` prints after building one)."""
+    """:func:`summarise_pool` of the pool, reading only the selected entries, not every entry with its text."""
     runs = [run.name for run in pool.runs.order_by("name")]
     picks: dict[str, dict[str, tuple]] = {run: {} for run in runs}
     selected = pool.entries.filter(Q(female_position__gt=0) | Q(male_position__gt=0))
@@ -349,9 +325,8 @@ def overview() -> dict:
 
 
 def recent_imports(limit: int = 20) -> list[dict]:
-    """The latest imported objects, however they were imported (the site's jobs or the
-    commands, which start no job): ``{"kind", "name", "summary", "created"}``, newest first.
-    Names and counts only, never a path on the server."""
+    """The latest imported objects, by job or command: ``{"kind", "name", "summary", "created"}``, newest
+    first; never a path on the server."""
     per_kind = [
         (
             "collection",
@@ -388,15 +363,10 @@ def recent_imports(limit: int = 20) -> list[dict]:
 def run_query_texts(run_names: Sequence[str], qids) -> dict[str, str]:
     """The text of each of ``qids`` for a page about runs (CRBO), which know their queries only by id.
 
-    A run names no query set, so the text is looked up where the runs' queries were read: the
-    query sets the runs were pooled from (newest pool first); for a qid none of them holds, the
-    text the other query sets agree on. TREC ids repeat across collections ("1", "301"): where
-    the sets holding an id disagree, or none holds it, it is left out and the page shows the id
-    alone rather than another study's query. The page shows every id with its text where known
-    (issue 45; ``core/_query_text.html``), as ``annotation.crowd.selectors.query_texts`` does for
-    a batch's queries.
+    Looked up in the query sets the runs were pooled from (newest pool first), else where the other
+    query sets agree: TREC ids repeat across collections, so an id whose sets disagree is left out
+    and shown alone rather than with another study's query.
     """
-
     wanted = {str(qid) for qid in qids}
     if not wanted:
         return {}
@@ -419,9 +389,8 @@ def run_query_texts(run_names: Sequence[str], qids) -> dict[str, str]:
 
 
 def named_set_facts(query_set: QuerySet | None) -> dict | None:
-    """The named data set a query set was imported as (:mod:`genderbias.datasets`): its name, title, source,
-    licence and citation as the query set records them (its own licence and citation first); None for
-    other queries. The one source of these facts for cards, methods texts and the paper bundle."""
+    """The named data set a query set was imported as (:mod:`genderbias.datasets`), with the query set's
+    own licence and citation first; ``None`` for other queries. The one source for cards and texts."""
     named = query_set.named_set if query_set is not None else None
     if named is None:
         return None
