@@ -1,30 +1,9 @@
-"""The papers' tables: effectiveness and bias side by side at one cutoff, with significance marks
+"""The papers' tables (:data:`LAYOUTS`): effectiveness and bias side by side at one cutoff, with significance marks
 against a chosen baseline run and, per run, per-query correlations between two metrics.
 
-Pure (numpy, pandas, scipy; no Django): computed from a report's per-query frame
-(``run, qid, metric, variant, cutoff, value``), so a notebook lays out the same table.
-
-Layouts (:data:`LAYOUTS`):
-
-- ``ecir2024`` (Abolghasemi et al., ECIR 2024): MRR, nDCG, NFaiRR, TExFAIR at the cutoff, and per
-  run Pearson's r and Kendall's τ between TExFAIR and NFaiRR over the queries.
-- ``sigir2020`` (Rekabsaz & Schedl, SIGIR 2020, Table 3): MRR, Recall, then RaB and ARaB with
-  ``tf`` and ``bool`` magnitudes at every cutoff of the report.
-- ``exposure``: nDCG (the effectiveness TREC Fair Ranking pairs with AWRF), NFaiRR and TExFAIR,
-  then the exposure metrics AWRF, rKL, rND, rRD (:mod:`genderbias.ranking.exposure`) at the cutoff, and per
-  run Pearson's r and Kendall's τ between AWRF and NFaiRR.
-
-An effectiveness measure is taken at the table's cutoff when the report has it there, otherwise at
-the report's first cutoff of that measure (the column names the cutoff used). A column the report
-lacks (no qrels, say) is left out and named in ``missing``.
-
-**Marks.** The project's one significance policy (:mod:`genderbias.stats.significance`): ``*``: the run
-differs from the baseline, p from :func:`genderbias.stats.significance.against_baseline` (paired t-test;
-family: every run against the baseline for the column's metric, variant and cutoff; Holm), the
-same p the report's results hold for that comparison, p < ``alpha``. ``†`` on a correlation:
-Holm-adjusted p < ``alpha``, family: that statistic of that pair of metrics across the runs.
-A cell's ``p_value`` is the adjusted p (``p_raw`` the unadjusted one); ``significance`` states
-the policy.
+Pure (no Django): computed from a report's per-query frame, so a notebook lays out the same table. Columns, marks
+and correlations: docs/metrics.md, "The papers' tables". ``*`` uses the project's one significance policy
+(:mod:`genderbias.stats.significance`), so a cell's p is the report's p for that comparison.
 """
 
 from __future__ import annotations
@@ -65,8 +44,8 @@ KEYS = ["metric", "variant", "cutoff"]
 
 @dataclass(frozen=True)
 class Spec:
-    """A column wanted by a layout: ``variant`` None takes the report's (first) variant;
-    ``cutoff`` None takes the table's cutoff (an effectiveness measure: see the module doc)."""
+    """A column wanted by a layout: ``variant`` None takes the report's (first) variant; ``cutoff`` None the table's
+    (an effectiveness measure the report lacks there: its first cutoff)."""
 
     metric: str
     variant: str | None = None
@@ -121,7 +100,6 @@ assert tuple(LAYOUTS) == TABLE_LAYOUTS
 
 def parse_spec(text: str) -> Spec:
     """``NAME[:variant][@k]`` (``TExFAIR:rbdf@10``, ``NFaiRR``, ``MRR@10``) → :class:`Spec`; ValueError."""
-
     body, _, cutoff = text.strip().partition("@")
     metric, _, variant = body.partition(":")
     metric = MEASURE_ALIASES.get(metric.strip(), metric.strip())
@@ -178,14 +156,11 @@ def build_table(
     correlations: Sequence[tuple[Spec, Spec]] | None = None,
     alpha: float = ALPHA,
 ) -> dict:
-    """The ``layout`` table of a report's per-query frame, as plain (JSON-ready) data.
-
-    ``columns``: ``key`` (``RR@10``…), ``label``, ``metric``, ``variant``, ``cutoff``; ``rows``: per
-    run (in the frame's order) its ``cells`` (``value`` = mean over the run's queries, ``queries``,
-    ``ci_low``/``ci_high`` from ``summary`` when given, ``p_value`` adjusted under the project's
-    policy, ``p_raw``, ``mark``, and what :func:`metrics.formatting.figure_notes` says of it: ``tie_low``,
-    ``tie_high``, ``sign_undecided``) and its ``correlations``; ``significance``: the policy stated. ``correlations`` replaces the layout's pairs. ValueError for an
-    unknown layout, a cutoff the report lacks or a baseline not among the runs.
+    """The ``layout`` table of a report's per-query frame, as JSON-ready data: ``columns``; per run (in the frame's
+    order) its ``cells`` (``value``: mean over the run's queries; CI from ``summary`` when given; ``p_value``
+    adjusted, ``p_raw``, ``mark``; the figure's tie notes) and ``correlations``; ``significance``: the policy stated.
+    ``correlations`` replaces the layout's pairs. ValueError for an unknown layout, a cutoff the report lacks or a
+    baseline not among the runs.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
@@ -295,8 +270,7 @@ def build_table(
 
 
 def definitions(columns: Sequence[dict]) -> list[str]:
-    """How the table's exposure metrics are defined and how that differs from the papers cited for
-    them, one note per form their variants were computed in (:func:`genderbias.ranking.vocabulary.form_statement`)."""
+    """How the table's exposure metrics are defined and differ from the papers cited, a note per form computed."""
     forms: dict[str, list[str]] = {}
     for column in columns:
         if column["metric"] in EXPOSURE:
@@ -305,10 +279,8 @@ def definitions(columns: Sequence[dict]) -> list[str]:
 
 
 def table_text(table: dict, width: int = TEXT_WIDTH) -> str:
-    """The table as plain text (the ``bias_report --table`` output): values with their marks (``!`` where
-    the range over the orders of ties holds 0: :func:`core.figure_notes.figure_notes`), then the
-    correlations (r and τ, † when significant) per run; in blocks of as many columns as fit ``width``
-    characters, the run column repeated in each, and the notes wrapped to it."""
+    """The table as plain text (``bias_report --table``): values with their marks (``!``: the range over the orders
+    of ties holds 0), then the correlations per run; in blocks of as many columns as fit ``width``."""
     headers = [column["label"] for column in table["columns"]]
     for pair in table["correlations"]:
         headers += [f"r({pair['a']},{pair['b']})", f"τ({pair['a']},{pair['b']})"]
@@ -317,12 +289,12 @@ def table_text(table: dict, width: int = TEXT_WIDTH) -> str:
     cells_of, ps_of = {}, {}
     for row in table["rows"]:
         cells = [
-            _number(cell["value"]) + (((cell["mark"] or "") + ("!" if cell.get("sign_undecided") else "")) or " ")
+            number_text(cell["value"]) + (((cell["mark"] or "") + ("!" if cell.get("sign_undecided") else "")) or " ")
             for cell in row["cells"]
         ]
         for result in row["correlations"]:
-            cells.append(_number(result["pearson_r"], "+.3f") + (result["pearson_mark"] or " "))
-            cells.append(_number(result["kendall_tau"], "+.3f") + (result["kendall_mark"] or " "))
+            cells.append(number_text(result["pearson_r"], "+.3f") + (result["pearson_mark"] or " "))
+            cells.append(number_text(result["kendall_tau"], "+.3f") + (result["kendall_mark"] or " "))
         cells_of[row["run"]] = cells
         if any(cell["p_value"] is not None for cell in row["cells"]):
             ps = [
@@ -372,9 +344,5 @@ def significance_note(policy: dict) -> str:
 
 
 def number_text(value: float | None, spec: str = ".4f", missing: str = "–") -> str:
-    """A table's figure as every table shows it (``.4f`` values, ``+.3f`` correlations; ``missing``
-    for none): the text table's and, in math mode, the LaTeX table's (:func:`publishing.latex_tables.cell_tex`)."""
+    """A table's figure as every table, text or LaTeX, shows it (``.4f`` values, ``+.3f`` correlations)."""
     return missing if value is None else format(value, spec)
-
-
-_number = number_text

@@ -1,30 +1,10 @@
-"""A study plan before the crowd is paid: how many non-gendered queries, pooled queries and dollars
-a comparison of two runs needs (:func:`plan_study`; the computation is :mod:`genderbias.stats.power`).
-
-Reads only (no state changes), in three steps:
-
-1. **The pilot** (:func:`metrics.services.pilot.find_pilot`): the per-query differences A − B the
-   simulation resamples.
-2. **The non-gendered share** (:func:`non_gendered_share`) of a pool's queries, with its Wilson
-   95% interval: from the pool's batches labelled so far (every label source: crowd majority,
-   rulings, accepted machine labels; a batch on the pool's query set is the pool's); else from the
-   export that made the pilot's query set (its label counts) when it exported this pool's labels;
-   else the SIGIR 2020 annotated set (1,765 of 3,750), stated as such. Never another pool's share.
-3. **The cost** (:func:`costs`) of annotating that many pooled queries on each provider, by the
-   batch form's own estimate (:func:`annotation.services.estimate_cost`, on
-   :mod:`annotation.crowd.costs`), and, where a batch of the pool was routed after machine
-   pre-labelling, the crowd's expected share (:func:`crowd_share`: queries whose machine label
-   was not accepted) and the cost of that share.
-4. **The audit sample** (:func:`audit_plan`, issue 81): the expert-labelled random sample of the batch's queries
-   that gives every label-corrected figure its prediction-powered interval, sized for a target width of
-   the paired difference's interval over the non-gendered queries
-   (:func:`genderbias.stats.plan_inputs.audit_size_for_width`), at least the size the site draws by default
-   (:func:`genderbias.crowd.audit_size.suggested_audit_size`: about 25 non-gendered queries, at least 50), and the
-   researcher's hours to label it.
-
-The test sized is the pilot report's: the paired t-test, or, for a report on a batch's labels, its
-combined test, to first order the t-test at Δ/r (:func:`label_factor`; r is the combined interval's
-width over the query-only one's, read from the report's rows).
+"""A study plan before the crowd is paid: how many non-gendered queries, pooled queries and dollars a comparison
+of two runs needs (:func:`plan_study`; the computation is :mod:`genderbias.stats.power`; docs/metrics.md,
+"Planning a study"). Reads only, in four steps: the pilot's per-query differences (:func:`~metrics.services.pilot.
+find_pilot`); the pool's non-gendered share (:func:`non_gendered_share`); the cost on each provider by the batch
+form's own estimate, and the crowd's share after machine pre-labelling (:func:`costs`, :func:`crowd_share`); the
+expert audit sample (:func:`audit_plan`). The test sized is the pilot report's: the paired t-test, or for a report
+on a batch's labels its combined test, to first order the t-test at Δ/r (:func:`label_factor`).
 """
 
 from __future__ import annotations
@@ -110,8 +90,9 @@ def _pool_batches(pool: Pool) -> list[Batch]:
 
 
 def non_gendered_share(pool: Pool, pilot_query_set: str | None = None) -> Share:
-    """The share of ``pool``'s queries that are non-gendered, with its Wilson 95% interval (see
-    the module docstring for the order of the sources)."""
+    """The share of ``pool``'s queries that are non-gendered, with its Wilson 95% interval: from the pool's batches
+    labelled so far (every label source), else the export of this pool's labels that made the pilot's query set,
+    else the SIGIR 2020 annotated set, said so. Never another pool's share."""
     labels: dict[str, str] = {}
     names = []
     for batch in _pool_batches(pool):
@@ -147,8 +128,7 @@ def non_gendered_share(pool: Pool, pilot_query_set: str | None = None) -> Share:
 
 
 def crowd_share(pool: Pool) -> Share | None:
-    """After machine pre-labelling: the share of a routed batch's queries the crowd labels (those whose
-    machine label routing did not accept), over the pool's routed batches; None when none was routed."""
+    """The share of a routed batch's queries the crowd labels (no accepted machine label); None if none routed."""
     queries = crowd = 0
     names = []
     for batch in _pool_batches(pool):
@@ -289,12 +269,8 @@ def plan_study(
 
 
 def audit_plan(plan: dict[str, Any], sd: float, width: float, width_is_delta: bool, seconds: float) -> dict[str, Any]:
-    """The audit sample of the planned batch (docs/metrics.md, "Planning a study"): its size for a 95% interval of
-    full width ``width`` of the label-corrected difference over the non-gendered queries, σ the pilot's sd of the
-    differences and the share the pool's (else the SIGIR 2020 one, said so), at least the audit the site draws
-    by default for the batch (:func:`genderbias.crowd.audit_size.suggested_audit_size`, at most the batch); and the hours an expert
-    labels it in at ``seconds`` a query."""
-
+    """The audit sample of the planned batch: its size for a 95% interval of full ``width`` of the label-corrected
+    difference (σ: ``sd``), at least the site's default audit and at most the batch, and an expert's hours for it."""
     if "non_gendered_share" in plan:
         share, share_source = plan["non_gendered_share"]["share"], f"pool {plan['pool']}"
     else:
@@ -329,9 +305,7 @@ def audit_plan(plan: dict[str, Any], sd: float, width: float, width_is_delta: bo
 
 
 def power_statement(value: float | None, se: float | None, draws: int) -> str | None:
-    """The plan's power at its n as the command, the panel and the API say it, e.g. "power 0.806 ±
-    0.009 (Monte-Carlo s.e., 2,000 draws)": the re-estimate on independent draws, to the s.e.'s first
-    significant digit (None without a plan)."""
+    """The plan's power at its n, re-estimated on independent draws, to its s.e.'s first significant digit."""
     if value is None or se is None:
         return None
     decimals = max(2, -math.floor(math.log10(se))) if se > 0 else 3
@@ -340,21 +314,16 @@ def power_statement(value: float | None, se: float | None, draws: int) -> str | 
 
 @dataclass(frozen=True)
 class LabelFactor:
-    """How much wider a report on a batch's labels makes the planned difference's interval
-    (:func:`genderbias.stats.plan_inputs.label_width_factor`), and which of its rows say so."""
+    """How much wider a report on a batch's labels makes the planned difference's interval, and which rows say so."""
 
     factor: float
     source: str
 
 
 def label_factor(pilot: Pilot, report: Report | None) -> LabelFactor | None:
-    """r from the pilot when it is a report on a batch's labels: the planned pair's own row when one of
-    the two runs is the report's baseline, else the median over the report's runs against its
-    baseline (said so: the report does not test that pair); None for a report on a query set (labels
-    taken as known), or when the rows hold no interval of the difference. r below 1 (a combined interval
-    narrower than the query-only one, the corrected mean reading every judged query) is kept: the report's
-    test then needs fewer queries than the t-test, and the plan says so by its figures. ``report``: the
-    pilot's stored report (None: computed on the fly)."""
+    """r from the pilot's stored ``report`` on a batch's labels: the planned pair's own row when one run is the
+    baseline, else the median over its runs (said so); None for a report on a query set or without intervals.
+    r below 1 is kept: the report's test then needs fewer queries than the t-test."""
     if report is None or not report.on_batch or report.baseline is None:
         return None
     rows = list(
