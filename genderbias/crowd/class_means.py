@@ -1,28 +1,12 @@
-"""The label-corrected class means: the runs' means per true label, from every query's label probabilities.
+"""The label-corrected class means: the runs' means per true label, from every query's label probabilities
+(what :mod:`.label_uncertainty` builds its intervals on).
 
-Pure (numpy, pandas; no Django). What :mod:`genderbias.crowd.label_uncertainty` builds its intervals on.
-
-Estimator (method of moments under non-differential label noise)
-----------------------------------------------------------------
-Let v_q be a run's per-query value and T_q the true label. If annotators' and the machine's
-errors do not depend on the ranking given the true label (v ⟂ label evidence | T) and π_q is
-calibrated, then E[v_q | evidence] = Σ_c π_qc μ_c with μ_c = E[v | T = c]: the values are a
-linear mixture of the class means with known weights. The class means are the least-squares
-coefficients β = (PᵀP)⁻¹ Pᵀ v over all N judged queries (P: N × K probabilities), and β_n is
-the mean over the truly non-gendered queries — the *corrected* value. A query labelled
-non-gendered by a slim majority contributes mostly to μ_n, partly to the gendered means; a
-gendered query that slipped into S no longer drags the estimate. (Weighting S's queries by
-π_n alone, or drawing memberships from π and averaging, is biased when gendered queries are
-more biased — the case that matters: E[π v] mixes in Σ π(1 − π) of their values.)
-
-- **Which labels get a mean of their own** (:func:`design`): a label other than n needs at least
-  :data:`MIN_MASS` queries' worth of probability, else its mean is barely identified and its
-  noise spills into μ_n. The labels below that are pooled into one "other" column (one mean
-  for them); a pool still below it joins the largest gendered label; and when all the
-  gendered probability together is below it, the corrected value is the π_n-weighted mean
-  (what the few uncertain queries could shift is then at most that mass ÷ N of a range).
-  A draw in which a kept label's mass falls below :data:`MIN_DRAW_MASS` (or the fit is
-  ill-conditioned) is left out.
+Estimator (method of moments under non-differential label noise): if the errors do not depend on the
+ranking given the true label T and π_q is calibrated, E[v_q | evidence] = Σ_c π_qc μ_c, μ_c = E[v | T = c]:
+the values are a linear mixture of the class means with known weights. β = (PᵀP)⁻¹ Pᵀ v over all judged
+queries (P: N × K probabilities); β_n is the *corrected* value. (Weighting S's queries by π_n, or drawing
+memberships from π, is biased when gendered queries are more biased: E[π v] mixes in Σ π(1 − π) of their
+values.) Which labels get a mean of their own: :func:`label_map`.
 """
 
 from __future__ import annotations
@@ -40,13 +24,11 @@ MAX_CONDITION = 1e8
 
 
 def label_map(probabilities: pd.DataFrame) -> tuple[np.ndarray, bool]:
-    """How the labels become the regression's columns: ``(T, weighted)``, P = probabilities · T.
+    """How the labels become the regression's columns: ``(T, weighted)``, P = probabilities · T, column 0 n.
 
-    ``T`` is labels × columns, column 0 for n. Labels other than n with at least
-    :data:`MIN_MASS` of probability keep a column; the others are pooled into one column, or, if
-    the pool is below :data:`MIN_MASS` too, added to the largest kept gendered label. With no
-    gendered label (or pool) reaching it, ``weighted`` is true: one column of ones, rows weighted
-    by π_n, i.e. the π_n-weighted mean.
+    A label other than n keeps a column with :data:`MIN_MASS` of probability (below it its mean is barely
+    identified and its noise spills into μ_n); the others are pooled, or join the largest gendered label if
+    the pool is small too. With no gendered column at all, ``weighted``: the π_n-weighted mean.
     """
     labels = list(probabilities.columns)
     mass = probabilities.astype(float).sum(axis=0)
@@ -77,8 +59,7 @@ def design(probabilities: pd.DataFrame) -> tuple[np.ndarray, int, np.ndarray | N
 
 
 def design_draws(probabilities: pd.DataFrame, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Each draw's design ``([B × N × C], row weights [B × N] or None)``, with the columns of the
-    point estimate's :func:`label_map` (which labels get a mean of their own is decided once)."""
+    """Each draw's design ``([B × N × C], row weights [B × N] or None)`` in the point estimate's columns."""
     t, weighted = label_map(probabilities)
     draws = np.asarray(draws, dtype=np.float64)
     if draws.shape[1:] != probabilities.shape:
@@ -100,17 +81,10 @@ def class_means(
 ) -> np.ndarray:
     """Least-squares class means β (``[K × C]``; ``[B × K × C]`` with ``weights`` ``[B × N]``).
 
-    ``probabilities``: ``[N × K]`` label probabilities, or ``[B × N × K]`` one matrix per draw (the
-    crowd model refitted in each: :func:`combined_summary`'s ``draws``); ``values``: ``[N × C]``,
-    NaN where a query has no value for that column (it is left out of that column's fit).
-    ``row_weights``: ``[N]`` or ``[B × N]``. A singular fit (a label with no mass in a draw) gives
-    NaN for that draw.
-
-    Computed as matrix products, by blocks of :data:`DRAW_BLOCK` draws: per draw, Pᵀ W P and
-    Pᵀ W v for every column at once over all queries (a missing value counts as 0 in v), then for
-    each pattern of missing values the rows it lacks taken out of Pᵀ W P and of the labels' mass
-    (or, when it lacks most rows, its own rows summed). The same sums as a fit on each column's
-    present rows, in another order (equal within rounding: ``tests/metrics/test_class_means.py``).
+    ``probabilities``: ``[N × K]``, or ``[B × N × K]`` one per draw; ``values``: ``[N × C]``, NaN left out of
+    that column's fit; ``row_weights``: ``[N]`` or ``[B × N]``. A draw with a label below
+    :data:`MIN_DRAW_MASS` or an ill-conditioned fit gives NaN. Each missing-value pattern's rows are taken
+    out of one Pᵀ W P per draw: the same sums as a fit per column, in another order.
     """
     p = np.asarray(probabilities, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
@@ -166,19 +140,13 @@ def contributions(
     probabilities: pd.DataFrame,
     in_set: set[str] | frozenset[str],
 ) -> tuple[float | None, pd.DataFrame]:
-    """Which queries move a paired difference, and how uncertain their labels are, for the
-    estimator a report on a batch's labels uses: the label-corrected mean difference D
-    (:func:`class_means` of d_q = run − baseline over every judged query with both values).
+    """Which queries move the label-corrected paired difference D (run − baseline), and how uncertain
+    their labels are: where an adjudication would move the result most.
 
-    Settling query q (a ruling makes its label certain) replaces its row of P by label c's with
-    probability π_qc; refitting gives D'(q, c). ``expected_shift`` = Σ_c π_qc·|D'(q, c) − D|: where
-    an adjudication moves the result most, in expectation. ``if_non_gendered`` = D'(q, n) − D and
-    ``if_gendered`` = the expected D' − D given q is not non-gendered. One K×K solve per query
-    and label, all at once.
-
-    Returns ``(D, table)``; the table's columns are ``qid, difference, probability`` (π_n),
-    ``in_set, if_non_gendered, if_gendered, expected_shift``, sorted by expected shift
-    (queries without a paired value or probabilities left out).
+    Settling q as label c (probability π_qc) and refitting gives D'(q, c); ``expected_shift`` =
+    Σ_c π_qc |D'(q, c) − D|, ``if_non_gendered`` = D'(q, n) − D, ``if_gendered`` the expected D' − D given
+    q is not n. Returns ``(D, table)`` with ``qid, difference, probability`` (π_n), ``in_set`` and those
+    three, sorted by expected shift.
     """
     joined = pd.concat([run_values.rename("a"), baseline_values.rename("b")], axis=1, join="inner").dropna()
     joined.index = joined.index.astype(str)
@@ -239,9 +207,8 @@ def contributions(
 
 
 def contribution_summary(table: pd.DataFrame, uncertain: tuple[float, float] = (0.05, 0.95)) -> dict:
-    """The figures beside a :func:`contributions` table: the plain mean difference over the query set's
-    members (``set_difference``, None without any) and their number, the queries whose non-gendered
-    probability lies strictly inside ``uncertain``, and the total expected shift."""
+    """Beside a :func:`contributions` table: the set's plain mean difference (None if empty) and size, the
+    queries whose π_n lies strictly inside ``uncertain``, and the total expected shift."""
     in_set = table[table["in_set"].astype(bool)]
     low, high = uncertain
     return {

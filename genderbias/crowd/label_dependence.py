@@ -1,12 +1,10 @@
 """How far the label-corrected figures move if the labelling errors depend on the rankings.
 
-Pure (numpy, pandas; no Django). The label-corrected estimator assumes the annotators' and the
-machine's errors do not depend on the ranking given the true label
-(:mod:`genderbias.crowd.class_means`); no label model can correct errors that do. This is the
-sensitivity check a researcher runs on their own batch: every answer's odds of being wrong × exp(D·z),
-z the baseline's standardised value on the query, and the paired differences' shift at each D
-(:func:`dependence_table`; the crowd refitted as erring with D, :func:`dependent_fit`, or
-:func:`genderbias.crowd.simulation.dependence.simulated_shift` from simulated crowds).
+The label-corrected estimator (:mod:`.class_means`) assumes errors independent of the ranking given the
+true label; no label model can correct errors that are not. The researcher's sensitivity check: D is
+defined as every answer's odds of being wrong × exp(D·z), z the baseline's standardised value on the
+query (as ``Crowd.dependence`` simulates it), and :func:`dependence_table` gives the paired differences'
+shift at each D.
 """
 
 from __future__ import annotations
@@ -35,14 +33,10 @@ DEPENDENCE_COLUMNS = [
 
 
 def tilted(probabilities: pd.DataFrame, z: np.ndarray, dependence: float) -> pd.DataFrame:
-    """The label probabilities if labelling errors depend on the rankings by ``dependence``: each
-    query's odds of *not* having its most likely label multiplied by exp(dependence · z_q), the
-    other labels keeping their proportions. ``z`` [N]: the baseline's standardised value per row
-    (0 where it has none). A certain row (a ruling, gold) stays certain. This is *not* the
-    definition of D (``genderbias/crowd/simulation/studies.py``, ``Crowd.dependence``: every answer's error
-    odds × exp(D·z)); acting on the posterior, it understates the move of the corrected difference
-    on crowds that err that way and has the opposite sign on crowds that do not
-    (``tests/metrics/test_label_dependence_simulated.py``, docs/metrics.md)."""
+    """The label probabilities with each query's odds of *not* having its most likely label × exp(dependence ·
+    z_q) (``z`` [N], 0 where none), the other labels keeping their proportions; a certain row stays certain.
+    Not D's definition: acting on the posterior, it understates the move on crowds that err that way and
+    has the opposite sign on crowds that do not (docs/metrics.md)."""
     pi = probabilities.to_numpy(dtype=np.float64)
     top = pi.argmax(axis=1)
     rows = np.arange(len(pi))
@@ -57,8 +51,7 @@ def tilted(probabilities: pd.DataFrame, z: np.ndarray, dependence: float) -> pd.
 
 
 def standardised(values: np.ndarray) -> np.ndarray:
-    """(v − mean)/s.d. over the finite values (population s.d., as the simulation's z); 0 where a
-    value is missing or every value is equal."""
+    """(v − mean)/s.d. over the finite values (population s.d., as the simulation's z); 0 where missing or constant."""
     values = np.asarray(values, dtype=np.float64)
     finite = np.isfinite(values)
     if finite.sum() < 2 or np.nanstd(values) == 0:
@@ -74,28 +67,16 @@ def dependence_table(
     dependences: list[float],
     simulate: Callable[[np.ndarray, np.ndarray, float], np.ndarray] | None = None,
 ) -> pd.DataFrame:
-    """How far each label-corrected paired difference (run − ``baseline``) and its combined interval
-    move if labelling errors depend on the rankings by each of ``dependences``
-    (:data:`DEPENDENCE_COLUMNS`).
+    """How far each label-corrected paired difference (run − ``baseline``) and its combined interval move
+    at each of ``dependences`` (:data:`DEPENDENCE_COLUMNS`): a sensitivity check, not an estimate.
 
-    A sensitivity check, not an estimate: the correction assumes errors that do not depend on the
-    rankings given the true label, and no model fitted on the batch can test that. Here the label
-    probabilities are tilted (:func:`tilted`, z = the baseline's standardised value of that
-    metric, variant and cutoff) and the corrected difference refitted: ``shift`` = its value
-    tilted by D minus its value tilted by 0, so D = 0 gives the report's figure exactly. The
-    interval is the report's combined interval moved by ``shift`` (its width is what the labels
-    and the queries contribute, which the tilt does not change to first order); ``significant``:
-    the moved interval excludes 0. D > 0: labels are less trustworthy where the baseline's value
-    is high (D < 0: where it is low). Against simulated crowds with a known D the tilt is not the
-    move of the corrected difference (``tests/metrics/test_label_dependence_simulated.py``; the
-    figures: docs/metrics.md); with ``simulate`` (below) the shift is computed as D is defined.
-
-    ``simulate``: the shift as D is defined, ``(z [N], differences [N × runs], D) → shifts [runs]``
-    (:func:`genderbias.crowd.simulation.dependence.simulated_shift` on the batch's answers and fitted crowd, what the service passes); without
-    it, the posterior tilt above (what a table of probabilities alone allows).
-
-    ``wide`` as :func:`combined_summary` takes it, ``probabilities`` its label model's ``table``; ``combined``: its output
-    (the rows against ``baseline`` are read).
+    ``shift``: the corrected difference at D minus at 0 (D = 0 gives the report's figure); the interval is
+    the report's moved by it (the tilt leaves its width alone to first order); ``significant``: the moved
+    interval excludes 0. D > 0: labels less trustworthy where the baseline's value is high.
+    ``simulate``: ``(z [N], differences [N × runs], D) → shifts [runs]`` as D is defined
+    (:func:`.simulation.dependence.simulated_shift`); without it, the posterior :func:`tilted`.
+    ``wide``, ``probabilities`` and ``combined``: :func:`.label_uncertainty.combined_summary`'s input,
+    label table and output.
     """
     qids = list(probabilities.index.astype(str))
     t, weighted = label_map(probabilities)
@@ -152,16 +133,13 @@ def dependence_table(
 def _tilted_mean(
     probabilities: pd.DataFrame, z: np.ndarray, dependence: float, values: np.ndarray, t: np.ndarray, weighted: bool
 ) -> float:
-    """The corrected mean of ``values`` with the probabilities :func:`tilted` by ``dependence``, in the
-    columns ``t`` of the untilted :func:`label_map` (which labels get a mean of their own stays put)."""
+    """The corrected mean of ``values`` with the probabilities :func:`tilted`, in the untilted columns ``t``."""
     pi = tilted(probabilities, z, dependence).to_numpy(dtype=np.float64)
     p, w = (np.ones((len(pi), 1)), pi @ t[:, 0]) if weighted else (pi @ t, None)
     return float(class_means(p, values, row_weights=w)[0, 0])
 
 
-#: The dependence check refits the batch's crowd as erring with D (:func:`dependent_fit`) with class
-#: shares of their own in bands of the baseline's standardised value z, of equal counts: at most this
-#: many bands, and at least :data:`MIN_BAND_QUERIES` queries in each.
+#: :func:`dependent_fit`'s class shares: at most this many equal-count bands of z, each of :data:`MIN_BAND_QUERIES`.
 DEPENDENCE_BANDS = 10
 MIN_BAND_QUERIES = 50
 #: Class shares of a band: half a query per label on top of its queries' probabilities (the crowd model's).
@@ -190,25 +168,14 @@ def dependent_fit(
     dependence: float,
     fitted: list[str] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The batch's crowd refitted as erring with dependence ``dependence`` (D's definition,
-    ``Crowd.dependence``: every answer's odds of being wrong × exp(D·z_q)): ``(label probabilities,
-    each worker's untilted row)`` — the probabilities of the queries in ``fitted`` (default: every row
-    of ``probabilities`` with an answer) re-estimated, the other rows as they are; the rows (true label
-    × answer) those a crowd erring with D has at z = 0.
+    """The batch's crowd refitted as erring with dependence D: ``(label probabilities, each worker's row at
+    z = 0)``, the rows of ``fitted`` (default: every row with an answer) re-estimated, the others kept.
 
-    Dawid–Skene EM with each answer's error odds × exp(D·z_q) in the model: a worker's row for true label
-    t is its odds of a wrong answer o_wt (MAP, :data:`ROW_PRIOR_RIGHT` and :data:`ROW_PRIOR_WRONG`
-    pseudo-answers at z = 0, Newton steps on log o_wt) and the proportions of its wrong answers
-    (:data:`PATTERN_PSEUDO` per cell, untilted); the class shares are estimated in each band of z
-    (:data:`DEPENDENCE_BANDS` of equal counts, at least :data:`MIN_BAND_QUERIES` queries each, with
-    :data:`BAND_SHARE_PRIOR`). Gold questions (``gold``) keep their label and are not tilted; the other
-    rows of ``probabilities`` (rulings, machine-accepted labels) keep theirs and their answers are read
-    with the tilt; answers on other items are ignored. Starts from ``probabilities``.
-
-    Why the bands and the refit (docs/quality.md, item 5): the labels' shares move with the rankings'
-    values, and where errors grow with z the answers on the high-z queries say little; the batch's own
-    posteriors read them as the crowd said, and a truth drawn from them already carries the dependent
-    errors; the rows fitted as if the crowd erred independently are an average over z."""
+    Dawid–Skene EM with each answer's error odds × exp(D·z_q): a worker's row per true label is its wrong
+    odds (MAP with :data:`ROW_PRIOR_RIGHT`/:data:`ROW_PRIOR_WRONG`, Newton steps) and its wrong answers'
+    proportions (:data:`PATTERN_PSEUDO`); class shares per band of z. Gold questions keep their label,
+    untilted. Why the bands and the refit (docs/quality.md, item 5): the labels' shares move with the
+    rankings' values, and posteriors fitted as if errors were independent already carry the dependent ones."""
     labels = list(probabilities.columns)
     k = len(labels)
     qids = list(probabilities.index.astype(str))
