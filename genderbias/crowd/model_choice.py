@@ -1,11 +1,5 @@
-"""Which crowd model a batch's judgments get: one coin per worker (one accuracy for every label, or
-the crowd's accuracy by true label with each worker's skill on it), or full confusion rows.
-
-Pure (numpy, pandas; no Django). :func:`encode` codes a judgments frame and asks
-:func:`choose_shrinkage` for the model (:data:`genderbias.crowd.estimation.MODELS`) unless told:
-more parameters must earn their place by predicting the votes of queries they did not see, and
-a sparse crowd (answers spread over many workers with few answers each) gets a coin per worker
-without scoring full rows.
+"""Which crowd model a batch's judgments get (:data:`.estimation.MODELS`): more parameters must earn their
+place by predicting the votes of queries they did not see (:func:`choose_shrinkage`).
 """
 
 from __future__ import annotations
@@ -29,32 +23,24 @@ from genderbias.crowd.estimation import (
 
 #: The full rows win when their held-out log likelihood beats the one-coin's by this many s.e.
 CHOICE_SE = 2.0
-#: The crowd's accuracy by label wins when its held-out log likelihood beats one coin's by this many s.e.:
-#: fewer than the full rows need, for three parameters for the whole crowd where full rows add twelve a
-#: worker. On issue 66's crowds (docs/quality.md, "Crowds nobody here tuned for") one coin kept where it lost
-#: by 1.8 s.e. biased the value by 2.7 of its bootstrap s.d.; on the Prolific-like crowd, which errs the same
-#: on every label, the gain was −3.1 to +0.8 s.e. in six studies.
+#: The crowd's accuracy by label wins by this many s.e.: fewer than full rows need, for three parameters for
+#: the whole crowd where full rows add twelve a worker (docs/quality.md, "Crowds nobody here tuned for").
 LABEL_CHOICE_SE = 1.0
-#: EM's stopping rule for the item-difficulty fits :func:`choose_difficulty` scores (a fifth of the time
-#: of 1e-6; the held-out scores move by far less than their standard error).
+#: EM's tolerance in :func:`choose_difficulty`'s fits (the held-out scores move far less than their s.e.).
 CHOICE_TOL = 1e-4
 #: Folds of the items in :func:`choose_shrinkage`.
 FOLDS = 5
 #: A worker with fewer answers than this has a reliability estimated from too few of them ...
 MIN_WORKER_ANSWERS = 30
-#: ... and when more than this share of the answers come from such workers (a sparse crowd), full rows
-#: are not offered (:func:`choose_shrinkage`: one coin per worker) and the crowd-quality warning says the
-#: intervals may be too narrow (:func:`genderbias.crowd.label_probabilities.crowd_quality`). On a
-#: Prolific-like crowd the held-out choice would take the full rows in some studies and bias the
-#: label-corrected value upwards: a row of 11–22 answers shrunk by :data:`SHRINKAGE` follows its worker's
-#: own votes, and so the items' majorities (the measured shares and bias: docs/quality.md, "The crowd model").
+#: ... and above this share of answers from such workers (a sparse crowd) full rows are not offered and the
+#: crowd-quality check warns: a row of 11–22 answers follows its worker's own votes, and so the items'
+#: majorities, biasing the corrected value (docs/quality.md, "The crowd model").
 MAX_SPARSE_SHARE = 0.3
 
 
 def encode(frame, labels: Sequence[str], gold: Mapping[str, str], *, model: str = "auto") -> Encoded:
-    """Codes of a validated judgments frame (``item, worker, label``; see
-    :func:`genderbias.crowd.aggregation.validate_judgments`) and the rows of its gold items,
-    with the model of :data:`MODELS` (``auto``: the one the judgments choose, :func:`choose_shrinkage`)."""
+    """Codes of a validated judgments frame and its gold rows, with the ``model`` of :data:`MODELS` (``auto``:
+    :func:`choose_shrinkage`)."""
     import pandas as pd
 
     labels = tuple(labels)
@@ -75,27 +61,15 @@ def encode(frame, labels: Sequence[str], gold: Mapping[str, str], *, model: str 
 
 
 def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> ModelChoice:
-    """The crowd model (``Encoded.label_prior``, ``Encoded.shrinkage``), by the held-out log likelihood of
-    the queries' votes: the non-gold items are dealt into ``folds`` folds (seeded), each model is fitted
-    ``folds`` times with one fold left out (gold always in), and each left-out item's votes are scored by
-    log Σ_t π_t Π_j θ_w(t, g_ij) under the fit without it. More parameters must earn their place on queries
-    they did not see, by more than a number of standard errors of the items' paired differences:
+    """The crowd model by the held-out log likelihood of the non-gold queries' votes (``folds`` seeded folds,
+    gold always in), each step by a margin of standard errors of the items' paired differences:
 
-    1. **The coin**: one accuracy for every label, or the crowd's accuracy by true label (four parameters
-       for the whole crowd; each worker still has one skill), by :data:`LABEL_CHOICE_SE`. Scored on every
-       crowd, sparse ones too: a crowd that reads f as o far more often than n as anything (issue 66) cannot
-       be said by one accuracy, and one coin there biased the label-corrected value by 1.5 of its bootstrap
-       standard deviations.
-    2. **Full rows** shrunk to the chosen coin's, by :data:`CHOICE_SE`, but not on a sparse crowd (more than
-       :data:`MAX_SPARSE_SHARE` of the answers from workers with fewer than :data:`MIN_WORKER_ANSWERS`):
-       there the full rows predicted held-out votes better in about half the studies yet biased the
-       label-corrected value (the held-out likelihood scores the votes, not the class means built on the
-       posteriors).
+    1. **The coin**: one accuracy, or the crowd's accuracy by true label, by :data:`LABEL_CHOICE_SE`; scored
+       on sparse crowds too, since one accuracy cannot say a crowd that errs by label.
+    2. **Full rows** shrunk to the chosen coin's, by :data:`CHOICE_SE`; not on a sparse crowd, where they
+       predict held-out votes well yet bias the class means built on the posteriors.
 
-    On the demo's crowd (5 workers of accuracy 0.7 erring evenly, nearly every query non-gendered)
-    one coin wins and the full rows invent a class; on a crowd with a lazy worker, spammers and
-    class-dependent errors, thousands of queries, the full rows win by tens of s.e.
-    (docs/quality.md, "The crowd model")."""
+    Outcomes on the simulated crowds: docs/quality.md, "The crowd model"."""
     sparse = sparse_share(encoded)
     fold, free = held_out_folds(encoded, folds, seed)
     if len(free) < 2 * folds:  # too few queries: one coin
@@ -118,8 +92,7 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
 
 
 def better(more: np.ndarray, fewer: np.ndarray, margin: float = CHOICE_SE) -> tuple[bool, float]:
-    """Whether the held-out scores ``more`` beat ``fewer`` (per item, paired) by ``margin`` standard errors
-    of their summed difference, and that standard error."""
+    """Whether the paired held-out scores ``more`` beat ``fewer`` by ``margin`` s.e. of the summed difference, and that s.e."""
     difference = more - fewer
     se = float(difference.std(ddof=1) * np.sqrt(len(difference)))
     return bool(difference.sum() > margin * se), se
@@ -134,8 +107,7 @@ def held_out_folds(encoded: Encoded, folds: int = FOLDS, seed: int = 0) -> tuple
 
 
 def held_out_scores(encoded: Encoded, fold: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """[len(free)]: each non-gold item's log likelihood of its votes, log Σ_t π_t Π_j θ_w(t, g_ij), under
-    ``encoded``'s Dawid–Skene form fitted without its fold."""
+    """[len(free)]: each non-gold item's log Σ_t π_t Π_j θ_w(t, g_ij) under the fit without its fold."""
     folds = int(fold.max()) + 1
     weights = np.stack([(fold != f).astype(np.float64) for f in range(folds)])
     by_item, _ = _incidence(encoded)
@@ -146,8 +118,7 @@ def held_out_scores(encoded: Encoded, fold: np.ndarray, free: np.ndarray) -> np.
 
 @dataclass(frozen=True)
 class DifficultyChoice:
-    """:func:`choose_difficulty`'s verdict: held-out log likelihoods of the non-gold queries' votes under the
-    item-difficulty model and under the Dawid–Skene form the judgments chose, and the paired difference's s.e."""
+    """:func:`choose_difficulty`'s verdict: held-out log likelihoods under both models and the paired s.e."""
 
     chosen: bool
     difficulty: float
@@ -165,13 +136,9 @@ class DifficultyChoice:
 def choose_difficulty(
     encoded: Encoded, *, folds: int = FOLDS, seed: int = 0, margin: float = CHOICE_SE
 ) -> DifficultyChoice:
-    """Whether the item-difficulty model (GLAD, :mod:`genderbias.crowd.difficulty`) earns its place: on the
-    folds of :func:`choose_shrinkage`, its held-out log likelihood of each left-out query's votes (its
-    easiness unknown, integrated over its prior: :func:`genderbias.crowd.difficulty.vote_log_likelihood`)
-    against ``encoded``'s own Dawid–Skene form's, chosen when it beats it by ``margin`` standard errors of the
-    queries' paired differences (one parameter a query must be paid for on queries it never saw). Where
-    some queries are hard for everyone it wins; where errors are independent given the label, a spread of
-    easiness only costs (tests/genderbias/crowd/test_model_choice_difficulty.py; docs/quality.md)."""
+    """Whether the item-difficulty model (GLAD, :mod:`.difficulty`) beats ``encoded``'s own form by ``margin``
+    s.e. on :func:`choose_shrinkage`'s folds (a left-out query's easiness integrated over its prior): one
+    parameter a query must be paid for on queries it never saw."""
 
     model = next(name for name, form in MODELS.items() if form == (encoded.label_prior, encoded.shrinkage))
     fold, free = held_out_folds(encoded, folds, seed)

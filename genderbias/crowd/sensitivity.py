@@ -1,32 +1,16 @@
-"""Label sensitivity: how the choices made in labelling the queries move the bias results.
+"""Label sensitivity: would the ranking of the models change had the non-gendered set been built otherwise?
 
-The SIGIR 2020 pipeline kept the majority label and dropped the queries without one. This
-module asks whether the ranking of the models by RaB/ARaB, NFaiRR or TExFAIR would change
-had the non-gendered set been built otherwise: for each *aggregation* (majority vote,
-Dawid-Skene, Wawa) × each *policy for disputed queries*, it builds the non-gendered query
-set, takes the runs' per-query values on it, and summarises them as a bias report does
-(mean, percentile bootstrap 95% CI, query count; :func:`genderbias.stats.significance.summarise`).
+The SIGIR 2020 pipeline kept the majority label and dropped the queries without one. Here every
+*aggregation* (majority vote, Dawid-Skene, Wawa) × *policy for disputed queries* builds a non-gendered set
+(the queries whose chosen label is ``n``), summarised as a bias report does:
 
-Definitions (pure pandas/numpy; no Django):
+- **Disputed**: no strict majority of at least ``min_votes`` votes (what the export sets aside).
+- ``drop``: disputed left out; ``aggregation``: they take the aggregation's label (for majority vote the same
+  as ``drop``); ``adjudicated``: a researcher's label where one exists, else left out; ``confident``: every
+  query whose label's confidence is at least ``threshold``.
 
-- **Disputed** queries are those without a strict majority of at least ``min_votes`` votes,
-  exactly the ones the export sets aside; the same set for every aggregation.
-- Policies: ``drop`` — disputed queries are left out, the others take the aggregation's
-  label; ``aggregation`` — disputed queries take the aggregation's label too (majority vote
-  has none for them, so for it this equals ``drop``); ``adjudicated`` — disputed queries take
-  a researcher's adjudicated label where one exists, else are left out; ``confident`` — every
-  query whose aggregation label has a confidence of at least ``threshold`` (vote share,
-  Dawid-Skene posterior, Wawa weight share; see :mod:`genderbias.crowd.aggregation`).
-- A query is in the set when the label so chosen is ``n`` (non-gendered).
-
-Invariant: the per-query values do not depend on the query set (RaB, ARaB and TExFAIR are
-per query; NFaiRR's normaliser depends on the background and the compared runs only), so
-they are computed once over every candidate query and only *subset* here. The
-majority/drop row therefore equals ``bias_report`` on the exported non-gendered set.
-
-Ranking changes: per (aggregation, policy, metric, variant, cutoff) the runs are ranked by
-their value and compared with majority/drop by Kendall's τ-b (``scipy.stats.kendalltau``);
-``swapped`` lists the pairs of runs whose order is reversed.
+The per-query values do not depend on the set (NFaiRR's normaliser depends on the background and runs
+only), so they are computed once and only subset here: majority/drop equals ``bias_report`` on the export.
 """
 
 from __future__ import annotations
@@ -67,13 +51,8 @@ CSV_COLUMNS = [
 
 @dataclass
 class LabelSensitivity:
-    """What :func:`metrics.services.label_sensitivity` found: the table (:func:`sensitivity_table`),
-    the ranking changes (:func:`ranking_changes`), and the non-gendered set's size per
-    (aggregation, disputed policy).
-
-    A plain result type, here beside the computation so that :mod:`metrics.formatting`
-    (which writes it out) and the service (which fills it) both import it from below.
-    """
+    """What the label-sensitivity service found (here so that the service and :mod:`metrics.formatting`
+    both import it from below): the table, the ranking changes and each set's size."""
 
     batch: str
     runs: list[str]
@@ -83,8 +62,7 @@ class LabelSensitivity:
     rankings: pd.DataFrame
     set_sizes: dict[tuple[str, str], int]
     nfairr_normalisation: str
-    #: The sensitivity check for ranking-dependent labelling errors
-    #: (:func:`genderbias.crowd.label_dependence.dependence_table`), when dependences were asked for.
+    #: :func:`.label_dependence.dependence_table`, when dependences were asked for.
     dependence: pd.DataFrame | None = None
     baseline: str | None = None
 
@@ -96,12 +74,8 @@ def aggregated_labels(
     gold_judgments: pd.DataFrame | None = None,
     gold: Mapping[str, str] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Per aggregation, one row per judged item: ``label`` (None if it has none) and ``confidence``.
-
-    The majority table also has ``disputed`` (tie or fewer than ``min_votes`` votes).
-    ``gold_judgments`` (answers to gold questions, items named as in ``gold``) seed
-    Dawid-Skene with their known labels; they are not part of any returned table.
-    """
+    """Per aggregation, one row per judged item: ``label`` (None if none) and ``confidence``; majority's also
+    ``disputed``. ``gold_judgments`` (answers to the ``gold`` questions) seed Dawid-Skene only."""
     votes = majority_vote(judgments)
     disputed = votes["disputed"].astype(bool) | (votes["votes"] < min_votes)
     majority = pd.DataFrame(
@@ -157,12 +131,8 @@ def sensitivity_table(
     samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
-    """Rows ``aggregation, disputed, run, metric, variant, cutoff, value, ci_low, ci_high, n_queries``.
-
-    ``per_query`` is the long frame of a bias report (``run, qid, metric, variant, cutoff,
-    value``) over every candidate query; each set's rows are summarised as a report would.
-    A configuration whose set has none of a run's queries has no rows for that run.
-    """
+    """:data:`CSV_COLUMNS` rows: each set's rows of ``per_query`` (a bias report's long frame over every
+    candidate query) summarised as a report would (no rows for a run the set has no queries of)."""
     parts = []
     for (aggregation, policy), qids in sets.items():
         subset = per_query[per_query["qid"].isin(set(qids))]
@@ -179,12 +149,8 @@ def sensitivity_table(
 
 
 def ranking_changes(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (aggregation, disputed, metric, variant, cutoff): Kendall's τ of the runs' ranking
-    against majority/drop and the pairs of runs that swap (``"a<b → b<a"`` style, by value).
-
-    Columns ``aggregation, disputed, metric, variant, cutoff, runs, kendall_tau, swapped``;
-    τ is NaN when fewer than two runs have values in both or a ranking is all ties.
-    """
+    """Per (aggregation, disputed, metric, variant, cutoff): Kendall's τ-b of the runs' ranking against
+    majority/drop (NaN with fewer than two runs or all ties) and the pairs that swap (``"a<b → b<a"``)."""
     from scipy import stats
 
     keys = ["metric", "variant", "cutoff"]
