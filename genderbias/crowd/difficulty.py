@@ -1,27 +1,16 @@
 """The item-difficulty crowd model (GLAD, Whitehill et al. 2009): worker ability α_w, query easiness β_i.
 
-Pure (numpy, scipy; no Django). Dawid–Skene (:mod:`genderbias.crowd.estimation`) reads a query's answers
-as independent given its true label: every worker errs on a hard query as on an easy one. Where some
-queries are hard for everyone (a cue missing, a query that could be read two ways), their answers err
-together, and a per-worker model reads a hard query's agreeing wrong answers as sure evidence
-(docs/quality.md, "The item-difficulty model"). GLAD gives each query its own easiness:
+Dawid–Skene (:mod:`.estimation`) reads a query's answers as independent given its true label. Where some
+queries are hard for everyone their answers err together, and a per-worker model reads agreeing wrong
+answers as sure evidence (docs/quality.md, "The item-difficulty model"). GLAD gives each query an easiness:
 
     P(answer = t | T_i = t) = a_wi = σ(α_w β_i),   P(answer = g ≠ t | T_i = t) = (1 − a_wi) E(t, g),
 
-with β_i = exp(b_i) > 0, priors α_w ~ N(:data:`ALPHA_MEAN`, 1) and b_i ~ N(b̄, 1) (crowd-kit's ``GLAD``, b̄ fixed
-at :data:`EASINESS_MEAN` there; estimated here unless fixed), and E the crowd's error pattern as in the one-coin layer
-(:mod:`genderbias.crowd.coins`, ``pattern="crowd"``: :data:`~genderbias.crowd.coins.PATTERN_PRIOR`
-pseudo-answers in each wrong cell) or errors spread evenly (``pattern="even"``, crowd-kit's and
-the paper's). Class shares π are estimated (Dirichlet(1 + :data:`~genderbias.crowd.estimation.CLASS_PRIOR`))
-unless given. Gold queries keep their known label.
-
-EM: the E-step is Dawid–Skene's with each answer's row built from α_w β_i; the M-step sets π and E from
-the soft counts and (α, b) by L-BFGS on the expected log likelihood, which in them is a logistic
-regression of "the answer is right" (weight r_j = p_i(g_j), the posterior of the label answered).
-
-What the data choose (:func:`genderbias.crowd.model_choice.choose_difficulty`): a left-out query's
-votes are scored with its easiness unknown, integrated over its prior (:func:`vote_log_likelihood`,
-Gauss–Hermite over its prior), so β earns its place only where the spread of agreement across queries needs it.
+β_i = exp(b_i), α_w ~ N(:data:`ALPHA_MEAN`, 1), b_i ~ N(b̄, 1) (crowd-kit fixes b̄ at :data:`EASINESS_MEAN`; estimated
+here unless fixed); E the crowd's error pattern (``pattern="crowd"``, :mod:`.coins`' prior) or even
+(``"even"``, crowd-kit's and the paper's). Class shares estimated unless given; gold queries keep their label.
+EM: Dawid–Skene's E-step; the M-step sets π and E from soft counts and (α, b) by L-BFGS on a weighted
+logistic regression of "the answer is right".
 """
 
 from __future__ import annotations
@@ -122,12 +111,9 @@ def fit_difficulty(
     max_iter: int = 100,
     tol: float = 1e-6,
 ) -> DifficultyFit:
-    """GLAD by EM on coded judgments (:func:`genderbias.crowd.model_choice.encode`), ``weights`` [N]
-    the queries' multiplicities (0: left out of the fit, as a held-out fold), ``priors`` [K] fixed
-    class shares (crowd-kit fixes them uniform) or None (estimated), ``easiness_mean`` the prior mean of the
-    log easiness (crowd-kit fixes it at 1) or None (estimated: empirical Bayes, the mean of the fitted queries'
-    log easiness, so that a crowd whose queries are all hard or all easy is not read against 1). Stops when the log likelihood of
-    the votes moves by at most ``tol`` of its size."""
+    """GLAD by EM on coded judgments; ``weights`` [N]: multiplicities (0: left out, a held-out fold); ``priors``
+    [K]: fixed class shares or None (estimated); ``easiness_mean``: fixed, or None (empirical Bayes, so a crowd
+    whose queries are all hard or all easy is not read against 1). Stops at a relative change of ``tol``."""
     if pattern not in PATTERNS:
         raise ValueError(f"pattern {pattern!r}: expected one of {', '.join(PATTERNS)}")
     m = np.ones(encoded.n_items) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -162,9 +148,8 @@ def fit_difficulty(
 
 
 def vote_log_likelihood(fitted: DifficultyFit, encoded: Encoded, *, nodes: int = NODES) -> np.ndarray:
-    """[N]: each query's log likelihood of its votes, log ∫ Σ_t π_t Π_j P(g_j | t, α_w, e^b) N(b; b̄, 1) db, its
-    easiness unknown (the fit's prior, b̄ its ``easiness_mean``), by Gauss–Hermite: what a query the fit did
-    not see is scored by (:func:`genderbias.crowd.model_choice.choose_difficulty`)."""
+    """[N]: each query's log ∫ Σ_t π_t Π_j P(g_j | t, α_w, e^b) N(b; b̄, 1) db by Gauss–Hermite, its easiness
+    unknown: how a query the fit did not see is scored (:func:`.model_choice.choose_difficulty`)."""
     points, node_weights = np.polynomial.hermite_e.hermegauss(nodes)
     log_w = np.log(node_weights / node_weights.sum())
     by_item, _ = _incidence(encoded)
