@@ -1,51 +1,20 @@
 """A small client for Prolific's Task Builder API (``/api/v1/data-collection/``), built on Prolific's
 client (the study and submission calls a Task Builder study needs), over :class:`core.http.JsonClient`.
-Pure (no Django).
+Pure (no Django). The flow is docs/prolific.md, "Task Builder"; retries are the Prolific client's
+(creating a dataset, a batch or a study and starting a setup are not repeatable: the provider looks
+the resource up by name before a second attempt).
 
-Prolific hosts the labelling task itself: a *dataset* holds the datapoints (our queries, one per
-line of a JSONL file with a schema: the query's text shown, its HIT and field name kept as
-metadata, the HIT as the ``task_group_id`` so that one participant labels one HIT's queries in one
-submission), a *batch* pairs each datapoint with the instruction (one multiple-choice question,
-the four categories), its setup turns them into tasks, and a *study* whose
-``data_collection_method`` is the batch (``AI_TASK_BUILDER_BATCH``, ``data_collection_id``) brings
-the participants. Their answers are read back with ``GET /data-collection/batches/{id}/responses``;
-the study's submissions say which sessions are finished and are approved or rejected as any
-Prolific submission.
+Every call is an operation of Prolific's published API reference (the contract tests hold it to it).
+Where the reference and Prolific's documentation pages disagree, this follows:
 
-Checked against Prolific's published API reference (``publicapi.yaml``, April 2026: the contract tests
-under tests/platforms/prolific/ hold every call here to it): every call is one of its
-operations. Where it and Prolific's documentation pages disagree, the pages are followed, and the
-call says so:
-
-- the dataset is made with a ``schema`` (a V4 dataset: a ``task_group_id`` field groups a HIT's queries,
-  ``metadata`` fields are kept with each datapoint), as the pages "Working with Datasets" and "Defining a
-  Dataset Schema" describe; the reference's request names only ``name`` and ``workspace_id`` (its
-  schema allows more);
-- the batch is made with ``batch_items`` (the question shown beside the query), as the page "Create a
-  Batch" describes, which calls the reference's ``POST .../instructions`` deprecated;
-- the pages track a V4 upload by its import job (``GET .../datasets/{id}/imports/{id}``, "Get a
-  Dataset"'s ``imports``); the reference offers neither, only ``GET .../datasets/{id}/status``, which
-  is what is asked here: ``UNINITIALISED`` until a file arrives, ``READY`` once it is imported;
-- there is no list of datasets in the reference (the pages have none either): a dataset is found again
-  through the batch it was attached to (``datasets`` of ``GET .../batches?workspace_id=``), and a
-  dataset whose creation lost its answer before any batch named it stays empty and unused;
-- the reference's responses are pages of ``results`` with ``meta.count`` and no links: they are read
-  by offset until ``meta.count`` are seen (a ``_links.next`` followed when one is given);
-- how a response is tied to its query: the reference's response has a free ``metadata`` object, and
-  "Defining a Dataset Schema" says a ``metadata`` field is "an internal value included in exports";
-  the provider reads the datapoint's ``metadata`` fields there and says so, naming the batch, when a
-  finished session's responses carry none.
-
-The study and submission calls are Prolific's own (:class:`platforms.prolific.client.Prolific`,
-which this client extends): each Prolific endpoint is written once, and its errors are Prolific's
-(:class:`TaskBuilderError` is :class:`~platforms.prolific.client.ProlificError`).
-
-Retries are :mod:`core.http`'s: a 429 (``Retry-After`` honoured), a 5xx, a broken connection and
-an unreadable answer are retried with back-off when the call is safe to repeat (reads, setting a
-study's places, a submission's transition, the upload's PUT of the same bytes). Creating a dataset,
-a batch or a study, starting a setup and transitioning a study are not: after a lost answer they
-raise :class:`TaskBuilderUnknownOutcome`, and the provider looks the resource up by name before
-any second attempt.
+- the pages for the dataset's ``schema`` (a V4 dataset: ``task_group_id`` groups a HIT's queries,
+  ``metadata`` fields kept with each datapoint) and the batch's ``batch_items`` ("Working with
+  Datasets", "Defining a Dataset Schema", "Create a Batch");
+- the reference for the upload: ``GET .../datasets/{id}/status`` (``UNINITIALISED`` until a file
+  arrives, ``READY`` once imported), not the pages' import jobs;
+- neither lists datasets: a dataset is found again through the batch it was attached to;
+- responses: pages of ``results`` with ``meta.count`` and no links, read by offset; the query is tied
+  to its response by the datapoint's ``metadata``, which the reference does not describe.
 """
 
 from __future__ import annotations
@@ -78,22 +47,18 @@ TaskBuilderUnknownOutcome = ProlificUnknownOutcome
 
 
 class TaskBuilder(Prolific):
-    """Prolific's API at ``base_url`` (``.../api/v1/``) with ``token``, with Task Builder's calls added to
-    Prolific's study and submission calls; ``sleep`` injectable for tests."""
+    """Prolific's client with Task Builder's calls added."""
 
     def __init__(self, base_url: str, token: str, *, max_bytes: int = MAX_RESPONSE_BYTES, **options) -> None:
         super().__init__(base_url, token, max_bytes=max_bytes, **options)
 
     # -- datasets ---------------------------------------------------------------------------
     def create_dataset(self, workspace_id: str, name: str, schema: dict) -> dict:
-        """``POST /data-collection/datasets`` with a schema (a V4 dataset, page "Working with Datasets").
-        Not repeatable."""
         body = {"name": name, "workspace_id": workspace_id, "schema": schema}
         return self.request("POST", "data-collection/datasets", body, repeatable=False)
 
     def dataset_status(self, dataset_id: str) -> str:
-        """``GET /data-collection/datasets/{id}/status``: ``UNINITIALISED`` (no file received), ``PROCESSING``,
-        ``READY`` or ``ERROR``."""
+        """``UNINITIALISED`` (no file received), ``PROCESSING``, ``READY`` or ``ERROR``."""
         answer = self.request("GET", f"data-collection/datasets/{_q(dataset_id)}/status")
         return str(answer.get("status") or "") if isinstance(answer, dict) else ""
 
@@ -105,8 +70,8 @@ class TaskBuilder(Prolific):
         return answer
 
     def upload(self, upload_url: str, data: bytes, content_type: str) -> None:
-        """PUT the file to the presigned URL (no token: the URL is signed). The same bytes to the same
-        URL, so it is repeated after a 429, a 5xx or a lost answer, with :mod:`core.backoff`'s delays."""
+        """PUT the file to the presigned URL (signed: no token); the same bytes, so repeated after a 429, a 5xx
+        or a lost answer."""
         import urllib.error
         import urllib.request
 
@@ -135,15 +100,13 @@ class TaskBuilder(Prolific):
 
     # -- batches ------------------------------------------------------------------------
     def create_batch(self, fields: dict) -> dict:
-        """``POST /data-collection/batches`` (its layout in ``batch_items``, page "Create a Batch"). Not repeatable."""
         return self.request("POST", "data-collection/batches", fields, repeatable=False)
 
     def find_batch(self, workspace_id: str, name: str) -> dict | None:
-        """The workspace's batch of this name (``GET /data-collection/batches?workspace_id=``), or ``None``."""
         return _named(self.pages(f"data-collection/batches?workspace_id={_q(workspace_id)}"), name)
 
     def set_up_batch(self, batch_id: str, dataset_id: str) -> None:
-        """Start making the batch's tasks (asynchronous). Not repeatable: the status says whether it began."""
+        """Start making the batch's tasks (asynchronous; not repeatable: the status says whether it began)."""
         body = {"dataset_id": dataset_id}
         self.request("POST", f"data-collection/batches/{_q(batch_id)}/setup", body, repeatable=False)
 
@@ -152,9 +115,8 @@ class TaskBuilder(Prolific):
         return str(answer.get("status", "")) if isinstance(answer, dict) else ""
 
     def responses(self, batch_id: str) -> Iterator[dict]:
-        """Every response of the batch listed now, each once (by its ``id``): pages of ``results`` read by
-        offset until ``meta.count`` are seen (the reference's pages have no links; a ``_links.next`` is
-        followed when given); a page that adds nothing ends the read (the rest are read at the next sync)."""
+        """Every response listed now, each once (by ``id``), read by offset until ``meta.count`` (or a given
+        ``_links.next``); a page that adds nothing ends the read."""
         path = f"data-collection/batches/{_q(batch_id)}/responses"
         seen: set[str] = set()
         offset = 0
@@ -182,10 +144,8 @@ class TaskBuilder(Prolific):
             else:
                 url = None
 
-    # -- the study's annotators per task ------------------------------------------------------
     def set_annotators_per_task(self, study_id: str, annotators: int) -> dict:
-        """``PATCH /studies/{id}/`` ``data_collection_metadata.annotators_per_task`` (absolute, so repeatable):
-        Prolific makes the study's places every task group times this (it can only grow once published)."""
+        """Absolute, so repeatable: the study's places are every task group times this (only grows once published)."""
         body = {"data_collection_metadata": {"annotators_per_task": annotators}}
         return self.request("PATCH", f"studies/{_q(study_id)}/", body)
 

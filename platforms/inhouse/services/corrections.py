@@ -1,52 +1,17 @@
-"""An annotator corrects the HIT they submitted last, while none of its answers has been used.
+"""An annotator corrects the HIT they submitted last, within ``ANSWER_CORRECTION_SECONDS``, while none
+of its answers has been **used**: read to decide something. "Its batches" are its batch and the batch
+its answers add to (``Batch.parent``). Used means, each newer than its ``submitted_at``: reviewed
+(here, or its pay decided on another platform: :func:`refuse_when`); one of its batches escalated or
+exported; one of its queries ruled on; an ``AnswerUse`` recorded (a report, a dataset, a paper
+bundle, a routing...); a bonus recorded on it or its worker in its batches; such a use under way
+(a lease); its batch closed; or another HIT of the worker submitted since.
 
-A slip (a wrong key, a query misread) is fixed by the person who made it, not left in the
-data for a researcher to find. The window is short (``settings.ANSWER_CORRECTION_SECONDS``,
-10 minutes by default; 0 turns corrections off) and closes for good as soon as anything may
-have read the answers. An assignment is **used**, and so never corrected, once anything read it to decide something.
-"Its batches" are its batch and the batch its answers add to (``Batch.parent``, which reads its
-crowd parts' judgments, rulings, exports and bonuses as its own: ``crowd_batch_ids``). Used means
-any of these, each read from the models and newer than its ``submitted_at``:
-
-- it was **reviewed**: its status is no longer ``submitted`` (approved or rejected by a sync
-  decides and sends its pay: MTurk's and Prolific's payment, an in-house sync's approval), or
-  its Prolific submission was approved or rejected on Prolific (``ProlificSubmission``, as the
-  last sync listed it: a **payment decided** outside this site);
-- one of its batches was **escalated**: an ``Escalation`` created after it was submitted (the
-  escalation's plan counted its votes);
-- one of its queries was **ruled on** in one of its batches (an ``Adjudication`` of the same
-  qid, decided after it was submitted: the researcher read its vote);
-- one of its batches was **exported**: an ``Export`` made after it was submitted (a file and
-  card were written with it);
-- its answers were **read to publish or decide** something: an ``AnswerUse`` recorded after it was
-  submitted (a report on its batch's labels, a dataset, a paper bundle, a routing, a label-sensitivity
-  run: ``annotation.crowd.services.locking.reading_answers``);
-- a **bonus** was recorded on it, or for its worker in one of its batches (``BonusPayment``),
-  after it was submitted (the bonus rule read its gold answers);
-- such a use is **under way**: a sync, an escalation, a bonus payment or an export of one of
-  its batches holds its lease (``annotation.crowd.services.locking.use_under_way``);
-- its batch is no longer published (cancelled or complete: its results are final), or the
-  worker has submitted another HIT since (only the last one is corrected).
-
-The checks and the replacement run under the row lock of its batches (``select_for_update``,
-taken before the assignment's): the lock the users take. Each use takes its lease (or, for a
-ruling, the batch's row lock) and then passes the same lock
-(``annotation.crowd.services.locking.answers_settled``) before it reads: a correction that
-passed its checks is committed before the use reads, and a correction that starts later sees the
-lease or the recorded use. So no export, escalation, ruling or bonus ever reads an answer that is
-then corrected.
-
-Gold questions are not corrected: their first answers stand (a worker told which check questions
-they got wrong would otherwise copy the right answers in), so a correction never changes whether
-the HIT passed its gold check.
-
-A correction replaces the assignment's judgments in one transaction (the old ones deleted, the
-new ones written and scored like a submit by ``record_answers``), under the assignment's row
-lock: two corrections posted at once run one after the other, and a correction whose answers
-equal the stored ones writes nothing, so repeating it changes nothing. Every figure follows:
-the judgments' new ids move :func:`annotation.results.selectors.labels.answers_version` (the key of
-agreement, review and results) and the change counter behind ``answer_counts``, exactly as a
-submit does. ``submitted_at`` is kept, so correcting never extends the window.
+The checks and the replacement run under its batches' row lock, which every use passes
+(``locking.answers_settled``) before it reads: no use ever reads an answer that is then corrected.
+Gold answers keep their first value (else a worker told which they got wrong would copy the right
+ones in). The judgments are replaced in one transaction under the assignment's row lock, so every
+figure follows as after a submit; the same answers again write nothing; ``submitted_at`` is kept,
+so correcting never extends the window.
 """
 
 from __future__ import annotations
@@ -97,10 +62,7 @@ def correction_window() -> dt.timedelta:
 
 
 def why_not_correctable(assignment: Assignment, now: dt.datetime | None = None) -> str | None:
-    """Why ``assignment`` cannot be corrected now (one sentence for its annotator), or ``None`` if it can.
-
-    The module's docstring defines "used". ``assignment`` is read with its HIT and batch.
-    """
+    """Why ``assignment`` (read with its HIT and batch) cannot be corrected now, for its annotator; or ``None``."""
     now = now or timezone.now()
     submitted = assignment.submitted_at
     if assignment.status != Assignment.Status.SUBMITTED or submitted is None:
@@ -155,10 +117,7 @@ def _used(assignment: Assignment, batch: Batch, submitted: dt.datetime) -> str |
 
 
 def last_correctable(worker_id: int) -> Assignment | None:
-    """The worker's last submitted assignment if it can still be corrected, else ``None`` (their home page).
-
-    A read of their last assignment along the (worker, status) index, then :func:`why_not_correctable`.
-    """
+    """The worker's last submitted assignment if it can still be corrected, else ``None`` (their home page)."""
     if not correction_window():
         return None
     rows = Assignment.objects.filter(worker_id=worker_id, status__in=DONE, submitted_at__isnull=False)
@@ -197,12 +156,8 @@ def _gold_kept(assignment: Assignment, answers: Mapping[str, str]) -> dict[str, 
 def correct_assignment(
     assignment: Assignment, answers: Mapping[str, str], *, hit_queries: Sequence[HitQuery] | None = None
 ) -> AnswerCheck | None:
-    """Replace the judgments of a submitted, unused assignment by ``answers``; ``None`` when nothing changed.
-
-    Raises :class:`NotCorrectable` (a ``ServiceError``, 409) naming why when it is no longer
-    correctable. The row locks of its batches, then of the assignment, are taken first and every
-    condition is read again under them, so a use committed meanwhile, or under way, is seen.
-    """
+    """Replace the judgments of a submitted, unused assignment by ``answers``; ``None`` when nothing changed;
+    :class:`NotCorrectable` (409) naming why. Every condition is read again under the locks."""
     with transaction.atomic():
         batch = assignment.hit.batch
         lock_batches(_batches(batch))  # the users' lock (the module's docstring)

@@ -1,21 +1,12 @@
-"""In-house annotators: handing out HITs (their accounts: :mod:`.annotators`; the HIT page and its
-submit: :mod:`.hit_page`).
+"""The one hand-out of HITs on this site (accounts: :mod:`.annotators`; the HIT page: :mod:`.hit_page`).
 
-An annotator asks for their next HIT and gets, in this order,
-the HIT they were already given and have not submitted, or a new one: the first HIT of
-the oldest published local batch that still needs answers and that they have not done.
-``Assignment`` is unique on (hit, worker) except for rejected work, so nobody is shown a HIT twice
-but a team member whose work on it failed its gold check, where no other member can fill its place (a
-retake, :func:`_retake_hit`: the rejected answers never count, so the retake's are their only kept
-answers to those queries; a team of three completes its blind sample, issue 58). A hand-out
-whose time ran out holds no place any more (:func:`holds_place`; its place goes back to the
-queue at once) and is marked abandoned, not deleted, within a minute (:func:`release_abandoned`)
-or when its annotator asks for the next HIT.
+An annotator gets the HIT they hold unsubmitted, else the first HIT of the oldest published local
+batch that still needs answers and that they have not done. Nobody is shown a HIT twice (``Assignment``
+is unique on (hit, worker)) but for a retake (:func:`_retake_hit`). A hand-out whose time ran out
+holds no place (:func:`holds_place`) and is marked abandoned later (:func:`release_abandoned`).
 
-Handing out is concurrency-safe. On PostgreSQL the candidate HIT row is locked
-(``SELECT ... FOR UPDATE SKIP LOCKED``) and its free places counted again under the lock,
-so two annotators asking at once never overfill a HIT; on SQLite the project's IMMEDIATE
-transactions serialise the two requests instead.
+Concurrency-safe: on PostgreSQL the candidate HIT row is locked (``FOR UPDATE SKIP LOCKED``) and its
+free places counted again under the lock; on SQLite the IMMEDIATE transactions serialise requests.
 """
 
 from __future__ import annotations
@@ -53,18 +44,13 @@ _CANDIDATES = 20
 
 
 def release_held_hits(user_id: int) -> int:
-    """Give the account's held (handed out, unsubmitted) HITs back to the queue; how many.
-
-    When it is deactivated or leaves the annotators group, however that happens
-    (``accounts.watch_accounts`` calls this from the saves' signals; ``team.set_active``
-    deactivates through such a save).
-    """
+    """Give the account's held HITs back to the queue when it is deactivated or leaves the annotators
+    group (from the saves' signals); how many."""
     held = Assignment.objects.filter(worker__identity__user_id=user_id, status=Assignment.Status.ASSIGNED)
     return held.update(status=Assignment.Status.ABANDONED)
 
 
 def _handed_out(worker) -> QuerySet:
-    """The worker's assignments handed out and not submitted, in published batches (timed out or not)."""
     return Assignment.objects.filter(
         worker=worker, status=Assignment.Status.ASSIGNED, hit__batch__status=Batch.Status.PUBLISHED
     )
@@ -92,17 +78,13 @@ class NextHit:
 
 
 def next_hit_for(user) -> NextHit:
-    """The next-HIT page's answer for ``user``: the training step due, else the HIT they hold or a new one.
+    """The next-HIT page's answer: the training step due, else the HIT they hold or a new one;
+    :class:`NotAnnotator` for anyone else.
 
-    One transaction from the first read, so nothing is read twice to be safe: on PostgreSQL
-    the read of the worker takes their row lock (one annotator's tabs queue there, and the
-    second sees the hand-out the first was given); on SQLite the IMMEDIATE transaction holds
-    the write lock from ``BEGIN``. The query after it (the training step due and the batches
-    open to them) also tells whether they hold a hand-out: it runs after the lock, so it
-    sees what a previous request of theirs committed (not so the locking statement itself:
-    PostgreSQL re-checks a row it waited for, not its subqueries). When they hold none
-    (after a submit, the usual case), the hand-out query is skipped.
-    Raises :class:`NotAnnotator` for anyone who is not an annotator.
+    One transaction from the first read: the worker's row lock (SQLite: the IMMEDIATE write lock)
+    queues one annotator's tabs. The query after it also tells whether they hold a hand-out; it runs
+    after the lock, so it sees what their previous request committed (PostgreSQL re-checks a row it
+    waited for, not its subqueries), and when they hold none the hand-out query is skipped.
     """
     with transaction.atomic():
         worker = annotator_worker(user, lock=not writes_serialised())
@@ -128,16 +110,11 @@ def _next_hit_batches_rows(worker_id: int) -> QuerySet:
 
 
 def _may_hold(worker_id: int) -> QuerySet:
-    """The worker's hand-outs not submitted, in any batch: whether :func:`next_assignment` must look
-    for one (it then reads them in published batches only, :func:`_handed_out`).
+    """The worker's hand-outs not submitted, in any batch: whether :func:`next_assignment` must look.
 
-    Counted (a worker holds one or two), without the join to the HIT and its batch: one range
-    of the (worker, status) index. PostgreSQL's generic plan for the prepared statement guesses
-    a worker holds thousands (a small team sharing a large site's assignments): asked as an
-    ``EXISTS`` it then scanned the whole table for a first match (3.8 ms at 30,000 assignments,
-    12 ms at 45,000, growing with the site; with the join, along the HIT index); a count it
-    reads from the index. A hand-out left in a batch closed since costs that worker the
-    hand-out query on their next-HIT requests, and changes no answer.
+    Counted, without the join, from the (worker, status) index: asked as an ``EXISTS``, PostgreSQL's
+    generic plan scanned the whole table (docs/benchmarks.md, "A plan that holds at any size"). A hand-out left in a closed
+    batch only costs its worker the hand-out query.
     """
     return Assignment.objects.filter(worker_id=worker_id, status=Assignment.Status.ASSIGNED)
 
@@ -161,12 +138,8 @@ _release_lock = threading.Lock()
 
 
 def release_abandoned(*, force: bool = False) -> int:
-    """Mark hand-outs held longer than their batch's assignment duration abandoned, as MTurk does.
-
-    Book-keeping only: a timed-out hand-out already holds no place when HITs are handed out
-    or answers come late (:func:`holds_place`), whether or not it was marked yet. So this
-    runs at most once a ``RELEASE_EVERY`` per process (``force``: now), not on every request.
-    """
+    """Mark hand-outs held past their batch's assignment duration abandoned, as MTurk does. Book-keeping
+    only (:func:`holds_place` already frees their place), so at most once a ``RELEASE_EVERY`` per process."""
     global _released_at
     now_mono = time.monotonic()
     with _release_lock:
@@ -185,11 +158,8 @@ def release_abandoned(*, force: bool = False) -> int:
 
 
 def holds_place(deadline) -> Q:
-    """Assignments holding a place of their HIT: submitted or approved, or handed out after ``deadline``.
-
-    ``deadline`` is now minus the batch's assignment duration: a hand-out older than that
-    has timed out, and its place is free again even before it is marked abandoned.
-    """
+    """Assignments holding a place of their HIT: kept, or handed out after ``deadline`` (now minus the
+    batch's assignment duration: an older hand-out timed out, marked abandoned or not)."""
     handed_out = Q(status=Assignment.Status.ASSIGNED) & (Q(accepted_at__isnull=True) | Q(accepted_at__gte=deadline))
     return Q(status__in=_KEPT) | handed_out
 
@@ -220,14 +190,9 @@ def next_assignment(
 ) -> Assignment | None:
     """The annotator's unfinished assignment, else a newly claimed one; ``None`` when nothing is left.
 
-    ``batch`` limits both to one batch (the simulation uses it; the site offers every batch).
-    ``worker``: the user's worker, when the caller has already checked that ``user`` is an
-    annotator and read it (the next-HIT page), so neither is read twice. ``batches``: the
-    batches a new HIT may come from, when the caller has read them already
-    (the qualified batches of ``training.plan_of``), else read here. ``locked``: the caller's
-    transaction already holds the worker's row lock (``next_hit_for``). ``holding``: whether the
-    worker holds a hand-out, when the caller read it under the lock; ``False`` skips looking
-    for one.
+    ``batch`` limits both to one batch (the simulation). What :func:`next_hit_for` already read is
+    not read twice: ``worker`` (an annotator's), ``batches`` (the qualified ones), ``locked`` (the
+    worker's row lock held), ``holding`` (whether they hold a hand-out; ``False`` skips looking).
     """
     if worker is None:
         if not is_annotator(user):
@@ -244,8 +209,7 @@ def next_assignment(
         # queue on their row, so the second sees the assignment the first was given.
         if not locked and not writes_serialised():
             list(Worker.objects.select_for_update().filter(pk=worker.pk).values_list("pk"))
-        # Built only when it may find something: after a submit (the usual case) building it
-        # cost more CPU than the rest of the hand-out.
+        # Built only when it may find something (after a submit it cost more than the rest).
         handed_out = (
             _handed_out(worker)
             .filter(in_batch)
@@ -272,19 +236,13 @@ def next_assignment(
 
 
 def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assignment_id: str) -> Assignment | None:
-    """Give ``worker`` a place on the first open HIT of ``batches`` that has one and that they have not done.
+    """Give ``worker`` a place on the first open HIT of ``batches`` that has one and they have not done.
 
-    The one hand-out of the site, for in-house annotators and Prolific participants alike.
-    Callers hold the worker's row lock (``next_assignment``) or key the claim by a
-    provider id (Prolific), so one worker never claims twice at once.
-
-    Its cost does not grow with the batch: batches are tried oldest first, and in each the
-    open HITs are walked in order along the index on (batch, status, position), stopping at
-    the first one with a free place that this worker has not done (complete HITs are not
-    on the walk at all), trying at most ``_CANDIDATES`` locked rows in all.
-
-    ``batches``: a queryset, or a list already read as this would read it (published, open to
-    the worker, oldest first, with ``pk`` and ``assignment_duration``: ``training.plan_of``).
+    For in-house annotators and Prolific participants alike; callers hold the worker's row lock or
+    key the claim by a provider id, so one worker never claims twice at once. Its cost does not grow
+    with the batch: the open HITs are walked along the (batch, status, position) index, trying at most
+    ``_CANDIDATES`` locked rows. ``batches``: a queryset, or a list read as this would read it
+    (published, open to the worker, oldest first: ``training.plan_of``).
     """
     now = timezone.now()
     if isinstance(batches, QuerySet):
@@ -298,9 +256,8 @@ def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assi
     with transaction.atomic(savepoint=False):
         for batch in batches:
             deadline = now - batch.assignment_duration
-            # One row locked at a time: a claim that locked its first 20 candidates at once held
-            # them all until it committed, and a concurrent claim skipping them could find every
-            # open HIT locked and answer "No more HITs" although HITs were left.
+            # One row locked at a time: locking many would let a concurrent claim find them all locked
+            # and answer "No more HITs" although HITs were left.
             while len(tried) < _CANDIDATES:
                 hit = _first_open_hit(batch.pk, worker.pk, deadline, tried, wait=False)
                 if hit is None:  # all left may be locked by other claims just now: wait for the first
@@ -330,14 +287,12 @@ def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assi
 
 
 def _retake_hit(batch: Batch, worker_id: int, deadline) -> Hit | None:
-    """A HIT of ``batch`` the worker did, all their work on it rejected for a failed gold check, with a free
-    place that no member who has not done it can fill (``place_takers(retakes=False)``), locked; else ``None``.
+    """A HIT of ``batch`` whose work by the worker was all rejected for a failed gold check, with a free
+    place no member who has not done it can fill, locked; else ``None``.
 
-    Only in a batch where :func:`~annotation.crowd.selectors.retake_allowed` (a team's in-house batch that
-    does not keep failed work's answers): the rejected answers never count, so the retake's answers are
-    the member's only kept answers to those queries. Members who have not done the HIT come first: a
-    retake takes only the places beyond those they can fill. Looked for only once the worker has no
-    fresh HIT left in the batch (a few queries; the usual hand-out never gets here).
+    Only where :func:`~annotation.crowd.selectors.retake_allowed` (a team's batch that keeps no failed
+    answers, so the retake's are the member's only kept ones; a small team completes its blind sample).
+    Looked for only once the worker has no fresh HIT left in the batch.
     """
     from annotation.crowd.selectors import place_takers, retake_allowed
 
@@ -364,15 +319,9 @@ def _retake_hit(batch: Batch, worker_id: int, deadline) -> Hit | None:
 
 
 def _first_open_hit(batch_id: int, worker_id: int, deadline, tried: Sequence[int], *, wait: bool) -> Hit | None:
-    """The first open HIT of the batch, in position order, with a free place and not done by the worker, locked.
-
-    ``wait=False`` skips HITs other claims hold locked (``SKIP LOCKED``); ``wait=True`` waits
-    for them. Without row locks (SQLite) the transaction's write lock does their work. The
-    same query as ``Hit.objects.filter(batch=..., status=OPEN).filter(~Exists(mine))
-    .annotate(taken=...).filter(taken__lt=F("max_assignments")).order_by("position")``
-    with ``select_for_update(of=("self",))``, written out: it is the hottest query of the
-    site, and compiling it through the ORM cost more CPU than running it. The database walks
-    the (batch, status, position) index and stops at the first row that qualifies.
+    """The first open HIT of the batch in position order, with a free place, not done by the worker, locked
+    (``wait=False``: skipping rows other claims hold). Written in SQL: the site's hottest query, which the
+    ORM took more CPU to compile than the database to run.
     """
     hit, assignment = (connection.ops.quote_name(m._meta.db_table) for m in (Hit, Assignment))
     kept = ", ".join(["%s"] * len(_KEPT))
@@ -401,11 +350,8 @@ class CountOf(Subquery):
 
 
 def writes_serialised() -> bool:
-    """Whether every transaction here takes the database's write lock at BEGIN (SQLite, IMMEDIATE mode).
-
-    Then the transaction already runs alone: a row lock (which SQLite does not have) or a
-    count taken again "under the lock" adds a statement and nothing else.
-    """
+    """Whether every transaction takes the write lock at BEGIN (SQLite, IMMEDIATE): then row locks and
+    counts taken again "under the lock" add nothing."""
     return (
         connection.vendor == "sqlite"
         and str(connection.settings_dict.get("OPTIONS", {}).get("transaction_mode", "")).upper() == "IMMEDIATE"

@@ -40,10 +40,7 @@ from platforms.inhouse.services.team_access import assignment_open, batch_open_t
 
 
 def answered_count(user, *, worker_id: int | None = None) -> int:
-    """How many HITs the annotator has submitted (whatever their review), for their own page.
-
-    ``worker_id``: their worker's id, when the caller has it (one table, the (worker, status) index).
-    """
+    """How many HITs the annotator has submitted (whatever their review); ``worker_id`` when known."""
     mine = Q(worker_id=worker_id) if worker_id is not None else Q(worker__identity__user=user)
     return Assignment.objects.filter(mine, status__in=DONE).count()
 
@@ -66,26 +63,14 @@ class HitProgress:
 
 
 def hit_progress(assignment: Assignment) -> HitProgress:
-    """The annotator's place in the assignment's batch, as a HIT page shows it ("HIT 3 of 20 · 17 left").
-
-    ``number`` counts the HITs of this batch they already submitted, plus this one; ``left``
-    the batch's other open HITs they have not done (each HIT is done once per person; a place
-    someone else holds may still free up), read up to ``PROGRESS_COUNT_LIMIT`` so the page
-    costs the same in a batch of any size.
-    """
+    """The annotator's place in the batch ("HIT 3 of 20 · 17 left"): ``number`` counts their submitted
+    HITs of it plus this one, ``left`` its other open HITs they have not done, up to ``PROGRESS_COUNT_LIMIT``."""
     return answered_and_progress(assignment)[1]
 
 
 def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
-    """``answered_count`` of the assignment's worker and :func:`hit_progress`: their three counts in one query.
-
-    One statement with the worker, batch and HIT as literal values, so the database plans
-    each count for them: the annotator's submitted HITs and those of this batch (both along
-    the (worker, status) index, "of this batch" a condition inside the count, so the batch's
-    HITs are never walked), and the batch's open HITs left for them, up to
-    ``PROGRESS_COUNT_LIMIT``. (Read as columns of the assignment's own query instead, the
-    counts were planned for any worker and batch: PostgreSQL then scanned every HIT.)
-    """
+    """``answered_count`` and :func:`hit_progress` in one statement with the worker, batch and HIT as
+    parameters, so the database plans each count for them (along the (worker, status) index)."""
     (counts,) = _progress_counts(
         hit_id=assignment.hit_id, worker_id=assignment.worker_id, batch_id=assignment.hit.batch_id
     )
@@ -97,8 +82,7 @@ def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
 def _progress_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
     done = Assignment.objects.filter(worker_id=worker_id, status__in=DONE).order_by()
     mine = Assignment.objects.filter(hit=OuterRef("pk"), worker_id=worker_id)
-    # In position order: the first PROGRESS_COUNT_LIMIT open HITs along the (batch, status,
-    # position) index. Unordered, PostgreSQL scanned the whole HIT table for them (every batch's).
+    # In position order, along the (batch, status, position) index (unordered, PostgreSQL scanned every HIT).
     left = (
         Hit.objects.filter(batch_id=batch_id, status=Hit.Status.OPEN)
         .exclude(pk=hit_id)
@@ -123,9 +107,8 @@ _progress_counts = Prepared(_progress_counts_rows, scope=scope_of)
 
 
 def held_assignment(pk: int, user_id: int) -> Assignment | None:
-    """The account's assignment ``pk`` for its HIT page, with its HIT and batch, and (columns of the
-    same statement) ``open``: its batch still open to them (team_access) and ``annotator``: the
-    account still in the annotators group; ``None`` when it is not theirs. Compiled once."""
+    """The account's assignment ``pk`` with its HIT and batch, ``open`` (its batch still open to them) and
+    ``annotator`` (still in the group); ``None`` when it is not theirs."""
     found = _held_assignment(pk=pk, user_id=user_id)
     return found[0] if found else None
 
@@ -166,22 +149,14 @@ def submit_local_assignment(
     count_answered: bool = False,
     current: bool = False,
 ) -> AnswerCheck:
-    """Record an annotator's answers to a HIT they were given (once: a second submit is refused).
+    """Record an annotator's answers to a HIT they were given, once; late answers are taken while the HIT
+    has a free place.
 
-    Answers that arrive after the time ran out are still taken while the HIT has a free
-    place; otherwise the annotator is told that they were not recorded. ``hit_queries``:
-    the HIT's queries with their batch queries, when the caller has read them already.
-    Only this HIT's status is settled (a submission changes no other HIT). ``count_answered``:
-    also count the worker's submitted HITs (``answered_count``) into the check's
-    ``answered_count``, in the same query as the HIT's answers.
-
-    ``current``: the caller read ``assignment`` with its HIT and batch in this request (the
-    HIT pages), so they are not read again; otherwise (an object that may be old) they are.
-    Either way the answers are written only if the row still takes them: the status check
-    and the write are one conditional ``UPDATE`` (``record_answers(only_from=...)``), which
-    is what makes a second submit of the same assignment, in another tab at the same
-    moment, record nothing. The same ``UPDATE`` checks that the batch is still open to the
-    worker (team_access): one removed from its team since it was handed out is refused.
+    ``hit_queries``: the HIT's queries, when already read; ``count_answered``: also count the worker's
+    submitted HITs into the check, in the same query; ``current``: ``assignment`` was read with its HIT
+    and batch in this request (else read again). The status check and the write are one conditional
+    ``UPDATE``, which also checks the batch is still open to the worker: a second submit in another
+    tab, or one by a worker removed from the team, records nothing.
     """
     if not current:
         assignment = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
@@ -190,9 +165,7 @@ def submit_local_assignment(
         with transaction.atomic():
             return _submit(assignment, answers, now, hit_queries=hit_queries, count_answered=count_answered)
     except AlreadyRecorded:
-        # Nothing written: already submitted, or its batch is no longer open to them, or (an
-        # in-house batch) they are no longer an annotator (a query or two, on this refusal
-        # only, tells which).
+        # Nothing written: a query or two, on this refusal only, tell why.
         batch = assignment.hit.batch
         if batch.provider == Provider.LOCAL and not _worker_is_annotator(assignment.worker_id):
             raise NotAnnotator("you are no longer an annotator: your answers were not recorded") from None
@@ -206,8 +179,7 @@ def _worker_is_annotator(worker_id: int) -> bool:
 
 
 def _submit_counts_rows(hit_id: int, worker_id: int, batch_id: int) -> QuerySet:
-    """The HIT's answered assignments (its status), the worker's done HITs, and (the header's
-    number, as :func:`answered_and_progress` counts it) those of this batch: one statement."""
+    """In one statement: the HIT's answered assignments, the worker's done HITs, and those of this batch."""
     done = Assignment.objects.filter(worker_id=worker_id, status__in=DONE).order_by()
     answered = Assignment.objects.filter(hit_id=hit_id, status__in=ANSWERED).order_by()
     return (
@@ -226,17 +198,15 @@ _submit_counts = Prepared(_submit_counts_rows, scope=scope_of)
 
 
 def _answer_write_rows(pk: int, batch_id: int, worker_id: int, *, annotator: bool) -> QuerySet:
-    """The submit's conditional UPDATE's rows: the assignment, while it still takes answers (on its
-    own status column: see ``record_answers``), its batch is still open to the worker and (an
-    in-house batch, ``annotator``) its worker is still an annotator."""
+    """The submit's conditional UPDATE's rows: the assignment while it takes answers, its batch open to the
+    worker and (``annotator``: an in-house batch) its worker still an annotator."""
     still_open = batch_open_to(batch_id, worker_id)
     if annotator:
         still_open &= worker_in_annotators(worker_id)
     return Assignment.objects.filter(pk=pk, status__in=list(TAKES_ANSWERS)).filter(still_open)
 
 
-#: The submit's UPDATE, compiled once (``core.db.prepared``): building and compiling its subqueries
-#: cost more CPU than running it. Keyed by whether the batch is in-house (the annotators check).
+#: The submit's UPDATE, compiled once (compiling cost more than running it); keyed by ``annotator``.
 _answer_write = {
     annotator: PreparedUpdate(
         lambda pk, batch_id, worker_id, annotator=annotator: _answer_write_rows(
@@ -249,7 +219,6 @@ _answer_write = {
 
 
 def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered: bool) -> AnswerCheck:
-    """:func:`submit_local_assignment`'s work, inside its transaction."""
     hit, batch = assignment.hit, assignment.hit.batch
     if timed_out(assignment, batch, now):
         if places_held(hit, now - batch.assignment_duration) >= hit.max_assignments:
@@ -261,8 +230,6 @@ def _submit(assignment: Assignment, answers, now, *, hit_queries, count_answered
     if batch.status != Batch.Status.PUBLISHED:
         raise ServiceError("this batch is no longer open")
     raw = json.dumps(dict(answers), sort_keys=True)
-    # The batch must still be open to the worker (team_access), and an in-house batch's worker
-    # still an annotator (not taken out of the group since): checked in the write itself.
     write = _answer_write[batch.provider == Provider.LOCAL]
     check = record_answers(
         assignment,

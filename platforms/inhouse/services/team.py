@@ -1,29 +1,11 @@
 """The team of in-house annotators, managed by researchers from the site and the API.
 
-A researcher makes an annotator's account in one of two ways, and gets a fresh one the same
-ways when the annotator has lost theirs:
-
-- a **one-time link** (``access="link"``): the account has no usable password until the
-  annotator opens the link and chooses one. The link is Django's password-reset token
-  (``accounts.access_token_generator``): it expires after ``PASSWORD_RESET_TIMEOUT`` and is
-  good for one use, because it is a hash over the account's password and last login, both
-  of which change once it has been used (accepting it is one conditional ``UPDATE``: of two
-  browsers accepting it at once, one wins); a newer link or password also ends it, and so
-  does losing rights (deactivation), for good (the account's access epoch);
-- a **generated password** (``access="password"``), shown once to the researcher.
-
-Resetting always makes the old password unusable first, so a leaked one stops working at
-once (and the annotator's sessions end: Django checks the password hash on every request).
-
-Deactivating an account refuses its logins and ends its sessions and links for good: a
-reactivation does not bring them back (``annotation.accounts``: the access epoch); the HITs
-it held are given back to the queue at once.
-
-A local batch can be restricted to a team (``Batch.team``; empty: every annotator may work
-on it); the hand-out then gives its HITs and its training to team members only, and takes
-their answers from them only (:mod:`.team_access`); one who leaves the team gives back the
-HIT they held. The team's reads (members, the team page's rows, each annotator's progress on
-a batch) are :mod:`platforms.inhouse.selectors`.
+An account gets in by a **one-time link** (``access="link"``: Django's password-reset token,
+``accounts.access_token_generator``, which expires after ``PASSWORD_RESET_TIMEOUT`` and is good for
+one use as it hashes the password and last login; a newer link or password, or a deactivation, ends
+it for good) or a **generated password** (``access="password"``) shown once. Resetting makes the old
+password unusable first, so a leaked one and its sessions stop at once. A local batch may be
+restricted to a team (``Batch.team``; :mod:`.team_access`); reads are :mod:`platforms.inhouse.selectors`.
 """
 
 from __future__ import annotations
@@ -90,13 +72,10 @@ def one_time_link(user) -> Access:
 
 
 def accept_link(user, password: str, *, checked_against: str) -> bool:
-    """Set the password chosen through ``user``'s one-time link, unless the link was used meanwhile.
+    """Set the password chosen through ``user``'s one-time link; ``False`` if it was used meanwhile.
 
-    ``checked_against``: the password hash the link's token was checked against. The
-    check and the write are one conditional ``UPDATE`` on it (and on the account still being
-    an active non-staff one): of two browsers accepting the same link at once, one sets its
-    password and the other is told the link was used (``False``); before, both were told
-    "password set" and the last write won.
+    ``checked_against``: the password hash the token was checked against. One conditional ``UPDATE``
+    on it: of two browsers accepting the same link at once, one wins.
     """
     user.set_password(password)
     accepted = (
@@ -131,11 +110,8 @@ def _give_password(user) -> Access:
 
 
 def reset_access(user, *, access: str = "link", by=None) -> Access:
-    """The old password stops working (and every earlier link); a new link or password is made.
-
-    ``by``: who asks (``None``: the operator); refused (403) unless they may manage the account
-    (:func:`core.selectors.require_account_manager`: an annotator of two groups only by a superuser
-    or an owner of both)."""
+    """The old password (and every earlier link) stops working; a new link or password is made. ``by``: who
+    asks (``None``: the operator), refused (403) unless :func:`core.selectors.require_account_manager`."""
     _check_access(access)
     with transaction.atomic():
         user = _locked_member(user, by)
@@ -147,11 +123,8 @@ def reset_access(user, *, access: str = "link", by=None) -> Access:
 
 
 def set_active(user, active: bool, *, by=None):
-    """Deactivate (no more logins, sessions and links end for good, held HITs go back to the queue) or reactivate.
-
-    Both through the save, whoever makes it (these pages, the API, the admin): a change of
-    ``is_active`` raises the account's access epoch, and turning it off releases its held
-    HITs (``local.release_held_hits``; ``accounts.watch_accounts``). ``by``: as for :func:`reset_access`.
+    """Deactivate or reactivate through the save, whoever makes it: the access epoch rises (sessions and
+    links end for good) and held HITs go back (``accounts.watch_accounts``). ``by``: as for :func:`reset_access`.
     """
     with transaction.atomic():
         user = _locked_member(user, by)
@@ -169,11 +142,8 @@ def _locked_member(user, by):
 
 
 def set_batch_team(batch: Batch, usernames: Iterable[str]) -> list:
-    """Restrict an in-house batch to these annotators (none: every annotator); returns the team.
-
-    HITs of the batch held by annotators it is no longer open to go back to the queue at once
-    (their submit would be refused: ``local.submit_local_assignment``).
-    """
+    """Restrict an in-house batch to these annotators (none: every annotator); the team. HITs held by
+    those it is no longer open to go back to the queue at once."""
     if batch.provider != Provider.LOCAL:
         raise ServiceError(f"batch {batch.name!r} is not in-house: only local batches have a team")
     wanted = sorted(set(usernames))

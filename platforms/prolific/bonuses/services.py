@@ -1,46 +1,16 @@
-"""A Prolific batch's bonus rule, previewed with its total and paid exactly once.
+"""A Prolific batch's bonus rule, set (:func:`set_bonus_rule`) and paid exactly once (:func:`pay_bonuses`).
 
-The rule (:mod:`annotation.crowd.bonus_rules`: a flat bonus per approved participant, or a
-bonus per check question right in approved work) is set when the batch is created or later
-on the batch page (:func:`set_bonus_rule`, refused once a bonus has been recorded);
-:func:`platforms.prolific.bonuses.selectors.preview_bonuses` (a read) shows what it owes each participant and what paying it costs with
-Prolific's fee (:func:`annotation.crowd.costs.bonus_cost`), before anything is paid; and
-:func:`pay_bonuses` pays it through Prolific's bulk bonus calls: ``POST
-/submissions/bonus-payments/`` sets a bulk bonus up (it pays nothing) and ``POST
-/bulk-bonus-payments/{id}/pay/`` pays it -- a call Prolific documents as **not idempotent**
-("sending multiple requests with the same bulk bonus payment ID will result in participants
-being paid multiple times"). Participants approved later are paid by a later pay.
+Prolific's bulk bonus pay call is documented as **not idempotent**, and Prolific pays asynchronously.
+The protocol (docs/prolific.md, "Bonuses"): a lost answer, a retry, two clicks or a restart never pays twice:
 
-Idempotence protocol (a lost answer, a retry, two clicks or a worker restart never pays twice):
-
-1. one pay per batch at a time: the batch's lease (:mod:`.locking`, shared with publish and
-   sync); a second click is told the batch is busy (409), and every state change below is
-   also a compare-and-set on the row's state;
-2. first, rows left ``paying`` by an earlier call whose answer was lost (or by a worker that
-   died in the call) are **reconciled by reading Prolific**: ``GET /submissions/{id}/`` shows
-   the bonuses paid on each participant's submission (``bonus_payments``, in cents). A bulk
-   bonus is paid as a whole, so one of its participants showing their bonus (or one of its
-   rows already ``paid``) means the bulk was paid: every row of it becomes ``paid``. Prolific pays asynchronously ("in the
-   following minutes", later at times, and ``bonus_payments`` may be shown in another unit), so
-   a bulk nobody's submission shows stays ``paying`` (unconfirmed) and is **never paid again
-   automatically**: once ``PROLIFIC_BONUS_SETTLE_SECONDS`` (default 3600) have passed since its
-   pay call it is reported as needing a person (``needs_person``: check Prolific's site, then
-   :func:`confirm_bonuses`);
-3. the intent: a ``BonusPayment`` row per batch × participant (unique) with its amount is
-   committed before any call (``owed``);
-4. ``owed`` rows are set up in bulk bonuses (up to 200 participants each); each id is saved with them (``set_up``) when
-   Prolific answers. Setting up pays nothing: after a lost answer the rows stay ``owed`` and
-   the next pay sets them up again (the orphan bulk is never paid);
-5. each bulk all of whose rows are ``set_up`` (a bulk part of which another pay claimed is
-   left to step 2): ``paying`` and the time are committed *before* the pay call;
-   its answer makes them ``paid``. A refusal Prolific gave before doing anything (a 4xx, a
-   429 past the retries) puts them back to ``set_up``; a lost answer or a 5xx (it may have
-   paid) leaves them ``paying``, for step 2 of a later pay to settle from Prolific's state.
-
-A person settles unconfirmed rows after checking Prolific's site (:func:`confirm_bonuses`,
-under the batch's lease): paid, or not paid -- refused before ``PROLIFIC_BONUS_SETTLE_SECONDS``
-have passed since the pay call, and Prolific is read once more first (a bulk it shows is
-marked paid instead). Confirming "not paid" is the only way a bulk is ever paid a second time.
+1. one pay per batch at a time (the batch's lease); every state change is a compare-and-set on the row;
+2. first, rows left ``paying`` are reconciled from Prolific's state (:func:`reconcile`); a bulk nobody's
+   submission shows is never paid again automatically, and past ``PROLIFIC_BONUS_SETTLE_SECONDS``
+   needs a person (:func:`confirm_bonuses`, the only way a bulk is ever paid a second time);
+3. a ``BonusPayment`` row per batch × participant is committed ``owed`` before any call;
+4. ``owed`` rows are set up in bulks (which pays nothing: after a lost answer they are set up again);
+5. ``paying`` is committed before the pay call, its answer makes them ``paid``; a refusal before
+   anything was done puts them back to ``set_up``; a lost answer or a 5xx leaves them for step 2.
 """
 
 from __future__ import annotations
@@ -77,19 +47,16 @@ State = BonusPayment.State
 
 
 def settle_seconds() -> int:
-    """The earliest (seconds after its pay call) a person may confirm an unseen bulk unpaid (Prolific pays asynchronously)."""
+    """The earliest (seconds after its pay call) a person may confirm an unseen bulk unpaid."""
     return settings.PROLIFIC_BONUS_SETTLE_SECONDS
 
 
 @one_per_batch("Setting the bonus rule")
 @transaction.atomic
 def set_bonus_rule(batch: Batch, kind: str, amount: Decimal | str) -> BonusRule:
-    """Set (or change) the batch's bonus rule; refused once a bonus under it has been recorded, and
-    when one participant could earn more than ``BONUS_MAX_PER_PARTICIPANT_USD`` under it.
-
-    ``amount`` is plain ASCII dollars (:func:`core.amounts.parse_amount`; refusals name the field).
-    A rule set here is paid when a person pays it; a rule paid at every sync (the older ``bonus``)
-    keeps being so only while it is not changed."""
+    """Set (or change) the batch's bonus rule (``amount``: ASCII dollars); refused once a bonus under it was
+    recorded, or over ``BONUS_MAX_PER_PARTICIPANT_USD`` for one participant. A rule paid at every sync
+    (the older ``bonus``) stays so only while unchanged."""
     check_pays_bonus_rules(batch)
     batch = Batch.objects.select_for_update().get(pk=batch.pk)
     try:
@@ -114,8 +81,7 @@ class PayResult:
     amount_paid_now: Decimal = Decimal("0.00")
     #: Rows an earlier lost answer left unsettled, now found paid on Prolific.
     confirmed: int = 0
-    #: Of ``unconfirmed``: rows past the settle time that Prolific still does not show. Never paid
-    #: again automatically: a person checks Prolific, then confirms them paid or unpaid.
+    #: Of ``unconfirmed``: rows past the settle time that Prolific still does not show (a person confirms them).
     needs_person: int = 0
     #: Rows still unconfirmed: paid, perhaps; Prolific does not show it yet.
     unconfirmed: int = 0
@@ -127,11 +93,8 @@ def _shown_on_prolific(provider: CrowdProvider, row: BonusPayment) -> bool:
 
 
 def reconcile(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
-    """Settle bulks with rows left ``paying`` from Prolific's state (step 2 of the protocol).
-
-    A bulk is paid whole: one of its participants showing their bonus, or one of its rows
-    already ``paid``, means every row of it is paid.
-    """
+    """Settle bulks left ``paying`` from Prolific's state (step 2): a bulk is paid whole, so one participant
+    showing their bonus, or one row already ``paid``, means every row of it is paid."""
     bulks = sorted(set(batch.bonus_payments.filter(state=State.PAYING).values_list("bulk_id", flat=True)))
     settle = dt.timedelta(seconds=settle_seconds())
     for bulk_id in bulks:
@@ -190,8 +153,7 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
     bulks = sorted(set(batch.bonus_payments.filter(state=State.SET_UP).values_list("bulk_id", flat=True)))
     for bulk_id in bulks:
         if batch.bonus_payments.filter(bulk_id=bulk_id).exclude(state=State.SET_UP).exists():
-            # Part of this bulk is being paid, or was paid, by another pay: a bulk is paid whole,
-            # so never again from here (its rows are settled from Prolific's state: step 2, counted there).
+            # Part of it is (being) paid by another pay: a bulk is paid whole, so never from here (step 2).
             continue
         rows = list(batch.bonus_payments.filter(state=State.SET_UP, bulk_id=bulk_id))
         keys = [r.pk for r in rows]
@@ -199,8 +161,7 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
             state=State.PAYING, pay_attempted=timezone.now()
         )
         if claimed != len(keys):
-            # Another pay claimed part of this bulk and pays it (a bulk is paid whole): the rows
-            # claimed here stay "paying", settled from Prolific's state by a later pay.
+            # Another pay claimed part of this bulk: the rows claimed here stay "paying" (step 2).
             result.unconfirmed += claimed
             continue
         try:
@@ -215,8 +176,7 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
             state=State.PAID, paid_at=timezone.now()
         )
         if updated != len(keys):
-            # Someone changed these rows during the call (they hold the lease, so this is not
-            # expected): Prolific paid the bulk whole, say so loudly.
+            # Changed during the call (not expected under the lease): Prolific paid it whole, say so loudly.
             logger.warning(
                 "batch %s: bulk bonus %s paid, but %d of its %d rows were no longer 'paying' at the answer",
                 batch.name,
@@ -232,8 +192,7 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
 
 
 def check_expected_total(batch: Batch, expected_total) -> None:
-    """Refuse (``StateError``) when paying now would send another total than the ``expected_total``
-    the researcher previewed (None: no check); ``ServiceError`` when it is not an amount."""
+    """``StateError`` when paying now would send another total than the previewed ``expected_total``."""
     if expected_total is None:
         return
     expected = check_amount(expected_total, "expected_total", maximum="99999999.99")
@@ -248,11 +207,8 @@ def check_expected_total(batch: Batch, expected_total) -> None:
 def pay_bonuses(
     batch: Batch, provider: CrowdProvider | None = None, *, expected_total: Decimal | str | None = None
 ) -> PayResult:
-    """Pay the batch's bonus rule to every approved participant not paid yet, exactly once (see the protocol).
-
-    ``expected_total``: the total (bonuses and fee) the researcher previewed; refused (``StateError``)
-    when paying now would send another total (work approved since the preview, say).
-    """
+    """Pay the rule to every approved participant not paid yet, exactly once; ``expected_total``: the
+    previewed total (bonuses and fee), compared after step 2 (:func:`check_expected_total`)."""
     check_pays_bonus_rules(batch)
     if not batch.hit_type_id:
         raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
@@ -279,12 +235,10 @@ class ConfirmResult:
 
 @one_per_batch("Confirming bonuses")
 def confirm_bonuses(batch: Batch, *, paid: bool, provider: CrowdProvider | None = None) -> ConfirmResult:
-    """After checking on Prolific's site: mark unconfirmed (``paying``) rows paid, or not paid (the next pay pays them).
+    """After checking Prolific's site: mark ``paying`` rows paid, or not paid (the next pay pays them).
 
-    Held under the batch's lease, so it never runs while a pay is in its call (told the batch is
-    busy). "Not paid" is refused (``StateError``, nothing changed) while any unconfirmed bulk's pay
-    call is more recent than ``PROLIFIC_BONUS_SETTLE_SECONDS`` (Prolific pays asynchronously), and
-    each bulk is read on Prolific once more first: one it shows now is marked paid instead.
+    "Not paid" is refused (``StateError``) within ``PROLIFIC_BONUS_SETTLE_SECONDS`` of a pay call, and
+    reads Prolific once more first: a bulk it shows now is marked paid instead.
     """
     check_pays_bonus_rules(batch)
     unconfirmed = batch.bonus_payments.filter(state=State.PAYING)
@@ -322,14 +276,12 @@ def confirm_bonuses(batch: Batch, *, paid: bool, provider: CrowdProvider | None 
     return result
 
 
-# --- the background job (declared here, beside its work; its kind and task name never change) ---
-
+# --- the background job (its kind and task name never change) ---
 #: The kind of a bonus pay's Job (one queued or running per batch at a time).
 PAY_BONUSES_JOB_KIND = "annotation.pay_bonuses"
 
 
-# A refusal (nothing to pay, the total moved, Prolific refused before paying, the batch busy)
-# fails the Job with its message; a redelivery after a crash is safe (the pay's protocol).
+# A refusal fails the Job with its message; a redelivery after a crash is safe (the protocol).
 @background_job(PAY_BONUSES_JOB_KIND, task="annotation.tasks.pay_bonuses_task", failures=(ServiceError,))
 def pay_bonuses_job(job: Job, batch_id: int, expected_total: str | None = None) -> dict:
     batch = Batch.objects.get(pk=batch_id)
@@ -354,12 +306,8 @@ def pay_bonuses_job(job: Job, batch_id: int, expected_total: str | None = None) 
 
 
 def start_pay_bonuses(batch: Batch, *, expected_total: str | None = None) -> Job:
-    """Pay the batch's bonuses in the background (its remote calls may take minutes: never in a request).
-
-    Refused at once (a message on the page, 400/409 in the API) when the batch is not a published
-    Prolific batch, a pay of it is queued or running, or the total to pay already differs from the
-    previewed ``expected_total`` (the job compares it again after settling unconfirmed payments).
-    """
+    """Pay the batch's bonuses in the background (minutes of remote calls); refused at once when it has no
+    study, a pay of it is under way, or the total already differs from ``expected_total``."""
     check_pays_bonus_rules(batch)
     if not batch.hit_type_id:
         raise StateError(f"batch {batch.name!r} has no Prolific study yet; publish it first")

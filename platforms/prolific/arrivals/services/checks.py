@@ -1,26 +1,12 @@
-"""Prolific's word on a study link, asked off the request.
+"""Prolific's word on a study link, asked off the request (docs/prolific.md, "How arrivals are verified").
 
-Who a participant is, is Prolific's word, never the URL's. Anyone can type a study URL,
-so :func:`~platforms.prolific.arrivals.services.links.verify_arrival` serves a session only after Prolific's ``GET /submissions/{id}/``
-said it is a session of *this* study, of *this* participant, and reserved or active; the
-answer is kept (``ProlificSession``, so a reload asks nothing) and binds the session to
-the browser that first opened it. A link whose ids are not Prolific's shape (24 lowercase
-hex characters) is refused without asking. Nothing slow or remote holds a web request:
-a new session's check runs on a few threads of the process (:func:`_submit`), asking
-Prolific again after a 429 (its ``Retry-After`` honoured, per call), a 5xx or a lost
-answer until ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS``, every call paced with all of the site's
-others (:func:`platforms.prolific.provider.api_client`); the request waits for it
-``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most, then the participant gets a page that waits
-and takes them in by itself (:class:`ArrivalDeferred`), which finds the check's outcome in
-the cache every process shares (``core.services.ratelimit``). A throttled or failed call
-delays only its own link: there is no pause for everyone. Prolific's 4xx about the link
-refuses that link only, remembered for a while; new checks per client address (an IPv6
-client per /64) and per study are rate-limited. Nothing is handed out unconfirmed. The
-completion code is random per study (``completion_code``), so it cannot be guessed
-from ids or times. At sync, an assignment whose session Prolific does not attribute to
-its participant is voided (``Assignment.Status.VOID``): never counted, reviewed, paid or
-used to block anyone. When the batch is completed the study is stopped, so Prolific
-sends nobody to a batch that needs nobody (:func:`close_study`).
+Anyone can type a study URL, so a session is served only after Prolific's ``GET /submissions/{id}/``
+said it is one of *this* study and participant, reserved or active. Nothing slow holds a web request:
+the check runs on a few threads of the process, retried within ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS``;
+the request waits ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most, then the participant gets a page that
+waits (:class:`ArrivalDeferred`) and finds the outcome in the shared cache. A failed call delays only
+its own link; a 4xx about the link refuses that link only; new checks are rate-limited per client
+address and per study.
 """
 
 from __future__ import annotations
@@ -39,12 +25,8 @@ from annotation.models import Batch
 from core.errors import ServiceError
 from core.services.ratelimit import over_limit, shared_cache
 from platforms.prolific.client import Prolific, ProlificError, Submission
-from platforms.prolific.provider import (
-    api_client,
-)
+from platforms.prolific.provider import api_client
 from platforms.prolific.selectors import ENTERING
-
-logger = logging.getLogger(__name__)
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +40,9 @@ class StudyClosed(ServiceError):
 
 
 class ArrivalDeferred(ServiceError):
-    """Prolific has not confirmed this arrival yet: nothing is handed out, and the page waits and asks again by itself.
+    """Prolific has not confirmed this arrival yet: nothing is handed out, and the page asks again by itself.
 
-    ``retry_after``: seconds after which the page asks again (its refresh and ``Retry-After``);
-    ``checking``: a check with Prolific is under way (rather than not begun: this study's checks
-    over their rate, this process's checks all busy, or this link's last check failed).
+    ``retry_after``: seconds until the page asks again; ``checking``: a check is under way (not: not begun).
     """
 
     def __init__(self, message: str, retry_after: float, *, checking: bool = False) -> None:
@@ -92,23 +72,17 @@ class ClientOverLimit(ArrivalDeferred):
 
 
 UNKNOWN_SESSION = "Prolific does not know this session. Please open the study from Prolific."
-
-
 #: The waiting page's words: what is happening, that the page acts by itself, what to do (nothing).
 CHECKING_MESSAGE = (
     "We are confirming your place with Prolific. This page checks again by itself every few seconds"
     " and takes you to the study as soon as Prolific answers. Please keep it open: there is no need"
     " to reload it or to return the study."
 )
-
-
 BUSY_MESSAGE = (
     "Prolific is busy and has not confirmed your place yet. This page tries again by itself in"
     " {wait} and takes you to the study as soon as Prolific answers. Please keep it open:"
     " there is no need to reload it or to return the study."
 )
-
-
 CLIENT_MESSAGE = (
     "Many people are opening this study from your connection. This page tries again by itself in"
     " {wait}. Please keep it open."
@@ -117,23 +91,14 @@ CLIENT_MESSAGE = (
 
 #: Checks of arrivals running at once in one process, on threads of their own (never a request's).
 CHECK_THREADS = 4
-
-
 #: Checks started in one process and not yet finished, at most: past it the page waits and asks again.
 CHECK_BACKLOG = 64
-
-
-#: Requests of one process waiting for their check at once (``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at
-#: most); the others get the waiting page at once, so arrivals never hold a worker's threads. And
-#: once a wait ran out, none waits until a check of the process answers within the timeout again
-#: (or ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS`` have passed): a slow Prolific holds no request.
+#: Requests of one process waiting for their check at once; the others get the waiting page, so
+#: arrivals never hold a worker's threads. After a wait ran out, none waits until a check answers in
+#: time again (or ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS`` passed): a slow Prolific holds no request.
 WAITING_REQUESTS = 1
-
-
 #: A confirmed link's answer is kept this long (seconds) for the browser that comes back for it.
 CONFIRMED_SECONDS = 3600
-
-
 #: After a check failed, the link's next check waits the page's refresh time doubled per failure, at most this long.
 FAILED_WAIT_MAX = 60
 
@@ -150,8 +115,8 @@ def busy(seconds: float) -> ArrivalDeferred:
 
 @dataclass(frozen=True)
 class Link:
-    """A study link's ids. The memories are keyed by the whole link, so a stranger's wrong
-    participant id never refuses (nor confirms) the real owner's session."""
+    """A study link's ids; memories are keyed by the whole link, so a stranger's wrong participant id
+    never refuses (nor confirms) the owner's session."""
 
     study_id: str
     participant_id: str
@@ -172,13 +137,8 @@ class _Outcome:
 
 
 def arrival_client(deadline: float) -> Prolific:
-    """The client a check asks Prolific with: retries (each 429's ``Retry-After`` honoured) within ``deadline`` seconds.
-
-    Paced with every other call of the site (:func:`platforms.prolific.provider.api_client`).
-    A ``Retry-After`` beyond the deadline ends the check at once (it is remembered for the link),
-    never a wait shorter than Prolific asked. The deadline bounds the whole call, however slowly
-    an answer trickles in (``core.http``'s watchdog), so a check's thread is free again after it.
-    """
+    """The client a check asks Prolific with: paced with the site's other calls, retried within ``deadline``
+    seconds for the whole call (a ``Retry-After`` beyond it ends the check), so the thread is freed after it."""
     return api_client(
         max_attempts=10,
         timeout=max(0.1, deadline / 2),
@@ -189,10 +149,7 @@ def arrival_client(deadline: float) -> Prolific:
 
 
 def _ask(session_id: str, deadline: float) -> Submission | None:
-    """Prolific's answer about ``session_id`` within ``deadline`` seconds, or ``ProlificError``.
-
-    A garbled answer (not JSON, not a submission) is Prolific failing, like a 5xx.
-    """
+    """Prolific's answer about ``session_id`` within ``deadline`` seconds, or ``ProlificError`` (a garbled one too)."""
     if deadline <= 0:
         raise ProlificError("the check waited its whole deadline for a thread", upstream=True)
     try:
@@ -210,16 +167,12 @@ def _ask(session_id: str, deadline: float) -> Submission | None:
 
 
 def _about_the_link(exc: ProlificError) -> bool:
-    """Prolific's answer is about the session asked for (403, 404, other 4xx): that link's refusal.
-
-    Not 401 (Prolific refuses this site's token) nor 429 (Prolific throttles this site).
-    Anything else (3xx, 5xx, no status: lost, slow, garbled, no start of the pace) is Prolific failing.
-    """
+    """A 4xx but 401 (this site's token) and 429 (throttling) is about the session: that link's refusal;
+    anything else is Prolific failing."""
     return exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 429)
 
 
 def _judge(link: Link, submission: Submission | None) -> _Outcome:
-    """Prolific's answer about a session, as this link's confirmation or refusal."""
     if submission is None:
         return _Outcome("refused", UNKNOWN_SESSION)
     if submission.study_id != link.study_id:
@@ -235,13 +188,8 @@ def _judge(link: Link, submission: Submission | None) -> _Outcome:
 
 
 def _check(link: Link, deadline_at: float, failures: int) -> _Outcome:
-    """Ask Prolific about ``link`` until ``deadline_at`` (``time.monotonic()``) and remember the outcome.
-
-    Runs on a check thread (or inline, in the request's): its outcome goes into the shared cache
-    before the link's "checking" mark is removed, so whichever worker serves the participant's next
-    page finds it. A failure is remembered with the time the link's next check waits for (what
-    Prolific's ``Retry-After`` asked, or the refresh time doubled per failure in a row).
-    """
+    """Ask Prolific about ``link`` until ``deadline_at`` (``time.monotonic()``) and remember the outcome
+    (a failure with its wait: ``Retry-After``, or the refresh time doubled per failure in a row)."""
     try:
         submission = _ask(link.session_id, deadline_at - time.monotonic())
     except ProlificError as exc:
@@ -259,7 +207,7 @@ def _check(link: Link, deadline_at: float, failures: int) -> _Outcome:
 
 
 def _remember(link: Link, outcome: _Outcome, failures: int) -> None:
-    """Keep a check's outcome for the next page (the shared cache), then end the link's "checking" mark."""
+    """Keep the outcome in the shared cache *before* ending the "checking" mark, so any worker finds it."""
     cache = shared_cache()
     try:
         if outcome.kind == "confirmed":
@@ -275,20 +223,10 @@ def _remember(link: Link, outcome: _Outcome, failures: int) -> None:
 
 
 _pool_lock = threading.Lock()
-
-
 _pool = None
-
-
 _pool_pid: int | None = None
-
-
 _started = 0  # checks submitted in this process and not yet finished (under _pool_lock)
-
-
 _waiting = threading.BoundedSemaphore(WAITING_REQUESTS)
-
-
 _slow_until = 0.0  # time.monotonic() until which no request of this process waits for its check
 
 
@@ -304,7 +242,7 @@ def _submit(link: Link, deadline_at: float, failures: int):
 
 
 def _check_pool():
-    """This process's check threads: made lazily, and again after a fork (gunicorn's workers never share the master's)."""
+    """This process's check threads, made again after a fork (gunicorn's workers never share the master's)."""
     global _pool, _pool_pid, _started
     import os
     from concurrent.futures import ThreadPoolExecutor
@@ -336,7 +274,6 @@ def _check_on_thread(link: Link, deadline_at: float, failures: int) -> _Outcome:
 
 
 def _settled(outcome: _Outcome) -> str:
-    """The confirmed status of an outcome, or the refusal or the waiting page it means."""
     if outcome.kind == "confirmed":
         return outcome.value
     if outcome.kind == "refused":
@@ -345,14 +282,10 @@ def _settled(outcome: _Outcome) -> str:
 
 
 def confirmed_status(link: Link, client: str | None) -> str:
-    """Prolific's word on a new session: its status once confirmed; ``ArrivalRefused`` or ``ArrivalDeferred`` otherwise.
+    """Prolific's word on a new session: its status once confirmed; ``ArrivalRefused`` or ``ArrivalDeferred``.
 
-    The link's memories first (a refusal, a confirmation, a check under way, a failed check's
-    wait), so a page that comes back asks Prolific nothing. Otherwise a new check, within this
-    client's and this study's rates: started on a check thread of this process, the request
-    waiting for it at most ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` (if fewer than
-    ``WAITING_REQUESTS`` wait already). No outcome of one link ever holds up another: there is
-    no pause for everyone, only the pace of all calls (``api_client``).
+    The link's memories first, so a page that comes back asks nothing; else a new check within the
+    client's and the study's rates, which the request waits for briefly (:func:`_wait_for`).
     """
     cache = shared_cache()
     found = cache.get_many([link.key(kind) for kind in ("refused", "confirmed", "checking", "failed")])
@@ -389,9 +322,8 @@ def confirmed_status(link: Link, client: str | None) -> str:
 
 
 def _wait_for(future) -> _Outcome:
-    """The outcome of a check just started, if it comes within ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS``
-    and this request may wait for it (``WAITING_REQUESTS``); else ``ArrivalDeferred``: the check
-    goes on, and the participant's next page finds its outcome."""
+    """The check's outcome within ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` if this request may wait
+    (``WAITING_REQUESTS``); else ``ArrivalDeferred`` while the check goes on."""
     global _slow_until
     refresh = settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS
     if time.monotonic() < _slow_until or not _waiting.acquire(blocking=False):

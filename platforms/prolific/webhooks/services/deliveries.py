@@ -1,65 +1,17 @@
-"""Webhook deliveries received and acted on at once; polling as the fallback for events that never arrive.
+"""Webhook deliveries received and acted on at once; polling as the fallback (docs/prolific.md, "Webhooks").
 
-**Receiving** (:func:`receive`, called by the endpoint). A delivery is verified first
-(:func:`platforms.prolific.signatures.read_delivery`: signature with the workspace's stored
-secret, timestamp within ``PROLIFIC_WEBHOOK_MAX_AGE_SECONDS``); anything refused is a JSON
-4xx and changes nothing (a refusal for its signature or timestamp is remembered, so webhooks
-stop counting as active: :mod:`platforms.prolific.webhooks.selectors`). A verified
-delivery's content is trusted only to say *what to re-read*: its resource id is looked up
-here (a study id names its batch; a submission id the assignment or the confirmed session
-that holds it) and the batch is re-read from Prolific by the existing sync (``sync_batch``:
-every submission of the study as Prolific answers it now, a returned or timed-out place
-freed, a submission awaiting review settled, the study stopped when the batch is done).
-What the event says the status is, is never used: a forged event cannot get past the
-signature, and a genuine one delivered twice, late or out of order only causes one more
-re-read of the present state -- never a step backwards.
+A verified delivery (:func:`platforms.prolific.signatures.read_delivery`) is trusted only to say *what
+to re-read*: its resource names a batch, which the existing sync re-reads from Prolific. What the event
+says the status is, is never used, so an event delivered twice, late or out of order causes one more
+re-read of the present state, never a step backwards. ``study.has_high_return_rate`` is only recorded
+(a warning); an unknown resource is recorded and "ignored".
 
-The events (docs.prolific.com/api-reference/webhooks/receiving):
-
-- ``submission.status.change``, ``study.status.change`` and ``study.progress.change`` (the
-  study's places taken or freed, its submissions' progress): the batch is re-read;
-- ``study.has_high_return_rate``: recorded with its batch and its ``metadata``, and shown as a
-  warning on the batch page and the dashboard (``selectors.return_rate_warnings``); nothing is
-  re-read (the warning says nothing about a submission's state);
-- a resource this site does not know: recorded, nothing done ("ignored");
-- any other type: refused before anything is stored (400 ``unknown_event_type``,
-  :func:`~platforms.prolific.signatures.read_delivery`), and not taken from the event log either.
-
-**Once.** The event is inserted (``ProlificEvent``, its ``X-Event-ID`` unique) in the same
-transaction that schedules the re-read. A delivery whose event id was already recorded (Prolific
-delivers at least once, the same id on every retry: ".../idempotency-and-the-x-event-id-header")
-is answered 200 "duplicate" and does nothing. Prolific signs the timestamp and the body, not the
-event id ("Verifying"), so two distinct events with the same body sent in the same second (two
-``study.progress.change`` of one study, say) carry the same signature: a delivery whose signed
-content was seen before under another event id is acknowledged like any other (2xx) and, being
-trusted only to say what to re-read, causes at most one more re-read -- never a refusal, which
-Prolific would retry and finally count as failed (issue 56). Another base64 spelling of a
-signature does not even verify (:mod:`platforms.prolific.signatures`).
-
-**Missed deliveries** (:func:`recover_missed_events`, at every ``poll_prolific``): each confirmed
-subscription's event log (``GET /hooks/subscriptions/{id}/events/``, the reference's
-``SubscriptionEventList``) is read for the events Prolific has not delivered (``FAILED``, or
-``PENDING`` for more than :data:`PENDING_GRACE_SECONDS` while it retries: an event it delivered
-with a 2xx answer was recorded here before that answer); each one not recorded yet is recorded
-(``recovered``) and its batch re-read, once.
-How many were recovered recently, and how late, is what the batch page and ``poll_prolific`` say
-when webhooks are behind (:func:`~platforms.prolific.webhooks.selectors.webhook_status`).
-
-**At once, without waiting on Prolific in the request.** The request makes no remote call:
-it answers 202 as soon as the event is stored, and the re-read runs as a background job
-(:data:`RESYNC_KIND`, on a worker, or a thread of the web process without a broker).
-Events that arrive while a re-read of the same batch is still queued join it (one re-read
-reads them all); a re-read that finds a sync of the batch under way waits for it (at most
-:data:`LEASE_WAIT_SECONDS`) and then reads again, since the running one may have read
-before the change.
-
-**Polling** (:func:`poll_prolific`, ``manage.py poll_prolific`` every minute): each
-published Prolific batch not re-read for the interval of
-:func:`~platforms.prolific.webhooks.selectors.webhook_status` -- ``PROLIFIC_POLL_SECONDS``,
-or ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS`` while webhooks are seen to work (a verified event of
-this workspace within that time, every subscription confirmed by this site, no refusal since)
--- is re-read, so an event dropped on the way is caught; it also reconciles the subscriptions
-(:func:`~.subscriptions.reconcile_webhooks`).
+Once: the event (its ``X-Event-ID`` unique) is inserted in the transaction that schedules the re-read,
+a known event id is a 200 "duplicate". Prolific does not sign the event id, so distinct events may share
+a signature: never refused for it (Prolific would retry and count it failed), at most one more re-read.
+The request makes no remote call: 202 once stored, the re-read a background job (:data:`RESYNC_KIND`)
+that events join while it is queued. :func:`recover_missed_events` takes undelivered events from the
+subscriptions' event logs; :func:`poll_prolific` re-reads what no event re-read within the interval.
 """
 
 from __future__ import annotations
@@ -111,8 +63,7 @@ LEASE_WAIT_SECONDS = 60
 
 @dataclass
 class Receipt:
-    """What was done with a verified delivery: ``outcome`` is ``scheduled``, ``joined`` (a re-read),
-    ``recorded`` (a warning kept), ``duplicate`` or ``ignored``."""
+    """``outcome``: ``scheduled``, ``joined`` (a re-read), ``recorded`` (a warning), ``duplicate`` or ``ignored``."""
 
     status: int
     outcome: str
@@ -156,10 +107,8 @@ BAD_SIGNATURE_WARNINGS = (3, 10)
 
 
 def _note_refused(code: str, now: float) -> None:
-    """Remember a refusal for its signature or its timestamp (webhooks then count as inactive until a verified
-    event arrives: the short polling interval), and count bad signatures, warning when they repeat. One is a
-    forgery; many usually mean the workspace's secret was replaced elsewhere (or a proxy alters bodies): every
-    real delivery is refused, and polling is the only way events arrive."""
+    """Remember a refusal for its signature or timestamp (webhooks count as inactive until a verified event),
+    and warn when bad signatures repeat: many mean the secret was replaced elsewhere or a proxy alters bodies."""
     workspace = prolific_settings().workspace_id
     cache = shared_cache()
     if code in COUNTED_REFUSALS and workspace:
@@ -185,8 +134,7 @@ def _note_refused(code: str, now: float) -> None:
 
 
 def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
-    """Verify a delivery, record it once and act on it (see the module's docstring); :class:`DeliveryRefused`
-    otherwise."""
+    """Verify a delivery, record it once and act on it; :class:`DeliveryRefused` otherwise."""
     secret = _secret()
     if secret is None:
         raise DeliveryRefused(403, "not_set_up", "Prolific webhooks are not set up on this site (no secret)")
@@ -202,8 +150,6 @@ def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
     if batch is not None and batch.status == Batch.Status.DRAFT:
         batch = None
     rereads = batch is not None and delivery.event_type != HIGH_RETURN_RATE
-    # 200 "ignored" (recorded, nothing to do) or "recorded" (a warning kept), unless a re-read is scheduled
-    # or joined (202).
     outcome = "recorded" if batch is not None and not rereads else "ignored"
     receipt = Receipt(200, outcome, delivery.event_id, batch.name if batch else None)
     try:
@@ -229,7 +175,7 @@ def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
 
 
 def schedule_resync(batch: Batch, *, reason: str = "Prolific event") -> tuple[Job, bool]:
-    """The queued re-read of ``batch`` (joined: it has not started, so it will read this change too), or a new one."""
+    """The queued re-read of ``batch`` (joined: not started, it reads this change too), or a new one."""
     queued = (
         Job.objects.filter(kind=RESYNC_KIND, status=Job.Status.PENDING, arguments__0=batch.pk).order_by("-pk").first()
     )
@@ -271,9 +217,8 @@ def resync_job(job: Job, batch_id: int) -> dict:
 
 #: The statuses of an event Prolific has not delivered (the reference's ``SubscriptionEventStatus``).
 UNDELIVERED = ("FAILED", "PENDING")
-#: A ``PENDING`` event is taken from the log only once this old (seconds since it was created): before,
-#: its delivery is most likely on its way (and would then count as a delivery, which keeps webhooks
-#: "active"); after, Prolific is retrying it ("up to 12 delivery attempts over 24 hours").
+#: A ``PENDING`` event is taken from the log only once this old (seconds): before, its delivery is most
+#: likely on its way; after, Prolific is retrying it.
 PENDING_GRACE_SECONDS = 120
 
 
@@ -297,8 +242,7 @@ def _moment(text: object) -> dt.datetime | None:
 
 
 def recover_missed_events(client=None) -> Recovery:
-    """Each confirmed subscription's undelivered events not recorded yet: recorded and acted on once (see
-    the module's docstring). A subscription whose log cannot be read is skipped (the next poll reads it)."""
+    """Record and act on, once, each confirmed subscription's undelivered events (an unreadable log: next poll)."""
     from platforms.prolific.client import ProlificError
     from platforms.prolific.models import ProlificSubscription
     from platforms.prolific.provider import api_client
@@ -333,8 +277,7 @@ def recover_missed_events(client=None) -> Recovery:
 
 
 def _recover(event: dict, workspace: str) -> tuple[bool, Batch | None]:
-    """Record one undelivered event of the log (once) and schedule its batch's re-read: (recorded now,
-    the batch re-read or None)."""
+    """Record one undelivered event (once) and schedule its batch's re-read: (recorded now, the batch or None)."""
     from platforms.prolific.signatures import _EVENT_ID, _RESOURCE_ID, EVENT_TYPES
 
     payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
@@ -407,12 +350,8 @@ class PollResult:
 
 
 def poll_prolific(*, now: dt.datetime | None = None) -> PollResult:
-    """Reconcile the subscriptions, then re-read each published Prolific batch not re-read within the interval.
-
-    First, a publication interrupted while Prolific has the study live is started again
-    (:func:`platforms.prolific.arrivals.services.links.resume_interrupted_publications`): the participants
-    Prolific already sent wait on a page that lets them in once the site has caught up.
-    """
+    """Resume interrupted publications, reconcile the subscriptions, recover missed events, then re-read each
+    published batch not re-read within :func:`~platforms.prolific.webhooks.selectors.webhook_status`'s interval."""
     from platforms.prolific.arrivals.services.links import resume_interrupted_publications
 
     result = PollResult(status=webhook_status(now))
