@@ -12,10 +12,8 @@ AUDIT_CLASS_ITEMS, MIN_AUDIT = 25, 50
 
 
 def suggested_audit_size(expected_share: float) -> int:
-    """How many queries an expert audit sample needs to settle a figure about one class: about
-    :data:`AUDIT_CLASS_ITEMS` queries of that class, i.e. ``ceil(25 / expected_share)``, and never fewer than
-    :data:`MIN_AUDIT` (below that the prediction-powered interval under-covers). ``expected_share`` in (0, 1]:
-    the class's share of the batch (the crowd model's class share, or the researcher's guess)."""
+    """Queries an expert audit needs to settle a figure about one class: :data:`AUDIT_CLASS_ITEMS` of it
+    (``expected_share`` in (0, 1] of the batch), never fewer than :data:`MIN_AUDIT`."""
     share = float(expected_share)
     if not 0.0 < share <= 1.0:
         raise ValueError(f"expected_share {expected_share!r}: must lie in (0, 1]")

@@ -1,9 +1,5 @@
-"""How much too sure the crowd model's posteriors are: the items' difficulty spread and a temperature.
-
-Pure (numpy, scipy; no Django). Replicate crowds drawn from the fit
-(:mod:`genderbias.crowd.simulation.replicates`) and refitted show how far the model sits from a
-truth it is not told; :meth:`genderbias.crowd.label_probabilities.LabelModel.recalibrated` applies
-the temperature they give to the batch's posteriors.
+"""How much too sure the crowd model's posteriors are: replicate crowds drawn from the fit and refitted show
+how far the model sits from a truth it is not told (:meth:`.label_probabilities.LabelModel.recalibrated`).
 """
 
 from __future__ import annotations
@@ -16,17 +12,15 @@ from genderbias.crowd.checks import gold_check, predictive_check
 from genderbias.crowd.estimation import Encoded
 from genderbias.crowd.simulation.replicates import refitted_replicates, replicate_crowds
 
-#: Spreads σ of query difficulty :func:`difficulty_spread` tries: every answer's error odds on an item
-#: × exp(σ·d), d ~ N(0, 1) per item (the simulation's ``Crowd.difficulty``, :mod:`genderbias.crowd.simulation.studies`).
+#: Spreads σ :func:`difficulty_spread` tries: error odds × exp(σ·d), d ~ N(0, 1) per item (``Crowd.difficulty``).
 SPREADS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
 #: Replicate crowds per spread, and for the bias at the chosen spread (:func:`replicate_crowds`).
 SPREAD_REPLICATES = 4
 
 
 def _spread_statistic(encoded: Encoded, priors: np.ndarray, confusion: np.ndarray, seed: int) -> float:
-    """What :func:`difficulty_spread` matches: the gold questions' scatter (:func:`gold_check`'s ``chi2``)
-    when at least 3 gold questions have 5 answers, else the unanimous-or-split queries beyond what the
-    fitted model expects (:func:`predictive_check`'s ``extreme``)."""
+    """What :func:`difficulty_spread` matches: :func:`gold_check`'s ``chi2`` with 3 usable gold questions, else
+    :func:`predictive_check`'s excess of unanimous-or-split queries."""
     gold = gold_check(encoded, confusion)
     if gold["questions"] >= 3:
         return float(gold["chi2"])
@@ -44,17 +38,11 @@ def difficulty_spread(
     replicates: int = SPREAD_REPLICATES,
     seed: int = 0,
 ) -> float:
-    """How spread the items' difficulty must be for a crowd like this one to look as it does: for each σ
-    of ``spreads``, ``replicates`` crowds drawn from the fit (true labels from its ``posteriors`` [N × K], the
-    class shares ``priors`` [K], the batch's own (item, worker) pairs answered from its rows ``confusion`` [W × K × K] with every answer's error odds
-    × exp(σ·d_i), d_i ~ N(0, 1) per item, gold questions too), each refitted and checked as the batch is
-    (:func:`_spread_statistic`: the gold questions' scatter beyond the binomial, or without gold the excess
-    of unanimous-or-split queries); σ where the replicates' mean statistic reaches the batch's (linear
-    between the two spreads around it), 0 at or below σ = 0's, the largest σ above them all.
-
-    The replicates are refitted because a fit absorbs part of the difficulty into its rows (workers look
-    more extreme than they are). How close it comes to the simulated crowds' true spread: docs/quality.md,
-    "Why the intervals miss on item difficulty"."""
+    """How spread the items' difficulty must be for a crowd like this one to look as it does: per σ of
+    ``spreads``, ``replicates`` crowds drawn from the fit on the batch's design, refitted and checked as the
+    batch is (:func:`_spread_statistic`); σ where their mean reaches the batch's (interpolated; 0 at or below
+    σ = 0's, the largest above all). Refitted because a fit absorbs part of the difficulty into its rows
+    (accuracy: docs/quality.md, "Why the intervals miss on item difficulty")."""
     rng = np.random.default_rng(seed)
     observed = _spread_statistic(encoded, priors, confusion, seed)
     expected = []
@@ -76,14 +64,12 @@ def difficulty_spread(
     return float(spreads[i - 1] + share * (spreads[i] - spreads[i - 1]))
 
 
-#: Bounds of :func:`posterior_temperature`: sharper than half or flatter than four times is not a
-#: calibration but a model that says nothing.
+#: Bounds of :func:`posterior_temperature`: beyond them it is not a calibration but a model that says nothing.
 TEMPERATURES = (0.5, 4.0)
 
 
 def tempered(posteriors: np.ndarray, temperature: float) -> np.ndarray:
-    """``posteriors`` [… × K] raised to 1/``temperature`` and renormalised: T > 1 flattens them (less sure),
-    T < 1 sharpens them; a label with probability 0 keeps it."""
+    """``posteriors`` [… × K] to the power 1/``temperature``, renormalised (T > 1 flattens); zeros stay 0."""
     logs = np.log(np.clip(np.asarray(posteriors, dtype=np.float64), 1e-300, None)) / temperature
     logs -= logs.max(axis=-1, keepdims=True)
     out = np.exp(logs) * (np.asarray(posteriors) > 0)
@@ -91,15 +77,9 @@ def tempered(posteriors: np.ndarray, temperature: float) -> np.ndarray:
 
 
 def posterior_temperature(truth: np.ndarray, posteriors: np.ndarray) -> float:
-    """The temperature T (:func:`tempered`) under which ``posteriors`` [R × N × K] best predict the labels
-    ``truth`` [R × N] (codes), by their mean log loss, within :data:`TEMPERATURES`: how much too sure
-    (T > 1) or too unsure (T < 1) a model's posteriors are of labels it was not told.
-
-    Read from replicate crowds (:func:`replicate_crowds`), it is the model's own miscalibration where
-    the crowd is like the batch's; applied to the batch's posteriors it moves the label-corrected
-    figures as far as that miscalibration does (:meth:`genderbias.crowd.label_probabilities.LabelModel.recalibrated`).
-    Plain temperature scaling (Guo et al. 2017, "On calibration of modern neural networks"): one
-    parameter, so a few thousand replicate labels fix it well."""
+    """The temperature (:func:`tempered`) under which ``posteriors`` [R × N × K] best predict ``truth`` [R × N]
+    by mean log loss, within :data:`TEMPERATURES`: how much too sure (T > 1) a model is of labels it was not
+    told. Temperature scaling (Guo et al. 2017): one parameter, fixed well by a few thousand replicate labels."""
     from scipy.optimize import minimize_scalar
 
     posteriors = np.asarray(posteriors, dtype=np.float64).reshape(-1, posteriors.shape[-1])
@@ -119,10 +99,8 @@ def posterior_temperature(truth: np.ndarray, posteriors: np.ndarray) -> float:
 def replicate_temperature(
     encoded: Encoded, posteriors: np.ndarray, priors: np.ndarray, confusion: np.ndarray, *, seed: int = 0
 ) -> tuple[float, float]:
-    """``(temperature, spread)``: how much too sure the fit's held-out posteriors are
-    (:func:`posterior_temperature` over the non-gold items of :func:`replicate_crowds`' crowds, drawn
-    at the spread of difficulty the batch's answers show, :func:`difficulty_spread`, 0 where they show
-    none). Arguments as :func:`difficulty_spread` takes them."""
+    """``(temperature, spread)``: :func:`posterior_temperature` of the held-out posteriors on the non-gold items
+    of replicate crowds drawn at the batch's :func:`difficulty_spread` (arguments as it takes them)."""
     spread = difficulty_spread(encoded, posteriors, priors, confusion, seed=seed)
     truth, fits, _ = replicate_crowds(encoded, posteriors, confusion, spread, seed=seed)
     refitted = np.stack([f.held_out[0] for f in fits])

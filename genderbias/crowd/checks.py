@@ -1,9 +1,4 @@
-"""Does the fitted crowd model describe the crowd? What each worker's answers say, and a predictive check.
-
-Pure (numpy; no Django). Read by the crowd-quality check
-(:func:`genderbias.crowd.label_probabilities.crowd_quality`) and by the difficulty spread
-(:func:`genderbias.crowd.calibration.difficulty_spread`).
-"""
+"""Does the fitted crowd model describe the crowd? What each worker's answers say, and a predictive check."""
 
 from __future__ import annotations
 
@@ -18,8 +13,7 @@ def worker_accuracy(confusion: np.ndarray, priors: np.ndarray) -> np.ndarray:
 
 
 def informativeness(confusion: np.ndarray, priors: np.ndarray) -> np.ndarray:
-    """Each worker's mutual information between the true label and the answer, in bits ([W]):
-    0 for a spammer or a lazy worker (the answer says nothing about the truth)."""
+    """Each worker's mutual information between true label and answer, in bits ([W]; 0 for a spammer)."""
     joint = priors[:, None] * confusion  # [W × T × G]
     given = joint.sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -27,24 +21,17 @@ def informativeness(confusion: np.ndarray, priors: np.ndarray) -> np.ndarray:
     return terms.sum(axis=(1, 2))
 
 
-#: The statistics of :func:`predictive_check`: how many queries' votes all agree, how many split
-#: with no two alike, and the two together (over the queries with at least three votes).
+#: :func:`predictive_check`'s statistics over queries of 3+ votes: all agree, no two alike, either.
 CHECKED = ("unanimous", "split", "extreme")
 
 
 def predictive_check(
     encoded: Encoded, priors: np.ndarray, confusion: np.ndarray, *, replicates: int = 200, seed: int = 0
 ) -> dict[str, dict[str, float]]:
-    """A posterior-predictive check of the fitted model (``priors`` [K], ``confusion`` [W × K × K]):
-    ``replicates`` crowds are drawn from it on the same design (each non-gold query's true label from
-    the class shares, each of its answers from its worker's row), and each statistic of
-    :data:`CHECKED` of the real votes is set against its distribution over the replicates:
-    ``observed``, ``expected``, ``sd`` and ``z`` = (observed − expected) / sd.
-
-    The model takes a query's votes to be independent given its label: when they are not (some
-    queries are harder for everyone, workers copy, a selection kept only some answers), the real
-    crowd has more unanimous and more split queries than any crowd the model can draw, and the
-    intervals built on its posteriors are too narrow."""
+    """A posterior-predictive check: each :data:`CHECKED` statistic of the real votes against ``replicates``
+    crowds drawn from the fit on the same design (``observed``, ``expected``, ``sd``, ``z``), plus
+    :func:`gold_check`. Votes not independent given the label (hard queries, copying, selection) give more
+    unanimous and more split queries than the model can draw, and too narrow intervals."""
     rng = np.random.default_rng(seed)
     k = len(encoded.labels)
     free = np.ones(encoded.n_items, dtype=bool)
@@ -84,11 +71,9 @@ def predictive_check(
 
 
 def gold_check(encoded: Encoded, confusion: np.ndarray, min_answers: int = 5) -> dict[str, float]:
-    """Do the gold questions differ in difficulty more than the model allows? Per gold question with
-    at least ``min_answers`` answers, its right answers against the model's expectation Σ_j θ_wj(t, t)
-    (variance Σ_j θ(1 − θ)); ``chi2`` = Σ (observed − expected)² / variance over the G questions, and
-    ``z`` = (chi2 − G) / √(2G) (0 with fewer than 3 such questions). When some queries are harder for
-    every worker, the gold questions are too, and their shares right scatter beyond the binomial."""
+    """Do the gold questions differ in difficulty more than the model allows (then their right answers
+    scatter beyond the binomial)? ``chi2`` of each question's right answers (``min_answers`` or more)
+    against Σ_j θ_wj(t, t), and ``z`` = (chi2 − G) / √(2G) (0 with fewer than 3 questions)."""
     on_gold = np.isin(encoded.item_idx, encoded.gold_rows)
     if not on_gold.any():
         return {"chi2": 0.0, "questions": 0, "z": 0.0}

@@ -1,10 +1,5 @@
-"""The one-coin layer of the crowd model: each worker's accuracy, one for every label or one skill on the
-crowd's accuracy by true label, and the crowd's error pattern.
-
-Pure numpy, no Django. :mod:`genderbias.crowd.estimation` builds every worker's confusion rows on these
-(its module docstring says the model whole): one coin per worker, θ_w(t, t) = a_w; or, where the crowd
-errs by label (issue 66), θ_w(t, t) = σ(λ_t + δ_w) with λ_t the crowd's accuracy on true label t and δ_w
-the worker's one skill; the wrong answers along the crowd's pooled error pattern E either way.
+"""The one-coin layer of the crowd model (the model whole: :mod:`.estimation`): each worker's accuracy, one
+for every label or one skill on the crowd's accuracy by true label, and the crowd's error pattern E.
 """
 
 from __future__ import annotations
@@ -18,21 +13,16 @@ import numpy as np
 ONE_COIN = float("inf")
 #: A floor under every probability, against log(0) for a label nobody gave.
 FLOOR = 1e-6
-#: Answers' worth of the crowd's pooled accuracy in the Beta prior of each worker's accuracy a_w.
-#: A worker with few answers agrees with the posteriors its own votes helped make, so its accuracy
-#: read from them is too high and its votes too trusted; a prior worth 25 answers takes that bias off a
-#: Prolific-like crowd (11–22 answers per participant) and barely moves the study's crowd (workers with
-#: hundreds of answers). The measured biases by prior: docs/quality.md, "The crowd model".
+#: Answers' worth of the crowd's pooled accuracy in the Beta prior of each worker's accuracy a_w: a worker
+#: with few answers agrees with the posteriors its own votes made, so its accuracy reads too high
+#: (docs/quality.md, "The crowd model").
 SKILL_PRIOR = 25.0
-#: The pooled accuracy's own prior: :data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT`
-#: of the time".
+#: The pooled accuracy's own prior: :data:`POOLED_PRIOR` answers of "right :data:`POOLED_RIGHT` of the time".
 POOLED_PRIOR = 2.0
 POOLED_RIGHT = 0.7
-#: Answers' worth of the crowd's accuracy over every label in the prior of its accuracy by true label
-#: (:func:`accuracy_by_label`).
+#: Answers' worth of the crowd's overall accuracy in the prior of its accuracy by label (:func:`accuracy_by_label`).
 LABEL_PRIOR = 50.0
-#: Newton steps for each worker's skill (:func:`skills`), the skill's bound in logits, and the clip of
-#: the crowd's accuracies before their logit.
+#: :func:`skills`' Newton steps, the skill's bound in logits, and the clip of accuracies before their logit.
 SKILL_STEPS = 8
 SKILL_BOUND = 8.0
 SKILL_CLIP = 1e-4
@@ -42,12 +32,9 @@ PATTERN_PRIOR = 1.0
 
 @dataclass(frozen=True)
 class Coins:
-    """The one-coin layer of every draw: each worker's soft counts, right (``right`` [B × W]) and in all
-    (``answers`` [B × W]), the same by true label (``right_by_label``, ``answers_by_label`` [B × W × T]),
-    and the crowd's pooled wrong answers ``wrong`` [B × T × G] (0 on the diagonal), from which the crowd's
-    accuracy, the error pattern E and each worker's accuracy follow. The per-worker totals are summed from
-    the counts as one coin always summed them, not from the counts by label: the sums in another order differ
-    in the last bit, and one coin's fits stay bit for bit those stored before the coin by label."""
+    """Every draw's soft counts: each worker's right and all answers ([B × W]), the same by true label
+    ([B × W × T]) and the crowd's pooled wrong answers ``wrong`` [B × T × G]. The totals are not summed from
+    the by-label counts, so one coin's fits stay bit for bit those stored before the coin by label."""
 
     right: np.ndarray
     answers: np.ndarray
@@ -73,10 +60,8 @@ class Coins:
         return SKILL_PRIOR * per_label / np.maximum(per_label.sum(axis=1, keepdims=True), FLOOR)
 
     def accuracy(self, label_prior: float = ONE_COIN) -> np.ndarray:
-        """Each worker's MAP accuracy by true label [B × W × T]. One coin (``label_prior`` infinite): a_w,
-        the same for every label, under a Beta prior worth :data:`SKILL_PRIOR` answers of the crowd's
-        accuracy. By label: σ(λ_t + δ_w) (:func:`skills`), λ_t the crowd's accuracy by true label
-        (:func:`accuracy_by_label`, its prior worth ``label_prior`` answers)."""
+        """Each worker's MAP accuracy by true label [B × W × T]: a_w for every label (one coin, ``label_prior``
+        infinite), or σ(λ_t + δ_w) (:func:`skills` on :func:`accuracy_by_label`)."""
         if label_prior == ONE_COIN:
             a = (self.right + SKILL_PRIOR * self.pooled[:, None]) / (self.answers + SKILL_PRIOR)
             return np.broadcast_to(a[:, :, None], self.answers_by_label.shape)
@@ -89,13 +74,9 @@ def pooled_accuracy(right, answers):
 
 
 def accuracy_by_label(right: np.ndarray, answers: np.ndarray, label_prior: float) -> np.ndarray:
-    """The crowd's accuracy by true label [.. × T] from its soft counts right and in all [.. × T]: each
-    label's own share right, shrunk towards the crowd's accuracy over every label with a prior worth
-    ``label_prior`` answers (:data:`LABEL_PRIOR`). A label the crowd meets thousands of times keeps its
-    own accuracy; a rare one (o, or f on the demo's pool) is read as the crowd's, since a rare label's
-    accuracy read from its own few soft counts feeds on itself: the queries EM calls m make "true m" look
-    often answered n, which makes more queries with one m vote m (on the demo's crowd, without the prior,
-    the expected calibration error went 0.005 → 0.124)."""
+    """The crowd's accuracy by true label [.. × T]: each label's share right, shrunk towards the overall
+    accuracy with ``label_prior`` answers' worth. A rare label is read as the crowd's, since its accuracy
+    from its own few soft counts feeds on itself in EM (docs/quality.md, "Not done (issue 66)")."""
     overall = pooled_accuracy(right.sum(axis=-1, keepdims=True), answers.sum(axis=-1, keepdims=True))
     return (right + label_prior * overall) / (answers + label_prior)
 
@@ -106,15 +87,9 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 
 def skills(right: np.ndarray, answers: np.ndarray, crowd: np.ndarray, prior: np.ndarray):
-    """Each worker's one skill δ_w on the logits of the crowd's accuracy by true label λ_t = logit(``crowd``):
-    ``(accuracy σ(λ_t + δ_w) [.. × W × T], δ [.. × W], curvature [.. × W])``.
-
-    δ_w is the MAP under a prior of ``prior`` [.. × T] answers right as often as the crowd is (one coin's
-    Beta prior, spread over the labels): it maximises
-    Σ_t (r_wt + m_t P_t) log σ(λ_t + δ) + (n_wt − r_wt + m_t (1 − P_t)) log(1 − σ(λ_t + δ)),
-    concave in δ, by Newton's method from 0. A worker as good as the crowd keeps the crowd's accuracies;
-    one right more often shifts all of them up, as one coin does, while the crowd's own asymmetry by label
-    (f read as o far more often than n as anything) stays. With one λ for every label it is one coin."""
+    """Each worker's one skill δ_w on λ_t = logit(``crowd``): ``(σ(λ_t + δ_w) [.. × W × T], δ [.. × W],
+    curvature [.. × W])``. δ_w is the MAP under ``prior`` [.. × T] answers right as often as the crowd (concave,
+    Newton from 0): a better worker shifts every label's accuracy up while the crowd's asymmetry stays."""
     lam = _logit(crowd)[..., None, :]  # [.. × 1 × T]
     hits = right + (prior * crowd)[..., None, :]
     total = answers + prior[..., None, :]

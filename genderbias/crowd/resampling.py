@@ -1,8 +1,5 @@
-"""The crowd model refitted on resampled items (bootstrap) and without groups of answers (jackknife).
-
-Pure (numpy; no Django). The spread of these refits is the crowd model's own estimation error,
-which every interval built on its posteriors carries (:mod:`genderbias.crowd.label_uncertainty`,
-:mod:`genderbias.crowd.reliability`).
+"""The crowd model refitted on resampled items (bootstrap) and without groups of answers (jackknife): their
+spread is the model's own estimation error, which every interval built on its posteriors carries.
 """
 
 from __future__ import annotations
@@ -32,11 +29,9 @@ def bootstrap_posteriors(
     tol: float = 1e-5,
     progress: RefitProgress | None = None,
 ) -> np.ndarray:
-    """[B × N × K] (float32) held-out posteriors (:func:`held_out_posteriors`) of every item under
-    the model refitted with each draw's item multiplicities ``weights`` [B × N], warm-started from
-    the full fit's ``start`` [N × K]. Every item gets a posterior, also one a draw left out
-    (weight 0): the refitted workers' confusion matrices and class shares applied to its votes.
-    ``progress``: told ``(refitted, total)`` after every :data:`CHUNK` draws (a job's page counts them)."""
+    """[B × N × K] (float32) held-out posteriors of every item (also one a draw left out) under the model
+    refitted with each draw's multiplicities ``weights`` [B × N], warm-started from ``start`` [N × K].
+    ``progress``: told ``(refitted, total)`` after every :data:`CHUNK` draws."""
     weights = np.asarray(weights, dtype=np.float64)
     out = np.empty((weights.shape[0], encoded.n_items, len(encoded.labels)), dtype=np.float32)
     for first in range(0, weights.shape[0], CHUNK):
@@ -52,12 +47,9 @@ LEAVE_OUT = ("workers", "answers")
 
 
 def jackknife_groups(encoded: Encoded, by: str, blocks: int, fixed: Sequence[str] = ()) -> np.ndarray:
-    """Each answer's group of a delete-a-group jackknife ([J]; −1 for the answers of the ``fixed``
-    workers, e.g. the machine, never left out), G = min(blocks, units):
-
-    - ``workers``: a worker's answers go together (gold and repeated answers with them), workers
-      dealt by their answer counts (:func:`genderbias.stats.intervals.unit_groups`);
-    - ``answers``: every answer on its own, dealt in turn (answer j of the others to group j mod G).
+    """Each answer's group of a delete-a-group jackknife ([J]; −1 for the ``fixed`` workers', never left out),
+    G = min(blocks, units): ``workers`` keeps a worker's answers together (dealt by answer counts);
+    ``answers`` deals every answer on its own, in turn.
     """
     if by not in LEAVE_OUT:
         raise ValueError(f"jackknife by {by!r}: expected one of {', '.join(LEAVE_OUT)}")
@@ -75,9 +67,8 @@ def jackknife_groups(encoded: Encoded, by: str, blocks: int, fixed: Sequence[str
     return group[encoded.worker_idx]
 
 
-#: EM's stopping rule for the jackknife refits (:func:`leave_out_posteriors`), tighter than the
-#: bootstrap's: a refit warm-started from the full fit and stopped early stays near it, and a
-#: jackknife's spread is multiplied by G − 1, so the shortfall shows (measured: docs/metrics.md).
+#: EM's stopping rule for the jackknife refits, tighter than the bootstrap's: a warm-started refit stopped
+#: early stays near the full fit, and a jackknife's spread is multiplied by G − 1 (docs/metrics.md).
 JACKKNIFE_MAX_ITER, JACKKNIFE_TOL = 300, 1e-8
 
 
@@ -89,13 +80,10 @@ def leave_out_posteriors(
     max_iter: int = JACKKNIFE_MAX_ITER,
     tol: float = JACKKNIFE_TOL,
 ) -> np.ndarray:
-    """[G × N × K] (float32) held-out posteriors of every item under the model refitted without
-    each group of answers (``groups`` [J], :func:`jackknife_groups`; −1: always kept), warm-started
-    from ``start`` [N × K]; an item none of the remaining answers is on gets the refitted class
-    shares. Left out by workers, the spread of these refits is the variance from which workers a
-    study happened to get (and from estimating their confusion matrices), which resampling the
-    items with their votes does not see; left out by answers, it is the answers' own share, which
-    both see (:func:`genderbias.stats.intervals.extra_variance`)."""
+    """[G × N × K] (float32) held-out posteriors under the model refitted without each group of answers
+    (``groups`` [J]; −1 always kept), warm-started from ``start``. By workers their spread is the variance
+    from which workers a study got, which resampling items does not see; by answers, the answers' own share,
+    which both see (:func:`genderbias.stats.intervals.extra_variance`)."""
     count = int(groups.max()) + 1 if len(groups) else 0
     out = np.empty((count, encoded.n_items, len(encoded.labels)), dtype=np.float32)
     for g in range(count):
