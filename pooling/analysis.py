@@ -1,10 +1,6 @@
-"""The choices an analysis is made with, and the one set of checks shared by pools and reports.
-
-Pools (:mod:`pooling.services`) and reports (:mod:`metrics.services`) both take a
-tokenizer, a magnitude, rank cutoffs and a set of runs over one collection; they check
-them here, so a page, the API and a command get the same message. Messages name the
-setting as a person sees it on a page ("rank cutoff"), never a command-line flag.
-Light and pure: forms import the choices from here without loading numpy or polars.
+"""The choices an analysis is made with, and the one set of checks shared by pools and reports, so
+a page, the API and a command get the same message, naming the setting as a page does ("rank
+cutoff"). Light: forms import the choices from here without loading numpy or polars.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""REST endpoints of the pooling app: what was imported and pooled (read-only), and imports.
-
-Staff only: query sets include annotation exports (the crowd's labels) and pools the
-rankers' gender lists, neither of which an annotator may see.
+"""REST endpoints of the pooling app: what was imported and pooled (read-only), and imports; staff
+only, as query sets include the crowd's labels and pools the rankers' gender lists.
 """
 
 from django.db.models import Q
@@ -156,9 +154,8 @@ class ImportView(StagedUploadsMixin, APIView):
     """``POST /api/pooling/imports/<kind>/``: import a collection, query set, run, word list or qrels,
     or (kind ``dataset``, body ``name`` and ``dataset``) an ir_datasets dataset by its id.
 
-    The upload streams into the staging folder (as on the page); the import runs as a job
-    whose record is returned (202) for polling at ``/api/jobs/<id>/``. The rules are the
-    import page's form, so the page and the API accept and refuse the same requests.
+    The import runs as a job, returned (202) for polling at ``/api/jobs/<id>/``; the rules are the
+    import page's form, so page and API accept and refuse the same requests.
     """
 
     permission_classes = [permissions.IsAdminUser]

@@ -41,7 +41,6 @@ class PoolForm(forms.Form):
     )
 
     def clean_name(self):
-
         name = self.cleaned_data["name"]
         if Pool.objects.filter(name=name).exists() or QuerySet.objects.filter(name=name).exists():
             raise forms.ValidationError("a pool or query set with this name exists")
@@ -78,10 +77,7 @@ def chosen_columns(data) -> dict[str, str]:
 
 
 class ImportForm(forms.Form):
-    """Import one file, uploaded or registered by its path on the server (pages and API alike).
-
-    Exactly one of ``file`` and ``path`` is given; a path must lie inside ``IMPORT_ROOTS``.
-    """
+    """Import one file, uploaded or registered by its path inside ``IMPORT_ROOTS`` (pages and API alike)."""
 
     name = forms.SlugField(max_length=100, help_text="Letters, digits, hyphens and underscores (e.g. msmarco-dev).")
     file = forms.FileField(required=False, help_text="Upload a file (.gz accepted).")
@@ -219,8 +215,7 @@ class ImportForm(forms.Form):
             options |= {"collection": data["collection"].name, "queries": data["queries"].name}
         if self.kind == "queries":
             options |= {"columns": chosen_columns(data), "labels_as": data.get("labels_as", "")}
-        # The file as the user named it (an upload's own name, or the path as given), for
-        # the job's messages: never the staging or cache path (pooling.services.imports.import_job).
+        # The file as the user named it, for the job's messages (pooling.services.imports.import_job).
         options["file_name"] = data["file"].name if data.get("file") else str(self.data.get("path", "")).strip()
         if data.get("file"):
             path = keep_upload(data["file"])

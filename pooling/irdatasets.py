@@ -1,17 +1,11 @@
-"""A dataset of the ``ir_datasets`` package written out as the project's files. Pure module (no Django).
+"""A dataset of the ``ir_datasets`` package (https://ir-datasets.com; it downloads and caches each
+itself, under ``IR_DATASETS_HOME``) written out as the project's files. Pure module (no Django).
 
-``ir_datasets`` (https://ir-datasets.com) knows the standard test collections by id
-(``msmarco-passage/dev/small``) and downloads and caches each one itself, under
-``IR_DATASETS_HOME`` (default ``~/.ir_datasets``). :func:`write_dataset_files` reads the
-parts the dataset has and writes them in the formats the imports read: the documents as a
-``pid<TAB>passage`` collection file, the queries as ``qid<TAB>query``, the judgments as
-TREC qrels (``qid 0 docid rel``). Tabs and line breaks inside a text become spaces. Each
-file is written atomically and reused when already there (a dataset's content does not
-change under its id), so a retried import does not read the dataset again.
-
-A download that fails (this machine offline, a URL refused) is a :class:`ServiceError`
-saying so, never a traceback. ``ir_datasets`` is imported inside the functions (it loads
-numpy and registers hundreds of datasets: half a second).
+:func:`write_dataset_files` writes the parts a dataset has in the formats the imports read
+(``pid<TAB>passage``, ``qid<TAB>query``, TREC qrels), tabs and line breaks as spaces; each file is
+written atomically and reused when there (a dataset does not change under its id). A failed
+download is a :class:`ServiceError` saying so. ``ir_datasets`` is imported inside the functions:
+it registers hundreds of datasets on import.
 """
 
 from __future__ import annotations
@@ -50,11 +44,8 @@ def dataset_source(dataset_id: str, version: str) -> str:
 
 
 def check_dataset_id(dataset_id: str) -> str:
-    """The id, stripped, if ``ir_datasets`` knows it; a :class:`ServiceError` naming the field otherwise.
-
-    The page, the API, the command and the service all check here, so an id ``ir_datasets`` does not
-    know (``nosuch/dataset``) is refused before a job is made, not by the job. Membership only: the
-    registry is asked whether it has the id, nothing is loaded or downloaded."""
+    """The id, stripped, if ``ir_datasets`` knows it (nothing loaded or downloaded), so an unknown id is
+    refused before a job is made; a :class:`ServiceError` naming the field otherwise."""
     dataset_id = str(dataset_id).strip()
     if not DATASET_ID.match(dataset_id) or ".." in dataset_id or len(dataset_id) > 200:
         raise ServiceError(f"dataset: {dataset_id!r} is not an ir_datasets id (such as msmarco-passage/dev/small)")
@@ -71,9 +62,8 @@ def unknown_message(dataset_id: str) -> str:
 
 
 def _registered(dataset_id: str) -> bool:
-    """Whether ``ir_datasets.registry`` has ``dataset_id``: one of its registered ids, or one its id
-    patterns make on first use (clirmatrix's language pairs). The registry has no public membership
-    test (``in`` iterates its registered ids only), hence its ``_patterns``, read and never called."""
+    """Whether ``ir_datasets.registry`` has ``dataset_id``, registered or made by an id pattern on first
+    use (no public membership test covers those, hence ``_patterns``, read and never called)."""
     import ir_datasets
 
     registry = ir_datasets.registry
@@ -115,12 +105,8 @@ def load_dataset(dataset_id: str):
 def write_dataset_files(
     dataset_id: str, folder: Path, progress: Callable[[int], None] | None = None, *, docs: bool = True
 ) -> DatasetFiles:
-    """Write the documents, queries and qrels of ``dataset_id`` (those it has) into ``folder``.
-
-    ``progress(n)`` is called with the number of records written so far (documents first).
-    ``docs=False``: the documents are not written (a collection by reference reads them by id
-    through :class:`DatasetTexts`).
-    """
+    """Write the documents (unless ``docs=False``), queries and qrels of ``dataset_id`` (those it has)
+    into ``folder``; ``progress(n)`` gets the number of records written so far."""
     write_docs = docs
     dataset = load_dataset(dataset_id)
     folder.mkdir(parents=True, exist_ok=True)
@@ -158,11 +144,8 @@ def write_dataset_files(
 
 
 class DatasetTexts:
-    """A dataset's docstore (``docs_store().get_many``) giving each document's text exactly as
-    :func:`write_dataset_files` writes it to the collection file (``default_text()``, line breaks and
-    tabs as spaces, stripped), so a collection by reference and the same dataset written out have the
-    same texts and the same figures. ``ir_datasets`` builds its docstore on first use (for most
-    datasets a pass over the download, once, in its own cache)."""
+    """A dataset's docstore giving each document's text exactly as :func:`write_dataset_files` writes
+    it, so a collection by reference and the same dataset written out have the same figures."""
 
     def __init__(self, dataset_id: str) -> None:
         self.dataset_id = check_dataset_id(dataset_id)
@@ -198,11 +181,9 @@ def _write(path: Path, lines: Iterable[str]) -> Path:
 
 
 def _guarded(records: Callable[[], Iterable], dataset_id: str) -> Iterator:
-    """The records of ``records()``. A failed download (raised while reading them: requests'
-    errors and a missing or corrupt file are ``OSError``, several failed mirrors a
-    ``RuntimeError``) becomes a :class:`ServiceError` with :func:`offline_message`; a record
-    ir_datasets cannot parse, one saying so. Errors of the caller's own writing are not
-    raised here and pass unchanged."""
+    """The records of ``records()``, a failed download (``OSError``, or ``RuntimeError`` for failed
+    mirrors) raised as a :class:`ServiceError` with :func:`offline_message`, a record ir_datasets
+    cannot parse as one saying so."""
     try:
         iterator = iter(records())
         while True:
@@ -224,8 +205,7 @@ def _guarded(records: Callable[[], Iterable], dataset_id: str) -> Iterator:
 
 
 def _text(record) -> str:
-    """A document's or query's text: ``default_text()`` where the record has it (title and body
-    joined, for instance), else its ``text`` field."""
+    """A document's or query's text: ``default_text()`` where the record has it, else its ``text``."""
     if hasattr(record, "default_text"):
         return record.default_text()
     return getattr(record, "text", "")

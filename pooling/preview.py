@@ -1,17 +1,12 @@
 """What the importer will make of a file, shown before importing it; and the bad lines it lists.
 
-- :func:`preview_head`: the first whole lines of a file (its first bytes, gunzipped when
-  gzipped, at most :data:`PREVIEW_BYTES`), parsed by the real readers of
-  :mod:`genderbias.files.collection`, :mod:`genderbias.files.runs`, :mod:`genderbias.files.queryfiles` and :mod:`genderbias.text.wordlists`: the first
-  rows with the columns the import keeps, the run format detected, and every problem of
-  those lines (up to :data:`MAX_PROBLEMS`) with its line number. Bounded: never more than
-  the head is read or decompressed, whatever the file's size.
-- :class:`BadLines` and :class:`LineProblems`: an import reads its file collecting the bad
-  lines (the readers' ``skipped`` mode), keeps at most :data:`MAX_PROBLEMS` of them, and,
-  unless the user asked to skip bad lines, refuses the file listing them all, not only
-  the first; reading stops once more than that many are found.
+- :func:`preview_head`: a file's head (at most :data:`PREVIEW_BYTES`, gunzipped; never more read,
+  whatever the file's size) parsed by the library's real readers: the first rows, the run format
+  detected and every problem of those lines with its line number.
+- :class:`BadLines` and :class:`LineProblems`: an import collects its file's bad lines (up to
+  :data:`MAX_PROBLEMS`) and, unless the user asked to skip them, refuses the file listing them all.
 
-Pure module (no Django): polars and the standard library.
+Pure module (no Django).
 """
 
 from __future__ import annotations
@@ -38,11 +33,8 @@ MAX_PROBLEMS = 50
 
 
 class BadLines(InputError):
-    """A file refused for its bad lines, every one listed (up to :data:`MAX_PROBLEMS`), one a line.
-
-    ``str()`` reads ``path: N bad lines …`` then ``line N: problem`` for each (the path once),
-    so a person sees them all at once; ``errors`` holds them, ``total`` counts every bad line found.
-    """
+    """A file refused for its bad lines, listed one a line (up to :data:`MAX_PROBLEMS`) so a person sees
+    them all at once; ``total`` counts every bad line found."""
 
     def __init__(self, path: str | Path, errors: list[InputError], total: int, complete: bool = True) -> None:
         self.errors = sorted(errors, key=lambda e: (e.line is None, e.line or 0))
@@ -64,12 +56,8 @@ class BadLines(InputError):
 
 @dataclass
 class LineProblems(Skipped):
-    """A readers' ``skipped`` collector that keeps at most ``cap`` errors and counts them all.
-
-    ``skip``: the user asked to skip bad lines (they are counted and the rest imported);
-    otherwise collecting stops with :class:`BadLines` once more than ``cap`` are found, and
-    :meth:`refuse` raises it for the ones found when the file has been read.
-    """
+    """A readers' ``skipped`` collector that keeps at most ``cap`` errors and counts them all; unless
+    ``skip``, it stops with :class:`BadLines` past ``cap``, and :meth:`refuse` raises it at the end."""
 
     path: str | Path = ""
     skip: bool = False
@@ -93,8 +81,8 @@ class LineProblems(Skipped):
 
     @contextmanager
     def reading(self) -> Iterator[LineProblems]:
-        """Around a reader given this collector: refuse the bad lines it found (:meth:`refuse`),
-        also when the reader then stops on a whole-file problem (no queries left …)."""
+        """Around a reader given this collector: refuse the bad lines it found, also when the reader
+        then stops on a whole-file problem."""
         try:
             yield self
         except BadLines:
@@ -106,8 +94,7 @@ class LineProblems(Skipped):
         self.refuse()
 
     def refuse(self) -> None:
-        """Raise :class:`BadLines` when lines were bad and the user did not ask to skip them
-        (a single bad line is raised as itself: ``path:line: problem``)."""
+        """Raise :class:`BadLines` when lines were bad and not to be skipped (a single one as itself)."""
         if self.total and not self.skip:
             if self.total == 1:
                 raise self.errors[0]
@@ -135,17 +122,14 @@ class Preview:
     more_problems: int = 0
     #: Runs: the format detected (``trec`` or ``msmarco``).
     run_format: str | None = None
-    #: Query files: the columns chosen (role -> header name or 1-based number), and the table
-    #: read (:class:`genderbias.files.queryfiles.QueryTable`: the file's columns and which is which).
+    #: Query files: the columns chosen (role -> header name or 1-based number), and the table read.
     chosen: dict = field(default_factory=dict)
     table: object = None
 
     def mapping(self) -> list[dict]:
-        """Query files: each role (id, query, label) with the file's columns to choose from
-        (``value`` the 1-based number, ``name``, ``selected``); empty before a table is read."""
+        """Query files: each role (id, query, label) with the file's columns to choose from."""
         if self.table is None:
             return []
-
         return [
             {
                 "role": role,
@@ -167,10 +151,9 @@ class Preview:
 
 
 def head_lines(first_bytes: bytes, complete: bool, limit: int = PREVIEW_BYTES) -> tuple[bytes, bool]:
-    """The first whole lines within ``first_bytes`` (a file's first bytes; all of it when
-    ``complete``), gunzipped when gzipped (at most ``limit`` bytes decompressed): ``(lines,
-    whole_file)``. A truncated gzip stream is decompressed as far as it goes; a corrupt one
-    is an :class:`InputError`. A first line longer than ``limit`` gives no lines.
+    """``(lines, whole_file)``: the first whole lines within ``first_bytes`` (all of the file when
+    ``complete``), gunzipped up to ``limit`` bytes (a truncated stream as far as it goes, a corrupt
+    one an :class:`InputError`). A first line longer than ``limit`` gives no lines.
     """
     data = first_bytes
     if data[:2] == GZIP_MAGIC:
@@ -206,14 +189,11 @@ def preview_head(
     rows: int = PREVIEW_ROWS,
     columns: dict | None = None,
 ) -> Preview:
-    """Parse ``lines`` (:func:`head_lines`) as the ``kind`` import would (``collection``,
-    ``queries``, ``run``, ``wordlist``), collecting every problem.
+    """Parse ``lines`` (:func:`head_lines`) as the ``kind`` import would, collecting every problem.
 
-    ``known_docids``: for a run, which of the given docids its collection holds (without
-    it, docids are not checked). The lines are written to a temporary file named like the
-    user's file (its safe base name, :func:`genderbias.files.textfiles.safe_basename`: no name can be
-    a folder or lead out of the temporary one), so the real readers read them as they read
-    any file.
+    ``known_docids``: for a run, which of the given docids its collection holds (else unchecked).
+    The lines go to a temporary file named by the user's file's safe base name, so the real
+    readers read them as any file.
     """
     preview = Preview(kind, lines=lines.count(b"\n") + (0 if lines.endswith(b"\n") or not lines else 1))
     preview.whole_file = whole_file
@@ -250,7 +230,6 @@ def _collection(preview: Preview, path: Path, skipped: Skipped, known, rows: int
 
 
 def _queries(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
-
     preview.columns = ["qid", "query"]
     table = first_table(path)
     if table is not None:
@@ -293,14 +272,12 @@ def _run(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole
 
 
 def _wordlist(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
-
     preview.columns = ["word", "gender"]
     words = load_wordlist(path)  # no skipping: its first problem is the one listed
     preview.rows = list(words.words.items())[:rows]
 
 
 def _qrels(preview: Preview, path: Path, skipped: Skipped, known, rows: int, whole: bool) -> None:
-
     preview.columns = ["qid", "docid", "rel"]
     try:
         frame = read_qrels(path, skipped=skipped)
@@ -319,8 +296,7 @@ _PARSERS = {"collection": _collection, "queries": _queries, "run": _run, "wordli
 
 
 def docids_in_index(index_path: str | Path, docids: list[str]) -> list[str]:
-    """Which of ``docids`` a collection's docid index (Parquet, ``docid``) holds: a filtered
-    scan, so a preview never loads an index of millions of docids."""
+    """Which of ``docids`` a collection's docid index holds: a filtered scan, never the whole index."""
     import polars as pl
 
     if not docids:

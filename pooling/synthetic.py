@@ -1,10 +1,7 @@
-"""Synthetic collections, query sets, TREC runs and qrels shaped like MS MARCO.
-
-Used by the demo and the benchmarks: the product must run without the real 3 GB
-collection. Passages are drawn from a neutral vocabulary with a small share of gender
-words (and some trailing punctuation, so the ``words`` and ``whitespace`` tokenizers
-differ as they do on real text); queries lean female, male or neither so that pooling
-has something to find.
+"""Synthetic collections, query sets, TREC runs and qrels shaped like MS MARCO, for the demo and the
+benchmarks: the product must run without the real collection. Passages mix a neutral vocabulary,
+a small share of gender words and some trailing punctuation (so the ``words`` and ``whitespace``
+tokenizers differ as on real text); queries lean female, male or neither.
 """
 
 from __future__ import annotations
@@ -139,11 +136,7 @@ def write_collection(path: Path, spec: SyntheticSpec) -> Path:
 
 
 def write_queries(path: Path, spec: SyntheticSpec) -> Path:
-    """Write ``qid<TAB>query`` lines with MS MARCO-like integer qids.
-
-    About a quarter of the queries name a female word, a quarter a male word, a few both;
-    the rest are neutral, so that annotation has every category to find.
-    """
+    """Write ``qid<TAB>query`` lines with MS MARCO-like integer qids, of every gender category."""
     rng = np.random.default_rng(spec.seed + 1)
     qids = np.sort(rng.choice(1_100_000, size=spec.queries, replace=False))
     neutral = np.array(NEUTRAL[20:])
@@ -180,9 +173,8 @@ def write_runs(directory: Path, queries_path: Path, spec: SyntheticSpec) -> list
     return paths
 
 
-#: Per run, in run order: the chance that each of its top ``QRELS_TOP`` documents is relevant.
-#: Decreasing, so the synthetic rankers differ in effectiveness (the first is the best); a run
-#: beyond the tuple takes its last value.
+#: Per run, in run order: the chance that each of its top ``QRELS_TOP`` documents is relevant
+#: (decreasing, so the rankers differ in effectiveness; a run beyond the tuple takes the last).
 QRELS_SKILL = (0.3, 0.15, 0.05)
 QRELS_TOP = 10
 _GRADES = np.array([1, 2, 3])
@@ -192,14 +184,9 @@ _GRADE_P = [0.5, 0.3, 0.2]
 def synthetic_qrels(
     rankings: list[dict[str, list[str]]], spec: SyntheticSpec, skill: tuple[float, ...] = QRELS_SKILL
 ) -> dict[str, dict[str, int]]:
-    """Graded judgments (``qid -> docid -> 1..3``) for the queries of ``rankings`` (one
-    ``qid -> docids in rank order`` per run, in run order); seeded by ``spec.seed``.
-
-    The runs are random, so relevance is laid on them: each of run ``r``'s top ``QRELS_TOP``
-    documents is relevant with chance ``skill[r]``, which makes the runs' effectiveness differ
-    by design. Every query also gets one relevant passage drawn from the whole collection (most
-    likely one no run retrieves), so every query has a relevant document and recall stays
-    below 1.
+    """Graded judgments (``qid -> docid -> 1..3``) for the queries of ``rankings`` (one ``qid -> docids
+    in rank order`` per run), laid on the random runs by ``skill``; every query also gets one relevant
+    passage drawn from the whole collection, so recall stays below 1.
     """
     rng = np.random.default_rng(spec.seed + 200)
     qids = list(dict.fromkeys(qid for ranking in rankings for qid in ranking))
@@ -228,8 +215,7 @@ def read_rankings(path: Path, top: int = QRELS_TOP) -> dict[str, list[str]]:
 
 
 def write_qrels(path: Path, run_paths: list[Path], spec: SyntheticSpec, skill: tuple[float, ...] = QRELS_SKILL) -> Path:
-    """Write TREC qrels (``qid 0 docid grade``) of :func:`synthetic_qrels` over the runs of
-    ``run_paths`` (in that order: the first gets ``skill[0]``)."""
+    """Write TREC qrels (``qid 0 docid grade``) of :func:`synthetic_qrels` over the runs of ``run_paths``."""
     qrels = synthetic_qrels([read_rankings(p) for p in run_paths], spec, skill)
     with open(path, "w", encoding="utf-8", newline="\n") as out:
         out.write("".join(f"{qid} 0 {docid} {grade}\n" for qid, docs in qrels.items() for docid, grade in docs.items()))
@@ -243,13 +229,11 @@ _POWERS = 10 ** np.arange(1, 19, dtype=np.int64)  # a number below 10**k has at 
 
 def write_v2_bundles(folder: Path, passages: int, bundles: int = 70, seed: int = 13, texts: int = V2_TEXTS) -> Path:
     """Write ``passages`` synthetic passages in MS MARCO v2's own layout into ``folder``: ``bundles``
-    files ``msmarco_passage_00`` …, JSON lines ``{"pid", "passage", "spans", "docid"}`` as ir_datasets
-    extracts them, each pid ``msmarco_passage_<bundle>_<byte offset of its line>``.
+    files of JSON lines as ir_datasets extracts them, each pid ``msmarco_passage_<bundle>_<byte offset>``.
 
-    Passage ``i`` of bundle ``b`` is one of ``texts`` distinct passages (:func:`_passage_texts`), chosen
-    by a hash of ``(seed, b, i)``: a smaller collection is a prefix of every bundle of a larger one
-    with the same seed, so the same runs (ids and texts) rank passages of both. Lines are built in
-    columns (the byte offsets solved for the ids' own digits), so 30M passages take minutes.
+    Passage ``i`` of bundle ``b`` is one of ``texts`` distinct passages chosen by a hash of ``(seed,
+    b, i)``, so a smaller collection is a prefix of a larger one and the same runs rank both. Lines
+    are built in columns, the byte offsets solved for the ids' own digits.
     """
     import json
 

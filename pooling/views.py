@@ -66,9 +66,8 @@ def _notes(row: dict, runs: list[str]) -> str:
 
 
 def pool_sort_keys(runs: list[str]) -> dict:
-    """The pool table's columns as ``?sort=`` keys, ordering the whole pool (not one page): qids
-    in natural order, queries by text, each run's RaB (``run-<i>``, the i-th run; queries the run
-    lacks sort after the others going up) and the lists that selected the query."""
+    """The pool table's columns as ``?sort=`` keys over the whole pool: qids in natural order, texts,
+    each run's RaB (``run-<i>``; queries the run lacks last going up) and the lists."""
 
     def rab_of(run: str):
         return lambda row: (row["rab"].get(run) is None, row["rab"].get(run) or 0.0)
@@ -118,8 +117,7 @@ def pool_create(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def import_index(request: HttpRequest) -> HttpResponse:
-    """The imports; what was imported lately, from the site or by a command; the import jobs
-    started from the site with their outcome (failures included); every set of relevance judgments."""
+    """The imports: what was imported lately, the site's import jobs with their outcome, every qrels."""
     jobs = Job.objects.filter(kind__in=[services.import_job.kind, services.named_set_job.kind]).order_by("-pk")[:10]
     context = {
         "kinds": services.IMPORT_KINDS,
@@ -154,9 +152,8 @@ def import_create(request: HttpRequest, kind: str) -> HttpResponse:
 
 
 class _HeadUploadHandler(FileUploadHandler):
-    """Keeps the first ``PREVIEW_BYTES + 1`` bytes of an uploaded file in memory and drops the
-    rest unwritten: a preview never stores an upload, whatever a client sends (the page's
-    script sends just the file's first bytes)."""
+    """Keeps the first ``PREVIEW_BYTES + 1`` bytes of an upload in memory and drops the rest: a
+    preview never stores an upload, whatever a client sends."""
 
     def new_file(self, *args, **kwargs) -> None:
         super().new_file(*args, **kwargs)
@@ -189,9 +186,8 @@ def _head_uploads(view):
 @researcher_required
 @_head_uploads
 def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
-    """The first rows of a chosen file (the upload's first bytes, or a path on the server) as
-    the import will read them, with every problem of those lines (the import form fetches it).
-    A dataset is no file: nothing to preview."""
+    """The first rows of a chosen file (an upload's head, or a path on the server) as the import will
+    read them, with every problem of those lines (the import form fetches it)."""
     if kind not in services.IMPORT_KINDS or kind == "dataset":
         raise Http404("import kinds: " + ", ".join(services.IMPORT_KINDS))
     if request.method != "POST":
@@ -234,8 +230,8 @@ def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
 
 @researcher_required
 def named_sets(request: HttpRequest) -> HttpResponse:
-    """The field's data sets by name: what each holds, its source, licence and citation, whether it
-    is imported here, and a form to import it (a job); the last imports' repaired faults."""
+    """The field's data sets by name: what each holds and whence, whether imported here, a form to
+    import one (a job), and the last imports' repaired faults."""
     form = NamedSetForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:

@@ -1,10 +1,8 @@
 """Pools: the most female- and male-leaning queries of every run, stored with their provenance.
 
-:func:`build_pool` reads before it writes: the runs' top rankings and the passages'
-gender-word counts (the slow part, cached by :mod:`.counts`) are read and the pool
-computed (:mod:`genderbias.ranking.pool`, pure) before one transaction stores the pooled queries as
-a new query set named like the pool, the pool's settings and one entry per (query, run).
-An interruption leaves no half-made pool, so the same request can simply run again.
+:func:`build_pool` reads and computes (:mod:`genderbias.ranking.pool`) before one transaction stores
+the pooled queries as a query set named like the pool, with one entry per (query, run): an
+interruption leaves no half-made pool, so the same request can simply run again.
 """
 
 from __future__ import annotations
@@ -68,12 +66,7 @@ def build_pool(
     job: Job | None = None,
     bar: bool = True,
 ) -> Pool:
-    """Pool the most female- and male-leaning queries of every run.
-
-    Builds, per run, RaB@cutoff over the queries of ``query_set`` the run contains, the
-    two lists, and their union; stores the pooled queries as a new query set named like
-    the pool, with provenance per (query, run).
-    """
+    """Pool the most female- and male-leaning queries (by RaB@cutoff) of every run over ``query_set``."""
     from genderbias.ranking.pool import pool_queries
 
     _check_pool_request(name, runs, pool_settings)
@@ -86,15 +79,10 @@ def build_pool(
 
 
 def count_pool_passages(runs: Sequence[Run], *, bar: bool = True, chunks: int | None = None) -> int:
-    """Count ahead what a pool of ``runs`` with the default settings reads: the gender words, of
-    the built-in word list and under every tokenizer, in the passages the runs rank within the
-    default rank cutoff, into the counts cache (:func:`.counts.count_ahead`; not their
-    lengths, as a pool counts them). ``import_run`` calls it once for all the runs it imported:
-    the runs are registered once and pooled many times, and a pool then reads those counts
-    rather than the passages. Returns the passages counted: none for a collection whose docid
-    index has no spans (a gzipped file), where counting would read the whole collection again
-    (a collection by reference is read by docid: :func:`.counts.counts_by_reference`; ``chunks``:
-    its texts read over that many Celery workers, by bundle file).
+    """Count ahead into the cache what a default pool of ``runs`` reads (built-in words, every
+    tokenizer): runs are registered once and pooled many times. Returns the passages counted: none
+    for a collection without spans (a gzipped file), which would be read whole again. ``chunks``: a
+    collection by reference's texts read over that many Celery workers.
     """
     cutoff = PoolSettings().rank_cutoff
     words = default_wordlist()
@@ -113,8 +101,8 @@ def count_pool_passages(runs: Sequence[Run], *, bar: bool = True, chunks: int | 
 
 
 def _check_pool_request(name: str, runs: Sequence[Run], pool_settings: PoolSettings) -> None:
-    """Refuse a pool before any reading: bad settings or name, runs over several collections,
-    or a name a pool or a query set already has (the pooled queries become a query set)."""
+    """Refuse a pool before any reading: bad settings or name, runs over several collections, or a
+    name a pool or a query set already has."""
     pool_settings.validate()
     validate_name(name, "pool")
     check_same_collection(runs, "a pool")
@@ -132,13 +120,8 @@ def _rank_bias_by_run(
     job: Job | None,
     bar: bool,
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, tuple[float, float]]]]:
-    """RaB@cutoff of each run's queries among ``qids`` as a report computes it, the runs' ties ordered by the
-    pool's ``ties``: run name → qid → RaB, and run name → qid → its range over the orders of ties.
-
-    Reads the runs' top ``rank_cutoff`` documents with every document tied with them (as a report reads
-    them), counts gender words in those passages only (cached; not their lengths, which RaB does not
-    use), and leaves the arithmetic to :func:`genderbias.ranking.pool.rank_bias_with_ties`.
-    """
+    """RaB@cutoff of each run's queries among ``qids`` as a report computes it (ties ordered by the
+    pool's ``ties``): run → qid → RaB, and run → qid → its range over the orders of ties."""
     import polars as pl
 
     from genderbias.ranking.pool import rank_bias_with_ties
@@ -248,11 +231,8 @@ def start_pool(
     *,
     wordlist: WordList | None = None,
 ) -> Job:
-    """Build a pool in the background once the caller's transaction commits; returns its Job.
-
-    The word list is a file (``wordlist_path``, the command's ``--wordlist``) or an
-    imported one (``wordlist``, the pool form's choice); neither means the built-in list.
-    """
+    """Build a pool in the background once the caller's transaction commits; returns its Job. The word
+    list is a file (``wordlist_path``) or an imported one (``wordlist``); neither: the built-in list."""
     return pool_job.start(
         f"Pool {name}",
         name,

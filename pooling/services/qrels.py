@@ -1,11 +1,6 @@
-"""Registering relevance judgments: a TREC qrels file read, checked against its collection
-and query set, and normalised once into Parquet (``qid, docid, rel``).
-
-Idempotent and all or nothing, as the other imports: the same content under the same name
-(same collection and query set) changes nothing, the same name for anything else is
-refused; the file is read and checked before the transaction opens, the Parquet file is
-named by content and written atomically before the row is created, so a retry reuses it.
-Reading it back is :func:`pooling.selectors.qrels_frame`.
+"""Registering relevance judgments: a TREC qrels file read, checked against its collection and
+query set, and normalised once into Parquet (``qid, docid, rel``), idempotent and all or nothing
+as the other imports (:mod:`pooling.services`).
 """
 
 from __future__ import annotations
@@ -35,11 +30,8 @@ def import_qrels(
     *,
     skip_bad_lines: bool = False,
 ) -> ImportResult:
-    """Register the judgments of ``path`` (``qid 0 docid rel`` lines) of ``query_set`` over ``collection``.
-
-    A judgment of a query outside the query set or of a document outside the collection is
-    a bad line (refused, every one listed, unless ``skip_bad_lines``).
-    """
+    """Register the judgments of ``path`` (``qid 0 docid rel`` lines) of ``query_set`` over ``collection``;
+    one of a query or document outside them is a bad line."""
     validate_name(name, "qrels")
     path = Path(path).resolve()
     if not path.is_file():
@@ -74,9 +66,8 @@ def import_qrels(
 
 
 def _queries_key(query_set: QuerySet) -> str:
-    """What the checked judgments depend on in ``query_set``: its file's checksum, or for a query set
-    made here (a pool's, which has no file) the checksum of its qids; never its id, which a
-    database may give again to another query set after a deletion."""
+    """What the checked judgments depend on in ``query_set``: its file's checksum, or its qids' (a pool's);
+    never its id, which a database may give again after a deletion."""
     if query_set.sha256:
         return query_set.sha256
     qids = sorted(query_set.queries.values_list("qid", flat=True))

@@ -34,8 +34,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
-        # Here, not at the top: the services (and what they load) are not needed by --help.
-
         with command_errors():
             result = import_named_set(o["set"], o["name"], collection=o["collection"] or None, qrels=o["qrels"] or None)
         found = result.obj
