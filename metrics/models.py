@@ -1,10 +1,6 @@
-"""State of the metrics app: bias reports and their results.
-
-A :class:`Report` records everything needed to compute it again — query set, runs, both word
-lists (by content), tokenizer, cutoffs, τ, background, baseline, bootstrap settings and the
-software version — and its results: one :class:`Result` row per (run, metric, variant,
-cutoff). Per-query values are many (runs × queries × 28 numbers), so they live in a Parquet
-file under ``settings.CACHE_DIR`` (``run, qid, metric, variant, cutoff, value``).
+"""State of the metrics app: a :class:`Report` records everything needed to compute it again, and its results, a
+:class:`Result` row per (run, metric, variant, cutoff); per-query values are many, so they live in a Parquet file
+under ``settings.CACHE_DIR``.
 """
 
 from __future__ import annotations
@@ -176,8 +172,8 @@ class Report(GroupOwned):
 
     @property
     def interval_sentence(self) -> str | None:
-        """Which interval its label-corrected figures got and why, the one sentence every surface prints
-        (:attr:`label_interval`; None on a query set, or built before the choice was made)."""
+        """Which interval its label-corrected figures got and why, the one sentence every surface prints (None on a
+        query set, or built before the choice was made)."""
         return (self.label_interval or {}).get("sentence")
 
     @property
@@ -215,7 +211,6 @@ class Report(GroupOwned):
     @property
     def ties_statement(self) -> str:
         """How tied documents were ordered, in words (header, CSV, methods text, paper bundle)."""
-
         words = {
             "tie-aware": "tie-aware: every bias figure is its expectation over all orders of tied documents "
             "(documents of one query with equal scores)",
@@ -229,8 +224,7 @@ class Report(GroupOwned):
 
     @property
     def exposure_definition(self) -> str:
-        """Which form the exposure metrics were computed in and how it differs from the cited papers
-        (:func:`genderbias.ranking.vocabulary.form_statement`): the report page, the methods text, the tables."""
+        """Which form the exposure metrics were computed in and how it differs from the cited papers."""
         return form_statement(self.exposure_form, EXPOSURE)
 
 
@@ -285,13 +279,9 @@ class Result(models.Model):
 
 
 class LabelSensitivityResult(GroupOwned):
-    """Label sensitivity of a batch under one set of settings, computed once by a job and kept.
-
-    ``key`` digests everything the figures depend on (the batch and the state of its answers, the runs
-    in their order, the NFaiRR background, cutoffs, bootstrap, seed and the 'confident' threshold:
-    :func:`metrics.services.labelling.sensitivity_key`), so asking again with the same settings
-    returns this row instead of computing again. ``result`` is empty while its ``job`` runs (or after
-    it failed: the next ask starts another)."""
+    """Label sensitivity of a batch under one set of settings, computed once by a job and kept: ``key`` digests
+    everything the figures depend on (:func:`metrics.services.labelling.sensitivity_key`), so asking again returns
+    this row. ``result`` is empty while its ``job`` runs (or after it failed: the next ask starts another)."""
 
     key = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the settings and the answers' state.")
     batch = models.ForeignKey("annotation.Batch", on_delete=models.CASCADE, related_name="+")

@@ -100,7 +100,6 @@ class ReportSerializer(ReportListSerializer):
 
     @extend_schema_field(SignificanceSerializer(allow_null=True))
     def get_significance(self, report: Report) -> dict | None:
-
         return report_policy(report)
 
     label_interval = serializers.JSONField(

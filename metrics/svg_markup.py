@@ -1,16 +1,9 @@
-"""A matplotlib SVG rewritten into fewer elements a browser has to build: the same drawing.
+"""A matplotlib SVG rewritten into fewer elements a browser has to build: the same drawing (pure: ``xml.etree``).
 
-A browser turns every element of an SVG image into a node it styles and lays out, and every
-``<use>`` into a second, shadow copy of what it points at. matplotlib writes a marker (each point,
-error-bar cap and tick) as a ``<use>`` of one ``<path>`` in ``<defs>``, wraps every artist in a
-``<g id=…>`` that nothing refers to, indents everything and adds a Creative Commons metadata
-block. :func:`lighten` writes each marker as the path itself, moved where the ``<use>`` put it,
-unwraps groups without attributes, drops ids nothing refers to, whitespace between elements and
-in path data, and the metadata: in Chromium, a report page's eleven metric SVGs cost about a
-third less of the page's main thread (``docs/benchmarks.md``). Text, coordinates, colours, clip
-paths and the order things are painted in are kept as they are.
-
-Pure: the standard library's ``xml.etree`` only.
+A browser styles and lays out every element, and builds a shadow copy of every ``<use>``; matplotlib writes each
+marker as a ``<use>``, wraps every artist in a group nothing refers to, and adds whitespace and metadata.
+:func:`lighten` drops all that (what it saves: docs/benchmarks-history.md); text, coordinates, colours, clip paths
+and the painting order are kept as they are.
 """
 
 from __future__ import annotations
@@ -33,9 +26,7 @@ def _tag(element: ET.Element) -> str:
 
 
 def _plain_names(root: ET.Element) -> None:
-    """Every tag without its SVG namespace and every namespaced attribute with its usual prefix,
-    so that the tree is written back as it was read (``<path>``, ``xlink:href``), with the
-    namespace declarations set on the root by :func:`lighten`."""
+    """Tags without the SVG namespace, namespaced attributes with their usual prefix: written back as read."""
     for element in root.iter():
         if element.tag.startswith(f"{{{SVG}}}"):
             element.tag = _tag(element)
@@ -52,10 +43,8 @@ def _declarations(style: str | None) -> dict[str, str]:
 
 
 def _as_path(use: ET.Element, target: ET.Element) -> ET.Element:
-    """The ``<path>`` a ``<use>`` of ``target`` draws: the use's own style first, then the path's,
-    which wins where both set a property (the shadow copy inherits from the ``<use>``; its own
-    declarations win); placed by the use's transform, then its x and y, then the path's own
-    transform, as SVG places a ``<use>``."""
+    """The ``<path>`` a ``<use>`` of ``target`` draws, as SVG places and styles a ``<use>``: the path's style wins over
+    the use's; the use's transform, then its x and y, then the path's own transform."""
     attributes = {"d": target.get("d", "")}
     style = _declarations(use.get("style")) | _declarations(target.get("style"))
     if style:
@@ -128,10 +117,9 @@ _STYLE = re.compile(r"<style[^>]*>.*?</style>|<defs>\s*</defs>", re.S)
 
 
 def inline(svg: str, prefix: str, label: str, *, element_id: str = "") -> str:
-    """A drawn SVG as markup for a page: without its XML prolog and its own ``<style>`` elements
-    (inside a page they would style the whole page; the page's stylesheet gives the same rules to
-    ``svg.plot``, and its colour is the page's own), ids prefixed with ``prefix`` so that several
-    figures' ids never meet, and ``role="img"`` with ``label`` for screen readers, as ``alt``."""
+    """A drawn SVG as markup for a page: without its prolog and its ``<style>`` (it would style the whole page; the
+    page's stylesheet gives ``svg.plot`` the same rules), ids prefixed with ``prefix`` so figures' ids never meet,
+    and ``role="img"`` with ``label`` as ``alt``."""
     from html import escape
 
     body = _STYLE.sub("", svg[svg.index("<svg") :]).strip()

@@ -1,27 +1,9 @@
-"""Services of the metrics app: everything that measures, stores or starts a measurement.
+"""Services of the metrics app: everything that measures, stores or starts a measurement, re-exported here
+(``from metrics import services; services.build_report(...)``; the modules: docs/architecture.md).
 
-Views, the API, forms, management commands and Celery tasks call these functions; they read
-runs through :mod:`pooling.services` and the crowd through :mod:`annotation.selectors` only,
-and leave the computing to the pure modules beside them (:mod:`genderbias.ranking.measures`,
-:mod:`genderbias.stats.significance`, :mod:`genderbias.crowd.sensitivity`, :mod:`genderbias.ranking.rbo`,
-:mod:`genderbias.stats.preference`, :mod:`genderbias.ranking.counterfactual`). One module per topic, named
-so that it is never taken for the pure module it drives:
-
-- :mod:`.reports` -- bias reports: settings, computing, storing (one transaction), starting as a job;
-- :mod:`.labelling` -- label sensitivity: the runs' bias under every way of labelling a batch;
-- :mod:`.crbo` -- CRBO of a run against its run on the counterfactual collection, as a job;
-- :mod:`.variant_preference` -- which gendered version of each document a run prefers, as a job;
-- :mod:`.counterfactual_collection` -- write and register a gender-swapped collection, as a job;
-- :mod:`.set_comparison` -- the same runs on several query sets: each set's ranking and the agreement (τ), as a job;
-- :mod:`.planning` -- a study plan: queries, pooled queries and cost to detect a difference (reads only);
-- :mod:`.plot_cache` -- the report figures' files, drawn once (the pages' and the paper bundle's);
-- :mod:`.per_query_file` -- a report's per-query CSV, written once by a job, then served as a file.
-
-A report's paper bundle is the publishing app's (:mod:`publishing.services.paper`).
-
-Everything is re-exported here: ``from metrics import services; services.build_report(...)``.
-``LabelSensitivity``, the result type of :func:`label_sensitivity`, lives beside the pure
-computation (:mod:`genderbias.crowd.sensitivity`, which loads numpy and pandas, so it is imported from there).
+They read runs through :mod:`pooling.services` and the crowd through :mod:`annotation.selectors` only, and leave
+the computing to the library; one module per topic, named so that it is never taken for the pure module it drives.
+``LabelSensitivity`` is imported from :mod:`genderbias.crowd.sensitivity` (it loads numpy and pandas).
 """
 
 from core.errors import ServiceError

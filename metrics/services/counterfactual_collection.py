@@ -1,7 +1,5 @@
-"""The counterfactual collection as a service: a registered collection with every gendered
-word and first name swapped, written and registered as a new collection for the ranker's
-second run (what CRBO compares against). The swapping itself is pure
-(:mod:`genderbias.ranking.counterfactual`); this module adds the cache folder, the registration and the job.
+"""The counterfactual collection as a service: a collection with every gendered word and first name swapped
+(pure: :mod:`genderbias.ranking.counterfactual`), registered for the ranker's second run, what CRBO compares against.
 """
 
 from __future__ import annotations
@@ -30,13 +28,8 @@ def write_counterfactual_collection(
     her: str = "his",
     job: Job | None = None,
 ) -> Collection:
-    """Write the counterfactual of ``collection`` (gendered words and first names swapped) into
-    the cache folder and register it as collection ``name``, ready for the ranker's second run.
-
-    The file is written whole before it is registered (:func:`genderbias.ranking.counterfactual.write_counterfactual`
-    renames a finished temporary file), so a failure leaves neither file nor collection.
-    """
-
+    """Write the counterfactual of ``collection`` into the cache folder and register it as collection ``name``;
+    the file is written whole before it is registered, so a failure leaves neither file nor collection."""
     validate_name(name, "collection")
     if Collection.objects.filter(name=name).exists():
         raise ServiceError(f"a collection named {name!r} exists; choose another name")
@@ -56,10 +49,7 @@ def write_counterfactual_collection(
 
 @background_job("genderbias.ranking.counterfactual", task="metrics.tasks.counterfactual_collection_task")
 def counterfactual_job(job: Job, collection_id: int, name: str, wordlist_id: int | None, her: str) -> None:
-    """Write and register a counterfactual collection; a redelivery finds one an earlier delivery registered.
-
-    The CRBO page lists these Jobs by ``counterfactual_job.kind``.
-    """
+    """Write and register a counterfactual collection; a redelivery finds one an earlier delivery registered."""
     collection = Collection.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
     if collection is None:
         wordlist = WordList.objects.get(pk=wordlist_id) if wordlist_id else None

@@ -1,10 +1,6 @@
-"""CRBO as a service: a run against the same ranker's run on the counterfactual collection
-(Abolghasemi et al., ECIR 2024); the measure itself is pure (:func:`genderbias.ranking.rbo.crbo`).
-
-No table of its own: a measurement is a :class:`core.models.Job` whose ``result`` holds the
-mean and each query's RBO (plain JSON), so the command, the page and the API read one
-record. The ``crbo`` command computes inline with :func:`crbo_summary`; the page and the API
-start the same computation as a background job (:func:`crbo_job`, :func:`start_crbo`).
+"""CRBO as a service: a run against the same ranker's run on the counterfactual collection (Abolghasemi et al.,
+ECIR 2024; pure: :func:`genderbias.ranking.rbo.crbo`). No table of its own: a measurement is a Job whose ``result``
+holds it, so the command (inline, :func:`crbo_summary`), the page and the API (:func:`start_crbo`) read one record.
 """
 
 from __future__ import annotations
@@ -28,19 +24,10 @@ def _finite(value: float) -> float | None:
 
 
 def counterfactual_warnings(run: Run, counterfactual_run: Run, per_query: dict) -> list[str]:
-    """Why ``counterfactual_run`` may not be ``run``'s counterfactual (an empty list: no doubt found).
-
-    A counterfactual run is the same ranker's run on the counterfactual collection: the
-    original collection with gendered words and first names swapped passage by passage
-    (:mod:`genderbias.ranking.counterfactual`), so **the same docids, in the same order, with other
-    content**. Warned, not refused (a counterfactual made elsewhere passes the same check):
-
-    - both runs rank the same collection (or two registrations of one file);
-    - the two collections do not hold the same docids (not one collection and its swap);
-    - the two runs rank every common query identically at the depth (CRBO is then 1 by
-      construction: most likely the same run twice, or a swap that changed nothing).
+    """Why ``counterfactual_run`` may not be ``run``'s counterfactual (empty: no doubt found). A counterfactual
+    collection keeps the same docids in the same order with other content (:mod:`genderbias.ranking.counterfactual`);
+    warned, not refused, so one made elsewhere passes the same check.
     """
-
     original, swapped = run.collection, counterfactual_run.collection
     warnings = []
     if original.pk == swapped.pk or original.sha256 == swapped.sha256:
@@ -67,15 +54,9 @@ def counterfactual_warnings(run: Run, counterfactual_run: Run, per_query: dict) 
 def crbo_summary(
     run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P, ties: str = DEFAULT_TIES
 ) -> dict:
-    """CRBO@depth of ``run`` against ``counterfactual_run``: the mean RBO_ext and each query's.
-
-    Keys: ``run``, ``counterfactual_run``, ``depth``, ``p``, ``crbo`` (None without a common
-    query), ``queries``, ``per_query`` (``[[qid, rbo], ...]`` in the runs' qid order) and
-    ``warnings`` (why the second run may not be a counterfactual: :func:`counterfactual_warnings`);
-    ``ties``, the order of tied documents (:mod:`genderbias.ranking.ties`; tie-aware: each query's RBO is its mean
-    over the orders of both runs' ties), and ``tied_queries``, how many common queries' tops hold a tie.
+    """CRBO@depth of ``run`` against ``counterfactual_run``: the mean RBO_ext (None if undefined) and each query's
+    (``per_query``, ``[[qid, rbo], ...]``); tie-aware ``ties`` average each query's RBO over the orders of ties.
     """
-
     from genderbias.ranking.rbo import crbo, tied_queries
 
     if run.pk == counterfactual_run.pk:
@@ -104,10 +85,7 @@ def crbo_summary(
 
 @background_job("metrics.crbo", task="metrics.tasks.crbo_task")
 def crbo_job(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: float, ties: str = "file") -> None:
-    """CRBO of a run against its counterfactual run (read-only: a redelivery computes it again).
-
-    Its Jobs hold the measurements: the CRBO page lists them by ``crbo_job.kind``.
-    """
+    """CRBO of a run against its counterfactual run (read-only: a redelivery computes it again)."""
     summary = crbo_summary(
         Run.objects.get(pk=run_id), Run.objects.get(pk=counterfactual_run_id), depth=depth, p=p, ties=ties
     )
@@ -118,11 +96,8 @@ def crbo_job(job: Job, run_id: int, counterfactual_run_id: int, depth: int, p: f
 def start_crbo(
     run: Run, counterfactual_run: Run, *, depth: int = CRBO_DEPTH, p: float = CRBO_P, ties: str = DEFAULT_TIES
 ) -> Job:
-    """Measure CRBO in the background once the caller's transaction commits; returns its Job.
-
-    Both runs belong to one research group: the Job, which names both and holds their per-query
-    measurements, goes to that group (a member of two groups cannot put one group's run in a Job
-    the other group's members read)."""
+    """Measure CRBO in the background once the caller's transaction commits; returns its Job. Both runs belong to
+    one research group, the Job's, so no Job shows one group's run to another group's members."""
     if run.group_id != counterfactual_run.group_id:
         raise ServiceError(
             f"runs {run.name!r} and {counterfactual_run.name!r} belong to different research groups: "

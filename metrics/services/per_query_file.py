@@ -1,13 +1,7 @@
-"""A report's per-query CSV, written once by a background job and then served as a file.
-
-The file has a row per run, query, metric, variant and cutoff (for a report on a batch's labels,
-every judged query): it grows with the batch, and writing it took tens of seconds at a few thousand
-queries (docs/benchmarks.md, "Requests whose cost grows with the batch"), too long for a request a
-viewer can repeat. A report never changes after it is built, so the file is kept, keyed as the
-report's figures are (:mod:`.plot_cache`) but in a folder and under a bound of its own
-(``CACHE_DIR/per-query``, ``PER_QUERY_CACHE_MAX_BYTES``): at about 400 MB for 2,000 labelled queries, one
-file in the figures' 512 MiB would evict every figure. It is written a row at a time, never held whole in
-memory. The page's link is a file response once it is written, and a job writing it before.
+"""A report's per-query CSV, written once by a background job and then served as a file: it grows with the batch,
+too slow to write for a request a viewer can repeat (docs/benchmarks.md, "Requests whose cost grows with the
+batch"). Keyed as the report's figures are (:mod:`.plot_cache`), but in a folder and under a bound of its own
+(``PER_QUERY_CACHE_MAX_BYTES``): one such file would evict every figure (docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -40,8 +34,8 @@ def cached_per_query_csv(report: Report) -> Path | None:
 
 
 def build_per_query_csv(report: Report) -> Path:
-    """Write the report's per-query CSV (:func:`metrics.formatting.write_per_query_csv`) into its folder,
-    atomically and a row at a time, then keep the folder within ``PER_QUERY_CACHE_MAX_BYTES``."""
+    """Write the report's per-query CSV into its folder, atomically and a row at a time, then keep the folder
+    within ``PER_QUERY_CACHE_MAX_BYTES``."""
     from django.conf import settings
 
     from .. import formatting, selectors
@@ -73,9 +67,8 @@ def per_query_csv_job(job: Job, report_id: int) -> None:
 
 def start_per_query_csv(report: Report, *, may_start: bool) -> Job:
     """The Job writing the report's per-query CSV: the one already pending or running, else a new one when
-    ``may_start`` (the asker may act on the report: ``core.templatetags.roles.may_act``; a viewer's GET
-    starts no job, issue 82: ``StateError``, a 409, saying who can). ServiceError if the report's files are
-    gone."""
+    ``may_start`` (the asker may act on the report; a viewer's GET starts no job: ``StateError``). ServiceError if
+    the report's files are gone."""
     from .. import selectors
 
     selectors.check_report_files(report)

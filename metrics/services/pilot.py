@@ -1,7 +1,5 @@
-"""The pilot of a study plan (:mod:`metrics.services.planning`): per-query values of runs A and B on one
-metric, variant and cutoff, from the report given, else the newest report on the query set holding both
-runs and the cutoff, else computed on the fly over the query set
-(:func:`metrics.services.reports.compute_report`, bias metrics only, nothing stored). Reads only."""
+"""The pilot of a study plan (:mod:`metrics.services.planning`): per-query values of runs A and B on one metric,
+variant and cutoff. Reads only."""
 
 from __future__ import annotations
 
@@ -104,10 +102,9 @@ def find_pilot(
     bar: bool = False,
     compute: bool = True,
 ) -> Pilot:
-    """The pilot of a plan: a given report, else the newest report on ``query_set`` with both runs
-    and the cutoff, else computed on the fly (see the module docstring) unless ``compute`` is
-    false (a web request: a report over a whole query set is a job, not a request's work)."""
-
+    """The pilot of a plan: a given report, else the newest report on ``query_set`` with both runs and the cutoff,
+    else computed on the fly (bias metrics only, nothing stored) unless ``compute`` is false (a web request: a
+    report over a whole query set is a job, not a request's work)."""
     if metric not in BY_NAME:
         raise ServiceError(f"unknown metric {metric!r}; choose one of {', '.join(BY_NAME)}")
     if run_a == run_b:
@@ -154,7 +151,6 @@ def find_pilot(
                 f"no stored report on {query_set} holds {run_a} and {run_b} at cutoff {cutoff}: "
                 "build one (the report page or bias_report), then plan on it"
             )
-
         computed = compute_report(qs, runs, ReportSettings(cutoffs=(int(cutoff),), bootstrap_samples=1), bar=bar)
         frame, name, qs_name = computed.per_query, None, qs.name
         source = f"computed on the fly over {qs.name} (no stored report holds both runs at this cutoff)"

@@ -1,20 +1,7 @@
-"""A report's plots drawn once: each figure is kept as a file, shared by every worker.
-
-A report never changes after it is built, so a figure of it — its kind and parameters — is
-the same on every view. The first request draws it (:mod:`metrics.plots`) and writes it
-atomically under ``CACHE_DIR/plots/<report id>/``; later requests, from any worker, serve the
-file. The key holds the report's id and creation time (a report deleted and built again under
-the same name gets new files), the kind, the parameters as asked, the software version (a
-new release draws again) and :data:`metrics.plots.DRAWING`, the version of how figures are drawn
-(a change of the drawing code draws again even where the software version stays the same, as in a
-deployment without git). Only a figure that was drawn is stored: a request with bad parameters
-is refused before anything is written. The key doubles as the response's ETag.
-
-The key holds the parameters as values, not as typed (:func:`normalised`): ``?cutoff=10`` and
-``?cutoff=010`` are one figure, and a number not written in ASCII digits (``١٠``, ``1_0``, ``²``)
-is refused with :class:`PlotParameterError` (a 400 naming the field) before anything is drawn.
-The files are bounded (``PLOT_CACHE_MAX_BYTES``, :func:`evict`): past it, the least recently
-written go first (a figure evicted is drawn again when next asked for).
+"""A report's plots drawn once: each figure is kept as a file under ``CACHE_DIR/plots/<report id>/``, shared by
+every worker (a report never changes after it is built). The first request draws it; a request with bad parameters
+is refused before anything is written. The key (:func:`plot_key`) doubles as the response's ETag. The files are
+bounded (``PLOT_CACHE_MAX_BYTES``, :func:`evict`): an evicted figure is drawn again when next asked for.
 """
 
 from __future__ import annotations
@@ -46,10 +33,8 @@ class PlotParameterError(ServiceError):
 
 
 def normalised(params: Mapping[str, str]) -> dict[str, str | int]:
-    """The parameters as the figure reads them: text stripped, numbers (:data:`NUMBER_PARAMETERS`)
-    read by the project's one number reader (:func:`genderbias.numbers.parse_count`: ASCII digits only,
-    ``010`` is 10, at most the report's deepest cutoff); anything else is refused, naming it."""
-
+    """The parameters as values, not as typed: text stripped, numbers read (``010`` is 10; not ASCII digits, such as
+    ``١٠`` or ``1_0``: :class:`PlotParameterError` naming the field), so one figure has one key."""
     values: dict[str, str | int] = {}
     for field, raw in params.items():
         if field in NUMBER_PARAMETERS:
@@ -63,8 +48,8 @@ def normalised(params: Mapping[str, str]) -> dict[str, str | int]:
 
 
 def plot_key(report: Report, kind: str, params: Mapping[str, str]) -> str:
-    """The figure's identity: report, kind, parameters (their values: :func:`normalised`), software
-    version and drawing version, hashed. Raises :class:`PlotParameterError` for a bad number."""
+    """The figure's identity, hashed: the report's id and creation time (a report built again under its name gets
+    new files), kind, parameters (:func:`normalised`), software version and :data:`metrics.plots.DRAWING`."""
     from ..plots import DRAWING
 
     values = sorted(normalised(params).items())
@@ -79,10 +64,8 @@ def plot_path(report: Report, key: str, suffix: str) -> Path:
 def cached_plot(
     report: Report, kind: str, params: Mapping[str, str], suffix: str, draw: Callable[[], bytes]
 ) -> tuple[Path, str]:
-    """The figure's file (drawn by ``draw`` if no worker drew it yet) and its key.
-
-    ``draw`` validates the parameters and raises for bad ones; nothing is written then.
-    """
+    """The figure's file (drawn by ``draw`` if no worker drew it yet; ``draw`` raises for bad parameters, and
+    nothing is written then) and its key."""
     key = plot_key(report, kind, params)
     path = plot_path(report, key, suffix)
     if not path.exists():
@@ -124,8 +107,7 @@ def evict(max_bytes: int | None = None, keep: Path | None = None, folder: str = 
 
 
 def drawn_plot(report: Report, kind: str, params: Mapping[str, str], suffix: str) -> tuple[bytes, str] | None:
-    """The figure's bytes and key if any worker drew it already, else ``None``: a page shows a drawn
-    figure in its own HTML and leaves one never drawn to its own request, which draws it."""
+    """The figure's bytes and key if any worker drew it already, else ``None`` (left to its own request)."""
     key = plot_key(report, kind, params)
     try:
         return plot_path(report, key, suffix).read_bytes(), key

@@ -1,10 +1,6 @@
-"""Paired-variant preference as a service (Sundararaman & Subramanian 2022): which of the
-male, female and neutral versions of each document a run scores highest; the counting itself
-is pure (:mod:`genderbias.stats.preference`).
-
-Like CRBO (:mod:`.crbo`), a measurement is a :class:`core.models.Job` whose ``result`` holds
-the wins (plain JSON): the ``variant_preference`` command computes inline with
-:func:`preference_summary`, the page and the API start it as a background job (:func:`preference_job`, :func:`start_preference`).
+"""Paired-variant preference as a service (Sundararaman & Subramanian 2022): which of the male, female and neutral
+versions of each document a run scores highest (pure: :mod:`genderbias.stats.preference`). Like CRBO
+(:mod:`.crbo`), a measurement is a Job whose ``result`` holds the wins.
 """
 
 from __future__ import annotations
@@ -42,15 +38,12 @@ def wordings_of(run: Run) -> dict[str, tuple[str, str, str]] | None:
     named = run.collection.named_set
     if named is None or "wordings" not in named.has:
         return None
-
     return wording_variants()
 
 
 def check_versioned_run(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> None:
-    """Refuse (:class:`ServiceError`) a run none of whose docids ends in ``<separator><version>``:
-    an ordinary run has no cases to count. Read before a measurement starts, so a page or the
-    API refuses it with a 400 rather than starting a job that can only fail. A run over a named
-    set's worded documents (Grep-BiasIR) needs no suffixes."""
+    """Refuse (:class:`ServiceError`) a run none of whose docids ends in ``<separator><version>`` (a run over a named
+    set's worded documents needs none), before a job that can only fail is started."""
     import polars as pl
 
     if wordings_of(run) is not None:
@@ -64,19 +57,11 @@ def check_versioned_run(run: Run, *, separator: str = "-", versions: Sequence[st
 
 
 def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> dict:
-    """Which version of each document ``run`` scores highest (Sundararaman & Subramanian 2022).
-
-    Versions are read from docid suffixes (``<doc><separator><version>``), or, for a run over
-    Grep-BiasIR's documents, from the set's own wordings (:func:`wordings_of`): each query's
-    relevant and non-relevant document, in male, female and neutral wording.
-
-    Keys: ``run``, ``separator``, ``versions``, ``versions_from`` (``docid suffixes`` or the named
-    set's wordings), ``cases``, ``decided``, ``ties``, ``incomplete``, ``wins`` (``{version: {"wins":
-    n, "fraction": f}}``, fractions over the decided cases) and ``per_query`` (a row per case:
-    ``qid``, ``item``, ``winner`` — a version, ``tie`` or ``incomplete`` — and ``ranks``, where the run
-    put each version).
+    """Which version of each document ``run`` scores highest: versions read from docid suffixes
+    (``<doc><separator><version>``), or from a named set's own wordings (:func:`wordings_of`). ``wins`` fractions
+    are over the decided cases; ``per_query`` has a row per case, its ``winner`` a version, ``tie`` or
+    ``incomplete``.
     """
-
     from genderbias.stats.preference import known_versions, split_versions, variant_cases, variant_preference
 
     versions = list(dict.fromkeys(v.strip() for v in versions if v.strip()))
@@ -120,16 +105,12 @@ def preference_summary(run: Run, *, separator: str = "-", versions: Sequence[str
 
 
 def _natural(rows: list[dict]) -> list[dict]:
-
     return sorted(rows, key=lambda row: (natural_key(row["qid"]), row["item"]))
 
 
 @background_job("genderbias.stats.preference", task="metrics.tasks.preference_task")
 def preference_job(job: Job, run_id: int, separator: str, versions: list[str]) -> None:
-    """Variant preference of a run (read-only: a redelivery computes it again).
-
-    Its Jobs hold the measurements: the preference page lists them by ``preference_job.kind``.
-    """
+    """Variant preference of a run (read-only: a redelivery computes it again)."""
     summary = preference_summary(Run.objects.get(pk=run_id), separator=separator, versions=versions)
     job.result = {**summary, "url": reverse("metrics:preference-detail", args=[job.pk])}
     job.message = f"{summary['cases']} cases, {summary['decided']} decided"

@@ -30,7 +30,6 @@ FINISHED_SHOWN = 5
 
 
 def _live(user) -> dict:
-
     jobs = jobs_for(user)  # a connection's test: its managers only
     active = list(jobs.filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING]).order_by("created", "pk"))
     finished = list(
@@ -53,11 +52,8 @@ def _live(user) -> dict:
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    """Researchers get the dashboard and the overview; annotators and visitors a page pointing to their work.
-
-    Pools, query sets and reports reveal the crowd's labels and the rankers' lists, so
-    everything but the annotation pages is for staff (researchers) only.
-    """
+    """Researchers get the dashboard; annotators and visitors a page pointing to their work (pools, query sets and
+    reports reveal the crowd's labels and the rankers' lists: staff only)."""
     if not request.user.is_staff:
         return render(request, "welcome.html")
     context = (
