@@ -1,10 +1,6 @@
-"""Does each label-corrected interval cover its truth? One simulated study, and the tables over many.
-
-Pure (numpy, pandas; no Django). A study is drawn by :mod:`genderbias.crowd.simulation.studies`;
-its report figures are computed as a report on a batch's labels and the calibration report compute
-them (the same estimators, the same seeds), and set against the simulation's truth. The coverage
-tests (``tests/metrics/test_crowd_coverage.py``) and the ``crowd_coverage`` benchmark command run
-them; the measured coverage is in docs/quality.md ("The crowd model").
+"""Does each label-corrected interval cover its truth? One simulated study (:mod:`.studies`), its figures
+computed as the reports compute them (same estimators, same seeds), and the tables over many studies
+(the ``crowd_coverage`` command; measured: docs/quality.md, "The crowd model").
 """
 
 from __future__ import annotations
@@ -43,33 +39,15 @@ def coverage_study(
     constructions: bool = True,
     figures: tuple[str, ...] = COVERED,
 ) -> dict:
-    """One study drawn on a synthetic truth of ``n`` queries and the report's own estimators on it,
-    as a report on a batch's labels and the calibration report compute them: does each interval
-    cover its truth?
+    """One study of ``n`` queries: does each interval cover its truth?
 
-    - ``value`` / ``difference``: run A's label-corrected value and B − A with the crowd model
-      refitted in each of ``samples`` draws (:class:`genderbias.crowd.label_uncertainty.CorrectedFit`, what
-      :func:`genderbias.crowd.label_uncertainty.combined_summary` computes, same seed;
-      :meth:`genderbias.crowd.label_probabilities.LabelModel.draws`) against the true
-      non-gendered means :data:`MEAN_A` [n] and :data:`MEAN_DIFFERENCE` [n];
-    - ``denoised``: the machine's de-noised accuracy
-      (:func:`genderbias.crowd.denoised.denoised_fit` and ``refitted_draws``, what
-      ``crowd_reliability`` computes: every query sampled, one stratum) against :data:`MACHINE_ACCURACY`;
-    - ``warning``: the crowd-quality warning (:func:`genderbias.crowd.label_probabilities.crowd_quality`,
-      told how many assignments gold selection discarded, as a batch's report tells it).
-
-    ``value``, ``difference``, ``denoised``: the product's interval
-    (:data:`genderbias.stats.intervals.LABEL_INTERVAL`). With ``constructions``, from the same draws, also
-    ``<figure>:<construction>`` for every one of :data:`genderbias.stats.intervals.CONSTRUCTIONS` (``bca``'s
-    jackknife refits the crowd model 20 more times; the crossed ones' jackknives over the workers and over the
-    answers 20 more each, also for the de-noised accuracy, :func:`genderbias.stats.intervals.extra_variance`, with
-    ``<figure>:extra_<construction>`` the variance added and ``<figure>:widening_<construction>`` the factor
-    the interval is widened by) and the diagnostics ``<figure>:error`` (estimate
-    − truth) and ``<figure>:shift`` (mean draw − estimate), each in bootstrap standard deviations,
-    and ``<figure>:sd``.
-
-    ``figures``: which of :data:`COVERED` to compute (the same draws whichever are asked: the others' keys are
-    absent); the de-noised accuracy's refits cost about a third of a study.
+    ``value`` / ``difference``: run A's label-corrected value and B − A (:class:`.label_uncertainty.CorrectedFit`,
+    ``samples`` refits) against :data:`MEAN_A` [n] and :data:`MEAN_DIFFERENCE` [n]; ``denoised``: the de-noised
+    accuracy (every query sampled, one stratum) against :data:`MACHINE_ACCURACY`; ``warning``: the crowd-quality
+    check. Each the product's interval; with ``constructions`` also ``<figure>:<construction>`` for every one of
+    :data:`genderbias.stats.intervals.CONSTRUCTIONS` from the same draws (with ``:extra_`` and ``:widening_``
+    for the crossed ones), and ``<figure>:error`` (estimate − truth), ``:shift`` (mean draw − estimate), both in
+    bootstrap s.d., and ``:sd``. ``figures``: which of :data:`COVERED` to compute (the same draws either way).
     """
     unknown = set(figures) - set(COVERED)
     if unknown or not figures:
@@ -116,8 +94,7 @@ def coverage_study(
             return cached[by][:, None]
 
         left_out["denoised"] = denoised_left_out
-        # The de-noised accuracy's interval reaches as far as its bias where the check of its fit warns
-        # (crowd_reliability.refitted_interval, what the calibration report shows).
+        # Its interval reaches as far as its bias where the check of its fit warns, as the calibration report's.
         denoised_quality = crowd_quality(denoised.ds)
         bias = denoised_bias(
             denoised.ds, denoised.items, denoised.machine, denoised.weights, seed=seed, quality=denoised_quality
@@ -159,8 +136,6 @@ def coverage_study(
         for name in (c for c in names if intervals.needs_workers(c)):  # how much wider than the bootstrap's
             out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
     out |= promised_power(drawn, ds.labels.reindex(qids).to_numpy() == "n", out["difference:width"], samples, seed)
-    # The de-noised accuracy's own fit (the machine one of its annotators) is checked as the calibration
-    # report checks it (crowd_reliability.CrowdReliability.quality).
     if denoised_quality is not None:
         out["denoised_warning"] = denoised_quality["warning"]
     out["warning"] = quality["warning"]
@@ -169,13 +144,9 @@ def coverage_study(
 
 
 def promised_power(drawn, in_set: np.ndarray, combined_width: float, samples: int, seed: int) -> dict:
-    """What the study plan (``metrics.services.planning``) would promise with this study as its pilot, at
-    this study's size: B − A over the point-estimate set S (``in_set``: the crowd model's final label is
-    non-gendered), its query-only interval as the report builds it (:func:`genderbias.stats.significance.bootstrap_ci`),
-    r the combined interval's width over that one's (:func:`genderbias.stats.plan_inputs.label_width_factor`),
-    and the simulated power of the paired t-test at Δ/r with |S| queries (``difference:promised``), at Δ
-    as if the labels were known (``difference:promised_query_only``), and r (``difference:width_factor``).
-    :func:`width_table` sets them against the share of studies whose interval found the difference."""
+    """What the study plan would promise with this study as its pilot: r, the combined interval's width over
+    the query-only one's on S (``in_set``) (``difference:width_factor``), and the simulated power at Δ/r
+    (``difference:promised``) and at Δ (``difference:promised_query_only``) with |S| queries."""
     differences = (drawn.b - drawn.a)[in_set]
     low, high = bootstrap_ci(differences[:, None], samples, seed)
     factor = plan_inputs.label_width_factor([high[0] - low[0]], [combined_width])
@@ -192,11 +163,8 @@ def promised_power(drawn, in_set: np.ndarray, combined_width: float, samples: in
 
 
 def oracle_intervals(drawn, weights: np.ndarray, machine_weights: np.ndarray) -> dict:
-    """What the true labels would give, with the same bootstrap (the same resampled queries, perfect
-    labels, the percentile interval): the yardstick of every interval's width. The value and the
-    difference are the truly non-gendered queries' means of run A and of B − A; the de-noised accuracy
-    is the machine's share right. Per figure ``<figure>:oracle`` (covers), ``<figure>:oracle_width``, and
-    ``difference:oracle_detected`` (the interval excludes 0)."""
+    """The yardstick of every width: the percentile interval the true labels give on the same resampled queries.
+    ``<figure>:oracle`` (covers), ``<figure>:oracle_width``, ``difference:oracle_detected`` (excludes 0)."""
     non_gendered = (drawn.truth == 0).astype(np.float64)
     right = (drawn.machine == drawn.truth).astype(np.float64)
     columns = {
@@ -217,9 +185,8 @@ def oracle_intervals(drawn, weights: np.ndarray, machine_weights: np.ndarray) ->
 
 
 def known_posteriors(drawn, shares: np.ndarray) -> np.ndarray | None:
-    """[N × K]: each query's posterior under the workers' true confusions and the true class shares
-    (``drawn.confusions``, :func:`genderbias.crowd.simulation.studies.crowd_judgments`), the answers read as
-    independent given the label; None when the study does not carry them."""
+    """[N × K]: each query's posterior under the workers' true confusions and class shares (answers read as
+    independent given the label); None when the study does not carry them."""
     confusions = drawn.confusions
     if not confusions:
         return None
@@ -235,12 +202,10 @@ def known_posteriors(drawn, shares: np.ndarray) -> np.ndarray | None:
 
 
 def floor_intervals(drawn, weights: np.ndarray, shares: np.ndarray) -> dict:
-    """The known-confusion floor (issue 81, item 5): the label-corrected value and difference (least squares on
-    the posteriors, :func:`genderbias.crowd.class_means.class_means`) on the posteriors the workers' true
-    confusions give (:func:`known_posteriors`), with the same resampled queries and the percentile interval: the
-    narrowest a crowd-model interval can be when the model is right and its parameters known. Where the answers
-    are not independent given the label (difficulty, fatigue) those posteriors are too sure and the floor is
-    below what any interval that covers can reach. ``<figure>:floor`` (covers), ``<figure>:floor_width``."""
+    """The known-confusion floor (issue 81, item 5): the percentile interval of the value and difference on
+    :func:`known_posteriors`, the narrowest a crowd-model interval can be when the model is right and its
+    parameters known (below what can cover where answers are not independent given the label).
+    ``<figure>:floor`` (covers), ``<figure>:floor_width``."""
 
     posteriors = known_posteriors(drawn, shares)
     if posteriors is None:
@@ -259,13 +224,9 @@ def floor_intervals(drawn, weights: np.ndarray, shares: np.ndarray) -> dict:
 
 
 def width_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per figure of :data:`COVERED` (the product's interval) and per ``<figure>:<construction>`` measured:
-    the coverage, the oracle's (:func:`oracle_intervals`), the median of the width over the oracle's
-    (issue 66 asks at most 1.3), for the product's row the width over the oracle's an interval needs to
-    cover at the nominal rate (``needed_ratio``: the estimate's own error, wider than the oracle's wherever
-    the labels are noisy) and, for the product's difference, the power each gives (the share of studies
-    whose interval excludes 0) beside the power the study plan promised with each study as its pilot
-    (:func:`promised_power`; ``promised_gap``: delivered − promised, with its paired Monte-Carlo s.e.)."""
+    """Per figure and per ``<figure>:<construction>``: coverage, the oracle's, the median width over the
+    oracle's (and over the floor's); ``needed_ratio``: the width an interval needs to cover at the nominal rate;
+    for the difference the power found beside the plan's promise (``promised_gap`` with its paired MC s.e.)."""
     rows = {}
     covered = coverage_table(results)["share"]  # the coverage as the coverage table says it
     for figure in COVERED:
@@ -282,16 +243,13 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
                 "oracle_coverage": results[f"{figure}:oracle"].astype(float).mean(),
                 "width_ratio": float(np.nanmedian(results[width].astype(float) / oracle)),
             }
-            if (
-                f"{figure}:floor_width" in results
-            ):  # the known-confusion floor: the width over it, and it over the oracle
+            if f"{figure}:floor_width" in results:  # the width over the known-confusion floor
                 floor = results[f"{figure}:floor_width"].astype(float)
                 rows[row]["floor_ratio"] = float(np.nanmedian(results[width].astype(float) / floor))
                 rows[row]["floor_over_oracle"] = float(np.nanmedian(floor / oracle))
                 rows[row]["floor_coverage"] = results[f"{figure}:floor"].astype(float).mean()
         if f"{figure}:width_percentile" in results:
-            # What an interval needs to cover at the nominal rate: the estimate's root-mean-square error over the
-            # studies (in each study's bootstrap s.d.) times the bootstrap interval's width, over the oracle's.
+            # The estimate's RMS error (in bootstrap s.d.) times the bootstrap interval's width, over the oracle's.
             rmse = float(np.sqrt(np.nanmean(results[f"{figure}:error"].astype(float) ** 2)))
             percentile = results[f"{figure}:width_percentile"].astype(float)
             rows[figure]["needed_ratio"] = rmse * float(np.nanmedian(percentile / oracle))
@@ -300,7 +258,6 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
             rows[figure]["power"] = detected.mean()
             rows[figure]["oracle_power"] = results["difference:oracle_detected"].astype(float).mean()
             if "difference:promised" in results:
-                # The plan's promise, each study its own pilot, against what was delivered: paired per study.
                 for name, column in (
                     ("promised", "difference:promised"),
                     ("promised_query_only", "difference:promised_query_only"),
@@ -314,10 +271,7 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per column of :data:`COVERED` (the product's interval), ``warning`` (and ``denoised_warning``, the
-    de-noised accuracy's own fit's) and, where present, each
-    ``<figure>:<construction>``: the share of studies, its Monte-Carlo standard error
-    √(p(1 − p)/studies) and the number of studies."""
+    """Per figure, warning and ``<figure>:<construction>``: the share of studies, its MC s.e. and the studies."""
 
     columns = [*(f for f in COVERED if f in results), "warning"]
     columns += ["denoised_warning"] if "denoised_warning" in results else []
@@ -327,9 +281,8 @@ def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def bias_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per figure: the mean estimate − truth and mean draw − estimate, in bootstrap s.d. (with their
-    Monte-Carlo s.e.), and the ratio of the estimates' s.d. across studies to the mean bootstrap s.d.
-    in units of the bootstrap s.d. (1 when the bootstrap's spread is right)."""
+    """Per figure: mean estimate − truth and mean draw − estimate in bootstrap s.d. (with MC s.e.), and the
+    errors' spread (1 when the bootstrap's spread is right)."""
     rows = {}
     for figure in COVERED:
         if f"{figure}:error" not in results:

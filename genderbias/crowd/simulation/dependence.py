@@ -1,11 +1,5 @@
 """The label dependence check's replicate crowds: how far the truth would sit from the label-corrected mean
-if the batch's crowd erred with ranking dependence D.
-
-Pure (numpy, pandas; no Django). D is defined in :mod:`genderbias.crowd.label_dependence` (every answer's
-odds of being wrong × exp(D·z)); this is its simulation on the batch's own design, drawn by the
-simulator's :func:`~genderbias.crowd.simulation.answers.pick` and
-:func:`~genderbias.crowd.simulation.answers.tilt_errors`, and the report's entry point
-(:func:`dependence_simulation`, from a fitted :class:`~genderbias.crowd.label_probabilities.LabelModel`).
+if the batch's crowd erred with ranking dependence D (defined in :mod:`.label_dependence`).
 """
 
 from __future__ import annotations
@@ -34,30 +28,15 @@ def simulated_shift(
     seed: int = DEFAULT_SEED,
     fitted: list[str] | None = None,
 ) -> tuple[float | np.ndarray, float | np.ndarray]:
-    """How far the truth would sit from the label-corrected mean of ``values`` if the batch's crowd
-    erred with dependence ``dependence`` (D's definition, ``Crowd.dependence`` in
-    ``genderbias/crowd/simulation/studies.py``: every answer's odds of being wrong × exp(D·z)):
-    ``(shift, its Monte-Carlo standard error)``, ``shift`` = mean over ``draws`` replicate batches of
-    (corrected mean when the crowd errs independently − corrected mean when it errs with D), the
-    replicates paired (same true labels, same uniforms).
+    """``(shift, its MC s.e.)``: the mean over ``draws`` paired replicate batches (same true labels, same
+    uniforms) of the corrected mean of ``values`` when the crowd errs independently minus when it errs with D.
 
-    A parametric simulation from the batch's crowd refitted as erring with D (:func:`dependent_fit`, with
-    ``gold`` and ``fitted``): each replicate draws the true label of every query in ``fitted`` (default:
-    every row with an answer) from that refit's probabilities, the other rows from ``probabilities``
-    (rows: the queries, in the order of ``z`` and ``values``; rulings and machine-accepted rows are
-    certain), and answers each of the batch's own (item, worker) pairs in ``answers`` (``item, worker,
-    label``; the items of ``gold``, gold question → its known label, are answered untilted from that
-    label) from the worker's row of that refit (true label × answer; ``confusion[worker]``, the batch's
-    fit, for a worker it does not cover) as it is and with its error odds × exp(D·z_q), the wrong answers
-    keeping their proportions; ``refit`` (the batch's crowd model: answers → probabilities over the same
-    items and labels) is run on each, and the corrected mean taken with the batch's columns
-    (:func:`label_map`). D = 0 gives 0 exactly. ``values`` ``[N]`` gives floats; ``[N × C]`` (several
-    runs' differences; NaN where a query has no value) arrays ``[C]``, every column from the same
-    replicates.
-
-    Set against simulated studies whose crowd erred with a known D
-    (tests/metrics/test_label_dependence_simulated.py): the truth's sign, and part of its size (how much:
-    docs/metrics.md).
+    The crowd is refitted as erring with D (:func:`dependent_fit`); each replicate draws true labels from that
+    refit (rows of ``probabilities`` outside ``fitted`` as given) and answers the batch's own (item, worker)
+    pairs from the refit's rows (``confusion`` for a worker it does not cover; gold answered untilted), as
+    they are and tilted; ``refit`` (answers → probabilities) reads each. D = 0 gives 0. ``values`` ``[N]``
+    gives floats, ``[N × C]`` arrays ``[C]``. Against studies with a known D it gets the sign and part of
+    the size (docs/metrics.md).
     """
     matrix = np.asarray(values, dtype=np.float64)
     single = matrix.ndim == 1
@@ -109,11 +88,8 @@ DEPENDENCE_REPLICATES = 4
 
 
 def dependence_simulation(model, seed: int):
-    """The shift as D is defined (:func:`simulated_shift`) for the batch's fitted
-    crowd (``model``: :class:`genderbias.crowd.label_probabilities.LabelModel`): the crowd refitted as
-    erring with D (:func:`dependent_fit`), true labels and answers redrawn from
-    that refit, refitted with the same Dawid–Skene as the batch's; rulings and machine-accepted rows held
-    as they are. ``None`` without a crowd fit (the table's posterior tilt is used then)."""
+    """:func:`simulated_shift` for a :class:`.label_probabilities.LabelModel`'s crowd, refitted with the
+    batch's Dawid–Skene; ``None`` without a crowd fit (the posterior tilt is used then)."""
     from genderbias.crowd.aggregation import dawid_skene
 
     crowd = model.crowd

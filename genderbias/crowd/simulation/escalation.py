@@ -1,32 +1,17 @@
 """A crowd simulated as the platform runs it, and the reference label routing is held to.
 
-Pure numpy, no Django. Routing's guarantee (:mod:`.routing_statistics`) is stated against the
-**reference label**: the label the crowd process gives a query, the calibration sample's
-final crowd label. With a noisy crowd (a few spammers, a lazy worker) a three-vote majority
-often splits, and a split counts against any machine; so the sample's queries without a
-decisive label get more votes before routing certifies (:class:`ReferenceRule`):
+Routing's guarantee (:mod:`.routing_statistics`) is stated against the **reference label**, the
+calibration sample's final crowd label. A noisy crowd's three-vote majority often splits, which counts
+against any machine, so undecided queries get more votes (:class:`ReferenceRule`): a query is *decisive*
+with a strict majority whose posterior under the crowd model is at least ``posterior`` (when set); an
+undecided query's HIT gets one more assignment a round up to ``cap``; still undecided, it has no
+reference label (an error for any machine). The rule reads the votes alone, never the machine's label
+or the sample, so the sample's reference labels are a simple random sample of the population's, and
+the routed queries get the same crowd the machine was measured against.
 
-    a query is *decisive* when its votes have a strict majority and, with ``posterior`` P, the
-    posterior of the majority label under the crowd model is at least P; an undecided query's
-    HIT gets one more assignment per round, until every query of the HIT is decisive or the HIT
-    has ``cap`` assignments. What is still undecided then has no reference label (an error for
-    any machine).
-
-The rule depends on the votes alone, never on the machine's label or on which queries were
-sampled, so every query has its reference label whether or not it is sampled: the sample's
-reference labels are a simple random sample of the population's, which is all the guarantee
-needs. The routed queries get the same rule, so the crowd that labels them is the one the
-machine was measured against.
-
-:class:`~genderbias.crowd.simulation.workers.CrowdModel` (:mod:`.workers`) is a set of workers, each with a
-share of the work and a confusion matrix (true label → vote). :func:`simulate_crowd` runs the platform's process on a batch:
-queries grouped into HITs of ``queries_per_hit``, ``votes`` assignments per HIT by distinct
-workers drawn by their shares, each worker voting on every query of the HIT, then the rounds
-of escalation above (a HIT's decisive queries get the round's vote too, as on the platform).
-:func:`reference_outcomes` is its exact per-query law (one vote per round to the undecided
-query alone; the pooled vote distribution), enumerated over the vote counts; from it
-:func:`routing_ceiling`, the best agreement with the reference any machine can expect, counted
-as routing counts it: an undecided query is an error.
+:func:`simulate_crowd` runs the platform's process on a :class:`.workers.CrowdModel`;
+:func:`reference_outcomes` is its exact per-query law; :func:`routing_ceiling` the best agreement with
+the reference any machine can expect.
 """
 
 from __future__ import annotations
@@ -114,11 +99,8 @@ def _compositions(total: int, parts: int) -> tuple[tuple[int, ...], ...]:
 
 
 def reference_outcomes(model: CrowdModel, rule: ReferenceRule) -> tuple[np.ndarray, np.ndarray]:
-    """``(outcome [T, L+1], votes [T])``: P(reference label = l | true label t), P(undecided | t)
-    in the last column, and the expected votes a query of true label t gets.
-
-    Exact under the per-query process: ``rule.votes`` votes from the pooled distribution, then one
-    more at a time while undecided, up to ``rule.cap`` (enumerating the vote counts)."""
+    """``(outcome [T, L+1], votes [T])``: P(reference = l | true label t), P(undecided | t) last, and the
+    expected votes; exact under the per-query process (pooled votes, one more at a time while undecided)."""
     from math import factorial
 
     pooled = model.pooled
@@ -157,14 +139,9 @@ def ceiling_by_label(
     seed: int = 0,
     class_shares: np.ndarray | None = None,
 ) -> np.ndarray:
-    """[T]: max_l P(reference = l | true label t), the best agreement with the reference any machine can
-    expect on queries of true label t, an undecided query being an error for every machine.
-
-    Without escalation (``cap`` = ``votes``) exact (:func:`reference_outcomes`); with it, from
-    :func:`simulate_crowd` on ``queries`` queries drawn by the class shares, in HITs of
-    ``queries_per_hit`` (a HIT's other queries get the round's votes too, which raises the
-    reference's accuracy well above the per-query law's; Monte-Carlo s.e. below 0.005 per label
-    with 20,000 queries, except for a rare label)."""
+    """[T]: max_l P(reference = l | t), the best agreement with the reference any machine can expect on
+    queries of true label t. Exact without escalation; with it, from :func:`simulate_crowd` on ``queries``
+    queries (a HIT's other queries get the round's votes too, beyond the per-query law)."""
     size = len(model.labels)
     if rule.cap == rule.votes:
         outcome, _ = reference_outcomes(model, rule)
@@ -191,10 +168,8 @@ def routing_ceiling(
     queries: int = 20_000,
     seed: int = 0,
 ) -> float:
-    """The best agreement with the reference any machine can expect on a set like the batch, as routing
-    counts it: Σ_t π_t·max_l P(reference = l | t) (:func:`ceiling_by_label`; π: ``class_shares``, else
-    the model's). A kept set richer in the labels the crowd gets right can do better, up to the
-    largest per-label ceiling; none can beyond it."""
+    """Σ_t π_t ceiling_t (:func:`ceiling_by_label`; π: ``class_shares``, else the model's): a kept set richer
+    in the labels the crowd gets right can do better, up to the largest per-label ceiling."""
     shares = model.priors() if class_shares is None else np.asarray(class_shares, float) / np.sum(class_shares)
     best = ceiling_by_label(
         model, rule, queries_per_hit=queries_per_hit, queries=queries, seed=seed, class_shares=shares
@@ -224,13 +199,8 @@ def simulate_crowd(
     *,
     queries_per_hit: int = 10,
 ) -> CrowdRun:
-    """The crowd labels the queries of true labels ``truth`` (indices into ``model.labels``) as the
-    platform does; see the module docstring.
-
-    The workers of one HIT are distinct, drawn by share without replacement (successive
-    sampling, as the Gumbel-top-k order of log share + Gumbel noise draws it); an escalation
-    round takes the HIT's next worker in that order (once every worker has taken the HIT, the
-    order starts again). Vectorised over HITs."""
+    """The crowd labels queries of true labels ``truth`` as the platform does (HITs dealt by :func:`.answers.deal_hits`;
+    an escalation round takes the HIT's next worker, starting again once every worker has taken it)."""
     truth = np.asarray(truth, dtype=int)
     n, size = len(truth), len(model.labels)
     workers = len(model.shares)

@@ -1,11 +1,6 @@
-"""Replicate crowds drawn from a fitted crowd model on the batch's own design, and refitted.
-
-Pure (numpy; no Django). Each replicate keeps the batch's (item, worker) pairs and gold questions,
-draws each item's true label from the fit's posteriors and each answer from its worker's fitted
-row, with the items' difficulty of a given spread (the simulator's draws,
-:mod:`genderbias.crowd.simulation.answers`); refitted, they show how far the model sits from
-a truth it is not told (:mod:`genderbias.crowd.calibration`, the de-noised accuracy's bias in
-:func:`genderbias.crowd.denoised.denoised_bias`).
+"""Replicate crowds drawn from a fitted crowd model on the batch's own design (its (item, worker) pairs and
+gold), true labels from the posteriors, answers from the fitted rows with item difficulty of a given spread;
+refitted, they show how far the model sits from a truth it is not told.
 """
 
 from __future__ import annotations
@@ -30,8 +25,7 @@ def refitted_replicates(
     rng,
     exempt: Sequence[int] = (),
 ) -> tuple[np.ndarray, list[Fit], list[Encoded]]:
-    """``count`` replicate crowds of the batch as fitted, with item difficulty of spread ``spread`` (not for
-    the workers of index ``exempt``: a machine whose errors do not follow the items' difficulty), refitted."""
+    """``count`` replicate crowds, refitted (the workers of index ``exempt``, a machine, answer without difficulty)."""
     truth = pick(rng.random((count, encoded.n_items)), np.broadcast_to(posteriors, (count, *posteriors.shape)))
     if len(encoded.gold_rows):
         truth[:, encoded.gold_rows] = encoded.gold_onehot.argmax(axis=1)[None, :]
@@ -55,11 +49,7 @@ def replicate_crowds(
     seed: int = 0,
     exempt: Sequence[int] = (),
 ) -> tuple[np.ndarray, list[Fit], list[Encoded]]:
-    """``(truth [R × N], fits, answers)`` of ``replicates`` crowds drawn from the fit (true labels from its
-    ``posteriors`` [N × K], the batch's own worker–item pairs answered from its rows ``confusion`` [W × K × K])
-    with item difficulty of spread ``spread`` (as :func:`difficulty_spread` draws them), each refitted
-    (``answers``: the replicate's judgments): how far the model sits from a truth it is not told. The workers
-    of index ``exempt`` answer without the items' difficulty."""
+    """``(truth [R × N], fits, answers)``: :func:`refitted_replicates`, seeded by ``seed``."""
     return refitted_replicates(
         encoded, posteriors, confusion, spread, replicates, np.random.default_rng([seed, 1]), exempt
     )

@@ -1,10 +1,5 @@
-"""Who the simulated crowd is: workers, each with a share of the work and a confusion matrix.
-
-Pure numpy, no Django. :class:`CrowdModel` is the one description of a simulated crowd: the
-escalation simulator (:func:`genderbias.crowd.simulation.escalation.simulate_crowd`, vote counts) and
-the per-worker answers (:class:`genderbias.crowd.simulation.answers.HitVotes`) draw from it. Built by
-hand (:func:`worker_confusion`, :func:`noisy_crowd`), from a fitted model's pooled vote
-(:func:`pooled_crowd`, :func:`crowd_from_figures`) or from JSON (:func:`crowd_from_dict`).
+"""Who the simulated crowd is: :class:`CrowdModel`, the one description the escalation simulator and the
+per-worker answers draw from; built by hand, from a fitted model's pooled vote or from JSON.
 """
 
 from __future__ import annotations
@@ -50,8 +45,7 @@ class CrowdModel:
 
 
 def worker_confusion(labels: tuple[str, ...], accuracy: float, lean: str | None = None, lean_share: float = 0.0):
-    """[T, L]: right with probability ``accuracy``; of the errors a share ``lean_share`` goes to
-    ``lean`` (a worker who calls gendered queries non-gendered), the rest evenly to the others."""
+    """[T, L]: right with probability ``accuracy``; a share ``lean_share`` of the errors to ``lean``, the rest even."""
     size = len(labels)
     matrix = np.zeros((size, size))
     for t in range(size):
@@ -75,10 +69,9 @@ def noisy_crowd(
     lazy_share: float = 2.0,
     class_shares: np.ndarray | None = None,
 ) -> CrowdModel:
-    """A paid platform's crowd: ``honest`` workers right ``accuracy`` of the time (their errors
-    leaning a third towards ``lazy_label``), ``spammers`` answering uniformly at random and
-    ``lazy`` workers always answering ``lazy_label``, each lazy one taking ``lazy_share`` times an
-    honest worker's share of the work (they are fast)."""
+    """A paid platform's crowd: ``honest`` workers right ``accuracy`` of the time (a third of their errors to
+    ``lazy_label``), ``spammers`` at random and ``lazy`` workers always ``lazy_label``, each taking
+    ``lazy_share`` times an honest worker's share (they are fast)."""
     size = len(labels)
     matrices = [worker_confusion(labels, accuracy, lazy_label, 1 / 3)] * honest
     matrices += [np.full((size, size), 1 / size)] * spammers
@@ -92,14 +85,12 @@ def noisy_crowd(
 
 
 def pooled_crowd(labels: tuple[str, ...], vote: np.ndarray, class_shares: np.ndarray | None = None) -> CrowdModel:
-    """A crowd known only by its pooled vote distribution ([T, L]): one 'worker' of the whole crowd
-    (a fitted Dawid–Skene model's pooled vote: the calibration report's ``against_truth``)."""
+    """A crowd known only by its pooled vote distribution ([T, L]): one 'worker' of the whole crowd."""
     return CrowdModel(labels, np.asarray(vote, dtype=float)[None], np.ones(1), ("pooled",), class_shares)
 
 
 def crowd_from_figures(figures: dict) -> CrowdModel:
-    """The pooled crowd of a calibration report's ``against_truth`` (``vote``: true → given →
-    probability, ``class_shares``): the fitted crowd model route_audit simulates."""
+    """The pooled crowd of a calibration report's ``against_truth`` (``vote``, ``class_shares``)."""
     vote = figures.get("vote") or {}
     labels = tuple(vote)
     if not labels:
