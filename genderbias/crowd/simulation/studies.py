@@ -1,47 +1,21 @@
 """Simulated studies with a realistic crowd, for the coverage of the label-based intervals.
 
-Pure (numpy, pandas; no Django): the tests of the crowd model and of the label-corrected intervals,
-and the coverage studies (:mod:`genderbias.crowd.simulation.coverage`, the ``crowd_coverage``
-benchmark command) draw their studies here.
+A study: N queries whose true labels follow the SIGIR 2020 study's class shares; per query the values of
+runs A and B (gendered queries more biased: the case label noise distorts); a crowd of workers answering
+HITs of :attr:`Crowd.per_hit` queries plus one gold question, three workers a query:
 
-A study: N queries whose true labels follow the class shares of the SIGIR 2020 study; per query, the values of two runs A and B
-whose class means differ (gendered queries are more biased: the case label noise distorts); a
-crowd of workers who each answer HITs of :attr:`Crowd.per_hit` queries plus one gold question,
-three workers per query:
+- **class confusion**: a worker right with probability a errs along the study's lines (:data:`ERRORS`);
+- **unequal workers**: a drawn from a range, activity from a Zipf law; **spammers** answer at random;
+  **lazy workers** (colluders, in numbers) answer "non-gendered" to everything;
+- **gold**: every HIT holds one of :attr:`Crowd.gold` gold questions, met again and again;
+- optional: **ranking-dependent errors** (error odds × exp(``dependence`` · z), z run A's standardised
+  value: the case no label model can correct); **item difficulty** (× exp(``difficulty`` · d), d ~ N(0, 1)
+  per query); **gold selection** (a wrong gold answer discards its assignment's other answers, as a batch's
+  default); **class-asymmetric confusion** (``errors``, ``class_skill``); **escalation by disagreement**
+  (``escalate_to``); **fatigue** (× 1 + ``fatigue`` · answers / 100, at most :data:`FATIGUE_CAP`);
+- the **demo's crowd** (:data:`DEMO`) and a Prolific-like one (:func:`prolific`).
 
-- **class confusion**: a worker right with probability a errs along the study's lines
-  (:data:`ERRORS`: a non-gendered query read as male more often than as female, a gendered one
-  read as non-gendered when its cue is missed, "other" rarely chosen);
-- **unequal workers**: a drawn from a range, and activity (how many HITs) from a Zipf law;
-- **spammers**: a share of the workers answer at random;
-- **a lazy worker** answers "non-gendered" to everything;
-- **gold**: every HIT holds one of :attr:`Crowd.gold` gold questions (known labels), so a worker
-  meets the same gold question again and again;
-- optionally **ranking-dependent errors**: a worker's error rate on a query grows with run A's
-  value on it (``dependence``), the case no label model can correct;
-- optionally **item difficulty**: every worker's error odds on a query (or gold question) are
-  multiplied by exp(``difficulty`` · d), d ~ N(0, 1) drawn per query and independent of the runs
-  (the votes on a query are no longer independent given its label);
-- the **demo's crowd** (:data:`DEMO`): five annotators of accuracy 0.7 erring evenly on a pool nearly all
-  non-gendered, no gold;
-- optionally **gold selection** (``discard_failed_gold``): an assignment whose gold answer is wrong
-  loses its other answers (a batch's default ``--failed-gold-answers discard``); its gold answer
-  stays in what the crowd model reads (:func:`annotation.results.selectors.gold.gold_judgments`);
-- optionally **class-asymmetric confusion** (``errors``, ``class_skill``): a worker's accuracy differs
-  by true label (logit shifts) and the errors go their own ways (f↔o, m↔o, n read as m more than as f),
-  which one coin per worker cannot say;
-- optionally **escalation by disagreement** (``escalate_to``): a query whose votes have no majority
-  gets one more worker at a time, up to ``escalate_to`` votes;
-- optionally **fatigue**: a worker's error odds grow with the answers it has given
-  (× 1 + ``fatigue`` · answers / 100, at most × :data:`FATIGUE_CAP`);
-- **colluders** are lazy workers in numbers: a group answering "non-gendered" to everything.
-
-:func:`prolific` is a Prolific-like crowd: many participants of equal activity, each taking one or
-two HITs of ten queries and a gold question (11–22 answers; 200 participants for 1,000 queries,
-740 for 3,750).
-
-The machine (for the de-noised accuracy) labels every query with its own confusion of accuracy
-:data:`MACHINE_ACCURACY`.
+The machine labels every query with its own confusion of accuracy :data:`MACHINE_ACCURACY`.
 """
 
 from __future__ import annotations
@@ -69,8 +43,7 @@ ERRORS = np.array(
 MEAN_A = np.array([0.05, 0.40, 0.50, 0.10])
 MEAN_DIFFERENCE = np.array([0.02, 0.15, 0.25, 0.05])
 SD_A, SD_DIFFERENCE = 0.2, 0.1
-#: Where errors go in the class-asymmetric crowd (issue 66): f and m read as o and o as f or m,
-#: n read as m far more than as f.
+#: Where errors go in the class-asymmetric crowd (issue 66): f, m ↔ o, n read as m far more than as f.
 ASYMMETRIC_ERRORS = (
     (0.0, 0.20, 0.75, 0.05),
     (0.20, 0.0, 0.10, 0.70),
@@ -111,9 +84,8 @@ class Crowd:
     escalate_to: int = 0
     #: Error odds × (1 + fatigue · answers given / 100), at most :data:`FATIGUE_CAP`.
     fatigue: float = 0.0
-    #: Who deals the queries and draws the answers from the workers' confusion matrices: this module
-    #: (HITs with gold questions, activity, the options above), or ``"peerannot"``: peerannot's
-    #: ``with_confusion`` (:func:`_peerannot_answers`), a simulator this project did not write.
+    #: Who deals the queries and draws the answers: this module, or ``"peerannot"``, a simulator this
+    #: project did not write (:func:`_peerannot_answers`).
     generator: str = "own"
     #: peerannot: between 1 and ``votes`` votes a query (its ``imbalance_votes``), not ``votes`` each.
     uneven_votes: bool = False
@@ -125,9 +97,8 @@ class Crowd:
 
 MODERATE = Crowd()
 HEAVY = Crowd(accuracy=(0.55, 0.85), spammers=0.35)
-#: The demo's crowd (issue 58): ``simulate_annotations --annotators 5 --accuracy 0.7`` on a pool nearly all
-#: non-gendered: 5 annotators, 3 a query, each right with probability 0.7 and otherwise naming one of the
-#: other three labels at random; no gold question, no spammer.
+#: The demo's crowd (``simulate_annotations --annotators 5 --accuracy 0.7``): 5 annotators right 0.7 of the
+#: time, erring evenly, on a pool nearly all non-gendered; no gold, no spammer.
 DEMO = Crowd(
     workers=5, accuracy=(0.7, 0.7), spammers=0.0, lazy=0, gold=0, zipf=0.0,
     shares=(0.97, 0.015, 0.014, 0.001), even_errors=True,
@@ -163,15 +134,13 @@ KINDS = ("zipf", "asymmetric", "escalation", "colluders", "fatigue", "gold-selec
 
 
 def prolific(queries: int) -> Crowd:
-    """A Prolific-like crowd for ``queries`` queries: participants of equal activity taking 1.5 HITs
-    of ten queries on average (``queries`` × 3 votes / 10 / 1.5 participants)."""
+    """A Prolific-like crowd: participants of equal activity taking 1.5 HITs of ten queries on average."""
     return Crowd(workers=max(20, round(queries * 3 / 10 / 1.52)), zipf=0.0, per_hit=10)
 
 
 def asymmetric(queries: int) -> Crowd:
-    """A Prolific-like crowd (:func:`prolific`) whose accuracy differs by true label and whose errors go
-    their own ways (:data:`ASYMMETRIC_ERRORS`, :data:`ASYMMETRIC_SKILL`; accuracies 0.75–0.9 before the
-    shifts): every worker answers too little for a confusion matrix of its own."""
+    """:func:`prolific` with accuracy by true label and errors of their own (:data:`ASYMMETRIC_ERRORS`,
+    :data:`ASYMMETRIC_SKILL`): every worker answers too little for a confusion matrix of its own."""
     return replace(prolific(queries), accuracy=(0.75, 0.9), errors=ASYMMETRIC_ERRORS, class_skill=ASYMMETRIC_SKILL)
 
 
@@ -208,13 +177,9 @@ def _confusion(accuracy: float, errors: np.ndarray = ERRORS) -> np.ndarray:
 def crowd_judgments(
     rng: np.random.Generator, truth: np.ndarray, crowd: Crowd, a: np.ndarray | None = None
 ) -> tuple[pd.DataFrame, dict[str, str]]:
-    """The crowd's answers (``item, worker, label``, in the order answered; gold items ``g<i>``)
-    and the gold questions' known labels. With gold selection, ``frame.attrs["discarded"]`` is the
-    number of assignments that lost their other answers (what
-    :func:`annotation.results.selectors.gold.gold_discarded_assignments` counts in a batch).
-    ``frame.attrs["confusions"]``: each worker's true confusion matrix (worker → [K × K]), before the
-    query's difficulty or the worker's fatigue tilts it (what :func:`genderbias.crowd.simulation.coverage.floor_intervals`
-    reads the known-confusion floor from, kept on :class:`Study`)."""
+    """The crowd's answers (``item, worker, label`` in answer order; gold items ``g<i>``) and the gold labels.
+    ``attrs["discarded"]``: assignments gold selection emptied; ``attrs["confusions"]``: each worker's true
+    confusion matrix before difficulty or fatigue tilts it (the known-confusion floor's)."""
     n, k = len(truth), len(LABELS)
     kinds = np.zeros(crowd.workers, dtype=np.int64)  # 0 good, 1 spammer, 2 lazy
     spam = round(crowd.spammers * crowd.workers)
@@ -230,7 +195,6 @@ def crowd_judgments(
     if crowd.class_skill is not None:
         right = 1 / (1 + np.exp(-(np.log(accuracy / (1 - accuracy))[:, None] + np.asarray(crowd.class_skill))))
         confusions = right[:, :, None] * np.eye(k) + (1 - right)[:, :, None] * errors[None]
-    # Each worker's true confusion (a spammer's rows uniform, a lazy worker's all "n"): the known-confusion floor's.
     true_rows = confusions.copy()
     true_rows[kinds == 1] = np.full((k, k), 1 / k)
     true_rows[kinds == 2] = np.eye(k)[np.zeros(k, dtype=int)]
@@ -273,13 +237,13 @@ def crowd_judgments(
 
 
 def _as_rows(confusions: np.ndarray) -> dict[str, tuple[tuple[float, ...], ...]]:
-    """Worker → its confusion matrix as tuples (a frame's attrs are compared and copied with the frame)."""
+    """Worker → its confusion matrix as tuples (attrs are compared and copied with the frame)."""
     return {f"w{w}": tuple(map(tuple, matrix.tolist())) for w, matrix in enumerate(confusions)}
 
 
 def _answer(rng, crowd: Crowd, kind: int, row, t: int, odds_factor, q: int, n: int, given: float) -> int:
-    """A worker's answer to query ``q`` (gold: q < 0, odds index n − 1 − q) of true label t: a spammer's
-    (``kind`` 1) at random, a lazy worker's (2) "n", a good worker's (0) from its confusion ``row``."""
+    """A worker's answer to query ``q`` (gold: q < 0) of true label t: ``kind`` 1 (spammer) at random, 2 (lazy)
+    "n", 0 from its confusion ``row``."""
     if kind == 1:
         return int(rng.integers(len(row)))
     if kind == 2:
@@ -295,10 +259,8 @@ def _answer(rng, crowd: Crowd, kind: int, row, t: int, odds_factor, q: int, n: i
 
 
 def _peerannot_answers(rng, truth, crowd: Crowd, kinds, confusions) -> pd.DataFrame:
-    """The answers as peerannot's ``with_confusion`` deals and draws them (peerannot 0.0.1.post43,
-    requirements-no-deps.txt): each query to ``crowd.votes`` workers (between 1 and ``votes`` with
-    ``uneven_votes``) picked at random among those under a load of twice the mean, each answering from
-    its own confusion matrix (a spammer's rows uniform, a colluder's all "n")."""
+    """The answers as peerannot's ``with_confusion`` deals and draws them (requirements-no-deps.txt): each
+    query to ``crowd.votes`` workers (1 to ``votes`` with ``uneven_votes``) under a load of twice the mean."""
     try:
         from peerannot.helpers.simulations_strategies import with_confusion
     except ImportError as exc:  # a test and benchmark dependency, not the product's
@@ -317,8 +279,7 @@ def _peerannot_answers(rng, truth, crowd: Crowd, kinds, confusions) -> pd.DataFr
 
 
 def _escalate(rng, crowd: Crowd, truth, rows: list, kinds, confusions, activity, odds_factor, given_so_far) -> None:
-    """Escalation by disagreement: while a query's votes have no label above half of them, one more
-    worker (by activity, not yet on it) answers it alone, up to ``crowd.escalate_to`` votes."""
+    """While a query's votes have no label above half, one more worker (by activity) answers it, up to ``escalate_to``."""
     n, k = len(truth), len(LABELS)
     votes: dict[int, list[tuple[int, int]]] = {}
     for item, worker, label in rows:
@@ -376,8 +337,7 @@ def study(rng: np.random.Generator, truth: np.ndarray, crowd: Crowd = MODERATE) 
 
 
 def answered(drawn: Study) -> Study:
-    """The study restricted to the queries with at least one answer left (gold selection can discard
-    every answer to a query: it is then not judged, as in a batch), renumbered ``q0…``."""
+    """The study on the queries with an answer left (gold selection can empty one), renumbered ``q0…``."""
     seen = set(drawn.judgments["item"])
     keep = np.array([q in seen for q in drawn.qids], dtype=bool)
     if keep.all():
