@@ -4,32 +4,13 @@ Done-when's first bullet).
 ``python -m benchmarks.audit_coverage [--reference ../shared/reference] [--resamplings 200] [--votes 3]``
 ``python -m benchmarks.audit_coverage --simulated [--queries 1000,3750] [--studies 80] [--crowds all] [--processes 1]``
 
-The crowd: ``crowds/adultcontent2`` under the reference folder (Mechanical Turk workers labelling web
-sites G, P, R or X; Apache-2.0, its README): the gold sites that have answers, each worker's latest
-answer to a site (:func:`genderbias.crowd.aggregation.one_answer_per_worker`). G is the default class
-hard sites fall into, as gendered queries fall into "n": it plays n, and P, R, X play f, m, o. Each
-resampling keeps ``--votes`` answers of every site at random, takes their majority
-(:func:`genderbias.crowd.aggregation.majority_vote`, disputed: no label) as the crowd's prediction,
-draws two runs' values per site by its true class as the simulated bias studies do
-(:func:`genderbias.crowd.simulation.studies.values`), and for each audit size draws a random audit
-sample of the gold sites whose gold labels are the expert's. The figures, each against its truth over
-all the gold sites: the share of G, run A's mean over the true G sites and the paired difference B − A
-there (:func:`genderbias.machine.proportions.audit_share`, ``audit_class_mean``, ``audit_difference``),
-and the majority vote's plug-in (the same figure over the sites the majority calls G) for contrast.
-
-Prints one Markdown table: per audit size and figure, the share of resamplings whose 95% interval holds
-the truth with its Monte-Carlo standard error, the median width, the sample alone's median width
-(λ = 0) and the plug-in's mean error. Pure library (no Django).
-
-``--simulated``: the project's crowd simulator (:mod:`genderbias.crowd.simulation.studies`: every crowd of
-``CROWDS`` and ``SIZED``, ``difficulty`` among them), each study drawn as the coverage studies draw it
-(:func:`~genderbias.crowd.simulation.studies.study` on a synthetic truth of ``--queries`` queries with the
-crowd's shares, the queries left unanswered dropped), the crowd's prediction the batch's label, the majority of
-its answers (:func:`genderbias.crowd.aggregation.majority_vote`, disputed: none; a report's crowd label), an
-audit of each size drawn at random with the true labels as the expert's; the truth is each figure over the
-study's queries. At the largest audit of 100 or less, on the first ``--reference-studies`` studies of each crowd
-and size, the width is set against ppi-python's PPI++ interval on the same data (``ppi_mean_ci``; for a class
-mean inverted on a grid of 401 θ: :mod:`tests.support.ppi_reference`).
+On ``crowds/adultcontent2`` (Mechanical Turk workers labelling web sites; Apache-2.0), G, the default class hard
+sites fall into as gendered queries fall into "n", plays n, and P, R, X play f, m, o; each resampling keeps
+``--votes`` answers a site, their majority the crowd's prediction, and audits random gold sites. ``--simulated``
+draws each study of every simulated crowd as the coverage studies do, and sets the width against ppi-python's
+PPI++ (:mod:`tests.support.ppi_reference`) on the first ``--reference-studies`` studies. Prints Markdown tables
+of coverage ± its Monte-Carlo s.e., widths, λ and the plug-in's error; the method and its figures:
+docs/quality.md, "Audit samples". Pure library (no Django).
 """
 
 from __future__ import annotations
@@ -86,12 +67,7 @@ def study(rng, answers, gold, votes: int, audits: tuple[int, ...]) -> list[dict]
     for size in audits:
         audited = rng.choice(len(sites), size=size, replace=False)
         truth = [gold.iloc[i] for i in audited]
-        results = {
-            "share": audit_share(truth, predicted, audited, label="n"),
-            "mean": audit_class_mean(truth, predicted, audited, a, label="n"),
-            "difference": audit_difference(truth, predicted, audited, a, b, label="n"),
-        }
-        for figure, result in results.items():
+        for figure, result in _intervals(truth, predicted, audited, a, b).items():
             low, high = result["ci"]
             rows.append(
                 {
@@ -105,6 +81,15 @@ def study(rng, answers, gold, votes: int, audits: tuple[int, ...]) -> list[dict]
                 }
             )
     return rows
+
+
+def _intervals(truth, predicted, audited, a, b) -> dict[str, dict]:
+    """Each figure's audit interval for class n: its share, run A's mean, the paired difference B − A."""
+    return {
+        "share": audit_share(truth, predicted, audited, label="n"),
+        "mean": audit_class_mean(truth, predicted, audited, a, label="n"),
+        "difference": audit_difference(truth, predicted, audited, a, b, label="n"),
+    }
 
 
 def table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -149,12 +134,7 @@ def simulated_study(
     for size in audits:
         audited = rng.choice(len(drawn.truth), size=size, replace=False)
         truth = [cs.LABELS[t] for t in drawn.truth[audited]]
-        results = {
-            "share": audit_share(truth, predicted, audited, label="n"),
-            "mean": audit_class_mean(truth, predicted, audited, drawn.a, label="n"),
-            "difference": audit_difference(truth, predicted, audited, drawn.a, drawn.b, label="n"),
-        }
-        for figure, result in results.items():
+        for figure, result in _intervals(truth, predicted, audited, drawn.a, drawn.b).items():
             low, high = result["ci"]
             row = {
                 "crowd": name,
@@ -291,8 +271,8 @@ def pooled(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def kept_rows(paths: list[str]) -> pd.DataFrame:
-    """The rows kept by ``--rows`` in one or more files (runs split over processes); a crowd and size in more
-    than one is taken from the first (the same seeds give the same rows)."""
+    """The rows kept by ``--rows`` in one or more files; a crowd and size in several is taken from the first
+    (the same seeds give the same rows)."""
     frames, seen = [], set()
     for path in paths:
         frame = pd.read_csv(path)

@@ -1,20 +1,11 @@
 """The launch burst of ``manage.py benchmark_load --burst N --over T``: a Prolific study's first minute.
 
-N Prolific participants (no account, no password) arrive evenly spread over T seconds, each
-on its own thread with its own cookies, and do one HIT through the real study link, against
-gunicorn with the shipped config, as :func:`tests.platforms.prolific.launch.run_launch` drives
-them (more participants than places, forged arrivals among them: see that module). Prolific is
-``tests/platforms/prolific/fake_server.py``'s ``FakeProlific``, served in this process on
-loopback; gunicorn is pointed at it with ``PROLIFIC_API_URL``. The study is published through it
-as for real (``publish_batch``). With ``--faults`` Prolific throttles, fails and loses a share of
-its answers (``FaultShares``), and the launch runs twice, on two studies against one gunicorn:
-without faults, then with them.
-
-Reported: the error rate, p50/p95/p99 per step, stored = accepted (the submitted assignments
-and judgments against the submits that reached the completion URL), and for a launch the
-time it took to settle (every place's work submitted), the longest a participant waited
-between opening the link and getting a HIT, reloads, participants who gave up, forged
-arrivals let in.
+N Prolific participants arrive evenly spread over T seconds and each do one HIT through the real study link,
+against gunicorn with the shipped config, as :func:`tests.platforms.prolific.launch.run_launch` drives them.
+Prolific is ``FakeProlific`` (``tests/platforms/prolific/fake_server.py``) served in this process, gunicorn
+pointed at it with ``PROLIFIC_API_URL``; with ``--faults`` it throttles, fails and loses a share of its answers,
+and the launch runs twice against one gunicorn, without faults and then with them. What is reported:
+docs/benchmarks.md, "Launch burst".
 """
 
 from __future__ import annotations

@@ -3,17 +3,12 @@
 ``python -m benchmarks.difficulty_model [--studies 16] [--queries 1000] [--crowds moderate,difficulty]
 [--resamplings 16] [--votes 3] [--reference ../shared/reference] [--processes 2]``
 
-Per study (a simulated crowd of :mod:`genderbias.crowd.simulation.studies`, drawn as the coverage studies draw
-it; or adultcontent2's gold sites resampled to ``--votes`` answers a site with values by true class, as
-:mod:`benchmarks.audit_coverage` does), the crowd model the product fits (``dawid_skene``, its form chosen
-on held-out votes) and GLAD (:func:`genderbias.crowd.difficulty.fit_difficulty`, the crowd's error pattern)
-on the same answers: run A's label-corrected mean over the non-gendered queries (least squares on each model's
-posteriors, :func:`genderbias.crowd.class_means.class_means`) against the study's own truth (the mean over its
-truly non-gendered queries), the share of labels right, and whether the held-out choice takes GLAD
-(:func:`genderbias.crowd.model_choice.choose_difficulty`, its gain in s.e.).
-
-Prints one Markdown table per source: mean error of the class mean (MC s.e.) under each model, labels right,
-the share of studies choosing GLAD and the median gain. Pure library (no Django).
+Per study (a simulated crowd, or adultcontent2 resampled as :mod:`benchmarks.audit_coverage` does), the product's
+crowd model and GLAD (:func:`genderbias.crowd.difficulty.fit_difficulty`) on the same answers: run A's
+label-corrected mean over the non-gendered queries against the study's truth, the share of labels right, and
+whether the held-out choice (:func:`genderbias.crowd.model_choice.choose_difficulty`) takes GLAD. Prints one
+Markdown table per source; the method and its figures: docs/quality.md, "The item-difficulty model and the
+known-confusion floor". Pure library (no Django).
 """
 
 from __future__ import annotations

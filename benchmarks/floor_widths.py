@@ -3,15 +3,13 @@
 ``python -m benchmarks.floor_widths [--crowds all] [--queries 1000] [--studies 40] [--samples 200] [--processes 2]
 [--constructions] [--out floor.csv] [--read floor.csv]``
 
-Per study, drawn as the coverage studies draw it (:func:`genderbias.crowd.simulation.coverage.coverage_study`, the
-product's interval only, seeds ``[2040, study]``): the product's label-corrected value and difference, the interval
-the true labels give (``oracle``) and the known-confusion floor (``floor``: the same estimator and bootstrap on the
-posteriors the workers' true confusions give, :func:`genderbias.crowd.simulation.coverage.floor_intervals`). Prints
-per crowd and figure: the product's coverage (MC s.e.), the floor's, the median of the product's width over the
-floor's and of the floor's over the oracle's, and whether the crowd-quality check warned; with ``--constructions``
-(every construction of :data:`genderbias.stats.intervals.CONSTRUCTIONS` from the same draws) also the bootstrap's
-own interval, ``crossed_net``, the width an interval needs to cover and the jackknives' variances. ``--out`` keeps the rows
-(one a study), ``--read`` prints the table of kept rows again. Pure library (no Django).
+Per study, drawn as :func:`genderbias.crowd.simulation.coverage.coverage_study` draws it (seeds ``[2040, study]``):
+the product's interval, the true labels' (``oracle``) and the known-confusion floor
+(:func:`genderbias.crowd.simulation.coverage.floor_intervals`). Prints per crowd and figure the coverages and the
+median width ratios; ``--constructions`` adds every construction of :data:`genderbias.stats.intervals.CONSTRUCTIONS`
+from the same draws. ``--out`` keeps the rows (one a study), ``--read`` prints the table of kept rows again. The
+method and its figures: docs/quality.md, "The item-difficulty model and the known-confusion floor". Pure library
+(no Django).
 """
 
 from __future__ import annotations

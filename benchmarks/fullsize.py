@@ -1,19 +1,12 @@
 """Benchmark: the design card's study at its full size, registered and pooled as a user types it.
 
-MS MARCO passage ranking's real sizes: 8,841,823 passages (about 56 words each), the 6,980 dev
-queries, 14 rankers' runs 1,000 deep (97.7M run lines). Synthetic data of those sizes
-(:mod:`pooling.synthetic`'s collection and queries, runs written here in blocks) is registered
-and pooled as the README tells a user to do (``import_collection``, ``import_queries``, one
-``import_run`` given every run, ``pool``), each command a fresh ``manage.py`` process on a new
-SQLite database (or an empty PostgreSQL database given by URL); for every step the wall time, the process's CPU time, its peak
-memory (``ru_maxrss`` of the child, from ``wait4``) and the disk the site's data folder and
-database hold after it.
-
-The reference notebooks' approach (``tests.support.naive_pool``: a ``Counter`` per passage held
-in memory) needs about 5 GB per million passages, so it cannot run whole on a 24 GB machine: it
-runs on a prefix of the collection (``reference_passages``) with the run lines that rank those
-passages, its two phases timed apart, and each phase is scaled by its own size (passages, run
-lines) to the full study. The scaled figure is printed as such.
+Synthetic data of MS MARCO passage ranking's real sizes (8,841,823 passages, the 6,980 dev queries, 14 runs
+1,000 deep) is registered and pooled as the README tells a user to, each command a fresh ``manage.py`` process
+on a new SQLite database (or an empty PostgreSQL database given by URL): per step its wall and CPU time, peak
+memory and the disk the site's data hold after it. The reference notebooks' approach (``tests.support.naive_pool``)
+holds a ``Counter`` per passage, too much for the whole collection: it runs on a prefix, each of its two phases
+scaled by its own size to the full study, and the scaled figure is printed as such (docs/benchmarks.md, "The
+study at its full size").
 
 Pure orchestration (no Django at module level): the measured commands run as subprocesses.
 """
@@ -46,9 +39,8 @@ class Step:
 def write_runs_fast(
     directory: Path, queries_path: Path, passages: int, runs: int, depth: int, seed: int = 13
 ) -> list[Path]:
-    """TREC runs of ``depth`` distinct random passages per query, written in blocks of queries with
-    polars (the product's :func:`pooling.synthetic.write_runs` writes a line at a time, which takes
-    tens of minutes at 97.7M lines). Same line shape: ``qid Q0 docid rank score tag``."""
+    """TREC runs of ``depth`` distinct random passages per query, written in blocks of queries with polars
+    (:func:`pooling.synthetic.write_runs` writes a line at a time: too slow at this size)."""
     import numpy as np
     import polars as pl
 
@@ -141,9 +133,8 @@ def run_command(arguments: list[str], env: dict, cwd: Path) -> tuple[float, floa
 def register_and_pool(
     work: Path, files: dict, cutoff: int = 10, depth: int = 500, database_url: str | None = None
 ) -> Iterator[str | Step]:
-    """Every command a user types, in order, on a new SQLite database in ``work/site`` (or on
-    ``database_url``, an empty PostgreSQL database): yields a progress line before each step and
-    its :class:`Step` after it (its disk: the site's data folder and the database)."""
+    """Every command a user types, in order, on a new SQLite database in ``work/site`` (or on the empty
+    PostgreSQL ``database_url``): yields a progress line before each step and its :class:`Step` after it."""
     site = work / "site"
     if site.exists():
         import shutil
@@ -264,9 +255,8 @@ def reference_on_prefix(work: Path, files: dict, passages: int, cutoff: int = 10
 
 
 def scale_reference(measured: dict, passages: int, run_lines: int) -> dict:
-    """The reference's time and memory at the full size: the collection phase (a ``Counter`` per
-    passage, held) scales with the passages, the runs phase with the run lines; memory with the
-    passages (the held counters are nearly all of it). Linear in both, as its loops are."""
+    """The reference's time and memory at the full size, linear as its loops are: the collection phase and the
+    memory (the held counters are nearly all of it) scale with the passages, the runs phase with the run lines."""
     by_passages = passages / measured["passages"]
     by_lines = run_lines / max(measured["run_lines"], 1)
     phases = measured["phases"]

@@ -2,29 +2,14 @@
 
 ``python -m benchmarks.labelled_batches --work DIR [--queries 3750] [--sample 300]``
 
-Builds once, in ``DIR`` (kept for reruns): synthetic data at the held-out study's size
-(``--queries`` queries, 7 runs 100 deep over 200,000 passages, :mod:`pooling.synthetic`),
-registered with the commands; a **crowd batch** of every query answered by three simulated
-annotators (85% right: 11,250 answers at 3,750 queries) and a **machine-labelled batch** of the
-same queries (the ``rules`` pre-labeller) whose blind calibration sample of ``--sample`` queries
-three simulated annotators answered. Then measures, each on a fresh copy of that state (so every
-step is a *first* one: no results cache, no word counts) and in its own process, its wall
-seconds, CPU seconds (user + system of the process that did the work, from ``wait4``) and peak
-memory (its ``ru_maxrss``):
-
-- ``export_queries`` of the crowd batch and of the machine-labelled batch (``--category
-  non-gendered``, TSV and its dataset card);
-- the calibration report after new answers, in a new process that first imports the heavy
-  libraries as gunicorn's master and a Celery worker's main process do before forking (timed
-  apart): the first view (``annotation.machine.views._calibration_context``: it finds no kept
-  report and starts the report's job, the page answering with its step), the job's work (the
-  report and its figures, kept: the finished report), the next view (reads it), and the report
-  computed again in that process;
-- the first label-corrected report: ``sync_batch`` of the crowd batch, then ``bias_report
-  --from-batch`` with the 7 runs and 4 cutoffs (5, 10, 20, 30).
-
-Prints one line per step and a Markdown table. Pure orchestration at module level (Django is
-set up only in the children).
+Builds once, in ``DIR`` (kept for reruns), the held-out study's data registered with the commands, a crowd
+batch answered by three simulated annotators and a machine-labelled batch whose calibration sample they
+answered. Then measures each step on a fresh copy of that state (so every step is a *first* one: no results
+cache, no word counts) in its own process, its wall and CPU seconds and peak memory: the two batches'
+``export_queries``, the calibration report's first view, job and next view (:func:`calibration_view`), and the
+first label-corrected report (``sync_batch``, then ``bias_report --from-batch``). What each step is and its
+figures: docs/benchmarks.md, "The steps after a study's answers". Prints one line per step and a Markdown
+table; Django is set up only in the children.
 """
 
 from __future__ import annotations
@@ -103,12 +88,10 @@ def build(state: Path, queries: int, sample: int) -> None:
 def calibration_view() -> None:
     """Child: the calibration page in one new process, as a researcher meets it after new answers.
 
-    Prints five CPU times: the heavy libraries imported first, as gunicorn's master and a Celery
-    worker's main process import them before forking (:func:`config.celery.import_heavy_libraries`),
-    the first view (it finds no kept report and starts the report's job: the page that answers,
-    with the job's step), the job's work (the report and its figures kept in the results cache:
-    the finished report), the next view (reads it), and the report computed again in this process,
-    then what the first view showed.
+    Prints five CPU times: the heavy libraries imported as gunicorn's master and a Celery worker's main process
+    import them before forking (:func:`config.celery.import_heavy_libraries`), the first view (it finds no kept
+    report and starts the report's job), the job's work, the next view (reads the kept report), and the report
+    computed again in this process; then what the first view showed.
     """
     import resource
 

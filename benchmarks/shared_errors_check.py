@@ -3,25 +3,13 @@
 ``python -m benchmarks.shared_errors_check [--queries 1000] [--studies 100] [--crowds all] [--processes 2]``
 ``python -m benchmarks.shared_errors_check --real [--reference ../shared/reference] [--resamplings 200] [--votes 3,5]``
 
-Per study: the product's crowd-model interval for run A's mean over the non-gendered queries
-(:meth:`genderbias.crowd.label_uncertainty.CorrectedFit.interval` on :meth:`LabelModel.fit
-<genderbias.crowd.label_probabilities.LabelModel.fit>` of the answers and gold, ``--samples`` bootstrap draws,
-the crossed construction extended where the crowd-quality check warns), whether it holds the truth, and the
-check (:func:`genderbias.crowd.shared_errors.crowd_shared_errors` on the same answers and gold, seeded by the
-study). Prints, per crowd: the studies, the share whose interval misses, the check's firing rate among those
-and among all studies (each with its Monte-Carlo standard error), and which source fired.
-
-Simulated (the default): every crowd of :mod:`genderbias.crowd.simulation.studies` (``CROWDS`` and ``SIZED``),
-each study drawn as the coverage studies draw it (:func:`~genderbias.crowd.simulation.studies.study` on a
-synthetic truth of ``--queries`` queries, unanswered ones dropped); the truth is the non-gendered class mean
-:data:`~genderbias.crowd.simulation.studies.MEAN_A` [n], as ``crowd_coverage`` takes it.
-
-``--real``: adultcontent2 under the reference folder (Mechanical Turk workers labelling web sites; Apache-2.0,
-its README), its gold sites that have answers, read as :mod:`benchmarks.audit_coverage` reads them (G plays
-n). Per resampling a random ``GOLD_SHARE`` of the sites are the batch's gold questions (every answer kept, the
-known label given to the model), the other sites keep ``--votes`` answers drawn at random; run A's values
-drawn per site by its true class (:func:`genderbias.crowd.simulation.studies.values`); the truth is the mean
-over the non-gold sites whose true label is G. Pure library (no Django); never imported by the tests.
+Per study: whether the product's crowd-model interval for run A's mean over the non-gendered queries misses the
+truth, and whether :func:`genderbias.crowd.shared_errors.crowd_shared_errors` fires on the same answers and gold.
+Prints, per crowd, the share of studies whose interval misses and the check's firing rate among those and among
+all (each with its Monte-Carlo s.e.), and which source fired. The studies: every simulated crowd, drawn as the
+coverage studies draw them, or (``--real``) adultcontent2 read as :mod:`benchmarks.audit_coverage` reads it, a
+random ``GOLD_SHARE`` of its sites the batch's gold questions; the method and its figures: docs/quality.md,
+"Errors shared by query". Pure library (no Django).
 """
 
 from __future__ import annotations

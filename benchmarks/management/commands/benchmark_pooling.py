@@ -277,10 +277,10 @@ class Command(ProjectCommand):
 
 
 def _user_env(work: Path, bytecode: Path | None) -> dict[str, str]:
-    """The environment of a user's command on the benchmark's database (in ``work``): Python
-    caching the project's bytecode in the folder ``bytecode``, as Python does by default (this
-    machine sets ``PYTHONDONTWRITEBYTECODE``, which makes every command compile the project
-    again, ~0.2 s each; the folder keeps the checkout untouched); ``None`` keeps the machine's setting."""
+    """The environment of a user's command on the benchmark's database (in ``work``): Python caching the
+    project's bytecode in the folder ``bytecode``, as Python does by default (this machine sets
+    ``PYTHONDONTWRITEBYTECODE``, which would make every command compile the project again; the folder keeps
+    the checkout untouched); ``None`` keeps the machine's setting."""
     env = dict(os.environ, VAR_DIR=str(work), DATABASE_URL=f"sqlite:///{work / 'db.sqlite3'}")
     if bytecode is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
