@@ -2,12 +2,9 @@
 sampling and confidence code (:class:`~annotation.machine.prelabellers.openai_chat.ChatPreLabeller`)
 against a simulated model, no network.
 
-Run as ``python -m benchmarks.chat_confidence [--queries N] [--redraws R] [--seed S]``; prints
-one line per configuration: distinct confidence levels, answers and calls per query (calls
-when the endpoint honours ``n``; without it, one call per answer), and the kept share of the
-oracle's at targets A: the largest set of the most confident queries whose expected accuracy
-meets A (:func:`genderbias.machine.routing_audit.oracle_threshold`, ties taken together),
-as a fraction of the same set ranked by the model's true probability of being right.
+Run as ``python -m benchmarks.chat_confidence [--queries N] [--redraws R] [--seed S]``; prints one line per
+configuration: distinct confidence levels, answers and calls per query, and the kept share of the oracle's at
+targets A (:func:`genderbias.machine.routing_audit.oracle_threshold`; docs/prelabelling.md holds the figures).
 
 The simulated model: each query's answer distribution π over the four labels has its top
 probability drawn from a mixture (55% Beta(40, 1), sure; 30% Beta(8, 2); 15% uniform on

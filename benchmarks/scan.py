@@ -1,11 +1,8 @@
 """Benchmark: the collection scan and the run import split over real Celery workers, 1 vs 2 (and more).
 
-Starts its own ``redis-server`` (loopback, no persistence) and ``celery worker``
-processes (concurrency 1 each) sharing a SQLite database in the work folder; the
-measuring process runs as a subprocess so that it sees the broker settings. Every
-worker count must give the result of the in-process reference: the counts of one pass
-(``scan``), or the normalised run of ``import_run`` without workers (``run-import``).
-Pure orchestration: imports no Django at module level.
+Starts its own ``redis-server`` (loopback, no persistence) and ``celery worker`` processes (concurrency 1 each)
+sharing a SQLite database in the work folder; the measuring process is a subprocess, to see the broker settings.
+Every worker count must give the in-process reference's result. Imports no Django at module level.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Many virtual annotators at once against a running site, and what they measured.
-
-Pure module (standard library only, no Django): :func:`run_annotators` starts one thread
-per account, each a :class:`~tests.support.virtual_annotator.VirtualAnnotator` that logs in
-once and then takes and answers HITs until the time is up or nothing is left;
-:func:`step_rows` turns the timings into percentiles per step and :func:`format_table`
-prints them. ``manage.py benchmark_load`` is the command around it.
+"""Many virtual annotators at once against a running site (one thread each, ``benchmark_load``), and the
+figures of what they measured. Pure module (standard library only, no Django).
 """
 
 from __future__ import annotations
@@ -86,10 +81,8 @@ def run_annotators(
     report: Callable[[float, LoadResult], None] | None = None,
     report_every: float = 10.0,
 ) -> LoadResult:
-    """Run one virtual annotator per ``(username, password)`` for ``duration`` seconds.
-
-    ``report(elapsed, result)`` is called every ``report_every`` seconds while they run.
-    """
+    """Run one virtual annotator per ``(username, password)`` for ``duration`` seconds, or until nothing is left;
+    ``report(elapsed, result)`` is called every ``report_every`` seconds while they run."""
     result = LoadResult()
     lock = threading.Lock()
     clients = [
