@@ -1,13 +1,11 @@
 """What an import holds against ``IMPORT_MAX_HELD_BYTES`` (issue 82): one file just within the limit, imported.
 
 ``python -m benchmarks.held_memory KIND WORKDIR``, in a process whose environment names a migrated
-database (``DATABASE_URL``, ``VAR_DIR``) and the limit (``IMPORT_MAX_HELD_BYTES``). KIND ``queries``:
-short query lines (``qid<TAB>what is thing qid``, 30 bytes), imported as a query set as a job does it;
-``qrels``: short judgments (``qid 0 docid 1``), read by the qrels reader; ``long``: queries of about
-1,000 characters, each with one character outside the Basic Multilingual Plane (an emoji), which
-makes Python store every character of the line in 4 bytes. The file's lines fill the limit as the
-reader counts them (each line's bytes and ``HELD_LINE_BYTES``). Prints the lines, the file's size and
-this process's peak resident memory (VmHWM) grown during the import, against the setting and the file.
+database (``DATABASE_URL``, ``VAR_DIR``) and the limit (``IMPORT_MAX_HELD_BYTES``). KIND ``queries``: short
+query lines, imported as a query set as a job does it; ``qrels``: short judgments, read by the qrels reader;
+``long``: queries of about 1,000 characters with an emoji each, which makes Python store every character of the
+line in 4 bytes. The file's lines fill the limit as the reader counts them (``HELD_LINE_BYTES``). Prints the
+lines, the file's size and this process's peak memory (VmHWM) grown during the import.
 """
 
 from __future__ import annotations

@@ -2,12 +2,11 @@
 
     DATABASE_URL=... .venv/bin/python -m benchmarks.paper_bundle REPORT --runs 7 --queries 5000
 
-Takes an existing report (only its metric keys and settings are used) and gives it a synthetic
-per-query file of ``runs`` × ``queries`` values per key (normal noise, seed 0, written as Parquet
-like a built report's) and matching results, with ``run-0`` as the baseline, so every table has
-its t-tests; nothing is saved to the database. Heavy libraries are imported first, as in a warm
-server. Prints the seconds of :func:`publishing.services.paper.paper_zip` (what the ``metrics.paper``
-job does once) and of serving the kept zip (every later download). See docs/benchmarks.md.
+Takes an existing report's metric keys and settings and gives it a synthetic per-query file of ``runs`` ×
+``queries`` values per key, ``run-0`` the baseline so every table has its t-tests; nothing is saved to the
+database. Heavy libraries are imported first, as in a warm server. Prints the seconds of
+:func:`publishing.services.paper.paper_zip` (what the ``metrics.paper`` job does once) and of serving the kept
+zip (every later download). See docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -101,14 +101,10 @@ class Command(ProjectCommand):
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def _commands(self, work: Path, files: dict, depth: int) -> dict:
-        """Registration and pool as the README types them, each command a fresh ``manage.py``
-        process on a new database: ``migrate``, ``import_collection``, ``import_queries``,
-        ``import_run`` given every run file at once, ``pool``; then ``pool --wordlist`` given the
-        same 64 words as a file (``wordlist_genderspecific.txt``, as a reproduction of the paper
-        passes them), not added to the totals: the counts cache is keyed by the words, not by the
-        list's name, so it reads what ``import_run`` counted. Per command its wall seconds, its
-        CPU seconds and its peak memory (user + system and ``ru_maxrss`` of the process that did
-        the work, from ``wait4``)."""
+        """Registration and pool as the README types them, each command a fresh ``manage.py`` process on a new
+        database, with its wall and CPU seconds and peak memory; then ``pool --wordlist`` given the same 64 words
+        as a file, as a reproduction of the paper passes them, not added to the totals: the counts cache is keyed
+        by the words, not the list's name, so it reads what ``import_run`` counted."""
         from genderbias.text.wordlists import default_wordlist
 
         env = _user_env(work, self.bytecode)

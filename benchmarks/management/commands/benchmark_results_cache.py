@@ -1,12 +1,11 @@
 """The results cache through answer-and-view cycles: its size beside its bound (issue 44.2).
 
-Builds (or reuses) a published in-house batch of ``--queries`` made-up queries, then repeats
-``--cycles`` times: an annotator submits one HIT's answers (a new answers version), and a
-researcher views the batch's live page (Django's test client, this process), which computes and
-stores the figures of the new answers. Every ``--every`` cycles it prints what the results cache
-holds: the ledger's entries and bytes (``core.db.bounded_cache``), the ``results_cache`` table's
-rows and bytes as the database holds them, beside ``RESULTS_CACHE_MAX_BYTES``. Without the
-bound, the table would grow by every cycle's figures. Run it on a throw-away database.
+Builds (or reuses) a published in-house batch of ``--queries`` made-up queries, then repeats ``--cycles`` times:
+an annotator submits one HIT's answers (a new answers version) and a researcher views the batch's live page,
+which stores the figures of the new answers. Every ``--every`` cycles it prints what the results cache holds
+(the ledger, ``core.db.bounded_cache``, and the table as the database holds it) beside
+``RESULTS_CACHE_MAX_BYTES``: without the bound, the table would grow by every cycle's figures. Run it on a
+throw-away database.
 """
 
 import time

@@ -1,9 +1,8 @@
 """Peak memory of importing compression bombs, command line and site, beside an ordinary file (issue 44.1).
 
-Writes (once, in ``--workdir``) a gzip of one run line repeated to ``--expanded`` bytes (2 GiB:
-about 2 MB on disk) and a gzip of newlines (1 GiB: about 1 MB), and a small ordinary run; sets
-up a SQLite database there with a small collection and a researcher; then measures each import
-in a fresh process (:mod:`benchmarks.upload_memory`): its outcome, seconds and peak memory.
+Writes (once, in ``--workdir``) a gzip of one run line repeated to ``--expanded`` bytes, a gzip of newlines and a
+small ordinary run, and a SQLite database there with a small collection and a researcher; then measures each
+import in a fresh process (:mod:`benchmarks.upload_memory`): its outcome, seconds and peak memory.
 """
 
 import json
