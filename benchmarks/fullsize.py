@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -116,17 +117,20 @@ def _disk_mb(*paths: Path) -> float:
 
 
 def run_command(arguments: list[str], env: dict, cwd: Path) -> tuple[float, float, float]:
-    """Run ``python manage.py ARGUMENTS`` as a user does; its wall seconds, CPU seconds (user +
-    system, its own and its children's) and peak resident memory in MB (``ru_maxrss``)."""
+    """Run ``python manage.py ARGUMENTS`` as a user does, a fresh process: its wall seconds, CPU seconds (user +
+    system, its own and its children's, from ``wait4``: on a shared machine the steadier figure) and peak memory
+    in MB (``ru_maxrss``: the process that did the work, not a client of it). Its stderr goes to a file, which
+    no amount of output fills."""
     start = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", *arguments], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _pid, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{process.stderr.read().decode()[-2000:]}")
-    process.stderr.close()
+    with tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", *arguments], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err
+        )
+        _pid, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{err.read().decode()[-2000:]}")
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from benchmarks.fullsize import run_command
+from benchmarks.measure import load_average
 
 RUNS = 7
 CUTOFFS = "5,10,20,30"
@@ -36,11 +37,6 @@ def _env(state: Path) -> dict[str, str]:
         VAR_DIR=str(state / "var"),
         DATABASE_URL=f"sqlite:///{state / 'db.sqlite3'}",
     )
-
-
-def _loadavg() -> str:
-    with open("/proc/loadavg") as file:
-        return " ".join(file.read().split()[:3])
 
 
 def build(state: Path, queries: int, sample: int) -> None:
@@ -173,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
             check=True, cwd=base, env=_env(built),
         )  # fmt: skip
         print(f"  built in {time.perf_counter() - started:.0f} s", flush=True)
-    print(f"Measuring (load average {_loadavg()}):", flush=True)
+    print(f"Measuring (load average {load_average()}):", flush=True)
     rows: list[tuple[str, float, float, float]] = []
 
     def step(label: str, state: Path, arguments: list[str]) -> None:
@@ -219,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = ",".join(f"run{i + 1}" for i in range(RUNS))
     step(f"`bias_report --from-batch crowd --runs <7> --cutoffs {CUTOFFS}`", state, [
         "bias_report", "--from-batch", "crowd", "--runs", runs, "--cutoffs", CUTOFFS])  # fmt: skip
-    print(f"  done (load average {_loadavg()})\n")
+    print(f"  done (load average {load_average()})\n")
     print("| step | seconds | CPU s | peak MB |\n| --- | ---: | ---: | ---: |")
     for label, seconds, cpu, peak in rows:
         wall = "" if seconds != seconds else f"{seconds:.1f}"

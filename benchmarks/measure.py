@@ -5,6 +5,16 @@ from __future__ import annotations
 import resource
 
 
+def load_average() -> str:
+    """The machine's load averages (1, 5, 15 minutes) as /proc/loadavg gives them: a figure's context on a
+    shared machine."""
+    try:
+        with open("/proc/loadavg") as file:
+            return " ".join(file.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def peak_memory_mb(pid: int | str = "self") -> float:
     """A process's peak resident memory (VmHWM; this process by default): unlike ``ru_maxrss``,
     not inherited across fork."""

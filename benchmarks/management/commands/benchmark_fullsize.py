@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmarks.measure import load_average
 from genderbias.numbers import NumberError, parse_counts
 
 
@@ -78,7 +79,9 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(item)
         where = "PostgreSQL" if database_url else "SQLite"
-        self.stdout.write(f"Registration and pool on {where}, as the README types them (load average {_loadavg()}):")
+        self.stdout.write(
+            f"Registration and pool on {where}, as the README types them (load average {load_average()}):"
+        )
         steps = []
         if database_url:
             from benchmarks.fullsize import check_empty
@@ -96,7 +99,7 @@ class Command(BaseCommand):
                 )
             else:
                 self.stdout.write(item)
-        self.stdout.write(f"  done (load average {_loadavg()})")
+        self.stdout.write(f"  done (load average {load_average()})")
         self.stdout.write(
             f"  all {len(steps)} commands: {sum(s.seconds for s in steps):.1f} s, "
             f"{sum(s.cpu_seconds for s in steps):.1f} s CPU, {max(s.peak_mb for s in steps):,.0f} MB peak"
@@ -130,12 +133,3 @@ def _first_different_line(new: Path, old: Path) -> int | None:
             if x != y:
                 return number
     return None
-
-
-def _loadavg() -> str:
-    """The machine's load averages (1, 5, 15 minutes), as /proc/loadavg gives them."""
-    try:
-        with open("/proc/loadavg") as file:
-            return " ".join(file.read().split()[:3])
-    except OSError:
-        return "unknown"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from benchmarks.fullsize import run_command
 from core.management.cli import ProjectCommand
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 
@@ -285,18 +286,4 @@ def _user_env(work: Path, bytecode: Path | None) -> dict[str, str]:
 
 
 def _manage(arguments: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """Run ``manage.py ARGUMENTS`` as a fresh process: its wall seconds, its CPU seconds (user +
-    system, from ``wait4``: on a shared machine the CPU is the steadier figure) and its peak
-    memory in MB (``ru_maxrss``: the process that did the work, not a client of it)."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", *arguments], cwd=settings.BASE_DIR, env=env, stdout=out, stderr=err
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode:
-            err.seek(0)
-            raise subprocess.CalledProcessError(process.returncode, process.args, stderr=err.read())
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return run_command(arguments, env, settings.BASE_DIR)

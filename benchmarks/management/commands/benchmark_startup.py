@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from benchmarks.measure import load_average
 from core.management.cli import ProjectCommand
 
 SMALL_COMMANDS = [
@@ -70,7 +71,7 @@ class Command(ProjectCommand):
         here = Path(settings.BASE_DIR).resolve()
         commands = [c.split() for c in o["commands"].split(",") if c.strip()]
         measured: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        load = [_loadavg()]
+        load = [load_average()]
         with tempfile.TemporaryDirectory(prefix="bench-startup-") as work:
             work = Path(work)
             queries = work / "ten-queries.tsv"
@@ -125,7 +126,7 @@ class Command(ProjectCommand):
                         measured.setdefault((label, "migrate (new PostgreSQL database)"), []).append(
                             self._migrate_postgres(root, env, o["postgres"], f"{i}_{round_}")
                         )
-        load.append(_loadavg())
+        load.append(load_average())
         self.stdout.write(
             f"medians of {o['repeat']} fresh processes, rounds interleaved; wall ms and the process's CPU ms "
             "(user + system; on PostgreSQL the server's work is not in it), each × its own project's "
@@ -180,12 +181,3 @@ class Command(ProjectCommand):
         finally:
             with psycopg.connect(server, autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE "{name}"')
-
-
-def _loadavg() -> str:
-    """The machine's load averages (1, 5 and 15 minutes) as /proc/loadavg gives them."""
-    try:
-        with open("/proc/loadavg") as file:
-            return " ".join(file.read().split()[:3])
-    except OSError:
-        return "unknown"
