@@ -1,27 +1,11 @@
-"""The venues' checklists on artifacts, experiments, annotators and language-model use, answered from the records.
+"""The venues' checklists on artifacts, experiments, annotators and language-model use, answered from the records:
+ACL's Responsible NLP Research checklist, sections B to E, and the NeurIPS paper checklist's items 14 to 16, their
+questions quoted word for word (:mod:`publishing.checklist_questions`).
 
-ACL's Responsible NLP Research checklist, section B (scientific artifacts: B1 citation, B2
-licence, B3 intended use, B4 personal information, B5 documentation, B6 statistics), section C
-(computational experiments: C1 compute, C2 setup, C3 descriptive statistics, C4 packages),
-section D (human annotators: D1 instructions, D2 recruitment and pay, D3 consent, D4 ethics
-review, D5 the annotators' characteristics) and section E (AI assistants, E1), and the NeurIPS
-paper checklist's items 14 (crowdsourcing and research with human subjects), 15 (IRB approvals)
-and 16 (declaration of LLM usage).
-
-A "Yes" names where the paper (its sections :data:`SECTIONS`) or the dataset card
-(:mod:`publishing.hub_card`'s sections) says it, as ACL's form asks. "An LLM was
-used" only when a language model's labels are in the data
-(:func:`publishing.statements.language_model_used`): not for a word list's rules,
-nor for a model whose labels were all discarded. A batch's pay is stated by one function for
-every text (:func:`publishing.statements.reward_clause`).
-
-The questions are quoted word for word (:mod:`publishing.checklist_questions`); the answers state
-what the platform recorded, with the figures the methods text and the dataset card state
-(:mod:`publishing.statements`). What only the researcher can know (an ethics board's approval,
-consent given elsewhere, whether pay was adequate) is marked :data:`TO_ANSWER`, never guessed.
-
-Pure: plain dicts in, :class:`Item` and Markdown out (the paper bundle sets them as LaTeX:
-:func:`publishing.latex.checklist_tex`).
+A "Yes" names where the paper (:data:`SECTIONS`) or the dataset card says it, as ACL's form asks; the answers state
+what the platform recorded, with the figures of :mod:`publishing.statements`. What only the researcher can know (an
+ethics board's approval, consent given elsewhere, whether pay was adequate) is :data:`TO_ANSWER`, never guessed.
+Pure: plain dicts in, :class:`Item` and Markdown out.
 """
 
 from __future__ import annotations
@@ -72,12 +56,9 @@ def card_section(*names: str) -> str:
 
 @dataclass(frozen=True)
 class Item:
-    """One question with its answer from the records.
-
-    ``answer``: ``Yes``, ``No``, ``N/A`` or :data:`TO_ANSWER` (only the researcher can answer);
-    ``text``: what the records say (figures included), starting with where the paper or the
-    dataset card says it for a ``Yes`` (``section``); ``researcher``: what the researcher must
-    still add (empty if nothing), always starting with :data:`TO_ANSWER`.
+    """One question with its answer from the records: ``answer`` ``Yes``, ``No``, ``N/A`` or :data:`TO_ANSWER`;
+    ``text`` what the records say, for a ``Yes`` starting with where it is said (``section``); ``researcher`` what
+    the researcher must still add, starting with :data:`TO_ANSWER`.
     """
 
     venue: str
@@ -121,8 +102,8 @@ class _Instructions(HTMLParser):
 
 
 def instructions_text(html: str) -> str:
-    """The instructions exactly as the task page shows them (the real template's text, read from the
-    rendered page, so it can never differ from what annotators saw): one paragraph a line."""
+    """The instructions as the task page shows them, read from the rendered page (so they never differ from what
+    annotators saw): one paragraph a line."""
     parser = _Instructions()
     parser.feed(html)
     lines = (" ".join(line.split()) for line in "".join(parser.parts).split("\n"))
@@ -362,14 +343,9 @@ def checklist_items(
     page: Mapping[str, Any] | None,
     settings: Mapping[str, Any] | None = None,
 ) -> list[Item]:
-    """Every question of :data:`QUESTIONS` answered from the records.
-
-    ``facts``: the batch's study facts; ``pay``: one row per crowd batch (``batch``, ``provider``,
-    ``reward``, ``per_task``, ``tasks``, ``timed``, ``median_seconds``, ``median_hourly_rate``,
-    ``rate_source``, ``estimated_minutes``); ``page``: the task page (``title``, ``description``,
-    ``instructions``, ``html``, ``screenshot`` or ``note``), None if the batch has no task;
-    ``settings``: the report's settings (:func:`publishing.services.records.report_settings`), for
-    ACL's sections B and C (left out without them).
+    """Every question of :data:`QUESTIONS` answered from the records. ``pay``: a row per crowd batch
+    (:func:`publishing.services.records.crowd_pay`); ``page``: the task page, None if the batch has no task;
+    ``settings``: the report's settings, for ACL's sections B and C (left out without them).
     """
     # People were asked (a crowd batch ran) or answered: the annotator questions apply.
     people = bool(pay) or human_labels(facts) > 0 or bool(facts["agreement"].get("judgments"))

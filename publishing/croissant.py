@@ -1,33 +1,10 @@
 """``croissant.json``: Croissant 1.1 metadata of a published dataset folder, with its Responsible-AI fields.
 
-Croissant (MLCommons) describes a dataset's files (``distribution``: one ``cr:FileObject``
-per Parquet file with its SHA-256) and the records in them (``recordSet``: one per
-configuration, each column a ``cr:Field`` read from the file's column). Its Responsible-AI
-vocabulary (``rai:``) has fields for what this platform knows and no other tool fills in:
-the annotation protocol and platform, annotations per item, the agreement analysis, the
-machine labeller and how it was checked. Those are written from the study's facts
-(:mod:`publishing.statements`); the fields only the researcher can fill are
-listed in :data:`publishing.statements.RESEARCHER_FIELDS` and left out rather
-than filled with guesses.
-
-Croissant 1.1 (its specification, ``docs/croissant-spec-1.1.md`` of mlcommons/croissant) adds
-what a label dataset needs and this file uses:
-
-- *Label data and categorical data*: the ``label`` fields have ``dataType``
-  ``["sc:Integer", "cr:Label"]`` and ``references`` the ``label_classes`` record set, an
-  ``sc:Enumeration`` whose inline ``data`` lists the four classes (index, code, name) in the
-  order of the Parquet's ``ClassLabel``.
-- *Data-level provenance*: the ``queries`` label carries an ``annotation`` field with
-  ``equivalentProperty`` ``prov:wasAttributedTo`` (PROV-O) whose sub-fields read, row by row,
-  who made the label (``labelled_by``: crowd, in-house, adjudicator or machine) and for a
-  machine label which labeller, model and prompt version, under which guarantee.
-- *Dataset-level provenance*: ``prov:wasDerivedFrom`` the source query set and
-  ``prov:wasGeneratedBy`` the annotation, with ``prov:wasAssociatedWith`` its agents.
-- *Data use conditions*: ``usageInfo`` (schema.org) states the source text's terms.
-
-The ``@context`` is the specification's Appendix 1 (1.1) with the ``prov`` prefix declared,
-as the specification asks for an external vocabulary; ``mlcroissant`` 1.1.1 reads 1.1.
-Pure: plain dicts in, a JSON-ready dict out.
+Croissant (MLCommons; ``docs/croissant-spec-1.1.md`` of mlcommons/croissant) describes the files and the records
+in them; its ``rai:`` fields for what the platform knows are written from the study's facts
+(:mod:`publishing.statements`), those only the researcher can fill left out rather than guessed. What of 1.1 the
+file uses (label classes, data- and dataset-level PROV-O provenance, usage terms): docs/dataset-publishing.md,
+"Croissant and its Responsible-AI fields". Pure: plain dicts in, a JSON-ready dict out.
 """
 
 from __future__ import annotations
@@ -178,12 +155,8 @@ def _field(config: Config, column: Column, record_set_id: str | None = None) -> 
 
 
 def attribution(config: Config) -> dict[str, Any]:
-    """The label's provenance, row by row: an ``annotation`` field that is ``prov:wasAttributedTo``.
-
-    Its sub-fields read the configuration's :data:`PROVENANCE_COLUMNS` (who made the label; for a
-    machine label the labeller, model, prompt version and guarantee), as Croissant 1.1's
-    data-level provenance does (an annotation whose ``equivalentProperty`` is a PROV-O property).
-    """
+    """The label's provenance, row by row: an ``annotation`` field that is ``prov:wasAttributedTo``, its sub-fields
+    reading the configuration's :data:`PROVENANCE_COLUMNS`."""
     columns = {c.name: c for c in config.columns}
     agent_id = f"{config.name}/label/attributed_to"
     return {
@@ -199,11 +172,8 @@ def attribution(config: Config) -> dict[str, Any]:
 
 
 def record_set(config: Config) -> dict[str, Any]:
-    """The ``cr:RecordSet`` of a configuration: one ``cr:Field`` per column, read from its Parquet file.
-
-    A label column is a ``cr:Label`` referencing the classes (:func:`classes`); in a
-    configuration with the provenance columns, the label carries its attribution (:func:`attribution`).
-    """
+    """The ``cr:RecordSet`` of a configuration: a ``cr:Field`` per column, a label referencing the classes and,
+    with the provenance columns, carrying its attribution (:func:`attribution`)."""
     fields = []
     names = {c.name for c in config.columns}
     for column in config.columns:
@@ -252,10 +222,7 @@ def croissant(
     citation: str,
     license_terms: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The folder's ``croissant.json`` (``sha256`` maps each configuration's file name to its digest).
-
-    ``license`` is the Hub identifier, or for ``other`` the license's link (a URL) or name.
-    """
+    """The folder's ``croissant.json`` (``sha256``: each configuration's file name to its digest)."""
     terms = dict(license_terms or {})
     # Croissant's license is a URL or a name: the link when it is one, else the license's name.
     license_value = (

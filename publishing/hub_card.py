@@ -1,18 +1,9 @@
 """The ``README.md`` of a published dataset folder: the Hub's YAML header and the card's text.
 
-The header follows the Hugging Face Hub's dataset-card conventions (``license``,
-``language``, ``annotations_creators``, ``task_categories``, ``size_categories``,
-``source_datasets``, ``configs`` naming each configuration's ``data_files``), so the Hub
-shows the dataset's viewer and filters and ``datasets.load_dataset(folder, name=...)``
-finds every configuration. The text states how the labels were made, from
-:func:`annotation.exports.selectors.study_facts` through
-:mod:`publishing.statements`.
-
-The license is the researcher's choice: there is no default (:func:`check_license`). The
-queries' text comes from a source collection with its own terms, which the card points out.
-
-Pure: facts in, text out. The YAML is written by hand (JSON-quoted strings are valid YAML
-scalars), so no YAML library is needed.
+The header follows the Hugging Face Hub's dataset-card conventions, so the Hub shows the dataset's viewer and
+filters and ``datasets.load_dataset(folder, name=...)`` finds every configuration; the text states how the labels
+were made (:mod:`publishing.statements`). The license is the researcher's choice: there is no default. Pure: facts
+in, text out; the YAML is written by hand (JSON-quoted strings are valid YAML scalars).
 """
 
 from __future__ import annotations
@@ -27,10 +18,8 @@ from publishing import statements
 from publishing.tables import CLASS, CLASS_NAMES, Config
 from publishing.zenodo.metadata import AUTHORS_TO_FILL, zenodo_metadata
 
-#: The Hub's license identifiers a dataset is commonly published under
-#: (https://huggingface.co/docs/hub/repositories-licenses; ``other``: the researcher states the terms
-#: in the card), each with its SPDX identifier for CITATION.cff's ``license`` (None: not in CFF
-#: 1.2.0's enum, so left out of the file).
+#: The Hub's license identifiers (https://huggingface.co/docs/hub/repositories-licenses), each with its SPDX
+#: identifier for CITATION.cff's ``license`` (None: not in CFF 1.2.0's enum, so left out of the file).
 SPDX_LICENSES: dict[str, str | None] = {
     "cc0-1.0": "CC0-1.0",
     "cc-by-4.0": "CC-BY-4.0",
@@ -87,21 +76,16 @@ def check_license(license_id: str | None) -> str:
 #: ``my-license-1.0``), ``license_link`` the terms (a URL, or a file of the repository such as ``LICENSE``).
 LICENSE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 LICENSE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-#: An http(s) URL as the card writes it unchanged into its YAML and Markdown: a host name (or
-#: IPv4), an optional port, then only RFC 3986's unreserved and reserved characters and
-#: percent escapes: no white space, ``<``, ``>``, ``"``, backtick, ``\``, braces, ``|``, ``^``
-#: (``https://x.org/<img/src=x/onerror=...>`` passed a looser check and reached the card raw).
+#: An http(s) URL the card writes unchanged into its YAML and Markdown: host, optional port, then only RFC 3986's
+#: unreserved and reserved characters and percent escapes (no white space, ``<``, ``>``, ``"``, backtick, braces…).
 LICENSE_URL = re.compile(
     r"https?://[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(?::[0-9]{1,5})?(?:[/?#][A-Za-z0-9._~%!$&'()*+,;=:@/?#-]{0,1900})?"
 )
 
 
 def check_license_terms(license_id: str, license_name: str | None, license_link: str | None) -> dict[str, str]:
-    """``license_name`` and ``license_link`` for the YAML header: required with ``other``, refused otherwise.
-
-    ValueError naming what is wrong. ``license_link`` is an http(s) URL or a file name of the
-    repository (``LICENSE``, ``LICENSE.md``) that the researcher adds to the folder.
-    """
+    """``license_name`` and ``license_link`` for the YAML header: required with ``other``, refused otherwise
+    (ValueError naming what is wrong); the link is an http(s) URL or a file the researcher adds to the folder."""
     license_name, license_link = (license_name or "").strip(), (license_link or "").strip()
     if license_id != "other":
         if license_name or license_link:
@@ -135,20 +119,14 @@ def size_category(rows: int) -> str:
     return LARGEST_SIZE_CATEGORY
 
 
-#: The Hub's ``annotations_creators`` value for each provider's annotators: a site's own
-#: (in-house) annotators are the researchers' experts, MTurk workers and Prolific participants
-#: the crowd. The Hub's values: crowdsourced, expert-generated, found, machine-generated,
-#: no-annotation, other.
+#: The Hub's ``annotations_creators`` value for each provider's annotators: in-house annotators are the
+#: researchers' experts, MTurk workers and Prolific participants the crowd.
 PROVIDER_CREATORS = {"local": "expert-generated", "mturk": "crowdsourced", "prolific": "crowdsourced"}
 
 
 def annotations_creators(facts: Mapping[str, Any]) -> list[str]:
-    """Who made the labels, in the Hub's words.
-
-    The provider's annotators (:data:`PROVIDER_CREATORS`; ``other`` for an unknown provider);
-    ``machine-generated`` only when machine-accepted labels are in the data;
-    ``expert-generated`` also when a researcher's ruling settled a label.
-    """
+    """Who made the labels, in the Hub's words: the provider's annotators, ``machine-generated`` when machine-accepted
+    labels are in the data, ``expert-generated`` also when a researcher's ruling settled a label."""
     sources = facts["labels"]["sources"]
     creators = [PROVIDER_CREATORS.get(facts["batch"].get("provider"), "other")]
     if sources.get("machine-accepted", 0) > 0:
@@ -174,13 +152,9 @@ def _key(key: Any) -> str:
 def dataset_info(
     configs: Sequence[Config], rows: Mapping[str, int] | None = None, sizes: Mapping[str, int] | None = None
 ) -> list[dict[str, Any]]:
-    """The card's ``dataset_info``: each configuration's features as the Hub declares them.
-
-    A label column is a ``class_label`` of :data:`publishing.tables.CLASS_NAMES`
-    (the Parquet files' ``ClassLabel``), so ``datasets`` loads it as a four-class label. Its
-    ``splits`` are whole or absent: each split's ``name``, ``num_examples`` (``rows``) and
-    ``num_bytes`` (``sizes``: the split's Arrow size, what ``datasets`` itself records), the three
-    fields ``datasets`` requires (it ignores a split missing one, with a warning per configuration).
+    """The card's ``dataset_info``: each configuration's features as the Hub declares them (a label column a
+    ``class_label``, so ``datasets`` loads it as a four-class label). ``splits`` are whole or absent: ``datasets``
+    ignores a split missing ``num_examples`` (``rows``) or ``num_bytes`` (``sizes``: the split's Arrow size).
     """
     info = []
     for config in configs:
@@ -228,11 +202,7 @@ def header(
     rows: Mapping[str, int] | None = None,
     sizes: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The card's YAML metadata as a dict (see :func:`render_header`).
-
-    ``license_terms`` (:func:`check_license_terms`) adds ``license_name`` and ``license_link``
-    after ``license: other``, as the Hub expects.
-    """
+    """The card's YAML metadata as a dict; ``license_terms`` follow ``license: other``, as the Hub expects."""
     return {
         "license": check_license(license_id),
         **dict(license_terms or {}),
@@ -290,10 +260,8 @@ def card(
     license_terms: Mapping[str, str] | None = None,
     sizes: Mapping[str, int] | None = None,
 ) -> str:
-    """The whole ``README.md``: YAML header, then what the dataset is and how it was made.
-
-    ``rows`` maps each configuration to its number of rows; ``published`` is the date written.
-    """
+    """The whole ``README.md``: YAML header, then what the dataset is and how it was made (``rows``: each
+    configuration's number of rows; ``published``: the date written)."""
     batch, labels = facts["batch"], facts["labels"]
     share = facts["non_gendered_share"]
     terms = dict(license_terms or {})
@@ -478,8 +446,7 @@ def citation_cff(facts: Mapping[str, Any], title: str, published: str, license_i
 def zenodo_json(
     facts: Mapping[str, Any], title: str, published: str, license_id: str, paper: str | None = None
 ) -> dict[str, Any]:
-    """``.zenodo.json``: the dataset's deposit metadata (upload type dataset; ``paper``: the DOI or
-    address of the paper it supplements), written by :func:`publishing.zenodo.metadata.zenodo_metadata`."""
+    """``.zenodo.json``: the dataset's deposit metadata (``paper``: the DOI or address of the paper it supplements)."""
     return zenodo_metadata(
         upload_type="dataset",
         title=title,

@@ -1,11 +1,7 @@
-"""The papers' tables as LaTeX: the tables the report page and ``bias_report --table`` show
-(:func:`metrics.tables.build_table`), set with ``booktabs`` at :data:`TABLE_POINTS`, never scaled, with
-notes that state the test and correction of each mark a cell carries.
-
-Pure: plain data in, LaTeX source out, so a notebook can typeset the same table. Every float is laid
-out for its template's column, text width and height (:class:`publishing.latex.Template`): a table
-too wide for the column goes across both (``table*``) or is split by runs, the baseline repeated in
-each part; one too tall is split by its row groups.
+"""The papers' tables as LaTeX (:func:`metrics.tables.build_table`), set with ``booktabs`` at :data:`TABLE_POINTS`,
+never scaled, with notes that state the test and correction of each mark a cell carries. Pure, so a notebook can
+typeset the same table. Every float is laid out for its template's page (:class:`publishing.latex.Template`): too
+wide for the column, across both (``table*``) or split by runs, the baseline in each part; too tall, split by rows.
 """
 
 from __future__ import annotations
@@ -87,9 +83,8 @@ def run_chunks(
     width: float = COLUMN_POINTS,
     baseline: int | None = None,
 ) -> list[list[int]]:
-    """The runs (their indices) of each part of a table whose rows are measures and columns runs:
-    as many runs side by side as fit ``width`` points after the label column, the rest in the next
-    part; the ``baseline`` run (its index) first in every part, so each part reads against it."""
+    """The run indices of each part of a table: as many runs side by side as fit ``width`` points after the label
+    column, the ``baseline`` (its index) first in every part, so each part reads against it."""
 
     def need(i: int) -> float:
         return _width(max(cell_chars, min(len(runs[i]), HEADER_CHARS)))
@@ -139,10 +134,8 @@ def ties_notes(ties: bool, undecided: bool) -> list[str]:
 def table_notes(
     table: dict, marks: set[str] | None = None, intervals: bool = False, ties: bool = False, undecided: bool = False
 ) -> list[str]:
-    """The table's notes: the significance policy (test, family, correction; the mark stated only
-    when a cell carries it, else that no run differs), the correlations' policy, the intervals, the
-    ranges over the orders of ties and the sign warning (:func:`ties_notes`), how its exposure metrics
-    are defined and the columns the report lacks."""
+    """The table's notes: each policy (a mark stated only when a cell carries it, else that nothing differs), the
+    intervals, the ties (:func:`ties_notes`), the exposure metrics' definitions and the columns the report lacks."""
     marks = {"*", "†"} if marks is None else marks
     notes = []
     policy = table.get("significance")
@@ -185,15 +178,10 @@ def _caption_cutoffs(table: dict) -> str:
 
 
 def table_tex(table: dict, caption: str | None = None, layout: str | Template | None = None) -> str:
-    """One table (:func:`metrics.tables.build_table`'s dict) as floats that fit the page of ``layout``
-    (a :data:`TEMPLATES` name; default :data:`DEFAULT_TEMPLATE`) at :data:`TABLE_POINTS` type, never
-    scaled: a row per measure (its label names the cutoff), a column per run, each cell the run's mean
-    over the queries with its mark (``*`` against the baseline) and, under it, ± half the width of its
-    bootstrap 95% interval; then, per correlated pair, Pearson's r and Kendall's τ of each run (``†``).
-    In a column (``table``) if the runs fit it; on a two-column page across both (``table*``) if they
-    fit that; else split by runs into parts (floats of their own), the baseline's column repeated
-    in each. The notes state the test, family and correction of each mark a cell carries, and only
-    of those."""
+    """One table as floats that fit the page of ``layout`` (a :data:`TEMPLATES` name): a row per measure, a column
+    per run, each cell the run's mean with its mark and, under it, ± half its 95% interval; then, per correlated
+    pair, Pearson's r and Kendall's τ of each run. In a column if the runs fit, else across both columns, else
+    split by runs (the module docstring)."""
     page = template(layout)
     runs = [row["run"] for row in table["rows"]]
     labels = [escape(column["label"]) for column in table["columns"]]
@@ -322,19 +310,11 @@ def uncertainty_tex(
     layout: str | Template | None = None,
     chosen: dict | None = None,
 ) -> str:
-    """A report on a batch's labels at one cutoff (``rows``: its results there, as dicts with the
-    fields of :data:`genderbias.ranking.defaults.LABEL_UNCERTAINTY_COLUMNS`), as the report page and
-    :func:`metrics.formatting.uncertainty_table` show it: per metric and variant, each run's value with
-    ± half its query-only 95% interval, the label-corrected value with ± half the interval that also
-    carries the labels' uncertainty, and the labels' share of that width; against the baseline, the
-    difference's two intervals and the combined test's p (``*``: p < ``alpha``), in tables of their
-    own after the values'. A row with ``crowd_warning`` (:func:`core.figure_notes.figure_notes`) has
-    its corrected value marked :data:`CROWD_MARK`, and the note says why. A column wide at :data:`TABLE_POINTS`; split by metric into parts that are
-    each no taller than the text block of ``layout`` (:data:`TEMPLATES`), labelled ``tab:labels``,
-    ``tab:labels-2``…. ``chosen``: which interval the corrected values got and why
-    (:attr:`metrics.models.Report.label_interval`), said in the note; where they may not cover, none is
-    printed (the corrected value alone, marked "may not cover")."""
-
+    """A report on a batch's labels at one cutoff (``rows``: its results there), as
+    :func:`metrics.formatting.uncertainty_table` shows it, the differences against the baseline in tables of their
+    own; a row with ``crowd_warning`` has its corrected value marked :data:`CROWD_MARK`. A column wide, split by
+    metric into parts no taller than the text block (``tab:labels``, ``tab:labels-2``…). ``chosen``: which interval
+    the corrected values got and why (said in the note; where they may not cover, none is printed)."""
     from metrics.formatting import p_mark
 
     page = template(layout)
@@ -453,8 +433,7 @@ def uncertainty_tex(
     ]
     floats = []
     for s, (label, text, columns, blocks) in enumerate(sections):
-        # Every part leaves room for its caption; those of the last section for the notes too
-        # (they go under its last part).
+        # Every part leaves room for its caption; those of the last section for the notes under its last part.
         fits = room - _caption_height(len(text), width) - (notes_height if s == len(sections) - 1 else 0)
         parts = _pack(blocks, fits)
         for number_, body in enumerate(parts):

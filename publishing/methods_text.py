@@ -1,14 +1,8 @@
-"""The methods paragraph of a paper bundle (``methods.tex``), written from the study's facts.
+"""The methods paragraph of a paper bundle (``methods.tex``), written from the study's facts (pure).
 
-Pure (no Django): :func:`methods_tex` takes the batch's facts exactly as
-:func:`annotation.selectors.study_facts` returns them (so every figure — an agreement interval,
-a count of rulings, the non-gendered share — is the one the dataset card and the Croissant
-fields state; nothing is recomputed here) and the report's settings (:func:`report_settings`'s
-keys, gathered by :mod:`publishing.services.paper`). Without a batch the queries were given, and
-the paragraph says so (and no more: a batch may have labelled them without exporting this set).
-
-Every method and dataset it names is cited with ``\\cite`` (keys of
-:data:`publishing.bibliography.ENTRIES`), and only those it names.
+The facts are taken exactly as :func:`annotation.selectors.study_facts` returns them, so every figure is the one the
+dataset card and Croissant state (nothing is recomputed here). Without a batch the queries were given, and the
+paragraph says so and no more. Every method and dataset it names is cited with ``\\cite``, and only those.
 """
 
 from __future__ import annotations
@@ -294,10 +288,8 @@ def methods_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
 
 
 def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> str:
-    """``limitations.tex``: what a reader should weigh, in the study's own figures (the same facts
-    :func:`methods_tex` states): the annotators' agreement, the share of queries set aside as disputed,
-    the share of labels a machine gave and the guarantee they carry, the unjudged queries left out of
-    effectiveness, and whether the intervals carry the labels' uncertainty."""
+    """``limitations.tex``: what a reader should weigh, in the figures :func:`methods_tex` states (agreement, queries
+    set aside, machine labels, unjudged queries, whether the intervals carry the labels' uncertainty)."""
     sentences = []
     if facts is None:
         sentences.append(
@@ -355,9 +347,8 @@ def limitations_tex(facts: dict[str, Any] | None, settings: dict[str, Any]) -> s
 
 
 def _ties_limitations(settings: dict[str, Any]) -> list[str]:
-    """What the order of tied documents leaves open (``settings``' ``tie_moved`` and ``undecided``, from
-    :func:`metrics.formatting.figure_notes`): how many figures it moves, and each whose range over the
-    orders of ties holds 0, named with its value and range, whose sign the ranking does not decide."""
+    """What the order of tied documents leaves open: how many figures it moves, and each whose range over the orders
+    of ties holds 0 (the ranking does not decide its sign), with its value and range."""
     moved = settings.get("tie_moved") or 0
     if not moved:
         return []

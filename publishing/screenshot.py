@@ -1,12 +1,6 @@
-"""A screenshot of a self-contained HTML page by Debian's Chromium, headless and offline.
-
-The paper bundle's checklist shows the task page as annotators saw it (ACL D1, NeurIPS 14 ask
-for screenshots). The page (``annotation/hit.html``) is self-contained (inline CSS and JS), so
-Chromium renders it from a file with no network. Only the job and the command that build the
-bundle call this, never a web request: a browser start takes seconds.
-
-Pure (no Django): a path and HTML in, PNG bytes (or why not) out. Chromium's path is
-``CHROMIUM_PATH``, else ``chromium`` on the PATH, else ``/usr/bin/chromium``.
+"""A screenshot of a self-contained HTML page (the task page, for the checklists) by Debian's Chromium, headless and
+offline. Pure: HTML in, PNG bytes (or why not) out. Only the job and the command that build the bundle call this,
+never a web request: a browser start takes seconds.
 """
 
 from __future__ import annotations
@@ -38,9 +32,8 @@ def chromium_path() -> str:
 
 
 def screenshot(html: str, chromium: str | None = None, window: tuple[int, int] = WINDOW) -> tuple[bytes | None, str]:
-    """A PNG of ``html`` rendered by headless Chromium, and "" ; or None and why not (Chromium
-    missing, failing or too slow), in words a researcher can act on. Never raises for a missing
-    or failing browser: the bundle keeps the HTML and says why it has no screenshot."""
+    """A PNG of ``html`` rendered by headless Chromium, and ""; or None and why not, in words a researcher can act
+    on: never raises for a missing, failing or slow browser (the bundle keeps the HTML and says why)."""
     browser = chromium or chromium_path()
     if not Path(browser).is_file() or not os.access(browser, os.X_OK):
         return None, (

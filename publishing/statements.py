@@ -1,11 +1,6 @@
-"""What a published dataset says of how it was made, in sentences, from the study's facts.
-
-The Hugging Face card (:mod:`publishing.hub_card`) and Croissant's Responsible-AI
-fields (:mod:`publishing.croissant`) state the same things; both take their
-sentences here, from the facts of :func:`annotation.exports.selectors.study_facts`, so a
-figure (an interval, a count of rulings, the guarantee) reads the same in both.
-
-Pure: plain dicts in, strings out.
+"""What a published dataset says of how it was made, in sentences, from the study's facts
+(:func:`annotation.exports.selectors.study_facts`): the Hugging Face card and Croissant's Responsible-AI fields
+both take their sentences here, so a figure reads the same in both. Pure: plain dicts in, strings out.
 """
 
 from __future__ import annotations
@@ -71,9 +66,8 @@ def reward_paid(provider: str) -> bool:
 
 
 def reward_clause(provider: str, reward: Any, money: Any = None) -> str:
-    """How every text states a batch's reward per task, the same way in the methods text, the dataset
-    card and the checklists: ``paid $0.50 per task``; for in-house annotators, whom the platform pays
-    nothing, the reward setting is called nominal. ``money`` formats the amount (default ``$0.50``)."""
+    """How every text states a batch's reward per task (``paid $0.50 per task``; nominal for in-house annotators,
+    whom the platform pays nothing); ``money`` formats the amount."""
     amount = (money or _money)(reward)
     if reward_paid(provider):
         return f"paid {amount} per task"
@@ -81,9 +75,8 @@ def reward_clause(provider: str, reward: Any, money: Any = None) -> str:
 
 
 def language_model_used(facts: Mapping[str, Any]) -> bool:
-    """Whether a language model's labels are in the data (``labels.language_model_labels``): the
-    venues' "LLM used", never for a word list's rules, a trained classifier, or a model whose labels
-    were all discarded."""
+    """Whether a language model's labels are in the data: the venues' "LLM used" (not a word list's rules, a
+    trained classifier, or a model whose labels were all discarded)."""
     return int((facts.get("labels") or {}).get("language_model_labels") or 0) > 0
 
 
@@ -156,11 +149,7 @@ def _agent_phrase(facts: Mapping[str, Any], agent: str) -> str:
 
 
 def who_labelled(facts: Mapping[str, Any]) -> str:
-    """Who made the labels, with each one's share: the card's opening and Croissant's description.
-
-    From ``labels.labelled_by`` (:func:`annotation.exports.selectors.label_agents`), largest
-    first, so a batch whose labels are mostly a machine's says so first.
-    """
+    """Who made the labels, with each one's share, largest first (a batch mostly machine-labelled says so first)."""
     labels = facts["labels"]
     labelled = labels["labelled"]
     if not labelled:
@@ -180,8 +169,7 @@ def summary(facts: Mapping[str, Any]) -> str:
 
 
 def cost(facts: Mapping[str, Any]) -> str:
-    """What the labels cost: the USD spent, fees and bonuses included (``batch.spent``, the figure of the
-    batch page and of the methods text), never the estimate recorded at creation."""
+    """What the labels cost: the USD spent, fees and bonuses included, never the estimate made at creation."""
     batch = facts["batch"]
     text = f"Spent on annotation: {_money(batch['spent'])} (fees and bonuses included"
     if facts.get("machine"):
@@ -277,8 +265,7 @@ def protocol(facts: Mapping[str, Any]) -> str:
 
 
 def audit_sample(facts: Mapping[str, Any]) -> str | None:
-    """The expert audit sample in one sentence (None without one): the dataset card and the paper's
-    methods say the same (its size, seed, who labelled it and when)."""
+    """The expert audit sample in one sentence (None without one), as the card and the paper's methods say it."""
     audit = facts.get("audit")
     if not audit:
         return None
@@ -293,12 +280,7 @@ def audit_sample(facts: Mapping[str, Any]) -> str | None:
 
 
 def annotations_per_item(facts: Mapping[str, Any]) -> str:
-    """Votes per query: planned, and as given (the mean over every query, and how many have none).
-
-    ``agreement.judgments_per_query`` is the distribution {usable votes: queries} over the
-    queries with at least one vote; the batch's other queries have no human vote (a
-    machine-accepted label, or no usable answer yet).
-    """
+    """Votes per query: planned, and as given (the mean over every query, and how many have no human vote)."""
     planned = f"{facts['batch']['assignments_per_query']} annotators per query planned"
     queries = facts["labels"]["queries"]
     distribution = {int(votes): int(n) for votes, n in (facts["agreement"].get("judgments_per_query") or {}).items()}
@@ -351,12 +333,8 @@ def machine_unused(facts: Mapping[str, Any]) -> str | None:
 
 
 def machine_tools(facts: Mapping[str, Any]) -> str | None:
-    """The machine labeller, its calibration and the routing's guarantee.
-
-    None for a crowd-only batch, and for a routing that accepted no label: machine wording (the
-    card's section, Croissant's ``rai:machineAnnotationTools``, the bias) only when
-    machine-accepted labels are in the data.
-    """
+    """The machine labeller, its calibration and the routing's guarantee; None unless machine-accepted labels are
+    in the data."""
     machine = facts.get("machine")
     if not machine or machine_labels(facts) <= 0:
         return None

@@ -1,9 +1,5 @@
-"""Depositing a dataset folder or a paper bundle on Zenodo, with the site's Zenodo connection.
-
-:func:`zenodo_deposit` runs the deposit (:func:`publishing.zenodo.deposit.deposit_folder`)
-with the token and address of the connection in force (``ZENODO_TOKEN`` / ``ZENODO_API_URL``, or
-the Connections page); the command ``zenodo_deposit`` calls it. A page or the API never calls
-Zenodo in a request: they start :data:`zenodo_deposit_job`, a background job.
+"""Depositing a dataset folder or a paper bundle on Zenodo, with the site's Zenodo connection (``ZENODO_TOKEN`` /
+``ZENODO_API_URL``, or the Connections page). A page or the API never calls Zenodo in a request: a job does.
 """
 
 from __future__ import annotations

@@ -35,18 +35,14 @@ def report_batch(report: Report):
 
 
 def batch_facts(batch) -> dict[str, Any]:
-    """The batch's study facts (:func:`annotation.selectors.study_facts`), which state what its crowd
-    work actually cost (``batch.spent``, USD, fees and bonuses included: for a machine-labelled batch,
-    its crowd batches'; the figure of every page), not the estimate recorded at its creation."""
+    """The batch's study facts (:func:`annotation.selectors.study_facts`), stating what its crowd work actually
+    cost (``batch.spent``), not the estimate recorded at its creation."""
     return annotation_selectors.study_facts(batch)
 
 
 def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | None:
-    """Why the batch's facts (read now) may not be the labels the report measured, or None.
-
-    A report is frozen at its build; the batch's labels are not (a ruling, a late sync). A report on
-    a batch's labels stores the batch's answers version: a different one now means they changed.
-    A report on an exported set is compared with the export's stored label counts."""
+    """Why the batch's facts (read now) may not be the labels the report measured (a ruling, a late sync), or None:
+    by the answers version a report on a batch's labels stores, else by the export's stored label counts."""
     if batch is None or facts is None:
         return None
     if report.label_batch_id:
@@ -74,7 +70,6 @@ def labels_drift(report: Report, batch, facts: dict[str, Any] | None) -> str | N
 
 def report_settings(report: Report, summary) -> dict[str, Any]:
     """The report's settings as :func:`publishing.methods_text.methods_tex` states them."""
-
     said = [(row, figure_notes(row, report.figure_quality)) for row in summary.to_dict("records")]
     queries = report.query_set.queries.count()
     return {
@@ -133,7 +128,6 @@ def report_settings(report: Report, summary) -> dict[str, Any]:
 def export_facts(report: Report) -> dict[str, Any] | None:
     """The export that registered the report's query set (its category and size), or None: a report on
     a batch's own labels or on given queries."""
-
     if report.label_batch_id:
         return None
     export = Export.objects.filter(query_set=report.query_set).order_by("-created", "-pk").first()
@@ -141,9 +135,8 @@ def export_facts(report: Report) -> dict[str, Any] | None:
 
 
 def labels_rows(summary, cutoff: int, crowd_quality: dict | None = None) -> list[dict]:
-    """A report on a batch's labels: its results at ``cutoff`` for the papers' four metrics
-    (:data:`FIGURE_METRICS`), the rows of ``table-labels.tex`` (every metric is in the results CSV), each
-    with ``crowd_warning`` as :func:`core.figure_notes.figure_notes` decides it from the report's crowd check."""
+    """The rows of ``table-labels.tex``: a report on a batch's labels at ``cutoff`` for :data:`FIGURE_METRICS`, each
+    with its ``crowd_warning``."""
     rows = summary[(summary["cutoff"] == cutoff) & summary["metric"].isin(FIGURE_METRICS)]
     return [row | {"crowd_warning": figure_notes(row, crowd_quality).crowd_warning} for row in rows.to_dict("records")]
 
@@ -151,19 +144,14 @@ def labels_rows(summary, cutoff: int, crowd_quality: dict | None = None) -> list
 def crowd_batches(batch) -> list:
     """The batches people answered the batch's tasks in: its own, or a machine-first batch's derived
     crowd batches (calibration sample, routed queries; cancelled ones left out)."""
-
     if annotation_selectors.is_machine_labelled(batch):  # its own tasks are never published
         return list(batch.derived.exclude(status=Batch.Status.CANCELLED).order_by("created", "pk"))
     return [batch]
 
 
 def crowd_pay(batch) -> list[dict[str, Any]]:
-    """Each crowd batch's recruitment and pay from the provider's records, for the checklists (D2, 14).
-
-    Each platform's figures are its provider's (``CrowdProvider.pay_figures``): Prolific's, the
-    batch page's (the reward over the time Prolific measured, median over the submissions); MTurk's,
-    the same rate (:mod:`annotation.crowd.pay_rate`) over the assignments' accept-to-submit times;
-    in-house, the tasks submitted only (the platform pays no one)."""
+    """Each crowd batch's recruitment and pay from its provider's records (``CrowdProvider.pay_figures``), for the
+    checklists (D2, 14); in-house, the tasks submitted only (the platform pays no one)."""
     rows = []
     for part in crowd_batches(batch):
         done = Assignment.objects.filter(
@@ -186,10 +174,8 @@ def crowd_pay(batch) -> list[dict[str, Any]]:
 
 
 def task_page(batch, screenshots: bool) -> tuple[dict[str, Any] | None, dict[str, bytes]]:
-    """The task page of the batch's first task (the real template, preview mode, its first queries),
-    what the checklists say of it, and its files (:data:`HIT_PAGE`; :data:`HIT_SCREENSHOT` when
-    ``screenshots`` and Chromium could take it, else the page says why not). (None, {}) without a task."""
-
+    """The task page of the batch's first task (the real template, preview mode), what the checklists say of it,
+    and its files (:data:`HIT_SCREENSHOT` when ``screenshots`` and Chromium could take it); (None, {}) without one."""
     hit = (
         Hit.objects.filter(batch__in=crowd_batches(batch))
         .select_related("batch")

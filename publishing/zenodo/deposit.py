@@ -1,19 +1,11 @@
-"""Upload a folder to Zenodo through its documented REST API, once. Pure (no Django).
+"""Upload a folder to Zenodo through its documented REST API (developers.zenodo.org), once. Pure (no Django).
 
-The flow of developers.zenodo.org: create a deposition (``POST deposit/depositions``; its
-answer holds the ``id``, ``links.bucket`` and, asked with ``prereserve_doi``, the reserved DOI
-in ``metadata.prereserve_doi.doi``), put each file into the bucket (``PUT <bucket>/<name>``,
-the raw bytes), set the metadata (``PUT deposit/depositions/<id>``), and only when asked publish
-(``POST deposit/depositions/<id>/actions/publish``; the record's ``doi``).
-
-A retry never makes a second deposition: the deposition is recorded in the folder
-(:data:`STATE`) before anything is uploaded, and a run that finds the record resumes it (a
-file already in the deposition with the same MD5 is not sent again). Creating is the one call
-that is not safe to send twice: it carries a key of this folder's (in ``notes``, replaced when
-the metadata is set), so when its answer is lost the drafts are searched for the key before
-anything is created again. Zenodo's errors (``{"status", "message", "errors": [{"field",
-"message"}]}``) become :class:`ZenodoError` with Zenodo's own message; 429 and 5xx are retried
-with back-off by :class:`core.http.JsonClient`.
+The flow: create a deposition with a reserved DOI, put each file into its bucket, set the metadata, and only when
+asked publish. A retry never makes a second deposition: the deposition is recorded in the folder (:data:`STATE`)
+before anything is uploaded, and a run that finds the record resumes it (a file already there with the same MD5 is
+not sent again). Creating is the one call not safe to send twice: it carries a key of this folder's (in ``notes``),
+so when its answer is lost the drafts are searched for the key before anything is created again. Zenodo's errors
+become :class:`ZenodoError` with Zenodo's own message.
 """
 
 from __future__ import annotations
@@ -93,8 +85,7 @@ MAX_NAME_CHARS = 255
 
 
 def _read_regular(path: Path) -> bytes:
-    """The bytes of ``path`` through the one check of files that must be what their path says
-    (:func:`genderbias.files.textfiles.open_regular`): a file swapped for a link after it was listed is refused too."""
+    """The bytes of ``path``, refused if it was swapped for a link after it was listed."""
     try:
         with open_regular(path) as handle:
             return handle.read()
@@ -116,11 +107,9 @@ def _name_problem(name: str) -> str | None:
 
 
 def deposited_files(folder: Path) -> list[Path]:
-    """The folder's files to deposit: its regular files with a single link, but the hidden ones, which
-    are bookkeeping (:data:`METADATA`, :data:`STATE`, publish_dataset's manifest, the paper bundle's
-    marker); sub-folders are not deposited. A symbolic link, a hard link (a second name of a file
-    elsewhere: the site's database, say), any other kind of entry, or a name Zenodo would refuse stops
-    the deposit before any request, naming it."""
+    """The folder's files to deposit: its regular files with a single link, but the hidden ones (bookkeeping) and
+    sub-folders. A symbolic link, a hard link (a second name of a file elsewhere: the site's database, say), any
+    other kind of entry, or a name Zenodo would refuse stops the deposit before any request, naming it."""
     files, refused = [], []
     for path in sorted(folder.iterdir()):
         if path.name.startswith("."):
@@ -218,12 +207,9 @@ def deposit_folder(
     publish: bool = False,
     confirm: Callable[[list[str]], bool] | None = None,
 ) -> Deposit:
-    """Deposit ``folder`` (its files and its :data:`METADATA`) on Zenodo; see the module docstring.
-
-    Without ``publish`` the deposition stays a draft with a reserved DOI (publish it on Zenodo's
-    page, or run again with ``publish``). ``confirm`` is shown the file names before any request and
-    says whether to go on (:class:`NotConfirmed` otherwise). Raises :class:`ZenodoError`, or
-    ``ValueError`` for metadata or files Zenodo would refuse (naming the file and the field).
+    """Deposit ``folder`` (its files and its :data:`METADATA`) on Zenodo; without ``publish`` a draft with a
+    reserved DOI. ``confirm`` is shown the file names before any request (:class:`NotConfirmed` if it says no).
+    Raises :class:`ZenodoError`, or ``ValueError`` for metadata or files Zenodo would refuse, naming them.
     """
     folder = Path(folder)
     metadata_path = folder / METADATA

@@ -1,12 +1,7 @@
-"""``.zenodo.json``: the deposit metadata of a dataset folder and of a paper bundle. Pure (no Django).
-
-The fields are Zenodo's deposition metadata (developers.zenodo.org, "Deposit metadata"):
-``upload_type``, ``title``, ``description``, ``creators`` (``name`` as "Family, Given"),
-``license``, ``keywords``, ``version``, ``publication_date`` and ``related_identifiers``
-(``identifier``, ``relation``, ``scheme``, ``resource_type``). The dataset and the paper point at
-each other (``isSupplementTo`` / ``isSupplementedBy``) once the other's DOI or address is known,
-and both at the method they follow (``references``). What the platform cannot know (the
-authors) is a placeholder that :func:`check_metadata` refuses before any upload.
+"""``.zenodo.json``: the deposit metadata of a dataset folder and of a paper bundle (Zenodo's "Deposit metadata",
+developers.zenodo.org). Pure (no Django). The dataset and the paper point at each other once the other's DOI or
+address is known, and both at the method they follow; the authors, which the platform cannot know, are a
+placeholder that :func:`check_metadata` refuses before any upload.
 """
 
 from __future__ import annotations
@@ -35,10 +30,8 @@ UPLOAD_TYPES = {
 }
 #: How a DOI is written: bare (``10.5281/zenodo.1234``), ``doi:`` before it, or a doi.org address.
 _DOI_FORMS = re.compile(r"(?:https?://(?:dx\.)?doi\.org/|doi:)?(10\..*)", re.IGNORECASE | re.DOTALL)
-#: A DOI as Crossref recommends matching one ("10.", a registrant code of 4-9 digits, "/", a suffix of
-#: letters, digits and ``-._;()/:``; it matches 74.9M of its 75M DOIs). Nothing that quotes, escapes or
-#: spaces (``"``, ``\``, ``{``, ``}``, blanks): a typed value lands in .zenodo.json, and LaTeX and BibTeX
-#: files are written beside it (issue 82: ``"}\input{/etc/passwd}`` was taken as part of a DOI).
+#: A DOI as Crossref recommends matching one ("10.", a registrant code of 4-9 digits, "/", a suffix of letters,
+#: digits and ``-._;()/:``): nothing that quotes, escapes or spaces, since LaTeX and BibTeX files are written beside.
 DOI = re.compile(r"10\.\d{4,9}/[-._;()/:A-Za-z0-9]+")
 #: An http(s) address of the characters RFC 3986 allows (percent-encode any other).
 _URL = re.compile(r"https?://[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+")
