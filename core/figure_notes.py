@@ -1,8 +1,7 @@
-"""What is said about a figure beyond its value, decided once: its range over the orders of tied documents,
-whether that range holds 0 (the ranking does not decide the sign), whether the crowd check warns of its
-label-corrected interval, and how its test's p-value is written. The report's page, command line, CSV, API,
-plots and paper, and the pool's page, each format :func:`figure_notes` and write p with
-:func:`p_value_text`; none decides either again. Pure (no Django)."""
+"""What is said about a figure beyond its value, decided once (:func:`figure_notes`): its range over the
+orders of tied documents, whether that range holds 0, whether the crowd check warns of its
+label-corrected interval; and how a p-value is written (:func:`p_value_text`). Every output formats
+these; none decides again. Pure (no Django)."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from genderbias.ranking.vocabulary import RAB_LIKE
 
 
 def _missing(value) -> bool:
-    """None, NaN (float or numpy) or pandas' NA, without importing pandas: pages and forms load this
-    module at start-up, which loads no numpy (tests/core/test_startup.py)."""
+    """None, NaN (float or numpy) or pandas' NA, without importing pandas (this loads at start-up)."""
     if value is None:
         return True
     try:
@@ -24,9 +22,8 @@ def _missing(value) -> bool:
 
 
 def range_contains_zero(metric: str, low, high) -> bool:
-    """Whether a signed metric's (RaB-like: 0 balanced) range over orders of ties holds 0: the ranking
-    does not decide the sign of the bias."""
-
+    """Whether a signed metric's (RaB-like) range over orders of ties holds 0: the ranking does not
+    decide the sign of the bias."""
     present = not _missing(low) and not _missing(high)
     return metric in RAB_LIKE and present and low <= 0 <= high
 
@@ -39,9 +36,7 @@ CROWD_WARNING = "the intervals with labels may be too narrow (the crowd check wa
 
 @dataclass(frozen=True)
 class FigureNotes:
-    """What the report says about one figure beyond its value and interval, decided once by
-    :func:`figure_notes`; the page, the command line, the CSV, the API, the plots and the paper
-    each format it, none decides it again."""
+    """What the report says about one figure beyond its value and interval (:func:`figure_notes`)."""
 
     tie_low: float | None = None
     tie_high: float | None = None
@@ -71,12 +66,9 @@ class FigureNotes:
 
 
 def figure_notes(row, crowd_quality: dict | None = None) -> FigureNotes:
-    """What is said about one figure of a report (a summary row, as a mapping or a named tuple: ``metric``,
-    ``tie_low``, ``tie_high``, and for a report on a batch's labels ``combined_low``): its range over the
-    orders of tied documents where one moves it, whether that range holds 0 (a signed figure whose sign
-    the ranking does not decide), and whether the crowd check (``crowd_quality``,
-    :func:`genderbias.crowd.label_probabilities.crowd_quality`) warns of its label-corrected interval.
-    The one decision every output formats."""
+    """What is said about one figure of a report: ``row`` a summary row (mapping or named tuple:
+    ``metric``, ``tie_low``, ``tie_high``, for a report on labels ``combined_low``), ``crowd_quality``
+    :func:`genderbias.crowd.label_probabilities.crowd_quality`'s verdict."""
 
     def get(name):
         value = row.get(name) if isinstance(row, dict) else getattr(row, name, None)
@@ -91,8 +83,7 @@ def figure_notes(row, crowd_quality: dict | None = None) -> FigureNotes:
     return FigureNotes(low, high, range_contains_zero(get("metric"), low, high), crowd)
 
 
-#: The smallest p-value written as a number; anything below is ``< 0.0001`` (issue 45:
-#: ``p 4.2968197395090625e-306`` beside ``p 0.0000`` widened tables).
+#: The smallest p-value written as a number; anything below is ``< 0.0001``.
 SMALLEST_SHOWN = 0.0001
 
 

@@ -1,27 +1,10 @@
 """A registry of classes by name whose built-in members are imported only when first asked for.
 
-Crowd providers (``Batch.provider``: ``local``, ``mturk``, ``prolific``) and pre-labellers
-(``rules``, ``openai``, ``trained``) are found by the name a row stores. Importing each of
-them up front would load Django's models, boto3 or an HTTP client wherever the interface
-is imported, so the registry knows the built-in names' modules and imports one the first
-time its name is asked for; the module registers its class as it loads.
-
-The contract of :class:`LazyRegistry`:
-
-- ``register(name)`` is a class decorator: the class is kept under ``name``, gets
-  ``cls.name = name`` (unless the registry was made with ``name_attribute=None``) and is
-  returned unchanged. A later registration under the same name replaces the earlier one
-  (a module reloaded); any name may be registered, built-in or not.
-- ``get_class(name)`` (or ``registry[name]``) returns the registered class; when ``name``
-  is built-in and not yet registered it imports that module first (errors of the import
-  propagate, a missing optional dependency among them). A name neither registered nor
-  registered by its built-in module raises :class:`UnknownName` (a ``ValueError`` and a
-  ``LookupError``) whose message is ``unknown <what> '<name>'; known: <names>``.
-- ``create(name, **kwargs)`` is ``get_class(name)(**kwargs)``: a new object each call.
-- ``names()`` is every built-in and registered name, sorted, and imports nothing.
-- ``name in registry`` is whether ``names()`` holds it.
-
-Pure: standard library only.
+Crowd providers and pre-labellers are found by the name a row stores; importing each up front
+would load Django's models, boto3 or an HTTP client wherever the interface is imported. So the
+registry knows the built-in names' modules and imports one at its name's first ask; the module
+registers its class as it loads. A later registration under a name replaces the earlier one; an
+import's errors propagate. Pure: standard library only.
 """
 
 from __future__ import annotations
@@ -39,11 +22,8 @@ class UnknownName(ValueError, LookupError):
 
 
 class LazyRegistry(Generic[T]):
-    """Classes making ``T`` by name, built-in ones imported on first ask (see the module's contract).
-
-    ``what`` names a member in the unknown-name message (``"crowd provider"``);
-    ``built_in`` maps a name to the dotted module that registers it.
-    """
+    """Classes making ``T`` by name; ``what`` names a member in the unknown-name message (``"crowd
+    provider"``), ``built_in`` maps a name to the dotted module that registers it."""
 
     def __init__(self, what: str, built_in: Mapping[str, str], *, name_attribute: str | None = "name") -> None:
         self.what = what
@@ -52,7 +32,7 @@ class LazyRegistry(Generic[T]):
         self._classes: dict[str, Callable[..., T]] = {}
 
     def register(self, name: str) -> Callable[[C], C]:
-        """Class decorator: keep the class under ``name`` (and set its name attribute)."""
+        """Class decorator: keep the class under ``name`` (and set its ``name_attribute``, unless None)."""
 
         def decorator(cls: C) -> C:
             if self.name_attribute:
@@ -63,7 +43,8 @@ class LazyRegistry(Generic[T]):
         return decorator
 
     def get_class(self, name: str) -> Callable[..., T]:
-        """The class registered as ``name``, importing its built-in module first if need be."""
+        """The class registered as ``name``, importing its built-in module first if need be;
+        :class:`UnknownName` (``unknown <what> '<name>'; known: ...``) otherwise."""
         if name not in self._classes and name in self.built_in:
             importlib.import_module(self.built_in[name])
         try:

@@ -1,16 +1,11 @@
 """The methods behind a stored figure, each with its version: the one table of them.
 
-A stored result (a report, an agreement view's cached results, a calibration report, a routing, a paper
-bundle) records the version of each method that computed it (:func:`current` at the time), and its page and
-paper describe it by those versions' words (:func:`describe`), not today's: a figure computed by an older
-method is never re-described by a newer one. Where today's version differs (:func:`changed`), the page says
-so and offers to rebuild.
-
-A method's version is bumped whenever a change moves a figure on the same data, with an entry in
-CHANGELOG.md naming the method and its new version (tests/core/test_changelog.py holds the two together).
-The interval construction's versions are the constructions' names, its words theirs
-(:data:`genderbias.stats.intervals.DESCRIPTIONS`), read only when asked: this table is read at start-up
-and imports no numpy. The same test holds its newest to :data:`genderbias.stats.intervals.LABEL_INTERVAL`.
+A stored result records the version of each method that computed it (:func:`current`), and its
+page and paper describe it in those versions' words (:func:`describe`), never today's; where
+today's differs (:func:`changed`) the page says so and offers to rebuild. A version is bumped
+whenever a change moves a figure on the same data, with a CHANGELOG.md entry naming it
+(tests/core/test_changelog.py). The interval constructions' words are their own, read only when
+asked: this table is read at start-up and imports no numpy.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """A report's settings, declared once: name, kind, choices or bounds, default, label and help.
 
-Every setting of a report (the cutoffs, the tokenizer, NFaiRR's τ and normaliser, the exposure
-metrics' weights, p, target, protected group, cut step and form, the order of ties, the paper
-preset, the bootstrap, the word lists) is one :class:`ReportOption` here: the rule the library checks
-the value by (:class:`genderbias.ranking.defaults.Rule`) with the words the platform shows. The words are the
-platform's, so they live here and the library imports none of them. The shells read these
-declarations, so they cannot drift apart: ``manage.py bias_report``'s and ``label_sensitivity``'s
-arguments (``core.management.cli.add_option``), the report form's fields (``metrics.forms``), the API's
-request serializer and so its OpenAPI schema (``metrics.api``), and the ``Report`` model's fields
-(``metrics.models``, with the same choices, default and help). A value is checked by one function,
-:meth:`~genderbias.ranking.defaults.Rule.check` (the services' ``ReportSettings.validate``, and the
-computing modules through the rules they read: ``ExposureSettings.validate``, ``validate_cutoffs``), so each
-rule has one check and one message, which names the setting. Pure: no Django.
-
-``tests/metrics/test_report_options.py`` fails when a default or a bound of a report setting is
-written anywhere else in the product.
+Every setting of a report is one :class:`ReportOption`: the rule the library checks the value by
+(:class:`genderbias.ranking.defaults.Rule`, one check and one message naming the setting) with the
+words the platform shows, which the library does not import. The shells read these declarations,
+so they cannot drift apart: the commands' arguments (:func:`core.management.cli.add_option`), the
+report form, the API's serializer and schema, and the ``Report`` model's fields. Pure: no Django.
+``tests/metrics/test_report_options.py`` fails when a default or a bound is written anywhere else.
 """
 
 from __future__ import annotations
@@ -70,8 +61,7 @@ class ReportOption(Rule):
 
 
 def _worded(rule: Rule, label: str, help: str, **words) -> ReportOption:
-    """A rule the library's computations check their inputs by (:mod:`genderbias.ranking.defaults`), with
-    the words a page and a command show around it (``words``: its choices' labels, another default)."""
+    """A library rule with the words a page and a command show around it (``words``: choices' labels, a default)."""
     return ReportOption(**(vars(rule) | {"label": label, "help": help} | words))
 
 

@@ -1,14 +1,10 @@
 """Secrets sealed at rest with Fernet (AES-128-CBC with HMAC-SHA256, from ``cryptography``). Pure.
 
-The key comes from the environment (``CONNECTIONS_KEY``), never from the database or
-``SECRET_KEY``: a copy of the database (a backup, a dump handed to a colleague) then holds
-nothing usable, and rotating Django's ``SECRET_KEY`` after a leak (which ends sessions) does not
-silently make every stored token unreadable. When none is given, the first secret stored makes
-one, once, in a file only its owner may read (:func:`key_in_file`: ``VAR_DIR/connections.key``),
-which every later process reads: a site started by ``bin/demo`` stores secrets without a new
-variable or a restart. ``CONNECTIONS_KEY`` is one Fernet key, or several
-separated by commas: the first seals, every one of them opens (rotation: put the new key first,
-re-seal with ``manage.py connections --rotate``, then drop the old one). Docs: docs/deployment.md.
+The key comes from the environment (``CONNECTIONS_KEY``), never the database or ``SECRET_KEY``: a
+copy of the database holds nothing usable, and rotating ``SECRET_KEY`` leaves stored tokens
+readable. Without it, the first secret stored makes a key once in a private file
+(:func:`key_in_file`), which every later process reads. ``CONNECTIONS_KEY`` may hold several keys,
+comma-separated: the first seals, each opens (rotation: docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -38,11 +34,8 @@ def new_key() -> str:
 
 
 def key_in_file(path: Path, *, create: bool) -> str:
-    """The key kept in ``path``; with ``create``, a new one written there first if there is none.
-
-    Made once: the new key is written to a private file of its own (mode 0600) and linked into
-    place, so two processes making one at the same time end with one key, both reading it; a file
-    found is never replaced. Without ``create`` and without the file: ``""`` (no key yet)."""
+    """The key kept in ``path`` (``""``: none yet); with ``create``, a new one written there first if
+    none, linked into place from a private file so two processes at once end with one key."""
     import os
     import tempfile
 
@@ -75,8 +68,7 @@ def _keys(keys: str):
 
     texts = [k.strip() for k in (keys or "").split(",") if k.strip()]
     if not texts:
-        # As README.md and docs/deployment.md say: without the variable the first secret saved makes the key
-        # file once (core.services.connections), so no key at all means that file is gone.
+        # Without the variable the first secret saved makes the key file, so no key means it is gone.
         raise SealError(
             f"no key: {KEY_SETTING} is not set and the site's key file (VAR_DIR/{KEY_FILE}) is not there. "
             "Without the variable, the first secret saved on the Connections page makes that file once; secrets "
@@ -102,10 +94,8 @@ def seal(values: dict[str, str], keys: str) -> str:
 
 
 def unseal(token: str, keys: str) -> dict[str, str]:
-    """The values :func:`seal` sealed; :class:`SealError` when none of ``keys`` opens them.
-
-    Every client opens its connection's secrets at each use (no restart after a change), so the
-    opened values are kept per (sealed text, keys): a new secret or key is a new entry."""
+    """The values :func:`seal` sealed; :class:`SealError` when none of ``keys`` opens them. Kept per
+    (sealed text, keys), as every client opens its secrets at each use."""
     return dict(_unsealed(token, keys))
 
 

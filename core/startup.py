@@ -1,13 +1,9 @@
 """What a process may load to start: the one list of heavy libraries that setting Django up never imports.
 
-``django.setup()`` (the settings, every app's models, admin and ``ready``), and with it every
-command's start and every web worker's, imports none of :data:`HEAVY_MODULES`: each is imported
-inside the function that uses it (readers, counts, plots, tables, clients), so ``manage.py help``
-and a small command start within a few tens of ms of a bare Django project with the same
-framework apps (docs/benchmarks.md, "Start-up"). ``tests/core/test_startup.py`` checks it in a
-fresh interpreter; ``benchmark_startup`` names any that a measured command loaded.
-
-Pure: standard library only.
+``django.setup()``, and so every command's and web worker's start, imports none of
+:data:`HEAVY_MODULES`: each is imported inside the function that uses it, so a small command starts
+about as fast as a bare Django project (docs/benchmarks.md, "Start-up"). ``tests/core/test_startup.py``
+checks it; ``benchmark_startup`` names any a measured command loaded. Pure: standard library only.
 """
 
 from __future__ import annotations
@@ -52,9 +48,8 @@ def heavy_modules_loaded(modules: Collection[str] | None = None) -> list[str]:
 
 
 def deferred(path: str) -> Callable[..., Any]:
-    """The function at ``path`` (``package.module.name``), imported at its first call rather than now:
-    what an app's ``ready`` registers (a receiver, a connection's test, a page's panel) without loading
-    its module, and what that module imports, into every process's start."""
+    """The function at ``path`` (``package.module.name``), imported at its first call: what an app's
+    ``ready`` registers without loading its module into every process's start."""
     module_name, _, name = path.rpartition(".")
     found: list[Callable[..., Any]] = []
 
@@ -69,10 +64,9 @@ def deferred(path: str) -> Callable[..., Any]:
 
 
 def frozen_after(setup: Callable[..., None]) -> Callable[..., None]:
-    """``setup`` (``django.setup``) run with the cyclic collector paused, then what it loaded frozen
-    out of the collector's passes (``gc.freeze``): the settings, modules, models and apps live as long
-    as the process, yet every later collection, and the last one at exit, walked all of them again
-    (docs/benchmarks.md, "Start-up"). ``manage.py`` wraps Django's with it."""
+    """``setup`` (``django.setup``) run with the cyclic collector paused, then what it loaded, which lives
+    as long as the process, frozen out of every later collection (``gc.freeze``; docs/benchmarks.md,
+    "Start-up"). ``manage.py`` wraps Django's with it."""
 
     def frozen_setup(*args: Any, **kwargs: Any) -> None:
         enabled = gc.isenabled()
@@ -93,17 +87,10 @@ _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
 
 def keep_freed_memory() -> None:
     """A command's process keeps the memory it frees for its next large arrays, instead of taking zeroed
-    pages from the kernel again for each (the full-size ``import_run``: docs/benchmarks.md):
-
-    - polars' allocator (jemalloc, configured at its first use, so before polars loads) keeps freed pages
-      10 s, jemalloc's own default, where polars' build hands them back sooner;
-    - glibc's malloc takes blocks over 32 MiB (every numpy array of a few million rows) from its heap and
-      keeps up to 1 GiB of what is freed there, instead of a fresh mapping for each, faulted in anew and
-      unmapped when freed.
-
-    For the one process of a command, which ends when its work does; long-lived ones (gunicorn, Celery)
-    keep the defaults. An operator's own ``_RJEM_MALLOC_CONF``, ``MALLOC_MMAP_MAX_`` or
-    ``MALLOC_TRIM_THRESHOLD_`` wins, and a C library without ``mallopt`` is left alone.
+    pages from the kernel again for each (docs/benchmarks.md, the full-size ``import_run``): polars'
+    jemalloc keeps freed pages 10 s (before polars loads), glibc's malloc serves large blocks from its
+    heap and keeps up to 1 GiB freed. Commands only: long-lived processes keep the defaults. An
+    operator's own ``_RJEM_MALLOC_CONF``, ``MALLOC_MMAP_MAX_`` or ``MALLOC_TRIM_THRESHOLD_`` wins.
     """
     import ctypes
     import os

@@ -1,11 +1,9 @@
 """Inserts of plain rows: in bulk, for the few tables that take tens of thousands at once; and a
 few rows in one statement, on a hot path (the answers of a submitted HIT).
 
-``bulk_create`` builds a model instance and compiles SQL per row, which costs about
-50 µs a row; pooling MS MARCO writes ~27,000 provenance rows. ``insert_rows`` sends the
-same INSERT through the DB-API's ``executemany`` on SQLite, and on PostgreSQL the rows
-through ``COPY`` (psycopg 3's ``copy``: 0.16 s against 0.79 s of pipelined ``executemany``
-for a pool's 23,233 provenance rows, ``benchmarks/bulk_insert.py``), inside the caller's transaction.
+``bulk_create`` builds a model instance and compiles SQL per row. ``insert_rows`` sends the rows
+through ``executemany`` on SQLite and ``COPY`` on PostgreSQL (the faster there:
+docs/benchmarks.md, ``benchmarks/bulk_insert.py``), inside the caller's transaction.
 """
 
 from __future__ import annotations
@@ -41,11 +39,8 @@ def insert_rows(model: type[Model], columns: Sequence[str], rows: Iterable[Seque
 
 
 def insert_few_rows(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence]) -> None:
-    """INSERT a few ``rows`` in one statement (a multi-row ``VALUES``), on a request's hot path.
-
-    What ``bulk_create`` sends for them, without building an instance and compiling an INSERT per
-    call (about 1 ms for a HIT's five judgments): no signals either way, ids not read back.
-    """
+    """INSERT a few ``rows`` in one statement (a multi-row ``VALUES``): what ``bulk_create`` sends,
+    without building instances and compiling per call; no signals either way, ids not read back."""
     if not rows:
         return
     head, one = _insert_into(model, columns)

@@ -1,21 +1,12 @@
-"""A cache whose size the code bounds, on any backend: the database table or Redis (issue 44.2).
+"""A cache whose size the code bounds, on any backend: the database table or Redis.
 
-Django's database cache deletes rows only past ``MAX_ENTRIES`` (100,000), expired or not, and
-Redis keeps what it is given until its own ``maxmemory`` (shared with the Celery broker when
-one server holds both). A cache of computed results, a new key at each new answer, would grow
-by hundreds of kilobytes per answer for a study's life. So each entry stored here is weighed
-(its pickled bytes, which is what the backend keeps) and recorded in a ledger
-(:class:`core.models.CacheEntry`, one small row per entry); storing one:
-
-- removes the entries of the same *generation* (``batch-17``) computed for another version
-  (older answers: never read again), and
-- past ``max_bytes`` in all, deletes entries oldest first until the cache is under it again,
-  and the rows of entries older than the cache's timeout (expired there already).
-
-The ledger and a database cache's rows change in one transaction. Reading never writes.
-Values go in as pickled bytes (``pickle`` is the backends' own format), and the size recorded is
-what the backend keeps of them (:func:`stored_bytes`); an entry written otherwise (before this
-ledger) reads as a miss.
+Django's database cache deletes rows only past ``MAX_ENTRIES``, expired or not, and Redis keeps
+what it is given until its own ``maxmemory``: a cache of computed results, a new key at each new
+answer, would grow for a study's life. So each entry is weighed (what the backend keeps of its
+pickle, :func:`stored_bytes`) and recorded in a ledger (:class:`core.models.CacheEntry`); storing
+one removes the same *generation*'s entries of another version (never read again) and, past
+``max_bytes``, the oldest entries. The ledger and a database cache's rows change in one
+transaction; reading never writes; an entry written otherwise reads as a miss.
 """
 
 from __future__ import annotations
@@ -52,10 +43,7 @@ def store(
     version: str = "",
 ) -> bool:
     """Keep ``value`` under ``key`` within the cache's bound; ``False`` if it alone is over it.
-
-    ``generation``/``version``: what the entry belongs to and the version it was computed for;
-    the generation's entries of any other version are removed now (their keys are unreachable).
-    """
+    ``generation``/``version``: what the entry belongs to (``batch-17``) and the version it is of."""
     blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     cache = caches[alias]
     weight = stored_bytes(cache, blob)

@@ -1,10 +1,9 @@
 """One migration operation for the squashed migrations: many models created in one state change.
 
-Django's ``CreateModel`` re-renders, for every model it adds, the new model and every model
-related to it, recursively: in a squash of 30 models that all reach the user or the batch,
-that is most of ``migrate``'s time on a new database (about 1 s of 2). ``CreateModels`` adds
-the same model states and renders them once, then creates their tables in the given order:
-the same tables, the same state, a fraction of the work. Reversing drops them in reverse.
+Django's ``CreateModel`` re-renders, for every model it adds, every model related to it,
+recursively: most of ``migrate``'s time on a new database for a squash of related models.
+``CreateModels`` adds the same model states and renders them once, then creates their tables in
+order: the same tables and state, a fraction of the work. Reversing drops them in reverse.
 """
 
 from django.db.migrations.operations.base import Operation

@@ -1,32 +1,20 @@
 """A new database made in one step from the migrations' end state, every migration recorded.
 
-On an empty database, ``migrate`` replays 40-odd migrations, and Django rebuilds its migration
-state after nearly every operation (each ``AddField`` re-renders the changed model and every
-model related to it): about 1.2 s of a 1.5 s ``migrate``. The end state itself costs a few
-milliseconds (``loader.project_state()`` folds the operations' state changes without
-rendering) and 40 ms to render once, so on a database with no table at all the end can be
-made directly, as Django's ``--run-syncdb`` does for apps without migrations:
+Replaying the migrations re-renders Django's migration state after nearly every operation;
+rendering the end state once is much cheaper (docs/benchmarks-history.md, "A new database in one
+step"). So on a database with no table at all, as Django's ``--run-syncdb`` does:
 
-1. every table of a migrated app is created from the migrations' end state, rendered once
-   (``schema_editor.create_model``: columns, indexes, constraints, many-to-many tables);
-2. the data steps a new database needs then run, in plan order, with those models
-   (``REVIEWED``: annotation's cache tables); the other data migrations rewrite rows a new
-   database does not have;
-3. every migration of the plan is recorded as applied, exactly as the executor records it
-   (a squash's originals, then the squash);
-4. ``pre_migrate`` and ``post_migrate`` are sent as ``migrate`` sends them (content types,
-   permissions), by the caller.
+1. every table of a migrated app is created from the migrations' end state, rendered once;
+2. the data steps a new database needs run, in plan order, with those models (``REVIEWED``);
+3. every migration of the plan is recorded as applied, as the executor records it;
+4. the caller sends ``pre_migrate`` and ``post_migrate`` as ``migrate`` does.
 
-All of it happens in one transaction (the caller checks that the backend can roll back DDL),
-so a failure leaves the database empty. Only a plan whose every migration is plain (Django's
-schema operations, matched by exact class) or was read for a new database (``REVIEWED``) is
-taken this way: raw SQL, a data migration nobody read, a non-atomic migration or a custom
-operation (``new_database_plan`` returns ``None``) makes ``migrate`` run the migrations one
-by one, as Django does. A data migration run with the final models would not see the columns
-of its own time, so none is run that was not read. tests/core/test_migrations.py compares a
-database made this way with one made by replaying the migrations (``migrate --replay``) and
-with databases migrated through the original migrations, on SQLite and PostgreSQL: the same
-tables, columns, constraints, recorded migrations and permissions.
+All in one transaction (the caller checks that the backend can roll back DDL), so a failure
+leaves the database empty. Only a plan whose every migration is plain (Django's schema
+operations, by exact class) or was read for a new database (``REVIEWED``) is taken this way;
+anything else makes ``migrate`` replay the migrations, as a data migration run with the final
+models would not see the columns of its own time. tests/core/test_migrations.py compares the
+result with replayed and part-migrated databases.
 """
 
 from __future__ import annotations
@@ -52,19 +40,15 @@ PLAIN = frozenset(
     | {CreateModels}
 )
 
-#: Migrations holding more than plain operations, each read for what it does on a new
-#: database (and the result compared with a replay in tests/core/test_migrations.py): the
-#: ``RunPython`` functions that must run there. Their other ``RunPython`` functions only
-#: rewrite rows a new database does not have, and their ``SeparateDatabaseAndState``
-#: operations end the database where they end the state. A migration with more than plain
-#: operations that is not listed here is replayed, with the whole plan.
+#: Migrations holding more than plain operations, each read for what it does on a new database:
+#: the ``RunPython`` functions that must run there (the others only rewrite rows a new database
+#: lacks). A migration with more than plain operations not listed here replays the whole plan.
 REVIEWED: dict[tuple[str, str], frozenset[str]] = {
     # Points proxy models' permissions at the proxies' content types: none exist yet.
     ("auth", "0011_update_proxy_permissions"): frozenset(),
     # Removes duplicate login attempts before their unique constraint.
     ("axes", "0007_alter_accessattempt_unique_together"): frozenset(),
-    # The job table, made as pooling_job by the database side alone, then handed to core:
-    # its state (core.Job, table core_job) is where the database side ends.
+    # The job table, made as pooling_job by the database side, then handed to core (state ends there too).
     ("pooling", "0001_squashed_0006_collection_source"): frozenset(),
     ("core", "0001_initial"): frozenset(),
     # Copies Django REST framework's tokens, from a table a new database does not have.
@@ -73,18 +57,15 @@ REVIEWED: dict[tuple[str, str], frozenset[str]] = {
     ("annotation", "0001_squashed_0019_prolific_groups_bonuses"): frozenset({"create_cache_tables"}),
     # Turns the older --bonus options and Bonus rows into bonus rules and BonusPayment rows: none exist yet.
     ("annotation", "0023_one_bonus_system"): frozenset(),
-    # Put existing studies, staff and annotators in the default group: a new database has none
-    # (its first group is made on first ask, core.models.default_group).
+    # Put existing studies, staff and annotators in the default group: a new database has none.
     ("core", "0007_research_groups"): frozenset(),
     ("pooling", "0008_research_groups"): frozenset(),
     ("annotation", "0027_research_groups"): frozenset(),
-    # Record the methods of 3c7dd83b on the reports and routings stored before methods were recorded:
-    # a new database has none.
+    # Record the methods of reports and routings stored before methods were recorded: a new database has none.
     ("metrics", "0013_report_methods"): frozenset(),
     ("annotation", "0034_routing_methods"): frozenset(),
     ("metrics", "0009_research_groups"): frozenset(),
-    # A platform's models handed from annotation to its own app, the tables kept (state only); the
-    # platform's app lists its side at start-up (:func:`reviewed`).
+    # A platform's models handed from annotation to its own app (state only); the app lists its side (reviewed).
     ("annotation", "0031_platform_models_to_their_apps"): frozenset(),
 }
 
@@ -139,14 +120,11 @@ def new_database_plan(executor: MigrationExecutor) -> list[tuple[Migration, bool
 
 
 def create_from_models(executor: MigrationExecutor, plan: list[tuple[Migration, bool]]) -> StateApps:
-    """Make the database of ``plan``'s end from its models and record ``plan`` as applied.
+    """Make the database of ``plan``'s end and record ``plan`` as applied; returns the models, for
+    ``post_migrate``. The caller checked ``is_empty``.
 
-    The models are the migrations' own end state (``loader.project_state()``, rendered once),
-    not the project's classes: the two differ where Django's migration state does, e.g. the
-    auto-created many-to-many tables' ``id`` follows ``DEFAULT_AUTO_FIELD`` in migrations
-    (bigint) and the app's ``default_auto_field`` in the classes (integer on auth's). Returns
-    those models, for the ``post_migrate`` signal, as ``migrate`` sends it. The caller checked
-    ``is_empty``.
+    The models are the migrations' end state, not the project's classes: the two differ (auth's
+    auto-created many-to-many tables' ``id`` is bigint in migrations, integer in the classes).
     """
     connection = executor.connection
     migrated = set(executor.loader.migrated_apps)
@@ -164,8 +142,7 @@ def create_from_models(executor: MigrationExecutor, plan: list[tuple[Migration, 
         editor.create_model(executor.recorder.Migration)
         for model in models:
             editor.create_model(model)
-        # Indexes, constraints and (PostgreSQL) foreign keys now, as each migration's editor
-        # would have made them before the next migration's data step.
+        # Indexes, constraints and foreign keys before the data steps, as each migration's editor would.
         for statement in editor.deferred_sql:
             editor.execute(statement)
         editor.deferred_sql.clear()

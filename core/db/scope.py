@@ -1,15 +1,10 @@
 """Whose eyes the database is read with: the research-group scope of this request, command or job.
 
-Holds context variables only (no model): :mod:`core.models`' group-scoped managers read them, the
-middleware (:func:`core.web.middleware.group_scope`), ``ProjectCommand --group`` and the job runner
-(:mod:`core.tasks`) set them. Context variables, not thread locals: a request's scope ends with
-the request, and a background thread (which starts with an empty context) is never in it.
-
-- ``request``: the request being answered; its user's memberships decide which groups are seen
-  (:func:`core.models.scope_of`), read lazily so an API token's user (authenticated by DRF inside
-  the view, then set on the request) counts as well as a session's.
-- ``acting_group``: the group new objects go to, and for a command with ``--group`` the one group
-  it sees; a job runs acting in the group of the request that started it.
+Context variables only (no model), read by :mod:`core.models`' scoped managers, set by the
+middleware, ``ProjectCommand --group`` and the job runner; not thread locals, so a request's scope
+ends with it and a background thread is never in it. ``current_request``: the request being
+answered (its user read lazily, so an API token's user counts too); ``acting_group``: the group new
+objects go to and, for a command with ``--group``, the one group it sees.
 """
 
 from __future__ import annotations
@@ -36,11 +31,8 @@ def answering(request: Any) -> Iterator[None]:
 
 @contextmanager
 def acting_in(group_id: int | None, *, only: bool = False) -> Iterator[None]:
-    """New objects go to ``group_id``; with ``only``, nothing of another group is seen either.
-
-    ``None`` leaves the surrounding scope as it is (a Job recorded before groups existed). Inside a
-    scope limited to the same group (a command's ``--group`` running its jobs inline) the limit
-    stays: the job sees what the command sees, not every group."""
+    """New objects go to ``group_id`` (``None``: the surrounding scope stays); with ``only``, nothing
+    of another group is seen either, as inside a scope already limited to that group."""
     if group_id is None:
         yield
         return

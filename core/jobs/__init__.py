@@ -23,7 +23,7 @@ and sends the task after the commit. :func:`create_job` is for a bare progress r
 The declarations are kept in :mod:`core.jobs.registry`, which imports neither this module
 nor :mod:`core.tasks` (both import it; this one imports ``core.tasks`` only when it sends).
 This module imports no Celery: services that start jobs are loaded by every command and
-page, and Celery costs ~0.1 s to import; it is loaded at the commit, when the task is sent.
+page, and Celery is slow to import; it is loaded at the commit, when the task is sent.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """Jobs without a broker: carried out in the process that starts them.
 
-Without ``CELERY_BROKER_URL`` there is no worker to hand a Job to, so the process that
-commits it runs it. A web request must not wait for it (an import or a report can take
-minutes, and the page polls the Job anyway), so by default the Job goes to a small pool
-of background threads of this process (``JOB_LOCAL_THREADS``, ``JOB_LOCAL_RUNNER =
-"threads"``). Two callers want the Job done before they go on, and run it inline, in
-their own thread at the commit:
+Without ``CELERY_BROKER_URL`` the process that commits a Job runs it. A web request must not
+wait for it, so by default the Job goes to a small pool of background threads of this process
+(``JOB_LOCAL_THREADS``). Two callers run it inline, in their own thread at the commit: a
+``manage.py`` command (:func:`inline_jobs`: it prints the outcome, and its process is about to
+exit) and ``JOB_LOCAL_RUNNER = "inline"`` (the test suite).
 
-- a ``manage.py`` command (:class:`core.management.cli.ProjectCommand` wraps its work in
-  :func:`inline_jobs`): it prints the outcome, and a process that exits would otherwise
-  leave the Job to a thread that is about to stop;
-- ``JOB_LOCAL_RUNNER = "inline"`` (the test suite: a test asserts on the Job right after
-  the commit).
-
-Either way the Job goes through the same :func:`core.tasks.job_task` wrapper (claim,
-heartbeat, done is done) as on a worker. A process that dies with Jobs queued or running
-here leaves them pending or running under a dead ``host:pid``; ``manage.py sweep_jobs``
-(:mod:`core.jobs.sweeper`) runs them again, in its own process, up to ``JOB_MAX_ATTEMPTS`` times
-(a Job that killed its process, say for memory, would kill the next one too). This module imports neither Celery nor the models:
-:mod:`core.management.cli` loads it in every command.
+Either way the Job goes through :func:`core.tasks.job_task` (claim, heartbeat, done is done) as on
+a worker; what a dead process leaves is sent again by ``manage.py sweep_jobs``
+(:mod:`core.jobs.sweeper`). This module imports neither Celery nor the models: every command loads it.
 """
 
 from __future__ import annotations
@@ -83,14 +73,10 @@ def _pool() -> ThreadPoolExecutor:
 def submit(job_id: int, run: Callable[[], object], group: int | None = None) -> None:
     """Run ``run()`` (a Job's delivery) on a background thread of this process and return at once.
 
-    Jobs wait in one queue per research group (``group``: the Job's); a free thread takes the
-    next Job of each group in turn (round-robin), so a group with many Jobs waiting delays another
-    group's next Job by at most one Job per thread, not by its whole queue. Each submission puts one
-    turn on the pool, and each turn carries out whichever Job is next by that rule.
-
-    The pool's threads end with the process: the interpreter waits for the Jobs already
-    submitted before it exits (``concurrent.futures``), a killed process leaves them to
-    the sweeper.
+    Jobs wait in one queue per research group (``group``); free threads take each group's next Job
+    in turn, so a group with many Jobs waiting delays another group's next by at most one Job per
+    thread. The interpreter waits for submitted Jobs before it exits; a killed process leaves them
+    to the sweeper.
     """
     pool = _pool()
     with _queue_lock:

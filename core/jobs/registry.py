@@ -1,9 +1,5 @@
-"""The declared background jobs: what each one is, and where they are kept.
-
-:func:`core.jobs.background_job` declares (through :func:`declare`), :mod:`core.tasks` reads
-(:func:`declared_jobs`) to make one Celery task of each. This module imports neither of
-them, so the three make no import circle: ``core.jobs`` and ``core.tasks`` import this
-module, and ``core.jobs`` imports ``core.tasks`` only inside the function that sends a Job.
+"""The declared background jobs: :func:`core.jobs.background_job` declares, :mod:`core.tasks` reads
+to make one Celery task of each. This module imports neither, so the three make no import circle.
 """
 
 from __future__ import annotations
@@ -17,11 +13,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 @dataclass(frozen=True)
 class JobDeclaration:
-    """One background job: its kind, its Celery task's name, its work and its quiet failures.
-
-    ``kind`` is stored in ``Job.kind`` and ``task`` in ``Job.task``: neither changes once
-    rows exist. :class:`core.jobs.BackgroundJob` adds ``start``.
-    """
+    """One background job: its kind and Celery task's name (stored in Job rows: fixed once rows exist),
+    its work and its quiet failures."""
 
     kind: str
     task: str
@@ -34,10 +27,7 @@ DECLARED: dict[str, JobDeclaration] = {}
 
 
 def declare(declared: JobDeclaration) -> None:
-    """Keep ``declared``; a kind or task name another work already declared is refused.
-
-    The same work declared again (its module reloaded) replaces its declaration.
-    """
+    """Keep ``declared``; a kind or task name another work declared is refused (the same work, reloaded, replaces)."""
     work = declared.work
     for other in DECLARED.values():
         same_work = (other.work.__module__, other.work.__qualname__) == (work.__module__, work.__qualname__)

@@ -2,33 +2,19 @@
 
 Two kinds of Job are stuck:
 
-- **pending** since its last message was sent more than ``JOB_SWEEP_AFTER_SECONDS`` ago
-  (or never sent), and that message is neither queued nor reserved on the broker: it
-  was never sent (the broker was down at the commit) or the broker lost it (a Redis
-  restart without its append-only file);
-- **running** under a claimer that stopped its heartbeat ``JOB_LEASE_SECONDS`` ago: the
-  worker died (a killed machine keeps its message unacknowledged until the visibility
-  timeout, an hour by default) and no new message for it is queued; or under a process
-  of this host that no longer exists (a killed worker, web server or command), which is
-  known at once. Such a Job is handed back (pending) before it is sent, so a worker on
-  any host may take it over without waiting for the lease.
+- **pending** since its last message was sent more than ``JOB_SWEEP_AFTER_SECONDS`` ago (or never),
+  and that message is neither queued nor reserved on the broker (never sent, or lost by the broker);
+- **running** under a claimer silent for ``JOB_LEASE_SECONDS`` (its worker died) with no new message
+  queued, or under a process of this host that no longer exists (known at once: such a Job is
+  handed back, pending, before it is sent).
 
-A running Job found abandoned after ``JOB_MAX_ATTEMPTS`` claims is not sent again but recorded
-failed, with what happened and what to do (:func:`core.tasks.fail_exhausted`): its worker died
-each time, and a job that kills its worker (a memory blow-up, then the kernel's OOM kill) would
-otherwise kill one worker after another, forever. A late delivery of it does the same.
+A running Job abandoned after ``JOB_MAX_ATTEMPTS`` claims is recorded failed instead
+(:func:`core.tasks.fail_exhausted`): a job that kills its worker would kill one after another.
+Without a broker, sending is running it here (:mod:`core.jobs.in_process`), within the same attempts.
 
-Without a broker, sending is running it here (:mod:`core.jobs.in_process`): on the background
-threads of the sweeping process, or inline under ``manage.py sweep_jobs`` (the only caller of
-:func:`sweep_jobs`, a command of its own: no request sweeps, so no request waits on a Job sent
-again), each run within the attempts above, so a Job that kills the command's process kills it at
-most ``JOB_MAX_ATTEMPTS`` times.
-
-Sending a Job again is always safe: :mod:`core.tasks` makes a second delivery of a Job
-that is running elsewhere or finished do nothing. Looking into the broker only saves
-needless messages; for a broker other than Redis every old-enough pending Job is sent
-again. Run it every minute (``manage.py sweep_jobs``, a systemd timer or cron: see
-docs/deployment.md).
+Sending again is always safe (:mod:`core.tasks`); looking into the broker only saves needless
+messages (Redis only: with another broker every old-enough pending Job is sent again). Run
+``manage.py sweep_jobs`` every minute (docs/deployment.md); no request sweeps.
 """
 
 from __future__ import annotations
@@ -92,8 +78,7 @@ def broker_messages() -> BrokerMessages | None:
 
 
 def _send(job: Job) -> bool:
-    """:func:`send_job`; without a broker the Job runs here, and one that fails (recorded failed,
-    with its message) does not stop the sweep."""
+    """:func:`send_job`; without a broker the Job runs here, and its failure does not stop the sweep."""
     if not app.conf.task_always_eager:
         return send_job(job)
     try:

@@ -1,22 +1,14 @@
-"""API tokens of researchers: one per account, stored hashed, shown once, throttled on failure.
+"""API tokens of researchers (staff accounts only): one per account, stored hashed, shown once,
+throttled on failure.
 
-A token is a password for scripts: it is handed only to staff accounts (researchers),
-who may reach every endpoint; annotators work on the site and have no use for one.
-
-- **Stored as a digest.** The key is 160 random bits (40 hex characters, the format DRF's
-  tokens had, so scripts see no change); the database keeps its SHA-256 and its first 8
-  characters for the lookup. A plain hash is enough for a random key of this length (no
-  salt or slow hash needed, unlike a password), and unlike an HMAC with ``SECRET_KEY`` it
-  survives rotating that key. A leaked database or backup gives no working token.
-- **Shown once.** :func:`api_token` returns the key when it makes it; nothing shows it
-  again. Asking again refuses unless ``renew``, which deletes the old token first, so a
-  leaked one stops working at once.
-- **Refused without staff status.** A token works only while its user is active and staff,
-  checked on every request; losing either also deletes the token (``core.apps``), so it
-  does not come back with the status.
-- **Throttled on failure.** A client (``core.web.client_ip``) whose token headers failed
-  ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["bad_api_token"]`` times recently gets 429 for
-  every token it sends until the window passes (:class:`TokenAuthentication`).
+- **Stored as a digest.** The key is 160 random bits (DRF's old token format); the database keeps
+  its SHA-256 and first 8 characters for the lookup. A plain hash suffices for a random key (unlike
+  a password), and unlike an HMAC with ``SECRET_KEY`` survives rotating that key.
+- **Shown once.** :func:`api_token` returns the key when it makes it; asking again refuses unless
+  ``renew``, which deletes the old token first.
+- **Refused without staff status**, checked on every request; losing it deletes the token.
+- **Throttled on failure.** A client whose token headers failed too often (``bad_api_token``)
+  gets 429 until the window passes (:class:`TokenAuthentication`).
 """
 
 from __future__ import annotations
@@ -51,11 +43,8 @@ def _is_researcher(user) -> bool:
 
 @transaction.atomic
 def api_token(user, *, renew: bool = False, expires_in: timedelta | None = None) -> str:
-    """Make the user's API token and return its key, the only time anyone sees it.
-
-    Refuses when the user has an unexpired token, unless ``renew`` (which deletes it
-    first); ``expires_in`` limits the new token's life (default: until revoked).
-    """
+    """Make the user's API token and return its key, the only time anyone sees it; refused when the
+    user has an unexpired token, unless ``renew``. ``expires_in``: the new token's life (default: until revoked)."""
     if not _is_researcher(user):
         raise ServiceError(f"{user.get_username()!r} is not an active researcher (staff) account; no API token")
     existing = ApiToken.objects.select_for_update().filter(user=user).first()
@@ -83,9 +72,8 @@ def revoke_api_token(user) -> bool:
 
 
 def revoke_unless_researcher(sender, instance, update_fields=None, **kwargs) -> None:
-    """``post_save`` of the user model: an account saved without active staff status loses its
-    token. Authentication refuses such a token anyway (a bulk ``update()`` sends no signal);
-    deleting it keeps it from working again when the status comes back."""
+    """``post_save`` of the user model: an account saved without active staff status loses its token,
+    so it does not work again when the status comes back."""
     if update_fields is not None and not {"is_active", "is_staff"} & set(update_fields):
         return  # e.g. last_login on every login
     if not _is_researcher(instance):
@@ -98,10 +86,8 @@ def token_of(user) -> ApiToken | None:
 
 
 def token_for_key(key: str) -> ApiToken | None:
-    """The unexpired token of an active researcher whose key this is, or None.
-
-    Anything but 40 hex digits is no key (the database is not asked: PostgreSQL refuses
-    a NUL in a query, and junk needs no lookup)."""
+    """The unexpired token of an active researcher whose key this is, or None; anything but 40 hex
+    digits is no key, and the database is not asked."""
     if len(key) != KEY_LENGTH or key.strip(string.hexdigits):
         return None
     digest = _digest(key)
@@ -135,12 +121,8 @@ class BadTokenThrottle(throttling.SimpleRateThrottle):
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
-    """``Authorization: Token <key>`` against the hashed tokens, throttled on failure.
-
-    DRF checks throttles only after authentication, so a bad token would always answer
-    403 and never meet a throttle; this class counts failures itself and answers 429
-    (with ``Retry-After``) once a client has too many, before looking at its token.
-    """
+    """``Authorization: Token <key>`` against the hashed tokens, throttled on failure: DRF throttles
+    only after authentication, so this class counts failures itself and answers 429 first."""
 
     keyword = "Token"
 

@@ -1,10 +1,6 @@
 """Connections to outside services changed on the site: stored (secrets sealed), cleared, re-sealed
-under a new key, and tested by a background job.
-
-Reads are in :mod:`core.selectors` (the one function per connection every client calls). A test
-never runs inside a request: :func:`start_test_connection` records a Job (``core.test_connection``)
-whose work makes the calls and leaves a message the page shows, success or what went wrong (the
-credentials refused, the host unknown, no answer in time), never a secret.
+under a new key, and tested by a background job (never inside a request), whose message says what
+worked or went wrong, never a secret. Reads are in :mod:`core.selectors`.
 """
 
 from __future__ import annotations
@@ -84,13 +80,10 @@ def _checked(kind, values: Mapping[str, object]) -> dict[str, str]:
 def save_connection(kind: str, values: Mapping[str, object], *, clear: Iterable[str] = (), user=None) -> Connection:
     """Store the fields given in ``values`` for connection ``kind``, in one transaction.
 
-    A plain field given empty is cleared; a secret given empty is kept (a form never shows it
-    again, so an empty box means "unchanged"); ``clear`` names secrets to remove. Secrets are
-    sealed with ``CONNECTIONS_KEY`` (or, when it is not set, the key the first secret stored makes
-    in ``VAR_DIR/connections.key``): with a key that cannot open the secrets
-    already stored (unless all of them are replaced or cleared), nothing is written and the
-    ServiceError says what to do. Fields set in the environment may be stored too; the
-    environment keeps precedence (the page says so).
+    A plain field given empty is cleared; a secret given empty is kept (a form never shows it, so
+    empty means "unchanged"); ``clear`` names secrets to remove. Secrets are sealed with
+    :func:`_sealing_key`; with a key that cannot open those already stored (unless all are replaced
+    or cleared), nothing is written.
     """
     spec = kind_of(kind)
     checked = _checked(spec, values)
@@ -131,14 +124,12 @@ def save_connection(kind: str, values: Mapping[str, object], *, clear: Iterable[
 
 
 def _sealing_key() -> str:
-    """The key that seals: ``CONNECTIONS_KEY``, else the one in the site's data folder, made
-    there now if this is the first secret stored (:func:`core.sealing.key_in_file`)."""
+    """The key that seals: ``CONNECTIONS_KEY``, else the site's data folder's, made there by the first secret."""
     return getattr(settings, KEY_SETTING, "") or key_in_file(connections_key_file(), create=True)
 
 
 def seal_secret(value: str) -> str:
-    """One secret kept outside the connections (the Prolific webhook secret), sealed as they are
-    (:func:`core.sealing.seal`, the connections key); :func:`open_secret` opens it."""
+    """One secret kept outside the connections (the Prolific webhook secret), sealed as they are."""
     return seal({"value": value}, _sealing_key())
 
 
@@ -148,9 +139,8 @@ def open_secret(sealed: str) -> str:
 
 
 def _refuse_a_secret_sent_elsewhere(spec, before: dict, after: dict, secrets: dict, new_secrets: dict) -> None:
-    """A new address goes with its secret given again: a token stored earlier (or set in the
-    environment, which no page shows) would otherwise be sent, by the next call or a connection test,
-    to whatever host the person changing the address chose."""
+    """A new address goes with its secret given again: else a stored token would be sent to whatever
+    host the person changing the address chose."""
     moved = [f.name for f in spec.fields if f.url and before.get(f.name) != after.get(f.name)]
     if not moved:
         return
@@ -187,9 +177,8 @@ def register_resealer(reseal_rows: Callable[[str], int]) -> None:
 
 
 def reseal_connections() -> int:
-    """Seal every stored secret again with the first key of ``CONNECTIONS_KEY`` (after a new key was
-    put first), the registered ones included; how many were re-sealed. All or none: one that no key
-    opens stops it."""
+    """Seal every stored secret again (the registered ones included) with the first key of
+    ``CONNECTIONS_KEY``; how many. All or none: one that no key opens stops it."""
     key = connections_key()
     count = 0
     with transaction.atomic():
@@ -236,8 +225,7 @@ def _failure(exc: HttpError, base_url: str, secret_label: str, secret: str) -> C
         message = f"{host} refused the connection: nothing listens at that address"
     else:
         message = f"{host}: {text}"
-    # A server that echoes the key, in any spelling (case, percent-encoding, base64, a prefix), must
-    # not put it on the page (core.redaction).
+    # A server that echoes the key, in any spelling, must not put it on the page (core.redaction).
     return ConnectionTestFailed(mask_secret(message, secret))
 
 
@@ -250,7 +238,6 @@ def _call(client: JsonClient, method: str, path: str, body=None, *, label: str, 
 
 def check_huggingface() -> str:
     """The Hub: the token accepted (``whoami-v2``), and whether it may write (publishing needs it)."""
-
     conn = huggingface_settings()
     if not conn.token:
         raise ConnectionTestFailed("no access token is set")
@@ -286,8 +273,7 @@ CHECKS: dict[str, Callable[[], str]] = {
 
 
 def register_connection(kind: ConnectionKind, check: Callable[[], str]) -> None:
-    """A connection of a crowd platform, and its test (called by the platform's app at ``ready()``):
-    the Connections page, the API and ``manage.py connections`` list it after the shared ones."""
+    """A crowd platform's connection and its test (at the platform's ``ready()``), listed after the shared ones."""
     KINDS[kind.kind] = kind
     CHECKS[kind.kind] = check
 

@@ -1,9 +1,5 @@
-"""The site's input limits handed to the pure readers (:mod:`genderbias.files.textfiles`).
-
-The readers are pure and read no settings; this applies ``IMPORT_MAX_DECOMPRESSED_BYTES``
-``IMPORT_MAX_HELD_BYTES``, ``IMPORT_MAX_EXPANSION_RATIO`` and
-``IMPORT_EXPANSION_FREE_BYTES`` to them when the apps load (:class:`core.apps.CoreConfig`),
-and again whenever a test overrides either setting.
+"""The site's input limits (``SETTINGS``) handed to the pure readers (:mod:`genderbias.files.textfiles`),
+which read no settings: when the apps load, and again whenever a test overrides one.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """Paid actions exactly once: the one way an action that creates paid work refuses its duplicate.
 
-Six identical requests at the same moment (a double click, a retrying client, a hostile
-script) must not publish, extend, route, escalate, re-offer or pay six times. Every such action
-decides under one rule, here:
+Identical requests at the same moment (a double click, a retrying client) must not publish,
+extend, route, escalate, re-offer or pay twice. Every such action is:
 
-- **decided under the row lock**: the row the work is for (the batch) is locked with
-  ``SELECT ... FOR UPDATE`` in the caller's transaction, so of two concurrent requests the
-  second waits for the first's commit and then sees what the first made;
-- **keyed by the action and the arguments that name what it pays for** (the batch; for a
-  pre-labelling also the machine): the caller says what a live instance of the same action is
-  (:func:`claim`'s ``live``), or, for a background job, :func:`start_once` finds it among the
-  queued and running Jobs of the same kind with the same leading arguments;
-- **a duplicate is refused while the first is live** (``StateError``: a 409 in the API, a
-  message on the page, an error in a command) naming the first; once the first has ended (a
-  Job done or failed, an extension completed or cancelled) the action may run again, which is
-  safe because every job behind it is idempotent on redelivery (it finishes what was recorded
-  instead of repeating it). The first's result is not returned for a repeat: a client that
-  retries reads the 409's message (it names the live job or batch) and follows that one.
+- **decided under the row lock** of what the work is for, in the caller's transaction, so the
+  second of two requests waits for the first's commit and sees what it made;
+- **keyed by the action and the arguments naming what it pays for**: the caller says what a live
+  instance is (:func:`claim`'s ``live``), or :func:`start_once` finds a live Job of the same kind
+  with the same leading arguments;
+- **refused while the first is live** (``StateError``, a 409), naming the first; once it ended the
+  action may run again, safe as every job behind it is idempotent on redelivery.
 
 Nothing here knows a batch: the row and the test for "live" are the caller's.
 """
@@ -46,12 +39,8 @@ def lock_row(row: models.Model) -> None:
 
 
 def claim(row: models.Model, live: Callable[[], str | None]) -> None:
-    """Lock ``row`` and refuse the action when ``live()`` finds a live instance of it (``StateError``).
-
-    ``live`` is called under the lock: it reads what a concurrent request may just have committed.
-    It returns the refusal's message, naming the live instance (e.g. "... (job 12, pending)"), or
-    None when there is none.
-    """
+    """Lock ``row`` and refuse the action (``StateError``) with the message ``live()`` returns, naming a
+    live instance, if any; called under the lock, it sees what a concurrent request just committed."""
     lock_row(row)
     refusal = live()
     if refusal:
@@ -59,9 +48,8 @@ def claim(row: models.Model, live: Callable[[], str | None]) -> None:
 
 
 def live_job(kind: str, key: list[Any]) -> Job | None:
-    """The oldest queued or running Job of ``kind`` whose first arguments are ``key``, whoever's group
-    it was made in (unscoped: a Job started by a member of several groups may sit in another group
-    than the asking user sees, and paid work must still start once)."""
+    """The oldest queued or running Job of ``kind`` whose first arguments are ``key``, in any group
+    (paid work must start once even if the asking user does not see the group)."""
     jobs = Job._base_manager.filter(kind=kind, status__in=LIVE_JOB)
     for index, value in enumerate(key):
         jobs = jobs.filter(**{f"arguments__{index}": value})
@@ -71,11 +59,8 @@ def live_job(kind: str, key: list[Any]) -> Job | None:
 def start_once(
     job: BackgroundJob, row: models.Model, description: str, *args: Any, key: int = 1, busy: str = ""
 ) -> Job:
-    """Start ``job`` with ``args`` unless one of its kind with the same first ``key`` arguments is live.
-
-    Decided under ``row``'s lock (:func:`claim`); the Job is sent at the commit, as any. ``busy``
-    begins the refusal (default: "<description>: under way already"); the live Job is named after it.
-    """
+    """Start ``job`` with ``args`` unless one of its kind with the same first ``key`` arguments is live,
+    decided under ``row``'s lock; ``busy`` begins the refusal (default: "<description>: under way already")."""
 
     def live() -> str | None:
         found = live_job(job.kind, list(args[:key]))

@@ -1,22 +1,14 @@
 """A fixed-window rate limit, a shared pace of outgoing calls, and the cache every process of the site shares.
 
-Web requests that anyone can send (a Prolific study link) must not cost the site more than
-it allows per client and per study, whichever gunicorn worker serves them, so their
-counters live in the ``shared`` cache (``settings.CACHES``: Redis at ``SHARED_CACHE_URL``,
-otherwise the database's ``shared_cache`` table), never in a process's own memory.
+Requests anyone can send (a Prolific study link) are counted per client and per study in the
+``shared`` cache (Redis at ``SHARED_CACHE_URL``, else a database table), whichever worker serves
+them. The window is fixed: up to twice the limit across a window's edge, one cache key per client
+and window; exact on Redis (``INCR``), on the database cache two requests at once may count once.
 
-The window is fixed (the counter of "this minute" starts at zero at each full minute), which
-allows up to twice the limit across a window's edge: enough to keep a flood from the site's
-threads and from Prolific, and one cache key per client and window. On Redis the count is
-exact (``INCR``); on the database cache two requests at the same instant may count once.
-
-The pace (:func:`reserve_start`, :func:`shared_pace`) is for calls this site makes to an outside
-API (Prolific's): time is cut into slots of ``1 / per_second`` seconds, each slot holds the
-start of one call, and a call claims the first free slot with the cache's ``add`` (atomic on
-Redis and on the database cache alike: of two claims at once one wins), then waits for it. So
-however many gunicorn and Celery workers call at once, together they start at most
-``per_second`` calls a second, spread evenly, never a burst; a call that finds no free slot
-before its deadline is told at once, having waited for nothing.
+The pace (:func:`reserve_start`) spaces the calls this site makes to an outside API: time is cut
+into slots of ``1 / per_second`` seconds, and a call claims the first free slot with the cache's
+atomic ``add``, then waits for it. However many workers call, together they start at most
+``per_second`` calls a second, never a burst; a call with no free slot before its deadline is told at once.
 """
 
 from __future__ import annotations
@@ -38,13 +30,8 @@ def shared_cache() -> BaseCache:
 
 
 def client_key(address: str) -> str:
-    """What a per-client limit counts under: an IPv4 address as is, an IPv6 address's /64.
-
-    One IPv6 subscriber (a home line, a cloud server) is routinely given a whole /64, and
-    may send from any of its 2**64 addresses: counted per address, one /64 would be
-    unlimited clients. An IPv4-mapped IPv6 address (``::ffff:a.b.c.d``) counts as its IPv4
-    address. Anything that is not an address is counted as given.
-    """
+    """What a per-client limit counts under: an IPv4 address (mapped ones too) as is, an IPv6
+    address's /64 (one subscriber is routinely given a whole /64), anything else as given."""
     import ipaddress
 
     try:
@@ -84,16 +71,11 @@ _HINT_SECONDS = 300
 
 def reserve_start(key: str, per_second: float, within: float, *, now: float | None = None) -> float | None:
     """Claim the next free start of the shared rate ``key`` (``per_second`` calls a second): the
-    seconds to wait before starting the call, or ``None`` when no start is free within ``within``
-    seconds (nothing is claimed then).
+    seconds to wait before starting the call, or ``None`` when none is free within ``within`` seconds.
 
-    The slots already claimed are skipped with a hint (the time the slot after the last one claimed
-    begins), so a claim costs a read, an ``add`` and a write, plus one ``add`` per claim made at the
-    same instant; a stale hint only costs a few more ``add`` calls, never a second call in a slot.
-    The hint is a time, not a slot's number, and the slots are numbered per rate: processes that
-    still run at a rate since changed (``PROLIFIC_API_CALLS_PER_SECOND`` lowered, say) read each
-    other's hint as the moment it is, where a number counted at another rate sent the others far
-    past their window, refusing every call until the hint expired.
+    Claimed slots are skipped by a hint, the time the slot after the last claimed begins (a stale
+    hint costs a few more ``add`` calls, never two calls in a slot). A time, not a slot number:
+    processes still at a rate since changed read it as the moment it is.
     """
     now = time.time() if now is None else now
     width = 1.0 / per_second

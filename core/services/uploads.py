@@ -1,15 +1,10 @@
 """Files that reach the site for import: uploaded through a form, or a path on the server.
 
-Invariant: an uploaded file is written chunk by chunk straight into the staging folder
-(:func:`core.services.storage.staging_path`), never held in memory nor in a second temporary
-copy, and never exceeds ``settings.IMPORT_UPLOAD_MAX_BYTES``: the upload stops at the
-first chunk past the limit and its partial file is removed. A staged file is then moved
-(one rename, same file system) to the ``uploads`` folder, where it stays for as long as
-what was imported from it refers to it (a collection is registered, never copied).
-
-A path on the server is accepted only inside one of ``settings.IMPORT_ROOTS`` (after
-resolving symbolic links and ``..``), so a researcher cannot make the site read any
-file its process can read.
+An uploaded file is streamed into the staging folder, never held in memory nor copied twice, and
+stops at the first chunk past ``settings.IMPORT_UPLOAD_MAX_BYTES`` (its partial file removed); a
+kept one is moved to ``uploads/``, where it stays while what was imported from it refers to it.
+A path on the server is accepted only inside ``settings.IMPORT_ROOTS`` (links and ``..``
+resolved), so a researcher cannot make the site read any file its process can read.
 """
 
 from __future__ import annotations
@@ -45,11 +40,8 @@ class StagedUpload(UploadedFile):
 
 
 class StagingUploadHandler(FileUploadHandler):
-    """Streams every uploaded file into the staging folder, refusing files over the limit.
-
-    A file over the limit sets ``request.upload_too_large`` to the form field's name and
-    is dropped; the view reports it on that field.
-    """
+    """Streams every uploaded file into the staging folder; one over the limit is dropped, and
+    ``request.upload_too_large`` names its field for the view to report."""
 
     def new_file(self, field_name, file_name, content_type, content_length, charset=None, content_type_extra=None):
         super().new_file(field_name, file_name, content_type, content_length, charset, content_type_extra)
@@ -83,13 +75,9 @@ def use_staging_uploads(request) -> None:
 
 
 def staged_uploads(view):
-    """Decorate a page view so its uploads stream into the staging folder (see the module docstring).
-
-    Django reads a POST body (and so the uploads) in its CSRF check, before the view could
-    change the upload handlers; so the check is moved inside, after the handlers are set
-    (Django's documented pattern). Uploads the view did not keep are removed afterwards.
-    Put access checks (``researcher_required``) outside this decorator: they then run
-    before the body is read.
+    """Decorate a page view so its uploads stream into the staging folder; those it did not keep are
+    removed afterwards. The CSRF check, which reads the body, moves inside, after the handlers are
+    set (Django's documented pattern); put access checks outside, to run before the body is read.
     """
     protected = csrf_protect(view)
 
@@ -124,11 +112,8 @@ def keep_upload(upload: UploadedFile) -> Path:
 
 
 def check_import_path(value: str, field: str = "path", *, folder: bool = False) -> Path:
-    """The file (``folder``: the folder) ``value`` names, if it lies inside one of ``settings.IMPORT_ROOTS``.
-
-    Raises :class:`ServiceError` naming ``field`` otherwise: no roots configured, a path
-    outside them (also through a symbolic link), or no such file.
-    """
+    """The file (``folder``: the folder) ``value`` names, if it lies inside one of ``settings.IMPORT_ROOTS``;
+    else a :class:`ServiceError` naming ``field``."""
     roots = [Path(root).resolve() for root in settings.IMPORT_ROOTS]
     if not roots:
         raise ServiceError(f"{field}: registering files on the server is off; set IMPORT_ROOTS to allow folders")

@@ -1,16 +1,13 @@
 """Usernames as the site compares them: the one check every new account goes through.
 
-Django stores a username NFKC-normalised (``AbstractBaseUser.normalize_username``) and compares it
-exactly, so ``ａｌｉｃｅ`` (fullwidth) was looked up raw, stored as ``alice`` and hit the unique index
-(a 500), and ``Ara``, ``ARA``, Cyrillic ``arа`` or ``ａｒａ`` became second accounts a person cannot
-tell from ``ara``. :func:`new_username` is the one gate (the groups page, ``research_group``, the team
-page and API, ``create_annotator``): it returns the stored form, or refuses with a ServiceError naming
-the account the name looks like, a reserved name, Django's character rule or the column's length.
+Django stores a username NFKC-normalised but compares it exactly, so a fullwidth ``ａｌｉｃｅ`` hit the
+unique index (a 500) and ``ARA`` or Cyrillic ``arа`` became accounts a person cannot tell from
+``ara``. :func:`new_username` is the one gate: the stored form, or a ServiceError naming the
+look-alike account, a reserved name, Django's character rule or the column's length.
 
-Two names look alike when their *skeletons* are equal: NFKC, case-folded, and every character that
-Unicode's confusables table (the ``confusable-homoglyphs`` package) lists as a homoglyph of a Latin
-letter replaced by that letter; a name mixing scripts that way (Latin with Cyrillic or Greek) is
-refused as well when its skeleton is new, since it exists only to look like something else.
+Two names look alike when their *skeletons* are equal: NFKC, case-folded, and every homoglyph of a
+Latin letter in Unicode's confusables table read as that letter; a name mixing scripts that way
+is refused too, since it exists only to look like something else.
 """
 
 from __future__ import annotations
@@ -70,8 +67,7 @@ def skeleton(username: str) -> str:
 
 def new_username(username: str, *, existing_pk: int | None = None) -> str:
     """The stored form of a username for a new account, after every check; a ServiceError naming the
-    field otherwise. A name is looked up as given (exactly), so a look-alike of an account, even one that
-    stores as the same name, is refused here with the account it looks like. ``existing_pk``: an account that may keep its own name (a reused annotator)."""
+    field otherwise. ``existing_pk``: an account that may keep its own name (a reused annotator)."""
     user_model = get_user_model()
     name = stored_form(username)
     limit = user_model._meta.get_field(user_model.USERNAME_FIELD).max_length

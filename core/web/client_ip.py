@@ -1,12 +1,9 @@
 """The client's address, one definition for login throttling (django-axes) and API throttling.
 
-Without a proxy the client is the peer, ``REMOTE_ADDR``; ``X-Forwarded-For`` is ignored,
-since anyone can send one. Behind the one trusted TLS proxy (``DJANGO_BEHIND_TLS_PROXY=1``)
-every peer is that proxy, so the client is the address the proxy itself appended to
-``X-Forwarded-For``: the last entry. Entries before it came from the client and may be
-forged, so they are never read. A missing or malformed last entry falls back to the peer:
-all such requests then share one address (a lock-out hits them together) rather than
-letting a client choose its own.
+Without a proxy the client is the peer, ``REMOTE_ADDR`` (anyone can send ``X-Forwarded-For``).
+Behind the one trusted TLS proxy (``DJANGO_BEHIND_TLS_PROXY=1``) it is the last entry of
+``X-Forwarded-For``, the one the proxy appended (earlier ones may be forged); a malformed one falls
+back to the peer, so such requests share one address rather than choose their own.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Middleware of the site's own: requests no database can look up, and refusals that say why.
-
-A NUL character in the path or the query string:
-
-PostgreSQL refuses a string literal containing NUL (psycopg raises ``ValueError`` before the
-query is sent), so ``/api/pooling/runs/%00/`` or ``?batch=%00`` would reach a lookup and
-answer 500 there, while SQLite simply finds nothing. No name, id or parameter of this site
-can contain NUL, so such a request is refused here, before any view: a 400, JSON under
-``/api/`` like every other API refusal.
+"""Middleware of the site's own: the request's group scope and user, refusals that say why, and
+requests no database can look up: PostgreSQL refuses a NUL in a string (a 500 at the lookup), and
+no name or parameter of this site holds one, so such a request is a 400 before any view.
 """
 
 from __future__ import annotations
@@ -39,11 +33,8 @@ def refuse_nul_characters(get_response: Callable[[HttpRequest], HttpResponse]) -
 
 
 def explain_wrong_methods(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
-    """A page refused for its method (``require_POST`` answers an empty 405) becomes a page that says
-    which methods it takes and leads on: opening ``/metrics/new/`` in a browser showed a blank page.
-
-    The status and ``Allow`` header stay; API answers (JSON already) and non-empty 405s pass through.
-    """
+    """A page's empty 405 (``require_POST``) becomes a page saying which methods it takes, status and
+    ``Allow`` kept; API answers and non-empty 405s pass through."""
 
     def middleware(request: HttpRequest) -> HttpResponse:
         response = get_response(request)
@@ -62,13 +53,8 @@ def explain_wrong_methods(get_response: Callable[[HttpRequest], HttpResponse]) -
 
 
 def group_scope(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
-    """Everything a request reads or makes is in its user's research groups (``core.db.scope``).
-
-    The one place pages and endpoints are scoped: every study model's default manager filters on
-    the request's groups (``core.models.GroupScopedManager``), so another group's batch, pool or
-    report is not found (404), and new objects go to the user's group. After the authentication
-    middleware; an API token's user counts once DRF has authenticated it (read lazily).
-    """
+    """Everything a request reads or makes is in its user's research groups (``core.db.scope``): the
+    one place pages and endpoints are scoped, so another group's objects are not found (404)."""
 
     def middleware(request: HttpRequest) -> HttpResponse:
         with answering(request):
@@ -78,8 +64,7 @@ def group_scope(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable
 
 
 class AuthenticationMiddleware(_DjangoAuthentication):
-    """Django's, reading the request's user while the session it came from is known, so the user
-    the session's own statement read (``core.web.sessions``) is taken instead of a second read."""
+    """Django's, taking the user the session's own statement read (``core.web.sessions``) when it did."""
 
     def process_request(self, request: HttpRequest) -> None:
         super().process_request(request)

@@ -1,11 +1,6 @@
-"""Server-side search and pages for the long tables of the site (pool queries, per-query
-agreement, per-query CRBO), so a page never renders thousands of rows at once.
-
-``?q=`` keeps the rows whose searched fields contain the text (case-insensitive); ``?sort=``
-(a column the view offers; ``-column`` descending) orders the whole list before it is cut
-into pages, so a sorted table's first page holds the first rows of all of them, not of one
-page; ``?page=`` picks the page (an out-of-range or malformed number shows the nearest page,
-as a person following an old link expects). Page links keep the search and the order.
+"""Server-side search and pages for the site's long tables, so a page never renders thousands of
+rows: ``?q=`` searches (any case), ``?sort=column`` (``-column`` descending) orders the whole list
+before it is cut, ``?page=`` picks the page (a bad number shows the nearest). Links keep the rest.
 """
 
 from __future__ import annotations
@@ -71,9 +66,7 @@ def table_page(
     sort_keys: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> TablePage:
     """The page of ``rows`` the request asks for, searched by ``text_of(row)`` and ordered by
-    ``sort_keys[column](row)`` for ``?sort=column`` (``-column``: descending; equal keys keep
-    the rows' own order), ``per_page`` rows a page (by default :data:`ROWS_PER_PAGE`). An
-    unknown column leaves the rows' own order."""
+    ``sort_keys[column](row)`` (stable; an unknown column leaves the rows' order)."""
     query = request.GET.get("q", "").strip()[:200]
     found = [row for row in rows if query.casefold() in text_of(row).casefold()] if query else list(rows)
     sort_keys = sort_keys or {}

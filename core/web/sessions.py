@@ -1,24 +1,13 @@
-"""Django's database sessions, with each request's read of its session compiled once (issue 46),
+"""Django's database sessions, each request's read of its session compiled once (:mod:`core.db.prepared`),
 and read in the same statement as the session's user once this process has seen the session.
 
-Every page an annotator opens reads its session first: through the ORM, building and compiling
-that one ``SELECT`` cost more CPU than running it. Here the statement is prepared once per
-process (:mod:`core.db.prepared`), keyed by the session key alone, and a session past its expiry
-is treated as not found here (Django's own read asks ``expire_date > now`` in SQL: the same
-answer). Writing, expiry and ``clearsessions`` are Django's.
-
-**The session and its user in one statement.** Django reads the session, decodes it to learn
-whose it is, then reads that user: two statements on every request. The user's id is inside
-the signed session data, out of SQL's reach, so this process remembers, for each session it
-has loaded, whose it was (:data:`_user_of_session`, bounded); on the session's next request
-here one statement reads the session's row and that user's row (a subclass supplies it:
-``annotation.accounts.SessionStore``, the account with its access epoch and research-group
-roles). The remembered id is a guess only: the session read in that statement is decoded
-as always, and the user read with it is used only when the decoded session names that same
-user (:func:`user_read_with_session`, asked by ``AccountBackend`` while the authentication
-middleware reads the user: :class:`core.web.middleware.AuthenticationMiddleware`); otherwise
-the user is read on its own, as before. Expiry, the session hash (and so the access epoch and
-rotation at login) are checked exactly as Django checks them, on rows of this request.
+Django reads the session, decodes it, then reads its user: two statements. The user's id is inside
+the signed data, out of SQL's reach, so this process remembers whose each session was
+(:data:`_user_of_session`, bounded), and on its next request one statement reads both rows (a
+subclass supplies it: ``annotation.accounts.SessionStore``). The remembered id is only a guess: the
+user read with the session is used only when the decoded session names that same user
+(:func:`user_read_with_session`); expiry and the session hash are checked exactly as Django does.
+Writing, expiry and ``clearsessions`` are Django's.
 """
 
 from __future__ import annotations
@@ -50,10 +39,8 @@ _reading_user_of: ContextVar[Any] = ContextVar("reading_user_of", default=None)
 
 
 class SessionStore(db.SessionStore):
-    """``SESSION_ENGINE = "core.web.sessions"``: Django's ``db`` engine, its read prepared once.
-
-    A subclass reads the session's user with it by overriding :meth:`_read_with_user`.
-    """
+    """Django's ``db`` engine, its read prepared once; a subclass reads the session's user with it
+    by overriding :meth:`_read_with_user`."""
 
     _user_row: Any = None
 

@@ -1,10 +1,6 @@
-"""Django's SQLite backend, creating the database's folder when it first opens the file, and reading
-a foreign key's prefetch as an ``IN`` list (:mod:`core.db.sqlite.compiler`).
-
-Settings must not create folders at import time (a typo in ``VAR_DIR`` would silently
-make a new tree, and read-only processes would fail to start), yet a fresh checkout should
-run ``manage.py migrate`` without a manual ``mkdir``. The folder is made here, where the
-database file is actually opened, and nowhere else.
+"""Django's SQLite backend, creating the database's folder when it first opens the file (not at
+settings' import: a typo in ``VAR_DIR`` would make a new tree), and reading a foreign key's
+prefetch as an ``IN`` list (:mod:`core.db.sqlite.compiler`).
 """
 
 from pathlib import Path

@@ -1,12 +1,9 @@
 """Django's SQL compilers for SQLite, with a foreign key's prefetch read as an ``IN`` list.
 
-Django 5.2 reads a forward foreign key's prefetch (``prefetch_related("hit_queries__batch_query")``)
-with a tuple lookup, ``TupleIn``, and SQLite's features say it has none, so the lookup becomes
-``id = ? OR id = ? OR ...``: one level of SQLite's expression tree per related row, and past 1,000
-(``SQLITE_MAX_EXPR_DEPTH``) the statement fails, "Expression tree is too large". A page of 100 HITs
-of 11 queries failed so (issue 53). A lookup on one column is an ``IN`` list, here in chunks of at
-most ``max_query_params`` values (``col IN (...) OR col IN (...)``: one level per chunk); a tuple of
-several columns keeps Django's own reading.
+Django 5.2 reads a forward foreign key's prefetch with a ``TupleIn`` lookup, which on SQLite becomes
+``id = ? OR id = ? OR ...``: one expression-tree level per row, failing past
+``SQLITE_MAX_EXPR_DEPTH`` ("Expression tree is too large"). A lookup on one column is an ``IN``
+list here, in chunks of ``max_query_params`` values; a tuple of several columns keeps Django's.
 """
 
 from __future__ import annotations
