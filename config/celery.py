@@ -1,13 +1,8 @@
 """Celery app. Tasks are thin shells over services; without a broker jobs run in-process (core.jobs.in_process).
 
-Celery's *current* app is per thread: a thread that never created an app (a request
-thread of runserver or gunicorn, a job thread) falls back to Celery's *default* app, an
-unconfigured one that knows none of the tasks and sends to amqp://localhost. This app is
-made the default for every thread, and every task module loads it (``core.tasks``
-imports it), so whoever sends or runs a task uses this configuration.
-
-A worker imports the heavy libraries in its main process before its pool forks
-(:func:`import_heavy_libraries`), as gunicorn's master does for the pages.
+Celery's *current* app is per thread, and a thread that never made one falls back to an unconfigured
+default app sending to amqp://localhost: this app is made the default for every thread, and every
+task module loads it, so whoever sends or runs a task uses this configuration.
 """
 
 import os
@@ -27,10 +22,7 @@ app.set_default()
 
 @worker_init.connect
 def import_heavy_libraries(**_: object) -> None:
-    """Import :data:`config.gunicorn.PRELOADED` (the heavy libraries jobs and pages import on first use)
-    in the worker's main process, before the pool's children fork: a child's first calibration report,
-    report or pool job does not pay them, and the children share that memory. In a new process the
-    calibration report's job spent about 3 of its 5 s of CPU importing them (docs/benchmarks.md). What
-    is loaded is then frozen out of the cyclic collector's passes, as gunicorn's master does
-    (:func:`config.gunicorn.when_ready`): a child's full collections walk only what it made."""
+    """Import :data:`config.gunicorn.PRELOADED` in the worker's main process before the pool's children
+    fork, then freeze it, as gunicorn's master does: a child's first job does not pay them
+    (docs/benchmarks.md, the calibration job), and its collections walk only what it made."""
     preload_and_freeze()

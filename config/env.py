@@ -1,10 +1,6 @@
-"""Typed reading of environment variables for the settings.
-
-Invariant: a variable that is set but malformed stops start-up with a message naming the
-variable and what it expected; only an unset (or empty) variable takes the default. A
-typo such as ``DJANGO_DEBUG=ture`` is an error here, never a silent ``False`` (the
-common ``value in {"1", "true", ...}`` idiom, and django-environ's ``bool``, read it as
-false). Standard library only: the settings module imports it first thing.
+"""Typed reading of environment variables for the settings: a variable set but malformed stops
+start-up naming it and what was expected (``DJANGO_DEBUG=ture`` is an error, never a silent
+``False``); only an unset or empty one takes the default. Standard library only.
 """
 
 from __future__ import annotations
@@ -124,9 +120,8 @@ _COMMAND_PROGRAMS = ("manage.py", "django-admin")
 
 
 def help_only(argv: list[str]) -> bool:
-    """Whether this process only prints command help (``manage.py``, ``manage.py help [...]``,
-    ``manage.py CMD --help``/``-h``): it serves nothing and uses no secret, so it must work
-    on a production machine before the secrets are set (and read like help, not a refusal)."""
+    """Whether this process only prints command help: it uses no secret, so it must work on a
+    production machine before the secrets are set."""
     if not argv or Path(argv[0]).name not in _COMMAND_PROGRAMS:
         return False
     args = argv[1:]

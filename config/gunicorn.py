@@ -1,12 +1,10 @@
 """gunicorn's settings for the site: ``gunicorn -c python:config.gunicorn config.wsgi``.
 
-Threaded workers (``gthread``): a request waiting on the database holds a thread, not a
-process. The application and its URLconf (every view and what it imports) are loaded once
-in the master before the workers fork (``preload_app`` and :func:`when_ready`), with the heavy
-libraries the researchers' pages use (:data:`PRELOADED`) and the site's templates compiled
-(:func:`compile_templates`), so a new or restarted worker answers its first request at once and
-the workers share that memory.
-No database connection is opened before the fork.
+Threaded workers (``gthread``): a request waiting on the database holds a thread, not a process.
+The application, its URLconf, the heavy libraries (:data:`PRELOADED`) and the templates are loaded
+once in the master before the workers fork (:func:`when_ready`), so a new worker answers at once
+and the workers share that memory (docs/deployment.md, "systemd units"). No database connection
+is opened before the fork.
 
 Environment: ``GUNICORN_BIND`` (default ``127.0.0.1:8000``), ``GUNICORN_WORKERS``
 (2 x cores + 1), ``GUNICORN_THREADS`` (4), ``GUNICORN_TIMEOUT`` (60 s), ``GUNICORN_CONTROL_SOCKET``
@@ -26,10 +24,8 @@ backlog = 2048
 preload_app = True
 errorlog = "-"
 
-#: gunicorn's control socket (``gunicornc``), the site's own: gunicorn's default is one path per account
-#: (``$XDG_RUNTIME_DIR/gunicorn.ctl`` or ``~/.gunicorn/gunicorn.ctl``), shared by every site the account
-#: serves, so one site's ``gunicornc`` reached (reloaded, resized, stopped) another's. Here it is
-#: ``VAR_DIR/gunicorn.ctl`` (``GUNICORN_CONTROL_SOCKET`` another path; ``off``: none).
+#: gunicorn's control socket (``gunicornc``), the site's own: gunicorn's default path is one per account,
+#: shared by every site it serves, so one site's ``gunicornc`` could reach another's.
 _control = os.environ.get("GUNICORN_CONTROL_SOCKET", "").strip()
 _var_dir = os.environ.get("VAR_DIR") or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "var")
 if _control.lower() in ("off", "none", "0", "no"):
@@ -39,11 +35,9 @@ else:
 control_socket_mode = 0o600
 
 
-#: The heavy libraries the researchers' pages import on first use (each module imports them inside
-#: the function that needs them, so commands start fast). Imported once in the master, a worker's
-#: first agreement, report or calibration view does not pay them (ppi_py alone loads numba and
-#: llvmlite: about 1.2 s); a Celery worker imports the same before its pool forks
-#: (:func:`config.celery.import_heavy_libraries`). ``tests/core/test_gunicorn_preload.py`` keeps the list complete.
+#: The heavy libraries the researchers' pages import on first use, imported once in the master (and
+#: a Celery worker's main process) so a worker's first view does not pay them.
+#: ``tests/core/test_gunicorn_preload.py`` keeps the list complete.
 PRELOADED = (
     "numpy",
     "pandas",
@@ -65,12 +59,8 @@ PRELOADED = (
 
 
 def when_ready(server) -> None:
-    """Import the URLconf and the heavy libraries in the master (after the application, before any worker forks),
-    compile the site's templates (:func:`compile_templates`), then freeze what is loaded out of the cyclic
-    collector's passes (``gc.freeze``, as Python's documentation advises before a fork): otherwise each full
-    collection in a worker walks every module, template and table loaded here and stops all its threads
-    meanwhile, and the calls those threads had waiting set off together after it (the arrival flood saw
-    13-16 calls to Prolific start within a second against a pace of 10)."""
+    """Import the URLconf and the heavy libraries in the master, compile the templates, then freeze what is
+    loaded out of the cyclic collector's passes, as Python advises before a fork (docs/deployment.md)."""
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018  (the import is the point)
@@ -79,8 +69,7 @@ def when_ready(server) -> None:
 
 def preload_and_freeze(*also) -> None:
     """Import :data:`PRELOADED`, run ``also`` (more to load), then freeze everything loaded out of the cyclic
-    collector's passes: what a process does before it forks workers (gunicorn's master, a Celery worker's
-    main process, :func:`config.celery.import_heavy_libraries`)."""
+    collector's passes: what a process does before it forks workers."""
     import gc
     import importlib
 
@@ -93,14 +82,8 @@ def preload_and_freeze(*also) -> None:
 
 
 def compile_templates() -> int:
-    """Compile every template of the site's ``templates/`` folder once, in the master, and load the
-    number formats of its language; returns how many templates were compiled.
-
-    Django's cached template loader keeps a compiled template for the life of the process and
-    the workers inherit the master's memory: without this, each new worker's first view of a
-    page compiled its templates and imported every template tag library (the template engine's
-    start), about 250 ms on the calibration report's first view in a new worker.
-    """
+    """Compile every template of the site's ``templates/`` folder once, in the master (the workers inherit
+    the cached loader's templates), and load its language's number formats; returns how many."""
     from pathlib import Path
 
     from django.conf import settings

@@ -78,8 +78,7 @@ SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0 if DEBUG else 31_5
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
 SESSION_COOKIE_HTTPONLY = True
-# Django's database sessions, each request's read compiled once and, once seen, read with the
-# session's account in one statement (core/web/sessions.py, annotation/accounts.py; issue 46).
+# Django's database sessions, read with the session's account in one statement (core.web.sessions).
 SESSION_ENGINE = "annotation.accounts"
 X_FRAME_OPTIONS = "DENY"
 
@@ -205,8 +204,7 @@ AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 1.0, minimum=0.01)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "core.web.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
-#: Django's model backend, but a session also ends for good when its account's rights change
-#: (deactivated or reactivated, made staff, out of the annotators group): annotation.accounts.
+#: Django's model backend, but a session also ends for good when its account's rights change (annotation.accounts).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "annotation.accounts.AccountBackend",
@@ -362,8 +360,8 @@ RESULTS_CACHE_URL = _redis_url("RESULTS_CACHE_URL")
 #: The most the report figures' files under CACHE_DIR/plots may hold (bytes; the paper bundles'
 #: zips too): past it the least recently drawn go (metrics.services.plot_cache), drawn again if asked.
 PLOT_CACHE_MAX_BYTES = env_int("PLOT_CACHE_MAX_BYTES", 512 * 1024**2, minimum=1024)
-#: The most the reports' per-query CSV files under CACHE_DIR/per-query may hold (bytes; about 400 MB for a
-#: report on 2,000 labelled queries): past it the least recently written go, written again by a job if asked.
+#: The most the reports' per-query CSV files under CACHE_DIR/per-query may hold (bytes; docs/deployment.md):
+#: past it the least recently written go, written again by a job if asked.
 PER_QUERY_CACHE_MAX_BYTES = env_int("PER_QUERY_CACHE_MAX_BYTES", 4 * 1024**3, minimum=1024)
 
 
@@ -415,9 +413,8 @@ CONNECTION_TEST_TIMEOUT = env_float("CONNECTION_TEST_TIMEOUT", 10.0, minimum=0.1
 ANSWER_CORRECTION_SECONDS = env_int("ANSWER_CORRECTION_SECONDS", 600, minimum=0)
 
 # --- The crowd platforms' own settings ----------------------------------------------------------
-#: Each crowd platform reads its settings from the environment in its folder (``platforms/<name>/settings.py``:
-#: MTurk's endpoint, Prolific's API, arrivals, signed links, webhooks...); its INSTALLED_APPS line brings
-#: them here, and removing the line removes them.
+#: Each crowd platform reads its settings from the environment in ``platforms/<name>/settings.py``; its
+#: INSTALLED_APPS line brings them here, and removing the line removes them.
 for _app in INSTALLED_APPS:
     if _app.startswith("platforms.") and importlib.util.find_spec(f"{_app}.settings") is not None:
         globals().update(
@@ -426,8 +423,7 @@ for _app in INSTALLED_APPS:
 
 # --- Bonuses and the study link ---------------------------------------------------------------
 #: The most one participant may earn in bonuses from one batch (USD): a bonus rule under which
-#: anyone could earn more (a flat lump, or every check question of every assignment they can
-#: take) is refused when set, as a likely typo (annotation.crowd.bonus_rules; issue 41).
+#: anyone could earn more is refused when set, as a likely typo (annotation.crowd.bonus_rules).
 BONUS_MAX_PER_PARTICIPANT_USD = env_decimal("BONUS_MAX_PER_PARTICIPANT_USD", "100")
 #: This site's public base URL: the study URL participants open is built from it.
 SITE_URL = env_str("SITE_URL", "http://localhost:8000")

@@ -33,11 +33,8 @@ account_urls = [
     if settings.PASSWORD_RESET_BY_EMAIL or not pattern.name.startswith("password_reset")
 ]
 
-#: The annotation app's pages and each crowd platform's, one namespace (``annotation:<name>``) under one
-#: prefix; then their REST endpoints under ``api/annotation/``. A platform is one line in each
-#: (platforms/<name>/urls.py, api_urls.py: docs/architecture.md). Publishing's pages keep the prefixes and
-#: names they had in the apps below it (a batch's dataset, a report's paper bundle), with no import from
-#: those apps up to publishing.
+#: The annotation app's pages and each crowd platform's (one line each), one namespace under one prefix;
+#: then their REST endpoints. Publishing's pages keep the prefixes and names of the apps below it.
 annotation_pages = [
     path("", include(annotation_urls)),
     path("", include("platforms.inhouse.urls")),

@@ -1,13 +1,8 @@
 """Money typed by a person, read as exact dollars: plain ASCII decimals, nothing else. Pure module.
 
-Python's ``Decimal`` (and so Django's and DRF's ``DecimalField``) reads far more than a person
-means by an amount: ``Decimal("1_0")`` is 10, ``Decimal("٣")`` (an Arabic-Indic digit) is 3,
-``Decimal("０.５")`` (full-width digits) is 0.5, and ``1e2``, ``NaN`` and ``Infinity`` are numbers
-too. A reward, a bonus or a budget typed with any of them was accepted as some other amount than
-the one on screen. :func:`parse_amount` is the one reading of an amount of dollars for every
-input (the batch form and the API, the commands, the bonus rule): ASCII digits, at most one
-point and two decimals (``12``, ``0.5``, ``0.50``), inside a stated range, or
-:class:`AmountError`, whose message names the field.
+Python's ``Decimal`` (and so Django's and DRF's ``DecimalField``) reads ``1_0`` as 10, ``٣`` as 3,
+``０.５`` as 0.5, and takes ``1e2`` and ``NaN``: an amount other than the one on screen.
+:func:`parse_amount` is the one reading of an amount for every input.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""How the clients of outside APIs wait before trying again. Pure (no Django).
-
-Prolific's client (``platforms.prolific.client``) and the chat-completions client
-of the pre-labellers (``annotation.machine.prelabellers.openai_chat``) both retry a throttled or
-failed call after an exponential back-off, or after the ``Retry-After`` the server asked
-for: one reading of that header, one formula.
+"""How the clients of outside APIs wait before trying again (an exponential back-off, or the
+``Retry-After`` the server asked for): one reading of that header, one formula. Pure (no Django).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The outside services this site connects to, declared once: their fields, which are secret,
-and the environment variable that sets each. Pure (no Django).
-
-A researcher may store a connection's fields on the site (``core.services.connections``), secrets
-sealed with ``CONNECTIONS_KEY`` (:mod:`core.sealing`); an environment variable that is set takes
-precedence over the stored value, field by field (``core.selectors``: ``chat_settings``,
-``huggingface_settings``; a platform's own, e.g. Prolific's, in its app). The defaults here are the settings' defaults
-(``config.settings`` reads them from this module), so "set in the environment" can be told from
-"left at its default".
+and the environment variable that sets each (it beats a value stored on the site: ``core.selectors``).
+The defaults here are the settings' (``config.settings`` reads them), so "set in the environment"
+can be told from "left at its default". Pure (no Django).
 """
 
 from __future__ import annotations
@@ -14,12 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CHAT_API_URL_DEFAULT = "https://api.openai.com/v1/"
-#: The request fields that can cap a chat answer's length, the first the default: what the Connections page
-#: accepts and what the chat labeller sends (its TOKEN_LIMIT_FIELDS are these).
+#: The request fields that can cap a chat answer's length, the first the default (the chat labeller's too).
 CHAT_TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
 CHAT_TOKEN_LIMIT_DEFAULT = CHAT_TOKEN_LIMIT_FIELDS[0]
-#: How a chat answer can be asked to be written, the first (free text) the default: what the Connections page
-#: accepts and what the chat labeller knows how to ask for (its ANSWER_FORMATS are these).
+#: How a chat answer can be asked to be written, the first (free text) the default (the chat labeller's too).
 CHAT_ANSWER_FORMATS = ("text", "json_schema", "json_object")
 CHAT_ANSWER_FORMAT_DEFAULT = CHAT_ANSWER_FORMATS[0]
 HUGGINGFACE_URL_DEFAULT = "https://huggingface.co"
@@ -29,10 +22,9 @@ ZENODO_API_URL_DEFAULT = "https://zenodo.org/api/"
 
 @dataclass(frozen=True)
 class ConnectionField:
-    """One field of a connection: ``name`` in the API and form, ``setting`` the environment
-    variable (and Django setting) that takes precedence when set, ``default`` its value when
-    neither is set, ``secret`` whether it is sealed at rest and never shown again in full, ``choices``
-    the only values it takes (empty: any text), checked where a value is saved."""
+    """One field of a connection: ``name`` in the API and form, ``setting`` the environment variable
+    (and Django setting) that beats the site's value, ``secret`` sealed at rest and never shown again
+    in full, ``choices`` the only values it takes (empty: any text)."""
 
     name: str
     label: str
@@ -146,8 +138,7 @@ KINDS: dict[str, ConnectionKind] = {kind.kind: kind for kind in (CHAT, HUGGINGFA
 
 
 def hint(secret: str) -> str:
-    """What is shown of a secret once stored: its last four characters, only for a secret of at
-    least 12 (a short one would be half given away: it is shown as set, nothing of it)."""
+    """What is shown of a secret once stored: its last four characters, if it has at least 12."""
     if not secret:
         return ""
     return "…" + secret[-4:] if len(secret) >= 12 else "(set)"

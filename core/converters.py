@@ -1,18 +1,10 @@
 """The one way a free-form id (a query id) goes into a URL path: ``<key:qid>``.
 
-Names of named objects are slugs (:mod:`core.services.names`) and go into URLs as they are. Query
-ids are whatever a query file holds (``genderbias.files.queryfiles``: anything but tabs and line
-breaks, no surrounding whitespace), so ``a/b``, ``q?x``, ``q#1``, ``50%``, ``..`` and
-``é q`` are all real ids. Django's ``str`` converter stops at ``/`` (``reverse`` then fails
-with ``NoReverseMatch``), and percent-encoding is not enough: the server decodes ``%2F``
-back into ``/`` before the URL is resolved, and browsers and proxies collapse the
-segments ``.`` and ``..`` whatever their encoding.
-
-So a key is escaped with ``~`` instead of ``%``: every character outside ``A-Z a-z 0-9
-- _ .`` (and a leading ``.``) becomes ``~XX`` per UTF-8 byte. The result holds only
-characters that are never decoded, re-encoded or normalised on the way, ids made of
-letters, digits and hyphens (the usual ones) read as themselves, and decoding is exact:
-``to_python(to_url(key)) == key`` for every string.
+Query ids are whatever a query file holds (``a/b``, ``q?x``, ``50%``, ``..``). Django's ``str``
+converter stops at ``/``, and percent-encoding is not enough: servers decode ``%2F`` before
+resolving, and browsers collapse ``.`` and ``..`` whatever their encoding. So a key is escaped
+with ``~``: every character outside ``A-Z a-z 0-9 - _ .`` (and a leading ``.``) becomes ``~XX`` per
+UTF-8 byte, which nothing on the way decodes; usual ids read as themselves, and decoding is exact.
 """
 
 from __future__ import annotations
@@ -36,10 +28,8 @@ def encode_key(key: str) -> str:
 
 
 def decode_key(segment: str) -> str:
-    """The key whose :func:`encode_key` is ``segment``; ``ValueError`` for any other text.
-
-    Only the canonical form is accepted (``~41`` is not ``A``), so each key has one URL.
-    """
+    """The key whose :func:`encode_key` is ``segment``; ``ValueError`` for any other text (only the
+    canonical form: each key has one URL)."""
     data = bytearray()
     position = 0
     for match in [*_ESCAPE.finditer(segment), None]:
@@ -60,11 +50,8 @@ def decode_key(segment: str) -> str:
 
 
 class KeyConverter:
-    """``<key:name>``: a free-form id (a query id) as one path segment, escaped by :func:`encode_key`.
-
-    Registered by :class:`core.apps.CoreConfig`. A segment that is not a valid encoding
-    (a stray ``~``, bytes that are not UTF-8) matches no URL, so it answers 404.
-    """
+    """``<key:name>``: a free-form id as one path segment (:func:`encode_key`); a segment that is not a
+    valid encoding answers 404."""
 
     regex = r"[A-Za-z0-9_.~-]+"
 

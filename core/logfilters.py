@@ -1,9 +1,5 @@
-"""Logging filters of the site (``LOGGING`` in config/settings.py).
-
-A refusal is an expected answer, not a fault: Django logs every 403 with the traceback of
-the ``PermissionDenied`` that made it, a screenful per refused click. :class:`OneLineForbidden`
-keeps the line ("Forbidden (Permission denied): /path") and drops the traceback; errors
-(5xx) keep theirs. Standard library only.
+"""Logging filters of the site (``LOGGING`` in config/settings.py). A refusal is an expected answer,
+not a fault, yet Django logs every 403 with a traceback: :class:`OneLineForbidden` keeps the line.
 """
 
 from __future__ import annotations

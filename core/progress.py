@@ -1,17 +1,10 @@
-"""Progress of long work, shown in two places at once.
+"""Progress of long work, shown in two places at once: a tqdm bar on a terminal (none when standard
+error is redirected, so logs hold no ``\r``), and the :class:`~core.models.Job` row a page polls,
+each update a short write of its own, a few a second.
 
-A terminal user sees a tqdm bar (only on a terminal: with standard error redirected to a
-file or a pipe, as under a scheduler or in CI, no bar is drawn, so logs hold no ``\r``
-residue); a page polls the :class:`~core.models.Job` row.
-Job rows are written outside any surrounding transaction's work (each update is its own
-short write, throttled to a few per second), so a poller sees them while work goes on.
-
-A Job keeps its title (``description``, what was started: "Import collection msmarco
-from coll.tsv"); the step a :class:`Progress` reports ("Scanning coll.tsv") goes to
-``job.result["step"]``, shown under the title while the job runs and dropped when it ends
-(:func:`core.tasks.run_job`). A task that knows a file by another name than its path on
-the server (an upload's original name) sets ``job.shown_names`` (``{text on the server:
-name to show}``, not stored) and steps read with those names (:func:`shown`).
+The step a :class:`Progress` reports goes to ``job.result["step"]``, under the Job's title while it
+runs. A task that knows a file by another name than its server path sets ``job.shown_names``
+(``{text on the server: name to show}``, not stored), read by :func:`shown`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """A secret taken out of text that may echo it back, in whatever spelling. Pure module.
 
-A server answering an error may repeat the credential it was sent: as sent, in another case,
-percent-encoded (a query string), base64 (an ``Authorization: Basic`` header, a JWT's part), as
-hex, JSON-escaped, or in part (a prefix). :func:`mask_secret` replaces each of those spellings,
-case-insensitively, with ``…``, and any stretch of :data:`FRAGMENT` characters or more of the
-secret itself. What it cannot know is left: an encoding of the secret with other data in
-between, or a hash of it (not the secret, and not reversible).
+A server's error may repeat the credential it was sent: in another case, percent-encoded, base64,
+hex, JSON-escaped, or in part. :func:`mask_secret` replaces each of those spellings,
+case-insensitively, and any stretch of :data:`FRAGMENT` characters of the secret, by ``…``; an
+encoding mixed with other data, or a hash, is left.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """CSV and TSV for people: the one writer of every download that someone may open in a spreadsheet.
 
-Invariant: a text cell that a spreadsheet would evaluate (one starting with ``=``, ``+``,
-``-``, ``@``, a tab or a carriage return) is written with a leading apostrophe, so that
-``=HYPERLINK(...)`` in a search-log query shows as text instead of running (OWASP "CSV
-injection"). Numbers (int, float, Decimal, numpy numbers) are written as numbers, so a
-negative bias score stays a number a spreadsheet can sum; ``None`` and NaN become empty
-cells. A TSV download (:func:`write_tsv`) follows the same rule, its cells on one line each
-(tabs and line breaks inside a cell become spaces). Files for programs (the batch export's query
-file that rankers read, the published dataset's files, JSON Lines) keep text verbatim and do not
-come through here (docs/dataset-publishing.md). Pure Python: no Django.
+A text cell a spreadsheet would evaluate (``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+first) gets a leading apostrophe (OWASP "CSV injection"); numbers stay numbers, so a negative score
+can be summed; ``None`` and NaN are empty. Files for programs keep text verbatim and do not come
+through here (docs/dataset-publishing.md). Pure Python: no Django.
 """
 
 from __future__ import annotations

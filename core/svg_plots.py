@@ -1,16 +1,10 @@
 """The site's SVG figure style: figures that scale and follow the page's light or dark mode.
 
-A figure drawn with matplotlib's object API (a :class:`~matplotlib.figure.Figure`, never
-``pyplot``, whose global state is not safe in a server) paints its text, axes and ticks in
-:data:`INK` (:func:`ink` does it for one axes); :func:`svg_bytes` saves it as SVG with
-that sentinel colour replaced by ``currentColor`` and a ``<style>`` that sets ``color`` by
-``prefers-color-scheme``, so the figure follows dark mode even as an ``<img>``. Inline in a
-page, drop :data:`SVG_STYLE` and the SVG takes the page's own colour. Series are coloured
-from :data:`PALETTE`, readable on both backgrounds.
-
-Shared by the report's figures (:mod:`metrics.plots`) and the calibration report's
-(:mod:`annotation.calibration_plots`). Pure: no Django; matplotlib is imported by the
-function that saves, so importing this module costs nothing.
+A figure drawn with matplotlib's object API (never ``pyplot``, whose global state is not safe in
+a server) paints text, axes and ticks in :data:`INK` (:func:`ink`); :func:`svg_bytes` replaces that
+sentinel by ``currentColor`` under a ``<style>`` following ``prefers-color-scheme``, so the figure
+follows dark mode even as an ``<img>``. Series take :data:`PALETTE`. Pure: no Django; matplotlib is
+imported by the function that saves.
 """
 
 from __future__ import annotations
@@ -27,18 +21,15 @@ if TYPE_CHECKING:
 
 #: Margin kept around everything a figure draws when it is saved (inches).
 PAD_INCHES = 0.06
-#: Sentinel colour of text, axes and ticks, replaced by ``currentColor`` in the SVG, whose own style
-#: sets ``color`` by ``prefers-color-scheme`` (the site's foreground colours), so a figure follows
-#: dark mode even as an ``<img>``.
+#: Sentinel colour of text, axes and ticks, replaced by ``currentColor`` in the SVG (see the module).
 INK = "#010203"
 SVG_STYLE = "<style>svg{color:#1d232a}@media (prefers-color-scheme: dark){svg{color:#e3e7ec}}</style>"
 #: Series colours of medium lightness, readable on the light and the dark background.
 PALETTE = ("#2f7fd1", "#e07b00", "#2a9d5c", "#c8447a", "#8c6bd6", "#9a8a1a", "#17a2b8", "#b55d3c")
 
 
-#: matplotlib's settings are the process's: every SVG is saved under this lock, and a caller that
-#: wants other settings holds it around them (:func:`svg_settings`), so that one thread's settings
-#: (the report's text as text) are never another's.
+#: matplotlib's settings are the process's: every SVG is saved under this lock, held around other
+#: settings too (:func:`svg_settings`), so one thread's settings are never another's.
 _SAVING = threading.RLock()
 
 
@@ -53,9 +44,8 @@ def svg_settings(settings: Mapping[str, Any]) -> Iterator[None]:
 
 
 def svg_bytes(figure: Figure) -> bytes:
-    """``figure`` as SVG: transparent, undated (no ``dc:date``), cropped to
-    what it draws (nothing clipped), :data:`INK` as ``currentColor``, :data:`SVG_STYLE` inside;
-    with the settings of the :func:`svg_settings` around it, if any."""
+    """``figure`` as SVG: transparent, undated, cropped to what it draws, :data:`INK` as ``currentColor``,
+    :data:`SVG_STYLE` inside."""
     from matplotlib.backends.backend_svg import FigureCanvasSVG
 
     FigureCanvasSVG(figure)

@@ -1,9 +1,6 @@
-"""The software's version, as reports record it and as the shared caches key what the code computed.
-
-``genderbias <version>`` from ``pyproject.toml``, plus the git commit when the code runs from a
-checkout. Read once per process (``git rev-parse`` is a subprocess): a deployment restarts its
-processes, so a new version is seen by every worker and a cached figure computed by the old code
-is never served by the new (:func:`code_key`).
+"""The software's version, as reports record it and as the shared caches key what the code computed,
+read once per process: a deployment restarts its processes, so a cached figure computed by the old
+code is never served by the new (:func:`code_key`).
 """
 
 from __future__ import annotations

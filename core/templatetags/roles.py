@@ -1,9 +1,5 @@
-"""``{% if request.user|may_act:batch %}``: whether a page shows a button that changes ``batch``.
-
-A viewer reads a group's studies and changes nothing: a form whose POST would answer 403 or 404 is
-not shown to them. The rule is the one requests are scoped by (:func:`core.models.scope_of`, a
-POST sees the groups where the user is researcher or owner); the object's group is its
-``group_id``, or for an account (a team member) the groups it belongs to.
+"""``{% if request.user|may_act:batch %}``: whether a page shows a button that changes ``batch``; a
+viewer is not shown a form whose POST would be refused (the rule of :func:`core.models.scope_of`).
 """
 
 from __future__ import annotations
@@ -37,6 +33,5 @@ def may_act(user, obj=None) -> bool:
 
 @register.filter
 def may_manage_connections(user) -> bool:
-    """Whether the Connections page opens for ``user`` (:func:`core.web.permissions.can_manage_connections`):
-    the menu links to it for them alone."""
+    """Whether the Connections page opens for ``user``: the menu links to it for them alone."""
     return can_manage_connections(user)

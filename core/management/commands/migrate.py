@@ -1,17 +1,11 @@
 """Django's ``migrate``, with a new database made in one step and the checks a command needs.
 
-- **A new database** (no table at all, every migration to apply, no option that asks for
-  something else) is made from the migrations' end state in one transaction and every
-  migration recorded as applied (``core.db.new_database``): 0.5 s where replaying the
-  migrations took 1.5 s. (With ``--run-syncdb``, apps without migrations are synced first,
-  outside that transaction, as Django does.) Any other database, a plan holding an operation whose effect is more
-  than its end state (a ``RunSQL``), or ``--replay``, is migrated as Django does, one
-  migration after another.
-- **The checks**: Django's ``migrate`` runs every system check first; the URL, template,
-  admin and REST framework checks import every view and the API schema, about 0.4 s. Like the
-  project's own commands (``core.management.cli.ProjectCommand``), it runs the checks of what
-  it uses: models, database, caches, files, signals. ``manage.py check``, ``runserver``, the
-  web workers and the test suite still run them all; ``--skip-checks`` still skips them.
+- **A new database** (no table at all, no option asking for something else) is made from the
+  migrations' end state in one transaction (``core.db.new_database``; docs/benchmarks-history.md,
+  "A new database in one step"); ``--run-syncdb`` apps are synced first, as Django does. Any other
+  database, a plan that must be replayed, or ``--replay``, is migrated as Django does.
+- **The checks** are those of what a command uses (``core.management.cli.ProjectCommand``), not the
+  web site's, which import every view; ``manage.py check`` and the test suite still run them all.
 """
 
 from importlib import import_module
@@ -53,7 +47,6 @@ class Command(DjangoMigrate):
 
     def _made_in_one_step(self, options) -> bool:
         """Make a new database in one step; False (nothing done) if it is not new or the plan needs replaying."""
-
         database = options["database"]
         connection = connections[database]
         connection.prepare_database()

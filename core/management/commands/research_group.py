@@ -25,7 +25,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, create, member, remove, owner, **options):
-
         with command_errors():
             scope = scope_of()  # --group: the one group (ProjectCommand); None: every group
             chosen = ResearchGroup.objects.filter(pk__in=scope).first() if scope else None
