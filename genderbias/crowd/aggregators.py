@@ -1,24 +1,11 @@
-"""The crowd models as crowd-kit's aggregators: ``fit`` a frame of ``task, worker, label``, read ``labels_``, ``probas_``.
+"""The crowd models as crowd-kit's aggregators, so a notebook can put them beside crowd-kit's on one frame.
 
-Pure (pandas; no Django). The field aggregates crowd answers with crowd-kit
-(``crowdkit.aggregation.DawidSkene().fit(df).labels_``); these classes give the project's own
-estimators (:mod:`genderbias.crowd.aggregation`) the same contract, so a notebook can put one beside
-the other on the same frame:
-
-- ``fit(data)`` takes a frame with columns ``task``, ``worker``, ``label`` (one row per answer) and
-  returns the fitted aggregator;
-- ``labels_``: a Series indexed by task (``agg_label``), the aggregated label;
-- ``probas_``: a DataFrame task × label, each row the label probabilities;
-- ``fit_predict(data)`` and ``fit_predict_proba(data)`` return them;
-- ``labels``: any hashable labels (``DawidSkene(labels=(0, 1))``; ``None``: those the answers give,
-  sorted), by default the project's :data:`genderbias.labels.LABELS`; ``labels_`` and ``probas_``
-  speak in them;
-- ``get_params()`` and ``repr()`` give the parameters, as scikit-learn's and crowd-kit's estimators do.
-
-Where they differ from crowd-kit's: a tie of a majority or of Wawa's weights is no label (None, its
-probabilities split evenly), never a coin flip or the first label; :class:`DawidSkene` has priors
-on the workers' rows and the class shares (:mod:`genderbias.crowd.estimation`) and keeps gold
-tasks at their known labels (``true_labels``).
+``fit(data)`` takes ``task, worker, label`` rows and returns the aggregator; ``labels_`` (a Series by task,
+``agg_label``) and ``probas_`` (task × label) hold the result; ``fit_predict``, ``fit_predict_proba``,
+``get_params()`` and ``repr()`` as crowd-kit's and scikit-learn's. ``labels``: any hashable labels (None: the
+answers' own, sorted; default :data:`genderbias.labels.LABELS`). Unlike crowd-kit's: a tie is no label (None,
+probabilities split evenly), never a coin flip; :class:`DawidSkene` has priors (:mod:`.estimation`) and keeps
+gold tasks at their known labels (``true_labels``).
 """
 
 from __future__ import annotations
@@ -76,12 +63,14 @@ def _by_task(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 class _Aggregator:
-    """``fit_predict`` and ``fit_predict_proba`` from ``fit``; the labels given coded for the crowd
-    models (:meth:`_coded`) and back (:meth:`_set`); ``get_params`` and ``repr`` from ``__init__``."""
+    """``fit_predict`` and ``fit_predict_proba`` from ``fit``; the labels coded for the crowd models
+    (:meth:`_coded`) and back (:meth:`_set`); ``get_params`` and ``repr`` from ``__init__``."""
 
-    labels: tuple[Hashable, ...] | None
     labels_: pd.Series
     probas_: pd.DataFrame
+
+    def __init__(self, labels: Sequence[Hashable] | None = LABELS) -> None:
+        self.labels = tuple(labels) if labels is not None else None
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The parameters ``__init__`` took, by name (scikit-learn's ``get_params``)."""
@@ -109,6 +98,16 @@ class _Aggregator:
             )
         return frame.assign(label=frame["label"].map(encode, na_action="ignore")), tuple(self._decode)
 
+    def _gold(self, true_labels: Mapping[Any, Hashable] | pd.Series | None) -> dict[str, str]:
+        """``true_labels`` (task → label) as gold codes; a label outside the coded ones is refused."""
+        encode = {label: code for code, label in self._decode.items()}
+        gold = {}
+        for task, label in dict(true_labels if true_labels is not None else {}).items():
+            if label not in encode:
+                raise ValueError(f"task {task!r}'s true label {label!r} is not one of {', '.join(map(repr, encode))}")
+            gold[str(task)] = encode[label]
+        return gold
+
     def fit(self, data: pd.DataFrame) -> Any:  # pragma: no cover - each aggregator defines it
         raise NotImplementedError
 
@@ -128,9 +127,6 @@ class MajorityVote(_Aggregator):
     """The strict-plurality label (:func:`genderbias.crowd.aggregation.majority_vote`): ``probas_`` each
     task's vote shares, ``labels_`` None where the top votes tie."""
 
-    def __init__(self, labels: Sequence[Hashable] | None = LABELS) -> None:
-        self.labels = tuple(labels) if labels is not None else None
-
     def fit(self, data: pd.DataFrame) -> MajorityVote:
         coded, codes = self._coded(data)
         frame = validate_judgments(coded, codes)
@@ -145,9 +141,6 @@ class Wawa(_Aggregator):
     """Worker Agreement With Aggregate (:func:`genderbias.crowd.aggregation.wawa`): ``probas_`` each task's
     labels weighted by their voters' skills, ``labels_`` None where the top weights tie."""
 
-    def __init__(self, labels: Sequence[Hashable] | None = LABELS) -> None:
-        self.labels = tuple(labels) if labels is not None else None
-
     def fit(self, data: pd.DataFrame) -> Wawa:
         coded, codes = self._coded(data)
         frame = validate_judgments(coded, codes)
@@ -159,11 +152,9 @@ class Wawa(_Aggregator):
 
 
 class DawidSkene(_Aggregator):
-    """The project's crowd model (:func:`genderbias.crowd.aggregation.dawid_skene`: Dawid–Skene with
-    priors, one coin per worker or full rows as the answers choose, ``model``). ``fit(data,
-    true_labels)``: ``true_labels`` (task → label, crowd-kit's name) are gold tasks, held at their
-    labels. ``probas_``: the posteriors; ``held_out_probas_``: each task's posterior under the model
-    fitted on the others (what every label-corrected interval reads); ``result_``: the whole fit."""
+    """The project's crowd model (:func:`.aggregation.dawid_skene`, ``model``). ``fit(data, true_labels)``:
+    gold tasks held at their labels. ``probas_``: the posteriors; ``held_out_probas_``: the held-out ones
+    (what every label-corrected interval reads); ``result_``: the whole fit."""
 
     def __init__(
         self, n_iter: int = 100, tol: float = 1e-6, model: str = "auto", labels: Sequence[Hashable] | None = LABELS
@@ -173,12 +164,7 @@ class DawidSkene(_Aggregator):
 
     def fit(self, data: pd.DataFrame, true_labels: Mapping[Any, Hashable] | pd.Series | None = None) -> DawidSkene:
         coded, codes = self._coded(data)
-        encode = {label: code for code, label in self._decode.items()}
-        gold = {}
-        for task, label in dict(true_labels if true_labels is not None else {}).items():
-            if label not in encode:
-                raise ValueError(f"task {task!r}'s true label {label!r} is not one of {', '.join(map(repr, encode))}")
-            gold[str(task)] = encode[label]
+        gold = self._gold(true_labels)
         result = dawid_skene(coded, codes, self.n_iter, self.tol, gold=gold, model=self.model)
         self.result_ = result
         self._set(result.labels, result.posteriors)
@@ -187,12 +173,10 @@ class DawidSkene(_Aggregator):
 
 
 class GLAD(_Aggregator):
-    """The item-difficulty crowd model (:mod:`genderbias.crowd.difficulty`: worker ability α, task easiness
-    β = e^b, P(right) = σ(α β); Whitehill et al. 2009), crowd-kit's ``GLAD`` with class shares estimated
-    (crowd-kit fixes them uniform: ``priors``), the prior mean of the log easiness estimated (crowd-kit's 1:
-    ``easiness_mean``) and wrong answers along the crowd's error pattern
-    (``pattern="crowd"``; crowd-kit's even spread: ``"even"``). ``fit(data, true_labels)``: gold tasks held at
-    their labels. ``alphas_`` by worker, ``betas_`` by task (b, the log easiness, as crowd-kit's), ``result_``."""
+    """The item-difficulty crowd model (:mod:`.difficulty`), crowd-kit's ``GLAD`` but with class shares and the
+    log easiness's prior mean estimated (crowd-kit's fixed values: ``priors``, ``easiness_mean``) and errors
+    along the crowd's pattern (crowd-kit's: ``pattern="even"``). ``fit(data, true_labels)``: gold tasks held.
+    ``alphas_`` by worker, ``betas_`` (log easiness) by task, ``result_``."""
 
     def __init__(
         self,
@@ -208,16 +192,8 @@ class GLAD(_Aggregator):
         self.labels = tuple(labels) if labels is not None else None
 
     def fit(self, data: pd.DataFrame, true_labels: Mapping[Any, Hashable] | pd.Series | None = None) -> GLAD:
-
         coded, codes = self._coded(data)
-        encode_label = {label: code for code, label in self._decode.items()}
-        gold = {}
-        for task, label in dict(true_labels if true_labels is not None else {}).items():
-            if label not in encode_label:
-                raise ValueError(
-                    f"task {task!r}'s true label {label!r} is not one of {', '.join(map(repr, encode_label))}"
-                )
-            gold[str(task)] = encode_label[label]
+        gold = self._gold(true_labels)
         frame = validate_judgments(coded, codes, repeatable=gold)
         encoded = encode(frame, codes, gold, model="one-coin")
         priors = None if self.priors is None else np.asarray(self.priors, dtype=np.float64)

@@ -1,16 +1,11 @@
 """Which interval each label-corrected figure of a batch gets, and the one sentence that says why (issue 81).
 
-Pure (numpy, pandas; no Django). The crowd model's intervals (:mod:`genderbias.crowd.label_uncertainty`)
-assume a query's answers independent given its true label; on real crowds errors are shared by query
-(hard queries fool most workers alike) and those intervals can miss the truth by many of their own widths
-(docs/quality.md, "Audit samples"). With an expert audit sample of the batch (a random sample labelled blind
-to the crowd), every figure gets the prediction-powered interval instead
-(:mod:`genderbias.machine.proportions`: PPI++, the crowd's label as the prediction), which rests on no crowd
-model, only on the sample being random. Without one, the crowd model's interval stands unless the
-shared-errors check fires; then no figure is printed as a 95% interval: it "may not cover", with the audit
-size that would settle it. :func:`interval_choice` makes the decision and its sentence, which every surface
-(report page, CSV, API, plots' captions, the paper) prints; :func:`choose_intervals` applies it to a report's
-figures.
+The crowd model's intervals (:mod:`.label_uncertainty`) assume a query's answers independent given its true
+label; real crowds share errors by query and those intervals can miss by many widths (docs/quality.md,
+"Audit samples"). With an expert audit sample every figure gets the PPI++ interval
+(:mod:`genderbias.machine.proportions`), resting only on the sample being random. Without one the crowd
+model's interval stands unless the shared-errors check fires; then no figure is printed as a 95% interval.
+Every surface (report, CSV, API, captions, paper) prints :func:`interval_choice`'s sentence.
 """
 
 from __future__ import annotations
@@ -27,10 +22,8 @@ from genderbias.labels import LABELS
 from genderbias.machine.proportions import audit_class_mean, audit_difference
 from genderbias.stats.significance import LEVEL
 
-#: The interval kinds a label-corrected figure gets (:func:`interval_choice`): the PPI++ interval on an expert
-#: audit sample, the crowd model's (:class:`CorrectedFit`), or none printed as a 95% interval.
+#: The interval kinds (:func:`interval_choice`): PPI++ on an audit sample, the crowd model's, or none printed.
 AUDIT, CROWD, MAY_NOT_COVER = "audit", "crowd", "may_not_cover"
-INTERVAL_KINDS = (AUDIT, CROWD, MAY_NOT_COVER)
 #: The class the label-corrected figures are means over (the non-gendered queries).
 FIGURE_CLASS = "n"
 #: The crowd model in a sentence's words.
@@ -44,19 +37,12 @@ def interval_choice(
     shared: Mapping | None = None,
     crowd_model: str = CROWD_MODEL_WORDS,
 ) -> dict:
-    """Which interval every label-corrected figure of a batch gets, and the one sentence that says why
-    (the report page, CSV, API, plots' captions and the paper all take their words from here).
+    """Which interval every label-corrected figure of a batch gets, and the sentence that says why.
 
-    With an audit sample holding at least 2 queries of :data:`FIGURE_CLASS` (``audit_of_class`` of its
-    ``audit_size`` expert labels): the PPI++ interval (:func:`audit_summary`), which rests on no crowd model,
-    only on the sample being random. Without one, the crowd model's interval, which assumes the answers
-    independent given the true label; unless the shared-errors check (``shared``: ``{"fires": bool,
-    "suggested_audit": int | None}``, :func:`shared_errors_verdict`; None: not run) fires, where no interval
-    is printed as a 95% one: the figure "may not cover", with the audit size that would settle it (the
-    check's: about 25 queries of the class over its expected share).
-
-    Returns ``{"kind", "sentence", "audit_size", "suggested_audit"}`` (``suggested_audit`` None unless the
-    figure may not cover)."""
+    PPI++ when the audit sample holds at least 2 queries of :data:`FIGURE_CLASS` (``audit_of_class`` of
+    ``audit_size``); else the crowd model's, unless ``shared`` (:func:`shared_errors_verdict`; None: not run)
+    fires: then "may not cover", with the audit size that would settle it. Returns ``{"kind", "sentence",
+    "audit_size", "suggested_audit"}`` (``suggested_audit`` None unless the figure may not cover)."""
     if audit_size < 0 or audit_of_class < 0 or audit_of_class > audit_size:
         raise ValueError(f"audit_of_class ({audit_of_class}) must be within 0 and audit_size ({audit_size}).")
     if audit_of_class >= 2:
@@ -89,15 +75,11 @@ def interval_choice(
 
 
 def shared_errors_verdict(model: LabelModel | None) -> dict | None:
-    """The shared-errors check on a batch's crowd, as :func:`interval_choice` reads it (``{"fires",
-    "suggested_audit"}``), or None where it is not run (no crowd answers). The one adapter to the check of
-    errors shared by query (issue 81, item 3: from the gold questions and from the answers' per-query
-    agreement), :func:`genderbias.crowd.shared_errors.crowd_shared_errors` on the crowd model's own fit; where
-    that function is not there (it is being built beside this one), no figure is warned by it (None)."""
-    check = getattr(shared_errors, "crowd_shared_errors", None)
-    if check is None or model is None or getattr(model, "crowd", None) is None:
+    """:func:`.shared_errors.crowd_shared_errors` on the crowd model's own fit, as :func:`interval_choice`
+    reads it (``{"fires", "suggested_audit"}``); None without crowd answers."""
+    if model is None or model.crowd is None:
         return None
-    found = check([], labels=LABELS, fit=model.crowd)
+    found = shared_errors.crowd_shared_errors([], labels=LABELS, fit=model.crowd)
     return {"fires": bool(found.fires), "suggested_audit": int(found.audit_size)}
 
 
@@ -117,17 +99,13 @@ def audit_summary(
     level: float = LEVEL,
     label: str = FIGURE_CLASS,
 ) -> pd.DataFrame:
-    """``summary`` as :func:`combined_summary` made it, each label-corrected figure replaced by its PPI++
-    figure on the expert audit sample (:func:`genderbias.machine.proportions.audit_class_mean` for a run's
-    mean over the queries truly ``label``, :func:`~genderbias.machine.proportions.audit_difference` for its
-    paired difference against ``baseline``), and ``p_value`` by the p that inverts the difference's interval,
-    Holm-adjusted within the family as before.
+    """``summary`` with each label-corrected figure replaced by its PPI++ figure on the audit sample (mean over
+    the queries truly ``label``, paired difference against ``baseline``), ``p_value`` by the Holm-adjusted p
+    that inverts the difference's interval.
 
-    ``wide``: per run, qid × ``(metric, variant, cutoff)`` values of every judged query (NaN: no value);
-    ``predicted``: every judged query's crowd label (None: disputed), the batch the PPI++ estimate is over;
-    ``audit``: qid → expert label of the audit sample's queries (those not judged are left out). Per figure,
-    the queries without a value are left out of the batch and of the sample; a figure whose sample then
-    holds fewer than 2 queries of ``label`` has no interval (–), never the crowd model's."""
+    ``wide``: per run, judged qid × ``(metric, variant, cutoff)`` values; ``predicted``: every judged query's
+    crowd label (None: disputed); ``audit``: qid → expert label. A figure whose sample holds fewer than 2
+    queries of ``label`` with a value has no interval (–), never the crowd model's."""
     alpha = 1 - level
     qids = [q for q in predicted]
     position = {q: i for i, q in enumerate(qids)}
@@ -136,7 +114,7 @@ def audit_summary(
     columns = sorted({key for table in wide.values() for key in table.columns})
     aligned = {run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) for run in wide}
 
-    def figure(values: np.ndarray, base: np.ndarray | None, want_p: bool) -> tuple:
+    def figure(values: np.ndarray, base: np.ndarray | None) -> tuple:
         finite = np.isfinite(values) & (np.isfinite(base) if base is not None else True)
         kept = np.flatnonzero(finite)
         renumber = {int(i): j for j, i in enumerate(kept)}
@@ -161,10 +139,10 @@ def audit_summary(
         run, column = key[0], index.get(key[1:])
         if column is None or run not in aligned:
             continue
-        point, low, high, _ = figure(aligned[run][:, column], None, False)
+        point, low, high, _ = figure(aligned[run][:, column], None)
         row = {"corrected": point, "combined_low": low, "combined_high": high}
         if has_baseline and run != baseline:
-            d, d_low, d_high, p = figure(aligned[run][:, column], aligned[baseline][:, column], True)
+            d, d_low, d_high, p = figure(aligned[run][:, column], aligned[baseline][:, column])
             row |= {"difference_corrected": d, "difference_combined_low": d_low, "difference_combined_high": d_high}
             if p is not None:
                 tests[key] = p
@@ -191,9 +169,8 @@ def audit_summary(
 
 
 def withheld_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """``summary`` with no label-corrected interval and no combined test where the figure may not cover
-    (:data:`MAY_NOT_COVER`): the estimates kept, their intervals, label shares and p (the combined test's,
-    which inverts the interval) withheld, so that no surface prints them as a 95% interval or a significance."""
+    """``summary`` with the label-corrected intervals, label shares and combined p withheld (the estimates
+    kept), so that no surface prints them as a 95% interval or a significance."""
     out = summary.copy()
     for column in (*_CORRECTED[1:], *_DIFFERENCE[1:]):
         if column in out:
@@ -204,9 +181,8 @@ def withheld_summary(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _audit_p(interval: Callable[[float], list[float]]) -> float:
-    """The two-sided p of "the difference is 0" that inverts the PPI++ interval: the smallest α whose
-    (1 − α) interval excludes 0 (``interval(α)`` → ``[low, high]``; narrower as α grows), by bisection to
-    :data:`P_TOLERANCE`. 1 when even the narrowest holds 0."""
+    """The two-sided p inverting the PPI++ interval: the smallest α whose ``interval(α)`` excludes 0, by
+    bisection to :data:`P_TOLERANCE` (1 when even the narrowest holds 0)."""
 
     def excludes(alpha: float) -> bool:
         low, high = interval(alpha)
@@ -236,12 +212,8 @@ def choose_intervals(
     baseline: str | None = None,
     level: float = LEVEL,
 ) -> tuple[pd.DataFrame, dict]:
-    """The label-corrected figures of a report on a batch's labels, each with the interval it gets, and
-    that choice (:func:`interval_choice`: its kind and sentence). ``summary``: :func:`combined_summary`'s
-    (the crowd model's intervals); ``predicted``: every judged query's crowd label (None: disputed);
-    ``audit``: qid → expert label of the batch's audit sample (None or empty: none); ``shared``:
-    :func:`shared_errors_verdict`'s. With an audit: :func:`audit_summary`; a warning and no audit:
-    :func:`withheld_summary`; else ``summary`` as it is."""
+    """``(summary with each figure's chosen interval, the choice)``: :func:`audit_summary` with an audit,
+    :func:`withheld_summary` when the figures may not cover, else ``summary`` (the crowd model's) as it is."""
     audit = {q: t for q, t in (audit or {}).items() if q in predicted}
     choice = interval_choice(
         audit_size=len(audit), audit_of_class=sum(t == FIGURE_CLASS for t in audit.values()), shared=shared
