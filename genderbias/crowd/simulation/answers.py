@@ -1,22 +1,6 @@
-"""A simulated crowd's answers, worker by worker: who answers which query, and what they say.
-
-Pure numpy, no Django. The one place the simulator draws an answer, so that every simulation of the
-project (the escalation simulator's vote counts, the studies' and replicates' answers, the label
-dependence check's replicate crowds, the echo check's copiers, the in-house demo annotators) reads a
-worker the same way:
-
-- :func:`pick` draws a label from each row of probabilities by the inverse of its cumulative sum
-  (given the uniforms, so that paired draws can share them);
-- :func:`tilt_errors` multiplies each answer's odds of being wrong by a factor, the wrong answers
-  keeping their proportions: an item's **difficulty** (exp(spread·d), d ~ N(0, 1)) or D, the
-  ranking dependence of the label-corrected figures (exp(D·z));
-- :func:`deal_hits` hands a batch out as the platform does: queries in random order in HITs of
-  ``queries_per_hit``, each HIT's workers distinct, drawn by share (the Gumbel-top-k order of
-  log share + Gumbel noise; the next worker in that order takes an escalation round);
-- :class:`HitVotes` keeps every vote per worker: a worker of the :class:`~.workers.CrowdModel` answers
-  from its confusion matrix (its error odds × the query's difficulty, when given); a **copier**
-  answers a given label (the machine's, which the echo check looks for); workers can be held out and
-  their places offered again (:meth:`HitVotes.escalate`).
+"""A simulated crowd's answers: who answers which query, and what they say. The one place a simulated
+answer is drawn, so every simulation (escalation, studies, replicates, the dependence check, the echo
+check's copiers) reads a worker the same way.
 """
 
 from __future__ import annotations
@@ -29,16 +13,14 @@ from genderbias.crowd.simulation.workers import CrowdModel
 
 
 def pick(uniforms: np.ndarray, chances: np.ndarray) -> np.ndarray:
-    """Per row of ``chances`` [..., K] (probabilities over K labels), the label index its uniform
-    (``uniforms`` [...]) falls on: the number of cumulative sums it exceeds, at most K − 1."""
+    """Per row of ``chances`` [..., K], the label its uniform falls on (given, so paired draws can share them)."""
     k = chances.shape[-1]
     return np.minimum((uniforms[..., None] > np.cumsum(chances, axis=-1)).sum(axis=-1), k - 1)
 
 
 def tilt_errors(rows: np.ndarray, truth: np.ndarray, factor: np.ndarray | float) -> np.ndarray:
-    """``rows`` [..., K] (each answer's probabilities given its true label ``truth`` [...]) with each
-    answer's odds of being wrong × ``factor`` (broadcast to ``truth``), the wrong answers keeping their
-    proportions. A factor of 1 leaves the rows as they are (up to rounding)."""
+    """``rows`` [..., K] (answer probabilities given ``truth`` [...]) with the odds of a wrong answer × ``factor``
+    (an item's difficulty, or D's exp(D·z)), the wrong answers keeping their proportions."""
     k = rows.shape[-1]
     onehot = np.eye(k)[truth]
     right = np.clip((rows * onehot).sum(axis=-1), 1e-12, 1 - 1e-12)
@@ -48,18 +30,11 @@ def tilt_errors(rows: np.ndarray, truth: np.ndarray, factor: np.ndarray | float)
     return (1.0 - p_right)[..., None] * wrong + p_right[..., None] * onehot
 
 
-def draw_answers(confusion: np.ndarray, truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One worker's answers (label indices) to queries of true labels ``truth``, from its ``confusion``
-    [T, L] (true label → answer)."""
-    truth = np.asarray(truth, dtype=int)
-    return pick(rng.random(len(truth)), np.asarray(confusion, dtype=float)[truth])
-
-
 def deal_hits(
     n: int, shares: np.ndarray, rng: np.random.Generator, queries_per_hit: int = 10
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(hit_of, ranking)``: each of ``n`` queries' HIT (random order, ``queries_per_hit`` a HIT) and,
-    per HIT, the workers in the order they take it (distinct, drawn by ``shares`` without replacement)."""
+    """``(hit_of, ranking)``: each query's HIT (random order) and per HIT its workers in the order they take
+    it (distinct, by ``shares`` without replacement: the Gumbel-top-k order)."""
     hit_of = np.empty(n, dtype=int)
     hit_of[rng.permutation(n)] = np.arange(n) // queries_per_hit
     hits = int(hit_of.max()) + 1 if n else 0
@@ -68,15 +43,13 @@ def deal_hits(
 
 
 def with_copiers(model: CrowdModel, copiers: int, share: float = 1.0) -> np.ndarray:
-    """The shares of ``model``'s workers followed by ``copiers`` copiers, each taking ``share`` times the
-    model's average worker's share (copying is fast: more than 1), normalised."""
+    """``model``'s shares then ``copiers`` copiers' (``share`` × the average worker's), normalised."""
     shares = np.concatenate([model.shares, np.full(copiers, share * model.shares.mean())])
     return shares / shares.sum()
 
 
 def majority(counts: np.ndarray, least: int = 2) -> np.ndarray:
-    """Per row of vote counts (query × label), the strict majority's label if the row has at least
-    ``least`` votes; −1 otherwise."""
+    """Per row of vote counts, the strict majority's label with at least ``least`` votes, else −1."""
     top = counts.max(axis=1)
     decisive = (counts.sum(axis=1) >= least) & ((counts == top[:, None]).sum(axis=1) == 1)
     return np.where(decisive, counts.argmax(axis=1), -1)
@@ -85,12 +58,9 @@ def majority(counts: np.ndarray, least: int = 2) -> np.ndarray:
 class HitVotes:
     """The votes on queries of true labels ``truth`` as the platform collects them, kept per worker.
 
-    :func:`deal_hits` hands the queries out to ``model``'s workers and the copiers (``shares``: every
-    worker's, the copiers last; default the model's own, no copier); ``votes`` workers take each HIT,
-    then every HIT holding a query without a strict majority (of at least two votes) gets one more
-    worker per round until it has ``cap`` (:meth:`escalate`). A model's worker answers from its confusion
-    matrix, its error odds × ``difficulty`` [N] when given (:func:`tilt_errors`); a copier answers
-    ``copied`` [N] (the machine's labels)."""
+    ``votes`` workers a HIT, then escalation to ``cap`` (:meth:`escalate`). ``shares``: every worker's, the
+    copiers last (default: the model's, no copier); a copier answers ``copied`` [N] (the machine's labels);
+    ``difficulty`` [N] tilts the others' error odds."""
 
     def __init__(
         self,
