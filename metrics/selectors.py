@@ -52,7 +52,7 @@ def report_summary(report: Report) -> pd.DataFrame:
 def report_per_query(report: Report) -> pd.DataFrame:
     """Per-query values (``run, qid, metric, variant, cutoff, value``) of the report's query set;
     ServiceError if the file is gone."""
-    frame = _read(report, report.per_query, "per-query file")
+    frame = report_judged_values(report)
     if report.on_batch:  # the file holds every judged query; the report's values are the set's
         members = set(report_labels(report).query("in_set")["qid"])
         frame = frame[frame["qid"].isin(members)].reset_index(drop=True)
@@ -60,11 +60,9 @@ def report_per_query(report: Report) -> pd.DataFrame:
 
 
 def report_per_query_export(report: Report) -> pd.DataFrame:
-    """What the per-query export holds: :func:`report_per_query`; for a report on a batch's labels,
-    the values of *every* judged query (the set's and the others') with each query's label
-    probabilities ``p_n, p_f, p_m, p_o``, its final ``label``, ``label_source`` and ``in_set``:
-    everything the report's corrected figures are computed from (docs/metrics.md, "Recomputing
-    the corrected figures from the export")."""
+    """What the per-query export holds: :func:`report_per_query`; for a report on a batch's labels, every judged
+    query's values with its label probabilities, ``label``, ``label_source`` and ``in_set``: all the corrected
+    figures are computed from (docs/metrics.md, "Recomputing the corrected figures from the export")."""
     if not report.on_batch:
         return report_per_query(report)
     labels = report_labels(report)
@@ -76,7 +74,7 @@ def report_per_query_export(report: Report) -> pd.DataFrame:
 
 
 def report_judged_values(report: Report) -> pd.DataFrame:
-    """A report on a batch's labels: per-query values of *every* judged query (the set's and the others')."""
+    """Per-query values of *every* judged query (of a report on a batch's labels: the set's and the others')."""
     return _read(report, report.per_query, "per-query file")
 
 
@@ -87,23 +85,21 @@ def report_labels(report: Report) -> pd.DataFrame:
     return _read(report, report.labels_file, "label file")
 
 
-def _read(report: Report, file: str, what: str) -> pd.DataFrame:
+def _read(report: Report, file: str, what: str, read=None):
+    """The report's Parquet ``file`` read (``read``: polars' reader, the whole frame as pandas by default);
+    ServiceError naming ``what`` when it is missing or unreadable."""
     import polars as pl
 
     path = Path(file)
     if not path.exists():
         raise ServiceError(f"the {what} of report {report.name!r} is missing ({path}); build the report again")
     try:
-        return pl.read_parquet(path).to_pandas()
+        return read(path) if read else pl.read_parquet(path).to_pandas()
     except (OSError, pl.exceptions.PolarsError) as exc:
-        raise _unreadable(report, path, what, exc) from None
-
-
-def _unreadable(report: Report, path: Path, what: str, exc: Exception) -> ServiceError:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return ServiceError(
-        f"the {what} of report {report.name!r} cannot be read ({path}: {first}); build the report again"
-    )
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ServiceError(
+            f"the {what} of report {report.name!r} cannot be read ({path}: {first}); build the report again"
+        ) from None
 
 
 def check_report_files(report: Report) -> None:
@@ -115,22 +111,13 @@ def check_report_files(report: Report) -> None:
     if report.on_batch:
         files.append((report.labels_file, "label file"))
     for file, what in files:
-        path = Path(file)
-        if not path.exists():
-            raise ServiceError(f"the {what} of report {report.name!r} is missing ({path}); build the report again")
-        try:
-            pl.read_parquet_schema(path)
-        except (OSError, pl.exceptions.PolarsError) as exc:
-            raise _unreadable(report, path, what, exc) from None
+        _read(report, file, what, pl.read_parquet_schema)
 
 
 def tradeoff_axes(summary: pd.DataFrame, x: str | None = None, y: str | None = None) -> dict[str, Any] | None:
-    """The fairness–effectiveness plot's axes, for the report page and the paper bundle alike: ``x``
-    among the effectiveness measures, ``y`` among the bias and fairness metrics (``metric:variant@k``
-    names; by default nDCG, or the first measure, against NFaiRR at the same cutoff, else the first
-    such metric). ``{"x", "y", "effect", "fair"}`` (keys as ``(metric, variant, cutoff)``), or None
-    without an effectiveness measure or a bias metric."""
-
+    """The fairness–effectiveness plot's axes (page and paper alike): ``x`` among the effectiveness measures, ``y``
+    among the bias metrics, by ``metric:variant@k`` name (default nDCG, or the first measure, against NFaiRR at its
+    cutoff). ``{"x", "y", "effect", "fair"}``, or None without a measure or a bias metric."""
     keys = list(dict.fromkeys(zip(summary["metric"], summary["variant"], summary["cutoff"], strict=True)))
     effect = [k for k in keys if k[0] in BY_NAME and BY_NAME[k[0]].effectiveness]
     fair = [k for k in keys if k[0] in BY_NAME and not BY_NAME[k[0]].effectiveness]
@@ -187,7 +174,6 @@ def report_policy_text(report: Report) -> str:
 def report_interval(report: Report) -> str:
     """The interval construction that computed the report's intervals with labels, in words (its stored
     version, not today's: core.methods)."""
-
     return methods.describe("label_interval", (report.methods or {}).get("label_interval"))
 
 
@@ -202,7 +188,6 @@ def rebuilt_reports(report: Report) -> list[str]:
 
 def method_changes(report: Report) -> list[dict[str, str]]:
     """The methods the report was computed with that today's version would compute otherwise."""
-
     return methods.changed(report.methods, "report_on_batch" if report.on_batch else "report")
 
 
@@ -235,17 +220,12 @@ def report_table(
     summary: pd.DataFrame | None = None,
     per_query: pd.DataFrame | None = None,
 ) -> dict:
-    """The ``layout`` table of a report (:func:`metrics.tables.build_table`), its CIs from the stored
-    results; ``baseline`` defaults to the report's. ServiceError for a bad choice or a missing file.
+    """The ``layout`` table of a report (:func:`metrics.tables.build_table`), its CIs from the stored results;
+    ``baseline`` defaults to the report's. ServiceError for a bad choice or a missing file. ``summary`` and
+    ``per_query``: frames already read, so a caller building several tables reads the files once.
 
-    ``summary`` and ``per_query`` (:func:`report_summary`, :func:`report_per_query`): frames already
-    read, so a caller building several tables reads the files once.
-
-    Kept in the ``results`` cache (:func:`annotation.selectors.remembered`) per report and its
-    answers version (a report is never rebuilt in place: its key names its primary key and when it
-    was built), so the page, the API and the paper bundle build a table once, not at every view
-    (about 1 s on the study's 1,765 queries × 7 runs)."""
-
+    Kept in the ``results`` cache per report and its answers version (a report is never rebuilt in place), so the
+    page, the API and the paper bundle build a table once, not at every view."""
     if baseline is None and report.baseline_id:
         baseline = report.baseline.name
     version = f"{report.created.isoformat() if report.created else ''}:{report.answers_version}"
@@ -308,13 +288,10 @@ def _combined_marks(table: dict, summary: pd.DataFrame, policy: dict) -> None:
 
 
 def report_contributions(report: Report, run: str, metric: str, variant: str, cutoff: int, limit: int = 50) -> dict:
-    """A report on a batch's labels: the queries that move ``run``'s paired difference against the
-    baseline on one metric, and whose labels are least certain
-    (:func:`genderbias.crowd.class_means.contributions`), with the figures the page and the API show.
-
-    ServiceError for a report not on a batch, without a baseline, or an unknown column or run.
+    """A report on a batch's labels: the queries that move ``run``'s paired difference against the baseline on one
+    metric, and whose labels are least certain (:func:`genderbias.crowd.class_means.contributions`). ServiceError
+    for a report without a baseline, or an unknown column or run.
     """
-
     from genderbias.crowd.class_means import contribution_summary, contributions
 
     if not report.baseline_id:
@@ -344,8 +321,7 @@ def report_contributions(report: Report, run: str, metric: str, variant: str, cu
         }
         for row in table.head(limit).to_dict("records")
     ]
-    # Each query's text beside its id (issue 45), as the label batch holds it.
-
+    # Each query's text beside its id, as the label batch holds it.
     texts = query_texts(report.label_batch_id, [row["qid"] for row in rows])
     for row in rows:
         row["query"] = texts.get(row["qid"], "")

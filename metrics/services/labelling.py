@@ -1,12 +1,8 @@
-"""Label sensitivity: how the way a batch's crowd labels are aggregated, and what is done
-with its disputed queries, moves the runs' bias.
+"""Label sensitivity: how the way a batch's crowd labels are aggregated, and what is done with its disputed
+queries, moves the runs' bias (the computation is pure: :mod:`genderbias.crowd.sensitivity`).
 
-A service because it reads the crowd (through :mod:`annotation.selectors` alone) and the
-runs; the computation itself is pure (:mod:`genderbias.crowd.sensitivity`). The page and the API
-never compute it in the request: they ask for it (:func:`ask_label_sensitivity`), which returns the
-kept result of the same settings (:class:`metrics.models.LabelSensitivityResult`) or a job computing
-it; the command computes it itself and writes files. The per-query values come from :func:`.reports.per_query_values`, so
-majority/drop equals a report on the exported non-gendered set.
+The page and the API never compute it in the request: they ask for it (:func:`ask_label_sensitivity`), which
+returns the kept result of the same settings or a job computing it; the command computes it itself.
 """
 
 from __future__ import annotations
@@ -41,18 +37,14 @@ if TYPE_CHECKING:
     from genderbias.crowd.sensitivity import LabelSensitivity
 
 
-#: At most this many dependences in one sensitivity check (each is a recomputation of the figures),
-#: each within ±:data:`MAX_DEPENDENCE` (odds tilted by exp(D·z): past 5, one standard deviation of
-#: the baseline multiplies a query's odds of a wrong label by e⁵ ≈ 150).
+#: At most this many dependences in one check (each recomputes the figures), each within ±:data:`MAX_DEPENDENCE`
+#: (odds tilted by exp(D·z): past 5, one standard deviation multiplies the odds of a wrong label by e⁵ ≈ 150).
 MAX_DEPENDENCES = 10
 MAX_DEPENDENCE = 5.0
 
 
 def parse_dependences(text: str) -> tuple[float, ...]:
-    """``"0,0.5,1"`` → ``(0.0, 0.5, 1.0)``: each a plain decimal read by the project's one number
-    reader (:func:`genderbias.numbers.parse_decimal`), within the bounds above; ServiceError naming the bad
-    part otherwise."""
-
+    """``"0,0.5,1"`` → ``(0.0, 0.5, 1.0)``, each within the bounds above; ServiceError naming the bad part."""
     parts = [part for part in text.split(",") if part.strip()]
     if not parts:
         raise ServiceError("give at least one dependence, e.g. 0,0.5,1")
@@ -67,10 +59,19 @@ def parse_dependences(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-def label_sensitivity(batch, runs: Sequence[Run], *args, **kwargs) -> LabelSensitivity:
-    """:func:`_label_sensitivity`, reading the batch's answers as a use: a correction after it is refused
-    (``annotation.services.reading_answers``, issue 53)."""
+def _checked(report_settings: ReportSettings, threshold: float, runs: Sequence[Run]) -> list[Run]:
+    """The runs, once the settings and the confidence threshold pass their checks (ServiceError otherwise)."""
+    report_settings.validate()
+    if not 0 <= threshold <= 1:
+        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
+    runs = list(runs)
+    if not runs:
+        raise ServiceError("give at least one run")
+    return runs
 
+
+def label_sensitivity(batch, runs: Sequence[Run], *args, **kwargs) -> LabelSensitivity:
+    """:func:`_label_sensitivity`, reading the batch's answers as a use: a correction after it is refused."""
     with reading_answers(batch, "A label-sensitivity run"):
         return _label_sensitivity(batch, runs, *args, **kwargs)
 
@@ -91,33 +92,18 @@ def _label_sensitivity(
 ) -> LabelSensitivity:
     """Bias of ``runs`` on the non-gendered set of ``batch`` under every aggregation × disputed policy.
 
-    Labels: majority vote with the export's rule (strict plurality of at least
-    ``min_votes`` votes), Dawid-Skene seeded with the batch's gold questions, Wawa;
-    adjudications through :func:`annotation.selectors.adjudicated_labels`. The per-query values
-    are computed once over every candidate query (:func:`per_query_values`), then each set is
-    summarised as a report would be, so majority/drop equals ``bias_report`` on the exported
-    non-gendered set with the same settings (when no query is adjudicated: the export applies
-    rulings first).
-
-    ``dependence``: also the sensitivity check for labelling errors that depend on the rankings
-    (:func:`genderbias.crowd.label_dependence.dependence_table`): the report on the batch's labels
-    (:func:`metrics.services.reports.compute_batch_report`, against ``baseline``, default the first
-    run) and how far each label-corrected difference, its combined interval and its significance
-    move if every answer's odds of being wrong grew by exp(D·z) with the baseline's standardised
-    value z, for each D (simulated from the batch's fitted crowd: :func:`genderbias.crowd.simulation.dependence.dependence_simulation`).
+    The per-query values are computed once over every candidate query, then each set is summarised as a report
+    would be, so majority/drop equals ``bias_report`` on the exported set with the same settings (with no query
+    adjudicated: the export applies rulings first). ``dependence``: also the check for labelling errors that depend
+    on the rankings (:func:`genderbias.crowd.label_dependence.dependence_table`), against ``baseline`` (default the
+    first run).
     """
-
     from genderbias.crowd import sensitivity
     from genderbias.ranking.ranked_counts import validate_cutoffs
 
     from ..formatting import order_sensitivity
 
-    report_settings.validate()
-    if not 0 <= threshold <= 1:
-        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
-    runs = list(runs)
-    if not runs:
-        raise ServiceError("give at least one run")
+    runs = _checked(report_settings, threshold, runs)
     judgments = selectors.judgments_frame(batch)
     if judgments.empty:
         raise ServiceError(f"batch {batch.name!r} has no usable judgments yet")
@@ -194,9 +180,7 @@ def label_sensitivity_job(
     background_id: int | None = None,
     kept_id: int | None = None,
 ) -> int:
-    """Label sensitivity into its kept row (``kept_id``: :class:`~metrics.models.LabelSensitivityResult`);
-    pure computation, a redelivery simply computes it again. ``job.result`` holds the page's URL."""
-
+    """Label sensitivity into its kept row (``kept_id``); a redelivery simply computes it again."""
     from ..formatting import sensitivity_result
 
     runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
@@ -249,22 +233,14 @@ def ask_label_sensitivity(
     background: Run | None = None,
     may_start: bool,
 ) -> LabelSensitivityResult:
-    """The kept label sensitivity of these settings: computed already (``result`` filled), being computed
-    (its ``job`` in flight), or asked for now (a job started once the caller's transaction commits).
+    """The kept label sensitivity of these settings: computed already (``result`` filled), being computed (its
+    ``job`` in flight), or asked for now (a job started once the caller's transaction commits).
 
-    One computation per settings and state of the answers, however often and by whomever it is asked for:
-    requests never compute it, and a flood of the same request starts one job. A job asked for past the
-    bound on jobs in flight is refused (:class:`core.jobs.TooManyJobs`). ``may_start``: whether the asker
-    may act on the batch (``core.templatetags.roles.may_act``); a viewer reads what is kept or follows the
-    job under way, and where neither is, is refused (:data:`NOT_STARTED_FOR_A_VIEWER`, ``StateError``: the
-    API's 409) and nothing is written: a viewer's GET starts no job (issue 82: eight such GETs held half
-    the lab's ``JOB_MAX_IN_FLIGHT_PER_GROUP``)."""
-    report_settings.validate()
-    if not 0 <= threshold <= 1:
-        raise ServiceError(f"the confidence threshold must be between 0 and 1, got {threshold}")
-    runs = list(runs)
-    if not runs:
-        raise ServiceError("give at least one run")
+    One computation per settings and state of the answers, however often and by whomever it is asked for; past the
+    bound on jobs in flight, :class:`core.jobs.TooManyJobs`. ``may_start``: whether the asker may act on the batch;
+    a viewer's ask where nothing is kept or under way is refused (``StateError``) and writes nothing, so a viewer's
+    GET never starts a job (they would hold the group's jobs in flight)."""
+    runs = _checked(report_settings, threshold, runs)
     answers = annotation_selectors.answers_version(batch)
     key, settings = sensitivity_key(batch, answers, runs, report_settings, threshold, background)
     with transaction.atomic():

@@ -1,6 +1,5 @@
-"""A report's settings (:class:`ReportSettings`, each one's default and rule its declaration's in
-:mod:`core.options`), what a report may take besides them (:class:`ReportInputs`), and the typed cut-offs and
-effectiveness measures read into them."""
+"""A report's settings (:class:`ReportSettings`), what a report may take besides them (:class:`ReportInputs`), and
+the typed cut-offs and effectiveness measures read into them."""
 
 from __future__ import annotations
 
@@ -28,19 +27,16 @@ from core.options import (
     ReportOption,
 )
 from genderbias.presets import PRESETS
-from genderbias.ranking.defaults import (
-    OptionError,
-)
+from genderbias.ranking.defaults import OptionError
 from genderbias.ranking.effectiveness import parse_measures as parse
-from genderbias.text.wordlists import (
-    GenderWords,
-)
+from genderbias.text.wordlists import GenderWords
 from pooling.models import Qrels, Run
 
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """A report's settings; each one's default and rule are its declaration's (:mod:`core.options`)."""
+    """A report's settings, each stored in the :class:`metrics.models.Report` field of its name; each one's default
+    and rule are its declaration's (:mod:`core.options`)."""
 
     cutoffs: tuple[int, ...] = CUTOFFS_OPTION.default
     tokenizer: str = TOKENIZER_OPTION.default
@@ -50,8 +46,7 @@ class ReportSettings:
     nfairr_normaliser: str = NORMALISER_OPTION.default
     #: Effectiveness measures (ir_measures names, ``RR@10``…), computed against the report's qrels.
     measures: tuple[str, ...] = ()
-    #: The exposure metrics' choices (:mod:`genderbias.ranking.exposure`): AWRF's position weights and the
-    #: geometric weights' p, the target's female share, rKL/rND/rRD's protected group and cut step.
+    #: The exposure metrics' choices (:mod:`genderbias.ranking.exposure`).
     awrf_weights: str = AWRF_WEIGHTS_OPTION.default
     awrf_p: float = AWRF_P_OPTION.default
     exposure_target: float = EXPOSURE_TARGET_OPTION.default
@@ -89,8 +84,8 @@ class ReportSettings:
         )
 
     def validate(self) -> None:
-        """Each setting by its declaration's one check (:meth:`genderbias.report_option.ReportOption.check`):
-        a :class:`core.errors.FieldError` naming the setting; then the preset and the measures."""
+        """Each setting by its declaration's one check (a :class:`core.errors.FieldError` naming it), then the preset
+        and the measures."""
         for option in REPORT_OPTIONS.values():
             if option.kind == "file":
                 continue
@@ -107,8 +102,7 @@ DEFAULT_REPORT_SETTINGS = ReportSettings()
 
 
 class ReportInputs(TypedDict, total=False):
-    """What a report may take besides its query set, runs and settings (one definition for
-    :func:`compute_report` and :func:`build_report`)."""
+    """What a report may take besides its query set, runs and settings."""
 
     wordlist: GenderWords | None  #: gender-definitional words for RaB/ARaB (default: the 32+32)
     representative: GenderWords | None  #: representative words for NFaiRR/TExFAIR (default: 163+163)
@@ -121,8 +115,7 @@ class ReportInputs(TypedDict, total=False):
 
 
 def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int, ...]:
-    """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (:data:`core.options.CUTOFFS_OPTION`:
-    whole numbers within its bounds, at most its number of them; empty: its default), or a
+    """``"5,10,20"`` → ``(5, 10, 20)`` by the cutoffs' declaration (empty: its default), or a
     :class:`core.errors.FieldError` naming ``cutoffs``."""
     try:
         return tuple(option.parse(text))
@@ -132,7 +125,6 @@ def parse_cutoffs(text: str, option: ReportOption = CUTOFFS_OPTION) -> tuple[int
 
 def parse_measures(measures: str | Sequence[str]) -> tuple[str, ...]:
     """``"MRR@10,nDCG@10"`` → ``("RR@10", "nDCG@10")`` (ir_measures names), or ServiceError naming the bad one."""
-
     try:
         return parse(measures)
     except ValueError as exc:

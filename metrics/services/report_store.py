@@ -4,7 +4,7 @@ transaction that writes the report and its result rows, so a failure leaves no r
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from django.db import transaction
@@ -15,9 +15,7 @@ from core.services.names import validate_name
 from core.services.storage import cache_dir
 from core.version import software_version
 from genderbias.files.atomic import write_parquet_atomic
-from genderbias.ranking.defaults import (
-    LABEL_UNCERTAINTY_COLUMNS,
-)
+from genderbias.ranking.defaults import LABEL_UNCERTAINTY_COLUMNS
 from pooling import services as pooling_services
 from pooling.models import QuerySet, Run
 from pooling.services import register_wordlist
@@ -45,15 +43,13 @@ class Computed:
     unjudged: list[str] = field(default_factory=list)
     #: Per run, the judged queries it does not return (each counts as 0 in its effectiveness).
     unreturned: dict[str, list[str]] = field(default_factory=dict)
-    #: A report on a batch's labels: every judged query's label probabilities
-    #: (:class:`annotation.selectors.LabelProbabilities`); ``per_query`` then covers every judged query.
+    #: A report on a batch's labels: every judged query's :class:`annotation.selectors.LabelProbabilities`.
     labels: object | None = None
-    #: Per run, per cutoff: how many of its queries' top k hold a tied document (:func:`genderbias.ranking.ties.tie_summary`).
+    #: Per run, per cutoff: how many of its queries' top k hold a tied document.
     tied_queries: dict[str, dict[str, int]] = field(default_factory=dict)
     #: A collection by reference: the checksum of the texts read and how many (:meth:`_CountCache.texts_read`).
     texts_read: tuple[str, int] | None = None
-    #: A report on a batch's labels: which interval its label-corrected figures got and why
-    #: (:func:`genderbias.crowd.figure_intervals.interval_choice`).
+    #: A report on a batch's labels: which interval its label-corrected figures got and why.
     label_interval: dict | None = None
 
 
@@ -83,13 +79,18 @@ def store_report(
     name: str, computed: Computed, report_settings: ReportSettings, inputs: ReportInputs, query_set: QuerySet | None
 ) -> Report:
     """``computed`` stored as the report ``name``: its per-query (and labels) Parquet written atomically first, then the
-    report, its runs and result rows (and a batch report's query set) in one transaction; a failure leaves none."""
+    report, its runs and result rows (and a batch report's query set) in one transaction; a failure leaves none.
+    Each setting goes to the report's field of the same name."""
     import polars as pl
 
     from genderbias.ranking.ranked_counts import validate_cutoffs
 
     background, baseline, qrels = inputs.get("background"), inputs.get("baseline"), inputs.get("qrels")
     batch, labels = inputs.get("label_batch"), computed.labels
+    settings = asdict(report_settings) | {
+        "cutoffs": validate_cutoffs(report_settings.cutoffs),
+        "measures": list(computed.measures),
+    }
     stem = cache_dir("reports") / f"{name}-{uuid.uuid4().hex[:12]}"
     path, labels_path = stem.with_suffix(".parquet"), stem.with_name(stem.name + "-labels.parquet")
     from genderbias.ranking.ties import TIE_COLUMNS
@@ -117,27 +118,13 @@ def store_report(
                 run_order=[run.name for run in computed.runs],
                 wordlist=register_wordlist(computed.wordlist),
                 representative_wordlist=register_wordlist(computed.representative),
-                tokenizer=report_settings.tokenizer,
-                cutoffs=validate_cutoffs(report_settings.cutoffs),
-                threshold=report_settings.threshold,
+                **settings,
                 background_run=background,
-                nfairr_normaliser=report_settings.nfairr_normaliser,
-                awrf_weights=report_settings.awrf_weights,
-                awrf_p=report_settings.awrf_p,
-                exposure_target=report_settings.exposure_target,
-                protected_group=report_settings.protected_group,
-                cut_step=report_settings.cut_step,
-                exposure_form=report_settings.exposure_form,
-                ties=report_settings.ties,
-                preset=report_settings.preset,
                 tied_queries=computed.tied_queries,
                 baseline=baseline,
                 qrels=qrels,
-                measures=list(computed.measures),
                 unjudged=computed.unjudged,
                 unreturned=computed.unreturned,
-                bootstrap_samples=report_settings.bootstrap_samples,
-                seed=report_settings.seed,
                 software_version=software_version(),
                 methods=methods.current(),
                 texts_sha256=computed.texts_read[0] if computed.texts_read else "",

@@ -1,13 +1,8 @@
-"""Bias reports: their settings, computing them, storing them, and starting them as jobs.
+"""Bias reports: computing them, storing them (:mod:`.report_store`), and starting them as jobs.
 
-Heavy work (reading runs, counting words, computing metrics, bootstrapping) happens before
-the transaction opens; the report and its result rows are written in one transaction, and
-the per-query Parquet file is written atomically before it, so a failure leaves no report.
-Every figure is the library's one pipeline's (:func:`genderbias.ranking.measures.evaluate`, what
-``genderbias.calc_aggregate`` reads too): this module reads the rows it takes (:func:`_read`: the runs'
-top rankings, the background's, counts from :func:`pooling.services.document_counts_for`) and stores
-what it returns. :func:`per_query_values` is its per-query half: label sensitivity (:mod:`.labelling`)
-subsets it rather than computing its own.
+Heavy work happens before the transaction opens. Every figure is the library's one pipeline's
+(:func:`genderbias.ranking.measures.evaluate`): this module reads the rows it takes (:func:`_read`) and stores what
+it returns; label sensitivity subsets :func:`per_query_values`, its per-query half, rather than computing its own.
 """
 
 from __future__ import annotations
@@ -23,16 +18,12 @@ from annotation.services import reading_answers
 from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
-from core.options import (
-    CUTOFFS_OPTION,
-)
+from core.options import CUTOFFS_OPTION
 from core.progress import Progress
 from core.services.names import validate_name
 from genderbias.presets import PRESETS
 from genderbias.ranking import effectiveness
-from genderbias.ranking.defaults import (
-    DEFAULT_CUTOFFS,
-)
+from genderbias.ranking.defaults import DEFAULT_CUTOFFS
 from genderbias.ranking.effectiveness import DEFAULT_MEASURES
 from genderbias.text.wordlists import (
     GenderWords,
@@ -69,16 +60,12 @@ def compute_batch_report(
     report_settings: ReportSettings = DEFAULT_REPORT_SETTINGS,
     **inputs: Unpack[ReportInputs],
 ) -> Computed:
-    """Every metric of every run on ``batch``'s non-gendered queries, with the labels' uncertainty.
+    """Every metric of every run on ``batch``'s non-gendered queries, with the labels' uncertainty (no writes).
 
-    The values are the means over the point-estimate set (the queries whose final label is
-    non-gendered: what the export writes); the per-query values cover every judged query, so
-    that :func:`genderbias.crowd.label_uncertainty.combined_summary` can estimate the class means from
-    every query's label probabilities (no writes). With the batch's expert audit sample
-    (:func:`annotation.selectors.audit_labels`) the label-corrected figures are its PPI++ ones, without one the
-    crowd model's unless the shared-errors check fires (:func:`genderbias.crowd.figure_intervals.choose_intervals`).
+    The values are means over the point-estimate set (final label non-gendered: what the export writes); the
+    per-query values cover every judged query, whose label probabilities estimate the class means. With the batch's
+    expert audit sample the label-corrected figures are PPI++ ones (:mod:`genderbias.crowd.figure_intervals`).
     """
-
     labels = selectors.label_probabilities(batch)
     members = labels.non_gendered
     if not members:
@@ -100,8 +87,7 @@ def _compute(
     labels=None,
     audit: dict[str, str] | None = None,
 ) -> Computed:
-    """The rows a report reads (:func:`_read`), computed by the library's one pipeline
-    (:func:`genderbias.ranking.measures.evaluate`)."""
+    """The rows :func:`_read` reads, computed by the library's one pipeline."""
     from genderbias.ranking import measures as pipeline  # start-up
 
     from ..formatting import order_summary
@@ -171,10 +157,8 @@ def _read(
     bar: bool = True,
     depth: int = 0,
 ) -> tuple[dict, _CountCache, dict]:
-    """What the library's pipeline reads of the database: each run's rankings of the ``qids`` to the
-    deepest cutoff (or ``depth``, the effectiveness measures', if deeper) with every tie group reaching it,
-    the background run's, the counts over the collection's count cache, and the settings as the library's
-    keywords."""
+    """What the pipeline reads of the database: each run's rankings of the ``qids`` to the deepest cutoff (or the
+    measures' ``depth``) with every tie group reaching it, the background's, the counts, and the settings."""
     import polars as pl
 
     check_same_collection([*runs, *([background] if background else [])], "a report (and its background run)")
@@ -197,8 +181,7 @@ def _read(
 
 
 class _CountCache:
-    """The library's counts (:class:`genderbias.ranking.measures.Counts`) over the collection's count cache
-    (:func:`pooling.services.document_counts_for`), keeping which documents the report read."""
+    """The library's counts over the collection's count cache, keeping which documents the report read."""
 
     def __init__(self, collection, job: Job | None, bar: bool) -> None:
         self.collection, self.job, self.bar, self.read = collection, job, bar, []
@@ -208,9 +191,8 @@ class _CountCache:
         return document_counts_for(self.collection, docids, wordlist, tokenizer, job=self.job, bar=self.bar)
 
     def texts_read(self) -> tuple[str, int] | None:
-        """For a collection by reference, ``(checksum, texts)`` of the passages read, from the digests kept
-        when they were read (:func:`pooling.services.texts_checksum`); None for a file, whose sha256
-        already pins every text."""
+        """For a collection by reference, ``(checksum, texts)`` of the passages read; None for a file, whose
+        sha256 already pins every text."""
         import polars as pl
 
         if not self.collection.by_reference or not self.read:
@@ -219,8 +201,7 @@ class _CountCache:
 
 
 class _StepProgress:
-    """``progress(step, done, total)`` of pure code (:func:`genderbias.crowd.label_uncertainty.combined_summary`)
-    shown as :class:`core.progress.Progress`: a bar on a terminal and the Job's step, one per step."""
+    """``progress(step, done, total)`` of pure code shown as :class:`core.progress.Progress`, one per step."""
 
     def __init__(self, job: Job | None, bar: bool) -> None:
         self.job, self.bar, self.step, self.current = job, bar, None, None
@@ -276,9 +257,8 @@ def per_query_values(
     bar: bool = True,
     source: str = "the query set",
 ) -> pd.DataFrame:
-    """Long frame ``run, qid, metric, variant, cutoff, value`` of every run over the ``qids`` it contains:
-    the library's bias figures (:func:`genderbias.ranking.measures.figures`) of the rows :func:`_read` reads.
-    Any subset of it is what a report on that subset would compute (label sensitivity relies on it)."""
+    """Long frame ``run, qid, metric, variant, cutoff, value`` of every run over the ``qids`` it contains; any
+    subset of it is what a report on that subset would compute (label sensitivity relies on it)."""
     from genderbias.ranking import measures  # start-up
 
     frames, counts, settings = _read(qids, runs, report_settings, background, source, job, bar)
@@ -303,11 +283,8 @@ def build_report(
 def build_batch_report(
     name: str, batch, runs: Sequence[Run], report_settings: ReportSettings = DEFAULT_REPORT_SETTINGS, **inputs
 ) -> Report:
-    """A report on ``batch``'s labels (:func:`compute_batch_report`), stored with its query set.
-
-    The point-estimate set is registered as a query set named ``<name>-non-gendered`` (origin
-    "annotation") in the report's own transaction: a failure leaves neither.
-    """
+    """A report on ``batch``'s labels, its point-estimate set registered as the query set ``<name>-non-gendered``
+    in the report's own transaction: a failure leaves neither."""
     check_free_name(name)
     validate_name(f"{name}-non-gendered", "query set")
 
@@ -328,8 +305,7 @@ def report_job(
     qrels_id: int | None = None,
     batch_id: int | None = None,
 ) -> str:
-    """Build a report in the background (on a query set, or on a batch's labels with ``batch_id``);
-    a redelivery after a crash may find it committed by the delivery that died."""
+    """Build a report in the background; a redelivery after a crash may find it committed by the one that died."""
     report = Report.objects.filter(name=name, created__gte=job.created).first() if job.redelivered else None
     if report is None:
         runs = sorted(Run.objects.filter(pk__in=run_ids), key=lambda r: run_ids.index(r.pk))
@@ -367,10 +343,8 @@ def start_report(
     qrels: Qrels | None = None,
     label_batch=None,
 ) -> Job:
-    """Build a report in the background once the caller's transaction commits; returns its Job.
-
-    With ``label_batch`` (and no query set) it is a report on that batch's labels (:func:`build_batch_report`).
-    """
+    """Build a report in the background once the caller's transaction commits (on ``label_batch``'s labels instead
+    of a query set if given); returns its Job."""
     if (query_set is None) == (label_batch is None):
         raise ServiceError("give either a query set or a batch whose labels to report on")
     return report_job.start(
@@ -388,44 +362,22 @@ def start_report(
 
 
 def start_rebuild(report: Report) -> Job:
-    """Build ``report`` again with today's methods and its own settings, queries (or batch), runs,
-    background, baseline and judgments, as a new report ``<name>-rebuilt`` (``-rebuilt-2``…): the old
-    one stays, described by the methods that computed it (:mod:`core.methods`)."""
+    """Build ``report`` again with today's methods and its own inputs, as a new report ``<name>-rebuilt``
+    (``-rebuilt-2``…): the old one stays, described by the methods that computed it (:mod:`core.methods`)."""
     stem = f"{report.name[:88]}-rebuilt"
     name, n = stem, 1
     while Report.objects.filter(name=name).exists():
         n += 1
         name = f"{stem}-{n}"
-    report_settings = ReportSettings(
-        cutoffs=tuple(report.cutoffs),
-        tokenizer=report.tokenizer,
-        threshold=report.threshold,
-        bootstrap_samples=report.bootstrap_samples,
-        seed=report.seed,
-        nfairr_normaliser=report.nfairr_normaliser,
-        measures=tuple(report.measures or ()),
-        awrf_weights=report.awrf_weights,
-        awrf_p=report.awrf_p,
-        exposure_target=report.exposure_target,
-        protected_group=report.protected_group,
-        cut_step=report.cut_step,
-        exposure_form=report.exposure_form,
-        ties=report.ties,
-        preset=report.preset,
-    )
-    runs = sorted(
-        report.runs.all(),
-        key=lambda run: (
-            (report.run_order or []).index(run.name)
-            if run.name in (report.run_order or [])
-            else len(report.run_order or [])
-        ),
-    )
+    stored = {setting: getattr(report, setting) for setting in ReportSettings.__dataclass_fields__}
+    stored |= {"cutoffs": tuple(report.cutoffs), "measures": tuple(report.measures or ())}
+    order = report.run_order or []
+    runs = sorted(report.runs.all(), key=lambda run: order.index(run.name) if run.name in order else len(order))
     return start_report(
         name,
         None if report.label_batch_id else report.query_set,
         runs,
-        report_settings,
+        ReportSettings(**stored),
         background=report.background_run,
         baseline=report.baseline,
         qrels=report.qrels,

@@ -1,18 +1,9 @@
-"""The same runs on several query sets (named sets, most often): each set's ranking of the runs and
-the agreement between the sets' orders (Kendall's τ with a bootstrap interval); the statistics
-are pure (:mod:`genderbias.stats.run_agreement`).
+"""The same runs on several query sets: each set's ranking of the runs and the agreement between the sets' orders
+(Kendall's τ with a bootstrap interval; pure: :mod:`genderbias.stats.run_agreement`).
 
-A set is scored by a stored report (:class:`metrics.models.Report`): its per-query values are
-read, never computed again, so a comparison takes every setting the reports were built with.
-The runs are matched across reports by name when every report has the same runs (MS MARCO runs
-scored on the 215 CPJKU queries and on the 3,750), else by position in each report's run order
-(Grep-BiasIR's runs are other files of the same rankers): the system is then named by its runs.
-:func:`build_set_reports` makes the reports first, for the command's ``--set``.
-
-A comparison is a :class:`core.models.Job` whose ``result`` holds it (as CRBO and variant
-preference are): the ``compare_sets`` command computes inline with :func:`compare_reports`, the
-page and the API start the same as a background job (:func:`compare_sets_job`,
-:func:`start_compare_sets`).
+A set is scored by a stored report, whose per-query values are read, never computed again, so a comparison takes
+every setting the reports were built with. A comparison is a Job whose ``result`` holds it: the command computes
+inline (:func:`compare_reports`), the page and the API start a job (:func:`start_compare_sets`).
 """
 
 from __future__ import annotations
@@ -39,7 +30,9 @@ DEFAULT_SAMPLES = 1000
 
 
 def match_systems(reports: Sequence[Report]) -> tuple[list[str], list[list[str]]]:
-    """The systems compared and, per report, its run of each system (see the module's docstring)."""
+    """The systems compared and, per report, its run of each system: matched by name when every report has the same
+    runs (one set of runs scored on several query sets), else by position in each report's run order (other files
+    of the same rankers), a system then named by its runs."""
     orders = [list(r.run_order) or sorted(r.runs.values_list("name", flat=True)) for r in reports]
     if all(set(order) == set(orders[0]) for order in orders):
         return list(orders[0]), [list(orders[0]) for _ in orders]
@@ -76,10 +69,7 @@ def check_comparison(reports: Sequence[Report], metric: str, variant: str, cutof
     reports = list(dict.fromkeys(reports))
     if len(reports) < 2:
         raise FieldError("reports", "choose at least two reports (one per query set)")
-    if metric not in BY_NAME:
-        raise FieldError("metric", f"unknown metric {metric!r}; choose one of {', '.join(BY_NAME)}")
-    if not 1 <= samples <= 100_000:
-        raise FieldError("samples", f"bootstrap samples must be between 1 and 100,000, not {samples}")
+    _check_metric(metric, samples)
     systems, _ = match_systems(reports)
     if len(systems) < 2:
         raise FieldError("reports", "the reports must rank at least two runs")
@@ -90,6 +80,13 @@ def check_comparison(reports: Sequence[Report], metric: str, variant: str, cutof
     return variant
 
 
+def _check_metric(metric: str, samples: int) -> None:
+    if metric not in BY_NAME:
+        raise FieldError("metric", f"unknown metric {metric!r}; choose one of {', '.join(BY_NAME)}")
+    if not 1 <= samples <= 100_000:
+        raise FieldError("samples", f"bootstrap samples must be between 1 and 100,000, not {samples}")
+
+
 def _set_values(report: Report, runs: list[str], metric: str, variant: str, cutoff: int):
     from genderbias.stats.run_agreement import SetValues
 
@@ -97,7 +94,6 @@ def _set_values(report: Report, runs: list[str], metric: str, variant: str, cuto
     frame = frame[(frame["metric"] == metric) & (frame["variant"] == variant) & (frame["cutoff"] == cutoff)]
     table = frame.pivot_table(index="qid", columns="run", values="value", aggfunc="first").reindex(columns=runs)
     complete = table.dropna()
-
     qids = natural_sorted(complete.index.astype(str))
     complete = complete.loc[qids]
     left_out = report.query_set.queries.count() - len(complete)
@@ -113,9 +109,8 @@ def compare_reports(
     samples: int = DEFAULT_SAMPLES,
     seed: int = 0,
 ) -> dict:
-    """Each report's ranking of the runs by ``metric@cutoff`` (``variant``) and Kendall's τ between
-    every two reports' orders with a bootstrap interval over queries (:func:`genderbias.stats.run_agreement.compare_sets`),
-    plus each report's query set and where it came from."""
+    """Each report's ranking of the runs by ``metric@cutoff`` and Kendall's τ between every two reports' orders with
+    a bootstrap interval over queries, plus each report's query set and where it came from."""
     from genderbias.stats.run_agreement import compare_sets
 
     reports = list(dict.fromkeys(reports))
@@ -149,9 +144,8 @@ def compare_sets_job(
     build: list | None = None,
     prefix: str = "across",
 ) -> None:
-    """A comparison across sets: ``build`` (``[[query set id, [run ids]], ...]``) makes or reuses a
-    report per set first (:func:`build_set_reports`, each reused by a redelivery), then the reports
-    are compared (read-only). Its Jobs hold the comparisons: the page lists them by ``compare_sets_job.kind``."""
+    """A comparison across sets: ``build`` (``[[query set id, [run ids]], ...]``) makes or reuses a report per set
+    first (reused by a redelivery too), then the reports are compared."""
     by_pk = Report.objects.in_bulk(report_ids)
     reports = [by_pk[pk] for pk in report_ids]
     if build:
@@ -176,18 +170,13 @@ def check_set_building(
     samples: int,
     prefix: str,
 ) -> None:
-    """The rules of a comparison whose reports are built first (a report per query set, of ``runs``):
-    at least two sets in all, two runs, free or reusable report names; the variant is checked once
-    the reports exist."""
-
+    """The rules of a comparison whose reports are built first (a report per query set, of ``runs``); the variant
+    is checked once the reports exist."""
     if len(reports) + len(query_sets) < 2:
         raise FieldError("query_sets", "choose at least two query sets (or reports) to compare")
     if len(runs) < 2:
         raise FieldError("runs", "choose at least two runs to score on the query sets")
-    if metric not in BY_NAME:
-        raise FieldError("metric", f"unknown metric {metric!r}; choose one of {', '.join(BY_NAME)}")
-    if not 1 <= samples <= 100_000:
-        raise FieldError("samples", f"bootstrap samples must be between 1 and 100,000, not {samples}")
+    _check_metric(metric, samples)
     names = [r.name for r in runs]
     for query_set in query_sets:
         name = f"{prefix}-{query_set.name}"[:100]
@@ -235,9 +224,8 @@ def start_compare_sets(
 def build_set_reports(
     sets: Sequence[tuple[QuerySet, Sequence[Run]]], prefix: str, *, cutoffs: Sequence[int] = ()
 ) -> list[Report]:
-    """A report per (query set, runs), named ``<prefix>-<query set>``, with the default settings
-    (and ``cutoffs`` when given); a report of that name over the same query set and runs is reused."""
-
+    """A report per (query set, runs), named ``<prefix>-<query set>``, with the default settings (and ``cutoffs``
+    when given); a report of that name over the same query set and runs is reused."""
     settings = ReportSettings(cutoffs=tuple(sorted(set(cutoffs)))) if cutoffs else ReportSettings()
     reports = []
     for query_set, runs in sets:
