@@ -28,13 +28,7 @@ from core.serializers import CountField, DecimalNumberField, JobSerializer, Mone
 from core.templatetags.roles import may_act
 from genderbias.numbers import NumberError, parse_count
 from genderbias.ranking.counterfactual import HER_CHOICES
-from genderbias.ranking.defaults import (
-    CRBO_DEPTH,
-    CRBO_P,
-    MAX_CUTOFF,
-    TABLE_LAYOUTS,
-    VARIANT_VERSIONS,
-)
+from genderbias.ranking.defaults import CRBO_DEPTH, CRBO_P, MAX_CUTOFF, TABLE_LAYOUTS, VARIANT_VERSIONS
 from genderbias.ranking.vocabulary import BY_NAME
 from metrics.forms.study_forms import LabelSensitivityForm, PlanForm
 from metrics.selectors import report_contributions, report_per_query, report_table
@@ -82,8 +76,8 @@ class ReportRequestSerializer(serializers.Serializer):
 
 
 class _PerQueryRows:
-    """A report's per-query frame as the paginator's sequence: its length, and rows made only for
-    the slice a page asks for (making every row of a large batch's report took seconds a request)."""
+    """A report's per-query frame as the paginator's sequence, rows made only for the slice a page asks for (every
+    row of a large batch's report would take seconds a request)."""
 
     COLUMNS = ["run", "qid", "metric", "variant", "cutoff", "value"]
 
@@ -168,7 +162,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         """A report on a batch's labels: which queries move ``run``'s paired difference against the
         baseline and whose labels are least certain (``rows`` by ``expected_shift``: the chance the
         label is wrong × how far the difference moves if flipped). 400 with ``detail`` for a bad choice."""
-
         report = self.get_object()
         params = request.query_params
         try:
@@ -209,7 +202,6 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
         Kendall tau with p-values, ``†`` mark); ``significance`` and ``correlation_significance``
         state the test, family and correction; ``missing`` names columns the report lacks. A bad
         choice: 400 with ``detail``."""
-
         params = request.query_params
         try:
             cutoff = (
@@ -291,30 +283,32 @@ class PreferenceRequestSerializer(serializers.Serializer):
     versions = serializers.CharField(default=",".join(VARIANT_VERSIONS), help_text="Comma-separated suffixes.")
 
 
-class CrboView(APIView):
+class _JobFormView(APIView):
+    """``POST``: the request (``serializer_class``, which documents it) checked by the page's form
+    (``form_class``), whose work starts as a job: 202 with it."""
+
+    permission_classes = [permissions.IsAdminUser]
+    serializer_class: type[serializers.Serializer]
+    form_class: type
+
+    @extend_schema(responses={202: JobSerializer})
+    def post(self, request, format=None):
+        form = self.form_class(form_data(request, self.serializer_class))
+        if not form.is_valid():
+            raise form_errors(form)
+        return job_started(form.start())
+
+
+class CrboView(_JobFormView):
     """``POST /api/metrics/crbo/``: measure CRBO as a job; its ``result`` holds the mean and per-query RBO."""
 
-    permission_classes = [permissions.IsAdminUser]
-
-    @extend_schema(request=CrboRequestSerializer, responses={202: JobSerializer})
-    def post(self, request, format=None):
-        form = CrboForm(form_data(request, CrboRequestSerializer))
-        if not form.is_valid():
-            raise form_errors(form)
-        return job_started(form.start())
+    serializer_class, form_class = CrboRequestSerializer, CrboForm
 
 
-class PreferenceView(APIView):
+class PreferenceView(_JobFormView):
     """``POST /api/metrics/preference/``: measure variant preference as a job; ``result`` holds the wins."""
 
-    permission_classes = [permissions.IsAdminUser]
-
-    @extend_schema(request=PreferenceRequestSerializer, responses={202: JobSerializer})
-    def post(self, request, format=None):
-        form = PreferenceForm(form_data(request, PreferenceRequestSerializer))
-        if not form.is_valid():
-            raise form_errors(form)
-        return job_started(form.start())
+    serializer_class, form_class = PreferenceRequestSerializer, PreferenceForm
 
 
 class CompareSetsRequestSerializer(serializers.Serializer):
@@ -343,18 +337,11 @@ class CompareSetsRequestSerializer(serializers.Serializer):
     seed = CountField(min_value=0, max_value=2**31 - 1, default=0)
 
 
-class CompareSetsView(APIView):
+class CompareSetsView(_JobFormView):
     """``POST /api/metrics/compare-sets/``: each set's ranking of the runs and Kendall's τ between the
     sets' orders, as a job; its ``result`` holds them."""
 
-    permission_classes = [permissions.IsAdminUser]
-
-    @extend_schema(request=CompareSetsRequestSerializer, responses={202: JobSerializer})
-    def post(self, request, format=None):
-        form = CompareSetsForm(form_data(request, CompareSetsRequestSerializer))
-        if not form.is_valid():
-            raise form_errors(form)
-        return job_started(form.start())
+    serializer_class, form_class = CompareSetsRequestSerializer, CompareSetsForm
 
 
 class CounterfactualRequestSerializer(serializers.Serializer):
@@ -366,17 +353,10 @@ class CounterfactualRequestSerializer(serializers.Serializer):
     her = serializers.ChoiceField(choices=list(HER_CHOICES), default="his")
 
 
-class CounterfactualView(APIView):
+class CounterfactualView(_JobFormView):
     """``POST /api/metrics/counterfactual-collections/``: write and register a counterfactual collection as a job."""
 
-    permission_classes = [permissions.IsAdminUser]
-
-    @extend_schema(request=CounterfactualRequestSerializer, responses={202: JobSerializer})
-    def post(self, request, format=None):
-        form = CounterfactualForm(form_data(request, CounterfactualRequestSerializer))
-        if not form.is_valid():
-            raise form_errors(form)
-        return job_started(form.start())
+    serializer_class, form_class = CounterfactualRequestSerializer, CounterfactualForm
 
 
 class PlanRequestSerializer(serializers.Serializer):
@@ -424,7 +404,6 @@ class PlanView(APIView):
 
     @extend_schema(request=PlanRequestSerializer, responses=dict)
     def post(self, request, format=None):
-
         data = dict(form_data(request, PlanRequestSerializer))
         data["run_a"], data["run_b"] = data.pop("runs")
         form = PlanForm(data)

@@ -23,9 +23,7 @@ from core.options import (
     TOKENIZER_OPTION,
     ReportOption,
 )
-from genderbias.ranking.defaults import (
-    OptionError,
-)
+from genderbias.ranking.defaults import OptionError
 from pooling.models import Qrels, QuerySet, Run
 
 from .. import services
@@ -33,9 +31,8 @@ from ..models import Report
 
 
 def option_field(option: ReportOption) -> forms.Field:
-    """A page's field of a declared report setting (:mod:`core.options`): its label, its help
-    with its bounds and default, its initial value. Empty takes the default; the value is checked by the
-    declaration's one check (:func:`clean_options`), not by the field."""
+    """A page's field of a declared report setting (:mod:`core.options`): its label, help and initial value. Empty
+    takes the default; the value is checked by the declaration's one check (:func:`clean_options`), not the field."""
     common = {
         "required": False,
         "label": option.label,
@@ -104,7 +101,6 @@ class ReportForm(forms.Form):
     protected_group = option_field(PROTECTED_OPTION)
     cut_step = option_field(CUT_STEP_OPTION)
     exposure_form = option_field(EXPOSURE_FORM_OPTION)
-
     ties = option_field(TIES_OPTION)
     preset = option_field(PRESET_OPTION)
 
@@ -146,20 +142,7 @@ class ReportForm(forms.Form):
             data["name"],
             data["queries"],
             list(data["runs"]),
-            services.ReportSettings(
-                cutoffs=data["cutoffs"],
-                tokenizer=data["tokenizer"],
-                nfairr_normaliser=data["nfairr_normaliser"],
-                measures=data["measures"],
-                awrf_weights=data["awrf_weights"],
-                awrf_p=data["awrf_p"],
-                exposure_target=data["exposure_target"],
-                protected_group=data["protected_group"],
-                cut_step=data["cut_step"],
-                exposure_form=data["exposure_form"],
-                ties=data["ties"],
-                preset=data.get("preset") or "",
-            ),
+            services.ReportSettings(**{name: data[name] for name in self.OPTIONS}, measures=data["measures"]),
             background=data["background"],
             baseline=data["baseline"],
             qrels=data.get("qrels"),
@@ -167,7 +150,6 @@ class ReportForm(forms.Form):
         )
 
     def clean_name(self):
-
         name = self.cleaned_data["name"]
         if name in ("new", "crbo", "preference", "label-sensitivity", "plan", "sets"):
             raise forms.ValidationError(f"{name!r} names a page of the reports; choose another name")

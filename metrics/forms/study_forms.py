@@ -12,10 +12,7 @@ from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
 from core.forms import CountField, DecimalNumberField, MoneyField, add_service_error
 from core.models import Job
-from core.options import (
-    SENSITIVITY_CUTOFFS_OPTION,
-    TIES_OPTION,
-)
+from core.options import SENSITIVITY_CUTOFFS_OPTION, TIES_OPTION
 from genderbias.ranking.counterfactual import HER_CHOICES
 from genderbias.ranking.defaults import (
     CONFIDENCE_THRESHOLD,
@@ -24,7 +21,6 @@ from genderbias.ranking.defaults import (
     DEFAULT_SAMPLES,
     MAX_CUTOFF,
     VARIANT_VERSIONS,
-    OptionError,
 )
 from genderbias.ranking.vocabulary import BY_NAME, METRICS
 from genderbias.stats.power import DEFAULT_DRAWS
@@ -33,13 +29,12 @@ from pooling.models import Collection, Pool, QuerySet, Run, WordList
 from .. import services
 from ..models import Report
 from ..services.planning import DEFAULT_ALPHA, DEFAULT_AUDIT_SECONDS, DEFAULT_CUTOFF, DEFAULT_POWER
-from . import option_field
+from . import clean_options, option_field
 
 
 class LabelSensitivityForm(forms.Form):
-    """What the label-sensitivity page (POST) and API (GET parameters) take to ask for it (a kept
-    result, or a job computing it): a batch and runs chosen from the existing ones, by name (the API's ``runs``
-    may be one comma-separated value: :meth:`from_query`)."""
+    """What the label-sensitivity page (POST) and API (GET parameters) take to ask for it: a batch and runs by name
+    (the API's ``runs`` may be one comma-separated value: :meth:`from_query`)."""
 
     batch = forms.ModelChoiceField(
         annotation_selectors.batches().order_by("name"),
@@ -68,9 +63,6 @@ class LabelSensitivityForm(forms.Form):
     bootstrap = CountField(initial=DEFAULT_SAMPLES, required=False, min_value=1, max_value=2000)
     ties = option_field(TIES_OPTION)
 
-    def clean_ties(self):
-        return self.cleaned_data.get("ties") or TIES_OPTION.default
-
     @classmethod
     def from_query(cls, params) -> LabelSensitivityForm:
         """The form over the API's GET parameters, where ``runs`` is ``a,b`` (or repeated)."""
@@ -82,14 +74,9 @@ class LabelSensitivityForm(forms.Form):
         """Whether the form was refused for naming a batch that does not exist (the API's 404)."""
         return bool(self.data.get("batch")) and self.has_error("batch", "invalid_choice")
 
-    def clean_cutoffs(self):
-        try:
-            return SENSITIVITY_CUTOFFS_OPTION.parse(self.cleaned_data["cutoffs"] or "")
-        except OptionError as exc:
-            raise forms.ValidationError(exc.problem) from None
-
     def clean(self):
         data = super().clean()
+        clean_options(self, data, {"cutoffs": SENSITIVITY_CUTOFFS_OPTION, "ties": TIES_OPTION})
         if data.get("threshold") is None:
             data["threshold"] = CONFIDENCE_THRESHOLD
         if not data.get("bootstrap"):
@@ -97,26 +84,19 @@ class LabelSensitivityForm(forms.Form):
         return data
 
     def ask(self, *, may_start: bool):
-        """Ask for label sensitivity (:func:`~metrics.services.ask_label_sensitivity`): the kept result of
-        these settings, or the job computing it (started only when ``may_start``: the asker may act on the
-        batch). A refused request raises its ServiceError (:class:`core.jobs.TooManyJobs` past the bound on
-        jobs in flight; ``StateError`` for a viewer when nothing is kept or under way)."""
-        return self._call(services.ask_label_sensitivity, self.cleaned_data["batch"], may_start=may_start)
-
-    def _call(self, service, batch, **extra):
-        """``service`` on ``batch`` with this form's runs and settings: the one place the form's
-        fields become the arguments of :func:`~metrics.services.ask_label_sensitivity`."""
+        """The kept result of these settings, or the job computing it (started only when ``may_start``: the asker
+        may act on the batch); a refusal raises its ServiceError (:func:`~metrics.services.ask_label_sensitivity`)."""
         data = self.cleaned_data
         report_settings = services.ReportSettings(
             cutoffs=data["cutoffs"], bootstrap_samples=data["bootstrap"], ties=data["ties"]
         )
-        return service(
-            batch,
+        return services.ask_label_sensitivity(
+            data["batch"],
             list(data["runs"]),
             report_settings,
             threshold=data["threshold"],
             background=data["background"],
-            **extra,
+            may_start=may_start,
         )
 
 
@@ -133,11 +113,9 @@ class CrboForm(forms.Form):
     p = DecimalNumberField(min_value=0.0, max_value=1.0, initial=CRBO_P, help_text="RBO persistence, in (0, 1).")
     ties = option_field(TIES_OPTION)
 
-    def clean_ties(self):
-        return self.cleaned_data.get("ties") or TIES_OPTION.default
-
     def clean(self):
         data = super().clean()
+        clean_options(self, data, {"ties": TIES_OPTION})
         if data.get("p") is not None and not 0.0 < data["p"] < 1.0:
             self.add_error("p", "p must lie strictly between 0 and 1")
         if data.get("run") and data.get("run") == data.get("counterfactual_run"):

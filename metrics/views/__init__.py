@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -27,9 +28,7 @@ from ..models import Report
 
 
 def _cutoff(value: str | int) -> int:
-    """A cutoff of a link's parameters (:func:`genderbias.numbers.parse_count`); a ``ValueError`` (its
-    ``NumberError``) names it, which the views turn into their message or a 404."""
-
+    """A cutoff of a link's parameters; a ``ValueError`` names it, which the views turn into a message or a 404."""
     return parse_count(value, "cutoff", minimum=1, maximum=MAX_CUTOFF)
 
 
@@ -43,8 +42,6 @@ def report_list(request: HttpRequest) -> HttpResponse:
 def report_detail(request: HttpRequest, name: str) -> HttpResponse:
     """The report for people: results in long form (``?metric=`` filters), a plot per metric, the
     fairness–effectiveness plot (``?x=&y=``) with measures, and a paper's table (``?layout=``)."""
-    from urllib.parse import urlencode
-
     from .. import formatting
 
     report = get_object_or_404(
@@ -105,11 +102,9 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _drawn_svg(report: Report, kind: str, params: dict, label: str, element_id: str = "") -> str | None:
-    """A figure some worker already drew, as markup for the page (``None`` if never drawn: the page
-    then shows it as an image, whose request draws it). Inline, a browser builds it with the page
-    and asks for nothing more: in Chromium, a new researcher's report page fully loaded in about
-    half the time of twelve image requests (docs/benchmarks.md). The figure stays a file with an
-    ETag too, for its link."""
+    """A figure some worker already drew, as markup for the page: a browser then builds it with the page and asks
+    for nothing more (docs/benchmarks-history.md). ``None`` if never drawn: the page shows an image, whose request
+    draws it."""
     from django.utils.safestring import mark_safe
 
     drawn = drawn_plot(report, kind, params, "svg")
@@ -127,24 +122,22 @@ def _drawn_svg(report: Report, kind: str, params: dict, label: str, element_id: 
 
 def _distribution_size(report: Report) -> tuple[int, int] | None:
     """The page's per-query distribution PNG's size when drawn, so the browser lays it out once."""
-
     return png_size(report, "distribution", {"cutoff": str(report.cutoffs[-1])}) if report.cutoffs else None
 
 
+def _number(value):
+    """A figure as the page shows it: undefined (NaN) as None."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
 def _cell(row) -> dict:
-    """A result as the page shows it: undefined figures (NaN) as None."""
-    import math
-
-    def number(value):
-        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
     notes = figure_notes(row)
     return {
-        "value": number(row.value),
+        "value": _number(row.value),
         "queries": row.queries,
-        "ci_low": number(row.ci_low),
-        "ci_high": number(row.ci_high),
-        "p_value": number(row.p_value),
+        "ci_low": _number(row.ci_low),
+        "ci_high": _number(row.ci_high),
+        "p_value": _number(row.p_value),
         "tie_low": notes.tie_low,
         "tie_high": notes.tie_high,
         "tie_sign_undecided": notes.sign_undecided,
@@ -154,8 +147,6 @@ def _cell(row) -> dict:
 def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
     """A report on a batch's labels: its figures with the labels' uncertainty at one cutoff
     (``?lcutoff=``, default 10 or the largest), and whether the batch's answers moved since."""
-    from urllib.parse import urlencode
-
     if not report.on_batch:
         return {}
     try:
@@ -195,17 +186,12 @@ def _uncertainty_context(request: HttpRequest, report: Report, summary) -> dict:
 
 
 def _uncertainty_cell(row) -> dict:
-    import math
-
-    def number(value):
-        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
     fields = [
         "value", "ci_low", "ci_high", "corrected", "combined_low", "combined_high", "label_share",
         "difference_low", "difference_high", "difference_corrected", "difference_combined_low",
         "difference_combined_high", "difference_label_share", "p_value", "query_p_value", "queries",
     ]  # fmt: skip
-    cell = {field: number(getattr(row, field)) for field in fields}
+    cell = {field: _number(getattr(row, field)) for field in fields}
     cell["run"] = row.run
     for share in ("label_share", "difference_label_share"):
         cell[f"{share}_percent"] = None if cell[share] is None else round(100 * cell[share])
@@ -215,8 +201,6 @@ def _uncertainty_cell(row) -> dict:
 def _tradeoff_context(request: HttpRequest, report: Report, summary) -> dict:
     """The fairness–effectiveness plot's choices: x among the effectiveness measures, y among the
     fairness metrics (default nDCG, or the first measure, against NFaiRR at the same cutoff)."""
-    from urllib.parse import urlencode
-
     axes = selectors.tradeoff_axes(summary, request.GET.get("x"), request.GET.get("y"))
     if axes is None:
         return {}
@@ -240,10 +224,8 @@ def _tradeoff_context(request: HttpRequest, report: Report, summary) -> dict:
 
 
 def _table_context(request: HttpRequest, report: Report, runs: list[str]) -> dict:
-    """A paper's table when ``?layout=`` asks for one (``&cutoff=&baseline=``)."""
-
-    # The baseline selector's default is the report's baseline (an empty value means it too), so
-    # the table's marks are the report's; any run of the report may be chosen instead.
+    """A paper's table when ``?layout=`` asks for one (``&cutoff=&baseline=``); the baseline is the report's unless
+    another of its runs is chosen."""
     baseline = request.GET.get("baseline", "").strip() or None
     chosen = baseline or (report.baseline.name if report.baseline_id else "")
     context = {"layouts": TABLE_LAYOUTS, "layout": "", "table": None, "table_error": "", "table_baseline": chosen}
@@ -278,8 +260,7 @@ def report_csv(request: HttpRequest, name: str) -> HttpResponse:
 
 @researcher_required
 def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
-    """The report's per-query CSV: a file once a job wrote it (:mod:`metrics.services.per_query_file`;
-    the job's page links it when it is done), never written in the request (it grows with the batch)."""
+    """The report's per-query CSV: a file once a job wrote it, never written in the request (it grows with the batch)."""
     from django.http import FileResponse
 
     report = get_object_or_404(Report, name=name)
@@ -301,8 +282,7 @@ def report_per_query_csv(request: HttpRequest, name: str) -> HttpResponse:
 
 #: How long a browser keeps a plot before asking again (with its ETag: usually a 304).
 PLOT_MAX_AGE = 24 * 3600
-#: The parameters each figure reads: the only ones in its cache key (any other is ignored, so an
-#: invented parameter never draws and stores another file). An unknown kind keys on nothing.
+#: The parameters each figure reads: the only ones in its cache key, so an invented parameter never draws another file.
 PLOT_PARAMETERS = {
     "cutoffs": (),
     "distribution": ("cutoff",),
@@ -313,8 +293,7 @@ PLOT_PARAMETERS = {
 
 
 def _plot_response(request: HttpRequest, report: Report, kind: str, suffix: str, draw) -> HttpResponse:
-    """A report's figure from the plot cache (:mod:`metrics.services.plot_cache`): drawn on the
-    first request by any worker, then served as a file with an ETag and a private max-age."""
+    """A report's figure from the plot cache: drawn on the first request, then a file with an ETag and a max-age."""
     from django.http import HttpResponseNotModified
     from django.utils.cache import patch_cache_control
 
@@ -362,10 +341,9 @@ def report_plot(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 
 @researcher_required
 def report_svg(request: HttpRequest, name: str, kind: str) -> HttpResponse:
-    """``metric``: one metric (``?metric=&variant=``) against the cutoff; ``tradeoff``: fairness
-    (``?y=``) against effectiveness (``?x=``), keys as ``metric:variant@cutoff``; ``labels``: a report
-    on a batch's labels, both intervals of one metric (``?metric=&variant=&cutoff=``). SVG that
-    follows dark mode."""
+    """``metric``: one metric (``?metric=&variant=``) against the cutoff; ``tradeoff``: fairness (``?y=``) against
+    effectiveness (``?x=``), keys ``metric:variant@cutoff``; ``labels``: both intervals of one metric of a report on
+    a batch's labels (``?metric=&variant=&cutoff=``)."""
     from .. import plots
 
     report = get_object_or_404(Report, name=name)
@@ -406,9 +384,8 @@ def report_svg(request: HttpRequest, name: str, kind: str) -> HttpResponse:
 
 @researcher_required
 def report_contributions(request: HttpRequest, name: str) -> HttpResponse:
-    """What moves a run's difference against the baseline (``?run=&metric=&variant=&cutoff=``) in a
-    report on a batch's labels: the queries whose labels are least certain and matter most,
-    each linked to the batch's review queue."""
+    """What moves a run's difference against the baseline (``?run=&metric=&variant=&cutoff=``) in a report on a
+    batch's labels: the queries whose labels are least certain and matter most, each linked to its review."""
     report = get_object_or_404(Report.objects.select_related("baseline", "label_batch"), name=name)
     if not report.on_batch:
         raise Http404("the report is not on a batch's labels")

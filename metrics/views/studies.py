@@ -31,12 +31,9 @@ from ..models import LabelSensitivityResult
 
 @researcher_required
 def label_sensitivity(request: HttpRequest) -> HttpResponse:
-    """How the aggregation and the handling of disputed queries move the runs' bias.
-
-    POST asks for it (:meth:`LabelSensitivityForm.ask`): a result kept for the same settings opens
-    at once, otherwise the page follows the job computing it (which links to the result when done);
-    past the bound on jobs in flight the form says so (429). ``?result=<id>`` shows a kept result
-    with its plot (``&cutoff=`` picks the plot's cutoff), or follows its job while it runs.
+    """How the aggregation and the handling of disputed queries move the runs' bias. POST asks for it: a kept
+    result opens at once, else the page follows the job computing it. ``?result=<id>`` shows a kept result with its
+    plot (``&cutoff=``), or follows its job while it runs.
     """
     if request.method == "POST":
         form = LabelSensitivityForm(request.POST)
@@ -71,8 +68,7 @@ def label_sensitivity(request: HttpRequest) -> HttpResponse:
 
 
 def _sensitivity_result_context(kept: LabelSensitivityResult, cutoff: str | None) -> dict:
-    """What the page shows of a kept label-sensitivity result: the result, the rankings that
-    change, the set sizes and the plot at ``cutoff`` (default the largest; 404 if not one of them)."""
+    """What the page shows of a kept label-sensitivity result, its plot at ``cutoff`` (default the largest)."""
     import base64
 
     import pandas as pd
@@ -98,8 +94,7 @@ def _sensitivity_result_context(kept: LabelSensitivityResult, cutoff: str | None
 
 
 def _swap_page(request: HttpRequest, form_class, kind: str, template: str, **extra) -> HttpResponse:
-    """The form of a gender-swap measure and the measurements made so far; a valid POST
-    starts one as a job and follows it."""
+    """The form of a measure and the measurements made so far; a valid POST starts one as a job and follows it."""
     form = form_class(request.POST or None)
     if request.method == "POST" and form.is_valid():
         return redirect("core:job-detail", pk=form.start().pk)
@@ -139,7 +134,7 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
 def crbo_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = _measurement(services.crbo_job.kind, pk)
     table = table_page(request, job.result["per_query"], lambda row: row[0])
-    # Each query's text beside its id (issue 45), read for the rows of this page only.
+    # Each query's text beside its id, read for the rows of this page only.
     runs = [job.result["run"], job.result["counterfactual_run"]]
     texts = pooling_selectors.run_query_texts(runs, [qid for qid, _ in table.rows])
     rows = [(qid, texts.get(qid, ""), value) for qid, value in table.rows]
@@ -158,7 +153,6 @@ def crbo_plot(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def crbo_csv(request: HttpRequest, pk: int) -> HttpResponse:
-
     job = _measurement(services.crbo_job.kind, pk)
     response = HttpResponse(csv_text(["qid", "rbo"], job.result["per_query"]), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="crbo-{job.pk}.csv"'
@@ -205,9 +199,7 @@ def plan_panel(request: HttpRequest) -> HttpResponse:
     form = PlanForm(data if asked else None, prefix=PREFIX)
     plan = form.try_plan() if asked and form.is_valid() else None
     provider = request.GET.get("provider") or "local"
-    cost = None
-    if plan and plan.get("cost"):
-        cost = plan["cost"].get(provider)
+    cost = plan["cost"].get(provider) if plan and plan.get("cost") else None
     return render(
         request,
         "metrics/_plan_panel.html",

@@ -21,6 +21,7 @@ from core.options import (
     NORMALISER_OPTION,
     PRESET_OPTION,
     PROTECTED_OPTION,
+    REPORT_OPTIONS,
     REPRESENTATIVE_WORDLIST_OPTION,
     SEED_OPTION,
     THRESHOLD_OPTION,
@@ -30,10 +31,7 @@ from core.options import (
 )
 from genderbias.files.atomic import atomic_path, atomic_write, check_writable
 from genderbias.presets import PRESETS
-from genderbias.ranking.defaults import (
-    COLLECTION_BACKGROUND,
-    TABLE_LAYOUTS,
-)
+from genderbias.ranking.defaults import COLLECTION_BACKGROUND, TABLE_LAYOUTS
 from genderbias.text.wordlists import load_wordlist
 from pooling.models import Qrels, QuerySet, Run
 
@@ -125,8 +123,8 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
-        # Here, not at the top: the report's machinery and pandas, which --help need not load
-        # (matplotlib only with --plot, below: 0.5 s of CPU a report without a plot does not pay).
+        # Here, not at the top: the report's machinery and pandas, which --help need not load (matplotlib only
+        # with --plot, below).
         from metrics import formatting, selectors, services
 
         query_set = get_named(QuerySet, o["queries"], "query set") if o["queries"] else None
@@ -147,24 +145,13 @@ class Command(ProjectCommand):
             for option in ("out", "per_query", "plot"):  # before the work, not after it
                 if o[option]:
                     check_writable(o[option])
-            cutoffs = services.parse_cutoffs(o["cutoffs"])  # text or a value: CUTOFFS_OPTION's one check
-            report_settings = services.ReportSettings(
-                cutoffs,
-                o["tokenizer"],
-                o["threshold"],
-                o["bootstrap"],
-                o["seed"],
-                o["nfairr_normaliser"],
-                services.parse_measures(o["measures"] or ""),
-                awrf_weights=o["awrf_weights"],
-                awrf_p=o["awrf_p"],
-                exposure_target=o["exposure_target"],
-                protected_group=o["protected_group"],
-                cut_step=o["cut_step"],
-                exposure_form=o["exposure_form"],
-                ties=o["ties"],
-                preset=o["preset"] or "",
-            )
+            chosen = {option.setting: o[option.name] for option in REPORT_OPTIONS.values() if option.kind != "file"}
+            chosen |= {
+                "cutoffs": services.parse_cutoffs(o["cutoffs"]),  # text or a value: CUTOFFS_OPTION's one check
+                "preset": o["preset"] or "",
+                "measures": services.parse_measures(o["measures"] or ""),
+            }
+            report_settings = services.ReportSettings(**chosen)
             report_settings.validate()
             words = load_wordlist(o["wordlist"]) if o["wordlist"] else None
             representative = load_wordlist(o["representative_wordlist"]) if o["representative_wordlist"] else None

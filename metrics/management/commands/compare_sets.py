@@ -27,8 +27,6 @@ class Command(ProjectCommand):
         add_option(parser, SEED_OPTION)
 
     def handle(self, **o):
-        # Here, not at the top: the services (and what they load) are not needed by --help.
-
         reports = [get_named(Report, name, "report") for name in o["report"]]
         if o["set"]:
             default_runs = name_list(o["runs"])

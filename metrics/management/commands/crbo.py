@@ -31,8 +31,6 @@ class Command(ProjectCommand):
         parser.add_argument("--per-query", help="also write qid,rbo lines to this CSV file")
 
     def handle(self, **o):
-        # Here, not at the top: the services (and what they load) are not needed by --help.
-
         run, counterfactual = get_named_list(Run, [o["run"], o["counterfactual_run"]], "run")
         with command_errors():
             if o["per_query"]:

@@ -23,8 +23,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
-        # Here, not at the top: the services (and what they load) are not needed by --help.
-
         run = get_named(Run, o["run"], "run")
         with command_errors():
             result = preference_summary(run, separator=o["separator"], versions=name_list(o["versions"]))
