@@ -1,9 +1,5 @@
 """Prolific participants: arrivals confirmed with Prolific, the study's submissions reconciled,
-bonuses paid once. The provider is :mod:`.provider`, its REST client :mod:`.client`.
-
-State: :mod:`.services`, :mod:`.groups.services` (participant groups), :mod:`.bonuses.services`
-(bonuses and their job), :mod:`.webhooks`. Shells: :mod:`.views`, :mod:`.api`.
-"""
+bonuses paid once (docs/prolific.md)."""
 
 #: The modules that plug Prolific into a batch's life cycle (annotation.crowd.services.hooks).
 PLUG_INS = (

@@ -38,7 +38,7 @@ class SubmissionsView(APIView):
         return Response(SubmissionsSerializer(asdict(submissions(batch))).data)
 
 
-# -- Prolific bonuses (issue 32) -------------------------------------------------------------
+# -- Prolific bonuses --------------------------------------------------------------------------
 def _prolific_batch(name: str) -> Batch:
     return get_object_or_404(Batch, name=name)
 
@@ -90,7 +90,7 @@ class BonusPayView(APIView):
         responses={202: JobSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request, name: str, format=None):
-        """Pay what the rule owes and is not paid yet, as a background job (202; its result: ``BonusPay``);
-        a repeat, or a click while a pay runs (409), pays nothing twice."""
+        """Pay what the rule owes and is not paid yet, as a background job (202; its result: ``paid_now``,
+        ``confirmed``, ``unconfirmed``, ``needs_person``); a repeat, or a click while a pay runs (409), pays nothing twice."""
         expected = body_object(request).get("expected_total")
         return job_started(prolific_bonuses.start_pay_bonuses(_prolific_batch(name), expected_total=expected))

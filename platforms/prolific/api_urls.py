@@ -5,7 +5,6 @@ from django.urls import path
 from platforms.prolific import api as api_prolific
 
 urlpatterns = [
-    # Bonuses (issue 32).
     path("batches/<slug:name>/bonuses/", api_prolific.BonusPreviewView.as_view(), name="api-batch-bonuses"),
     path("batches/<slug:name>/bonuses/pay/", api_prolific.BonusPayView.as_view(), name="api-batch-bonuses-pay"),
     path(

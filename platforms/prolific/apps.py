@@ -9,10 +9,8 @@ class ProlificConfig(app_config.PlatformConfig):
     platform = "prolific"
 
     def ready(self) -> None:
-        """The background jobs of Prolific's modules below its ``services`` are declared (core.jobs.registry
-        imports each app's ``services``, which does not import these); the batch page shows Prolific's
-        panels (annotation.crowd.panels): its webhooks, and a Prolific batch's submissions and bonuses; ``publish_batch``
-        prints Prolific's own price; the site's connections hold the Prolific workspace."""
+        """Declare the jobs of modules ``services`` does not import, and plug Prolific's panels, price and
+        connection into the batch page, ``publish_batch`` and the Connections page."""
         from annotation.crowd.panels import add_batch_panel, add_dashboard_panel, add_own_price  # start-up
         from core.db.new_database import reviewed  # start-up
         from core.services.connections import register_connection, register_resealer  # start-up

@@ -1,33 +1,13 @@
-"""A small client for Prolific's public REST API (v1), over the standard library.
+"""A small client for Prolific's public REST API (v1): no maintained Python client exists.
 
-No maintained Python client exists, so the few calls the product needs are made here
-directly, each carrying ``Authorization: Token <token>``.
+Calls go through :class:`core.http.JsonClient` (``pace``: a rate all the site's processes share). Only
+calls safe to repeat are retried blindly; creating a study, transitioning it and paying a bulk bonus are
+not (no request token): they raise :class:`ProlificUnknownOutcome` after a lost answer, and the services
+record the intent first and look the result up before a second attempt.
 
-Retries. Calls go through the project's one HTTP client (:class:`core.http.JsonClient`, which
-retries a 429, a 5xx or a lost answer up to ``max_attempts``); ``pace`` (optional)
-spaces the calls' starts by a rate every process of the site shares (see
-``platforms.prolific.provider.api_client``). Only calls that are safe to repeat are retried blindly: reads, the
-submission transitions (documented as idempotent) and PATCHing a study's absolute place
-count. Creating a study, transitioning it and paying a bulk bonus are *not* safe to repeat -- Prolific takes no request token --
-so those raise :class:`ProlificUnknownOutcome` after a lost answer, and the services
-record the intent before the call and look the result up before any second attempt
-(see ``platforms.prolific.services``).
-
-Written from Prolific's API reference (docs.prolific.com/api-reference) and its open
-source CLI (prolific-oss/cli). Not confirmed there, and handled defensively:
-
-- the shape of list pages: ``results`` plus ``_links.next.href``; the client also stops
-  on a short page, so an offset-paged answer without links is read in full too;
-- filtering a project's studies by ``internal_name`` (the client lists the project's
-  studies and matches the name itself);
-- adding members with ``POST /participant-groups/{id}/participants/``; groups belong to
-  a workspace (``workspace_id``; the group's ``project_id`` is documented as deprecated)
-  and are blocked with the ``participant_group_blocklist`` filter (used so by several
-  public integrations, not found in the reference itself);
-- whether a second ``pay`` of the same bulk bonus is refused (the reference warns it may
-  pay twice, so the product never sends it twice);
-- the currency: rewards and bonuses are sent in the *account's* currency (cents), which
-  the product assumes to be USD like the batch's reward.
+Not confirmed by the reference, so handled defensively: list pages' shape; studies found by
+``internal_name`` by listing; a second ``pay`` of a bulk bonus (never sent); amounts go in the account's
+currency (cents), assumed USD like the batch's reward.
 """
 
 from __future__ import annotations
@@ -71,12 +51,8 @@ MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
 
 class ProlificError(ProviderError):
-    """Prolific answered with an error (4xx other than 429), or kept failing.
-
-    A :class:`core.errors.ProviderError` (so a ``ServiceError``): ``upstream`` when Prolific
-    failed rather than refused (a 5xx or a 429 past the retries, or no answer; given for
-    the latter, which has no ``status``).
-    """
+    """Prolific answered with an error (4xx other than 429), or kept failing; ``upstream`` when Prolific
+    failed rather than refused (a 5xx, a 429 past the retries, or no answer)."""
 
     def __init__(
         self, message: str, status: int | None = None, *, upstream: bool | None = None, retry_after: float | None = None
@@ -108,8 +84,7 @@ class Submission:
 
     @classmethod
     def from_api(cls, item: dict) -> Submission:
-        """A submission from a list page (``participant_id``) or ``GET /submissions/{id}/`` (``participant``);
-        an answer of another shape is a :class:`ProlificError`, never a raw ``KeyError``."""
+        """From a list page or ``GET /submissions/{id}/``; another shape is a :class:`ProlificError`."""
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise ProlificError("Prolific answered a submission without an id", 502)
         return cls(
@@ -180,13 +155,8 @@ class Prolific:
         )
 
     def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
-        """Send one call (see the module docstring, Retries).
-
-        A call that is not ``repeatable`` is still retried on 429 and 503 with Retry-After
-        (the server refused it before doing anything), but a 5xx, a broken connection or an
-        unreadable answer raises :class:`ProlificUnknownOutcome`: it may have been carried out.
-        Every failure is a :class:`ProlificError` (an ``IncompleteRead`` or a non-JSON answer too).
-        """
+        """Send one call; every failure is a :class:`ProlificError`. Not ``repeatable``: retried only on 429
+        and 503 with Retry-After; a 5xx, a lost or unreadable answer is :class:`ProlificUnknownOutcome`."""
         try:
             transport = self.transport()
         except ValueError as exc:
@@ -248,11 +218,8 @@ class Prolific:
             yield Submission.from_api(item)
 
     def get_submission(self, submission_id: str) -> Submission | None:
-        """``GET /submissions/{id}/``: who the session belongs to, in which study; ``None`` if Prolific knows no such session.
-
-        This is how the site checks a participant's arrival: the id comes from the study
-        URL, which anyone can type, so only Prolific's answer says whose session it is.
-        """
+        """Whose session this is, in which study (``None``: unknown): the arrival's check, as anyone can type
+        the study URL's id."""
         try:
             item = self.request("GET", f"submissions/{urllib.parse.quote(submission_id, safe='')}/")
         except ProlificError as exc:
@@ -277,10 +244,7 @@ class Prolific:
 
     # -- bonuses ------------------------------------------------------------------------
     def set_up_bonuses(self, study_id: str, amounts: dict[str, Decimal]) -> str:
-        """Prepare (not pay) bonuses, participant id -> dollars; returns the bulk payment id.
-
-        Setting up pays nothing, so a lost answer is simply set up again.
-        """
+        """Prepare (not pay, so repeatable) bonuses, participant id -> dollars; the bulk payment id."""
         csv = "".join(f"{pid},{Decimal(amount):.2f}\n" for pid, amount in sorted(amounts.items()))
         answer = self.request("POST", "submissions/bonus-payments/", {"study_id": study_id, "csv_bonuses": csv})
         if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
@@ -311,34 +275,26 @@ class Prolific:
                 "POST", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
             )
 
-    # -- webhooks: the workspace's secret and its event subscriptions (issue 32) ----------------
-    # docs.prolific.com/api-reference/webhooks. One secret per workspace (creating one replaces
-    # the old); a subscription (event type -> target URL) delivers only once confirmed with the
-    # X-Hook-Secret header its creation answered. Creating either is not safe to repeat: callers
-    # list first, and list again after a lost answer (platforms.prolific.webhooks.services).
+    # -- webhooks: one secret per workspace (a new one replaces it); a subscription delivers once
+    # confirmed with its creation's X-Hook-Secret. Creating either is not repeatable: callers list first.
     def hook_secrets(self, workspace_id: str) -> list[dict]:
-        """``GET /hooks/secrets/?workspace_id=``: the workspace's secrets (``id``, ``value``)."""
         answer = self.request("GET", f"hooks/secrets/?workspace_id={urllib.parse.quote(workspace_id)}")
         items = answer.get("results", list(answer.values())) if isinstance(answer, dict) else answer
         return [s for s in items or [] if isinstance(s, dict) and isinstance(s.get("value"), str)]
 
     def create_hook_secret(self, workspace_id: str) -> dict:
-        """``POST /hooks/secrets/``: a new secret for the workspace, replacing any other. Not repeatable."""
         answer = self.request("POST", "hooks/secrets/", {"workspace_id": workspace_id}, repeatable=False)
         if not isinstance(answer, dict) or not isinstance(answer.get("value"), str):
             raise ProlificError("Prolific created a webhook secret without answering its value", 502)
         return answer
 
     def hook_subscriptions(self, workspace_id: str, *, enabled: bool = True) -> list[dict]:
-        """``GET /hooks/subscriptions/``: the workspace's subscriptions, enabled (the default) or not."""
         query = urllib.parse.urlencode({"workspace_id": workspace_id, "is_enabled": "true" if enabled else "false"})
         return [s for s in self.pages(f"hooks/subscriptions/?{query}") if isinstance(s.get("id"), str)]
 
     def all_hook_subscriptions(self, workspace_id: str) -> list[dict]:
-        """Every subscription of the workspace, enabled or not, once each, with ``is_enabled`` as Prolific
-        shows it. Both lists are read and each subscription judged by its own ``is_enabled`` (by the list
-        it came from only when it has none), so nothing depends on how the ``is_enabled`` filter is
-        applied. Being listed, even enabled, never says *this site* confirmed a subscription."""
+        """Every subscription, once each, judged by its own ``is_enabled`` (else its list's), so nothing
+        depends on how Prolific applies the filter. Listed never means *this site* confirmed it."""
         seen: dict[str, dict] = {}
         for enabled in (True, False):
             for subscription in self.hook_subscriptions(workspace_id, enabled=enabled):
@@ -349,11 +305,7 @@ class Prolific:
         return list(seen.values())
 
     def create_hook_subscription(self, workspace_id: str, event_type: str, target_url: str) -> tuple[dict, str]:
-        """``POST /hooks/subscriptions/``: (the subscription, its ``X-Hook-Secret`` for confirming it). Not repeatable.
-
-        The reference answers a list (``results``) holding the new subscription; an answer that is
-        the subscription itself is read too.
-        """
+        """(the subscription, its ``X-Hook-Secret``), from a ``results`` list or the subscription itself."""
         body = {"event_type": event_type, "target_url": target_url, "workspace_id": workspace_id}
         try:
             transport = self.transport()
@@ -377,9 +329,7 @@ class Prolific:
         return mine[-1], hook_secret
 
     def confirm_hook_subscription(self, subscription_id: str, hook_secret: str) -> dict:
-        """``POST /hooks/subscriptions/{id}/`` with the ``X-Hook-Secret`` (docs.prolific.com/api-reference/
-        webhooks/confirm-subscription): the subscription starts delivering. Repeatable (confirming again
-        confirms nothing new). An answer that shows the subscription not enabled is a :class:`ProlificError`."""
+        """Start its deliveries (repeatable); an answer showing it not enabled is a :class:`ProlificError`."""
         path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/"
         answer = self.request("POST", path, {"secret": hook_secret})
         if isinstance(answer, dict) and answer.get("is_enabled") is False:
@@ -387,13 +337,8 @@ class Prolific:
         return answer
 
     def subscription_events(self, subscription_id: str, statuses: tuple[str, ...] = ()) -> Iterator[dict]:
-        """``GET /hooks/subscriptions/{id}/events/``: the subscription's event log (the reference's
-        ``SubscriptionEventList``: ``results`` only, paged by ``offset`` and ``limit``), filtered by
-        ``statuses`` (the reference: "a single status or a JSON array of statuses as a string").
-
-        The answer has no link to a next page nor a count, and a server may cap ``limit``: pages are
-        read at growing offsets until one comes back empty, so a short page never ends the log early.
-        """
+        """The subscription's event log filtered by ``statuses``, read at growing offsets until an empty page
+        (pages carry no link nor count, and a server may cap ``limit``)."""
         path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/events/"
         query = {"status": json.dumps(list(statuses))} if statuses else {}
         offset = 0
@@ -409,52 +354,29 @@ class Prolific:
             yield from results
             offset += len(results)
 
-    # -- rehearsals with test participants (issue 56) -------------------------------------------
+    # -- rehearsals with test participants -------------------------------------------------------
     def create_test_participant(self, email: str) -> dict:
-        """``POST /researchers/participants/`` (the reference's "Create a test participant for a researcher"):
-        ``{"participant_id": ...}``. Not repeatable (one test participant per researcher account)."""
         return self.request("POST", "researchers/participants/", {"email": email}, repeatable=False)
 
     def create_test_study(self, study_id: str) -> dict:
-        """``POST /studies/{id}/test-study`` ("Create a test study"): a test study made from the *draft* study and
-        published to the workspace's test participants; ``{"study_id", "study_url"}``. Not repeatable."""
+        """A test study made from the *draft* study, for the workspace's test participants."""
         return self.request(
             "POST", f"studies/{urllib.parse.quote(study_id, safe='')}/test-study", None, repeatable=False
         )
 
     def delete_hook_subscription(self, subscription_id: str) -> bool:
-        """``DELETE /hooks/subscriptions/{id}/``; ``False`` when Prolific knows no such subscription (already gone)."""
         return _unless_gone(
             lambda: self.request("DELETE", f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/")
         )
 
-    # -- participant groups across waves, bonuses paid once (issue 32) ----------------------
-    def group_members(self, group_id: str) -> set[str]:
-        """``GET /participant-groups/{id}/participants/``: the ids of the group's members."""
-        return {
-            item.get("participant_id", "")
-            for item in self.pages(f"participant-groups/{urllib.parse.quote(group_id, safe='')}/participants/")
-        } - {""}
-
-    def remove_from_group(self, group_id: str, participant_ids: list[str]) -> None:
-        """``DELETE /participant-groups/{id}/participants/``: Prolific ignores non-members, so repeatable."""
-        if participant_ids:
-            self.request(
-                "DELETE", f"participant-groups/{group_id}/participants/", {"participant_ids": sorted(participant_ids)}
-            )
-
     def delete_group(self, group_id: str) -> bool:
-        """``DELETE /participant-groups/{id}/``; False when Prolific no longer knows the group (already deleted)."""
         return _unless_gone(
             lambda: self.request("DELETE", f"participant-groups/{urllib.parse.quote(group_id, safe='')}/")
         )
 
     def submission_bonuses(self, submission_id: str) -> list[int]:
-        """The bonuses Prolific shows on a submission (``bonus_payments``, in the currency's cents).
-
-        How a pay call whose answer was lost is reconciled: Prolific pays asynchronously, so a
-        bonus may show a few minutes after the call.
-        """
+        """The bonuses (cents) Prolific shows on a submission: how a lost pay answer is reconciled (they
+        may show minutes after the call)."""
         item = self.request("GET", f"submissions/{urllib.parse.quote(submission_id, safe='')}/")
         found = item.get("bonus_payments") if isinstance(item, dict) else None
         if found is None:
@@ -468,7 +390,7 @@ class Prolific:
 
 
 def _unless_gone(call: Callable[[], Any]) -> bool:
-    """Whether ``call`` (a delete) went through; ``False`` on a 404: what is already gone needs no second delete."""
+    """Whether ``call`` (a delete) went through; ``False`` on a 404 (already gone)."""
     try:
         call()
     except ProlificError as exc:
@@ -479,7 +401,6 @@ def _unless_gone(call: Callable[[], Any]) -> bool:
 
 
 def _prolific_error(method: str, path: str, exc: HttpError) -> ProlificError:
-    """The transport's error as Prolific's, worded as before the transport was shared."""
     where = f"Prolific {method} {path}"
     if exc.unknown_outcome:
         return ProlificUnknownOutcome(f"{where}: {exc}; it may have been done", exc.status)

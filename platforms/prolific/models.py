@@ -11,14 +11,9 @@ from core.services.connections import open_secret, seal_secret
 
 
 class ProlificSession(models.Model):
-    """A Prolific session (``SESSION_ID``) that Prolific confirmed belongs to this batch's study and participant.
-
-    A study URL can be typed by anyone, so an arrival is served only after
-    ``GET /submissions/{id}/`` answered with this study and this participant; the row
-    caches that answer (reloads do not ask again) and binds the session to the browser
-    that first opened it (``browser`` is a SHA-256 of a random secret kept in that
-    browser's session), so a session id seen by someone else opens nothing.
-    """
+    """A Prolific session (``SESSION_ID``) that Prolific confirmed belongs to this batch's study and participant:
+    the answer cached, and bound to the browser that first opened it (``browser``: SHA-256 of a secret kept
+    in its session), so a session id seen by someone else opens nothing."""
 
     session_id = models.CharField(max_length=64, unique=True)
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="prolific_sessions")
@@ -43,13 +38,8 @@ class ProlificSession(models.Model):
 
 
 class ProlificSubmission(models.Model):
-    """A submission of a batch's study as Prolific last listed it (each sync reads the whole list).
-
-    Prolific's own figures of a participant's session — its status (returned, timed out,
-    approved...), when it started and was completed — kept so the batch page and API can show
-    them beside this site's quality figures (issue 45: what Prolific's dashboard shows). The
-    session's work here is the :class:`Assignment` whose ``provider_assignment_id`` is this id.
-    """
+    """A submission of a batch's study as Prolific last listed it (status, start, completion), shown beside this
+    site's quality figures; its work here is the ``Assignment`` whose ``provider_assignment_id`` is this id."""
 
     submission_id = models.CharField(max_length=64, unique=True)
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="prolific_submissions")
@@ -70,13 +60,9 @@ class ProlificSubmission(models.Model):
         return f"{self.submission_id} ({self.status})"
 
 
-# -- webhooks (issue 32): the workspace's secret, its subscriptions, the events received -------------
+# -- webhooks: the workspace's secret, its subscriptions, the events received -------------
 class ProlificHookSecret(models.Model):
-    """The workspace's webhook secret (``POST /hooks/secrets/``), made once and kept: deliveries are verified with it.
-
-    Prolific keeps one secret per workspace and creating one replaces the old, so it is never
-    made again while this row exists (``platforms.prolific.webhooks.services.subscriptions``).
-    """
+    """The workspace's webhook secret, made once and kept (a new one would replace it on Prolific)."""
 
     workspace_id = models.CharField(max_length=64, unique=True)
     secret_id = models.CharField(max_length=64, blank=True)
@@ -102,16 +88,8 @@ class ProlificHookSecret(models.Model):
 
 
 class ProlificSubscription(models.Model):
-    """The workspace's subscription to one event type, delivered to this site's endpoint.
-
-    ``create_attempted`` is committed before ``POST /hooks/subscriptions/`` (which is not safe to
-    repeat); ``remote_id`` and ``hook_secret`` (the ``X-Hook-Secret`` that confirms it) as soon as
-    Prolific answers. ``confirmed_at`` is set only when this site's confirm call
-    (``POST /hooks/subscriptions/{id}/`` with that secret) succeeded -- never because a list shows
-    a subscription: one whose secret is unknown (a lost answer) is deleted and made again. After a
-    lost answer the subscriptions are listed before anything is created again, so there is never a
-    second one. ``updated`` changes with every write and says nothing about deliveries (issue 41).
-    """
+    """The workspace's subscription to one event type (its protocol: ``webhooks.services.subscriptions``).
+    ``confirmed_at``: only when this site's confirm call succeeded; ``updated`` says nothing of deliveries."""
 
     workspace_id = models.CharField(max_length=64)
     event_type = models.CharField(max_length=100)
@@ -140,18 +118,8 @@ class ProlificSubscription(models.Model):
 
 
 class ProlificEvent(models.Model):
-    """A verified webhook delivery acted on, once: inserted in the transaction that schedules its action.
-
-    ``event_id`` (``X-Event-ID``, the same for Prolific's re-deliveries; or the event's id in the
-    subscription's event log) is unique, so a duplicate changes nothing. ``signature`` (a SHA-256 of
-    the signature's decoded bytes) is kept but not unique: Prolific signs the timestamp and the
-    body, not the event id, so two genuine events with the same body in the same second carry the
-    same signature (issue 56); each is recorded and only ever causes a re-read. ``recovered``: found
-    in the event log (``GET hooks/subscriptions/{id}/events/``), never delivered; such events do not
-    make webhooks count as active and say by how much they are behind. ``workspace_id`` is the
-    workspace whose secret verified it (or whose log held it). ``metadata`` is kept for
-    ``study.has_high_return_rate`` alone (shown to the researcher).
-    """
+    """A verified webhook event acted on once: ``event_id`` unique, ``signature`` not (events alike in one
+    second share it); ``recovered``: read from the event log, never delivered."""
 
     event_id = models.CharField(max_length=100, unique=True)
     signature = models.CharField(max_length=64, blank=True, db_index=True)
@@ -181,16 +149,10 @@ class ProlificEvent(models.Model):
         return f"{self.event_type} {self.resource_id} ({self.event_id})"
 
 
-# -- participant groups and bonus payments (issue 32) ------------------------------------------
+# -- participant groups ------------------------------------------
 class ParticipantGroup(models.Model):
-    """A participant group on Prolific that this site made, recorded before it is asked for.
-
-    ``name`` is how the group is found again on Prolific (unique in the workspace, listed by
-    ``GET /participant-groups/``) after a create whose answer was lost: ``create_attempted``
-    is committed before ``POST /participant-groups/``, ``group_id`` as soon as it is known.
-    Workspace-wide groups (``batch`` empty: the failed-gold block-list) live on; a batch's own
-    groups (the allow- and block-lists of its study) are deleted once its study is closed.
-    """
+    """A participant group on Prolific that this site made, recorded before it is asked for (``name`` finds it
+    again; ``groups.services``). ``batch`` empty: the workspace's failed-gold group, which lives on."""
 
     class Role(models.TextChoices):
         EXCLUDE = "exclude", "block-list: took part in other batches"
@@ -215,10 +177,7 @@ class ParticipantGroup(models.Model):
 
 
 class GroupMember(models.Model):
-    """A participant this site puts in a group: recorded (``added`` False) before the call that adds them.
-
-    Prolific ignores adding a member twice, so an unanswered add is simply sent again.
-    """
+    """A participant this site puts in a group: recorded (``added`` False) before the call that adds them."""
 
     group = models.ForeignKey(ParticipantGroup, on_delete=models.CASCADE, related_name="members")
     participant_id = models.CharField(max_length=64)

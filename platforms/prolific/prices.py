@@ -1,13 +1,9 @@
 """Prolific's prices (pure: no Django): its platform fee, a share of the total paid to participants.
 
-33.3% for academic and non-profit accounts, 42.8% otherwise (prolific.com/pricing); VAT where it
-applies comes on top and is in Prolific's own cost calculator (``platforms.prolific.services.quote``).
-Prolific charges the share of the total, so the fee is rounded half-up to the cent once per charge,
-on its total: a study's rewards (39 places at $0.10 pay $3.90 + 33.3% = $1.30 in fees, $5.20; not
-39 × $0.03 = $1.17), and each bulk bonus payment (its set-up answers one ``fees`` figure for the whole
-bulk: three $0.10 bonuses in one bulk pay $0.30 + $0.10, not 3 × $0.03). ``per_assignment_fee`` is
-then that total's average per place (to 1/100 of a cent), for display. The account's own rate is
-``settings.PROLIFIC_FEE_RATE`` (the provider passes it); Task Builder studies are Prolific's and pay the same.
+33.3% for academic and non-profit accounts, 42.8% otherwise (prolific.com/pricing), VAT on top (in
+Prolific's own cost calculator). The share is charged on the total, so it is rounded half-up to the cent
+once per charge: a study's rewards, and each bulk bonus payment (docs/prolific.md, "Bonuses").
+``per_assignment_fee`` is that total's average per place, for display.
 """
 
 from __future__ import annotations

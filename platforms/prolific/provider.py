@@ -1,14 +1,7 @@
-"""Prolific: the provider, and the rules of a Prolific study (its fields, places, codes, rejections).
+"""Prolific: the provider, and the rules of a Prolific study (its fields, places, codes, groups, rejections).
 
-A Prolific batch is one study; participants do their HIT groups on this site (see
-``platforms.prolific.services`` for arrivals and the reconciling sync). What is Prolific's
-own lives here, beside the provider class: the body of ``POST /studies/``, the completion
-code, the participant groups that exclude blocked and earlier participants, the rejection
-categories and messages, and the place count. The HTTP client is
-:mod:`platforms.prolific.client`.
-
-Reads of this app's models are allowed here (a study's places are counted from the
-batch's assignments); writes are not: the services record what the provider did.
+Reads of this app's models are allowed here (places are counted from the batch's assignments);
+writes are not: the services record what the provider did.
 """
 
 from __future__ import annotations
@@ -64,16 +57,13 @@ def validate_options(options: dict) -> None:
     for name in options.get("exclude_batches", []):
         if not Batch.objects.filter(name=name).exists():
             raise ServiceError(f"--exclude-batch {name!r}: no such batch")
-    # Participant groups across waves and the bonus rule (issue 32).
     for name in options.get("allow_batches", []):
         if not Batch.objects.filter(name=name).exists():
             raise ServiceError(f"--allow-batch {name!r}: no such batch")
     both = set(options.get("allow_batches", [])) & set(options.get("exclude_batches", []))
     if both:
         raise ServiceError(f"a batch cannot be both allowed and excluded: {', '.join(sorted(both))}")
-    # The bonus rule, or the older flat bonus (the same rule, paid at every sync): one of them, plain
-    # ASCII dollars (annotation.crowd.bonus_rules.rule_of_options). Its bound needs the batch's gold
-    # questions: BatchSettings.validate checks it.
+    # The bonus rule or the older flat bonus; its bound needs the gold questions (BatchSettings.validate).
     from annotation.crowd.bonus_rules import RuleError, rule_of_options
 
     try:
@@ -94,11 +84,7 @@ def new_completion_code() -> str:
 
 
 def completion_code(batch: Batch) -> str:
-    """The study's completion code: random, made once when the batch was created and kept in its options.
-
-    Participants see it only after submitting their HIT. It is never derived from the
-    batch's id or creation time, which anyone could guess.
-    """
+    """The study's completion code, random and made with the batch: never derived from what anyone could guess."""
     code = batch.provider_options.get("completion_code")
     if not code:
         raise ServiceError(f"batch {batch.name!r} has no completion code; it was not made as a Prolific batch")
@@ -110,14 +96,12 @@ NO_TASK_REASON = "No task was free on the study's site when you arrived; you are
 
 
 def return_code(batch: Batch) -> str:
-    """The study's return code (random, made with the batch): the participant it is given to is asked by
-    Prolific to return the study (the code's ``REQUEST_RETURN`` action); ``""`` for a batch made before it."""
+    """The study's return code (random, made with the batch; ``""`` for an older batch)."""
     return (batch.provider_options or {}).get("return_code", "")
 
 
 def completion_codes(batch: Batch) -> list[dict]:
-    """The study's ``completion_codes``: its completion code (reviewed by hand), and its return code, whose
-    ``REQUEST_RETURN`` action has Prolific ask the participant to return the study (no task for them)."""
+    """The completion code (reviewed by hand) and the return code (Prolific asks for a return: no task)."""
     codes = [{"code": completion_code(batch), "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}]
     if return_code(batch):
         codes.append(
@@ -164,8 +148,7 @@ def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
     minutes = int(options.get("estimated_minutes", 10))
     groups = exclusion_groups(batch, provider)
     filters = list(options.get("filters", []))
-    # Participant groups across waves (issue 32): made and filled beforehand by
-    # platforms.prolific.groups.services.prepare_groups; read here.
+    # Participant groups across waves: made beforehand by groups.services.prepare_groups.
     waves = study_groups(batch)
     groups += [g for g in waves["blocklist"] if g not in groups]
     if groups:
@@ -192,8 +175,7 @@ def study_fields(batch: Batch, provider: ProlificProvider) -> dict:
             raise ServiceError(
                 "PROLIFIC_WORKSPACE_ID is not set: a signed study link is checked against the workspace it names"
             )
-        # Prolific signs the URL's parameters into a JWT added as ``prolific_token`` (the reference's
-        # study field ``is_external_study_url_secure``); platforms.prolific.study_tokens checks it.
+        # Prolific signs the URL's parameters into ``prolific_token``; study_tokens checks it.
         fields["is_external_study_url_secure"] = True
     return fields
 
@@ -225,20 +207,16 @@ def exclusion_groups(batch: Batch, provider: ProlificProvider) -> list[str]:
         group = group_id(provider, BLOCKED_GROUP)
         provider.client.add_to_group(group, blocked)
         groups.append(group)
-    # Earlier batches' participants (``exclude_batches``): a group made and filled, once, by
-    # platforms.prolific.groups.services before the study is created (see study_fields).
     return groups
 
 
-# -- participant groups across waves (issue 32) -----------------------------------------------
 #: The workspace-wide block-list of participants who failed a batch's gold threshold.
 GOLD_FAILED_GROUP = "failed gold checks"
 
 
 def study_groups(batch: Batch) -> dict[str, list[str]]:
-    """The group ids a batch's study filters on, ``{"blocklist": [...], "allowlist": [...]}``: the batch's
-    own groups (``platforms.prolific.groups.services`` makes them) and, unless the batch
-    admits them (``admit_gold_failures``), the failed-gold group. Reads only."""
+    """The group ids a study filters on, ``{"blocklist", "allowlist"}``: the batch's own groups and, unless
+    it has ``admit_gold_failures``, the failed-gold group."""
     from platforms.prolific.models import ParticipantGroup
 
     own = ParticipantGroup.objects.filter(batch=batch, deleted=False).exclude(group_id="")
@@ -267,8 +245,7 @@ def completion_url(batch: Batch) -> str:
 
 
 def no_task_url(batch: Batch) -> str:
-    """Where a participant with no task goes at once: Prolific's completion URL with the study's return
-    code (Prolific asks them to return the study); Prolific's site for a study made before that code."""
+    """Where a participant with no task goes: the completion URL with the return code (else Prolific's site)."""
     code = return_code(batch)
     return f"{settings.PROLIFIC_COMPLETION_URL}{code}" if code else return_url()
 
@@ -302,27 +279,15 @@ def raise_places(batch: Batch, provider: ProlificProvider, submissions=None) -> 
     return total, count, study.get("status", "")
 
 
-def api_client(**options) -> Prolific:
-    """A client of Prolific's API as configured, its calls' starts paced by one rate every process shares.
-
-    Prolific documents no fixed rate limit: its API "has the same rate limit and availability as
-    our web application" (docs.prolific.com, API reference, "Rate limits and API status"), and
-    "Prolific does not enforce fixed rate limits on API calls. Instead, limits are implicit and
-    arise from contention on shared resources -- primarily the workspace wallet"; a call over
-    them is answered "429 Too Many Requests", to be retried "with exponential back-off"
-    (docs.prolific.com, "Managing high loads"). So every call honours its own 429's
-    ``Retry-After`` and backs off (``core.http``), and all of the site's calls together (every
-    gunicorn and Celery worker: arrivals, syncs, publishing) start at most
-    ``PROLIFIC_API_CALLS_PER_SECOND`` a second, evenly spread
-    (``core.services.ratelimit.shared_pace``), so the site never sends Prolific a burst.
-    ``options`` are the client's own (timeouts, attempts, deadline).
-    """
+def api_client(client_class: type[Prolific] = Prolific, **options) -> Prolific:
+    """A ``client_class`` client as configured, all the site's calls paced by ``PROLIFIC_API_CALLS_PER_SECOND``
+    (docs/prolific.md, "The pace of all calls"); ``options``: the client's."""
     from core.services.ratelimit import shared_pace
     from platforms.prolific.connection.selectors import prolific_settings
 
     connection = prolific_settings()
     pace = shared_pace("prolific-api", settings.PROLIFIC_API_CALLS_PER_SECOND)
-    return Prolific(connection.api_url, connection.token, pace=pace, **options)
+    return client_class(connection.api_url, connection.token, pace=pace, **options)
 
 
 def _account_rate(given: Decimal | None) -> Decimal:
@@ -332,21 +297,13 @@ def _account_rate(given: Decimal | None) -> Decimal:
 
 @register("prolific")
 class ProlificProvider(CrowdProvider):
-    """Prolific: one study per batch; participants do their HIT groups on this site.
-
-    The study's URL brings a participant to ``annotation:prolific-start`` with their
-    Prolific id, the study id and their session id; the site hands them a HIT through
-    the same hand-out as in-house annotators and, once they submit, sends them back to
-    Prolific with the completion code. Answers are therefore stored as they come
-    (``answers_on_site``); ``platforms.prolific.services`` reconciles the study's
-    submissions with them when the batch is synced.
-    """
+    """Prolific: one study per batch; participants arrive by the study URL, take a HIT from the in-house
+    hand-out, answer on this site and go back with the completion code; the sync reconciles submissions."""
 
     label = "Prolific"
     short_label = "Prolific"
     answers_on_site = True
     batch_options = (*CrowdProvider.batch_options, *OPTIONS)
-    #: A batch is one study, and a participant submits a study once.
     assignments_per_participant = 1
     bonus_charges = "bulk"
     pays_bonus_rules = True
@@ -401,12 +358,8 @@ class ProlificProvider(CrowdProvider):
         return f"{batch.name} ({batch.pk}, {batch.created:%Y%m%dT%H%M%S})"
 
     def prepare(self, batch: Batch) -> str:
-        """Create the batch's study (as a draft) and return its id; publish_batch saves it at once.
-
-        ``batch.prepare_attempted`` is the time of an earlier attempt (publish_batch records
-        it before calling): after one, the study is first looked up by its internal name,
-        because a lost answer to ``POST /studies/`` may hide a study that exists.
-        """
+        """Create the batch's draft study; its id. After an earlier attempt (``prepare_attempted``) it is
+        looked up by internal name first: a lost answer may hide a study that exists."""
         from platforms.prolific.connection.selectors import prolific_settings
 
         project = prolific_settings().project_id
@@ -447,13 +400,8 @@ class ProlificProvider(CrowdProvider):
         return True
 
     def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
-        """Make sure the study has places for every free place of the batch's HITs.
-
-        Callers raise ``hit.max_assignments`` first (as escalation does); the study's place
-        count is then set to a total computed from the state, not increased by ``count``,
-        so a repeated call (same ``unique_token`` or not) never adds places twice; and never more
-        than tasks can be handed out (:func:`raise_places`; the next sync pauses or starts the study).
-        """
+        """Places for every free place of the batch's HITs (callers raise ``max_assignments`` first): a total
+        from the state, not ``+ count``, so a repeated call never adds places twice (:func:`raise_places`)."""
         raise_places(hit.batch, self)
 
     def expire(self, hit: Hit) -> None:
@@ -469,9 +417,8 @@ class ProlificProvider(CrowdProvider):
 
 
 def transition_study(client: Prolific, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
-    """Transition the study if its status is one of ``when``; after a lost answer, look again (Prolific
-    takes no request token). Returns whether this call made the transition (False: it was not needed);
-    Task Builder's studies are Prolific studies and transition the same way."""
+    """Transition the study if its status is one of ``when``, looking again after a lost answer (no request
+    token); whether this call made it. Task Builder's studies transition the same way."""
     for _ in range(3):
         if client.get_study(study_id).get("status") not in when:
             return False

@@ -1,6 +1,5 @@
-"""Reads of a Prolific batch for its page and API: each submission as Prolific listed it, beside
-this site's figures of the same session's work (issue 45: what Prolific's dashboard shows); and a
-study's places against the tasks its batch can hand out now (:func:`count_places`).
+"""Reads of a Prolific batch for its page and API: each submission as Prolific listed it, beside this
+site's figures of the same session's work; a study's places against its tasks (:func:`count_places`).
 """
 
 from __future__ import annotations
@@ -48,11 +47,8 @@ class Submissions:
 
 
 def submissions(batch: Batch) -> Submissions:
-    """The batch's Prolific submissions, newest first, with time taken and effective hourly rate.
-
-    The rate is the batch's reward per HIT over the time Prolific measured (start to
-    completion); the median is over completed submissions, as Prolific's dashboard gives it.
-    """
+    """The batch's Prolific submissions, newest first, with time taken and the reward per HIT over it
+    (the median over completed submissions, as Prolific's dashboard gives it)."""
     records = list(batch.prolific_submissions.order_by("-started_at", "submission_id"))
     work = {
         a.provider_assignment_id: a
@@ -106,9 +102,7 @@ def submissions(batch: Batch) -> Submissions:
     )
 
 
-# -- rehearsals with Prolific's test participants (issue 56) ---------------------------------------------
-#: Where a batch's rehearsal is recorded: ``Batch.provider_options[REHEARSAL_KEY]``
-#: (``platforms.prolific.rehearsal.services`` writes it).
+#: Where a batch's rehearsal is recorded: ``Batch.provider_options[REHEARSAL_KEY]``.
 REHEARSAL_KEY = "rehearsal"
 
 
@@ -134,15 +128,8 @@ ENTERING = {"RESERVED", "ACTIVE"}
 
 @dataclass(frozen=True)
 class PlaceCount:
-    """A study's places against the tasks its batch can hand out now.
-
-    ``held``: places Prolific counts as held (``HOLDS_PLACE``); of them ``leaving``: sessions the site
-    turned away (no task), which return the study and free their place; ``coming``: sessions that
-    have not been given a task yet and were not turned away, each of which will take one. ``free``:
-    the task places the hand-out would give now (open HITs of a published batch, less the places held
-    on the site: submitted work, and hand-outs not timed out -- a participant may still return them,
-    and until then their task is theirs).
-    """
+    """A study's places against its tasks: ``held`` (by Prolific's count), of them ``leaving`` (turned away)
+    and ``coming`` (not given a task yet, each will take one); ``free``: task places the hand-out gives now."""
 
     held: int
     leaving: int

@@ -1,5 +1,5 @@
 """The API's shape of a Prolific batch's submissions (:func:`platforms.prolific.selectors.submissions`) and of its bonuses
-(:func:`platforms.prolific.bonuses.selectors.preview_bonuses`, the pay job's result)."""
+(:func:`platforms.prolific.bonuses.selectors.preview_bonuses`)."""
 
 from rest_framework import serializers
 
@@ -36,7 +36,7 @@ class SubmissionsSerializer(serializers.Serializer):
     rows = SubmissionRowSerializer(many=True, help_text="The newest 500; the counts and medians cover all.")
 
 
-# -- bonuses (issue 32) ----------------------------------------------------------------------------
+# -- bonuses ---------------------------------------------------------------------------------------
 class BonusRuleRequestSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["flat", "per_gold"], help_text="flat: per approved participant.")
     amount = MoneyField(minimum="0.01", maximum="999999.99", help_text="USD (plain ASCII digits, e.g. 0.50).")
@@ -78,17 +78,3 @@ class BonusPayRequestSerializer(serializers.Serializer):
         required=False,
         help_text="The total (bonuses + fee) previewed: refused (409) if paying now would send another.",
     )
-
-
-class BonusPaySerializer(serializers.Serializer):
-    """A bonus pay job's ``result`` (``annotation.pay_bonuses``; with ``batch`` and ``url``)."""
-
-    paid_now = serializers.IntegerField()
-    amount_paid_now = serializers.CharField()
-    confirmed = serializers.IntegerField()
-    unconfirmed = serializers.IntegerField()
-    needs_person = serializers.IntegerField(
-        help_text="Of unconfirmed: past the settle time, Prolific still shows nothing; a person must check "
-        "Prolific, then --confirm-paid or --confirm-unpaid (nothing is ever paid twice automatically)."
-    )
-    recorded = serializers.IntegerField()

@@ -1,34 +1,10 @@
-"""Prolific studies: a confirmed participant's task, the study's places, and reconciling its submissions.
+"""Prolific studies: a confirmed participant's task (from the in-house hand-out, the session id as the
+assignment's provider id), the study's places, and reconciling its submissions.
 
-A Prolific batch is one study. Its URL brings each participant to this site with their
-Prolific id, the study id and their session (submission) id; :func:`arrive` gives them a
-HIT through the same hand-out as in-house annotators (``local.claim_hit``), recorded as
-an ``Assignment`` whose provider id is the session id. They answer on the shared HIT
-page and are sent back to Prolific with the study's completion code.
-
-
-How an arrival is confirmed (Prolific's word on a link, checked off the request, or its signed URL)
-is :mod:`platforms.prolific.arrivals.services`. At sync, an assignment whose session Prolific does not
-attribute to its participant is voided (``Assignment.Status.VOID``): never counted, reviewed, paid or
-used to block anyone. When the batch is completed the study is stopped, so Prolific
-sends nobody to a batch that needs nobody (:func:`close_study`).
-
-Idempotence protocol (Prolific takes no request token):
-
-- the study: ``Batch.prepare_attempted`` is committed before ``POST /studies/``; after an
-  attempt whose answer was lost, the study is looked up by its internal name (unique per
-  batch) before a second one could be created (``ProlificProvider.prepare``); its id is
-  saved the moment it is known; publishing checks the study's status first;
-- approving and rejecting: Prolific documents the transition as idempotent, and a
-  submission already approved or rejected is never transitioned again;
-- places: the study's place count is *set* to a total computed from the state
-  (:func:`fit_places`), never increased by a delta, so repeating it adds nothing; the study is
-  paused and started again the same way, from the state (its status read first);
-- bonuses: a rule paid at every sync (the older ``--bonus``) is paid by the one bonus path,
-  :mod:`platforms.prolific.bonuses.services` (its protocol: recorded before anything is
-  sent, a lost pay answer settled from Prolific's state, never paid twice automatically);
-- judgments: answers are stored once per assignment (``submit_local_assignment``
-  refuses a second submit), and a submission is matched to its assignment by session id.
+Idempotence (no request token): ``Batch.prepare_attempted`` is committed before the study is created,
+and after a lost answer it is looked up by internal name; a reviewed submission is never transitioned
+again; places are *set* from the state (:func:`fit_places`), never raised by a delta; bonuses take the
+one bonus path (:mod:`.bonuses.services`); a submission is matched to its assignment by session id.
 """
 
 from __future__ import annotations
@@ -56,6 +32,7 @@ from core.progress import Progress
 from platforms.inhouse.services.handout import claim_hit, release_abandoned
 from platforms.prolific.arrivals.services.checks import in_background
 from platforms.prolific.client import ProlificError
+from platforms.prolific.groups.services import clean_up_groups, record_gold_failures, refill_groups
 from platforms.prolific.models import ProlificSession, ProlificSubmission
 from platforms.prolific.provider import (
     BLOCKED_GROUP,
@@ -86,7 +63,7 @@ class ProlificSyncResult:
     voided: int = 0
     #: Whether this sync stopped the study (the batch is completed).
     stopped: bool = False
-    #: Participants newly added to the failed-gold block-list group (issue 32).
+    #: Participants newly added to the failed-gold block-list group.
     gold_failures_blocked: int = 0
     #: Participants of the batches it excludes or admits, added to its groups at this sync.
     group_members_added: int = 0
@@ -102,13 +79,8 @@ def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> 
 
 
 def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
-    """The assignment of this confirmed Prolific session: the one already given, or a newly claimed HIT.
-
-    ``None`` when no HIT group has a free place for this participant: the session is marked turned
-    away (its place is about to free up, and no task is kept for it) and the study is paused
-    (:func:`pause_for_tasks`), so Prolific sends nobody else to no task; the caller tells the
-    participant at once and sends them back to return the study (``provider.no_task_url``).
-    """
+    """The assignment of this confirmed session: the one already given, or a newly claimed HIT; ``None``
+    when there is no free place for them (:func:`turn_away`; the caller sends them to ``no_task_url``)."""
     existing = Assignment.objects.filter(provider_assignment_id=session.session_id, hit__batch=batch).first()
     if existing is not None:
         return existing
@@ -132,9 +104,8 @@ def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
 
 
 def turn_away(batch: Batch, session: ProlificSession) -> None:
-    """No task for this session: it is marked (its place will free up; it waits for no task) and the
-    study is paused until a task frees up, on a thread of the process (the participant's page never
-    waits for Prolific; the test suite, ``JOB_LOCAL_RUNNER=inline``, pauses in the request)."""
+    """No task for this session: it is marked, and the study paused on a thread (the participant's page never
+    waits for Prolific; ``JOB_LOCAL_RUNNER=inline`` pauses in the request)."""
     _mark_turned_away(session)
     if settings.JOB_LOCAL_RUNNER == "inline":
         _pause_quietly(batch.pk)
@@ -143,7 +114,6 @@ def turn_away(batch: Batch, session: ProlificSession) -> None:
 
 
 def _mark_turned_away(session: ProlificSession) -> None:
-    """The session was given no task: its participant returns the study, and no task is kept for it."""
     ProlificSession.objects.filter(pk=session.pk, turned_away_at__isnull=True).update(turned_away_at=timezone.now())
 
 
@@ -157,10 +127,10 @@ def _pause_quietly(batch_id: int) -> None:
         logger.warning("batch %s: the study could not be paused (no task to hand out): %s", batch.name, exc)
 
 
-# -- places: never more open on Prolific than tasks to hand out (issue 67) ----------------------
+# -- places: never more open on Prolific than tasks to hand out ------------------------------
 @dataclass(frozen=True)
 class Places:
-    """What :func:`fit_places` found and did: the total in force, the count, and ``PAUSE``/``START``/``""``."""
+    """:func:`fit_places`'s total in force, count, and ``PAUSE``/``START``/``""``."""
 
     total: int
     count: PlaceCount
@@ -168,17 +138,9 @@ class Places:
 
 
 def fit_places(batch: Batch, provider: CrowdProvider | None = None, submissions=None) -> Places:
-    """Make the places in force follow the tasks that can be handed out now (issue 67).
-
-    Prolific only lets a published study's places be raised ("Only increasing is allowed", its
-    ``PATCH /studies/{id}/``), and it sends a participant to every place open while the study is
-    ``ACTIVE``. So: the total is raised to one place per task left for newcomers
-    (:meth:`PlaceCount.wanted`, never lowered); when more places are open than tasks are left
-    (places freed on Prolific before their tasks freed on the site, or participants turned away),
-    the study is paused (``PAUSE``); a study the site paused (``paused_for_tasks``) is started
-    again (``START``) once every open place has a task. Safe to repeat: computed from the state,
-    the study's status read first.
-    """
+    """Make the places in force follow the tasks that can be handed out now (repeatable). Prolific only lets
+    places be raised and sends someone to every open place of an ``ACTIVE`` study, so with more places open
+    than tasks the study is paused, and started again once every open place has a task."""
     provider = provider or get_provider(Provider.PROLIFIC)
     study_id = batch.hit_type_id
     total, count, status = raise_places(batch, provider, submissions)
@@ -242,9 +204,8 @@ def _review(assignment: Assignment, provider: CrowdProvider, approve_all: bool) 
 def sync_prolific_batch(
     batch: Batch, provider: CrowdProvider, *, approve_all: bool = False, job: Job | None = None, bar: bool = False
 ) -> SyncResult:
-    """A Prolific batch's sync (:func:`annotation.crowd.services.sync.sync_batch` hands it over whole):
-    the study's submissions (:func:`sync_prolific`), the HITs' statuses, the steps every sync ends with
-    (the quality loop), and the study stopped once the batch is done (nobody more is sent to it)."""
+    """A Prolific batch's whole sync: :func:`sync_prolific`, the HITs' statuses, the steps every sync ends
+    with, and the study stopped once the batch is done."""
     found = sync_prolific(batch, provider, approve_all=approve_all, job=job, bar=bar)
     settle_hit_statuses(batch)  # rejected and returned submissions free their places
     result = SyncResult(
@@ -270,10 +231,7 @@ def sync_prolific(
     job: Job | None = None,
     bar: bool = False,
 ) -> ProlificSyncResult:
-    """Read every submission of the study, review those awaiting review, pay bonuses, refill places.
-
-    Safe to run any number of times (see the module's protocol).
-    """
+    """Read every submission, review those awaiting review, pay bonuses, fit places (repeatable)."""
     if not batch.hit_type_id:
         raise ServiceError(f"batch {batch.name!r} has no Prolific study yet; publish it first")
     provider = provider or get_provider(Provider.PROLIFIC)
@@ -295,16 +253,15 @@ def sync_prolific(
     result.bonuses_paid, result.bonuses_unconfirmed = pay_bonuses(batch, provider)
     result.completed = complete_if_done(batch)  # first: a batch done needs no place (its study is stopped)
     result.places = fit_places(batch, provider, submissions).total
-    # Last, and never in the way of the work above: a group call that fails (Prolific down, the
-    # group deleted on Prolific's site) is logged and sent again at the next sync.
+    # Last, never in the way of the work above: a failed group call is logged and tried at the next sync.
     try:
-        result.gold_failures_blocked = _record_gold_failures(batch, provider)
+        result.gold_failures_blocked = record_gold_failures(batch, provider)
     except ProlificError as exc:
         logger.warning(
             "batch %s: the failed-gold block-list could not be updated (next sync retries): %s", batch.name, exc
         )
     try:
-        result.group_members_added = _refill_groups(batch, provider)
+        result.group_members_added = refill_groups(batch, provider)
     except ProlificError as exc:
         logger.warning(
             "batch %s: its participant groups could not be refilled (next sync retries): %s", batch.name, exc
@@ -317,12 +274,7 @@ STATUS_LENGTH = ProlificSubmission._meta.get_field("status").max_length
 
 
 def record_submissions(batch: Batch, submissions) -> int:
-    """Keep what Prolific listed of each submission (status, start, completion) for the batch's page and API.
-
-    One upsert per sync (``bulk_create`` is atomic): rows for sessions Prolific no longer lists are left
-    as last seen (a listing never deletes work). A timestamp Prolific writes in a shape Django
-    cannot read is kept as unknown rather than failing the sync. Returns the rows written.
-    """
+    """Keep what Prolific listed of each submission (a session no longer listed stays as last seen); the rows."""
     now = timezone.now()
     rows = {
         sub.id: ProlificSubmission(
@@ -339,7 +291,7 @@ def record_submissions(batch: Batch, submissions) -> int:
     if not rows:
         return 0
     fields = ["participant_id", "status", "started_at", "completed_at", "listed_at"]
-    ProlificSubmission.objects.bulk_create(  # one statement per batch of rows, atomic as bulk_create is
+    ProlificSubmission.objects.bulk_create(
         rows.values(), update_conflicts=True, unique_fields=["submission_id"], update_fields=fields
     )
     return len(rows)
@@ -353,7 +305,6 @@ def _moment(text: str | None) -> dt.datetime | None:
 
 
 def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, approve_all: bool, result) -> None:
-    """Bring one submission and the work done on the site into agreement."""
     if assignment is not None and assignment.status == Assignment.Status.VOID:
         return  # not this participant's work: neither reviewed for them nor held against them
     if sub.status in FREED_REMOTELY:
@@ -393,14 +344,8 @@ UNKNOWN_SESSION_GRACE = dt.timedelta(minutes=10)
 
 
 def void_unattributed(batch: Batch, submissions) -> int:
-    """Void the batch's open or submitted work whose session Prolific does not give to its participant.
-
-    Arrivals are confirmed with Prolific (:func:`platforms.prolific.arrivals.services.links.verify_arrival`), so this finds only work
-    made before that check existed, or a session Prolific has since dropped. Such work is
-    never counted (only submitted and approved work is), reviewed, paid or held against
-    the participant it names; its place is free again. A hand-out younger than
-    ``UNKNOWN_SESSION_GRACE`` is left alone while Prolific's list may not show it yet.
-    """
+    """Void open or submitted work whose session Prolific does not give to its participant: never counted,
+    reviewed, paid or held against anyone (a hand-out within ``UNKNOWN_SESSION_GRACE`` may not be listed yet)."""
     owner = {sub.id: sub.participant_id for sub in submissions}
     recent = timezone.now() - UNKNOWN_SESSION_GRACE
     void = []
@@ -426,23 +371,18 @@ def void_unattributed(batch: Batch, submissions) -> int:
 
 
 def close_study(batch: Batch, provider: CrowdProvider | None = None) -> bool:
-    """Stop the study of a completed or cancelled batch, so Prolific sends nobody more; whether it stopped it now.
-
-    Idempotent: the study's status is read first, and again after a lost answer.
-    """
+    """Stop a completed or cancelled batch's study (idempotent) and delete its groups; whether it stopped now."""
     if batch.status not in (Batch.Status.COMPLETED, Batch.Status.CANCELLED) or not batch.hit_type_id:
         return False
     provider = provider or get_provider(Provider.PROLIFIC)
     stopped = provider.stop_study(batch.hit_type_id)
-    _clean_up_groups(batch, provider)
+    clean_up_groups(batch, provider)
     return stopped
 
 
 # -- bonuses --------------------------------------------------------------------------------
 def pay_bonuses(batch: Batch, provider: CrowdProvider) -> tuple[int, int]:
-    """Pay the batch's bonus rule at sync when it says so (the older ``--bonus``: ``at_sync``), through
-    the one bonus path (:func:`platforms.prolific.bonuses.services.pay_bonuses`, exactly once);
-    returns (paid now, unconfirmed). A rule paid on demand is left to the person who pays it."""
+    """Pay a bonus rule that is paid ``at_sync`` through the one bonus path; (paid now, unconfirmed)."""
     from platforms.prolific.bonuses import services as prolific_bonuses
     from platforms.prolific.bonuses.selectors import bonus_rule
 
@@ -457,25 +397,3 @@ def quote(batch: Batch, provider: CrowdProvider | None = None) -> Decimal:
     """Prolific's own price for the batch's places (its cost calculator: fees and VAT of the account)."""
     provider = provider or get_provider(Provider.PROLIFIC)
     return provider.client.study_cost(Decimal(batch.reward), total_places(batch))
-
-
-# -- participant groups across waves (issue 32) -----------------------------------------------
-def _record_gold_failures(batch: Batch, provider: CrowdProvider) -> int:
-    """Participants whose work failed the batch's gold threshold join the failed-gold block-list."""
-    from platforms.prolific.groups.services import record_gold_failures
-
-    return record_gold_failures(batch, provider)
-
-
-def _refill_groups(batch: Batch, provider: CrowdProvider) -> int:
-    """The batch's allow- and block-lists gain the participants its named batches took since publication."""
-    from platforms.prolific.groups.services import refill_groups
-
-    return refill_groups(batch, provider)
-
-
-def _clean_up_groups(batch: Batch, provider: CrowdProvider) -> None:
-    """The closed study's own allow- and block-list groups are deleted on Prolific."""
-    from platforms.prolific.groups.services import clean_up_groups
-
-    clean_up_groups(batch, provider)

@@ -39,7 +39,7 @@ PROLIFIC_ARRIVAL_CHECKS_PER_STUDY_PER_MINUTE = env_int("PROLIFIC_ARRIVAL_CHECKS_
 #: These counters, the checks under way, their answers and the pace live in the ``shared`` cache
 #: (see Caches above). With JOB_LOCAL_RUNNER = "inline" (the test suite) a check runs in the request.
 
-# --- Prolific's signed study URLs (docs/prolific.md, "Signed study links"; issue 56) -------------
+# --- Prolific's signed study URLs (docs/prolific.md, "Signed study links") -------------------------
 #: New Prolific batches ask for Prolific's signed study URL (``is_external_study_url_secure``): each
 #: arrival carries a JWT checked here with Prolific's published keys, with no API call (the workspace
 #: must have the feature). A batch's own ``signed_urls`` option wins.

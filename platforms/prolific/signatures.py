@@ -1,52 +1,11 @@
 """Prolific's webhook deliveries: their signature checked, their headers and body read. Pure (no Django).
 
-What Prolific's reference says (docs.prolific.com/api-reference/webhooks/verifying):
-each delivery carries ``X-Prolific-Request-Signature`` and ``X-Prolific-Request-Timestamp``,
-"a UNIX timestamp of when the request was sent"; the signature is
-``base64.b64encode(hmac.new(secret, timestamp + body, sha256).digest())`` and is checked with
-``hmac.compare_digest(calculated_signature, signature)`` -- the *base64 text* compared with
-the header's text. ``X-Event-ID`` names the event and stays the same when Prolific
-delivers it again (at least once: ".../idempotency-and-the-x-event-id-header"), in no
-guaranteed order (".../handling-event-order-with-x-timestamp"). The bodies
-(".../receiving") are JSON objects with ``resource_id`` and ``event_type``:
-``submission.status.change`` (a submission), ``study.status.change``,
-``study.progress.change`` and ``study.has_high_return_rate`` (a study; the last with a
-``metadata`` object).
-
-**Timestamps.** The reference says a UNIX timestamp and no more, and signs the header's
-text as it is. So :func:`parse_timestamp` takes every UNIX time in seconds: whole
-(``1800000000``) or with a fractional part (``1800000000.123456``, what Python's
-``time.time()`` prints). Nothing else is a UNIX timestamp (no ISO 8601, no sign, no
-exponent, no milliseconds: the reference documents none): those are refused as malformed.
-Either way the text is signed as received, never re-formatted.
-
-**Signatures.** As the reference does, the expected signature's base64 text is compared
-with the header's text (constant time). Python's ``b64decode`` would also accept spellings
-of the same 32 bytes that Prolific never sends (other values of the unused low bits of the
-last character); compared as text, they do not verify (403), so a captured signature
-re-spelled is refused. What is recorded of a signature keys on the decoded bytes
-(``Delivery.signature_digest``, SHA-256 of the 32 bytes), not on the text.
-
-:func:`read_delivery` refuses, before anything is stored or done:
-
-- a delivery without the headers, or with a timestamp that is not a UNIX time (400);
-- a body larger than :data:`MAX_BODY_BYTES` (413);
-- a timestamp more than ``max_age`` seconds from now, either way (400, *stale*): a
-  captured delivery cannot be replayed later;
-- a signature that is not the secret's over that timestamp and body, compared in
-  constant time (403): a forged delivery, or a body or timestamp changed on the way;
-- a signed body that is not a JSON object with an event type and a resource id (400);
-- an event type this site does not subscribe to (:data:`EVENT_TYPES`; 400, *unknown_event_type*):
-  signed by the workspace's secret, it is still no event this site asked for (another subscription
-  of the workspace, or a test), and recording it would only grow a table nobody reads (issue 82).
-  Prolific's reference lists no event types (its ``EventType`` is a free string, the list served
-  by ``GET /hooks/event-types/``), so the set is the one the platform subscribes to.
-
-It then gives the :class:`Delivery`: the event's id, type, the id of the resource it is
-about (a submission or a study) and, for :data:`HIGH_RETURN_RATE`, the event's ``metadata``
-(a JSON object, at most :data:`MAX_METADATA_CHARS` once written out; shown to the
-researcher). Nothing else of the body is kept: the receiver re-reads that resource from
-Prolific and believes only what Prolific answers then.
+As Prolific's reference says (docs/prolific.md, "Webhooks"): the signature, base64 of the HMAC-SHA256
+of timestamp + body, is compared *as text*, so another spelling of the same bytes does not verify; the
+timestamp is "a UNIX timestamp" (whole or fractional seconds) and no more, signed as received.
+:func:`read_delivery` refuses before anything is stored (a stale timestamp too: no replay later); an
+event type not subscribed to is refused, Prolific listing none. The :class:`Delivery` keeps only what
+says which resource to re-read (and a high return rate's ``metadata``).
 """
 
 from __future__ import annotations

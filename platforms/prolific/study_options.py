@@ -8,13 +8,10 @@ from __future__ import annotations
 from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
 from platforms.prolific.client import DEVICES
 
+#: Every key a Prolific batch's options hold (``return_code``: Prolific asks a participant with no task to
+#: return the study; ``paused_for_tasks``: the site paused the study for want of tasks).
 OPTION_KEYS = {"estimated_minutes", "devices", "filters", "bonus", "exclude_batches", "completion_code"}
-#: Participant groups across waves and the bonus rule (issue 32).
-OPTION_KEYS |= {"allow_batches", "admit_gold_failures", "bonus_rule"}
-#: Signed study URLs and rehearsals with test participants (issue 56).
-OPTION_KEYS |= {"signed_urls", "rehearsal"}
-#: The code that asks Prolific to return a participant the site has no task for, and the mark of a study
-#: the site paused for want of tasks (issue 67).
+OPTION_KEYS |= {"allow_batches", "admit_gold_failures", "bonus_rule", "signed_urls", "rehearsal"}
 OPTION_KEYS |= {"return_code", "paused_for_tasks"}
 
 
@@ -80,7 +77,6 @@ OPTIONS: tuple[BatchOption, ...] = (
         metavar="BATCH",
         into="provider_options",
     ),
-    # Participant groups across waves and the bonus rule (issue 32).
     BatchOption(
         "allow_batches",
         "batches",
@@ -127,8 +123,6 @@ OPTIONS: tuple[BatchOption, ...] = (
         into="provider_options",
         read_flag=read_bonus_rule,
     ),
-)
-OPTIONS += (
     BatchOption(
         "signed_urls",
         "flag",

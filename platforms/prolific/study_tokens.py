@@ -1,33 +1,13 @@
 """Prolific's signed study URL: the ``prolific_token`` JWT verified locally. Pure (no Django).
 
-What Prolific documents (its API reference, the study field ``is_external_study_url_secure``
-of "Create a study", and "Retrieve JSON Web Key Set (JWKS)", docs.prolific.com/api-reference/
-well-known-endpoints/get-study-jwks): when the field is true, "any query parameters in the
-external study url will be signed with a JSON Web Token", added to the URL "as a query parameter
-named ``prolific_token``". Its header is ``{"alg": "RS256", "kid": "<KEY_ID>", "typ": "JWT"}``;
-its payload ``iss`` ("https://www.prolific.com"), ``iat``, ``exp`` (two minutes after ``iat``),
-``aud``, ``sub`` (the session id) and ``prolific``: each URL parameter of the study URL's
-template with its resolved value (here ``PROLIFIC_PID``, ``STUDY_ID``, ``SESSION_ID``), plus
-``workspace_id`` always and ``organisation_id`` when the workspace is linked to an organisation.
-The receiver "must verify": the signature with the key of that ``kid`` from
-``/.well-known/study/jwks.json``; ``exp``; "the ``aud`` claim is the correct domain for your
-tool"; the ``prolific`` claim's ``workspace_id`` (and ``organisation_id``) against what the
-integration expects.
-
-**Audience.** The reference's payload shows ``aud`` as ``"<EXTERNAL_STUDY_URL>"`` (its example:
-``"https://x.com?STUDY_ID=1&..."``), while the page "Retrieve JSON Web Key Set (JWKS)" says the
-``aud`` is "the correct domain for your tool". Following the page (the issue's rule where they
-disagree), the audience's scheme and host must be this site's (``SITE_URL``); when the ``aud``
-also carries a path other than ``/`` (the reference's URL form), it must be this batch's start
-path, so a token made for another batch of the site opens nothing here.
-
-**Issuer.** Neither list of checks names ``iss``, so it is not required (a documented value that
-Prolific may spell otherwise would turn every participant away); the signature already says who
-made the token.
-
-:func:`verify_study_token` uses PyJWT (signature, ``exp`` and ``iat`` with a few seconds of leeway,
-required claims); everything else is checked here. Every refusal is a :class:`TokenRefused`
-with a short ``code`` and the sentence a participant reads.
+Checked as Prolific's reference says (docs/prolific.md, "Signed study links"): the RS256 signature by
+the key of its ``kid``, ``exp``, the audience, the ``prolific`` claim's workspace (and organisation)
+and the link's ids. **Audience**: the reference's example is the whole study URL, its page says "the
+correct domain for your tool": the scheme and host must be ``SITE_URL``'s and, when ``aud`` carries a
+path, this batch's start path, so another batch's token opens nothing here. **Issuer**: named by
+neither list of checks, so not required (another spelling would turn everyone away); the signature
+says who made the token. Every refusal is a :class:`TokenRefused` with a ``code`` and the
+participant's sentence.
 """
 
 from __future__ import annotations
@@ -75,11 +55,8 @@ class StudyToken:
 
 
 def canonical_token(token: str) -> str:
-    """The token as its bytes spell it: each segment base64url-decoded and encoded again, unpadded.
-
-    Base64url decoding (PyJWT's) ignores padding and stray characters, so ``token + "=="`` verifies
-    with the same signature: the replay guard keys this spelling, not the text sent (issue 68).
-    """
+    """The token as its bytes spell it (each segment decoded and encoded again, unpadded): PyJWT ignores
+    padding and stray characters, so the replay guard keys this spelling, not the text sent."""
     parts = []
     for part in token.split("."):
         cleaned = part.rstrip("=")
@@ -155,12 +132,8 @@ def verify_study_token(
     organisation_id: str = "",
     now: float,
 ) -> StudyToken:
-    """The verified token, or :class:`TokenRefused` (:class:`UnknownKey` when its ``kid`` is not in ``keys``).
-
-    ``start_path``: this batch's arrival path (the ``aud``'s path when it has one); ``workspace_id``
-    (required) and ``organisation_id`` (checked when given): what this site expects in the
-    ``prolific`` claim; ``now``: seconds since the epoch.
-    """
+    """The verified token, or :class:`TokenRefused` (:class:`UnknownKey`: its ``kid`` not in ``keys``).
+    ``start_path``: the batch's arrival path; ``organisation_id`` is checked when given."""
     import jwt
 
     kid = key_id(token)

@@ -11,12 +11,10 @@ urlpatterns = [
     path("prolific/hits/<int:pk>/", prolific.prolific_hit, name="prolific-hit"),
     path("prolific/hits/<int:pk>/correct/", prolific.prolific_correct, name="prolific-correct"),
     path("prolific/<slug:name>/training/", prolific.prolific_training, name="prolific-training"),
-    # A rehearsal with Prolific's test participants (issue 56): the HIT page, nothing recorded; and its button.
     path("prolific/<slug:name>/rehearsal/", prolific.prolific_rehearsal, name="prolific-rehearsal"),
     path("prolific/<slug:name>/rehearse/", prolific.prolific_rehearse, name="prolific-rehearse"),
     # Two segments: never a batch's study link (prolific/<name>/), whatever the batch's name.
     path("prolific/webhooks/events/", prolific_webhooks.prolific_webhook, name="prolific-webhook"),
-    # The batch page's bonus panel (issue 32).
     path("batches/<slug:name>/bonuses/rule/", prolific.batch_bonus_rule, name="batch-bonus-rule"),
     path("batches/<slug:name>/bonuses/pay/", prolific.batch_bonus_pay, name="batch-bonus-pay"),
 ]

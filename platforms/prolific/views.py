@@ -1,8 +1,5 @@
-"""Prolific participants' pages: arrival from the study link (confirmed with Prolific), training, HIT.
-
-No account is needed: a participant's browser session holds the assignments it was given
-(see ``platforms.prolific.services`` for how an arrival is confirmed).
-"""
+"""Prolific participants' pages (arrival, training, HIT): no account, the browser session holds the
+assignments it was given."""
 
 from __future__ import annotations
 
@@ -53,9 +50,8 @@ def _prolific_page(
     retry_after: int = 0,
     heading: str = "",
 ) -> HttpResponse:
-    """A participant's page; with ``retry_after`` one that waits: it asks again by itself after that many
-    seconds (``<meta http-equiv="refresh">``, no script: it works wherever the page shows, and loads
-    nothing from elsewhere) and says so in ``Retry-After``."""
+    """A participant's page; with ``retry_after`` one that asks again by itself after that many seconds
+    (a meta refresh, no script) and says so in ``Retry-After``."""
     from platforms.prolific.provider import return_url
 
     context = {
@@ -70,7 +66,7 @@ def _prolific_page(
     return response
 
 
-#: The page of a participant the site has no task for (issue 67): said at once, nothing to wait for.
+#: The page of a participant the site has no task for: said at once, nothing to wait for.
 NO_TASK_MESSAGE = (
     "Every task of this study is taken at the moment, so there is nothing for you to do here, and waiting"
     " will not change that. Please go back to Prolific now with the button below: Prolific will ask you to"
@@ -79,8 +75,7 @@ NO_TASK_MESSAGE = (
 
 
 def _no_task_page(request: HttpRequest, batch: Batch) -> HttpResponse:
-    """No task for this participant: told so at once, and sent back to Prolific to return the study (the
-    study's return code, whose ``REQUEST_RETURN`` action has Prolific ask them to)."""
+    """No task for this participant: told so at once, and sent back to Prolific to return the study."""
     from platforms.prolific.provider import no_task_url
 
     context = {
@@ -101,20 +96,9 @@ def _waiting_page(request: HttpRequest, deferred, status: int) -> HttpResponse:
 
 
 def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
-    """Where the Prolific study URL leads: confirm the session with Prolific, then hand the participant a HIT.
-
-    Anyone can open it, so a malformed link is refused at once, each client address (an IPv6
-    client's /64) starts a few checks a minute, and a check with Prolific holds this request
-    ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most (:func:`platforms.prolific.arrivals.services.links.verify_arrival`).
-    Until Prolific has answered, the participant gets a page that waits and comes back here by
-    itself: 202 while a check is under way, 503 when none could begin yet, 429 past the client's rate.
-
-    A study with signed URLs (issue 56) brings ``prolific_token``: checked here with no API call
-    (:func:`platforms.prolific.arrivals.services.links.read_signed_link`), kept in this browser's session,
-    and the page comes back without it (:func:`~platforms.prolific.arrivals.services.links.admit_signed`).
-    While the site is still finishing a publication that Prolific already opened, the page waits (202)
-    instead of refusing. A link of the batch's test study goes to the rehearsal page.
-    """
+    """Where the study URL leads: confirm the session with Prolific, then hand the participant a HIT. Until
+    Prolific answered, a page that comes back by itself (202 checking, 503 not begun, 429 past the client's
+    rate). A signed link's token is checked here with no API call and kept in this browser's session."""
     import secrets
 
     from core.services.ratelimit import client_key
@@ -122,8 +106,7 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
 
     batch = get_object_or_404(Batch, name=name, provider="prolific")
     link = [request.GET.get(key, "") for key in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")]
-    # Kept in the browser's session only once an arrival is confirmed: refused or waiting
-    # arrivals (a flood of made-up links) write no session row.
+    # Kept in the session only once confirmed: a flood of made-up links writes no session row.
     browser = request.session.get(PROLIFIC_BROWSER_KEY) or secrets.token_urlsafe(32)
     client = client_key(client_ip(request))  # an IPv6 client's /64: one subscriber, however many addresses
     token = request.GET.get("prolific_token", "")
@@ -135,8 +118,6 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
             return rehearsing
     try:
         if token and links.signed_urls(batch):
-            # Prolific's signed link (issue 56): checked here, no API call. Once verified it is kept in
-            # this browser's session and the page comes back without the token, which lives two minutes.
             signed = list(links.read_signed_link(batch, token, browser_secret=browser))
             request.session[PROLIFIC_BROWSER_KEY] = browser
             request.session[PROLIFIC_SIGNED_KEY] = {
@@ -154,8 +135,7 @@ def prolific_start(request: HttpRequest, name: str) -> HttpResponse:
     except checks.ArrivalDeferred as exc:
         return _waiting_page(request, exc, 202 if exc.checking else 503)
     except OperationalError:
-        # The shared cache's or the session's database busy past its timeout under a flood
-        # (SQLite, many writers at once): the page waits and asks again, never a 500.
+        # The cache's or session's database busy under a flood (SQLite): the page waits, never a 500.
         logger.exception("arrival at batch %s deferred: the database was busy", batch.name)
         return _waiting_page(request, checks.busy(5), 503)
     except checks.StudyClosed as exc:
@@ -204,8 +184,6 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
     hit = assignment.hit
     if assignment.status not in (Assignment.Status.ASSIGNED, Assignment.Status.ABANDONED):
         if request.method == "GET" and why_not_correctable(assignment) is None:
-            # Back on the HIT page after submitting (within the correction window, unused):
-            # the code again, or a correction first.
             context = {
                 "heading": "Your answers were recorded",
                 "message": "You can still correct them for a few minutes, or go back to Prolific with your code.",
@@ -232,8 +210,7 @@ def prolific_hit(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def prolific_correct(request: HttpRequest, pk: int) -> HttpResponse:
-    """A participant corrects the HIT they submitted on this browser, while it is not yet used
-    (``platforms.inhouse.services.corrections``); then back to Prolific with the code."""
+    """A participant corrects the HIT they submitted on this browser; then back to Prolific with the code."""
     from platforms.prolific.provider import completion_url
 
     if request.method not in ("GET", "POST"):
@@ -248,10 +225,10 @@ def prolific_correct(request: HttpRequest, pk: int) -> HttpResponse:
     return correction_step(request, assignment, mode="prolific", done_url=completion_url(assignment.hit.batch))
 
 
-# -- rehearsals with Prolific's test participants (issue 56) ---------------------------------------------
+# -- rehearsals with Prolific's test participants ---------------------------------------------
 def _rehearsal_arrival(request: HttpRequest, batch: Batch, link: list, token: str, browser: str, client: str):
-    """A test participant of the batch's test study: checked as any participant (its signed link, or Prolific
-    asked), then sent to the rehearsal page; ``None`` when the link is not the test study's (the caller goes on)."""
+    """A test participant of the batch's test study, checked as any participant, to the rehearsal page;
+    ``None`` when the link is not the test study's."""
     try:
         if token and links.signed_urls(batch):
             signed = list(links.read_signed_link(batch, token, browser_secret=browser))
@@ -274,9 +251,7 @@ def _rehearsal_arrival(request: HttpRequest, batch: Batch, link: list, token: st
 
 
 def prolific_rehearsal(request: HttpRequest, name: str) -> HttpResponse:
-    """The rehearsal page: the batch's first HIT exactly as a participant sees it; the answers are checked as
-    the HIT page checks them and then dropped (nothing recorded), and the participant goes back to Prolific
-    with the study's completion code."""
+    """The batch's first HIT as a participant sees it; the answers are checked, then dropped."""
     from platforms.prolific.provider import completion_url
 
     batch = get_object_or_404(Batch, name=name, provider=Provider.PROLIFIC)
@@ -301,8 +276,7 @@ def prolific_rehearsal(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 @require_POST
 def prolific_rehearse(request: HttpRequest, name: str) -> HttpResponse:
-    """The batch page's button: rehearse the batch with Prolific's test participants (or finish the rehearsal),
-    as a background job."""
+    """Rehearse the batch with Prolific's test participants (or finish the rehearsal), as a background job."""
     from django.contrib import messages
 
     from platforms.prolific.rehearsal.services import start_rehearsal
@@ -321,7 +295,7 @@ def prolific_rehearse(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("core:job-detail", pk=job.pk)
 
 
-# -- bonuses (issue 32): the batch page's bonus panel's forms ----------------------------------
+# -- the batch page's bonus panel's forms ----------------------------------
 @researcher_required
 @require_POST
 def batch_bonus_rule(request: HttpRequest, name: str) -> HttpResponse:
@@ -339,8 +313,7 @@ def batch_bonus_rule(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 @require_POST
 def batch_bonus_pay(request: HttpRequest, name: str) -> HttpResponse:
-    """Pay the bonuses owed, exactly once, as a background job (its remote calls may take minutes): a
-    second click finds a pay running, or the total changed, or nothing to pay, and pays nothing."""
+    """Pay the bonuses owed, exactly once, as a background job (a second click pays nothing)."""
     batch = get_object_or_404(Batch, name=name)
     try:
         job = prolific_bonuses.start_pay_bonuses(batch, expected_total=request.POST.get("expected_total") or None)

@@ -1,20 +1,11 @@
 """A small client for Prolific's Task Builder API (``/api/v1/data-collection/``), built on Prolific's
 client (the study and submission calls a Task Builder study needs), over :class:`core.http.JsonClient`.
-Pure (no Django). The flow is docs/prolific.md, "Task Builder"; retries are the Prolific client's
-(creating a dataset, a batch or a study and starting a setup are not repeatable: the provider looks
-the resource up by name before a second attempt).
-
-Every call is an operation of Prolific's published API reference (the contract tests hold it to it).
-Where the reference and Prolific's documentation pages disagree, this follows:
-
-- the pages for the dataset's ``schema`` (a V4 dataset: ``task_group_id`` groups a HIT's queries,
-  ``metadata`` fields kept with each datapoint) and the batch's ``batch_items`` ("Working with
-  Datasets", "Defining a Dataset Schema", "Create a Batch");
-- the reference for the upload: ``GET .../datasets/{id}/status`` (``UNINITIALISED`` until a file
-  arrives, ``READY`` once imported), not the pages' import jobs;
-- neither lists datasets: a dataset is found again through the batch it was attached to;
-- responses: pages of ``results`` with ``meta.count`` and no links, read by offset; the query is tied
-  to its response by the datapoint's ``metadata``, which the reference does not describe.
+Pure (no Django); the flow is docs/prolific.md, "Task Builder". Every call is an operation of
+Prolific's API reference (the contract tests hold it to it). Where the reference and the documentation
+pages disagree, this follows the pages for the dataset's ``schema`` (V4: ``task_group_id`` groups a
+HIT's queries, ``metadata`` fields kept with each datapoint) and the batch's ``batch_items``, and the
+reference for the upload's ``.../datasets/{id}/status``. Neither lists datasets: one is found again
+through its batch. Responses are tied to queries by ``metadata``, which the reference does not describe.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Prolific's Task Builder as a crowd platform: Prolific hosts the labelling task, this site hosts nothing.
 
-A batch becomes, on Prolific (:mod:`.client`, created in this order at publishing, each found
-again by its name after an interruption, so :meth:`TaskBuilderProvider.prepare` is safe to re-run):
-
-1. a **dataset** (V4, with a schema): one datapoint per query of each HIT, gold included, in the
-   HIT's order: the query's text is shown (``query``), the HIT's token is its ``task_group_id``
-   (one participant labels one HIT's queries in one submission, as a HIT is done elsewhere),
-   the HIT and the query's field (``q-<position>``) are kept as ``metadata`` to tie each answer back;
-2. a **batch** whose one page shows the query beside the four-category question (a
-   multiple-choice instruction, one answer: Non-gendered, Female, Male, Other or multiple genders,
-   with their definitions from :mod:`genderbias.labels`), set up into tasks;
-3. a **study** (``data_collection_method`` ``AI_TASK_BUILDER_BATCH``) with a place for every
-   assignment of every HIT, published by :meth:`~TaskBuilderProvider.launch`.
-
-At sync, the study's finished submissions (awaiting review, approved, rejected) and the batch's
-responses become one assignment each (the session id its provider id, the participant its
-worker): read HIT by HIT like MTurk's, reviewed by the same rules, so gold, the quality loop,
-agreement, escalation and exports work as for any batch. Approving and rejecting are the
-submission's transitions. Prices are Prolific's (a share of the total).
+Publishing makes a **dataset** (one datapoint per query, the HIT's token its ``task_group_id``, the HIT
+and the query's field kept as ``metadata`` to tie each answer back), a **batch** showing the query
+beside the four-category question, and a **study** using it, each found again by name, so
+:meth:`TaskBuilderProvider.prepare` is safe to re-run. At sync, finished submissions and their
+responses become one assignment each, read HIT by HIT like MTurk's (docs/prolific.md, "Task Builder").
 """
 
 from __future__ import annotations
@@ -30,14 +17,12 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-
 from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
 from core.errors import ServiceError
 from genderbias.labels import VOCABULARY
-from platforms.prolific.provider import ProlificProvider, transition_study
+from platforms.prolific.provider import ProlificProvider, api_client, transition_study
 from platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
     DATASET_DONE,
@@ -69,9 +54,8 @@ FINISHED = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": 
 #: How often, and how long apart, publishing asks whether Prolific finished an import or a setup.
 POLLS = 60
 POLL_SECONDS = 2.0
-#: How long after a session is completed its responses are waited for: Prolific lists them late (tens of
-#: seconds), a changed answer as a later response. A session is read once this long has passed and every
-#: query of its HIT has its answer listed ...
+#: Prolific lists responses late, a changed answer as a later one: a session is read once this long has
+#: passed since it was completed and every query of its HIT has its answer listed ...
 QUIET_SECONDS = 120
 #: ... or, if some answer is still not listed, once this long has passed (read as it is then).
 SETTLE_SECONDS = 15 * 60
@@ -90,11 +74,6 @@ REJECTION_MESSAGE = (
     " Your answers were checked against questions whose answer is known, and against the rules shown"
     " with the task. If you think this is a mistake, please message us through Prolific."
 )
-
-
-def names(batch: Batch) -> str:
-    """How the batch's dataset, Task Builder batch and study are found again: unique per batch ever made here."""
-    return f"{batch.name} ({batch.pk}, {batch.created:%Y%m%dT%H%M%S})"
 
 
 def datapoints(batch: Batch) -> list[dict]:
@@ -118,8 +97,7 @@ def datapoints(batch: Batch) -> list[dict]:
 
 
 def annotators_per_task(batch: Batch) -> int:
-    """The participants Prolific gives each task group: the most answers any of the batch's HITs asks for
-    (its answers per query, more once escalation added some; Prolific has one number for every group)."""
+    """The participants per task group: the most answers any HIT asks for (Prolific has one number for all)."""
     from django.db.models import Max
 
     return max(int(batch.hits.aggregate(most=Max("max_assignments"))["most"] or 0), 1)
@@ -153,16 +131,6 @@ def batch_items() -> list[dict]:
     ]
 
 
-def api_client(**options) -> TaskBuilder:
-    """A client as configured (Prolific's API, its token), its calls paced with all of the site's Prolific calls."""
-    from core.services.ratelimit import shared_pace
-    from platforms.prolific.connection.selectors import prolific_settings
-
-    connection = prolific_settings()  # the environment, or the site's Connections page
-    pace = shared_pace("prolific-api", settings.PROLIFIC_API_CALLS_PER_SECOND)
-    return TaskBuilder(connection.api_url, connection.token, pace=pace, **options)
-
-
 @register("taskbuilder")
 class TaskBuilderProvider(CrowdProvider):
     """Prolific's Task Builder: the queries labelled on Prolific's own pages, no site of ours needed."""
@@ -170,18 +138,16 @@ class TaskBuilderProvider(CrowdProvider):
     label = "Prolific Task Builder (hosted by Prolific)"
     short_label = "Task Builder"
     batch_options = (*CrowdProvider.batch_options, *OPTIONS)
-    #: A batch is one study, and a participant submits a study once.
     assignments_per_participant = 1
     bonus_charges = "bulk"
 
     @classmethod
     def work_cost(cls, reward: Decimal, count: int, **kwargs: object) -> Cost:
-        """A Task Builder study is Prolific's: Prolific's platform fee (:mod:`platforms.prolific.prices`)."""
+        """A Task Builder study is Prolific's: Prolific's fees."""
         return ProlificProvider.work_cost(reward, count, **kwargs)
 
     @classmethod
     def bonus_fees(cls, paid: list[Decimal], **kwargs: object) -> tuple[Decimal, Decimal]:
-        """Prolific's share on bonuses, on the total."""
         return ProlificProvider.bonus_fees(paid, **kwargs)
 
     @classmethod
@@ -207,7 +173,7 @@ class TaskBuilderProvider(CrowdProvider):
     ):
         from django.utils import timezone
 
-        self.client = client if client is not None else api_client()
+        self.client = client if client is not None else api_client(TaskBuilder)
         self.polls, self.poll_seconds = polls, poll_seconds
         self.quiet_seconds, self.settle_seconds = quiet_seconds, settle_seconds
         self.clock = clock or timezone.now
@@ -216,15 +182,8 @@ class TaskBuilderProvider(CrowdProvider):
 
     # -- publishing -------------------------------------------------------------------------
     def prepare(self, batch: Batch) -> str:
-        """The dataset, the Task Builder batch and the study (a draft); returns the study's id.
-
-        The Task Builder batch and the study are looked up by name before they are made (and again
-        after a lost answer to their creation); the dataset is the one the batch was made with (the
-        reference lists no datasets: one made by an attempt that stopped before its batch stays empty
-        and unused); the file is uploaded only while the dataset has received none (its status
-        ``UNINITIALISED``); the setup started only on a batch that has not begun it. So an interrupted
-        publish is finished by the next, with nothing made with data, imported or set up twice.
-        """
+        """The dataset, the Task Builder batch and the draft study (the study's id), each made once, so an
+        interrupted publish is finished by the next."""
         from platforms.prolific.connection.selectors import prolific_settings
 
         connection = prolific_settings()
@@ -234,7 +193,7 @@ class TaskBuilderProvider(CrowdProvider):
                 "PROLIFIC_WORKSPACE_ID and PROLIFIC_PROJECT_ID must be set (or the Connections page's Prolific "
                 "workspace and project) for a Task Builder study"
             )
-        name = names(batch)
+        name = ProlificProvider.internal_name(batch)
         tb_batch = self.client.find_batch(workspace, name)
         if tb_batch is None:
             dataset = self.client.create_dataset(workspace, name, SCHEMA)
@@ -283,13 +242,8 @@ class TaskBuilderProvider(CrowdProvider):
             return found
 
     def _import(self, dataset_id: str, points: list[dict]) -> None:
-        """The batch's queries in the dataset exactly once, whatever stopped an earlier attempt.
-
-        Prolific appends every file a dataset receives, so a second upload repeats every query. The
-        dataset's status says whether a file was received, whichever attempt sent it (a crash between
-        the upload and its import's end, an upload whose answers were all lost though it arrived): only
-        while it is ``UNINITIALISED`` is the file uploaded; then the import is waited for.
-        """
+        """The batch's queries in the dataset exactly once: Prolific appends every file it receives, so the
+        file is uploaded only while the dataset's status is ``UNINITIALISED``; then the import is waited for."""
         if self.client.dataset_status(dataset_id) == "UNINITIALISED":
             data = "".join(json.dumps(point, ensure_ascii=False) + "\n" for point in points).encode()
             target = self.client.upload_url(dataset_id, "queries.jsonl")
@@ -370,19 +324,9 @@ class TaskBuilderProvider(CrowdProvider):
         return iter(self._answers[study_id].get(hit.unique_token, []))
 
     def _read(self, batch: Batch) -> dict[str, list[RemoteAssignment]]:
-        """Finished sessions and their answers, by HIT token, as Prolific's responses settle.
-
-        Prolific lists a session's responses some time after the session is finished, and may list one
-        twice or list a changed answer later: a response counts once (by its id); of two answers to one
-        query in a session the later wins; a finished session is read only once every query of its HIT
-        has an answer listed and ``quiet_seconds`` passed since it was completed (a late or changed answer
-        listed meanwhile), or once ``settle_seconds`` passed (then it is read as it is): nobody is reviewed
-        before their responses are in. A session still in progress is not
-        read. A participant who took the study again (after a rejection, say) is read once: the session
-        this site recorded, else their first. Responses whose ``metadata`` do not tie them to a query of
-        the batch are left out; when none of a finished session's do, Prolific's answers cannot be tied
-        to the queries at all, and the sync stops with an error naming the batch.
-        """
+        """Finished sessions and their answers, by HIT token, once settled (:data:`QUIET_SECONDS`): a response
+        counts once, the later answer wins, a participant who took the study again is read once. When no
+        response is tied to the batch's queries by ``metadata``, the sync stops naming the batch."""
         from annotation.models import Assignment, HitQuery
 
         study_id = batch.hit_type_id
@@ -464,10 +408,8 @@ class TaskBuilderProvider(CrowdProvider):
         return True
 
     def add_assignments(self, hit: Hit, count: int, unique_token: str) -> None:
-        """More answers for ``hit``: Prolific's annotators per task raised to the most any HIT now asks for
-        (absolute: repeating it adds nothing). Prolific places a participant in a task group, and its only
-        way to add places a group can take is this number, for every group: places added by the study's
-        place count alone would be taken by no one. Every HIT gets the extra answers (docs/prolific.md)."""
+        """More answers for ``hit``: annotators per task raised to the most any HIT asks for (absolute). It is
+        the only way to add places a task group can take, so every HIT gets the extra answers."""
         wanted = annotators_per_task(hit.batch)
         study = self.client.get_study(hit.batch.hit_type_id)
         current = (study.get("data_collection_metadata") or {}).get("annotators_per_task") or 1

@@ -1,5 +1,4 @@
-"""A Prolific batch's bonus rule and its preview (issue 32): what the rule owes each participant and
-what a pay would cost with Prolific's fee. Reads only (the pay: :mod:`.services`)."""
+"""A Prolific batch's bonus rule and its preview: what it owes each participant and what a pay would cost."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ class BonusPreview:
     paid: BonusCost | None = None
     #: Rows whose pay call lost its answer and Prolific does not show yet.
     unconfirmed: int = 0
-    #: Of ``unconfirmed``: rows past ``PROLIFIC_BONUS_SETTLE_SECONDS`` since their pay call. Never paid
-    #: again automatically: a person checks Prolific, then confirms them paid or unpaid.
+    #: Of ``unconfirmed``: rows past ``PROLIFIC_BONUS_SETTLE_SECONDS`` since their pay call (a person confirms them).
     needs_person: int = 0
 
 
@@ -96,9 +94,8 @@ def preview_bonuses(batch: Batch) -> BonusPreview:
         for o in new
     ]
     rows.sort(key=lambda row: row["participant"])
-    # What a pay would send, bulk by bulk as it will be charged (one fee each): set-up bulks none of
-    # whose rows another pay claimed (such a bulk is paid whole or not at all, settled from
-    # Prolific's state), then owed rows (by record) and new work, set up afresh BULK_SIZE at a time.
+    # What a pay would send, bulk by bulk as charged (one fee each): set-up bulks no other pay claimed,
+    # then owed rows and new work, set up afresh BULK_SIZE at a time.
     claimed = {r.bulk_id for r in recorded if r.state != BonusPayment.State.SET_UP and r.bulk_id}
     set_up: dict[str, list[Decimal]] = {}
     for r in recorded:

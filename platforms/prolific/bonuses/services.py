@@ -3,14 +3,12 @@
 Prolific's bulk bonus pay call is documented as **not idempotent**, and Prolific pays asynchronously.
 The protocol (docs/prolific.md, "Bonuses"): a lost answer, a retry, two clicks or a restart never pays twice:
 
-1. one pay per batch at a time (the batch's lease); every state change is a compare-and-set on the row;
-2. first, rows left ``paying`` are reconciled from Prolific's state (:func:`reconcile`); a bulk nobody's
-   submission shows is never paid again automatically, and past ``PROLIFIC_BONUS_SETTLE_SECONDS``
-   needs a person (:func:`confirm_bonuses`, the only way a bulk is ever paid a second time);
+1. one pay per batch at a time (the lease); every state change is a compare-and-set on the row;
+2. rows left ``paying`` are settled from Prolific's state first (:func:`reconcile`), never paid again
+   automatically: past ``PROLIFIC_BONUS_SETTLE_SECONDS`` a person decides (:func:`confirm_bonuses`);
 3. a ``BonusPayment`` row per batch × participant is committed ``owed`` before any call;
-4. ``owed`` rows are set up in bulks (which pays nothing: after a lost answer they are set up again);
-5. ``paying`` is committed before the pay call, its answer makes them ``paid``; a refusal before
-   anything was done puts them back to ``set_up``; a lost answer or a 5xx leaves them for step 2.
+4. ``owed`` rows are set up in bulks, which pays nothing (set up again after a lost answer);
+5. ``paying`` is committed before the pay call; a refusal puts them back, a lost answer leaves them for 2.
 """
 
 from __future__ import annotations
@@ -235,11 +233,8 @@ class ConfirmResult:
 
 @one_per_batch("Confirming bonuses")
 def confirm_bonuses(batch: Batch, *, paid: bool, provider: CrowdProvider | None = None) -> ConfirmResult:
-    """After checking Prolific's site: mark ``paying`` rows paid, or not paid (the next pay pays them).
-
-    "Not paid" is refused (``StateError``) within ``PROLIFIC_BONUS_SETTLE_SECONDS`` of a pay call, and
-    reads Prolific once more first: a bulk it shows now is marked paid instead.
-    """
+    """After checking Prolific's site: mark ``paying`` rows paid, or not paid (refused within the settle time;
+    Prolific read once more first)."""
     check_pays_bonus_rules(batch)
     unconfirmed = batch.bonus_payments.filter(state=State.PAYING)
     result = ConfirmResult()

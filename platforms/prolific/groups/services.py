@@ -1,35 +1,13 @@
 """Prolific participant groups across waves: who a batch's study lets in or keeps out, made once.
 
-A Prolific batch may exclude the participants of other batches (``exclude_batches``: a
-block-list) or be restricted to them (``allow_batches``: an allow-list); by default a batch
-(a routed batch, a second wave) excludes nobody: the researcher chooses, on the batch form,
-through the API or with ``create_batch --exclude-batch/--allow-batch``. Participants whose
-work failed a batch's gold threshold (``Assignment.gold_passed`` False: fewer check questions
-right than the batch's ``gold_pass_fraction``) are added, at sync, to the workspace's
-*failed gold checks* group, which every later study blocks unless the batch admits them
-(``admit_gold_failures``). The study's filters name the groups when it is created
-(``participant_group_blocklist`` / ``participant_group_allowlist``,
-:func:`platforms.prolific.provider.study_groups`), and every sync of the batch adds the
-participants its named batches gained since (:func:`refill_groups`: a batch excluded while it
-still runs keeps its later participants out too); a batch's own groups are deleted
-once its study is closed (:func:`clean_up_groups`); the failed-gold group lives on.
+A batch may exclude (``exclude_batches``) or admit only (``allow_batches``) other batches' participants;
+those who failed a gold threshold join the workspace's *failed gold checks* group, which later studies
+block unless ``admit_gold_failures`` (docs/prolific.md, "Participant groups across waves").
 
-Idempotence protocol (Prolific takes no request token):
-
-- a group: its ``ParticipantGroup`` row (its name is unique, and is how the group is found
-  again) is committed first, then ``create_attempted`` just before ``POST
-  /participant-groups/``; after a lost answer, or on a later call that finds
-  ``create_attempted`` without an id, the workspace's groups are listed and the group found
-  by name before any second create; its id is saved the moment it is known. One process at
-  a time makes a given group (a ``core.services.leases`` lease on its name).
-- members: a ``GroupMember`` row (``added`` False) is committed before the add call;
-  Prolific ignores adding a member twice (documented), so an add whose answer was lost is
-  simply sent again, and ``added`` is set once Prolific answered.
-- clean-up: ``delete_attempted`` is committed before ``DELETE /participant-groups/{id}/``;
-  a group Prolific no longer knows (404) is deleted already.
-- the failed-gold group deleted on Prolific's site: an add answered 404 forgets its id
-  (:func:`forget_group`), makes it again and sends every recorded member again. A sync never
-  stops on this group: it is updated last, and a failure is logged and retried next sync.
+Idempotence (no request token): a group's row (its unique name finds it again) and then
+``create_attempted`` are committed before the create, which after a lost answer is looked up by name
+(one process at a time: a lease); a member's row is committed before the (repeatable) add;
+``delete_attempted`` before a delete (a 404: deleted already); an add answered 404 makes the group again.
 """
 
 from __future__ import annotations
@@ -46,6 +24,7 @@ from annotation.models import Assignment, Batch, Provider
 from core.errors import ServiceError
 from core.services.leases import exclusive
 from platforms.prolific.client import ProlificError, ProlificUnknownOutcome
+from platforms.prolific.connection.selectors import prolific_settings
 from platforms.prolific.models import GroupMember, ParticipantGroup
 from platforms.prolific.provider import GOLD_FAILED_GROUP
 
@@ -57,8 +36,6 @@ ALLOW_NAME = "may take part in {batch}"
 
 
 def _workspace() -> str:
-    from platforms.prolific.connection.selectors import prolific_settings
-
     workspace = prolific_settings().workspace_id
     if not workspace:
         raise ServiceError("PROLIFIC_WORKSPACE_ID is not set: participant groups belong to a Prolific workspace")
@@ -101,10 +78,7 @@ def ensure_group(provider: CrowdProvider, name: str, role: str, batch: Batch | N
 def fill_group(
     provider: CrowdProvider, group: ParticipantGroup, participant_ids: Iterable[str], reason: str = ""
 ) -> int:
-    """Add ``participant_ids`` to ``group``, each recorded first; returns how many were sent now.
-
-    Members recorded earlier whose add was not answered are sent again with them.
-    """
+    """Add ``participant_ids`` to ``group``, each recorded first, with earlier unanswered ones; how many sent."""
     ids = sorted(set(participant_ids))
     GroupMember.objects.bulk_create(
         [GroupMember(group=group, participant_id=pid, reason=reason[:200]) for pid in ids], ignore_conflicts=True
@@ -129,10 +103,7 @@ def _participants_of(batch_names: Iterable[str]) -> list[str]:
 
 @preparing.register(provider="prolific")  # before the study is made (publish_batch)
 def prepare_groups(batch: Batch, provider: CrowdProvider | None = None) -> list[ParticipantGroup]:
-    """Make and fill the batch's allow- and block-list groups before its study is created; returns them.
-
-    Safe to repeat (see the protocol); ``publish_batch`` calls it before ``provider.prepare``.
-    """
+    """Make and fill the batch's allow- and block-list groups before its study is created (repeatable)."""
     if batch.provider != Provider.PROLIFIC:
         return []
     provider = _provider(provider)
@@ -152,12 +123,8 @@ def prepare_groups(batch: Batch, provider: CrowdProvider | None = None) -> list[
 
 
 def refill_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
-    """Add to the batch's own allow- and block-list groups the participants its named batches have now; returns how many were sent.
-
-    Called at every sync of the batch: a batch it excludes (or admits) that is still running gains
-    participants after publication, and they join the group then (not only those of the publication's
-    snapshot). Only groups already made are refilled (the study names those); no call when nobody is new.
-    """
+    """Add to the batch's groups the participants its named batches have now, as those may still run; how
+    many were sent (no call when nobody is new)."""
     if not Batch.objects.filter(pk=batch.pk, status=Batch.Status.PUBLISHED).exists():
         return 0  # its study is closed: its groups are, or are about to be, deleted
     options = batch.provider_options or {}
@@ -177,11 +144,8 @@ def refill_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
 
 
 def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) -> int:
-    """Add the batch's participants whose work failed its gold threshold to the failed-gold block-list; returns how many were new.
-
-    Called at every sync of a Prolific batch; a participant already in the group is not sent again.
-    Without ``PROLIFIC_WORKSPACE_ID`` (groups belong to a workspace) nothing is sent, and a warning logged.
-    """
+    """Add the batch's participants who failed its gold threshold to the failed-gold group; how many were new
+    (without ``PROLIFIC_WORKSPACE_ID``: none, with a warning)."""
     failed = sorted(
         set(
             Assignment.objects.filter(hit__batch=batch, gold_passed=False, worker__provider=Provider.PROLIFIC)
@@ -193,8 +157,6 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
     known = set(group.members.filter(added=True).values_list("participant_id", flat=True)) if group else set()
     if not set(failed) - known:
         return 0  # nothing new: no call at all
-    from platforms.prolific.connection.selectors import prolific_settings
-
     if not prolific_settings().workspace_id:  # no groups without a workspace: the sync goes on without
         logger.warning(
             "batch %s: %d participant(s) failed its gold threshold; PROLIFIC_WORKSPACE_ID is not set, so they"
@@ -210,8 +172,6 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
     except ProlificError as exc:
         if exc.status != 404:
             raise
-    # Prolific no longer knows the group (deleted on its site): forget its id, make it again and
-    # send every member recorded so far (the new group starts empty).
     logger.warning("participant group %r (%s) is gone on Prolific: making it again", group.name, group.group_id)
     forget_group(group)
     group = ensure_group(provider, GOLD_FAILED_GROUP, ParticipantGroup.Role.GOLD_FAILED)
@@ -219,7 +179,7 @@ def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) ->
 
 
 def forget_group(group: ParticipantGroup) -> None:
-    """A group Prolific answers 404 for: marked deleted without an id (``ensure_group`` makes it again), members unsent."""
+    """A group Prolific answers 404 for: no id (``ensure_group`` makes it again), its members unsent."""
     with transaction.atomic():
         ParticipantGroup.objects.filter(pk=group.pk).update(group_id="", deleted=True, create_attempted=None)
         group.members.update(added=False)
@@ -227,10 +187,7 @@ def forget_group(group: ParticipantGroup) -> None:
 
 @cancelled.register(provider="prolific")  # the stopped study's own groups go (cancel_batch)
 def clean_up_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
-    """Delete the batch's own groups on Prolific once its study is closed; returns how many were deleted now.
-
-    The failed-gold group is the workspace's and stays. Safe to repeat.
-    """
+    """Delete the batch's own groups on Prolific once its study is closed (repeatable); how many now."""
     if batch.status not in (Batch.Status.COMPLETED, Batch.Status.CANCELLED):
         raise ServiceError(f"batch {batch.name!r} is {batch.status}: its study still uses its participant groups")
     rows = list(ParticipantGroup.objects.filter(batch=batch, deleted=False))

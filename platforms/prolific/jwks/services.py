@@ -1,19 +1,10 @@
-"""Prolific's study-signing keys (``GET /.well-known/study/jwks.json``), cached: what a signed arrival is checked with.
+"""Prolific's study-signing keys (``GET /.well-known/study/jwks.json``), cached as Prolific asks ("at least
+daily") in this process and the shared cache: what a signed arrival is checked with.
 
-Prolific: "Clients should cache these keys and update them at least daily" (API reference,
-"Retrieve JSON Web Key Set (JWKS)"). So the key set is kept in this process and in the cache
-every process shares (``core.services.ratelimit.shared_cache``), and fetched again:
-
-- when it is older than ``PROLIFIC_JWKS_REFRESH_SECONDS`` (6 hours unless set; at most a day);
-- when a token names a ``kid`` the set does not hold (Prolific rotated its keys), at most once
-  every :data:`UNKNOWN_KID_SECONDS`, so made-up ``kid`` values cannot make the site ask Prolific
-  for every request.
-
-A fetch is one bounded call (``PROLIFIC_JWKS_TIMEOUT_SECONDS`` per attempt, two attempts, no
-pacing wait), made by one thread of one process at a time (a lock here, a mark in the shared
-cache across processes); the others use the set they have, or wait for the lock no longer than
-that timeout. When a fetch fails, the last set is kept (keys change rarely) and the failure is
-logged; only with no set at all is an arrival told to wait (:class:`KeysUnavailable`).
+Fetched again past ``PROLIFIC_JWKS_REFRESH_SECONDS`` (at most a day), or for an unknown ``kid`` (a
+rotation) at most every :data:`UNKNOWN_KID_SECONDS`, so made-up ``kid`` values cost nothing. One bounded
+fetch at a time across processes; a failed fetch keeps the last set, and only with none is an arrival
+told to wait (:class:`KeysUnavailable`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
-"""A Prolific batch rehearsed with Prolific's test participants before anything is paid (issue 56).
+"""A Prolific batch rehearsed with Prolific's test participants before anything is paid (docs/prolific.md,
+"Rehearsal with Prolific's test participants").
 
-What Prolific offers (its API reference; researcher help "Test study as a participant"): a *test
-participant* (``POST /researchers/participants/`` with an email: "Create a test participant for a
-researcher"; one per researcher account, limited to the workspace's test studies, no cash-out) and
-a *test study* (``POST /studies/{id}/test-study``: "Create and publish a test study from a draft
-study to all the test participants associated with the workspace"; the study must be a draft).
-The wallet is charged for a test study and refunded within 24 hours of its completion.
-
-:func:`rehearse`: the batch's draft study is made as publishing would make it
-(:func:`annotation.crowd.services.publishing.prepare_batch`: once, looked up after a lost
-answer), a test participant is created when an email is given and none is known, and the test
-study is made from the draft -- once: the intent is committed first (``Batch.provider_options
-["rehearsal"]``), and after a lost answer the test study is looked up among the project's
-studies (another study of the draft's internal name: not confirmed by the reference, which
-describes no mark of a test study) before a second could be made (only ``again=True`` makes a
-new one). Nothing is published to real participants, and the batch stays a draft.
-
-A test participant who follows the test study's link is checked like any participant (the
-signed link, or ``GET /submissions/{id}/``), then sees the batch's first HIT page and the
-completion code exactly as a participant would; **nothing is recorded** (no assignment, no
-judgment, no worker): the rehearsal shows the path, it does not collect data.
-:func:`finish_rehearsal` approves the test submissions awaiting review (so Prolific closes and
-refunds them) and stops the test study.
+:func:`rehearse` makes the batch's draft study as publishing would, a test participant (one per
+researcher account) when an email is given, and a test study from the draft, each once: the intent is
+committed first (``Batch.provider_options["rehearsal"]``) and after a lost answer the test study is
+looked up by the draft's internal name (the reference marks no test study). The batch stays a draft,
+and nothing a test participant answers is recorded.
 """
 
 from __future__ import annotations
@@ -83,9 +67,8 @@ def _known_test_participant() -> str:
 
 
 def ensure_test_participant(batch: Batch, email: str, provider: CrowdProvider) -> str:
-    """The test participant's id: the one known, else made once with ``email`` (``""`` when its answer was lost or
-    Prolific says the email is taken: the test study is published to every test participant of the workspace
-    anyway)."""
+    """The test participant's id: the one known, else made once with ``email`` (``""`` when that failed: the test
+    study goes to every test participant of the workspace anyway)."""
     known = _known_test_participant()
     if known or not email:
         return known

@@ -1,34 +1,16 @@
 """What the site knows of its Prolific webhooks: whether they are seen to work, and what Prolific warned of.
 
-**Whether webhooks work** (:func:`webhook_status`, the one answer ``poll_prolific``, its
-command and the batch page give). Confirmed subscriptions say only that Prolific *should*
-deliver: a wrong ``SITE_URL`` or proxy, or the secret replaced elsewhere (every delivery then
-refused 403), breaks delivery without changing them. So webhooks count as **active** only
-while all of these hold:
-
-- ``PROLIFIC_WEBHOOKS`` is on and ``PROLIFIC_WORKSPACE_ID`` set;
-- this site confirmed (its confirm call with the ``X-Hook-Secret`` succeeded) a subscription
-  of every event type (:data:`~platforms.prolific.signatures.EVENT_TYPES`) to this site's
-  endpoint (:func:`endpoint_url`);
-- a verified delivery -- its signature checked with this workspace's secret -- arrived within
-  ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``;
-- no delivery was refused for its signature or its timestamp since that verified one (the
-  refusals are remembered in the ``shared`` cache for that long, under :func:`refusal_key`).
-
-There is no grace period after a confirmation: until the first verified event arrives,
-polling keeps the short interval (``PROLIFIC_POLL_SECONDS``). Reconciliations write nothing
-that counts (``ProlificSubscription.updated`` is not read here). So with every delivery
-refused, polling is at the short interval at the next poll after the first refusal, and at
-the latest ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS`` after the last verified event.
-
-**What Prolific warned of** (:func:`return_rate_warnings`): ``study.has_high_return_rate``
-events (docs.prolific.com/api-reference/webhooks/receiving), per batch: when first and last
-(by their signed timestamps, so a late or re-ordered delivery never makes the warning look
-older), how many, and the metadata of the latest.
+Confirmed subscriptions say only that Prolific *should* deliver (a wrong ``SITE_URL`` or proxy, or a
+secret replaced elsewhere, breaks delivery without changing them). So webhooks count as **active**
+(:func:`webhook_status`) only while ``PROLIFIC_WEBHOOKS`` is on with a workspace, this site confirmed a
+subscription of every event type to :func:`endpoint_url`, a verified delivery arrived within
+``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``, and no delivery was refused for its signature or timestamp
+since (:func:`refusal_key`). No grace period: until the first verified event, polling stays short.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -40,6 +22,7 @@ from django.utils import timezone
 
 from annotation.models import Batch, Provider
 from core.services.ratelimit import shared_cache
+from platforms.prolific.connection.selectors import prolific_settings
 from platforms.prolific.models import ProlificEvent, ProlificSubscription
 from platforms.prolific.signatures import EVENT_TYPES, HIGH_RETURN_RATE
 
@@ -53,8 +36,7 @@ def endpoint_url() -> str:
 
 
 def refusal_key(workspace: str) -> str:
-    """The ``shared`` cache's key of the workspace's last counted refusal (``{"at": seconds, "code": …}``,
-    written by the receiver, ``platforms.prolific.webhooks.services.deliveries``)."""
+    """The ``shared`` cache's key of the workspace's last counted refusal (``{"at": seconds, "code": …}``)."""
     return f"prolific.webhooks.last_refused:{workspace}"
 
 
@@ -84,8 +66,8 @@ class WebhookStatus:
     unconfirmed: tuple[str, ...] = field(default_factory=tuple)
     #: Why a delivery was refused since the last verified event (``bad_signature``, ``stale``), or "".
     refused: str = ""
-    #: Events Prolific did not deliver, recovered from its event log within ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``
-    #: (issue 56), and by how much the latest of them was late (seconds from the event to its recovery).
+    #: Events Prolific did not deliver, recovered from its event log within ``PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS``,
+    #: and by how much the latest of them was late (seconds from the event to its recovery).
     behind: int = 0
     behind_by: float | None = None
 
@@ -104,14 +86,10 @@ def _behind(workspace: str, now: dt.datetime) -> tuple[int, float | None]:
 
 
 def webhook_status(now: dt.datetime | None = None) -> WebhookStatus:
-    """The status (see the module's docstring for the rule, in order), and whether webhooks are behind:
-    events Prolific did not deliver, recovered from its event log (they never count as delivered)."""
-    import dataclasses
-
+    """The status (the module's rule), and whether webhooks are behind: events recovered from the event
+    log (never counted as delivered)."""
     now = now or timezone.now()
     status = _webhook_status(now)
-    from platforms.prolific.connection.selectors import prolific_settings
-
     workspace = prolific_settings().workspace_id
     if not workspace or not settings.PROLIFIC_WEBHOOKS:
         return status
@@ -129,8 +107,6 @@ def webhook_status(now: dt.datetime | None = None) -> WebhookStatus:
 
 def _webhook_status(now: dt.datetime) -> WebhookStatus:
     short, long = settings.PROLIFIC_POLL_SECONDS, settings.PROLIFIC_POLL_WITH_WEBHOOKS_SECONDS
-    from platforms.prolific.connection.selectors import prolific_settings
-
     workspace = prolific_settings().workspace_id
 
     def polling(why: str, **more) -> WebhookStatus:
@@ -221,8 +197,8 @@ def return_rate_warnings(
 
 
 def batch_webhooks(batch: Batch) -> dict | None:
-    """What a Prolific batch's page shows of its webhooks: how the batch is kept up to date while it is
-    published (``status``) and Prolific's high-return-rate warnings about its study; ``None`` for other batches."""
+    """A Prolific batch page's panel: the webhooks' status while published, the return-rate warnings, the
+    rehearsal (offered while a draft); ``None`` for other batches."""
     if batch.provider != Provider.PROLIFIC:
         return None
     from platforms.prolific.selectors import rehearsal_of
@@ -231,7 +207,6 @@ def batch_webhooks(batch: Batch) -> dict | None:
     return {
         "status": webhook_status() if published else None,
         "warnings": return_rate_warnings([batch.pk]),
-        # A rehearsal with Prolific's test participants (issue 56): offered while the batch is a draft.
         "rehearsal": rehearsal_of(batch),
         "rehearsable": batch.status == Batch.Status.DRAFT,
     }

@@ -1,13 +1,6 @@
-"""The endpoint Prolific delivers webhook events to: ``POST /annotation/prolific/webhooks/events/``.
-
-No session, no CSRF token (Prolific is not a browser): what authenticates a delivery is its
-signature, checked by ``services.deliveries.receive``. Every answer is JSON: 202 (the
-re-read is scheduled or joined), 200 (a duplicate, a high return rate "recorded", or an event
-recorded with nothing to re-read: "ignored"), a 4xx for anything
-refused (405 other methods, 413 too large, 400 malformed, stale or of an event type the site does not
-subscribe to, 403 a bad signature) --
-never a 500, and a refused delivery changes nothing. Signed content seen before under another
-event id is acknowledged (issue 56: Prolific signs timestamp and body, not the event id).
+"""The endpoint Prolific delivers webhook events to. No session, no CSRF token (Prolific is not a browser):
+the signature authenticates a delivery (``services.deliveries.receive``). Every answer is JSON, a refusal
+a 4xx that changes nothing, never a 500.
 """
 
 from __future__ import annotations

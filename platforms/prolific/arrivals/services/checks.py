@@ -3,10 +3,8 @@
 Anyone can type a study URL, so a session is served only after Prolific's ``GET /submissions/{id}/``
 said it is one of *this* study and participant, reserved or active. Nothing slow holds a web request:
 the check runs on a few threads of the process, retried within ``PROLIFIC_ARRIVAL_DEADLINE_SECONDS``;
-the request waits ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most, then the participant gets a page that
-waits (:class:`ArrivalDeferred`) and finds the outcome in the shared cache. A failed call delays only
-its own link; a 4xx about the link refuses that link only; new checks are rate-limited per client
-address and per study.
+the request waits ``PROLIFIC_ARRIVAL_TIMEOUT_SECONDS`` at most, then gets a page that waits
+(:class:`ArrivalDeferred`) for the outcome in the shared cache. A failure concerns its own link only.
 """
 
 from __future__ import annotations
@@ -40,10 +38,8 @@ class StudyClosed(ServiceError):
 
 
 class ArrivalDeferred(ServiceError):
-    """Prolific has not confirmed this arrival yet: nothing is handed out, and the page asks again by itself.
-
-    ``retry_after``: seconds until the page asks again; ``checking``: a check is under way (not: not begun).
-    """
+    """Not confirmed yet: nothing handed out, the page asks again after ``retry_after`` seconds; ``checking``:
+    a check is under way (not: not begun)."""
 
     def __init__(self, message: str, retry_after: float, *, checking: bool = False) -> None:
         super().__init__(message)
@@ -282,11 +278,8 @@ def _settled(outcome: _Outcome) -> str:
 
 
 def confirmed_status(link: Link, client: str | None) -> str:
-    """Prolific's word on a new session: its status once confirmed; ``ArrivalRefused`` or ``ArrivalDeferred``.
-
-    The link's memories first, so a page that comes back asks nothing; else a new check within the
-    client's and the study's rates, which the request waits for briefly (:func:`_wait_for`).
-    """
+    """Prolific's word on a new session (``ArrivalRefused``, ``ArrivalDeferred``): the link's memories first,
+    else a new check within the client's and the study's rates."""
     cache = shared_cache()
     found = cache.get_many([link.key(kind) for kind in ("refused", "confirmed", "checking", "failed")])
     refresh = settings.PROLIFIC_ARRIVAL_REFRESH_SECONDS

@@ -1,7 +1,6 @@
 """A study link checked against its batch, and the session it opens kept for one browser
-(:func:`verify_arrival`, :func:`confirm_link`); the signed study URLs (issue 56: Prolific's token is its word,
-no API call: :func:`read_signed_link`, :func:`admit_signed`), which also start an interrupted publication again
-(:func:`resume_publishing`; the poll's :func:`resume_interrupted_publications`)."""
+(:func:`verify_arrival`); signed study URLs (Prolific's token is its word, no API call: :func:`read_signed_link`,
+:func:`admit_signed`), which also start an interrupted publication again (:func:`resume_publishing`)."""
 
 from __future__ import annotations
 
@@ -28,10 +27,7 @@ from platforms.prolific.arrivals.services.checks import (
 )
 from platforms.prolific.client import ProlificError
 from platforms.prolific.models import ProlificSession
-from platforms.prolific.provider import (
-    PROLIFIC_ID,
-    RETURN_MESSAGE,
-)
+from platforms.prolific.provider import PROLIFIC_ID, RETURN_MESSAGE
 
 logger = logging.getLogger(__name__)
 
@@ -40,15 +36,8 @@ def check_link(batch: Batch, participant_id: str, study_id: str, session_id: str
     """Refuse a study link whose parameters do not belong to this published Prolific batch."""
     if batch.provider != Provider.PROLIFIC:
         raise ServiceError("this batch does not run on Prolific")
-    if not all(isinstance(v, str) and PROLIFIC_ID.fullmatch(v) for v in (participant_id, study_id, session_id)):
-        # Refused at once, without asking Prolific: a made-up link of another shape costs nothing.
-        raise ServiceError(
-            "the link from Prolific is incomplete or malformed: PROLIFIC_PID, STUDY_ID and SESSION_ID"
-            " (Prolific's ids, 24 characters 0-9 a-f) are needed"
-        )
-    if _publishing(batch, study_id):
-        # Prolific has the study live (it sent this participant) while the site has not yet recorded
-        # the end of its publication: the page waits and comes back (issue 56), never a dead end.
+    _check_ids(participant_id, study_id, session_id)
+    if _publishing(batch, study_id):  # Prolific sent them before the site recorded the publication: wait
         raise not_open_yet(batch)
     if study_id != batch.hit_type_id:
         raise ServiceError("this link belongs to another Prolific study")
@@ -60,10 +49,18 @@ def check_link(batch: Batch, participant_id: str, study_id: str, session_id: str
         raise ServiceError("this study is not open yet")
 
 
+def _check_ids(*ids: str) -> None:
+    """Refused at once, without asking Prolific: a made-up link of another shape costs nothing."""
+    if not all(isinstance(v, str) and PROLIFIC_ID.fullmatch(v) for v in ids):
+        raise ServiceError(
+            "the link from Prolific is incomplete or malformed: PROLIFIC_PID, STUDY_ID and SESSION_ID"
+            " (Prolific's ids, 24 characters 0-9 a-f) are needed"
+        )
+
+
 def _publishing(batch: Batch, study_id: str) -> bool:
-    """Whether ``batch`` is in the window where Prolific may have its study live while the site still
-    counts it as publishing: a draft whose publication was asked for (``prepare_attempted``), whose
-    study is this one or not known yet (the answer to ``POST /studies/`` or to the publish was lost)."""
+    """Whether Prolific may have the study live while the site still publishes it: a draft whose
+    publication was asked for, whose study is this one or not known yet (a lost answer)."""
     return (
         batch.status == Batch.Status.DRAFT
         and batch.prepare_attempted is not None
@@ -85,17 +82,8 @@ def verify_arrival(
     browser_secret: str,
     client: str | None = None,
 ) -> ProlificSession:
-    """The confirmed session of this arrival; raises ``ArrivalRefused`` for anything Prolific does not confirm.
-
-    The first arrival of a session has it checked with Prolific (:func:`confirmed_status`;
-    ``client`` is the client address's key, whose new checks are rate-limited); its answer is
-    kept, bound to this browser (``ProlificSession``: a reload asks nothing), and a refusal is
-    remembered for ``PROLIFIC_ARRIVAL_REFUSED_SECONDS``. Raises ``ServiceError`` at once,
-    asking nothing, for a link whose ids are not Prolific's shape. Raises ``ArrivalDeferred``
-    while Prolific has not answered (a check under way, or not begun): the caller shows the
-    page that waits and asks again by itself, and hands out nothing. ``StudyClosed`` when the
-    batch needs nobody any more.
-    """
+    """The confirmed session of this arrival (checked with Prolific the first time, ``client``'s checks
+    rate-limited), bound to this browser; ``ArrivalRefused``, ``ArrivalDeferred``, ``StudyClosed`` else."""
     check_link(batch, participant_id, study_id, session_id)
     return _keep_session(
         batch,
@@ -107,19 +95,15 @@ def verify_arrival(
 
 
 def confirm_link(participant_id: str, study_id: str, session_id: str, *, client: str | None = None) -> str:
-    """Prolific's word on a link of a study that is not the batch's own (a rehearsal's test study): the session's
-    status, checked as any arrival (:func:`confirmed_status`), nothing recorded; ``ServiceError`` for a link not
-    of Prolific's shape."""
-    if not all(isinstance(v, str) and PROLIFIC_ID.fullmatch(v) for v in (participant_id, study_id, session_id)):
-        raise ServiceError(
-            "the link from Prolific is incomplete or malformed: PROLIFIC_PID, STUDY_ID and SESSION_ID are needed"
-        )
+    """Prolific's word on a rehearsal's test study link (the session's status), checked as any arrival,
+    nothing recorded."""
+    _check_ids(participant_id, study_id, session_id)
     return confirmed_status(Link(study_id, participant_id, session_id), client)
 
 
 def _keep_session(batch: Batch, participant_id: str, session_id: str, browser: str, status) -> ProlificSession:
-    """The session's row: made with ``status()`` (Prolific's word on it) the first time, bound to ``browser``;
-    a later arrival must be the same batch, participant and browser."""
+    """The session's row, made with ``status()`` the first time and bound to ``browser``; a later arrival
+    must be the same batch, participant and browser."""
     known = ProlificSession.objects.filter(session_id=session_id).first()
     if known is None:
         status = status()
@@ -143,17 +127,13 @@ def _keep_session(batch: Batch, participant_id: str, session_id: str, browser: s
     return known
 
 
-# -- signed study URLs (issue 56) ---------------------------------------------------------------
+# -- signed study URLs ---------------------------------------------------------------
 #: The status a session is kept with when Prolific's signed token, not an API call, confirmed it.
 SIGNED = "SIGNED"
-
-
 REPLAYED_MESSAGE = (
     "This link from Prolific was already used in another browser. Please continue the study in the browser"
     " where you opened it first, or go back to Prolific and open the study again from there."
 )
-
-
 #: A window arrival starts the batch's interrupted publication again at most this often (seconds).
 RESUME_SECONDS = 30
 
@@ -166,14 +146,8 @@ def signed_urls(batch: Batch) -> bool:
 def read_signed_link(
     batch: Batch, token: str, *, browser_secret: str, now: float | None = None
 ) -> tuple[str, str, str]:
-    """The (participant, study, session) ids that Prolific signed in ``token``, verified here with no API call.
-
-    The token is checked as :mod:`platforms.prolific.study_tokens` says (signature by the
-    key of its ``kid`` from the cached key set, :mod:`platforms.prolific.jwks.services`; ``exp``;
-    ``aud``; the workspace and organisation), and used once: the same token opened again in another
-    browser is refused (in the same browser it is a reload). ``ArrivalRefused`` (nothing recorded)
-    for any token that fails; ``ArrivalDeferred`` while no key set could be had from Prolific.
-    """
+    """The ids Prolific signed in ``token``, verified with no API call and used once (another browser is
+    refused: ``ArrivalRefused``); ``ArrivalDeferred`` while no key set could be had."""
     from django.urls import reverse
 
     from platforms.prolific.connection.selectors import prolific_settings
@@ -210,12 +184,8 @@ def read_signed_link(
 def admit_signed(
     batch: Batch, participant_id: str, study_id: str, session_id: str, *, browser_secret: str
 ) -> ProlificSession:
-    """The session of a signed link already verified (:func:`read_signed_link`), kept for this browser.
-
-    No call to Prolific: its signature is Prolific's word. ``NotOpenYet`` while the site is still
-    finishing the study's publication (the arrival also starts that publication again if it was
-    interrupted, at most every :data:`RESUME_SECONDS`); ``StudyClosed`` when the batch needs nobody.
-    """
+    """The session of a verified signed link, kept for this browser; ``NotOpenYet`` while the publication
+    is being finished (and resumed if interrupted), ``StudyClosed`` when the batch needs nobody."""
     try:
         check_link(batch, participant_id, study_id, session_id)
     except NotOpenYet:
@@ -225,8 +195,8 @@ def admit_signed(
 
 
 def resume_publishing(batch: Batch) -> bool:
-    """Start the batch's publication again (it resumes where it stopped: ``publish_batch``'s protocol),
-    unless it is under way or was started less than :data:`RESUME_SECONDS` ago; whether it was started."""
+    """Start the batch's publication again (it resumes where it stopped) unless under way or started within
+    :data:`RESUME_SECONDS`; whether it was started."""
     from annotation.crowd.services.background import start_publish
 
     if not shared_cache().add(f"prolific-resume:{batch.pk}", 1, RESUME_SECONDS):
@@ -240,13 +210,8 @@ def resume_publishing(batch: Batch) -> bool:
 
 
 def resume_interrupted_publications(provider: CrowdProvider | None = None) -> list[str]:
-    """Publications that stopped while Prolific has the study live (a lost answer, a crash): started again.
-
-    A draft Prolific batch whose publication was asked for and whose study Prolific shows live
-    (``ACTIVE`` or ``PAUSED``, found by its id or, when the id's answer was lost, by its internal
-    name) is published again by the ordinary job, which resumes where it stopped; the site then
-    lets in the participants who were kept waiting (``manage.py poll_prolific``). Returns their names.
-    """
+    """Publications that stopped while Prolific shows the study live (found by id, else by internal name),
+    started again by the ordinary job so waiting participants get in; their batches' names."""
     from annotation.crowd.services.background import start_publish
     from platforms.prolific.connection.selectors import prolific_settings
 

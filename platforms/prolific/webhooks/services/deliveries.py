@@ -1,17 +1,10 @@
 """Webhook deliveries received and acted on at once; polling as the fallback (docs/prolific.md, "Webhooks").
 
-A verified delivery (:func:`platforms.prolific.signatures.read_delivery`) is trusted only to say *what
-to re-read*: its resource names a batch, which the existing sync re-reads from Prolific. What the event
-says the status is, is never used, so an event delivered twice, late or out of order causes one more
-re-read of the present state, never a step backwards. ``study.has_high_return_rate`` is only recorded
-(a warning); an unknown resource is recorded and "ignored".
-
-Once: the event (its ``X-Event-ID`` unique) is inserted in the transaction that schedules the re-read,
-a known event id is a 200 "duplicate". Prolific does not sign the event id, so distinct events may share
-a signature: never refused for it (Prolific would retry and count it failed), at most one more re-read.
-The request makes no remote call: 202 once stored, the re-read a background job (:data:`RESYNC_KIND`)
-that events join while it is queued. :func:`recover_missed_events` takes undelivered events from the
-subscriptions' event logs; :func:`poll_prolific` re-reads what no event re-read within the interval.
+A verified delivery is trusted only to say *what to re-read*: the batch its resource names, re-read
+from Prolific by the sync, so an event delivered twice, late or out of order never steps backwards.
+Each event (its ``X-Event-ID`` unique) is inserted in the transaction that schedules the re-read; events
+may share a signature (the event id is not signed), so that is never refused. The request makes no
+remote call: 202 once stored, the re-read a background job (:data:`RESYNC_KIND`) later events join.
 """
 
 from __future__ import annotations

@@ -1,51 +1,13 @@
 """The workspace's webhook secret and subscriptions: there exactly while a published Prolific batch needs them.
 
-:func:`reconcile_webhooks` is the one entry point: with a published Prolific batch it makes
-sure the workspace has its secret and one subscription per event type
-(:data:`~platforms.prolific.signatures.EVENT_TYPES`) delivering to
-:func:`~platforms.prolific.webhooks.selectors.endpoint_url` and confirmed by this site;
-without one it deletes them (the secret is kept: Prolific has one per workspace). It runs
-after a batch is published (``publish_batch``), after a re-read that finished a batch, and at
-every ``manage.py poll_prolific`` (so a batch completed or cancelled elsewhere, a subscription
-Prolific disabled after failed deliveries, or a change of ``SITE_URL`` is put right within
-a minute). A failure to reach Prolific never fails the caller: polling stays the fallback.
+:func:`reconcile_webhooks` (after publishing, after a re-read and at every poll) makes sure of the secret
+and one subscription per event type, or deletes them; a failure never fails the caller (polling stays).
 
-Prolific's protocol (docs.prolific.com/api-reference/webhooks/subscribing, and
-".../confirm-subscription"): ``POST /hooks/subscriptions/`` answers the subscription's ``id``
-and an ``X-Hook-Secret`` header; the subscription delivers only once
-``POST /hooks/subscriptions/{id}/`` is sent with ``{"secret": <X-Hook-Secret>}``. That secret
-is answered once, with the creation, and no list shows it.
-
-**Confirmed means: this site confirmed it.** ``ProlificSubscription.confirmed_at`` is set
-only when this site's confirm call with the subscription's ``X-Hook-Secret`` succeeded,
-never because a list shows a subscription (a list cannot say whether it was confirmed, and
-an unconfirmed one delivers nothing). A subscription of ours that Prolific lists (enabled)
-under the id this site confirmed is kept; every other one matching the event type and target
-URL -- an unconfirmed leftover whose creation lost its answer (its ``X-Hook-Secret`` is
-unknown: it can never be confirmed), one Prolific disabled after failed deliveries, one made
-by another process whose secret this site lacks -- is deleted, and a new one is made and
-confirmed.
-
-Idempotence protocol (Prolific takes no request token; creating a secret or a subscription
-is not safe to repeat):
-
-- one reconciliation per workspace at a time (a ``core.services.leases`` lease);
-- the secret: the stored one (``ProlificHookSecret``) is used; without it, Prolific's list of
-  the workspace's secrets is read first and an existing secret adopted (creating one would
-  replace it); only then is one created, and after a lost answer the list is read again.
-  While deliveries are refused for their signature (since the last verified one), the list
-  is read at each reconciliation and a secret replaced elsewhere adopted;
-- a subscription: every subscription of the workspace is listed first, enabled or not
-  (:meth:`~platforms.prolific.client.Prolific.all_hook_subscriptions`); ours,
-  confirmed by this site and shown enabled, is kept and any other match deleted (never two);
-  one created whose confirmation was not made (or lost) is confirmed with its stored
-  ``X-Hook-Secret``; anything else matching is deleted; only then is ``create_attempted``
-  committed and ``POST /hooks/subscriptions/`` sent, its id and ``X-Hook-Secret`` saved at once,
-  and it is confirmed. A retry, a second process or a worker restart therefore never leaves two,
-  and a lost answer never leaves one counted as confirmed.
-
-A subscription kept as it is writes nothing: no reconciliation makes webhooks look active
-(that takes a verified event: :mod:`platforms.prolific.webhooks.selectors`).
+**Confirmed means: this site confirmed it** with the ``X-Hook-Secret`` its creation answered (no list
+shows it), so any other match is deleted and a new one made. Creating a secret or a subscription is not
+repeatable: one reconciliation per workspace at a time (a lease); an existing secret is adopted (a new
+one would replace it); subscriptions are listed first and ``create_attempted`` committed before a create,
+so a retry, a second process or a restart never leaves two, nor one counted as confirmed.
 """
 
 from __future__ import annotations
@@ -136,17 +98,13 @@ def follow_published(batch: Batch, provider: CrowdProvider) -> None:
 
 @published.register(provider="taskbuilder")  # a name: Task Builder may be removed
 def follow_published_task_builder(batch: Batch, provider: CrowdProvider) -> None:
-    """The same after a Task Builder batch is published: its study is a Prolific study of the workspace
-    (``STUDY_PROVIDERS``), whose events re-read it as they re-read a Prolific batch."""
+    """The same after a Task Builder batch is published: its study is a Prolific study of the workspace."""
     reconcile_webhooks(getattr(provider, "client", None))
 
 
 def ensure_secret(client: Prolific, workspace: str, *, refresh: bool = False) -> str:
-    """The workspace's secret: the stored one, else Prolific's existing one, else a new one (see the protocol).
-
-    With ``refresh`` (deliveries were refused for their signature since the last verified one: the
-    secret may have been replaced elsewhere, Prolific keeping one per workspace) Prolific's list is
-    read again and a secret other than the stored one adopted, so deliveries verify again."""
+    """The workspace's secret: the stored one, else Prolific's existing one, else a new one. ``refresh``
+    (signatures refused: it may have been replaced elsewhere): Prolific's list read again and adopted."""
     stored = ProlificHookSecret.objects.filter(workspace_id=workspace).first()
     if stored is not None and not refresh:
         return stored.value
@@ -220,9 +178,8 @@ def _record(row: ProlificSubscription, **fields) -> None:
 
 
 def _confirm(client: Prolific, row: ProlificSubscription) -> bool:
-    """Confirm the row's subscription with its ``X-Hook-Secret``; ``confirmed_at`` is set when that call
-    succeeded, and only then. ``False`` when Prolific refused it (a 4xx: the secret is not the
-    subscription's, or it is gone): it is then deleted and made again. Prolific's failures raise."""
+    """Confirm the row's subscription with its ``X-Hook-Secret`` (then only ``confirmed_at`` is set);
+    ``False`` when Prolific refused it (it is then made again); Prolific's failures raise."""
     try:
         client.confirm_hook_subscription(row.remote_id, row.hook_secret)
     except ProlificError as exc:
