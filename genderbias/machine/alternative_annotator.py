@@ -1,62 +1,16 @@
-"""The Alternative Annotator Test: may a machine pre-labeller replace the crowd?
+"""The Alternative Annotator Test: may a machine pre-labeller (rules, a classifier or an LLM) replace the crowd?
 
-Pure numpy/scipy, no Django. Implements the alt-test of Calderon, Reichart & Dror,
-"The Alternative Annotator Test for LLM-as-a-Judge: How to Statistically Justify
-Replacing Human Annotators with LLMs", ACL 2025 (arXiv 2501.10970), following the
-procedure of the authors' reference implementation (``nitaytech/AltTest``,
-``alt_test_example.ipynb``) with the *accuracy* alignment score they use for
-categorical labels. It works for any pre-labeller: rules, a classifier or an LLM.
-
-Leave one annotator out. For annotator ``j`` and an item ``i`` that ``j`` labelled,
-let ``H(i, -j)`` be the labels the *other* humans gave ``i``. The alignment score of a
-label ``x`` is the share of those labels it matches::
+Pure numpy/scipy; the procedure and its choices: docs/prelabelling.md, "The Alternative Annotator Test". Calderon,
+Reichart & Dror, ACL 2025 (arXiv 2501.10970), as their reference code (``nitaytech/AltTest``), with the accuracy
+alignment score. Leaving out annotator ``j``, on each item ``i`` they labelled, with ``H(i, -j)`` the others' labels::
 
     S(x, i, j) = |{y in H(i, -j) : y == x}| / |H(i, -j)|
+    W_f = 1[S(machine_i) >= S(h_j(i))]    W_h = 1[S(h_j(i)) >= S(machine_i)]    d_i = W_h - W_f
 
-    S_f = S(machine_i, i, j)          S_h = S(h_j(i), i, j)
-    W_f = 1[S_f >= S_h]               W_h = 1[S_h >= S_f]       (a tie counts for both)
-    rho_f^j = mean_i W_f              rho_h^j = mean_i W_h
-    d_i = W_h - W_f
-
-For each annotator a one-sided one-sample t-test of the mean of ``d``::
-
-    H0: mean(d) >= epsilon   (rho_f^j <= rho_h^j - epsilon: the human is better by epsilon)
-    H1: mean(d) <  epsilon   (rho_f^j >  rho_h^j - epsilon: the machine is as good, given
-                              its cost advantage epsilon)
-
-i.e. ``scipy.stats.ttest_1samp(d, epsilon, alternative="less")``, as in the reference
-notebook. The annotators' p-values are corrected with Benjamini–Yekutieli at level
-``alpha`` (FDR under arbitrary dependence: the tests share items and annotators). The
-*winning rate* ``omega`` is the share of annotators whose null is rejected; the machine
-passes when ``omega >= 0.5``. The *average advantage probability* ``rho`` is the mean of
-``rho_f^j`` over the tested annotators: the measure to compare pre-labellers.
-
-Items need at least two human labels (so one remains when one is left out) and a machine
-label; annotators need at least :data:`MIN_ITEMS` such items, both as in the reference
-(``min_humans_per_instance=2``, ``min_instances_per_human=30``: the t-test's normality
-assumption wants about 30). Annotators below that are excluded and listed. Every such
-item counts, whatever its votes: an item the crowd split on (no majority) is as much a
-test of who represents the other annotators as one it agreed on, and the authors drop
-nothing else.
-
-When is the result informative? The winning rate is a share of the *tested* annotators;
-with one or two of them it is 0, 0.5 or 1 on the strength of one or two t-tests and flips
-between samples of the same machine. The authors recommend at least three annotators
-(README FAQ, "Why do you recommend at least three human annotators and not two?"), so
-with fewer than :data:`MIN_ANNOTATORS` tested annotators the verdict is "not informative"
-(``passed`` None), not passed or failed. It then says how large a sample would be, by
-this rule: annotator j labelled n_j of the test's items out of a sample of n, a rate
-r_j = n_j / n; if each annotator labelled the same share of a larger sample, j would
-reach ``min_items`` at n·min_items/n_j, so the sample at which :data:`MIN_ANNOTATORS`
-annotators qualify is ceil(min_items / r_(k)), r_(k) the k-th largest rate
-(k = :data:`MIN_ANNOTATORS`). The assumption fails when a platform caps how many HITs a
-worker may take (more HITs then bring more workers, not more items per worker): the
-figure is the size at which the crowd as it behaved would suffice, not a promise.
-
-epsilon: the authors' rule of thumb (paper §"threshold", README FAQ "How do I select the
-epsilon value?") is 0.2 for experts, 0.15 for skilled annotators and 0.1 for crowd
-workers, smaller still when inter-annotator agreement is low. The reference function's
-own default is 0.2; ours is the crowd-worker value because that is who labels here.
+a one-sided ``ttest_1samp(d, epsilon, alternative="less")`` per annotator, Benjamini–Yekutieli at ``alpha``; the
+*winning rate* is the share rejected (pass at ≥ 0.5), the *advantage probability* the mean of rho_f^j = mean_i W_f.
+Below :data:`MIN_ANNOTATORS` tested annotators the verdict is "not informative", with the sample size at which
+they would qualify, ceil(min_items / r_(k)), r_(k) the k-th largest rate of items labelled.
 """
 
 from __future__ import annotations
@@ -86,15 +40,8 @@ NOT_INFORMATIVE = "not informative"
 
 @dataclass
 class AltTestResult:
-    """Outcome of :func:`alt_test`.
-
-    ``winning_rate`` and ``advantage_probability`` are None when no annotator could be
-    tested; ``passed`` is None unless the test is ``informative`` (at least
-    ``min_annotators`` tested). ``verdict`` is :data:`PASSED`, :data:`NOT_PASSED` or
-    :data:`NOT_INFORMATIVE`; ``needed_sample`` is the sample size at which
-    ``min_annotators`` would qualify (see the module docstring), None when informative
-    or when fewer than ``min_annotators`` labelled any item of the test.
-    """
+    """Outcome of :func:`alt_test`: ``winning_rate`` and ``advantage_probability`` None when no annotator could be
+    tested; ``passed`` None unless ``informative``; ``needed_sample`` None when informative or unreachable."""
 
     winning_rate: float | None
     passed: bool | None
@@ -125,15 +72,10 @@ def alt_test(
     min_annotators: int = MIN_ANNOTATORS,
     sample_size: int | None = None,
 ) -> AltTestResult:
-    """Run the alt-test of ``machine`` against the crowd ``humans``.
+    """Run the alt-test of ``machine`` (item id -> label) against ``humans`` (annotator id -> {item id -> label}).
 
-    humans: annotator id -> {item id -> label}; machine: item id -> label. Every item
-    with a machine label and at least two human labels is used, whether or not its
-    humans agree; the others are left out (as in the reference). Annotators left with
-    fewer than ``min_items`` items are excluded and reported in ``excluded``.
-    ``sample_size`` is the size of the sample the items come from (default: the number
-    of items in the test), over which each annotator's rate is taken for
-    ``needed_sample``.
+    Annotators with fewer than ``min_items`` usable items are listed in ``excluded``. ``sample_size``: the
+    sample the items come from (default: the items in the test), over which ``needed_sample``'s rates are taken.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
@@ -200,13 +142,9 @@ def alt_test(
 
 
 def needed_sample(items_per_annotator, sample_size: int, min_items: int, min_annotators: int) -> int | None:
-    """The sample size at which ``min_annotators`` annotators would have ``min_items`` items each.
-
-    ``items_per_annotator``: how many of the test's items each annotator labelled, in a
-    sample of ``sample_size``. Annotator j's rate is r_j = n_j / sample_size; the answer
-    is ceil(min_items / r_(k)) with r_(k) the k-th largest rate, k = ``min_annotators``
-    (each annotator assumed to label the same share of a larger sample). None when fewer
-    than k annotators labelled any item: no sample size makes k of them qualify.
+    """The sample size at which ``min_annotators`` annotators would have ``min_items`` items each (module
+    docstring); ``items_per_annotator``: each annotator's items of the test in a sample of ``sample_size``.
+    None when fewer than ``min_annotators`` labelled any item: no sample size makes them qualify.
     """
     counts = sorted((int(c) for c in items_per_annotator if c > 0), reverse=True)
     if len(counts) < min_annotators or sample_size <= 0:
@@ -217,11 +155,8 @@ def needed_sample(items_per_annotator, sample_size: int, min_items: int, min_ann
 
 
 def _encode(humans: Mapping[str, Mapping[str, str]], machine: Mapping[str, str]) -> tuple[list, np.ndarray, np.ndarray]:
-    """Annotators × items matrix of label codes (-1: not labelled) and the machine's codes.
-
-    Only items with a machine label and at least two human labels are kept, so every
-    kept cell has at least one *other* human to compare against.
-    """
+    """Annotators × items matrix of label codes (-1: not labelled) and the machine's codes, over the items with
+    a machine label and at least two human labels (so every cell has another human to compare against)."""
     annotator_ids = list(humans)
     counts: dict = {}
     for labels in humans.values():
@@ -243,11 +178,8 @@ def _encode(humans: Mapping[str, Mapping[str, str]], machine: Mapping[str, str])
 
 
 def _indicators(votes: np.ndarray, machine_codes: np.ndarray, a: int) -> tuple[np.ndarray, np.ndarray]:
-    """``W_f`` and ``W_h`` of annotator ``a`` over the items they labelled (vectorised).
-
-    Both scores share the denominator |H(i, -j)|, so comparing the numbers of matching
-    other labels is the same as comparing the accuracy scores.
-    """
+    """``W_f`` and ``W_h`` of annotator ``a`` over their items: both scores share the denominator |H(i, -j)|,
+    so comparing the numbers of matching other labels suffices."""
     mine = votes[a]
     labelled = mine >= 0
     others = np.delete(votes, a, axis=0)[:, labelled]
@@ -258,12 +190,8 @@ def _indicators(votes: np.ndarray, machine_codes: np.ndarray, a: int) -> tuple[n
 
 
 def _p_value(d: np.ndarray, epsilon: float) -> float:
-    """One-sided p-value of H0: mean(d) >= epsilon.
-
-    When every ``d`` is equal the t statistic is ±inf (or undefined); scipy then warns
-    about precision loss, so the limit is returned directly: 0 when the common value is
-    below epsilon, else 1 (no evidence against H0).
-    """
+    """One-sided p-value of H0: mean(d) >= epsilon; with every ``d`` equal, the limit (0 below epsilon, else 1)
+    instead of scipy's ±inf t statistic and precision warning."""
     from scipy import stats
 
     if np.ptp(d) == 0:

@@ -1,36 +1,11 @@
-"""Calibration of a machine pre-labeller against a blind, stratified human sample.
+"""Calibration of a machine pre-labeller against a blind human sample: how good the machine is on the whole batch
+(each figure defined in docs/prelabelling.md, "The report"). Pure numpy; the sample and its weights:
+:mod:`genderbias.machine.calibration_sample`.
 
-Pure numpy, no Django. A batch's queries each carry a machine label and a confidence in
-[0, 1]; a random sample, stratified by machine label, is labelled by people; the figures
-below compare the two and estimate how good the machine is on the *whole batch*.
-
-The sample and its weights: :mod:`genderbias.machine.calibration_sample`.
-
-Figures, for items i with machine label m_i, human label h_i, confidence c_i, weight w_i
-(w_i = 1 without weights), W = Σ_i w_i and correct_i = 1[m_i = h_i]:
-
-- confusion C[h, m] = Σ_i w_i·1[h_i = h, m_i = m] (rows human, columns machine);
-- accuracy = Σ_i w_i·correct_i / W = trace(C) / W;
-- Cohen's κ = (p_o − p_e) / (1 − p_e), p_o = trace(C) / W, p_e = Σ_k r_k·c_k / W²
-  (r, c the row and column sums of C); computed as 1 − (1 − p_o)/(1 − p_e), as
-  scikit-learn does. κ is undefined when p_e = 1, which happens only when machine and
-  human used one and the same label for every item: it is then ``nan`` (``None`` in
-  :meth:`CalibrationFigures.as_dict`), not 1, because "agreement beyond chance" cannot
-  be measured when chance already agrees perfectly;
-- κ's interval is a percentile bootstrap: items are resampled with replacement B times
-  (without weights, from the whole sample; with weights, within each machine-label
-  stratum keeping its size, which is how the sample was drawn) and κ recomputed on each
-  resample's weighted confusion matrix; resamples with undefined κ are dropped;
-- per category k: precision = C[k, k] / Σ_h C[h, k] (among machine = k, the weighted
-  share with human = k), recall = C[k, k] / Σ_m C[k, m] (among human = k, the share with
-  machine = k), each ``None`` when its denominator is 0; support = the number of sample
-  items with human = k (unweighted);
-- top-label ECE: B equal-width bins on [0, 1], bin b = [b/B, (b+1)/B) and 1.0 in the
-  last; with W_b the weight in bin b, conf_b and acc_b its weighted mean confidence and
-  weighted share correct, ECE = Σ_b (W_b / W)·|acc_b − conf_b|;
-- Brier = Σ_i w_i·(c_i − correct_i)² / W: the Brier score of the confidence as a
-  forecast of the event "the machine label is right" (top-label Brier), not the
-  multi-class Brier score over all four labels (the pre-labellers give one confidence).
+Every figure is weighted to the batch (weights N_s/n_s; 1 without). Cohen's κ is ``nan`` (``None`` in
+:meth:`CalibrationFigures.as_dict`) when p_e = 1 (one label used throughout by both): agreement beyond chance
+cannot be measured when chance agrees perfectly. κ's percentile bootstrap resamples within machine-label strata
+when weighted, as the sample was drawn. ECE and Brier are top-label: the pre-labellers give one confidence.
 """
 
 from __future__ import annotations
@@ -130,11 +105,8 @@ def _validate(
 
 
 def _kappa(confusion: np.ndarray) -> np.ndarray:
-    """Cohen's κ of one ``[k × k]`` confusion matrix or a stack ``[B × k × k]`` of them.
-
-    ``nan`` where p_e = 1: a single non-zero cell, on the diagonal (both raters used one
-    label throughout). Detected structurally, not by comparing floats with 1.
-    """
+    """Cohen's κ of a ``[k × k]`` confusion matrix or a ``[B × k × k]`` stack; ``nan`` where p_e = 1 (a single
+    non-zero cell, on the diagonal), detected structurally rather than by comparing floats with 1."""
     total = confusion.sum(axis=(-2, -1))
     rows, cols = confusion.sum(axis=-1), confusion.sum(axis=-2)
     observed = total - np.trace(confusion, axis1=-2, axis2=-1)  # W·(1 − p_o)
@@ -166,8 +138,7 @@ def _bootstrap_indices(rng: np.random.Generator, strata: list[np.ndarray], rows:
 
 
 def _resampling_strata(m: np.ndarray, size: int, *, weighted: bool) -> list[np.ndarray]:
-    """Positions to resample within: by machine label for a weighted (stratified) sample,
-    since that is how it was drawn and the weights assume the strata's sizes; else all."""
+    """Positions to resample within: by machine label for a weighted sample, as it was drawn; else all."""
     if not weighted:
         return [np.arange(len(m))]
     return [np.flatnonzero(m == k) for k in range(size) if np.any(m == k)]
@@ -183,12 +154,8 @@ def _bootstrap_kappa(
     seed: int,
     alpha: float,
 ) -> tuple[float, float]:
-    """Percentile interval of κ over ``bootstrap`` resamples; ``(nan, nan)`` when none is defined.
-
-    ``cells`` are the items' confusion cells (h·k + m), ``strata`` the item positions to
-    resample within (one array for a plain bootstrap). Vectorised: each chunk of resamples
-    is an index matrix, and its confusion matrices one ``bincount`` over offset cell codes.
-    """
+    """Percentile interval of κ over ``bootstrap`` resamples (``(nan, nan)`` when none is defined) of the items'
+    confusion ``cells`` (h·k + m) within ``strata``; each chunk of resamples is one ``bincount``."""
     if bootstrap == 0:
         return (math.nan, math.nan)
     rng = np.random.default_rng(seed)
@@ -224,13 +191,8 @@ def _per_category(confusion: np.ndarray, h: np.ndarray, labels: Sequence[str]) -
 
 
 def _binned(confidence: np.ndarray, correct: np.ndarray, w: np.ndarray, bins: int) -> tuple[list[dict], float]:
-    """The reliability diagram's bins and the top-label ECE.
-
-    Equal-width bins on [0, 1] (1.0 in the last); per non-empty bin its edges, item count,
-    weighted mean confidence and weighted share correct. Edges are b / bins (correctly
-    rounded), and an item exactly on an edge goes to the bin above, so 0.3 is in
-    [0.3, 0.4) with 10 bins, not lost to ``0.3 * 10`` rounding.
-    """
+    """The reliability diagram's non-empty bins and the top-label ECE. Edges are b / bins, and an item on an
+    edge goes to the bin above, so 0.3 is in [0.3, 0.4) with 10 bins, not lost to ``0.3 * 10`` rounding."""
     edges = np.arange(bins + 1) / bins
     which = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, bins - 1)
     count = np.bincount(which, minlength=bins)
@@ -264,13 +226,10 @@ def calibration_figures(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> CalibrationFigures:
-    """How far the machine labels and confidences can be trusted, from the human sample.
+    """How far the machine labels and confidences can be trusted, from the human sample (formulas: module docstring).
 
-    Items are aligned: ``machine[i]``, ``confidence[i]`` and ``human[i]`` describe one
-    sampled query. With ``weights`` (each item's stratum weight N_s / n_s) the figures
-    estimate the whole batch rather than the sample, and κ's bootstrap resamples within
-    machine-label strata; see the module docstring for every formula. ``bootstrap=0``
-    skips the interval (``(nan, nan)``).
+    ``machine[i]``, ``confidence[i]`` and ``human[i]`` describe one sampled query. With ``weights`` (stratum weights
+    N_s / n_s) the figures estimate the whole batch. ``bootstrap=0`` skips κ's interval (``(nan, nan)``).
     """
     m, c, h, w = _validate(machine, confidence, human, weights, labels, bins, bootstrap, alpha)
     size = len(labels)

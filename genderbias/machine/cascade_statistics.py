@@ -1,36 +1,10 @@
-"""A cascade of labellers (e.g. rules → trained → chat model → crowd) with one guarantee.
+"""A cascade of labellers (e.g. rules → trained → chat model → crowd) with one guarantee; stated and argued in
+docs/prelabelling.md, "Cascades". Pure numpy.
 
-Pure numpy, no Django. Each labeller in turn keeps only what it can certify at the target on
-the blind sample; what it does not keep goes on to the next; what no machine keeps goes to
-the crowd. The guarantee, for everything the machines keep together:
-
-    P( some stage's kept set is right on less than a share A of it ) ≤ δ,
-
-so with probability at least 1 − δ every stage's kept set, and hence their union (a union of
-sets each at least A right is at least A right), is at least A right against the reference
-label (:mod:`genderbias.crowd.simulation.escalation`).
-
-Stage i works on U_i, the queries no earlier stage *looked at* (U_1: every routable query),
-restricted to those labeller i labelled: V_i. It runs :func:`.routing_statistics.certify_threshold`
-on V_i, with the first draw's sample items that fall in V_i, in draw order, at risk δ_i = δ/m
-(m stages; a union bound), the whole δ_i on the exact test (``extendable=False``). Its
-fixed-sequence test looks only at the sample items of the region G_i = {q ∈ V_i : c_i(q) ≥ t'_i},
-t'_i the first candidate that failed (G_i = V_i when every candidate passed; the kept set
-A_i ⊆ G_i). Then U_{i+1} = U_i \\ G_i: the queries between the kept threshold and the failed
-one (looked at, not kept) go to the crowd, never to a later stage.
-
-Why each stage's test is valid: stage i's decisions (and so G_i) depend on the sample items
-in G_1 ∪ … ∪ G_i and their positions only. Given those, the first draw's remaining positions
-hold a uniformly random ordered subset of U_{i+1} (a uniformly random permutation, conditioned
-on where some of its elements are, orders the rest uniformly). So, given everything the
-earlier stages saw, stage i+1's items of V_{i+1} are a simple random sample of V_{i+1} of a
-known size; its candidates (a function of V_{i+1}'s confidences and that size) are fixed
-before its items are read; its exact hypergeometric test has level δ_{i+1} conditionally,
-hence unconditionally, and fixed-sequence testing keeps it there. Summing over the stages
-gives δ. (A query the stages did not look at gets no label from the machines. Were the
-between-zone passed on, its sample items, already read, would no longer be a random sample.)
-
-An extendable sample's extensions are not read by a cascade: each stage tests the first draw.
+Stage i decides on V_i, the queries no earlier stage *looked at* that labeller i labelled, by
+:func:`.certification.certify_threshold` on the first draw's sample items in V_i at δ_i = δ/m (union bound), all
+on the exact test. Its test reads the sample items down to the first failed candidate t'_i; the queries looked at
+and not kept go to the crowd, never to a later stage, whose sample items therefore stay a simple random sample.
 """
 
 from __future__ import annotations
@@ -42,15 +16,6 @@ import numpy as np
 
 from genderbias.machine.certification import MAX_CANDIDATES, Certification, certify_threshold
 from genderbias.machine.routing_statistics import tied
-
-#: Why a stage may have a floor: a labeller with coarse confidence (the rules: four levels) that
-#: fails at its lowest level has read every query it labelled, and none could go on. With a floor
-#: (``rules:0.8``: only what it is at least 0.8 sure of), what lies below goes on unread.
-FLOORS = (
-    "a stage whose test fails at a confidence level has read that level's sample queries, so the queries between "
-    "what it keeps and that level go to the crowd, not to the next labeller; give a coarse labeller a floor "
-    "(labeller:0.8) so that what lies below it goes on unread"
-)
 
 
 @dataclass(frozen=True)
@@ -98,13 +63,13 @@ def certify_cascade(
     max_candidates: int = MAX_CANDIDATES,
     floors: Sequence[float | None] | None = None,
 ) -> Cascade:
-    """The cascade on one blind sample; see the module docstring.
+    """The cascade on one blind sample (module docstring).
 
-    ``confidence`` ``[m, N]``: labeller i's confidence of each routable query (NaN: no label from
-    it); ``correct`` ``[m, N]``: whether labeller i's label equals the reference label (read on
-    sample items only); ``sample``: population indices in draw order, the first ``planned`` the
-    first draw (default: all). ``floors``: per labeller, the lowest confidence it may keep (None:
-    any); the queries below its floor go on to the next labeller unread (see :data:`FLOORS`).
+    ``confidence`` ``[m, N]``: labeller i's confidence of each routable query (NaN: no label); ``correct``
+    ``[m, N]``: whether its label equals the reference (read on sample items only); ``sample``: population indices
+    in draw order, the first ``planned`` the first draw (default: all). ``floors``: per labeller, the lowest
+    confidence it may keep (None: any). A stage whose test fails at a level has read that level's sample queries,
+    so what lies between goes to the crowd; a floor (``rules:0.8``) lets a coarse labeller pass the rest on unread.
     """
     conf = np.asarray(confidence, dtype=float)
     right = np.asarray(correct, dtype=bool)

@@ -1,93 +1,25 @@
 """Routing's guarantee: the lowest confidence threshold whose accepted set is certified at least as accurate as asked.
 
-Pure numpy, no Django. The thresholds, the tests and the fixed sequence; the point estimate without a
-guarantee and the split of a batch at a threshold are in :mod:`genderbias.machine.routing_statistics`,
-the audit of a choice against known labels in :mod:`genderbias.machine.routing_audit`.
+Pure numpy. Stated and argued in full in docs/prelabelling.md, "The guarantee, exactly". P is the batch's
+routable queries, A_t = {q ∈ P : c_q ≥ t} the *accepted set* at t, K_t its queries whose machine label differs
+from the crowd-majority label; for a target accuracy A and risk δ, P(1 − K_t̂ / |A_t̂| < A) ≤ δ over the draw of
+the blind sample, a simple random sample of P in draw order (:func:`genderbias.machine.calibration_sample.random_sample`).
 
-The guarantee (:func:`certify_threshold`, the default rule)
-    Let P be the batch's queries that can be routed on (gold and the queries the machine was
-    trained on left out), c_q the machine's confidence of query q, A_t = {q ∈ P : c_q ≥ t}
-    the *accepted set* at t and K_t the number of queries of A_t whose machine label differs
-    from the crowd-majority label (the label the crowd process that labels the routed queries
-    gives; the crowd labels are taken as fixed, the randomness is the draw of the sample).
-    The researcher states a target accuracy A and a risk δ. Then
+Candidates (:func:`candidate_thresholds`) are fixed before any crowd label is seen and tested from the most
+confident down (fixed-sequence testing, Learn then Test: Angelopoulos et al. 2021), stopping at the first failure;
+the lowest pass is chosen. H0_t: K_t ≥ k_t = ⌊(1 − A)·|A_t|⌋ + 1. A sample drawn whole spends δ on test 1; an
+extendable one gives δ₁ = ``EXACT_SHARE``·δ to test 1 and δ − δ₁ to test 2, passing when either rejects:
 
-        P( 1 − K_t̂ / |A_t̂| < A ) ≤ δ,
+1. *Exact, first draw only*: p_t = P(E ≤ e_t), E ~ Hypergeometric(N_t = |A_t|, k_t, n_t); reject when p_t ≤ δ₁.
+2. *Betting, every sample item* (Waudby-Smith & Ramdas 2023), valid however often the sample is extended: with
+   X_i = 1 when the machine is wrong on the i-th sample item of A_t and S_{i−1} the errors before it,
 
-    the probability over the draw of the blind sample that the chosen accepted set is less
-    accurate than A. Sample queries in A_t̂ are part of A_t̂ (they end with the crowd's
-    label, so the labels the batch ends with on A_t̂ are at least as right as the machine's).
+        ε_i = (k_t − S_{i−1}) / (N_t − i + 1),   M_i = Π_{j ≤ i} (1 + λ_j (ε_j − X_j)),
 
-    Design: the blind sample is a *simple random sample without replacement* of P, kept in
-    its draw order (:func:`genderbias.machine.calibration_sample.random_sample`): one uniformly random
-    permutation of P (from the first draw's seed), the first draw its first ``planned``
-    queries, each extension the next ones. The sample in draw order is a prefix of that
-    permutation, and the sample items of A_t, in that order, a uniformly random ordering of a
-    part of A_t. No weights are needed. P must be the population the first draw was drawn from
-    (the service refuses otherwise).
+   λ_j Kelly's bet for the running error rate shrunk towards (1 − A)/2 by ``_PRIOR_ITEMS``, capped at
+   ``_LAMBDA_CAP``/(1 − ε_j); reject when sup_i M_i ≥ 1/(δ − δ₁) (Ville's inequality).
 
-    Candidates: the thresholds are fixed before any crowd label is seen, from the
-    population's confidences, the first draw's planned size and (A, δ) only
-    (:func:`candidate_thresholds`: the distinct confidences, at most ``MAX_CANDIDATES`` at
-    population quantiles, from the most confident down, starting at the first whose accepted
-    set is expected to hold ``START_FACTOR`` × :func:`perfect_record` sample items (the fewest
-    all-right items either test can pass on; confidences compared at ``CONFIDENCE_DECIMALS``, so
-    a threshold never splits a tie, :func:`tied`); a smaller
-    set could not pass, and in a fixed sequence its failure would stop every lower one). The
-    same sequence serves every extension of the sample.
-
-    Test of H0_t: K_t ≥ k_t, k_t = ⌊(1 − A)·|A_t|⌋ + 1 (accuracy below A). A sample drawn
-    *whole* (the default: ``extendable=False``) spends all of δ on test 1 below, the strongest
-    test of one draw. A sample drawn *extendable* splits the risk between two tests (union
-    bound): δ₁ = ``EXACT_SHARE``·δ (0.8·δ) and δ − δ₁; t *passes* when either rejects, so each
-    candidate's combined test has level δ whatever the looks. (The betting test's share costs kept
-    queries and an extension buys little: a sample sized right at the start keeps more, see
-    :mod:`.routing_forecast` and docs/prelabelling.md.)
-
-    1. *Exact, on the first draw* (its first ``planned`` items, fixed before any label is seen):
-       given n_t, the first draw's items in A_t are a simple random sample of A_t, so their
-       error count e_t is hypergeometric (N_t = |A_t|, K_t, n_t), and under H0_t stochastically
-       at least a hypergeometric (N_t, k_t, n_t) one:
-
-           p_t = P(E ≤ e_t),  E ~ Hypergeometric(N_t, k_t, n_t);  reject when p_t ≤ δ₁.
-
-       An extension does not change this test (it reads the first draw only), so it can be
-       looked at any number of times.
-
-    2. *Betting, on the whole sample* (Waudby-Smith & Ramdas 2023, sampling without
-       replacement), valid however often the sample is extended: for the i-th sample item of
-       A_t (i = 1, 2, …), with X_i = 1 when the machine is wrong on it, S_{i−1} the errors
-       before it and N_t = |A_t|,
-
-        ε_i = (k_t − S_{i−1}) / (N_t − i + 1)   (the least error rate of the rest under H0_t),
-        M_i = Π_{j ≤ i} (1 + λ_j (ε_j − X_j)),   M_0 = 1,
-
-       with λ_j ∈ [0, 1/(1 − ε_j)] chosen from the items before j only (Kelly's bet
-       (ε − p̂)/(ε(1 − ε)) for the shrunk running error rate p̂ = (S_{j−1} + m·(1 − A)/2) / (j − 1 + m),
-       m = 10, capped at 0.9/(1 − ε_j)). Under H0_t, E[X_i | past] ≥ ε_i, so M is a non-negative
-       supermartingale and Ville's inequality gives P(sup_i M_i ≥ 1/(δ − δ₁)) ≤ δ − δ₁: reject
-       when sup_i M_i ≥ 1/(δ − δ₁). (When ε_i ≤ 0 the null cannot be refuted and λ = 0; when
-       ε_i ≥ 1 every remaining item would have to be wrong, and a right one refutes H0_t.)
-
-    (Test 2 only for an extendable sample.) An item without a crowd label yet counts as wrong in both (it can only raise p_t and lower
-    M, so a test that rejects then rejects on the complete labels too); the service certifies
-    only when no sample item is unanswered.
-
-    The exact test is far stronger on one draw (the betting test pays for being valid at every
-    look); the betting test is what lets an extension help (the kept shares measured: docs/prelabelling.md).
-
-    Fixed-sequence testing (Learn then Test, Angelopoulos, Bates, Candès, Jordan & Lei
-    2021): the candidates are tested from the most confident down and testing stops at the
-    first that fails; the lowest that passed is chosen. The null hypotheses are fixed, so if
-    any accepted set that violates A is chosen, the first violating candidate in the
-    sequence was rejected, which happens with probability ≤ δ₁ + (δ − δ₁) = δ. Because the
-    exact test reads only the first draw and the betting bound holds for sup over the whole
-    sequence of sample items, this holds however many times the sample is extended and
-    whenever the researcher decides to stop.
-
-    When nothing passes, :func:`certify_threshold` projects how many more sample queries the
-    first failing candidate would need at its observed error rate (the betting test, the only
-    one more items help, run on the expected continuation; see :func:`_more_needed`).
+An item without a crowd label counts as wrong in both (a rejection then stands on the complete labels).
 """
 
 from __future__ import annotations
@@ -165,24 +97,15 @@ def perfect_record(target: float, risk: float, extendable: bool = True) -> int:
 
 
 def _split(risk: float, extendable: bool = True) -> tuple[float, float]:
-    """(δ − δ₁, δ₁): the betting test's and the exact test's shares of the risk δ.
-
-    An extendable sample splits δ (``EXACT_SHARE``·δ to the exact test, the rest to betting);
-    a sample drawn whole spends all of δ on the exact test of its one draw (no betting test).
-    """
+    """(δ − δ₁, δ₁): the betting and exact tests' shares of δ (all to the exact test unless ``extendable``)."""
     if not extendable:
         return 0.0, risk
     return (1 - EXACT_SHARE) * risk, EXACT_SHARE * risk
 
 
 def _exact_pvalues(mask: np.ndarray, errors: np.ndarray, population: np.ndarray, k0: np.ndarray) -> np.ndarray:
-    """The exact p-value of H0_t on the first draw, ``[..., T]``: P(E ≤ e_t) for E hypergeometric
-    (N_t, k_t, n_t), n_t the first draw's items in A_t, e_t the errors among them (1 with none).
-
-    Given n_t, the first draw's items of A_t are a simple random sample of A_t, so under H0_t
-    (K_t ≥ k_t) their error count is at least as large as a hypergeometric (N_t, k_t, n_t) one
-    in the stochastic order and P(E ≤ e_t) is a valid p-value (exactly valid at K_t = k_t).
-    """
+    """Exact p-value of H0_t on the first draw, ``[..., T]``: P(E ≤ e_t), E ~ Hypergeometric(N_t, k_t, n_t)
+    (1 without items); valid because under H0_t e_t is stochastically at least that hypergeometric."""
     from scipy.stats import hypergeom
 
     n_t = mask.sum(axis=-1)
@@ -217,16 +140,14 @@ def candidate_thresholds(
     max_candidates: int = MAX_CANDIDATES,
     extendable: bool = True,
 ) -> np.ndarray:
-    """The thresholds to test, most confident first: fixed before any label is seen.
+    """The thresholds to test, most confident first, fixed before any label is seen.
 
-    From the population's confidences, the planned size of the first sample and the rule's
-    parameters only, so the sequence is the same however the sample falls and however often
-    it is extended. The grid: every distinct confidence when there are at most
-    ``max_candidates``, else the confidences at the population's 1/k, 2/k, …, 1 quantiles
-    from the top. The sequence starts at the first threshold whose accepted set is expected
-    to hold at least :data:`START_FACTOR` × :func:`perfect_record` items of a sample of
-    ``planned`` (smaller sets cannot pass, and in a fixed sequence a candidate that fails
-    stops every lower one), and always includes the lowest threshold.
+    From the population's confidences, ``planned`` and the rule's parameters only, so the sequence is the same
+    however the sample falls and however often it is extended. The grid: every distinct confidence, or the
+    confidences at the 1/k, …, 1 quantiles from the top when more than ``max_candidates``; it starts at the
+    first accepted set expected to hold :data:`START_FACTOR` × :func:`perfect_record` sample items (a smaller
+    one cannot pass, and its failure would stop every lower one) and always includes the lowest threshold.
+    Confidences are compared rounded (:func:`tied`), so a threshold never splits a tie.
     """
     c = np.sort(tied(population_confidence))[::-1]
     if len(c) == 0:
@@ -269,17 +190,13 @@ def certify_threshold(
     pending: int = 0,
     extendable: bool = True,
 ) -> Certification:
-    """The lowest threshold certified by fixed-sequence testing; see the module docstring.
+    """The lowest threshold certified by fixed-sequence testing (module docstring).
 
-    ``planned`` is the size of the first draw (default: the sample's size). ``sample_confidence`` and ``sample_correct`` are the blind sample's items *in draw order*
-    (a simple random sample of the population; an item without a crowd label is not correct);
-    ``population_confidence`` every routable query's confidence, sample items included.
-    ``pending``: how many sample items still await the crowd (counted wrong in ``sample_correct``):
-    while any does, nothing is certified (the tests are still computed and shown) and the reason
-    says so, instead of projecting how many more sample queries would be needed.
-    ``extendable``: the sample was drawn to be extended (δ split between the exact and the betting
-    test); False: drawn whole, all of δ on the exact test of the first draw, and more sample
-    queries cannot help (the reason says so).
+    ``sample_confidence``/``sample_correct``: the blind sample *in draw order* (unlabelled = not correct);
+    ``population_confidence``: every routable query's, sample included; ``planned``: the first draw's size
+    (default: the sample's). While ``pending`` sample items await the crowd nothing is certified (the tests
+    are still shown). ``extendable=False``: drawn whole, all of δ on the exact test, and more sample queries
+    cannot help.
     """
     if not 0 < target <= 1:
         raise ValueError(f"target must be in (0, 1], got {target}")
@@ -353,16 +270,11 @@ def certify_threshold(
 def _more_needed(
     c: np.ndarray, errors: np.ndarray, population: np.ndarray, threshold: float, target: float, risk: float
 ) -> tuple[int | None, str]:
-    """How many more sample queries the candidate ``threshold`` needs to pass, at its observed error rate.
+    """How many more sample queries ``threshold`` needs to pass at its observed error rate p̂.
 
-    Only the betting test (at ``risk`` = δ − δ₁) can use further items: the exact test is of the
-    first draw alone.
-
-    The observed items of A_t are followed by the expected continuation: further items of
-    A_t with errors spread evenly at the observed rate p̂ (item j wrong when ⌊j·p̂⌋ grows);
-    the betting test is run on that sequence and the first length at which it passes is
-    read off. New sample queries fall in A_t at the rate |A_t \\ sample| / |P \\ sample| (a
-    simple random draw of the rest), so the answer is the items needed over that rate.
+    Only the betting test (at ``risk`` = δ − δ₁) uses further items. It is run on the observed items followed
+    by the expected continuation (errors spread evenly at p̂); new sample queries fall in A_t at the rate
+    |A_t \\ sample| / |P \\ sample|, so the answer is the items needed over that rate.
     """
     inside = c >= threshold
     n_t, wrong = int(inside.sum()), float(errors[inside].sum())
@@ -399,11 +311,10 @@ def _more_needed(
 
 
 def _log_path(mask: np.ndarray, errors: np.ndarray, population: np.ndarray, k0: np.ndarray, target: float):
-    """The betting test's log-capital log M_i after each sample item, for each threshold.
+    """The betting test's log M_i after each sample item, per threshold (module docstring).
 
-    ``mask`` ``[..., T, n]``: sample item i (draw order) is in A_t; ``errors`` ``[..., n]``
-    (1 wrong or no crowd label); ``population`` and ``k0`` ``[T]``: N_t and k_t. Items outside
-    A_t leave the capital as it is. See the module docstring for ε_i, λ_i and M_i.
+    ``mask`` ``[..., T, n]``: item i (draw order) is in A_t; ``errors`` ``[..., n]``: 1 wrong or unlabelled;
+    ``population`` and ``k0`` ``[T]``: N_t and k_t. Items outside A_t leave the capital as it is.
     """
     m = mask.astype(float)
     x = errors[..., None, :] * m

@@ -1,26 +1,10 @@
-"""The echo check: does a worker of a blind sample follow the machine more than people do? Pure module.
+"""The echo check: does a worker of a blind sample follow the machine more than people do? Pure module; why and
+how it is reviewed: docs/prelabelling.md, "The echo check".
 
-A crowd worker who pastes a query into a chatbot and copies its label answers as a language model
-does. In the calibration sample that makes the machine look better than it is: the reference label
-it is certified against leans towards the machine, the threshold is set too low, and the machine
-labels accepted above it miss their target (``docs/routing.md``). A person who reads the query errs
-on their own; one who copies a model errs with it.
-
-For every answer of a worker on a sampled query that has the machine's label and at least one other
-person's answer, :func:`echo_check` takes
-
-    x = [label = machine's label] − (share of the other people on that query who gave the same label)
-
-its mean over the worker's answers (how much more they agree with the machine than with the people
-beside them) against the same mean over everyone else's answers (how much more *people* agree with
-the machine than with each other: a good model agrees with good workers more than a noisy worker
-does), and flags the worker when the difference's one-sided z statistic (Welch's standard error)
-is at least ``z``. An honest worker, a careless one, a spammer or one who always answers the same
-label agree with the machine and with people alike; only answers that follow the model stand out.
-The flagged are left out of the baseline and the test run again, until no one more is flagged (a
-fifth of a crowd copying would otherwise raise the baseline they are measured against).
-
-The statistic depends on the answers and the machine's labels only (never on when they came).
+Per answer on a sampled query with the machine's label and another person's answer, x = [label = machine's] −
+(share of the other people there who gave the same label); a worker is flagged when their mean exceeds everyone
+else's by a one-sided z (Welch's standard error) of at least ``z``. The flagged leave the baseline and the test
+runs again until no one more is flagged (a fifth of a crowd copying would otherwise raise the baseline).
 """
 
 from __future__ import annotations

@@ -1,64 +1,48 @@
-"""Label-corrected figures of a batch from predicted labels and an expert audit sample (PPI++): the share
-of a class, a run's mean over the queries of a class, and the paired difference of two runs there. One
-machinery for a machine's labels and for the crowd's (its aggregated label as the prediction).
+"""Label-corrected figures of a batch from predicted labels and an expert audit sample (PPI++): a class's
+share, a run's mean over a class's queries, and the paired difference of two runs there. One machinery for
+a machine's labels and for the crowd's (its aggregated label as the prediction).
 
 Pure numpy and scipy; ``ppi_py`` is the reference the tests compare with (not imported here).
 
-A machine pre-labeller, or the crowd, labels every query of a batch; an expert (or humans, for a
-machine) labels a random sample, blind to those labels. The predicted figure is precise but biased
-(errors are not symmetric: gendered names called non-gendered, say; a crowd's errors shared by hard
-queries, which no crowd model corrects); the sample's figure is unbiased but noisy. Prediction-powered
-inference (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, "Prediction-powered inference", Science 2023)
-combines them, and PPI++ (Angelopoulos, Duchi & Zrnic, "PPI++: Efficient Prediction-Powered Inference",
-arXiv 2311.01453, 2023) tunes how much to trust the prediction. It assumes nothing of how the prediction was
-made: the interval rests on the sample being random.
+Every query has a predicted label; an expert labels a random sample blind to them. The predicted figure is
+precise but biased (errors are not symmetric, and a crowd's errors shared on hard queries no crowd model
+corrects); the sample's is unbiased but noisy. Prediction-powered inference (Angelopoulos, Bates, Fannjiang,
+Jordan & Zrnic, Science 2023) combines them, and PPI++ (Angelopoulos, Duchi & Zrnic, arXiv 2311.01453, 2023)
+tunes how much to trust the prediction. The interval rests only on the sample being random.
 
 Shares
 ------
-For a category ``k``, per query ``Y = 1[human == k]`` (known on the sample, n queries) and
-``Ŷ = 1[machine == k]`` (known on all N queries of the batch)::
+For a category ``k``, ``Y = 1[human == k]`` (on the n sample queries), ``Ŷ = 1[machine == k]`` (on all N)::
 
     θ̂_λ = mean_batch(λ Ŷ) + mean_w(Y − λ Ŷ)
     se² = var(λ Ŷ over the batch) / N + var(w̃ (Y − λ Ŷ) over the sample) / n   (the latter floored: below)
     CI  = θ̂_λ ± z_{1−α/2} · se          (clamped to [0, 1], as is θ̂)
 
-with population variances (ddof 0) and ``w̃ = w · n / Σw``, exactly as ``ppi_py.ppi_mean_ci`` computes them.
-``λ = 1`` is classic PPI, ``λ = 0`` the sample alone; by default λ in [0, 1] minimises the estimated variance
-(PPI++, ``ppi_py``'s rule): the prediction cannot make the interval wider, up to noise.
+with population variances and ``w̃ = w · n / Σw``, as ``ppi_py.ppi_mean_ci``. ``λ = 1`` is classic PPI,
+``λ = 0`` the sample alone; by default λ in [0, 1] minimises the estimated variance (PPI++). The unlabelled
+set is the *whole* batch, so the estimand is this batch's share even for a disproportionate sample.
 
-The unlabelled set is the machine labels of the *whole* batch (sample and rest): the estimand is this batch's
-share, right also when the sample was not drawn proportionally. The ``var/N`` term is a small conservative extra.
-
-Sample weights. A sample stratified by machine label (stratum ``s``, ``N_s`` batch queries, ``n_s`` sampled)
-has inclusion probability ``n_s/N_s``; ``w = N_s/n_s`` as ``ppi_py``'s ``w`` turns the rectifier into the
-stratified (Horvitz–Thompson/Hájek) mean ``Σ_s (N_s/N) mean_s(Y − λŶ)``, unbiased for the batch mean of
-``Y − λŶ`` as the strata partition the batch (θ̂ is then the classical stratified estimator for every λ).
-``ppi_py``'s standard error treats the n weighted terms as independent draws, which over-states the variance
-under stratified sampling without replacement: the interval is conservative (:func:`stratified_weights`).
+Weights ``w = N_s/n_s`` of a sample stratified by machine label turn the rectifier into the stratified
+(Hájek) mean, unbiased for the batch; ``ppi_py``'s standard error treats the terms as independent draws,
+so under stratified sampling without replacement the interval is conservative.
 
 Class means and paired differences: one moment condition, its test inverted
 ---------------------------------------------------------------------------
-Every figure is the root θ of E[A − θ B] = 0 over the batch's true labels T: a share of class c has
-``A = 1[T = c]``, ``B = 1``; a run's mean over the queries of class c has ``A = v · 1[T = c]``, ``B = 1[T = c]``
-(the root of E[(v − θ) · 1(T = c)] = 0, a ratio); a paired difference is that mean of the per-query difference of
-two runs. v is known on every query, T on the sample; the prediction P stands in for T everywhere
-(``Â = v · 1[P = c]``, ``B̂ = 1[P = c]``; no prediction: 0 for every c). At a fixed θ, ``Y_θ = A − θ B`` has batch
-mean 0 at the true θ, and ``ppi_mean_ci`` on it (``Ŷ_θ = Â − θ B̂``, λ tuned at that θ) is a test; the interval
-is every θ whose interval holds 0 (the test inverted, as Fieller's interval inverts the classical one), their hull
-found by a grid of :data:`GRID` points a side and Brent's method; the estimate is the root of the test's centre.
-Each quantity is a quadratic in θ of sums taken once (:class:`_Moments`). For a share only the centre moves with
-θ: the inverted test is ``ppi_mean_ci``'s interval exactly (clamped to [0, 1]). The delta method is not used: it
-under-covers with small audits. θ lies within the values' range over the batch; the
-interval is clamped to it. Coverage on real and simulated crowds: docs/quality.md, "Audit samples".
+Every figure is the root θ of E[A − θ B] = 0 over the true labels T: a share of class c has ``A = 1[T = c]``,
+``B = 1``; a run's mean over class c ``A = v · 1[T = c]``, ``B = 1[T = c]``; a paired difference is that mean
+of two runs' per-query difference. The prediction P stands in for T (``Â = v · 1[P = c]``, ``B̂ = 1[P = c]``;
+no prediction: 0). ``ppi_mean_ci`` on ``Y_θ = A − θ B`` is a test of θ; the interval is every θ it does not
+reject (inverted as Fieller's is), their hull found on a grid of :data:`GRID` points a side and by Brent's
+method; the estimate is the root of the test's centre (:class:`_Moments` holds the sums, quadratic in θ). For
+a share this is ``ppi_mean_ci``'s interval exactly. The delta method under-covers with small audits, so it is
+not used. The interval is clamped to the values' range. Coverage: docs/quality.md, "Audit samples".
 
-Small audits (issue 81; the figures: docs/quality.md, "Audit samples"). A class mean's variance and λ rest on
-the audit's members of the class (about 24 of 50): its quantile is Student's t with (members − 1) degrees of
-freedom. A share's rectifier variance is floored at ``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)`` (Agresti–Coull's
-variance of an audit of n holding none of the class), only where the audit cannot show what that variance rests
-on: fewer than ``n · p₀`` (0 or 1) audited queries of the class or of the rest (λ's covariance rests on one query
-or none: an audit holding no gendered query gives an interval of no width), or a prediction right on every
-audited query (the rectifier's variance is then (1 − λ)² times the share's, whatever the error rate: a crowd whose
-errors all lean one way). Elsewhere a share is ``ppi_mean_ci``'s interval exactly (``ppi_py`` has no floor).
+Small audits (issue 81). A class mean's variance and λ rest on the audit's members of the class: its quantile
+is Student's t with (members − 1) degrees of freedom. A share's rectifier variance is floored at
+``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)`` (Agresti–Coull's for an audit holding none of the class), only where
+the audit cannot show that variance: fewer than ``n · p₀`` audited queries of the class or of the rest (else
+an audit without a gendered query gives an interval of no width), or a prediction right on every audited
+query (a crowd whose errors all lean one way). Elsewhere a share is ``ppi_mean_ci``'s interval exactly.
 """
 
 from __future__ import annotations
@@ -92,16 +76,12 @@ def category_proportions(
     alpha: float = ALPHA,
     lam: float | None = None,
 ) -> dict[str, dict]:
-    """Share of each category in the whole batch, with a (1 − alpha) confidence interval.
+    """Share of each category in the whole batch: :func:`audit_share` per label, the sample first in the batch.
 
-    human / machine_sample: the labelled sample, in the same order; machine_rest: the machine labels of
-    the batch's other queries. weights: per sample query, its inverse inclusion probability
-    (:func:`stratified_weights`); ``None`` for a simple random sample. lam: ``None`` tunes λ per
-    category (PPI++); 1 is classic PPI; 0 ignores the machine.
-
-    Returns label -> {"estimate", "ci": [lo, hi], "machine_only": machine share over the
-    batch, "sample_only": (weighted) human share in the sample, "sample_ci": its classical
-    CLT interval}: :func:`audit_share` for each label, the sample first in the batch.
+    human / machine_sample: the labelled sample, in the same order; machine_rest: the machine labels of the
+    other queries. weights: per sample query, its inverse inclusion probability (:func:`stratified_weights`;
+    ``None``: a simple random sample). lam: ``None`` tunes λ (PPI++), 1 is classic PPI, 0 ignores the machine.
+    Keys as :func:`audit_share`, ``predicted_only`` named ``machine_only``.
     """
     labels = _validate_labels(labels)
     _validate(human, machine_sample, machine_rest, labels, alpha, lam)
@@ -133,13 +113,12 @@ def audit_share(
     alpha: float = ALPHA,
     lam: float | None = None,
 ) -> dict:
-    """The share of ``label`` in the batch, with its PPI++ interval at level 1 − alpha. predicted: every
-    query's predicted label (the crowd's aggregated one or a machine's; ``None``: none, a disputed
-    majority), in batch order; audited: the audit sample's positions in it (random, distinct); truth:
-    their expert labels, in that order; weights: per audited query, its inverse inclusion probability
-    (``None``: a simple random sample); lam: ``None`` tunes λ (PPI++), 1 is classic PPI, 0 the sample
-    alone. Returns {"estimate", "ci": [lo, hi], "lam", "predicted_only": the predicted share,
-    "sample_only": the sample's (weighted) share, "sample_ci": the sample's own interval (λ = 0)}."""
+    """The share of ``label`` in the batch with its PPI++ interval at level 1 − alpha.
+
+    predicted: every query's predicted label in batch order (the crowd's or a machine's; ``None``: none, a disputed
+    majority); audited: the audit sample's positions in it (random, distinct); truth: their expert labels in that
+    order; weights and lam: as :func:`category_proportions`. Returns {"estimate", "ci": [lo, hi], "lam",
+    "predicted_only", "sample_only": the sample's (weighted) share, "sample_ci": its own interval (λ = 0)}."""
     labels, truth_codes, predicted_codes, index, w = _validate_audit(
         truth, predicted, audited, weights, labels, alpha, lam
     )
@@ -159,10 +138,9 @@ def audit_class_mean(
     alpha: float = ALPHA,
     lam: float | None = None,
 ) -> dict:
-    """A run's mean value over the queries truly labelled ``label``, with its PPI++ interval (the test of
-    E[(v − θ) · 1(T = label)] = 0 inverted; within the values' range). values: the run's value on every
-    query, in ``predicted``'s order; the rest and the keys as :func:`audit_share` (``predicted_only``: the
-    mean over the queries predicted ``label``, ``None`` if none is; ``lam``: λ at the estimate)."""
+    """A run's mean over the queries truly labelled ``label``, with its PPI++ interval within the values' range.
+    values: the run's value on every query, in ``predicted``'s order; the rest and the keys as :func:`audit_share`
+    (``predicted_only``: the mean over the queries predicted ``label``, ``None`` if none; ``lam``: at the estimate)."""
     labels, truth_codes, predicted_codes, index, w = _validate_audit(
         truth, predicted, audited, weights, labels, alpha, lam
     )
@@ -241,15 +219,12 @@ def _class_mean(truth_codes, predicted_codes, audited, v, k, label, w, alpha, la
 
 
 class _Moments:
-    """The PPI++ test of E[A − θ B] = 0 at any θ, as ``ppi_py.ppi_mean_ci`` computes it on
-    Y = A − θB (the audit sample), Ŷ = Â − θB̂ (its predictions) and the batch's Ŷ (unlabelled set:
-    the whole batch, sample included), with ``w`` rescaled to mean 1.
+    """The PPI++ test of E[A − θ B] = 0 at any θ, as ``ppi_py.ppi_mean_ci`` computes it on Y = A − θB (audit),
+    Ŷ = Â − θB̂ and the whole batch's Ŷ as the unlabelled set, ``w`` rescaled to mean 1.
 
-    a, b: A and B on the audit sample (n); ahat, bhat: Â and B̂ on every query of the batch (N);
-    audited: the sample's positions in the batch; known: a part of B that is the same known constant on
-    every query (a share's B = 1), tested as E[A − θB] − θ · known: with weights, estimating a known
-    constant from the sample would only add the weights' spread to the variance. floor: the least variance of
-    the rectifier; df: the t quantile's degrees of freedom (None: the normal quantile). See "Small audits".
+    a, b: A and B on the audit (n); ahat, bhat: on the batch (N); audited: the audit's positions in the batch.
+    known: a constant part of B (a share's B = 1), tested as E[A − θB] − θ · known, since estimating a known
+    constant from a weighted sample only adds variance. floor, df: see "Small audits" (df None: normal quantile).
     """
 
     def __init__(self, a, b, ahat, bhat, audited, w, known=0.0, floor=0.0, df: int | None = None) -> None:
@@ -332,9 +307,8 @@ def _inverted_interval(
 def stratified_weights(machine_sample: Sequence[str], machine_rest: Sequence[str]) -> list[float]:
     """Inverse inclusion probability ``N_s/n_s`` of each sample query, stratum = its machine label.
 
-    Right only when the sample was drawn at random *within* each machine-label stratum, and
-    every stratum of the batch has a sampled query (otherwise its queries are represented by
-    nobody and no weighting can recover them: ValueError).
+    Right only for a sample drawn at random within each stratum; a stratum with no sampled query is
+    represented by nobody, which no weighting recovers (ValueError).
     """
     sampled = Counter(machine_sample)
     batch = sampled + Counter(machine_rest)
@@ -386,10 +360,7 @@ def _validate_audit(truth, predicted, audited, weights, labels, alpha, lam):
         raise ValueError(f"audited has positions outside the batch of {len(predicted)} queries: {bad[:5].tolist()}.")
     if np.unique(index).size != index.size:
         raise ValueError("audited has a position twice: an audit sample holds each query once.")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
-    if lam is not None and not math.isfinite(lam):
-        raise ValueError(f"lam must be a finite number or None, got {lam!r}.")
+    _validate_level(alpha, lam)
     w = _validate_weights(weights, len(truth))
     return labels, _codes(truth, labels), _codes(predicted, labels), index, w
 
@@ -433,6 +404,10 @@ def _validate(
         unknown = sorted({str(v) for v in values} - set(labels))
         if unknown:
             raise ValueError(f"{name} has labels outside {list(labels)}: {unknown}.")
+    _validate_level(alpha, lam)
+
+
+def _validate_level(alpha: float, lam: float | None) -> None:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
     if lam is not None and not math.isfinite(lam):

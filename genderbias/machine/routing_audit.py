@@ -1,9 +1,5 @@
-"""Routing audited against known labels: which thresholds each rule certifies, and how often it is wrong.
-
-Pure numpy, no Django. Given the true (or reference) labels of a whole batch, the share of
-simulated blind samples on which the certified accepted set falls short of the target is
-routing's realised risk (:func:`audit`); :func:`oracle_threshold` is the lowest threshold that
-meets the target on the truth.
+"""Routing audited against known labels: the share of simulated blind samples on which the certified accepted set
+falls short of the target is routing's realised risk (:func:`audit`). Pure numpy.
 """
 
 from __future__ import annotations
@@ -118,11 +114,8 @@ def audit(
     progress=None,
     extendable: bool = True,
 ) -> Audit:
-    """Run :func:`certify_threshold` on each sample (indices into the population, in draw order)
-    and compare the chosen accepted set with the known labels. Vectorised over chunks of
-    redraws; ``progress(k)`` is called after each chunk with the number of redraws done in it.
-    Shares are of ``batch_size`` (default: the population).
-    """
+    """:func:`certify_threshold` on each sample (population indices in draw order), its accepted set compared with
+    the known labels; ``progress(k)`` after each chunk of k redraws. Shares are of ``batch_size`` (default: N)."""
     c = tied(population_confidence)
     ok = np.asarray(population_correct, dtype=bool)
     if len(c) != len(ok) or len(c) == 0:

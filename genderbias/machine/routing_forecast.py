@@ -1,24 +1,10 @@
-"""What routing will keep and cost, forecast on the real path: a noisy crowd, its reference
-label, the blind sample, one labeller or a cascade. And how large a first draw to make.
+"""What routing will keep and cost, forecast on the real path (docs/prelabelling.md, "Forecasts on the real
+path"), and how large a first draw to make. Pure numpy.
 
-Pure numpy, no Django. :func:`simulate_path` redraws the whole machine path ``redraws`` times
-against known true labels: the crowd (a :class:`genderbias.crowd.simulation.workers.CrowdModel`, or none: the
-true labels are the crowd's) labels the blind sample as a batch of its own, with the
-sample's reference rule (escalation of undecided queries, :class:`genderbias.crowd.simulation.escalation.ReferenceRule`);
-routing certifies on it (:func:`.routing_statistics.certify_threshold`, or
-:func:`.cascade_statistics.certify_cascade` for several labellers); the queries no machine keeps
-go to the crowd as another batch with the same rule. Per redraw it records what the machines
-keep, whether a kept set fell below the target against the reference (what the guarantee
-bounds) and against the truth, the final export's accuracy against the truth, and the
-assignments paid, beside crowd-only labelling of the whole batch with the same rule. What
-``route_audit`` forecasts and the routing benchmark measures are these figures.
-
-:func:`size_first_draw` says how large a sample to draw: at an accuracy profile (the machine's
-agreement with the reference as a function of its confidence, observed on a sample by
-:func:`observed_profile` or assumed), for each candidate size the share of draws that
-certify and the share of the batch the machine keeps outside the sample. Every sample query
-is labelled by the crowd anyway (as it would be without a machine), so the best size is the
-one that keeps the most.
+:func:`simulate_path` redraws the whole machine path against known true labels: the crowd labels the blind sample
+with its reference rule, routing certifies on it, the rest goes to the crowd. :func:`size_first_draw`: at an
+accuracy profile (:func:`observed_profile` or assumed), per candidate size the share of draws that certify and the
+share kept outside the sample; the crowd labels every sample query anyway, so the best size keeps the most.
 """
 
 from __future__ import annotations
@@ -82,16 +68,13 @@ def simulate_path(
     progress: Callable[[int], None] | None = None,
     floors: Sequence[float | None] | None = None,
 ) -> Forecast:
-    """Redraw the machine path; see the module docstring.
+    """Redraw the machine path (module docstring).
 
-    ``truth`` ``[N]`` label indices of the routable queries; ``machine_labels`` and
-    ``machine_confidence`` ``[m, N]``, one row per labeller of the cascade in order (label −1 and
-    confidence NaN: no label from it); ``sample_of(r)``: redraw r's blind sample, population
-    indices in draw order (as ``calibrate --seed r`` draws it). One labeller with ``extendable``
-    certifies as an extendable sample does (δ split with the betting test); otherwise every
-    stage spends its share of δ on the exact test. ``crowd`` None: the true labels are the
-    crowd's (no noise, no escalation, the old reading of a labels file). ``floors``: per labeller of
-    a cascade (:func:`.cascade_statistics.certify_cascade`).
+    ``truth`` ``[N]``: label indices of the routable queries; ``machine_labels``/``machine_confidence`` ``[m, N]``,
+    one row per labeller of the cascade in order (−1 and NaN: no label); ``sample_of(r)``: redraw r's blind sample,
+    population indices in draw order (as ``calibrate --seed r`` draws it). One labeller with ``extendable`` splits δ
+    with the betting test; otherwise every stage spends its share on the exact test. ``crowd`` None: the true labels
+    are the crowd's. ``floors``: per labeller (:func:`.cascade_statistics.certify_cascade`).
     """
     truth = np.asarray(truth, dtype=int)
     labels = np.atleast_2d(np.asarray(machine_labels, dtype=int))
@@ -259,11 +242,9 @@ def size_first_draw(
     redraws: int = 200,
     seed: int = 0,
 ) -> list[SizeRow]:
-    """For each first-draw size, drawn whole (all of δ on the exact test): the share of draws that
-    certify and the mean kept share, when each query's machine label agrees with the reference
-    with probability ``agreement`` (per query, e.g. :func:`profile_at` of a fitted profile).
-    The agreements are drawn afresh every 50 redraws; each redraw is a simple random sample
-    (vectorised by :func:`.routing_statistics.audit`)."""
+    """Per first-draw size, drawn whole (all of δ on the exact test): the share of draws that certify and the mean
+    kept share, when each query's machine label agrees with the reference with probability ``agreement`` (e.g.
+    :func:`profile_at` of a fitted profile); agreements redrawn every 50 redraws."""
     from genderbias.machine.routing_audit import audit
 
     c = tied(population_confidence)
@@ -287,9 +268,3 @@ def size_first_draw(
             done += block
         rows.append(SizeRow(int(n), certified / redraws, kept / redraws))
     return rows
-
-
-def best_size(rows: Sequence[SizeRow]) -> SizeRow | None:
-    """The size that keeps the most (None when none certifies in any draw)."""
-    useful = [row for row in rows if row.kept_share > 0]
-    return max(useful, key=lambda row: (row.kept_share, -row.sample)) if useful else None

@@ -1,20 +1,10 @@
-"""Routing a batch on machine confidence: which labels to accept, which queries go to people.
+"""Routing a batch on machine confidence: queries at or above a threshold t keep their machine label, the others
+go to annotators as far as the budget allows.
 
-Pure numpy, no Django. The human-labelled blind sample (see :mod:`genderbias.machine.calibration_statistics`)
-tells how often the machine label is right above a confidence threshold t; queries at or
-above the chosen t keep their machine label, the others go to annotators as far as the
-budget allows.
-
-The guarantee: :mod:`genderbias.machine.certification` (:func:`~genderbias.machine.certification.certify_threshold`,
-the default rule).
-
-The point estimate (:func:`choose_threshold`, *no guarantee*)
-    Kept for comparison: for sample items i with confidence c_i, correct_i and weight w_i,
-    p̂_t = Σ_{A_t} w_i·correct_i / Σ_{A_t} w_i; a Wilson interval at the Kish effective size
-    n_eff = (Σw)²/Σw²; the lowest t with p̂_t ≥ target (or the interval's lower bound) and
-    ≥ ``min_accepted`` items is chosen. Taking the lowest threshold whose estimate meets the
-    target selects the luckiest estimate: its accepted set falls short of the target far more
-    often than any stated risk. Shown only labelled "no guarantee".
+Pure numpy. The guarantee is :func:`genderbias.machine.certification.certify_threshold` (the default rule).
+The point estimate (:func:`choose_threshold`) is kept for comparison only, labelled "no guarantee": the lowest t
+whose weighted estimate p̂_t (or its Wilson bound) meets the target selects the luckiest estimate, so its
+accepted set falls short far more often than any stated risk.
 """
 
 from __future__ import annotations
@@ -35,12 +25,8 @@ CONFIDENCE_DECIMALS = 9
 
 
 def tied(confidence) -> np.ndarray:
-    """Confidences as every threshold compares them: rounded to :data:`CONFIDENCE_DECIMALS`.
-
-    A threshold is always one of these values and accepts every query at or above it, so
-    queries of one confidence are accepted or refused together: a tie is never split, and
-    never by an arbitrary order (qid, draw order, float noise).
-    """
+    """Confidences as every threshold compares them, rounded to :data:`CONFIDENCE_DECIMALS`: queries of one
+    confidence are accepted or refused together, a tie never split by float noise or an arbitrary order."""
     return np.round(np.asarray(confidence, dtype=float), CONFIDENCE_DECIMALS)
 
 
@@ -60,16 +46,6 @@ class RoutingSplit:
     accepted: list[str]  #: qids whose machine label is accepted (confidence >= threshold), by qid
     to_humans: list[str]  #: below the threshold, within budget, lowest confidence first
     over_budget: list[str]  #: below the threshold but not affordable, lowest confidence first
-
-
-def kish_effective_n(weights: Sequence[float]) -> float:
-    """(Σw)² / Σw²: how many equally weighted items carry the same information.
-
-    Unequal weights (strata sampled at different rates) make an estimate noisier than its
-    item count suggests; the interval must use this n, not the count.
-    """
-    w = np.asarray(weights, dtype=float)
-    return float(w.sum() ** 2 / (w**2).sum())
 
 
 def _arrays(confidence, correct, weights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -97,8 +73,7 @@ def _check_alpha(alpha: float) -> None:
 
 
 def _at_thresholds(c: np.ndarray, ok: np.ndarray, w: np.ndarray, thresholds: np.ndarray, alpha: float):
-    """Per threshold: accepted count, p̂, and the Wilson bounds, from cumulative sums over
-    the items in descending confidence (one pass, whatever the number of thresholds)."""
+    """Per threshold: accepted count, p̂ and the Wilson bounds, from one pass of cumulative sums."""
     order = np.argsort(-c, kind="stable")
     cum_w = np.concatenate(([0.0], np.cumsum(w[order])))
     cum_wc = np.concatenate(([0.0], np.cumsum((w * ok)[order])))
@@ -119,10 +94,9 @@ def accuracy_at(
     *,
     alpha: float = 0.05,
 ) -> tuple[float | None, tuple[float, float] | None, int]:
-    """Estimated accuracy of the items with confidence >= threshold: Σw·c / Σw over them, and a
-    Wilson score interval at level 1 − alpha computed with the Kish effective sample size
-    n_eff = (Σw)² / Σw² (equal weights: plain Wilson on the count). None when no item is at
-    or above the threshold. Returns ``(estimate, interval, accepted sample items)``.
+    """``(estimate, interval, accepted sample items)`` of the items with confidence >= threshold: Σw·c / Σw and a
+    Wilson interval at level 1 − alpha at the Kish effective size (Σw)² / Σw², since unequal weights make an
+    estimate noisier than its count suggests. ``(None, None, 0)`` when no item is at or above the threshold.
     """
     _check_alpha(alpha)
     c, ok, w = _arrays(confidence, correct, weights)
@@ -142,13 +116,9 @@ def choose_threshold(
     alpha: float = 0.05,
     min_accepted: int = 10,
 ) -> ThresholdChoice:
-    """Consider each distinct sample confidence as a threshold; a threshold meets the target when the
-    estimate (conservative: the CI's lower bound) is >= target and at least min_accepted sample items are
-    at or above it. Choose the LOWEST threshold that meets (accepts the most queries). target must be in (0,1].
-
-    ``min_accepted`` keeps a threshold from being chosen on two or three lucky items. The
-    lowest meeting threshold is chosen even if a higher one misses: what is estimated is the
-    accuracy of everything accepted, not of a confidence band.
+    """The LOWEST distinct sample confidence whose estimate (``conservative``: the CI's lower bound) is >= target
+    (in (0, 1]) with at least ``min_accepted`` sample items at or above it (no choice on two or three lucky items).
+    Lowest even if a higher one misses: what is estimated is the accuracy of everything accepted, not of a band.
     """
     if not 0 < target <= 1:
         raise ValueError(f"target must be in (0, 1], got {target}")
@@ -208,13 +178,10 @@ def split_by_threshold(
     cost_per_query: Decimal | None = None,
     budget: Decimal | None = None,
 ) -> RoutingSplit:
-    """qid -> confidence of the whole batch; `exclude` (already human-labelled, e.g. the calibration sample) go
-    nowhere. threshold None: nothing accepted. With a budget, as many of the below-threshold queries as the
-    budget pays for (floor(budget / cost_per_query)), lowest confidence first (ties by qid).
-
-    Lowest confidence first because those are the machine labels most likely wrong, so
-    people's work corrects the most errors per unit of money. Without a budget every
-    below-threshold query goes to people.
+    """qid -> confidence of the whole batch split at ``threshold`` (None: nothing accepted); ``exclude`` (already
+    human-labelled, e.g. the calibration sample) go nowhere. With a budget, only floor(budget / cost_per_query) of
+    the below-threshold queries go to people, lowest confidence first (ties by qid): those machine labels are the
+    likeliest wrong, so people's work corrects the most errors per unit of money.
     """
     affordable = _affordable(cost_per_query, budget)
     excluded = set(exclude)

@@ -1,4 +1,4 @@
-"""genderbias.machine.calibration_statistics: stratified sampling and the machine-vs-human calibration figures.
+"""genderbias.machine.calibration_statistics: stratum weights and the machine-vs-human calibration figures.
 
 Expected numbers are worked out by hand in comments, or come from scikit-learn.
 """
@@ -12,117 +12,10 @@ import numpy as np
 import pytest
 
 from genderbias.labels import LABELS
-from genderbias.machine.calibration_sample import Stratum, allocate, stratified_sample, stratum_weights
+from genderbias.machine.calibration_sample import Stratum, stratum_weights
 from genderbias.machine.calibration_statistics import _bootstrap_indices, calibration_figures
 
-# --- allocate ---------------------------------------------------------------------------
-
-
-def test_allocate_is_proportional():
-    # 10 of 100: 50 → 5, 30 → 3, 20 → 2 exactly.
-    assert allocate({"n": 50, "f": 30, "m": 20}, 10) == {"n": 5, "f": 3, "m": 2}
-
-
-def test_allocate_gives_the_leftover_place_to_the_largest_remainder():
-    # quotas 10·47/100 = 4.7, 3.3, 2.0 → floors 4 + 3 + 2 = 9; the 10th place to n (.7 > .3).
-    assert allocate({"n": 47, "f": 33, "m": 20}, 10) == {"n": 5, "f": 3, "m": 2}
-    # quotas 4.3, 3.7, 2.0 → the 10th place to f this time.
-    assert allocate({"n": 43, "f": 37, "m": 20}, 10) == {"n": 4, "f": 4, "m": 2}
-
-
-def test_allocate_gives_every_label_at_least_two():
-    # m's quota 10·10/100 = 1 < 2 → m gets 2; 8 places left for n, f: 8·60/90 = 5.33, 8·30/90 = 2.67
-    # → 5 + 2, the last place to f (.67 > .33).
-    assert allocate({"n": 60, "f": 30, "m": 10}, 10) == {"n": 5, "f": 3, "m": 2}
-    # o has a single query: min(2, 1) = 1; m: quota 20·3/109 = 0.55 → 2; f: 0.92 → 2; n: the other 15.
-    assert allocate({"n": 100, "f": 5, "m": 3, "o": 1}, 20) == {"n": 15, "f": 2, "m": 2, "o": 1}
-
-
-def test_allocate_when_n_is_too_small_for_two_each():
-    # 2 each would need 6 > 4: one each; n: 4·100/120 = 3.33, f and m 0.33 < 1 → 1 each, n the other 2.
-    assert allocate({"n": 100, "f": 10, "m": 10}, 4) == {"n": 2, "f": 1, "m": 1}
-    # Not even one each (3 strata, 2 places): plain proportional, 1.67, .17, .17 → n gets both.
-    assert allocate({"n": 100, "f": 10, "m": 10}, 2) == {"n": 2, "f": 0, "m": 0}
-
-
-def test_allocate_takes_everything_when_n_exceeds_the_total():
-    assert allocate({"n": 3, "f": 1, "o": 0}, 10) == {"n": 3, "f": 1, "o": 0}
-    assert allocate({"n": 3, "f": 1}, 4) == {"n": 3, "f": 1}
-
-
-def test_allocate_breaks_ties_by_label_order_not_mapping_order():
-    # 2 each would need 4 > 3: one each, quotas 1.5 and 1.5, equal sizes: the tie goes to f (LABELS order).
-    assert allocate({"f": 10, "m": 10}, 3) == {"f": 2, "m": 1}
-    assert allocate({"m": 10, "f": 10}, 3) == {"f": 2, "m": 1}
-
-
-@pytest.mark.parametrize("seed", range(20))
-def test_allocate_sums_to_n_and_respects_sizes_and_minimums(seed):
-    rng = np.random.default_rng(seed)
-    population = {label: int(size) for label, size in zip(LABELS, rng.integers(0, 60, size=4), strict=True)}
-    total = sum(population.values())
-    for n in (1, 3, 8, 17, 40, total, total + 5):
-        if n < 1:
-            continue
-        places = allocate(population, n)
-        assert sum(places.values()) == min(n, total)
-        assert all(0 <= places[s] <= population[s] for s in population)
-        non_empty = [s for s in population if population[s]]
-        if sum(min(2, population[s]) for s in non_empty) <= n:
-            assert all(places[s] >= min(2, population[s]) for s in non_empty)
-
-
-def test_allocate_rejects_n_below_one():
-    with pytest.raises(ValueError, match="n must be at least 1"):
-        allocate({"n": 5}, 0)
-
-
-# --- stratified_sample and stratum_weights ----------------------------------------------
-
-
-def _batch(size: int = 300, seed: int = 7) -> dict[str, str]:
-    rng = np.random.default_rng(seed)
-    labels = rng.choice(list(LABELS), size=size, p=[0.6, 0.2, 0.15, 0.05])
-    return {f"q{i:04d}": str(label) for i, label in enumerate(labels)}
-
-
-def test_stratified_sample_follows_the_allocation():
-    machine = _batch()
-    sample, strata = stratified_sample(machine, 40, seed=3)
-    population = {label: sum(1 for v in machine.values() if v == label) for label in LABELS}
-    places = allocate(population, 40)
-    assert strata == [Stratum(label, population[label], places[label]) for label in LABELS if population[label]]
-    assert len(sample) == len(set(sample)) == 40
-    for label in LABELS:
-        assert sum(1 for qid in sample if machine[qid] == label) == places[label]
-
-
-def test_stratified_sample_is_deterministic_and_independent_of_mapping_order():
-    machine = _batch()
-    reversed_machine = dict(reversed(list(machine.items())))
-    first = stratified_sample(machine, 40, seed=3)
-    assert stratified_sample(machine, 40, seed=3) == first
-    assert stratified_sample(reversed_machine, 40, seed=3) == first
-    assert stratified_sample(machine, 40, seed=4)[0] != first[0]
-
-
-def test_stratified_sample_order_does_not_reveal_the_strata():
-    machine = _batch()
-    sample, _ = stratified_sample(machine, 40, seed=3)
-    ranks = [LABELS.index(machine[qid]) for qid in sample]
-    assert ranks != sorted(ranks)
-
-
-def test_stratified_sample_leaves_out_empty_strata_and_takes_all_when_n_is_large():
-    machine = {"a": "f", "b": "n", "c": "n"}
-    sample, strata = stratified_sample(machine, 10, seed=0)
-    assert sorted(sample) == ["a", "b", "c"]
-    assert strata == [Stratum("n", 2, 2), Stratum("f", 1, 1)]
-
-
-def test_stratified_sample_rejects_unknown_labels():
-    with pytest.raises(ValueError, match="machine labels not in"):
-        stratified_sample({"a": "x"}, 1, seed=0)
+# --- stratum_weights ----------------------------------------------------------------------
 
 
 def test_stratum_weights_are_inverse_inclusion_probabilities():

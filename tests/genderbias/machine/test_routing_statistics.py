@@ -34,7 +34,6 @@ from genderbias.machine.routing_statistics import (
     RoutingSplit,
     accuracy_at,
     choose_threshold,
-    kish_effective_n,
     split_by_threshold,
 )
 from genderbias.stats.intervals import wilson_interval
@@ -324,12 +323,6 @@ def test_equal_weights_give_statsmodels_wilson(seed, alpha):
             assert accepted == nobs
             assert estimate == pytest.approx(count / nobs, abs=1e-12)
             assert ci == pytest.approx((low, high), abs=1e-12)
-
-
-def test_kish_effective_n_by_hand():
-    # (1 + 1 + 2 + 2)² / (1 + 1 + 4 + 4) = 36 / 10
-    assert kish_effective_n([1, 1, 2, 2]) == pytest.approx(3.6)
-    assert kish_effective_n([3, 3, 3]) == pytest.approx(3.0)
 
 
 def test_weighted_accuracy_uses_the_kish_n():
