@@ -40,8 +40,6 @@ Examples: "what is a synapse" n; "how long is a pregnancy" f; "what age do men g
 "do boys or girls learn faster" o.
 Answer with the letter only."""
 USER_TEMPLATE = "Label this query:\n<query>\n{query}\n</query>"
-#: SHA-256 of the prompt of each version (a test checks the prompt still matches its version).
-PROMPT_SHA256 = hashlib.sha256(f"{SYSTEM_PROMPT}\n\n{USER_TEMPLATE}".encode()).hexdigest()
 #: How a query goes into ``{query}``; part of a custom prompt's version, so answers to
 #: queries inserted otherwise are never mixed with these.
 QUERY_ENCODING = "json-ascii-no-angle-brackets"

@@ -1,14 +1,10 @@
-"""The chat pre-labeller's client of an OpenAI-compatible chat-completions endpoint.
+"""The chat pre-labeller's client of an OpenAI-compatible ``POST {base}/chat/completions``.
 
-Each query is sent as data (:func:`~.chat_answers.quote_query`) with a versioned prompt
-(:class:`~.chat_answers.Prompt`) as ``POST {base}/chat/completions``; the answers are
-``choices[].message.content``, the cost is read from ``usage`` at the configured prices (USD per million
-tokens). Calls go through the project's one HTTP client (:class:`core.http.JsonClient`: bounded answers,
-no redirects, so the key stays with the endpoint; 429, 5xx, lost responses and non-JSON answers retried
-with back-off, as repeating a completion only costs); other 4xx and JSON of the wrong shape raise
-:class:`~.interface.PreLabelError` at once. How it meets servers that ignore or refuse ``n``, the cap's
-field or log-probabilities, and ``llama-server``'s slots: :class:`ChatClient`, and docs/prelabelling.md,
-"llama.cpp's own server". Pure: no Django.
+Calls go through the project's one HTTP client (:class:`core.http.JsonClient`: bounded answers, no
+redirects, so the key stays with the endpoint; 429, 5xx, lost responses and non-JSON answers retried, as
+repeating a completion only costs); other 4xx and JSON of the wrong shape raise
+:class:`~.interface.PreLabelError` at once. Servers that refuse or ignore parts of the request:
+:class:`ChatClient` and docs/prelabelling.md, "llama.cpp's own server". Pure: no Django.
 """
 
 from __future__ import annotations
@@ -128,13 +124,7 @@ class ChatClient:
         self.url = urllib.parse.urljoin(base_url.rstrip("/") + "/", "chat/completions")
         self.api_key = api_key
         self.model = model
-        self.max_attempts = max_attempts
-        self.base_delay = base_delay
-        self.max_delay = max_delay
-        self.timeout = timeout
         self.deadline = deadline
-        self.max_bytes = max_bytes
-        self.sleep = sleep
         self.prompt = prompt
         self.max_answer_chars = max_answer_chars
         if not 0 <= top_logprobs <= 20:

@@ -1,18 +1,11 @@
-"""The chat pre-labeller: any OpenAI-compatible chat-completions endpoint (:mod:`.chat_client`),
-its answers read by :mod:`.chat_answers` (docs/prelabelling.md, "The chat labeller's confidence").
+"""The chat pre-labeller: any OpenAI-compatible chat-completions endpoint (:mod:`.chat_client`), its
+answers read by :mod:`.chat_answers`; sampling and why: docs/prelabelling.md, "The chat labeller's confidence".
 
-Sampling: every query first gets ``samples`` answers; a query whose answers carry log-probabilities is
-settled (more answers would repeat the same distribution); the others are drawn up to ``max_samples``
-within a ``budget`` of answers per query on average, the most confident first (:meth:`second_draw`).
-
-Cache: answers are kept per (model, prompt version, query text) in an :class:`AnswerCache`, so a rerun
-asks only for what is missing; it is used from the calling thread only.
-
-A job's bounds: ``job_deadline`` (from the first :meth:`ChatPreLabeller.label`), a circuit breaker
-(``max_consecutive_failures`` in a row, or a share ``max_failure_share`` of the queries asked from
-:data:`MIN_FOR_SHARE` on; a 401/403/404 at once) and a server whose first :data:`NAMELESS_AFTER` answers
-name no label stop the labeller: :class:`~.interface.PreLabelStopped` carries what it did label.
-Pure: no Django.
+Answers are kept per (model, prompt version, query text) in an :class:`AnswerCache` (used from the calling
+thread only), so a rerun asks only for what is missing. A job stops at ``job_deadline``, at its circuit
+breaker (``max_consecutive_failures`` in a row, a share ``max_failure_share`` from :data:`MIN_FOR_SHARE`
+queries on, a 401/403/404 at once) or when a server's first :data:`NAMELESS_AFTER` answers name no label:
+:class:`~.interface.PreLabelStopped` carries what it did label. Pure: no Django.
 """
 
 from __future__ import annotations

@@ -2,22 +2,9 @@
 
 A query is tokenised like the study counts words (:func:`genderbias.text.tokenize.tokenize`) and
 looked up in a word list (default: :func:`genderbias.text.wordlists.default_wordlist`, the words of
-Rekabsaz & Schedl, SIGIR 2020), then in an optional first-name list. The rules, in order:
-
-======================================  =====  ==========
-the query has                            label  confidence
-======================================  =====  ==========
-female words only                        f      0.9
-male words only                          m      0.9
-female and male words                    o      0.8
-no gendered word; female names only      f      0.7
-no gendered word; male names only        m      0.7
-no gendered word; female and male names  o      0.7
-none of these                            n      0.6
-======================================  =====  ==========
-
-No first-name list ships by default: a name list read word by word mislabels common words that are
-also names (``will``, ``may``, ``rose``); one can be passed in (``first_names=``, it changes ``model``).
+Rekabsaz & Schedl, SIGIR 2020), then in an optional first-name list: words of one gender give its
+label, of both ``o``, none ``n``, each at its :data:`CONFIDENCE`. No first-name list ships by default
+(docs/prelabelling.md, "The pre-labellers"); one can be passed in (``first_names=``, it changes ``model``).
 ``detail`` records the rule and the words that matched. Pure: no Django.
 """
 

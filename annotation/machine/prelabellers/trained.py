@@ -1,16 +1,9 @@
-"""The trained pre-labeller: a small text classifier fitted on labelled queries, no network.
-
-It learns from any labelled query set (the study's annotated queries, an earlier batch's export, a
-batch's own human labels so far) and says how good it is: its stratified k-fold cross-validated
-accuracy, put in every prediction's ``detail`` so pages can show it beside the labels. The model
-(character 2-5-grams, logistic regression) and why: docs/prelabelling.md, "The pre-labellers".
-Deterministic: the same data give the same model.
-
-``model`` names the source and a short SHA-256 of the training data, so training on other data stores
-new pre-labels beside the old ones. A query whose text is in the training data is marked
-``"in_training": true``: those predictions are no fair measure of it (calibration leaves them out).
-A class absent from the training data is never predicted. scikit-learn is imported inside the methods,
-so commands that never train start fast. Pure: no Django.
+"""The trained pre-labeller: a small text classifier fitted on labelled queries (the model and why:
+docs/prelabelling.md, "The pre-labellers"), deterministic, its cross-validated accuracy in every
+prediction's ``detail``. ``model`` names the source and a short SHA-256 of the training data, so other
+data store new pre-labels beside the old. A query whose text is in the training data is marked
+``"in_training": true``: no fair measure of it (calibration leaves it out). scikit-learn is imported
+inside the methods, so commands that never train start fast. Pure: no Django.
 """
 
 from __future__ import annotations

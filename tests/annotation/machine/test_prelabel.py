@@ -91,7 +91,6 @@ def test_the_prompt_matches_its_version():
         "gender-v2": "79dd94a92d132a661c853a5d8fcfd0fdf725b82659efa4a85f6f3a4025cad5f4",  # the query as data
     }
     digest = hashlib.sha256(f"{chat_answers.SYSTEM_PROMPT}\n\n{chat_answers.USER_TEMPLATE}".encode()).hexdigest()
-    assert digest == chat_answers.PROMPT_SHA256
     assert known[chat_answers.PROMPT_VERSION] == digest
 
 
