@@ -1,14 +1,8 @@
 """A study plan's inputs: the pilot's paired differences, and the non-gendered share of a pool with its interval.
 
-Pure (numpy, scipy; no Django). The plan (``metrics.services.planning``) reads a pilot's per-query
-values and a pool's labels; the arithmetic on them is here, beside :mod:`genderbias.stats.power`, which
-turns the pilot's differences into the queries needed: the pilot's A − B and its moments
-(:func:`paired_differences`, :func:`pilot_moments`), a share with Wilson's interval
-(:func:`share_interval`), the pooled queries to annotate for a number of non-gendered ones
-(:func:`pooled_to_annotate`), how much wider a report on a batch's labels makes a difference's
-interval (:func:`label_width_factor`), and the expert audit sample a batch needs for a target width of its
-prediction-powered interval and the hours to label it (:func:`audit_size_for_width`, :func:`audit_hours`; issue
-81; the smallest audit worth drawing is ``genderbias.crowd.audit_size.suggested_audit_size``'s rule).
+Pure. The plan (``metrics.services.planning``) reads a pilot's per-query values and a pool's labels; the
+arithmetic on them is here, beside :mod:`genderbias.stats.power`, including the expert audit a batch needs for
+a target width (issue 81; the smallest audit worth drawing: ``genderbias.crowd.audit_size.suggested_audit_size``).
 """
 
 from __future__ import annotations
@@ -60,14 +54,9 @@ def pooled_to_annotate(needed: int, share: float) -> int:
 
 
 def label_width_factor(query_widths: Sequence[float], combined_widths: Sequence[float]) -> float | None:
-    """r: the combined interval's width over the query-only interval's, for paired differences of a
-    report on a batch's labels (the median over the rows given; None where no row has both).
-
-    Why: such a report tests a difference by its combined interval (queries and labels), which is r
-    times as wide as the query-only one around an estimate whose own noise is r times as large. To first
-    order its test is then the paired t-test at Δ/r, and it needs about r² times the queries. The plan
-    sizes that test (``metrics.services.planning``); the coverage studies set the power it promises
-    against the power delivered on simulated crowds (:mod:`genderbias.crowd.simulation.coverage`)."""
+    """r: the combined interval's width over the query-only one for paired differences of a report on a batch's
+    labels (median over the rows given; None where no row has both). Such a report's test is, to first order,
+    the paired t-test at Δ/r, needing about r² times the queries; the plan sizes that test."""
     import numpy as np  # start-up, as above
 
     query = np.asarray(query_widths, dtype=np.float64)
@@ -85,15 +74,13 @@ def tested_difference(delta: float, factor: float | None) -> float:
 
 
 def audit_size_for_width(sd: float, share: float, width: float, level: float = LEVEL) -> int:
-    """Audited queries for a 95% (``level``) interval of a class mean (or a paired difference of two runs'
-    means over the class) of full width ``width``: ⌈(2 z σ / w)² / share⌉, σ the values' standard deviation
-    within the class, ``share`` the class's share of the batch.
+    """Audited queries for a ``level`` interval of full width ``width`` of a class mean (or a paired difference of
+    two runs' means over the class): ⌈(2 z σ / w)² / share⌉, σ the values' sd within the class, ``share`` the
+    class's share of the batch.
 
-    Why this formula: the audit-based interval (PPI++, :mod:`genderbias.machine.proportions`) tests
-    E[(v − θ) · 1(T = c)] = 0; with the sample alone (λ = 0) its standard error is σ / √(n · share), so its
-    width is 2 z σ / √(n · share). PPI++ tunes λ to the smallest variance, λ = 0 among the candidates, so the
-    interval it prints is at most this wide (up to λ's estimation noise), and narrower the better the crowd's
-    labels predict the expert's: the size rests on no crowd model, as the interval does."""
+    The audit-based interval (PPI++, :mod:`genderbias.machine.proportions`) with the sample alone (λ = 0) has
+    width 2 z σ / √(n · share); PPI++ tunes λ to the smallest variance, so the interval it prints is at most this
+    wide (up to λ's noise): the size rests on no crowd model, as the interval does."""
     from statistics import NormalDist
 
     if not (math.isfinite(width) and width > 0):

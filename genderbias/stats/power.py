@@ -1,53 +1,19 @@
-"""How many queries a study needs: the power of the report's paired t-test, by simulation.
+"""How many queries a study needs: the power of the report's paired t-test
+(:func:`genderbias.stats.significance.paired_t_test`), by simulation (docs/metrics.md, "Planning a study").
 
-Question: runs A and B differ on a metric by Δ (mean over queries of A − B). With n queries, how
-often does the report's test — the two-sided paired t-test at level α
-(:func:`genderbias.stats.significance.paired_t_test`) — reject "no difference"? That rate is the test's
-*power*; a plan asks for the smallest n with power ≥ 1 − β.
+**Normal approximation** (Cohen 1988; Chow, Shao & Wang 2008, §3.1), σ the sd of the per-query differences::
 
-**Normal approximation** (Cohen 1988; Chow, Shao & Wang 2008, §3.1: the paired design is the
-one-sample design of the differences), σ the standard deviation of
-the per-query differences A − B (ddof 1), z_q the standard normal quantile::
-
-    n ≈ ((z_{1−α/2} + z_{1−β}) · σ / Δ)²                         (needed queries, rounded up)
-    MDD(n) = (z_{1−α/2} + z_{1−β}) · σ / √n                      (minimum detectable difference)
+    n ≈ ((z_{1−α/2} + z_{1−β}) · σ / Δ)²        MDD(n) = (z_{1−α/2} + z_{1−β}) · σ / √n
     power(n, Δ) ≈ Φ(√n·|Δ|/σ − z_{1−α/2}) + Φ(−√n·|Δ|/σ − z_{1−α/2})
 
-e.g. σ = 0.05, Δ = 0.01, α = 0.05, power 0.8: (1.959964 + 0.841621)² · 25 = 196.22 → 197 queries.
-The formula ignores that σ is estimated (the t distribution's heavier tails) and that per-query
-differences of bias metrics are skewed and heavy-tailed, so at small n it promises too much.
+It ignores that σ is estimated and that bias metrics' differences are skewed, so at small n it promises too much.
 
-**Simulation** (the plan's figure; a nonparametric bootstrap of the pilot, Efron & Tibshirani
-1993, "An Introduction to the Bootstrap", ch. 6–7; sizing IR test collections: Sakai 2016, "Topic
-set size design", Information Retrieval Journal 19(3)): the pilot's per-query differences d_1 … d_m are shifted so that their mean is Δ
-(d_i − d̄ + Δ: the pilot's shape, the planned effect); a study of n queries is n of them drawn with
-replacement; its paired t statistic is t = d̄* / (s* / √n) (the paired test is the one-sample t
-test of the differences), rejected where |t| > t_{1−α/2, n−1} (equivalently p < α); differences
-that do not vary (s* = 0) reject when their mean is not 0, as the report's test does. The power at
-n is the share of ``draws`` simulated studies that reject (Monte-Carlo standard error
-√(p(1 − p)/draws): 0.009 at p = 0.8 with 2,000 draws).
-
-**Common random numbers across sizes** (:class:`PowerCurve`): each simulated study is one long
-sequence of queries drawn with replacement, and the study of n queries is its first n. Every size
-reads the same draws, so the power curve n ↦ power(n) moves with n, not with fresh noise at each
-size: neighbouring sizes differ by the few studies whose verdict the added queries change. (Drawing
-each size afresh, a search stops at the first size whose noisy estimate clears the target, and
-promises about 1 s.e. more power than that size has: the selection of a lucky draw.) Cumulative
-sums along each sequence give every size's mean and variance in one pass, so the whole curve up to
-n costs what one size of n did. The sequences come in seeded pieces (:data:`STREAM_ROWS` ×
-:data:`STREAM_COLUMNS`, generator seeded by (seed, stream, piece)), so a size's power is the same
-however far the curve was read.
-
-- :func:`sample_size` reads the curve of the search stream from n = 2 up to where it stands 2 s.e.
-  above the target (first up to the normal formula's n, then further in stretches), and takes the
-  size after its **last** value below the target (the curve is monotone up to the few studies near
-  the critical value, so the first and last crossing are neighbours; the last is the conservative
-  one). Then the power at that n is **re-estimated on an independent stream** (:data:`CHECK_STREAM`),
-  whose figure, with its Monte-Carlo s.e., is the plan's claim: no selection touched it. Should it
-  fall below the target − 2 s.e., n steps up by 2% at a time until it does not.
-- :func:`minimum_detectable_difference` holds the studies of one n fixed: only d̄* moves with Δ, so
-  the power as a function of Δ is computed exactly for those studies and bisected.
-- :func:`simulated_power` is the curve's value at one n and Δ.
+**Simulation** (the plan's figure; a bootstrap of the pilot, Efron & Tibshirani 1993; Sakai 2016, "Topic set size
+design"): the pilot's differences shifted to mean Δ, a study of n queries n of them drawn with replacement, the
+power the share of ``draws`` studies whose t-test rejects. Each study is one long sequence of draws, read at every
+size (**common random numbers**, :class:`PowerCurve`), so the curve moves with n, not with fresh noise, in seeded
+pieces whose values do not depend on how far the curve was read. :func:`sample_size` takes the size after the
+curve's last value below the target and **re-estimates** its power on an independent stream, the plan's claim.
 
 Pure: numpy and scipy are imported inside the functions (the start-up rule).
 """
@@ -60,8 +26,7 @@ from dataclasses import dataclass
 
 #: Simulated studies, each read at every size (Monte-Carlo s.e. ≈ 0.009 at power 0.8).
 DEFAULT_DRAWS = 2000
-#: Largest size the search simulates (2,000 studies read to it: about 7 s on one core); beyond it the
-#: plan says "not reached" and gives the normal formula's figure alone.
+#: Largest size the search simulates; beyond it the plan says "not reached" and gives the normal formula's n.
 MAX_QUERIES = 50_000
 #: One seeded piece of a stream of simulated studies: this many studies × this many queries.
 STREAM_ROWS = 500
@@ -137,16 +102,10 @@ def _centred(differences: Sequence[float]):
 
 
 def _prefix_statistics(centred, draws: int, seed: int, stream: int):
-    """The simulated studies of one stream, a chunk of sizes at a time (see the module docstring).
-
-    Each of the ``draws`` studies is one sequence of queries drawn with replacement from the pilot;
-    the study of n queries is the first n of its sequence, so every size reads the same draws
-    (common random numbers). The sequences are generated in pieces of :data:`STREAM_ROWS` studies ×
-    :data:`STREAM_COLUMNS` queries, piece (b, c) from a generator seeded by (seed, stream, b, c): a
-    size's figures never depend on how far the stream was read. Yields ``(start, stop, sizes, means,
-    variances)`` per piece, studies ``start:stop`` and sizes n = ``sizes``: each study's mean and
-    variance (ddof 1; NaN at n = 1) of its first n centred differences. The variance is exactly 0
-    when the first n are all equal (sums of the differences from the study's first value)."""
+    """The simulated studies of one stream (module docstring), a piece at a time: ``(start, stop, sizes, means,
+    variances)`` for studies ``start:stop`` at sizes n = ``sizes``, each study's mean and variance (ddof 1; NaN at
+    n = 1) of its first n centred differences; sums are taken from the study's first value, so the variance is
+    exactly 0 when the first n are all equal."""
     import itertools
 
     import numpy as np
@@ -175,9 +134,8 @@ def _prefix_statistics(centred, draws: int, seed: int, stream: int):
 
 
 def _rejects(means, variances, sizes, delta: float, alpha: float):
-    """Whether each simulated study's paired t-test rejects, the differences shifted by Δ: |t| >
-    t_{1−α/2, n−1}, compared squared (no square root); a study whose differences do not vary
-    rejects when its mean is not 0; a study of one query never."""
+    """Whether each study's paired t-test rejects, the differences shifted by Δ (|t| > t_{1−α/2, n−1}, compared
+    squared); a study whose differences do not vary rejects when its mean is not 0; one of one query never."""
     import numpy as np
     from scipy import stats
 
@@ -191,12 +149,8 @@ def _rejects(means, variances, sizes, delta: float, alpha: float):
 
 
 class PowerCurve:
-    """The simulated power at every size n of one stream of studies (common random numbers: the
-    study of n queries is the first n of each simulated sequence, so neighbouring sizes share
-    their draws and the curve moves with n, not with the noise of fresh draws).
-
-    ``stream`` picks independent sequences: :data:`SEARCH_STREAM` for the search and
-    :data:`CHECK_STREAM` for the re-estimate at the chosen n. Read lazily, a chunk of sizes at a time."""
+    """The simulated power at every size n of one stream of studies (common random numbers), read lazily a chunk
+    of sizes at a time; :data:`SEARCH_STREAM` for the search, :data:`CHECK_STREAM` for the re-estimate."""
 
     def __init__(self, centred, delta: float, alpha: float, draws: int, seed: int, stream: int):
         import numpy as np
@@ -228,8 +182,7 @@ class PowerCurve:
 
 
 def _draw_statistics(centred, n: int, draws: int, seed: int, stream: int = 0):
-    """Means and variances (ddof 1) of the ``draws`` studies of ``n`` queries of ``stream`` (the first
-    n of each sequence: the same studies :class:`PowerCurve` reads at n)."""
+    """Means and variances (ddof 1) of ``stream``'s studies of ``n`` queries: those :class:`PowerCurve` reads at n."""
     import numpy as np
 
     means, variances = np.empty(draws), np.empty(draws)
@@ -244,8 +197,7 @@ def _draw_statistics(centred, n: int, draws: int, seed: int, stream: int = 0):
 
 
 def _rejection_rate(means, variances, n: int, delta: float, alpha: float) -> float:
-    """Share of the studies of one size whose paired t-test rejects, the differences shifted by Δ
-    (:func:`_rejects` on that size's statistics)."""
+    """Share of the studies of one size that reject (:func:`_rejects`)."""
     import numpy as np
 
     return float(_rejects(means, variances, np.float64(n), delta, alpha).mean())
@@ -260,9 +212,8 @@ def simulated_power(
     seed: int = 0,
     stream: int = 0,
 ) -> float:
-    """Empirical power of the two-sided paired t-test with ``n`` queries drawn from the pilot's
-    ``differences`` shifted to mean ``delta`` (see the module docstring): the value of
-    :class:`PowerCurve` at n for this seed and stream."""
+    """Simulated power of the paired t-test with ``n`` queries of the pilot's ``differences`` shifted to mean
+    ``delta``: :class:`PowerCurve` at n for this seed and stream."""
     if n < 2:
         raise ValueError("a paired t-test needs at least 2 queries")
     return PowerCurve(_centred(differences), delta, alpha, draws, seed, stream).at(n)
@@ -300,9 +251,7 @@ def sample_size(
     max_n: int = MAX_QUERIES,
     on_step: Callable[[str, int, float], None] | None = None,
 ) -> SampleSize:
-    """Smallest n with simulated power ≥ ``power`` on the common-random-numbers curve, then its power
-    re-estimated on independent draws, n stepped up while that falls below ``power`` − 2 s.e. (see
-    the module docstring)."""
+    """Smallest n with simulated power ≥ ``power``, its power re-estimated on independent draws (module docstring)."""
     import numpy as np
 
     _check(alpha, power)
@@ -365,8 +314,8 @@ def minimum_detectable_difference(
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
 ) -> float:
-    """Smallest Δ > 0 whose simulated power with ``n`` queries reaches ``power`` (the draws of n held
-    fixed, so the power is an exact function of Δ for them; bisected to 1e-6 of its scale)."""
+    """Smallest Δ > 0 whose simulated power with ``n`` queries reaches ``power``; the draws of n are held fixed, so
+    the power is an exact function of Δ for them, bisected to 1e-6 of its scale."""
     import numpy as np
 
     _check(alpha, power)

@@ -1,17 +1,12 @@
 """Paired-variant preference (Sundararaman & Subramanian, 2022).
 
-Each document is given to the ranker in a male, a female and a neutral version; for every
-(query, document) case we ask which version the ranker scored highest. A fair ranker prefers
-no version systematically. Ties for the highest score are set aside and counted; cases that
-lack a version are counted as incomplete and set aside too. Fractions are over the decided
-cases (those with a single winner).
+Each document is ranked in a male, a female and a neutral version; per (query, document) case, which version
+did the ranker score highest? A fair ranker prefers none systematically. Ties for the highest score and cases
+lacking a version are counted and set aside; fractions are over the decided cases.
 
-In a run, versions are told apart by a docid suffix: ``<document><separator><version>``
-(default ``123-m``, ``123-f``, ``123-n``), or by a table of each document's query, case and
-wording (:func:`known_versions`): Grep-BiasIR's documents keep the set's own docids, and each
-query's case is its own relevant or non-relevant document in its three wordings
-(:func:`genderbias.datasets.wording_variants`). :func:`variant_cases` says, case by case, which
-wording won and where the run ranked each.
+Versions are told apart by a docid suffix ``<document><separator><version>`` (``123-m``), or by a table of each
+document's query, case and wording (:func:`known_versions`; Grep-BiasIR keeps its own docids,
+:func:`genderbias.datasets.wording_variants`). :func:`variant_cases` gives the winner and ranks case by case.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Do the query sets agree on which runs are fairer? Each set's ranking of the same runs (systems)
-by one metric, and Kendall's τ between every two sets' orders, with a bootstrap interval.
+"""Do the query sets agree on which runs are fairer? Each set's ranking of the same runs by one metric, and
+Kendall's τ-b between every two sets' orders (``scipy.stats.kendalltau``'s statistic), with a bootstrap interval.
+Pure (numpy).
 
-A set's value of a run is its mean over the set's queries that every compared run returns (paired
-queries: the runs are ordered on the same queries); the order puts the fairest first, by the
-metric's direction (:mod:`genderbias.ranking.vocabulary`): closest to 0 for RaB and ARaB (the absolute mean),
-highest for NFaiRR, TExFAIR and AWRF, lowest for rKL, rND and rRD, highest for effectiveness.
-
-τ is Kendall's τ-b between two sets' orientated values of the systems (so a tie in a set's values
-is a tie in its order), the statistic ``scipy.stats.kendalltau`` computes. Its interval is a
-percentile bootstrap over queries: each replicate redraws every set's queries with replacement,
-independently of the other sets (the sets are separate samples of queries; a query two sets share
-is redrawn in each independently, which makes the interval a little wider than it need be), and
-computes the sets' means and τ again. With few systems τ takes few values, so the interval is
-coarse: with 5 systems τ moves in steps of 0.2. Pure (numpy).
+A set's value of a run is its mean over the set's queries every compared run returns; the order puts the fairest
+first by the metric's direction (:mod:`genderbias.ranking.vocabulary`), ties in values being ties in order. The
+interval is a percentile bootstrap redrawing every set's queries independently (a query two sets share is
+redrawn in each, so slightly wide). With few systems τ takes few values (steps of 0.2 with 5), so it is coarse.
 """
 
 from __future__ import annotations
@@ -55,11 +48,8 @@ def direction_of(metric: str) -> str:
 
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Kendall's τ-b between ``x`` and ``y`` along the last axis (any leading axes: replicates).
-
-    ``Σ sign(Δx)·sign(Δy) / sqrt(Σ sign(Δx)² · Σ sign(Δy)²)`` over the pairs of systems, which is
-    τ-b's (concordant − discordant) / sqrt((n0 − n1)(n0 − n2)); NaN when either has no untied pair.
-    """
+    """Kendall's τ-b along the last axis (leading axes: replicates) as Σ sign(Δx)·sign(Δy) /
+    √(Σ sign(Δx)² · Σ sign(Δy)²) over pairs of systems; NaN when either has no untied pair."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     i, j = np.triu_indices(x.shape[-1], k=1)
     sx, sy = np.sign(x[..., i] - x[..., j]), np.sign(y[..., i] - y[..., j])
@@ -89,13 +79,9 @@ def compare_sets(
     seed: int = 0,
     level: float = LEVEL,
 ) -> dict:
-    """Each set's ranking of ``systems`` and τ between every two sets, with bootstrap intervals.
-
-    Returns plain JSON: ``direction``, ``level``, ``samples``, ``seed``, ``sets`` (per set: ``name``,
-    ``queries``, ``left_out``, ``order`` and ``runs``: each system's ``mean``, its interval ``ci``
-    and ``rank``), ``pairs`` (``a``, ``b``, ``tau``, ``ci``, ``draws_below_zero``: the share of
-    replicates with τ < 0) and ``mean_tau`` (the mean over pairs).
-    """
+    """Each set's ranking of ``systems`` and τ between every two sets, with bootstrap intervals, as plain JSON:
+    ``sets`` (per set: ``name``, ``queries``, ``left_out``, ``order``, ``runs``: each system's ``mean``, ``ci``,
+    ``rank``), ``pairs`` (``a``, ``b``, ``tau``, ``ci``, ``draws_below_zero``) and ``mean_tau`` over pairs."""
     if len(sets) < 2:
         raise ValueError("compare at least two sets")
     if len(systems) < 2:

@@ -1,29 +1,8 @@
-"""Uncertainty of a model's mean: bootstrap confidence intervals, and the project's one
-significance policy.
-
-- **Bootstrap CI** (percentile method, seeded): resample the queries with replacement
-  ``samples`` times; the CI is the 2.5th and 97.5th percentiles of the resampled means.
-  Resampling is done with multinomial weights so that all metrics of a run share the same
-  resamples and cost one matrix product.
-- **Significance against a baseline** (:data:`POLICY`, computed by :func:`against_baseline`,
-  the one function every place that shows a p-value calls: the report's stored results, so its
-  page, API, CSV and command; and the papers' tables on the page, in ``bias_report --table`` and
-  at ``/api/metrics/reports/<name>/table/``):
-
-  - *test*: two-sided paired t-test (``scipy.stats.ttest_rel``) of a run against the baseline
-    over the queries both have a value for (for effectiveness: every judged query, a query the
-    run did not return counting 0); ``None`` when undefined (fewer than two common queries, or
-    no variation in the differences);
-  - *family*: every run against the baseline for one metric, variant and cutoff — the question
-    "is any run different from the baseline on this measure?", asked the same way whichever
-    table shows the measure, so a comparison has one p-value wherever it appears (a family
-    made of "the tests this table shows" gave the same comparison two p-values);
-  - *correction*: Holm's step-down (1979) within the family: it controls the family-wise error
-    rate at ``alpha`` under any dependence between the tests, as Bonferroni does, and rejects at
-    least what Bonferroni rejects. Adjusted p-values are reported (capped at 1).
-
-  Correlations in the papers' tables follow the same shape: family = one statistic (Pearson's r
-  or Kendall's τ) of one pair of metrics across the runs, Holm-adjusted (:func:`holm`).
+"""Uncertainty of a model's mean: bootstrap confidence intervals (percentile, queries resampled with multinomial
+weights shared by all metrics of a run), and the project's one significance policy (:data:`POLICY`; why each
+choice: docs/metrics.md, "The significance policy"): a two-sided paired t-test against the baseline, the family
+every run against it on one metric, variant and cutoff, Holm-adjusted, made by :func:`against_baseline` wherever
+a p-value is shown.
 """
 
 from __future__ import annotations
@@ -57,11 +36,9 @@ CORRELATION_POLICY = {
 
 
 def resampling_weights(n: int, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """``[samples × n]`` multinomial weights: how often each resample counts each query (the one
-    way the project resamples queries: the report's intervals and :mod:`genderbias.crowd.label_uncertainty`).
-
-    Read-only, and the last one drawn is kept: a report draws the same weights for every run and
-    every paired difference (0.3 s each at 1,000 samples × 3,750 queries)."""
+    """``[samples × n]`` multinomial weights, the one way the project resamples queries (the report's intervals,
+    :mod:`genderbias.crowd.label_uncertainty`). Read-only and cached, so every run and paired difference of a
+    report reuses the same draw."""
     return _resampling_weights(n, samples, seed)
 
 
@@ -77,10 +54,7 @@ def _resampling_weights(n: int, samples: int, seed: int) -> np.ndarray:
 
 
 def bootstrap_means(values: np.ndarray, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """``[samples × columns]`` means of resampled rows of ``values`` (``[queries × columns]``).
-
-    NaN cells (a query without a value for that column) are excluded from that column's means.
-    """
+    """``[samples × columns]`` means of resampled rows of ``values`` (``[queries × columns]``), NaN cells excluded."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
@@ -108,12 +82,8 @@ def bootstrap_ci(
 
 
 def paired_t_test(values: pd.Series, baseline: pd.Series) -> tuple[float | None, int]:
-    """Two-sided paired t-test over the queries (index) both series have: ``(p, common)``.
-
-    When every query's difference is the same: p undefined (``None``) if it is 0 (the runs are
-    equal), and ``0.0`` if it is not (t = ±∞: every query moves the same way by the same amount,
-    as decisive as a paired comparison can be; scipy's ttest_rel would return NaN there).
-    """
+    """Two-sided paired t-test over the queries (index) both series have: ``(p, common)``. When every difference
+    is the same, p is ``None`` if it is 0 and ``0.0`` if not (t = ±∞, where scipy's ttest_rel gives NaN)."""
     joined = pd.concat([values.rename("a"), baseline.rename("b")], axis=1, join="inner").dropna()
     common = len(joined)
     if common < 2:
@@ -127,11 +97,8 @@ def paired_t_test(values: pd.Series, baseline: pd.Series) -> tuple[float | None,
 
 
 def holm(p_values: list[float | None]) -> list[float | None]:
-    """Holm-adjusted p-values, in the given order (``None``/NaN entries aside and not counted).
-
-    With the m defined p-values sorted, p_(1) ≤ … ≤ p_(m): adjusted p_(i) = max over j ≤ i of
-    min(1, (m − j + 1) · p_(j)). Rejecting where the adjusted p < alpha is Holm's procedure.
-    """
+    """Holm-adjusted p-values in the given order (``None``/NaN aside, not counted): with the m defined ones sorted,
+    adjusted p_(i) = max over j ≤ i of min(1, (m − j + 1) · p_(j))."""
     kept = [None if p is None or np.isnan(p) else float(p) for p in p_values]
     defined = sorted((p, i) for i, p in enumerate(kept) if p is not None)
     m = len(defined)
@@ -163,13 +130,9 @@ KEYS = ["metric", "variant", "cutoff"]
 
 
 def against_baseline(wide: dict[str, pd.DataFrame], baseline: str) -> dict[tuple, tuple[float | None, float | None]]:
-    """Every comparison with ``baseline`` under :data:`POLICY`: ``{(run, metric, variant, cutoff):
-    (p_raw, p_adjusted)}`` for every run but the baseline and every column (``(metric, variant,
-    cutoff)``) both have. ``wide``: per run, queries × columns (NaN where a query has no value).
-
-    The one place p-values against a baseline are made: the stored results and the papers'
-    tables both call it, so a comparison has one p-value wherever it is shown.
-    """
+    """Every comparison with ``baseline`` under :data:`POLICY`: ``{(run, metric, variant, cutoff): (p_raw,
+    p_adjusted)}`` for every other run and column both have; ``wide``: per run, queries × columns (NaN: no value).
+    The one place such p-values are made, so a comparison has one p-value wherever it is shown."""
     if baseline not in wide:
         return {}
     families: dict[tuple, list[tuple[str, float | None]]] = {}
@@ -195,12 +158,9 @@ def summarise(
     samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
-    """One row per (run, metric, variant, cutoff) of a long per-query frame.
-
-    Columns ``value`` (mean over the run's queries), ``queries``, ``ci_low``, ``ci_high`` and
-    ``p_value`` (against ``baseline`` under :data:`POLICY`, Holm-adjusted within its family;
-    ``None`` for the baseline itself and without a baseline). Runs keep their order of appearance.
-    """
+    """One row per (run, metric, variant, cutoff) of a long per-query frame, runs in order of appearance: ``value``
+    (mean over the run's queries), ``queries``, ``ci_low``, ``ci_high``, ``p_value`` (:func:`against_baseline`'s
+    adjusted p; ``None`` for the baseline itself and without one)."""
     rows = []
     wide = wide_values(per_query)
     tests = against_baseline(wide, baseline) if baseline is not None else {}
