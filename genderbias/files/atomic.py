@@ -1,9 +1,7 @@
-"""Atomic file writing, the one way the project writes files people or programs read.
+"""Atomic file writing, the one way the project writes files people or programs read, and the one streaming hash.
 
-Write a temporary file beside the target, then ``os.replace`` it over the target: a
-reader never sees half a file, and an interruption leaves the previous version (or
-nothing) in place. Folders are swapped the same way (:func:`replace_folder`). Also the one
-streaming file hash. Pure module (no Django).
+A temporary file beside the target is ``os.replace``-d over it: a reader never sees half a file, and an
+interruption leaves the previous version (or nothing). Folders are swapped the same way (:func:`replace_folder`).
 """
 
 from __future__ import annotations
@@ -19,11 +17,8 @@ from typing import IO
 
 
 def check_writable(path: str | os.PathLike) -> Path:
-    """Fail early, naming the path, when ``path`` cannot be written: its folder must exist.
-
-    Folders are never created on the fly, so a typo in an output path is an error rather
-    than a new folder somewhere. Commands call this before long work, not after it.
-    """
+    """Fail early, naming the path, when ``path`` cannot be written: its folder must exist, since folders are never
+    created on the fly (a typo is an error, not a new folder). Commands call this before long work."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
@@ -37,11 +32,8 @@ def check_writable(path: str | os.PathLike) -> Path:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """A temporary path beside ``path`` to write to; moved over ``path`` if the block succeeds.
-
-    The result is readable by others (0644) like a normally created file, not 0600 as
-    ``mkstemp`` makes it. The temporary file is removed if the block raises.
-    """
+    """A temporary path beside ``path``, moved over it (made 0644, not ``mkstemp``'s 0600) if the block succeeds,
+    removed if it raises."""
     target = Path(path)
     check_writable(target)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -92,17 +84,13 @@ def write_parquet_atomic(frame, path: str | os.PathLike, compression: str = "zst
 
 
 def replace_folder(staging: str | os.PathLike, target: str | os.PathLike, mode: int = 0o755) -> Path:
-    """Put the complete folder ``staging`` in the place of ``target``, whole or not at all.
+    """Put the complete folder ``staging`` (written beside ``target``, on the same file system) in the place of
+    ``target``, whole or not at all; it gets ``mode`` (mkdtemp makes 0700).
 
-    ``staging`` is a folder written beside ``target`` (same file system, e.g. made with
-    ``tempfile.mkdtemp(dir=target.parent)``); it gets ``mode`` (mkdtemp makes it 0700). An
-    existing ``target`` is first renamed onto a fresh empty folder of a unique name (POSIX
-    ``rename`` replaces an empty folder atomically), so a leftover of an earlier crash never
-    collides; if ``staging`` then cannot take its place, the old folder is renamed back (the
-    error is raised with ``target`` as it was), else it is deleted. A symbolic link as
-    ``target`` is refused (``IsADirectoryError``), never replaced by a folder: the caller
-    decides, and names the folder it points to. Readers see the old folder or the new one,
-    never half of one; the caller decides beforehand whether ``target`` may be replaced at all.
+    An existing ``target`` is first renamed onto a fresh empty folder of a unique name (POSIX ``rename`` replaces
+    an empty folder atomically, and a crash's leftover never collides); if ``staging`` then cannot take its place,
+    the old folder is renamed back, else deleted. A symbolic link as ``target`` is refused (``IsADirectoryError``),
+    never replaced: the caller decides, naming the folder it points to.
     """
     staging, target = Path(staging), Path(target)
     if target.is_symlink():

@@ -1,9 +1,6 @@
-"""Files read in large binary blocks, each parsed by polars into a frame of its lines.
-
-The one block reader of the collections and runs (:func:`iter_blocks`): gzipped or plain
-(detected by content, not by name), hashed as it goes, a byte range of a plain file alone
-(:func:`byte_ranges` splits a file at line starts for workers); line numbers count every line
-of the file, blank ones too, so an error names its line exactly.
+"""Files read in large binary blocks, each parsed by polars into a frame of its lines: the one block reader of
+collections and runs (:func:`iter_blocks`). Gzip is detected by content; line numbers count every line, blank
+ones too, so an error names its line exactly.
 """
 
 from __future__ import annotations
@@ -56,11 +53,8 @@ def is_gzipped(path: str | Path) -> bool:
 
 
 def byte_ranges(path: str | Path, chunks: int) -> list[tuple[int, int]]:
-    """Split a file into at most ``chunks`` byte ranges ``[start, end)`` that begin at line starts.
-
-    Each boundary is moved forward to just after the next newline, so every line falls in
-    exactly one range. A gzipped file cannot be entered in the middle: it is one range.
-    """
+    """At most ``chunks`` byte ranges ``[start, end)`` beginning at line starts, so every line falls in exactly one;
+    a gzipped file cannot be entered in the middle and is one range."""
     path = Path(path)
     size = path.stat().st_size
     if chunks < 1:
@@ -105,19 +99,14 @@ def iter_blocks(
     offsets: bool = False,
     first_line: int = 1,
 ) -> Iterator[tuple[pl.DataFrame, int]]:
-    """Yield ``(lines, bytes_read)`` for blocks of whole lines of a (possibly gzipped) file.
+    """Yield ``(lines, bytes_read)`` for blocks of whole lines of a (possibly gzipped) file, in about two blocks
+    of memory.
 
-    ``lines`` is a frame ``line: int64, text: str`` with file-wide 1-based line numbers;
-    ``bytes_read`` is the (compressed) position in the file, for progress bars. A hashlib
-    ``digest`` is fed the file's raw bytes on the way, saving a second pass.
-    ``byte_range`` (from :func:`byte_ranges`, plain files only) reads just that range; its
-    line numbers then count from ``first_line``, the file's number of the range's first
-    line (:func:`line_numbers_at`), or from 1 if not given. ``offsets`` adds
-    ``offset: int64``, where each line starts in the (uncompressed) stream.
-    Decompression streams block by block, and a line over :data:`MAX_LINE_BYTES` is an
-    :class:`InputError` (``path: problem``): memory stays within about two blocks. Past
-    :data:`genderbias.files.textfiles.DECOMPRESSED` bytes of the (uncompressed) stream the file is refused
-    (:func:`genderbias.files.textfiles.too_large`, naming the line reached).
+    ``lines``: a frame ``line: int64, text: str`` with file-wide line numbers (``offsets``: and ``offset``, where
+    each line starts in the uncompressed stream); ``bytes_read``: the compressed position, for progress bars. A
+    hashlib ``digest`` is fed the raw bytes on the way. ``byte_range`` (:func:`byte_ranges`, plain files only)
+    reads just that range, numbered from ``first_line`` (:func:`line_numbers_at`). Long lines and files past
+    :data:`genderbias.files.textfiles.DECOMPRESSED` are refused as :mod:`genderbias.files.textfiles` refuses them.
     """
     path = Path(path)
     block_size = block_size or BLOCK_SIZE
@@ -175,8 +164,7 @@ def iter_blocks(
 
 
 class _BlockHasher:
-    """Feeds a hashlib digest block after block on one other thread, in order: at most one
-    block waits (the next is handed over once the one before is hashed)."""
+    """Feeds a hashlib digest block after block on one other thread, in order, at most one block waiting."""
 
     def __init__(self, digest) -> None:
         from concurrent.futures import ThreadPoolExecutor
@@ -201,12 +189,8 @@ class _BlockHasher:
 
 
 def lines_frame(path: Path, data: bytes, first_line: int, start: int | None = None) -> pl.DataFrame:
-    """Bytes of whole lines as a frame ``line: int64, text: str``, validating UTF-8 in Rust.
-
-    Line endings (``\\n`` or ``\\r\\n``) are dropped; on invalid UTF-8 the slow path
-    finds the line to name. Given ``start`` (where ``data`` begins in the file), the frame
-    also has ``offset: int64``, where each line's ``text`` begins in the file.
-    """
+    """Bytes of whole lines as a frame ``line: int64, text: str`` (endings dropped, UTF-8 validated in Rust, the
+    bad line named on failure); given ``start`` (where ``data`` begins), also ``offset``: where each text begins."""
     if not data:
         schema = {"line": pl.Int64, "text": pl.String}
         return pl.DataFrame(schema=schema if start is None else {**schema, "offset": pl.Int64})

@@ -1,8 +1,5 @@
-"""A passage collection (``docid<TAB>text`` per line): its scan, the passages of a block, texts by span.
-
-Every reader validates as it reads and reports bad input as an :class:`InputError` naming the
-file, the 1-based line and the problem. Read in large blocks (:mod:`genderbias.files.blocks`),
-so an 8.8M-passage collection streams through with flat memory.
+"""A passage collection (``docid<TAB>text`` per line): its scan, the passages of a block, texts by span. Bad
+input is an :class:`InputError` naming file and line; read in large blocks (:mod:`genderbias.files.blocks`).
 """
 
 from __future__ import annotations
@@ -25,14 +22,9 @@ from genderbias.files.blocks import BLOCK_SIZE, is_gzipped, iter_blocks
 def parse_passages(
     path: Path, lines: pl.DataFrame, skipped: Skipped | None = None, wanted: pl.Series | None = None
 ) -> pl.DataFrame:
-    """Split ``pid<TAB>passage`` lines on the first tab: frame ``line, docid, text``.
-
-    Whitespace around a passage id is stripped (``" c1 "`` is ``c1``), as run and query
-    readers do: runs are split on whitespace, so an id kept with its spaces could never
-    be matched. With ``wanted``, only those docids are kept. When ``lines`` has
-    ``offset`` (:func:`iter_blocks` with ``offsets=True``), the frame also has each
-    passage text's place in the file, ``start`` and ``length`` in bytes
-    (:func:`read_passage_texts` reads them back).
+    """Split ``pid<TAB>passage`` lines on the first tab: frame ``line, docid, text``. The id is stripped, as run
+    readers split on whitespace; with ``wanted`` only those docids are kept; when ``lines`` has ``offset``, each
+    text's ``start`` and ``length`` in bytes are added (:func:`read_passage_texts`).
     """
     spans = "offset" in lines.columns
     parts = pl.col("text").str.splitn("\t", 2).struct.rename_fields(["id", "passage"])
@@ -57,14 +49,9 @@ def parse_passages(
 
 
 def read_passage_texts(path: str | Path, spans: pl.DataFrame, block_size: int | None = None) -> pl.DataFrame:
-    """The texts at ``spans`` (``docid, start, length``, from a collection's docid index) of a plain file.
-
-    Up to ``block_size`` bytes of the file at a time are mapped, not read: each text is
-    sliced from the mapping, so the bytes no span needs (most of the file, for a pool's
-    passages) are never copied, and each window is unmapped before the next (the process
-    holds no more than one window of the file: a mapping of the whole 2.8 GB of MS MARCO
-    would count in its peak memory). The spans come from the import, which validated the
-    UTF-8 and whose file size the caller has checked. Returns ``docid, text`` in file order.
+    """``docid, text`` in file order at ``spans`` (``docid, start, length``, from a collection's docid index) of a
+    plain file whose UTF-8 the import validated. A ``block_size`` window is mapped at a time and unmapped before the
+    next, so the bytes no span needs are never copied and the whole file never counts in peak memory.
     """
     import mmap
 
@@ -107,15 +94,11 @@ def scan_collection(
     progress: Callable[[int], None] | None = None,
     skipped: Skipped | None = None,
 ) -> CollectionScan:
-    """Validate a collection, hash it and (with ``index_path``) index its docids, in one pass.
-
-    Checks every line is ``pid<TAB>passage`` in UTF-8 and that no pid repeats. Memory
-    stays flat: docids stream into the Parquet index block by block, and repeats are
-    found from 8-byte hashes (confirmed exactly before an error is raised). For a plain
-    (not gzipped) file the index also holds where each passage's text is (``start``,
-    ``length`` in bytes), so counting words in some passages reads just those
-    (:func:`read_passage_texts`) instead of parsing the whole file. ``progress``
-    receives the number of (compressed) bytes read so far.
+    """Validate a collection (``pid<TAB>passage`` in UTF-8, no pid repeated), hash it and (with ``index_path``)
+    index its docids, in one pass at flat memory: docids stream into the Parquet index, repeats are found from
+    8-byte hashes and confirmed exactly. A plain file's index also holds each text's ``start`` and ``length``, so
+    some passages' words are read without parsing the file (:func:`read_passage_texts`). ``progress``: the
+    (compressed) bytes read so far.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq

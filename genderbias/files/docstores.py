@@ -1,14 +1,10 @@
 """Texts read by docid, never the whole collection: the one reader of texts by id, and MS MARCO v2's own files.
 
-A *docstore* is anything with ``get_many(ids) -> {docid: document}``: an ``ir_datasets`` docstore
-(``ir_datasets.load(id).docs_store()``), or :class:`V2PassageFiles` over the bundle files of MS MARCO
-v2 passage as the user has them. :func:`read_texts` is how the library (:class:`genderbias.api.inputs.Texts`)
-and the platform (a collection registered by reference) read texts from one: only the docids asked
-for, in batches, so a bias figure costs what the runs retrieve, not what the collection holds.
-
-What was read is pinned by :func:`checksum_of_texts` (one checksum of the texts' digests,
-:func:`text_digests`, in docid order): a report records it, and the same
-texts give the same checksum wherever and whenever they are read again.
+A *docstore* is anything with ``get_many(ids) -> {docid: document}``: an ``ir_datasets`` docstore or
+:class:`V2PassageFiles`. :func:`read_texts` is how the library (:class:`genderbias.api.inputs.Texts`) and the
+platform (a collection registered by reference) read texts: only the docids asked for, in batches, so a bias
+figure costs what the runs retrieve. What was read is pinned by :func:`checksum_of_texts`, the same wherever and
+whenever the same texts are read.
 """
 
 from __future__ import annotations
@@ -45,22 +41,15 @@ FINGERPRINT_BYTES = 1 << 16
 class V2PassageFiles:
     """The passages of MS MARCO v2 in their own layout, read by docid (a docstore: :meth:`get_many`).
 
-    ``folder`` holds the bundle files ``msmarco_passage_00`` … ``msmarco_passage_69``: JSON lines
-    (``pid``, ``passage``, ``spans``, ``docid``) as ir_datasets' docstore extracts them
-    (``msmarco_v2_passage.tar.extracted/``), or the distribution's gzipped ``msmarco_passage_NN.gz``.
-    A passage id names its bundle and the byte offset of its line in the uncompressed bundle, so a
-    plain bundle is read by seeking (what ir_datasets does); a gzipped one is decompressed from its
-    start to the last offset asked for (no seeking into gzip), so gunzip the bundles once for a pool's
-    cost to follow the runs. The line found must carry the asked id as its ``pid``: a file changed
-    under the ids is an :class:`InputError` naming the file and the offset, never a wrong text.
-    ``reads`` counts the passages read so far.
+    ``folder`` holds the bundles ``msmarco_passage_00`` … ``_69``: JSON lines (``pid``, ``passage``, …) as
+    ir_datasets extracts them, or the distribution's ``.gz``. A passage id names its bundle and the byte offset of
+    its line, so a plain bundle is read by seeking; a gzipped one is decompressed up to the last offset asked (gunzip
+    the bundles once for a pool's cost to follow the runs). The line found must carry the asked ``pid``: a changed
+    file is an :class:`InputError`, never a wrong text. ``reads`` counts the passages read.
 
-    Only what the folder itself holds is read: a bundle (or ``.pos``) name that is a symbolic link,
-    a hard link or not a regular file refuses the folder, and every file is opened again through
-    :func:`genderbias.files.textfiles.open_regular` each time it is read, so a link swapped in later
-    is refused then (the caller checks that the folder is where it may read). A line is read at most
-    :data:`genderbias.files.textfiles.MAX_LINE_BYTES` at a time, as every reader reads one: a bundle
-    without line breaks is refused, never held.
+    Only the folder's own files are read: a bundle or ``.pos`` that is a link or not a regular file refuses the
+    folder, and each is reopened through :func:`genderbias.files.textfiles.open_regular` on every read, so a link
+    swapped in later is refused then. Lines are bounded as every reader's are.
     """
 
     def __init__(self, folder: str | Path) -> None:
@@ -182,9 +171,8 @@ def _lines_at(path: Path, wanted: list[tuple[int, str]]) -> list[bytes | None]:
 
 
 def _lines_at_gzip(path: Path, wanted: list[tuple[int, str]]) -> list[bytes | None]:
-    """The line starting at each offset of a gzipped file's uncompressed bytes (offsets sorted): read
-    from the start to the last one (gzip cannot seek), a bounded line at a time through the one gzip
-    reader (:func:`genderbias.files.textfiles.expanded`, which also refuses a compression bomb)."""
+    """The line at each offset of a gzipped file's uncompressed bytes (offsets sorted), read from the start (gzip
+    cannot seek) through the one gzip reader, a bounded line at a time."""
     found: dict[int, bytes] = {}
     targets = {offset: docid for offset, docid in wanted}
     last = wanted[-1][0] if wanted else -1
@@ -202,12 +190,8 @@ def _lines_at_gzip(path: Path, wanted: list[tuple[int, str]]) -> list[bytes | No
 
 
 def read_texts(store: Any, docids: Iterable[str] | pl.Series, batch: int = 50_000) -> pl.DataFrame:
-    """``docid, text`` of those of ``docids`` that ``store`` holds (``get_many``), asked ``batch`` at a time.
-
-    The one reader of texts by id: the library's texts (:class:`genderbias.api.inputs.Texts`) and a
-    collection registered by reference read through it. A document is an ir_datasets record (its
-    ``text``, else its ``default_text()``) or a string.
-    """
+    """``docid, text`` of those of ``docids`` that ``store`` holds, asked ``batch`` at a time (module docstring).
+    A document is an ir_datasets record (its ``text``, else ``default_text()``) or a string."""
     import polars as pl
 
     wanted = pl.Series("docid", docids, dtype=pl.String).unique(maintain_order=True).to_list()

@@ -19,28 +19,18 @@ KNOWN_INDEX_SOURCE = "pooling.known_docids.source"
 
 
 class KnownDocids:
-    """A collection's docids, for checking runs against: which of a run's docids it holds.
+    """A collection's docids, for checking which of a run's docids it holds.
 
-    Built once (each docid beside its 8-byte hash, sorted by hash) and shared by every run
-    of the collection read in one process. A check sorts the run's docids by hash and joins
-    the two sorted frames (a merge, not a hash table of the whole collection built again per
-    run), then compares the strings of the pairs found, so the answer is exact. ``docids`` may be
-    a function giving them: then they are read at the first check, so a command that finds every
-    run already imported never reads the collection.
+    Built once (each docid beside its 8-byte hash, sorted by hash) and shared by every run read in one process: a
+    check sorts the run's docids by hash, merges the two frames and compares the strings of the pairs found, so
+    the answer is exact. ``docids`` may be a function, read at the first check, so a command that finds every run
+    imported never reads the collection.
 
-    ``saved``: a file to keep the sorted index in between processes (a user importing seven
-    runs types seven commands; hashing and sorting a million docids each time was 0.17 s CPU of
-    each run's 0.55 s of work, start-up aside; loading them takes 0.04 s). ``source`` names what the docids are (the collection's content hash and
-    size) and ``rows`` how many there are; the file is used only if it carries that same source,
-    this polars version's hash (:func:`known_index_source`), the same number of rows and hashes in
-    order. A missing, unreadable, corrupt or foreign file is rebuilt from ``docids``, never
-    trusted; a file that cannot be written is only a lost saving.
-
-    A collection whose docids are all plain integers (MS MARCO v1's passages are 0 … 8,841,822)
-    is held as a table by value instead (:func:`plain_integers`): a run's docid is held when it is
-    written plainly and its value is in the table, exact with no hash, sort or join (in less than
-    half the time, docs/benchmarks.md). Nothing is saved for it: the table is built from the docids as
-    quickly as the hash index loads.
+    ``saved``: a file keeping the sorted index between processes (one command per run; timings:
+    docs/benchmarks.md); used only if it carries the same ``source`` (the collection's content hash and size) and
+    polars hash (:func:`known_index_source`), ``rows`` rows and hashes in order; otherwise rebuilt, never trusted;
+    an unwritable file is only a lost saving. Docids that are all plain integers (MS MARCO v1's passages) are held
+    as a table by value instead (:func:`plain_integers`), exact with no hash, sort or join, and not saved.
     """
 
     def __init__(
@@ -92,13 +82,8 @@ _TABLE_BYTES_PER_DOCID = 8
 
 
 def plain_integers(docids: pl.Series) -> np.ndarray:
-    """Each docid's value when it is a non-negative integer written plainly (ASCII digits, no sign,
-    no leading zero: ``"7"``, never ``"07"`` or ``"+7"``), else -1.
-
-    Plainly written integers and their values correspond one to one, so two such docids are the
-    same text exactly when their values are equal. The integer parser takes ASCII digits after an
-    optional sign; plain is then what it takes with no sign and no leading zero.
-    """
+    """Each docid's value when it is a non-negative integer written plainly (ASCII digits, no sign, no leading
+    zero: ``"7"``, never ``"07"`` or ``"+7"``), else -1: such texts and their values correspond one to one."""
     text = pl.col("docid")
     signed = text.str.starts_with("+") | text.str.starts_with("-")
     padded = text.str.starts_with("0") & (text.str.len_bytes() > 1)

@@ -1,14 +1,9 @@
-"""Relevance judgments: TREC qrels files, ``qid iteration docid relevance`` lines.
+"""Relevance judgments: TREC qrels files, ``qid iteration docid relevance`` lines. Pure (polars, standard library).
 
-Any whitespace between the four fields; the iteration column (``0`` or ``Q0``) is ignored,
-as trec_eval ignores it; relevance is a graded integer (``0`` not relevant, negative values
-as some TREC tracks use them, read as not relevant by trec_eval), written as trec_eval reads
-it: ASCII digits with an optional minus sign, within :data:`REL_RANGE` (a 32-bit integer; Python-only
-forms such as ``1_0`` or ``٣`` are bad lines, not 10 and 3). Streamed line by line
-through :func:`genderbias.files.textfiles.open_text` (``.gz`` accepted); a bad line is an
-:class:`~genderbias.errors.InputError` ``file:line: problem``, or recorded in ``skipped``.
-
-Pure (no Django): polars and the standard library.
+Any whitespace between the fields; the iteration column is ignored, as by trec_eval; relevance is a graded
+integer as trec_eval reads it (negative: not relevant): ASCII digits with an optional minus, within
+:data:`REL_RANGE` (``1_0`` or ``٣`` are bad lines, not 10 and 3). Read through
+:func:`genderbias.files.textfiles.open_text`; a bad line is an :class:`~genderbias.errors.InputError` or skipped.
 """
 
 from __future__ import annotations
@@ -49,12 +44,9 @@ def read_qrels(
     skipped: Skipped | None = None,
     source: str = "the query set",
 ) -> pl.DataFrame:
-    """The judgments of a qrels file as a frame ``qid, docid, rel`` (file order).
-
-    ``known_qids``: the queries the judgments may be about (a qid outside them is a bad
-    line naming ``source``); ``known_docids``: given the docids read, the ones the
-    collection holds (a judgment of another document is a bad line). A (qid, docid)
-    pair judged twice is a bad line naming the first.
+    """The judgments of a qrels file as a frame ``qid, docid, rel`` (file order). Bad lines: a qid outside
+    ``known_qids`` (naming ``source``), a docid ``known_docids`` (given the docids read) does not return, and a
+    (qid, docid) pair judged twice (naming the first).
     """
     import polars as pl
 

@@ -1,15 +1,9 @@
-"""Query files: ``qid<TAB>query`` lines, the TREC / MS MARCO format rankers read.
+"""Query files: ``qid<TAB>query`` lines, the TREC / MS MARCO format rankers read. Pure, standard library only.
 
-The one reader and the one writer of the project, with one normalisation rule
-(:func:`normalise_text`): the query text is kept verbatim except that tabs, line breaks
-and every other control character (C0 and C1 controls, DEL, ``\r``, ``\v``, ``\f``, U+0085,
-and the separators U+2028 and U+2029) become one space each: a line must stay one line
-with two fields, and a query goes on into prompts, HIT pages and files where such
-characters start new lines or hide text. Whitespace is not collapsed: the reference code
-tokenises with ``split(" ")``, so "a  b" and "a b" are different inputs, and a query
-such as "-ve blood type" reaches rankers exactly as the crowd saw it. Spreadsheet
-formula neutralising belongs to CSV files for people, never here.
-Pure and light (standard library only).
+The one reader and writer, with one normalisation rule (:func:`normalise_text`): the text is kept verbatim but
+every control character and line separator becomes one space, since a line must stay one line of two fields and
+a query goes on into prompts, HIT pages and files. Whitespace is not collapsed: the reference code tokenises with
+``split(" ")``, so "a  b" and "a b" differ. Spreadsheet formula neutralising belongs to CSV files for people.
 """
 
 from __future__ import annotations
@@ -38,10 +32,8 @@ def normalise_text(text: object) -> str:
 
 
 def read_queries(path: str | Path, skipped: Skipped | None = None) -> list[tuple[str, str]]:
-    """Read ``qid<TAB>query`` lines, in file order; the text normalised (:func:`normalise_text`).
-
-    A line has exactly one tab: a second one is a bad line (a third column, or a query
-    text holding a tab, is not the format rankers read)."""
+    """``qid<TAB>query`` lines in file order, the text normalised; a second tab is a bad line (not the rankers'
+    format)."""
     path = Path(path)
     queries: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
@@ -71,9 +63,8 @@ MAX_QID_CHARS = 100
 
 
 def _accepted(path: Path, number: int, qid: str, text: str, seen: dict[str, int], skipped: Skipped | None) -> bool:
-    """The rules every query file shares, checked once for both readers: an id, a text, and an id
-    not seen before (``seen``: id -> its first line, updated). A bad line is raised, or skipped
-    and ``False``."""
+    """The rules both readers share: an id, a text, an id not seen before (``seen``: id -> first line, updated).
+    A bad line is raised, or skipped and ``False``."""
     if not qid:
         raise_or_skip(InputError(path, number, "empty query id"), skipped)
     elif len(qid) > MAX_QID_CHARS:
@@ -131,12 +122,8 @@ class ColumnChoiceError(InputError):
 
 @dataclass(frozen=True)
 class QueryTable:
-    """How a query file's lines split into columns, and which column is which.
-
-    ``header``: the column names of the first line, or None when it holds data;
-    ``columns``: role -> 0-based column (``label`` absent when unlabelled);
-    ``delimiter``: ``"\\t"`` or ``","``.
-    """
+    """How a query file's lines split into columns: ``header`` (None when the first line holds data), ``columns``
+    (role -> 0-based column, ``label`` absent when unlabelled), ``delimiter`` (``"\\t"`` or ``","``)."""
 
     delimiter: str
     header: tuple[str, ...] | None
@@ -187,13 +174,9 @@ def _fields(path: Path, number: int, line: str, delimiter: str) -> list[str]:
 
 
 def detect_table(path: str | Path, first_line: str, number: int = 1) -> QueryTable:
-    """How a file is laid out, from its name and first non-blank line.
-
-    A tab in the line makes it TSV, else a comma (or a ``.csv`` name) makes it CSV. The line
-    is a header when its names give both a query id and a query column (:func:`guess_columns`);
-    otherwise the columns are the study's: the id first, the query next, and a third (last)
-    column is the label when the vocabulary reads the first line's last field as one
-    (``986563,who was known as the heretic king,m``).
+    """How a file is laid out, from its name and first non-blank line: TSV with a tab, else CSV with a comma or a
+    ``.csv`` name. The line is a header when it names a query id and a query column (:func:`guess_columns`);
+    otherwise id, query, and a last column read as a label when the vocabulary knows it (``986563,text,m``).
     """
     path = Path(path)
     line = first_line.rstrip("\r\n")
@@ -215,9 +198,8 @@ def detect_table(path: str | Path, first_line: str, number: int = 1) -> QueryTab
 
 
 def with_columns(table: QueryTable, chosen: dict[str, str | int | None]) -> QueryTable:
-    """``table`` with the columns the user chose (role -> a header name or a 1-based number;
-    ``label`` empty or ``none``: unlabelled). A name not in the header, a number out of range
-    or one column given two roles is an :class:`InputError` naming the field."""
+    """``table`` with the user's columns (role -> a header name or 1-based number; ``label`` empty or ``none``:
+    unlabelled); an unknown name, a number out of range or one column in two roles is a :class:`ColumnChoiceError`."""
     columns = dict(table.columns)
     keys = [_key(name) for name in table.names]
     for role in ROLES:
@@ -248,9 +230,8 @@ def with_columns(table: QueryTable, chosen: dict[str, str | int | None]) -> Quer
 
 
 def _row(path: Path, number: int, line: str, table: QueryTable) -> list[str]:
-    """A line's fields as ``table`` lays them out. A CSV line with more fields than the table
-    (the study's file: no quoting, a query may hold commas) gives the extra ones to the query
-    column, the fields before it read from the left and those after it from the right."""
+    """A line's fields as ``table`` lays them out; an unquoted CSV line with extra fields (a query holding commas)
+    gives them to the query column."""
     fields = _fields(path, number, line, table.delimiter)
     if len(fields) > table.width and table.delimiter == "," and '"' not in line:
         at = table.columns["query"]
@@ -267,14 +248,10 @@ def read_query_table(
     chosen: dict[str, str | int | None] | None = None,
     skipped: Skipped | None = None,
 ) -> tuple[list[tuple[str, str, str]], QueryTable]:
-    """Read a query file of any layout :func:`detect_table` knows: ``(qid, query, label code)``
-    in file order (the code ``""`` when unlabelled) and the table read.
-
-    ``chosen``: the columns the user chose (:func:`with_columns`), else the ones guessed. The
-    rules of :func:`read_queries` hold (text normalised, a repeated or empty id and an empty
-    query are bad lines); a label the vocabulary (:mod:`genderbias.labels`) does not know is a bad line
-    naming the value and what is accepted. Read through ``open_text`` as every query file is
-    (streamed, gzip, UTF-8, lines and the file bounded).
+    """``(qid, query, label code)`` in file order (``""`` when unlabelled) and the table read, from a query file of
+    any layout :func:`detect_table` knows; ``chosen``: the user's columns (:func:`with_columns`), else the guessed.
+    :func:`read_queries`' rules hold, and a label the vocabulary (:mod:`genderbias.labels`) does not know is a bad
+    line naming the value and what is accepted.
     """
     path = Path(path)
     table = first_table(path)

@@ -1,9 +1,7 @@
-"""TREC and MS MARCO run files: their lines parsed, checked and ranked (``read_run`` = ``parse_run_lines``
-+ ``finish_run``).
+"""TREC and MS MARCO run files parsed, checked and ranked (``read_run`` = ``parse_run_lines`` + ``finish_run``).
 
-Every reader validates as it reads and reports bad input as an :class:`InputError` naming the
-file, the 1-based line and the problem. A regular file is read by polars' columnar reader
-(:func:`read_regular_run`); any other in large blocks (:mod:`genderbias.files.blocks`).
+Bad input is an :class:`InputError` naming the file, line and problem. A regular file is read by polars'
+columnar reader (:func:`read_regular_run`); any other in large blocks (:mod:`genderbias.files.blocks`).
 """
 
 from __future__ import annotations
@@ -41,12 +39,9 @@ RUN_FIELDS = {"line": pl.Int64, "qid": pl.String, "docid": pl.String, "score": p
 class RunTable:
     """A validated run: ``frame`` has ``qid, docid, rank (1-based), score``, grouped by query.
 
-    ``interleaved_queries`` counts the queries whose lines came in more than one block;
-    they are gathered (each at its first appearance), as trec_eval does. ``format`` is the
-    format read (``trec`` or ``msmarco``); an MS MARCO run has no score, so ``score`` is
-    minus the file's rank (higher is better, and the score order is the rank order).
-    ``in_score_order``: the file's own order (its queries gathered) is already by score within each
-    query, ties in any order: kept in the file's order, its tied documents still sit side by side.
+    ``interleaved_queries``: queries whose lines came in several blocks (gathered at their first). An MS MARCO
+    run has no score, so ``score`` is minus the file's rank. ``in_score_order``: the file (queries gathered) is
+    already by score within each query. ``reordered_ties``: queries whose order trec_eval's tie rule changed.
     """
 
     frame: pl.DataFrame
@@ -77,13 +72,9 @@ def detect_run_format(path: str | Path) -> str:
 
 
 def _score_orders(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Row orders by score within each block: ties in file order, and ties by docid descending, and
-    whether the rows were already in the first (:attr:`RunTable.in_score_order`).
-
-    The second is trec_eval's order. Only the rows inside tie groups are sorted by docid,
-    so the whole run is never sorted on strings. A run already in score order within each block (as
-    rankers write them; ``line`` rises within a block) is its own stable order: one pass checks that,
-    and the sort of its rows is skipped (1.1 s of a 7M-line run's 6 s: docs/benchmarks.md).
+    """Row orders by score within each block: ties in file order, and ties by docid descending (trec_eval's), and
+    whether the rows were already in the first (:attr:`RunTable.in_score_order`: then its sort is skipped). Only
+    the rows inside tie groups are sorted by docid, never the whole run on strings.
     """
     block, score, line = frame["block"].to_numpy(), frame["score"].to_numpy(), frame["line"].to_numpy()
     same_block, same_score = block[1:] == block[:-1], score[1:] == score[:-1]
@@ -121,13 +112,8 @@ def _ranks(block: np.ndarray) -> np.ndarray:
 
 
 def _repeated_pairs(fields: pl.DataFrame) -> pl.DataFrame:
-    """Rows whose (qid, docid) occurred on an earlier line, sorted by line.
-
-    Found from an 8-byte key per pair (the docid's hash mixed with the qid's) sorted by polars
-    on both cores, rather than a window over the strings (over 1 GB); only rows whose key repeats
-    are compared exactly. The two hashes mixed cost a fraction of a struct's hash, and polars' sort
-    of numpy's (docs/benchmarks.md, "The study at its full size").
-    """
+    """Rows whose (qid, docid) occurred on an earlier line, sorted by line: found by sorting an 8-byte hash key per
+    pair (not a window over the strings), only rows whose key repeats compared exactly."""
     qids = fields["qid"].hash(seed=0).to_numpy()
     keys = fields["docid"].hash(seed=0).to_numpy() ^ (qids * np.uint64(0x9E3779B97F4A7C15))
     ordered = pl.Series(keys).sort().to_numpy()
@@ -144,13 +130,8 @@ _IRREGULAR_SPACE = r"\s\s|^\s|\s$|[^\S ]"
 
 
 def _split_plain_lines(lines: pl.DataFrame, columns: list[str]) -> pl.DataFrame | None:
-    """The fields of every line when each has exactly ``len(columns)`` fields, one space apart
-    and no other whitespace (as run files are written); otherwise ``None``.
-
-    For such lines a split on the space gives exactly the groups of :data:`_RUN_LINES`'
-    pattern, in a third of its time (a 375,000-line run: 0.33 s against 1.08 s, side by side);
-    any other block, and every bad line's message, is left to the pattern.
-    """
+    """The fields of every line when each has exactly ``len(columns)`` fields one space apart and no other
+    whitespace (as run files are written), split faster than :data:`_RUN_LINES`' pattern; otherwise ``None``."""
     text = pl.col("text")
     irregular = lines.select(
         (text.str.count_matches(" ", literal=True) != len(columns) - 1).any()
@@ -166,11 +147,8 @@ def _split_plain_lines(lines: pl.DataFrame, columns: list[str]) -> pl.DataFrame 
 def _parse_run_block(
     path: Path, lines: pl.DataFrame, known: KnownDocids | None, skipped: Skipped | None, run_format: str = "trec"
 ) -> pl.DataFrame:
-    """Validate one block of run lines; keep ``line, qid, docid, score`` (the text is dropped).
-
-    Ranks must be integers of 0 or more and scores finite numbers (trec_eval reads them with ``atoi``
-    and ``atof``, which would silently turn ``1.5`` into 1 and ``inf`` into a score).
-    """
+    """Validate one block of run lines, keeping ``line, qid, docid, score``. Ranks must be integers ≥ 0 and scores
+    finite (trec_eval's ``atoi``/``atof`` would silently turn ``1.5`` into 1 and accept ``inf``)."""
     pattern, columns = _RUN_LINES[run_format]
     lines = lines.filter(pl.col("text").str.strip_chars() != "")
     fields = _split_plain_lines(lines, columns)
@@ -218,19 +196,13 @@ def read_run(
     run_format: str = "auto",
     scanned: Callable[[], RunFileBytes] | None = None,
 ) -> RunTable:
-    """Read a TREC run (``qid Q0 docid rank score tag``) or an MS MARCO run (``qid docid
-    rank``), any whitespace; ``run_format`` is one of :data:`RUN_FORMATS`.
+    """Read a TREC run (``qid Q0 docid rank score tag``) or an MS MARCO run (``qid docid rank``), any whitespace;
+    ``run_format``: one of :data:`RUN_FORMATS`.
 
-    A query's lines may be interleaved with other queries' (trec_eval accepts this):
-    they are gathered at the query's first appearance, keeping their file order.
-    ``order="score"`` ranks by score descending, ties by docid descending (trec_eval's
-    rule); ``order="file"`` keeps the file's order, as the reference notebooks did.
-    ``reordered_ties`` counts the queries whose order the tie rule changed relative to
-    a stable sort of the file by score.
-
-    Two steps, which workers may split (:func:`parse_run_lines` on byte ranges, then one
-    :func:`finish_run` over the ranges' lines in file order): this is both in one process.
-    ``scanned``: the file's :func:`scan_run_bytes`, when the caller has it made beside the reading.
+    A query's interleaved lines are gathered at its first appearance (as trec_eval does), in file order.
+    ``order="score"`` ranks by score descending, ties by docid descending (trec_eval's rule); ``"file"`` keeps the
+    file's order, as the reference notebooks did. Workers may split the two steps (:func:`parse_run_lines` on byte
+    ranges, then one :func:`finish_run`). ``scanned``: the file's :func:`scan_run_bytes`, if made beside.
     """
     path, run_format = check_run_file(path, order, run_format)
     fields = parse_run_lines(path, run_format, known_docids, skipped, scanned=scanned)
@@ -309,18 +281,14 @@ def scan_run_bytes(path: str | Path) -> RunFileBytes:
 def read_regular_run(
     path: Path, run_format: str, scanned: Callable[[], RunFileBytes] | None = None
 ) -> pl.DataFrame | None:
-    """``line, qid, docid, score`` of a plain run file whose every line is regular, read by
-    polars' CSV reader (columnar, on every core); ``None`` when any line is not, or the file
-    is gzipped: then :func:`parse_run_lines` reads it block by block, naming each bad line.
+    """``line, qid, docid, score`` of a plain run file whose every line is regular, read by polars' columnar CSV
+    reader on every core; ``None`` when any line is not, or the file is gzipped (then :func:`parse_run_lines`
+    reads it block by block, naming each bad line). ``scanned``: the file's :func:`scan_run_bytes`, if made beside.
 
-    Regular, as run files are written: exactly the format's fields, one space apart, no other
-    whitespace anywhere (no blank line, no tab, no carriage return, none at either end), UTF-8
-    without a byte-order mark, integer ranks and finite scores, every line under
-    :data:`MAX_LINE_BYTES`. What it gives is then exactly what the block parser gives for the
-    same file (``tests/pooling/test_run_reader_paths.py`` compares the two): 3.5 times faster
-    in CPU on 7M lines, and no line is ever accepted here that the block parser would refuse.
-    ``scanned`` gives the file's :func:`scan_run_bytes` (a future's result, computed beside the
-    parse), or it is computed here.
+    Regular, as run files are written: exactly the format's fields one space apart, no other whitespace, no blank
+    line, UTF-8 without a byte-order mark, integer ranks, finite scores, lines under :data:`MAX_LINE_BYTES`. It
+    then gives exactly what the block parser gives (``tests/pooling/test_run_reader_paths.py``) and never accepts a
+    line the block parser would refuse; its speed: docs/benchmarks.md.
     """
     columns = _RUN_LINES[run_format][1]
     with open(path, "rb") as file:

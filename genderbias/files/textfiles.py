@@ -1,17 +1,11 @@
 """Opening input files: gzip detected by content, strict UTF-8, lines counted as people count them.
 
-Invariant: every reader of the project opens files through here, so a gzipped file works
-wherever a plain one does, and a decoding error always names the file and the line that
-holds the bad byte. Reading is bounded: files are decompressed as a stream, never whole,
-and no line may be longer than :data:`MAX_LINE_BYTES`, so a small ``.gz`` that expands to
-a gigabyte of NULs (one endless "line") is refused after reading about a megabyte, at flat
-memory, instead of being held whole. The expanded size is bounded too (:class:`InputLimit`):
-a reader that keeps its lines (queries, qrels, word lists, labelled files) stops at
-:data:`HELD` (``IMPORT_MAX_HELD_BYTES``), a streaming one (collections, runs) at
-:data:`DECOMPRESSED` (``IMPORT_MAX_DECOMPRESSED_BYTES``), both with the one message of
-:func:`too_large`, naming the file and the line reached. Pure module (no Django), standard
-library only: light enough for commands that read a ten-line file; the site sets the limits
-from its settings (:func:`configure_limits`, called by ``core.services.input_limits``).
+Invariant: every reader opens files through here, so a gzipped file works wherever a plain one does and a
+decoding error names the file and line. Reading is bounded: files are decompressed as a stream, no line may
+exceed :data:`MAX_LINE_BYTES` (a small ``.gz`` of one endless line is refused after about a megabyte), and the
+expanded size is bounded (:class:`InputLimit`): :data:`HELD` for readers that keep their lines, :data:`DECOMPRESSED`
+for streaming ones, both refused by :func:`too_large`. Standard library only, so light enough for commands
+reading a ten-line file; the site sets the limits from its settings (:func:`configure_limits`).
 """
 
 from __future__ import annotations
@@ -70,14 +64,9 @@ HELD = InputLimit(512 * 1024**2, "IMPORT_MAX_HELD_BYTES", "query, qrels, word-li
 
 @dataclass
 class ExpansionLimit:
-    """How far a gzip file may expand relative to its compressed bytes.
-
-    Text compresses three to ten times (runs, collections, queries); a file that expands a
-    hundred times more than it takes from disk is not text of the project's kinds but a
-    compression bomb (a megabyte of one line or of newlines repeated, a gigabyte once
-    expanded). Checked as the stream is decompressed, past the first ``free`` expanded bytes
-    (a small file is never refused for its ratio), so such a file is refused after a few
-    megabytes, before any reader has parsed or held them.
+    """How far a gzip file may expand relative to its compressed bytes. Text compresses three to ten times; a file
+    expanding a hundred times is a compression bomb. Checked while decompressing past the first ``free`` bytes (a
+    small file is never refused for its ratio), so a bomb is refused after a few megabytes.
     """
 
     ratio: int
@@ -164,14 +153,10 @@ def too_compressed(path: str | Path, line: int, limit: ExpansionLimit) -> InputE
 
 
 class GunzipStream(io.RawIOBase):
-    """The expanded bytes of a gzip file, decompressed in fixed-size blocks (:data:`GZIP_BLOCK`).
-
-    The one gzip reader of the project (:func:`open_binary`, :func:`genderbias.files.blocks.iter_blocks`,
-    the counterfactual writer): each ``read`` takes at most :data:`GZIP_BLOCK` compressed bytes at
-    a time and expands at most what it was asked for, so memory is the caller's buffer, whatever
-    the file expands to. It counts what it took and gave, and refuses the file past
-    :data:`EXPANSION` (:func:`too_compressed`, naming the line reached). Concatenated gzip members
-    are read in turn (as ``gzip`` does); a truncated or corrupt stream is an :class:`InputError`.
+    """The expanded bytes of a gzip file, the project's one gzip reader: each ``read`` takes at most
+    :data:`GZIP_BLOCK` compressed bytes and expands at most what was asked, so memory is the caller's buffer.
+    Refuses the file past :data:`EXPANSION` (:func:`too_compressed`); concatenated members are read in turn (as
+    ``gzip`` does); a truncated or corrupt stream is an :class:`InputError`.
     """
 
     def __init__(self, path: str | Path, raw: BinaryIO, limit: ExpansionLimit | None = None) -> None:
@@ -270,9 +255,7 @@ def open_regular(path: str | Path) -> BinaryIO:
 
 
 class BlankRun:
-    """Counts blank lines in a row across the blocks a reader takes, refusing more than
-    :data:`MAX_BLANK_LINES` (:func:`too_many_blank_lines`). Works on bytes, with substring
-    searches: a block of ordinary lines costs two ``find`` calls."""
+    """Counts blank lines in a row across a reader's blocks, refusing more than :data:`MAX_BLANK_LINES`."""
 
     def __init__(self, path: str | Path) -> None:
         self.path, self.carried = path, 0  # blank lines at the end of the blocks so far
@@ -349,13 +332,10 @@ def bounded_line(file: BinaryIO, path: str | Path, where: str) -> bytes:
 
 @contextmanager
 def open_text(path: str | Path, limit: InputLimit | None = None) -> Iterator[Iterator[str]]:
-    """Lines of a text file, decoded strictly as UTF-8, without line endings.
+    """Lines of a text file, decoded strictly as UTF-8, without line endings, streamed a megabyte at a time.
 
-    Streamed: a megabyte is decompressed and decoded at a time, so memory holds what the
-    caller keeps, never the whole file; a line over :data:`MAX_LINE_BYTES` is refused
-    (:func:`line_too_long`) as soon as that many bytes pass without a line break, and a
-    file expanding past ``limit`` (default :data:`HELD`: callers keep the lines) as soon as
-    that many bytes have been decompressed (:func:`too_large`).
+    ``limit``: default :data:`HELD` (callers keep the lines). Over-long lines and files past the limit are refused
+    as soon as the bytes that show it pass (:func:`line_too_long`, :func:`too_large`).
     """
     path = Path(path)
     with open_binary(path) as stream:
@@ -391,12 +371,8 @@ def _decoded_lines(path: Path, data: bytes, first_line: int) -> list[str]:
 
 
 def check_line_lengths(path: str | Path, data: bytes, first_line: int) -> None:
-    """Refuse ``data`` (lines ``first_line``… of the file) if a line is over :data:`MAX_LINE_BYTES`
-    (counting a ``\r`` before its ``\n``).
-
-    Jumps to the last line break within the limit of each line start, so a block of
-    normal lines costs a few short backward searches, not a pass over its bytes.
-    """
+    """Refuse ``data`` (lines ``first_line``… of the file) if a line is over :data:`MAX_LINE_BYTES` (a ``\r`` before
+    its ``\n`` counted); a few short backward searches per block of normal lines, not a pass over its bytes."""
     start, size = 0, len(data)
     while size - start > MAX_LINE_BYTES:
         end = data.rfind(b"\n", start, start + MAX_LINE_BYTES + 1)
@@ -421,11 +397,9 @@ def _quote_open(text: str, delimiter: str) -> bool:
 
 
 def csv_records(path: Path, lines: Iterable[str], *, delimiter: str = ",") -> Iterator[tuple[int, str]]:
-    """``(number of its first line, record)`` for each record of a CSV file read as ``lines`` (line
-    endings stripped, as :func:`open_text` gives them): a quoted field may hold line breaks (RFC 4180),
-    so the lines it spans are joined with ``\\n``. A quote opened and not closed within
-    :data:`MAX_RECORD_LINES` lines (or by the end of the file) is ``file:line: problem`` naming the
-    record's first line; the record is bounded as a line is (:data:`MAX_LINE_BYTES`)."""
+    """``(number of its first line, record)`` per record of a CSV file read as ``lines`` (as :func:`open_text` gives
+    them): a quoted field may hold line breaks (RFC 4180), joined with ``\\n``. A quote not closed within
+    :data:`MAX_RECORD_LINES` lines, :data:`MAX_LINE_BYTES` or the file is refused naming the record's first line."""
     pending: list[str] = []
     start = size = 0
     for number, line in enumerate(lines, start=1):
