@@ -1,22 +1,7 @@
-"""Counterfactual collections: every gendered word swapped for its other-gender counterpart.
-
-CRBO (Abolghasemi et al., ECIR 2024) re-runs a ranker on such a collection and compares the
-rankings. This module holds the swap table and the streaming rewrite; it imports nothing
-from Django.
-
-Rules
------
-- Word pairs in :data:`PAIRS` swap both ways (he ↔ she, himself ↔ herself, man ↔ woman, …).
-- Pronouns whose counterpart is ambiguous swap one way (:data:`ONE_WAY`): his → her, him → her,
-  hers → his, and her → **his** by default (possessive "her book" is more frequent in passages
-  than objective "saw her"); ``her="him"`` chooses the other reading. No rule can be right for
-  every sentence without parsing; the choice is recorded with the collection.
-- First names of a word list (its words not in the tables above, e.g. the 163 + 163-entry
-  representative list's names) are paired across genders in alphabetical order: the i-th
-  female name ↔ the i-th male name, cycling through the shorter list.
-- Case follows the source word: ``he → she``, ``He → She``, ``HE → SHE``. Matching is on
-  whole words (``\\b``), case-insensitive; everything else in a line — the passage id, the tab,
-  punctuation, spacing, line ending — is written back byte for byte.
+"""Counterfactual collections, every gendered word swapped for its other-gender counterpart (the rules:
+docs/metrics.md, "Definitions"), on which CRBO re-runs a ranker: the swap table and the streaming rewrite.
+``her`` → **his** by default (possessive "her book" is more frequent in passages than "saw her"; no rule is
+right without parsing, so the choice is recorded with the collection).
 """
 
 from __future__ import annotations
@@ -99,11 +84,8 @@ HER_CHOICES = ("his", "him")
 
 
 def swap_table(names: Iterable[tuple[str, str]] = (), her: str = "his") -> dict[str, str]:
-    """Lower-case word → lower-case replacement, for pairs, pronouns and ``(word, gender)`` names.
-
-    ``names`` are ``(word, 'f'|'m')`` entries (e.g. ``GenderWords.words.items()``); words already
-    covered by the fixed tables are ignored, the rest are paired across genders.
-    """
+    """Lower-case word → lower-case replacement, for pairs, pronouns and ``(word, 'f'|'m')`` ``names`` (e.g.
+    ``GenderWords.words.items()``) not in the fixed tables, paired across genders."""
     if her not in HER_CHOICES:
         raise ValueError(f"her must be one of {HER_CHOICES}, got {her!r}")
     table: dict[str, str] = {}
@@ -166,11 +148,8 @@ def write_counterfactual(
     swapper: Swapper,
     progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Stream ``source`` into ``destination`` with words swapped; returns the lines written.
-
-    Input may be gzipped (detected by content); output is gzipped when ``destination`` ends in
-    ``.gz``. Written to a temporary file beside the destination and renamed at the end, so an
-    interruption never leaves half a collection. ``progress`` receives input bytes read.
+    """Stream ``source`` (gzip detected by content) into ``destination`` (gzipped when it ends in ``.gz``, written
+    atomically) with words swapped; returns the lines written. ``progress`` receives input bytes read.
     """
     source, destination = Path(source), Path(destination)
     lines = 0

@@ -1,11 +1,6 @@
-"""The metrics' default parameters, light enough for forms and settings objects (their names,
-directions and variants: :mod:`genderbias.ranking.vocabulary`).
-
-The computing modules (:mod:`genderbias.ranking.measures`, :mod:`genderbias.stats.significance`) take their
-defaults from here, so a page, the API and a command start from the same values
-without loading numpy, pandas or scipy. So are the rules they check their inputs by (:class:`Rule`:
-:data:`CUTOFF_RULE`, :data:`CUTOFFS_RULE`, :data:`EXPOSURE_RULES`, :data:`TIES_RULE`, :data:`TOKENIZER_RULE`,
-:data:`SEED_RULE`); the platform words them for its pages and commands.
+"""The metrics' default parameters and the rules inputs are checked by (:class:`Rule`), light enough for forms and
+settings objects: a page, the API and a command start from the same values without loading numpy, pandas or scipy
+(names, directions and variants: :mod:`genderbias.ranking.vocabulary`).
 """
 
 from __future__ import annotations
@@ -114,12 +109,9 @@ class OptionError(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    """What values one setting of the library's computations takes, and its one check: one of ``choices``;
-    a number (``number``) or a whole number (``count``) within bounds; rank ``cutoffs`` (whole numbers, each
-    within bounds, at most ``most``); a word-list ``file``. The computing modules check their inputs by
-    these (:data:`CUTOFFS_RULE`, :data:`EXPOSURE_RULES`; the measures' parameters,
-    :data:`genderbias.api.notation.MEASURE_PARAMETERS`); the platform's report settings are these rules
-    with the words a page and a command show around them."""
+    """What values one setting of the library's computations takes, and its one check: one of ``choices``; a number
+    or a whole number (``count``) within bounds; rank ``cutoffs``; a word-list ``file``. The platform's report
+    settings are these rules with the words a page and a command show around them."""
 
     name: str
     #: What applies when the setting is not given (``""``: none; a ``file``'s ``""``: the built-in list).

@@ -1,31 +1,8 @@
-"""Retrieval effectiveness of a run against relevance judgments, per query, with ir_measures.
-
-The field's library computes the values (``ir_measures.iter_calc``, which runs pytrec_eval,
-i.e. trec_eval's code), never this module: RR@k (its mean over queries is MRR@k), nDCG@k
-(trec_eval's ``ndcg_cut``: gain = graded relevance, discount log2(rank + 1), ideal from every
-judgment of the query), R@k, P@k and AP@k; relevant means relevance ≥ 1, as trec_eval has it.
-
-Three rules, stated where they are applied:
-
-- **Our ranking, not trec_eval's re-sort.** trec_eval orders a query's documents by score
-  (ties by docid descending). The normalised run already holds the rank the project uses (by
-  score with trec_eval's tie rule, or the file's order with ``--order file``), so the score
-  handed over is ``-rank``: the library evaluates exactly the ranking the bias metrics see.
-- **A judged query the run did not return counts as 0** (ir_measures' default, ``trec_eval -c``):
-  its row holds the measure's value for an empty ranking (0 for RR, nDCG, R, P, AP), so it
-  enters the run's mean and the paired tests. Dropping it made a run that returns nothing for
-  the hard queries look better (RR@10 0.5 over one query where the field reports 0.25 over
-  two). Such queries are named per run by :func:`unreturned_queries`.
-- **Queries without judgments are reported, not dropped.** ir_measures (like trec_eval)
-  silently skips a query the qrels do not mention. Here every asked query has a row; one
-  without judgments has the value NaN, so it is listed in the per-query output, left out of
-  the mean (and of the ``queries`` count) and named by :func:`unjudged_queries`.
-  A query with judgments but no relevant document is judged: its values are 0.
-
-So a run's mean over the judged queries equals ``ir_measures.calc_aggregate`` on the same qrels
-(restricted to the asked queries) and run.
-
-Pure (no Django); ir_measures, pandas and polars are imported inside the functions.
+"""Retrieval effectiveness of a run against relevance judgments, per query, computed by ir_measures (trec_eval's
+code), by three rules (docs/metrics.md, "Effectiveness beside bias"): the ranking evaluated is ours (the score
+handed over is ``-rank``); a judged query the run did not return counts 0 (:func:`unreturned_queries`); a query
+without judgments has a NaN row, out of the mean (:func:`unjudged_queries`). So a run's mean over the judged
+queries equals ``ir_measures.calc_aggregate``'s. Pure; its libraries are imported inside the functions.
 """
 
 from __future__ import annotations
@@ -52,11 +29,9 @@ COLUMNS = ["qid", "metric", "cutoff", "value"]
 
 
 def parse_measure(text: str) -> tuple[str, int]:
-    """``"nDCG@10"`` → ``("nDCG", 10)``; ``MRR@10`` is ``RR@10``. ValueError naming the
-    supported measures for anything else (a measure needs a cutoff); a cutoff is read as every
-    measure's is (:data:`genderbias.ranking.defaults.CUTOFF_RULE`: ASCII digits, 1 to ``MAX_CUTOFF``), else a
-    :class:`~genderbias.errors.MeasureError` naming the measure and its cutoff, before any job
-    asks ir_measures for ``P@99999999999999999999``."""
+    """``"nDCG@10"`` → ``("nDCG", 10)``; ``MRR@10`` is ``RR@10``. ValueError naming the supported measures for
+    anything else; a bad cutoff (:data:`genderbias.ranking.defaults.CUTOFF_RULE`) is a
+    :class:`~genderbias.errors.MeasureError`, before any job asks ir_measures for ``P@99999999999999999999``."""
     match = _MEASURE.match(text) if isinstance(text, str) else None
     name = match and MEASURE_ALIASES.get(match[1], match[1])
     if not match or name not in EFFECTIVENESS:
@@ -112,13 +87,9 @@ def unreturned_queries(run, qrels, qids: Sequence[str] | None = None) -> list[st
 
 
 def effectiveness(run, qrels, measures: Sequence[str], qids: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per query of ``qids`` (default: the queries of ``run``), each measure of ``run`` (``qid,
-    docid, rank``) against ``qrels`` (``qid, docid, rel``).
-
-    Long frame ``qid, metric, cutoff, value`` (``metric``: the ir_measures name, ``RR``,
-    ``nDCG``, …), one row per asked query and measure: ir_measures' value for a judged query
-    (0 when the run does not return it), NaN for a query without judgments. Judgments of queries
-    not asked are left out, so they cannot enter a mean.
+    """Long frame ``qid, metric, cutoff, value`` (``metric``: the ir_measures name) of each measure of ``run``
+    (``qid, docid, rank``) against ``qrels`` (``qid, docid, rel``), one row per query of ``qids`` (default: the
+    run's) and measure, by the module docstring's rules; judgments of queries not asked cannot enter a mean.
     """
     import ir_measures
     import pandas as pd

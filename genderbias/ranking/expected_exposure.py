@@ -1,5 +1,4 @@
-"""Expected Exposure (Diaz, Mitra, Ekstrand, Biega & Carterette, "Evaluating Stochastic Rankings with
-Expected Exposure", CIKM 2020), of the gender groups: one class, :class:`ExpectedExposure`."""
+"""Expected Exposure (Diaz, Mitra, Ekstrand, Biega & Carterette, CIKM 2020) of the gender groups: :class:`ExpectedExposure`."""
 
 from __future__ import annotations
 
@@ -16,20 +15,15 @@ PATIENCE = 0.5
 class ExpectedExposure(GroupMeasure):
     """EE@k, the expected-exposure loss EE-L of the two groups; 0 is fair, lower is fairer.
 
-    Diaz et al. give each document d the exposure ε_d = γ^(rank(d)−1) (RBP's browsing model, patience
-    :data:`PATIENCE`) and, by the equal-expected-exposure principle, the target exposure ε*_d that an
-    ideal ranker gives it: every document of one relevance grade the same. For groups the paper sums
-    both over the group's members (ε_G = Σ_d A_dG ε_d with the membership matrix A) and the loss is
-    EE-L = Σ_G (ε_G − ε*_G)² (its EE-D = Σ_G ε_G² and EE-R = 2 Σ_G ε_G ε*_G split it:
-    EE-L = EE-D − EE-R + Σ_G ε*_G²).
+    Diaz et al. give each document the exposure ε_d = γ^(rank(d)−1) (RBP's browsing model, patience
+    :data:`PATIENCE`) and a target ε*_d, the same for every document of one relevance grade; for groups both are
+    summed over the members (ε_G = Σ_d A_dG ε_d) and EE-L = Σ_G (ε_G − ε*_G)².
 
-    Here, as for every bias measure of the library, no relevance is judged: the top L = min(k, n)
-    documents are of one grade, so each is owed the same exposure, (Σ_{i≤L} γ^(i−1)) / L, and a group
-    its members' share of it. The membership A_dG is the document's soft alignment (f/(f+m), m/(f+m);
-    0 for a neutral document), as AWRF, rKL, rND and rRD read it. A list ordered so each group's
-    attention matches its share of the list scores 0, whatever that share is (as AWRF's reference form:
-    GFR holds the list to a target share). Under ``tie-aware`` the figure's expectation over the orders
-    of tied documents, which is the expected exposure of the ranker that orders ties at random.
+    Here, as for every bias measure of the library, no relevance is judged: the top L = min(k, n) documents are
+    owed the same exposure, (Σ_{i≤L} γ^(i−1)) / L, and a group its members' share of it; membership A_dG is the
+    soft alignment (f/(f+m), m/(f+m); 0 for a neutral document), as the exposure measures read it. A list whose
+    groups' attention matches their share of it scores 0, whatever that share (GFR holds it to a target share).
+    Under ``tie-aware``: the expected exposure of a ranker ordering ties at random.
     """
 
     name = "EE"

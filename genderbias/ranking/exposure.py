@@ -1,69 +1,16 @@
 """Exposure-based group fairness of rankings: AWRF and the rank-based rKL, rND, rRD, for every query at once.
 
-Pure (numpy only; no Django): inputs are dense ``[queries × depth]`` matrices of the
-representative word counts ``f``, ``m`` of each query's ranked documents (0 past the end of
-its list) and ``n``, the documents each query has — :class:`genderbias.ranking.ranked_counts.RankedCounts`
-holds them — so the cost is a few cumulative sums per run, no Python loop per query.
+Definitions, choices and why: docs/metrics.md, "Exposure-based group fairness". Pure numpy: inputs are the dense
+``[queries × depth]`` representative counts ``f``, ``m`` (0 past a list's end) and ``n`` of
+:class:`genderbias.ranking.ranked_counts.RankedCounts`, so a run costs a few cumulative sums.
 
-Groups (the representation NFaiRR uses)
----------------------------------------
-A document with ``f + m > τ`` representative words is **gendered** and belongs to the groups
-softly: alignment a_f(d) = f/(f+m) to *female*, a_m(d) = m/(f+m) to *male* (a one-sided
-document belongs wholly to its group, a balanced one half to each). A document with
-``f + m ≤ τ`` is **neutral**: it is excluded from the group distribution (alignment 0 to
-both), as TREC Fair Ranking 2021's AWRF treated documents without a known group (their
-alignment is empty, the distribution is normalised over the known groups). Its rank still
-counts: it takes a position (and its attention) from the gendered documents below it.
-
-AWRF@k — attention-weighted rank fairness (Sapiezynski et al. 2019; TREC Fair Ranking 2021–22)
-----------------------------------------------------------------------------------------------
-With position weights w_r, the group exposure of the top min(k, n) documents is
-ε_g = Σ_{r ≤ min(k,n)} w_r · a_g(d_r) for g ∈ {f, m}; the exposure distribution
-P = (ε_f, ε_m)/(ε_f + ε_m) is compared with the target T = (t, 1 − t) (default t = ½) by the
-Jensen–Shannon divergence in nats, as TREC Fair's evaluation code (``scipy``'s
-``jensenshannon`` squared): JSD(P, T) = ½ KL(P‖M) + ½ KL(T‖M), M = (P + T)/2, and
-**AWRF = 1 − JSD** ∈ [1 − ln 2, 1] ≈ [0.307, 1]; 1 is fair. No gendered document in the top k:
-no group is over- or under-exposed, AWRF = 1 — the platform's convention for a list without
-gendered words (NFaiRR's ω = 1, TExFAIR = 1), which keeps every query in the mean and the
-count. Weights (:data:`WEIGHTS`):
-
-- ``dcg`` (default): w_r = 1/log2(r + 1), the discount of NFaiRR and TExFAIR, so the metrics
-  of one report differ in how they see groups, not in how they weigh ranks;
-- ``trec``: w_r = 1/log2(max(r, 2)), TREC Fair Ranking 2021–22's ``discount``;
-- ``geometric``: w_r = p (1 − p)^(r−1), Sapiezynski et al.'s attention model (FairRankTune's
-  ``AWRF``, scaled there by 100), p the share of attention the first rank receives.
-
-rKL@k, rND@k, rRD@k (Yang & Stoyanovich, SSDBM 2017)
-----------------------------------------------------
-Defined for a binary protected / unprotected split: here the **protected** group is one of the
-two genders (``female`` by default, the group the literature finds under-exposed), and its
-share of a prefix counts gendered documents only, softly: with G_i the gendered documents in
-the top i and S_i = Σ_{r ≤ i} a_protected(d_r), P_i = S_i / G_i. Its reference is the target's
-protected share q (t for female, 1 − t for male; ½ by default) — not, as in the paper, the
-protected share of the whole ranked population, which for a ranking of documents drawn from a
-collection would call a list of only male documents fair. Cut points are i ∈ {s, 2s, …} with
-i ≤ L = min(k, n), and L itself (s = 10, the paper's, by default; so rND@5 has the one cut
-point 5). With discount δ_i = 1/log2(i) (1 at i = 1):
-
-- rND term: |P_i − q|, at most max(q, 1 − q);
-- rKL term: KL((P_i, 1 − P_i) ‖ (q, 1 − q)) in nats, 0·ln 0 = 0, at most max(−ln q, −ln(1 − q));
-- rRD term (the FATML poster's and the reference code's form, which counts only
-  under-representation): max(0, R − R_i) with R = q/(1 − q) and R_i = P_i/(1 − P_i) (∞ for an
-  all-protected prefix, whose term is then 0), at most R.
-
-value = Σ_i δ_i·term_i / Z, Z = Σ_i δ_i·max term: the most unfair list of the same cut points,
-one whose gendered documents all lean wholly to the group farther from the target — the exact
-maximum (the reference code estimates it by sampling unfair rankings). Cut points with no
-gendered document yet (G_i = 0) are left out of both sums; none left (no gendered document in
-the top k): 0, fair, as AWRF's 1. 0 is fair, 1 the most unfair. The paper's discount is 1/log2 i (its code uses 1/log2(i + 1)).
-
-Two forms (``ExposureSettings.form``; their wording: :data:`genderbias.ranking.vocabulary.FORM_DEFINITIONS`)
---------------------------------------------------------------------------------------------
-Everything above is the **adapted** form (default): the platform's adaptation to documents a ranker
-chose from a collection, where the reference must be a target, not the list's own composition. The
-**reference** form computes the metrics as the cited papers' reference code does
-(:mod:`genderbias.ranking.exposure_reference`). A report records its form (``Report.exposure_form``)
-and every reference-form result carries ``reference`` in its variant (``female,reference``, ``dcg,reference``).
+A document with ``f + m > τ`` is gendered, aligned softly (a_f = f/(f+m), a_m = m/(f+m)); a neutral one is
+excluded from the groups but keeps its rank. **AWRF** = 1 − JSD (nats) between the exposure distribution
+ε_g = Σ w_r·a_g(d_r) and the target (t, 1 − t), with the weights :data:`WEIGHTS`. **rKL, rND, rRD** (Yang &
+Stoyanovich 2017): each cut point's protected share P_i = S_i/G_i of the gendered documents against the target's
+share q, discounted by δ_i = 1/log2(i) and divided by the exact most unfair list's sum. A list without a gendered
+document is fair (AWRF 1, the others 0). This is the **adapted** form (default); the **reference** form, as the
+cited papers' code computes them, is :mod:`genderbias.ranking.exposure_reference`.
 """
 
 from __future__ import annotations
@@ -81,24 +28,15 @@ from genderbias.ranking.defaults import (
     DEFAULT_EXPOSURE_TARGET,
     DEFAULT_PROTECTED,
     DEFAULT_THRESHOLD,
-    EXPOSURE_FORMS,
     EXPOSURE_RULES,
-    MAX_CUT_STEP,
-    PROTECTED_GROUPS,
 )
 from genderbias.ranking.exposure_reference import reference_awrf, reference_rank_fairness, within
 from genderbias.ranking.vocabulary import EXPOSURE, REFERENCE_TOKEN
 
 #: AWRF's position weights (see the module docstring).
 WEIGHTS = AWRF_WEIGHTS
-#: The groups that may be the protected one of rKL/rND/rRD.
-PROTECTED = PROTECTED_GROUPS
-#: The largest cut-point step (a step beyond the list's length leaves the one cut point min(k, n)).
-MAX_STEP = MAX_CUT_STEP
 #: The metrics this module computes, in the order of tables and plots (the vocabulary's).
 METRICS = EXPOSURE
-#: The forms: the platform's ``adapted`` one (default) and the cited papers' ``reference`` code's.
-FORMS = EXPOSURE_FORMS
 
 
 @dataclass(frozen=True)
@@ -110,14 +48,13 @@ class ExposureSettings:
     target: float = (
         DEFAULT_EXPOSURE_TARGET  #: the target's female share t of exposure (AWRF) and of each prefix (rKL/rND/rRD)
     )
-    protected: str = DEFAULT_PROTECTED  #: the protected group of rKL/rND/rRD, one of :data:`PROTECTED`
+    protected: str = DEFAULT_PROTECTED  #: the protected group of rKL/rND/rRD, one of :data:`genderbias.ranking.defaults.PROTECTED_GROUPS`
     step: int = DEFAULT_CUT_STEP  #: rKL/rND/rRD's cut points: every ``step`` ranks (and the cutoff)
     threshold: float = DEFAULT_THRESHOLD  #: NFaiRR's τ: a document with at most τ representative words is neutral
-    form: str = DEFAULT_EXPOSURE_FORM  #: ``adapted`` or ``reference`` (:data:`FORMS`; see the module docstring)
+    form: str = DEFAULT_EXPOSURE_FORM  #: ``adapted`` or ``reference`` (module docstring)
 
     def validate(self) -> None:
-        """``ValueError`` (:class:`genderbias.ranking.defaults.OptionError`) naming the bad setting: each
-        setting's one check is its rule's (:data:`genderbias.ranking.defaults.EXPOSURE_RULES`)."""
+        """``ValueError`` naming the bad setting, by its rule (:data:`genderbias.ranking.defaults.EXPOSURE_RULES`)."""
         for attribute, rule in EXPOSURE_RULES.items():
             rule.check(getattr(self, attribute))
 
@@ -136,14 +73,12 @@ class ExposureSettings:
         return "" if self.target == DEFAULT_EXPOSURE_TARGET or self.reference else f",t={self.target:g}"
 
     def awrf_variant(self) -> str:
-        """AWRF's variant label: its weights (``dcg``, ``trec``, ``geometric:0.5``), the target when not ½,
-        ``,reference`` in the reference form."""
+        """AWRF's variant label: its weights (``geometric:0.5``), the target when not ½, ``,reference``."""
         label = f"geometric:{self.p:g}" if self.weights == "geometric" else self.weights
         return label + self._target_label() + (f",{REFERENCE_TOKEN}" if self.reference else "")
 
     def rank_variant(self) -> str:
-        """rKL/rND/rRD's variant label: the protected group, the target when not ½, ``,reference`` in the
-        reference form, the step when not 10."""
+        """rKL/rND/rRD's variant label: the protected group, the target when not ½, ``,reference``, the step when not 10."""
         label = self.protected + self._target_label() + (f",{REFERENCE_TOKEN}" if self.reference else "")
         return label + ("" if self.step == DEFAULT_CUT_STEP else f",step={self.step}")
 
@@ -250,8 +185,7 @@ def _terms(share: np.ndarray, q: np.ndarray, measure: str) -> tuple[np.ndarray, 
 
 
 def _prefix_shares(protected: np.ndarray, gendered: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(G, P)``: per query and rank i, the gendered documents among the top i and their protected share
-    (0 where G_i = 0), at the matrices' full depth (a cutoff's are its first columns)."""
+    """``(G, P)`` per query and rank i at full depth: the gendered documents in the top i, their protected share."""
     protected = np.asarray(protected, dtype=np.float64)
     inside = within(n, protected.shape[1])
     counted = np.cumsum(np.asarray(gendered, dtype=bool) & inside, axis=1)
@@ -288,11 +222,10 @@ def discounted_sums(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(Σ δ_i term_i, Σ δ_i, Σ δ_i max term)`` per query over the defined cut points (G_i > 0).
 
-    ``protected``: ``[queries × depth]`` alignment to the protected group (soft or 0/1);
-    ``gendered``: the document is in a group (neutral documents are not). ``q``: the reference
-    protected share, one number or one per query. rKL/rND/rRD are the first sum over the third;
-    the first over the second with ``step=1, discount="dcg"`` and ``q`` the list's own share is
-    Geyik et al.'s NDKL (tests compare it with FairRankTune's).
+    ``protected``: ``[queries × depth]`` alignment to the protected group; ``gendered``: the document is in a
+    group; ``q``: the reference protected share, one or one per query. rKL/rND/rRD are the first sum over the
+    third; the first over the second with ``step=1, discount="dcg"`` and ``q`` the list's own share is Geyik et
+    al.'s NDKL (tests compare it with FairRankTune's).
     """
     counted, share = _prefix_shares(protected, gendered, n)
     term, largest = _terms(share, _reference(q), measure)

@@ -1,22 +1,12 @@
-"""The exposure metrics in their **reference** form: AWRF, rKL, rND and rRD as the cited papers' reference code computes them.
+"""The exposure metrics in their **reference** form, as the cited papers' code computes them, so published numbers
+can be compared (docs/metrics.md, "Exposure-based group fairness"; :mod:`genderbias.ranking.exposure` calls this
+when ``ExposureSettings.form`` is ``reference``). Pure (numpy, scipy's binomial).
 
-Pure (numpy, scipy's binomial; no Django). :mod:`genderbias.ranking.exposure` holds the platform's
-adapted form, the settings and the one entry point (:func:`genderbias.ranking.exposure.exposure_columns`);
-this module is the reference form it calls when ``ExposureSettings.form`` is ``reference``, so that
-published numbers can be compared with those computed by the papers' code (the groups, soft and
-without neutral documents, are the same in both forms; on crisp groups the reference form is the code's):
-
-- AWRF (:func:`reference_awrf`): FairRankTune's ``AWRF`` with its ``MinMaxRatio``: each group's
-  attention per member V_g = ε_g / N_g (N_g = Σ a_g over the top min(k, n), the group's size in the
-  list), value min_g V_g / max_g V_g; one group present: 1; none: undefined (NaN).
-- rKL, rND, rRD (:func:`reference_rank_fairness`): Yang & Stoyanovich's ``FairRank`` code, the ranked
-  list being the top L = min(k, n): the reference q is the list's own protected share; cut points
-  step, 2·step, … ≤ L only; discount 1/log2(i + 1); rKL in bits with the code's 0.001 floor for a
-  prefix share of 0 or 1; rRD with the code's all-protected prefix as the largest term; normalised
-  by the code's normaliser, the larger of two averages of rankings generated from the same documents
-  at fairness probability 0 and 0.98 (0.5 for rRD), taken here as the exact expectations of those
-  averages (the code samples 10 rankings each). Undefined (NaN) where the code refuses: one group
-  only, no gendered document, no cut point with a gendered document before the list's end.
+- AWRF: FairRankTune's with ``MinMaxRatio``: min_g V_g / max_g V_g, V_g = ε_g / N_g the attention per member
+  (N_g = Σ a_g over the top min(k, n)); one group present: 1; none: NaN.
+- rKL, rND, rRD: Yang & Stoyanovich's ``FairRank`` code on the top L = min(k, n), q the list's own protected
+  share, cut points step, 2·step, … ≤ L, discount 1/log2(i + 1), normalised by the larger expected value of the
+  code's generated rankings (it samples 10 each); NaN where the code refuses (one group, no cut point).
 """
 
 from __future__ import annotations
@@ -35,10 +25,8 @@ def within(n: np.ndarray, depth: int) -> np.ndarray:
 
 
 def reference_awrf(a_f: np.ndarray, a_m: np.ndarray, n: np.ndarray, cutoff: int, weights: np.ndarray) -> np.ndarray:
-    """AWRF@cutoff per query in the reference form: FairRankTune's ``AWRF`` with ``MinMaxRatio``, min_g V_g /
-    max_g V_g over the groups present in the top min(cutoff, n), V_g = ε_g / N_g its attention per member
-    (N_g = Σ a_g, the group's soft size in the list); one group present: 1; none: NaN (undefined).
-    ``weights``: the position weights w_r of at least min(cutoff, depth) ranks (:func:`genderbias.ranking.exposure.position_weights`)."""
+    """AWRF@cutoff per query in the reference form (module docstring); ``weights``: the position weights w_r of at
+    least min(cutoff, depth) ranks (:func:`genderbias.ranking.exposure.position_weights`)."""
     depth = min(cutoff, a_f.shape[1])
     keep = within(n, a_f.shape[1])[:, :depth]
     f, m = a_f[:, :depth] * keep, a_m[:, :depth] * keep
@@ -96,15 +84,11 @@ def _generated(
     measure: str,
     probability: float,
 ) -> np.ndarray:
-    """Σ δ_i E[term_i] over the rankings the reference code generates from the list's documents at
-    fairness ``probability`` f (FairRank ``dataGenerator.generateUnfairRanking``: while both groups
-    last, the next document is protected with probability f, then the rest of the other group).
-
-    Of the list's N = ``size`` gendered documents, P = ``mass`` protected (soft: their summed
-    alignment), the first G_i of the generated order hold S_i = min(P, max(X, G_i − (N − P)))
-    protected, X ~ Binomial(G_i, f): X counts the protected picks, and once a group runs out the
-    other fills the rest. Neutral documents keep their ranks (G_i at cut point i is the list's own).
-    f = 0 is the protected-last list itself."""
+    """Σ δ_i E[term_i] over the rankings the reference code generates from the list's documents at fairness
+    ``probability`` f (``dataGenerator.generateUnfairRanking``: while both groups last, the next document is
+    protected with probability f, then the rest of the other group). Of N = ``size`` gendered documents,
+    P = ``mass`` protected, the first G_i hold S_i = min(P, max(X, G_i − (N − P))), X ~ Binomial(G_i, f); neutral
+    documents keep their ranks. f = 0 is the protected-last list itself."""
     total = np.zeros(len(counted))
     columns = np.flatnonzero(delta.any(axis=0))
     if not len(columns):
@@ -133,9 +117,8 @@ GENERATOR_PROBABILITIES = {"rKL": (0.0, 0.98), "rND": (0.0, 0.98), "rRD": (0.0, 
 def reference_rank_sums(
     protected: np.ndarray, gendered: np.ndarray, n: np.ndarray, cutoff: int, measure: str, step: int = 10
 ) -> tuple[np.ndarray, dict[float, np.ndarray]]:
-    """``(Σ δ_i term_i, {f: Σ δ_i E[term_i] of the rankings generated at fairness probability f}) per query
-    in the reference form (:func:`reference_rank_fairness`): the first is the reference code's
-    ``calculateNDFairness`` with normaliser 1, the largest of the second its normaliser's expectation."""
+    """``(Σ δ_i term_i, {f: Σ δ_i E[term_i] of the rankings generated at fairness probability f})`` per query:
+    the code's ``calculateNDFairness`` with normaliser 1, and the expectations its normaliser samples."""
     depth = min(cutoff, protected.shape[1])
     queries = len(protected)
     if depth == 0:
@@ -163,20 +146,9 @@ def reference_rank_sums(
 def reference_rank_fairness(
     protected: np.ndarray, gendered: np.ndarray, n: np.ndarray, cutoff: int, measure: str, step: int = 10
 ) -> np.ndarray:
-    """rKL, rND or rRD at ``cutoff`` per query in the reference form (Yang & Stoyanovich's code,
-    FairRank ``measures.calculateNDFairness`` and ``getNormalizer``), the ranked list being the top
-    L = min(cutoff, n) documents:
-
-    - q, the reference, is the protected share of the list's gendered documents (the code's
-      ``_pro_N/_user_N``); the prefixes are cut at i ∈ {step, 2·step, …} ≤ L, discounted 1/log2(i + 1);
-    - terms as :func:`_reference_terms`; value = Σ δ_i term_i ÷ Z. The code's Z is the larger of two
-      averages of 10 rankings generated from the same documents, at fairness probability 0 (the
-      protected-last list) and 0.98 (0.5 for rRD): here the larger of their expectations
-      (:func:`_generated`), the same normaliser without its sampling noise;
-    - NaN (undefined; the code refuses such a ranking) when Z = 0: a list of one group only (q of 0
-      or 1), no gendered document, or no cut point with a gendered document before the list's end.
-
-    ``protected``: alignment to the protected group (soft or 0/1); ``gendered``: the document is in a group."""
+    """rKL, rND or rRD at ``cutoff`` per query in the reference form (module docstring): Σ δ_i term_i ÷ Z, Z the
+    larger expectation of :func:`reference_rank_sums`; NaN where Z = 0. ``protected``: alignment to the protected
+    group (soft or 0/1); ``gendered``: the document is in a group."""
     total, generated = reference_rank_sums(protected, gendered, n, cutoff, measure, step)
     largest = np.max(list(generated.values()), axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -1,6 +1,4 @@
-"""GFR (Sakai, Kim & Kang, "A Versatile Framework for Evaluating Ranked Lists in terms of Group Fairness
-and Relevance", 2022; the group-fairness measure of NTCIR's FairWeb tasks), of the gender groups: one
-class, :class:`GFR`."""
+"""GFR (Sakai, Kim & Kang 2022; NTCIR FairWeb's group-fairness measure) of the gender groups: :class:`GFR`."""
 
 from __future__ import annotations
 
@@ -12,18 +10,13 @@ __all__ = ["GFR"]
 
 class GFR(GroupMeasure):
     """GFR@k, group fairness of the gender groups: the mean over the ranks r ≤ L = min(k, n) of
-    GF@r = 1 − JSD(p@r ‖ p*), JSD in bits, so each term and GFR lie in [0, 1]; 1 is fair.
+    GF@r = 1 − JSD(p@r ‖ p*), JSD in bits, so GFR lies in [0, 1]; 1 is fair.
 
-    Sakai et al. score a list by a user who stops at rank r with probability Pdecay(r) and gains there
-    the relevance of the top r and, for each attribute set, the similarity of the achieved distribution
-    over its groups (the top r's members, with soft membership) to a target (gold) distribution: for a
-    nominal attribute set, 1 − JSD. Here the attribute set is gender, nominal, two groups; the achieved
-    distribution p@r is the female and male shares of the top r's alignments (f/(f+m), m/(f+m), neutral
-    documents counting for neither, as AWRF, rKL, rND and rRD read them; a prefix without a gendered
-    document is at the target, as AWRF's); the target p* is (t, 1 − t) with t the exposure target (the
-    report's ``--exposure-target``, FairWeb's uniform gold distribution by default). As for every bias
-    measure of the library no relevance is judged, so the relevance term is left out, and the stopping
-    distribution is uniform over the L ranks (Pdecay(r) = 1/L).
+    Sakai et al.'s user stops at rank r with probability Pdecay(r) and gains the top r's relevance and, per
+    attribute set, the similarity of its group distribution to a target (1 − JSD for a nominal set). Here the set
+    is gender: p@r the female and male shares of the top r's alignments (neutral documents counting for neither;
+    a prefix without a gendered document at the target), p* = (t, 1 − t) with t the exposure target (FairWeb's
+    uniform gold by default). No relevance is judged, so that term is left out, and Pdecay(r) = 1/L.
     """
 
     name = "GFR"

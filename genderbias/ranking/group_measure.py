@@ -1,14 +1,10 @@
-"""What a measure of the groups' share of a ranking is: :class:`GroupMeasure`, one class per measure that
-declares it (name, direction, note, the settings it reads) and computes it, and its registry.
+"""What a measure of the groups' share of a ranking is: :class:`GroupMeasure`, one class per measure declaring
+and computing it, and its registry. Light: no numpy until a measure is computed.
 
-A new measure is one subclass in one module of this package, named in :data:`MODULES`, as ir_measures
-lists its measures' modules: the declaration is read by :mod:`genderbias.ranking.vocabulary` (tables,
-plots, forms, the API's choices), the computation by :func:`genderbias.ranking.measures.evaluate_run`
-(a report, its per-query CSV, label sensitivity), and its measure string by :mod:`genderbias.api.notation`
-(``calc_aggregate``, ``ir_measures.parse_measure``). The documents' groups are read as the exposure
-measures read them (:func:`genderbias.ranking.exposure.alignment`: soft f/(f+m), m/(f+m) over the
-representative words, a document with at most τ of them neutral), so every group measure of a report
-sees the same documents in the same groups. Light: no numpy until a measure is computed.
+A new measure is one subclass in one module named in :data:`MODULES` (as ir_measures lists its measures'
+modules); the vocabulary, :func:`genderbias.ranking.measures.evaluate_run` and :mod:`genderbias.api.notation`
+read it from there. Groups are read as the exposure measures read them
+(:func:`genderbias.ranking.exposure.alignment`), so every group measure sees the same documents in the same groups.
 """
 
 from __future__ import annotations
@@ -32,11 +28,9 @@ MODULES = ("genderbias.ranking.expected_exposure", "genderbias.ranking.gfr")
 
 
 class GroupMeasure:
-    """One measure of how a ranking's attention falls on the groups, declared and computed in one class.
-
-    Its attributes are :class:`genderbias.ranking.vocabulary.Measure`'s, so the vocabulary lists it with
-    the others; :attr:`settings` names the exposure settings it reads (``ExposureSettings``' fields, the
-    report's ``--exposure-target`` …), which are also the parameters of its measure string.
+    """One measure of how a ranking's attention falls on the groups, declared and computed in one class. Its
+    attributes are :class:`genderbias.ranking.vocabulary.Measure`'s; :attr:`settings` names the
+    ``ExposureSettings`` fields it reads, also its measure string's parameters.
     """
 
     name: ClassVar[str]

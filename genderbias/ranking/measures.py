@@ -1,28 +1,11 @@
-"""Gender-bias metrics of rankings: RaB, ARaB, TExFAIR and the exposure measures, for every query at once, and every measure of one run (:func:`evaluate_run`).
+"""Gender-bias metrics of rankings for every query at once, and every measure of one run (:func:`evaluate_run`),
+as docs/metrics.md, "Definitions" defines them. Pure, so notebooks and tests use exactly the reports' code.
 
-Pure module (numpy, pandas, polars; no Django) so that notebooks and tests use exactly the
-code the reports use. Every metric is computed from the dense ``[queries × depth]`` matrices of
-:mod:`genderbias.ranking.ranked_counts` (its inputs, ties and missing documents described there);
-NFaiRR is :mod:`genderbias.ranking.nfairr`.
-
-Definitions (``k`` a cutoff, ``n`` the documents the run has for the query, w_r = 1/log2(r+1))
------------------------------------------------------------------------------------------------
-- **RaB@t / ARaB@t** (Rekabsaz & Schedl, SIGIR 2020): the arithmetic of
-  :func:`genderbias.ranking.rank_bias.rank_bias_of`, so the project has one implementation.
-
-- **TExFAIR@k** (Abolghasemi et al., ECIR 2024): TE_G = Σ_{r ≤ min(k,n)} (count_G(d_r)/|d_r|)·w_r;
-  p(G) = TE_G / (TE_f + TE_m); TED = Σ_G |p(G) − ½|; RBDF = Σ_{r ≤ min(k,n)} 1[f+m > 0]·w_r ÷
-  Σ_{r ≤ min(k,n)} w_r. Variant ``rbdf``: 1 − TED·RBDF (the paper's); ``plain``: 1 − TED.
-  No word of the list in the top k → TED = 0 and TExFAIR = 1.
-
-- **AWRF@k, rKL@k, rND@k, rRD@k**: :mod:`genderbias.ranking.exposure` (group alignment from the same
-  representative counts, soft f/(f+m), m/(f+m); neutral documents excluded from the groups).
-
-- **EE@k, GFR@k** and any other :class:`genderbias.ranking.group_measure.GroupMeasure`: each its own
-  class and module, from the same alignments and exposure settings.
-
-A document missing from ``counts`` has magnitude 0 for RaB and no exposure for TExFAIR. Runs
-imported through ``pooling`` are validated against their collection, so this only happens in pure use.
+Every metric is computed from the ``[queries × depth]`` matrices of :mod:`genderbias.ranking.ranked_counts`:
+RaB/ARaB by :func:`genderbias.ranking.rank_bias.rank_bias_of`; TExFAIR@k (Abolghasemi et al., ECIR 2024) here,
+TE_G = Σ_{r ≤ min(k,n)} (count_G(d_r)/|d_r|)·w_r, TED = Σ_G |TE_G/(TE_f + TE_m) − ½|, ``rbdf`` 1 − TED·RBDF (the
+paper's), ``plain`` 1 − TED; NFaiRR, the exposure measures and each
+:class:`genderbias.ranking.group_measure.GroupMeasure` in their own modules.
 """
 
 from __future__ import annotations
@@ -77,12 +60,8 @@ TEXFAIR_VARIANTS = BY_NAME["TExFAIR"].variants  # ("rbdf", "plain"); the first i
 def rank_bias(
     run: pl.DataFrame, counts: pl.DataFrame, cutoffs: Sequence[int], variant: str, ties: str = DEFAULT_TIES
 ) -> pd.DataFrame:
-    """RaB@t and ARaB@t per query with ``tf`` (ln(1+count)) or ``bool`` magnitudes, the run's
-    ties ordered by ``ties``; with the range over orders of ties (``RaB@t:low`` …) and ``tied@t``.
-
-    Magnitudes from :func:`genderbias.text.magnitudes.magnitudes_frame`, the arithmetic from
-    :func:`genderbias.ranking.rank_bias.rank_bias_of` (one implementation of each definition).
-    """
+    """RaB@t and ARaB@t per query with ``tf`` (ln(1+count)) or ``bool`` magnitudes, ties ordered by ``ties``, with
+    the range over orders of ties (``RaB@t:low`` …) and ``tied@t``."""
     cutoffs = validate_cutoffs(cutoffs)
     return _rank_bias(ranked_counts(run, counts, max(cutoffs), ties), run, counts, cutoffs, variant)
 
@@ -190,13 +169,11 @@ def evaluate_run(
 ) -> pd.DataFrame:
     """All metrics of one run, long format: ``qid, metric, variant, cutoff, value, low, high, tied``.
 
-    ``counts`` (the definitional list) feed RaB/ARaB; ``representative_counts`` feed NFaiRR,
-    TExFAIR and the exposure metrics (AWRF, rKL, rND, rRD, under ``exposure``: default
-    :class:`~genderbias.ranking.exposure.ExposureSettings` with this ``threshold``). NFaiRR's variant is
-    :func:`nfairr_variant`; ``comparison`` and ``normaliser`` as in :func:`nfairr`. ``ties``
-    orders the run's tied documents (:mod:`genderbias.ranking.ties`); ``low``/``high`` are the lowest and
-    highest value over the orders of ties (exact for RaB, ARaB, NFaiRR; over the orders
-    averaged for the others, and NaN for them unless tie-aware), ``tied`` whether the query's top k holds a tie.
+    ``counts`` (the definitional list) feed RaB/ARaB; ``representative_counts`` NFaiRR, TExFAIR and the exposure
+    metrics (under ``exposure``, default settings with ``threshold``). NFaiRR: :func:`nfairr_variant`,
+    ``comparison`` and ``normaliser`` as in :func:`nfairr`. ``ties`` orders tied documents; ``low``/``high``: the
+    range over orders of ties (exact for RaB, ARaB, NFaiRR; else over the averaged orders, NaN unless tie-aware);
+    ``tied``: whether the query's top k holds a tie.
     """
     cutoffs = validate_cutoffs(cutoffs)
     depth = max(cutoffs)
@@ -296,14 +273,10 @@ def figures(
     background_name: str = COLLECTION_BACKGROUND,
     **settings,
 ) -> pd.DataFrame:
-    """Long frame ``run, qid, metric, variant, cutoff, value, low, high, tied`` of every run (a frame
-    ``qid, docid, rank, score`` each, at least as deep as the cutoffs), by :func:`evaluate_run` with
-    ``settings`` (``threshold``, ``normaliser``, ``exposure``, ``ties``, ``seed``); NFaiRR's comparison is
-    every run. ``counts`` is asked once per word list, for the documents the figures read (each run's
-    top under its order of ties and every tie group reaching the depth) and the background's top.
-
-    A query's values depend on the runs, the background and the settings, never on which other
-    queries are asked for, so any subset of this frame is what the same call on that subset gives."""
+    """Long frame ``run, qid, metric, variant, cutoff, value, low, high, tied`` of every run (``qid, docid, rank,
+    score``, at least as deep as the cutoffs) by :func:`evaluate_run` with ``settings``; NFaiRR's comparison is
+    every run. ``counts`` is asked once per word list, for the documents the figures read. A query's values never
+    depend on which other queries are asked for, so any subset is what the same call on that subset gives."""
     cutoffs = validate_cutoffs(cutoffs)
     ties = settings.get("ties", DEFAULT_TIES)
     read = [order_run(frame, order, max(cutoffs))["docid"] for frame in runs.values() for order in {ties, TIE_AWARE}]
@@ -361,17 +334,14 @@ def evaluate(
     progress: Callable[[str, int, int], None] | None = None,
     **settings,
 ) -> Evaluation:
-    """Every measure of every run over ``qids`` (default: the runs' queries), summarised: the one pipeline
-    of a report, and what :func:`genderbias.api.calc.calc_aggregate` reads.
+    """Every measure of every run over ``qids`` (default: the runs' queries), summarised: the one pipeline of a
+    report, read by :func:`genderbias.api.calc.calc_aggregate`.
 
-    The bias figures are :func:`figures`' (``settings`` its keywords); with ``qrels`` (``qid, docid, rel``)
-    the effectiveness ``measures`` too (:func:`effectiveness.effectiveness`, variant ``judged_by``; the
-    runs at least as deep as the measures), every asked query a row. The summary is over ``in_set``
-    (default every query): means with bootstrap intervals (``samples``) and tests against ``baseline``
-    (:func:`significance.summarise`), the range over orders of ties (:func:`tie_summary`); with a label
-    model (``labels``, ``predicted``: each judged query's label, ``audit``: an expert sample's) the
-    label-corrected figures and the interval each gets (:func:`figure_intervals.choose_intervals`).
-    ``progress(step, done, total)`` follows the long steps."""
+    Bias figures by :func:`figures` (``settings``: its keywords); with ``qrels`` also the effectiveness
+    ``measures`` (variant ``judged_by``), every asked query a row. The summary over ``in_set`` (default: all):
+    :func:`significance.summarise` (``samples``, ``baseline``) and :func:`tie_summary`; with a label model
+    (``labels``; ``predicted``: each judged query's label; ``audit``: an expert sample's) the label-corrected
+    figures and their intervals (:func:`figure_intervals.choose_intervals`). ``progress(step, done, total)``."""
     # Here, not at the top: scipy and the crowd models would double the import of every measure (pools, calc).
     from genderbias.crowd import figure_intervals, label_uncertainty
     from genderbias.stats import significance

@@ -1,29 +1,11 @@
-"""NFaiRR (Rekabsaz, Kopeinik & Schedl, SIGIR 2021): the neutrality of a ranking, per query.
+"""NFaiRR (Rekabsaz, Kopeinik & Schedl, SIGIR 2021): the neutrality of a ranking, per query; defined, with why
+``comparison`` is the default normaliser, in docs/metrics.md, "Definitions". Pure.
 
-Pure module (numpy, pandas, polars; no Django); the input matrices are :mod:`genderbias.ranking.ranked_counts`'.
-
-Definition (``k`` a cutoff, ``n`` the documents the run has for the query, w_r = 1/log2(r+1))
----------------------------------------------------------------------------------------------
-A document is neutral (ω = 1) when
-  f + m ≤ τ, else ω = 1 − Σ_g |M_g/(f+m) − ½|. FaiRR@k = Σ_{r ≤ min(k,n)} ω(d_r)·w_r.
-  IFaiRR@k with the collection as background (default) = Σ_{r ≤ k} w_r, since the collection
-  always has k neutral documents. With a background run, IFaiRR@k is the best reordering (ω
-  descending) of a candidate set per query, chosen by the *normaliser*:
-
-  * ``comparison`` (default): the background run's top :data:`BACKGROUND_DEPTH` documents
-    together with the top documents of *every run of the comparison* (the runs of one report).
-    The denominator is the same for every run compared, so a fairer document never lowers a
-    run's score (NFaiRR is monotone in FaiRR), runs and their paired t-tests share one scale,
-    and NFaiRR ≤ 1 because every run's own documents are candidates.
-  * ``exact``: the background alone, as the reference code (CPJKU) did; values above 1 are
-    possible and reported as such. A query the background lacks has IFaiRR = 0.
-
-  NFaiRR = FaiRR / IFaiRR; when IFaiRR = 0 (only one-sided candidates, or none) NFaiRR is
-  undefined (NaN) and the query is left out of the mean.
-
-A document missing from the counts is neutral (ω = 1) — the reference code's intent, though it
-crashed there. NFaiRR is linear in the per-rank ω, so its expectation over the orders of ties is exact
-and its range comes from :meth:`~genderbias.ranking.ranked_counts.RankedCounts.extremes`.
+ω = 1 when f + m ≤ τ, else 1 − Σ_g |M_g/(f+m) − ½|; FaiRR@k = Σ_{r ≤ min(k,n)} ω(d_r)·w_r; NFaiRR = FaiRR / IFaiRR,
+NaN when IFaiRR = 0. IFaiRR@k is Σ_{r ≤ k} w_r against the collection, else the best reordering of the
+background's top :data:`BACKGROUND_DEPTH` and (``comparison``) every compared run's top documents, or (``exact``)
+the background alone. A document missing from the counts is neutral. NFaiRR is linear in the per-rank ω, so its
+expectation over the orders of ties is exact.
 """
 
 from __future__ import annotations
@@ -48,19 +30,16 @@ from genderbias.ranking.ranked_counts import (
     discounts,
     qid_index,
     ranked_counts,
-    renumber,
     tie_view,
     validate_cutoffs,
     with_ties,
 )
+from genderbias.ranking.ties import FILE, order_run
 
 
 def neutrality(f: np.ndarray, m: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
-    """ω of documents with ``f`` female and ``m`` male word counts.
-
-    1 when f + m ≤ τ (too few gendered words to lean either way), else
-    1 − |f/(f+m) − ½| − |m/(f+m) − ½|: 1 for a balanced document, 0 for a one-sided one.
-    """
+    """ω of documents with ``f`` female and ``m`` male words: 1 when f + m ≤ τ (too few to lean), else
+    1 − |f/(f+m) − ½| − |m/(f+m) − ½| (1 balanced, 0 one-sided)."""
     f = np.asarray(f, dtype=np.float64)
     m = np.asarray(m, dtype=np.float64)
     total = f + m
@@ -77,16 +56,13 @@ def _background_ideal(
     threshold: float,
     ties: str,
 ) -> np.ndarray:
-    """``[queries × depth]`` ω of the best reordering of the background ∪ the ``compared`` runs' top documents.
-
-    Under ``tie-aware`` a compared run's top documents include every member of a tie group that
-    straddles the depth (each is in the top under some order), so the candidates, and NFaiRR's
-    denominator, are the same whatever the order of ties: NFaiRR stays linear, its expectation exact.
-    """
+    """``[queries × depth]`` ω of the best reordering of the background ∪ the ``compared`` runs' top documents;
+    tie-aware, every member of a tie group straddling the depth is a candidate, so NFaiRR's denominator does not
+    depend on the order of ties and NFaiRR stays linear."""
     depth = ranked.depth
     qids = pl.Series("qid", ranked.qids, dtype=pl.String)
-    candidates = [renumber(frame, depth, ties).select("qid", "docid") for frame in compared]
-    candidates.append(renumber(background, BACKGROUND_DEPTH).select("qid", "docid"))
+    candidates = [order_run(frame, ties, depth).select("qid", "docid") for frame in compared]
+    candidates.append(order_run(background, FILE, BACKGROUND_DEPTH).select("qid", "docid"))
     pool = pl.concat(candidates).join(qids.to_frame(), on="qid", how="semi").unique(["qid", "docid"])
     pool = pool.join(counts.select("docid", "f", "m"), on="docid", how="left").with_columns(
         pl.col("f").fill_null(0), pl.col("m").fill_null(0)
@@ -109,15 +85,9 @@ def nfairr(
     normaliser: str = DEFAULT_NORMALISER,
     ties: str = DEFAULT_TIES,
 ) -> pd.DataFrame:
-    """FaiRR@k and NFaiRR@k per query (columns ``FaiRR@k``, ``NFaiRR@k``, and ``n``; the range over
-    orders of ties ``NFaiRR@k:low`` … and ``tied@k``).
-
-    ``counts`` are of the *representative* word list. ``background=None`` normalises by the
-    collection (IFaiRR@k = Σ_{r ≤ k} w_r). With a background run, ``normaliser="comparison"``
-    normalises by the best ordering of the background's documents plus those of every run in
-    ``comparison`` (pass all runs being compared; ``run`` itself is always included, so
-    NFaiRR ≤ 1), and ``"exact"`` by the background alone (the original definition).
-    """
+    """FaiRR@k and NFaiRR@k per query (and ``n``, the range over orders of ties ``NFaiRR@k:low`` …, ``tied@k``)
+    from the *representative* ``counts``; ``background``, ``comparison`` (pass every run compared; ``run`` is
+    always included) and ``normaliser``: module docstring."""
     cutoffs = validate_cutoffs(cutoffs)
     if normaliser not in NORMALISERS:
         raise ValueError(f"unknown NFaiRR normaliser {normaliser!r}; choose one of {', '.join(NORMALISERS)}")
@@ -160,10 +130,8 @@ def nfairr_columns(ranked, run, counts, cutoffs, threshold, background, comparis
 
 
 def nfairr_variant(background_name: str, normaliser: str = DEFAULT_NORMALISER) -> str:
-    """NFaiRR's variant label: the background's name, ``:exact`` appended for the original normaliser.
-
-    The collection background has one (fixed) normaliser, so it is always ``collection``.
-    """
+    """NFaiRR's variant label: the background's name, ``:exact`` appended for the original normaliser (the
+    collection has one normaliser, so it is always ``collection``)."""
     if background_name == COLLECTION_BACKGROUND or normaliser == DEFAULT_NORMALISER:
         return background_name
     return f"{background_name}:{normaliser}"

@@ -1,16 +1,9 @@
 """Pooling the most gender-biased queries (Rekabsaz & Schedl, SIGIR 2020, Section 4).
 
-For every run, two lists of its queries: female-leaning, sorted by RaB ascending (most
-negative first), and male-leaning, sorted descending. Ties go to the smaller qid
-(numerically when every qid is an integer). The pool is the union of the top ``depth``
-of every list.
-
-Invariant: RaB values equal to :data:`TIE_DECIMALS` decimal places are ties. RaB is a mean
-of logarithms summed in whatever order the vectorised code chose, so two queries whose
-rankings have the same magnitudes can differ in their last bits; ordering by those bits
-put the pool boundary at the mercy of floating-point noise (one query of 444 at the
-depth-100 boundary on held-out data). Sorting on the value rounded to 12 decimals makes
-the documented qid rule decide, in the pool, its provenance (list positions) and its page.
+For every run, its queries female-leaning (RaB ascending) and male-leaning (descending), ties to the smaller qid
+(numerically when every qid is an integer); the pool is the union of every list's top ``depth``. RaB values equal
+to :data:`TIE_DECIMALS` decimals are ties: RaB sums logarithms in whatever order the vectorised code chose, and
+ordering by the last bits put the pool boundary at the mercy of floating-point noise, so the qid rule decides.
 """
 
 from __future__ import annotations
@@ -59,10 +52,8 @@ class PoolResult:
 
 
 def biased_lists(rank_bias: Mapping[str, float], depth: int) -> dict[str, pl.DataFrame]:
-    """The top ``depth`` of the female- and male-leaning lists of one run: frames ``qid, rab``.
-
-    ``rank_bias`` maps qid → RaB (anything with ``items()``); missing values (NaN) are left out.
-    """
+    """The top ``depth`` of one run's female- and male-leaning lists (frames ``qid, rab``) from qid → RaB, NaN
+    left out."""
     items = [(str(qid), float(rab)) for qid, rab in rank_bias.items() if rab is not None and rab == rab]
     qids = [qid for qid, _ in items]
     rab = np.array([value for _, value in items], dtype=np.float64)
@@ -103,11 +94,8 @@ def pool_queries(rank_bias_by_run: Mapping[str, Mapping[str, float]], depth: int
 def rank_bias_by_run(
     frames: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoff: int
 ) -> dict[str, dict[str, float]]:
-    """RaB@``cutoff`` of every query of every run: run → qid → RaB, the input of :func:`pool_queries`.
-
-    ``frames``: each run's rankings (``qid, docid, rank``) by run name; ``magnitudes``: the
-    passages' gender magnitudes (:func:`genderbias.text.magnitudes.magnitudes_frame`).
-    """
+    """run → qid → RaB@``cutoff`` from each run's ``qid, docid, rank`` and the passages' ``magnitudes``
+    (:func:`genderbias.text.magnitudes.magnitudes_frame`): the input of :func:`pool_queries`."""
     from genderbias.ranking.rank_bias import rank_bias_columns_by_run
 
     column = f"RaB@{cutoff}"
@@ -120,12 +108,8 @@ def rank_bias_by_run(
 def pool_provenance(
     result: PoolResult, rank_bias_by_run: Mapping[str, Mapping[str, float]]
 ) -> list[tuple[str, str, float | None, int | None, int | None]]:
-    """One row per (run, pooled query), runs in the order given, queries in the pool's order:
-    ``(run, qid, RaB or None, position in the run's female list or None, in its male list or None)``.
-
-    A pooled query a run does not contain has no RaB for that run; a query the run did not
-    select has no positions in its lists (another run brought it into the pool).
-    """
+    """One row per (run, pooled query), runs as given, queries in pool order: ``(run, qid, RaB, position in the
+    run's female list, in its male list)``, None where the run lacks the query or did not select it."""
     positions = {
         (run, list_name, qid): position
         for run, list_name, qid, position in result.selections.select("run", "list", "qid", "position").iter_rows()
@@ -149,13 +133,11 @@ def pool_provenance(
 def rank_bias_with_ties(
     frames: Mapping[str, pl.DataFrame], counts: pl.DataFrame, cutoff: int, magnitude: str, ties: str
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, tuple[float, float]]]]:
-    """RaB@``cutoff`` of every query of every run as a report computes it (:func:`genderbias.ranking.measures.rank_bias`,
-    the run's tied documents ordered by ``ties``: :mod:`genderbias.ranking.ties`), and each query's range over
-    the orders of its ties where one moves it: (run → qid → RaB, run → qid → (lowest, highest)).
+    """RaB@``cutoff`` of every query of every run as a report computes it (ties ordered by ``ties``), and each
+    query's range over the orders of its ties where one moves it: (run → qid → RaB, run → qid → (low, high)).
 
-    ``frames``: each run's rankings (``qid, docid, rank, score``) down to the cutoff with every document tied
-    with its top (``pooling.selectors.top_rankings(..., through_ties=True)``); ``counts``: the passages'
-    gender-word counts (``docid, f, m``; a ``length`` column is not needed by RaB and is filled with 0).
+    ``frames``: each run's ``qid, docid, rank, score`` down to the cutoff and through its ties
+    (``pooling.selectors.top_rankings(..., through_ties=True)``); ``counts``: ``docid, f, m`` (RaB needs no length).
     """
 
     if "length" not in counts.columns:

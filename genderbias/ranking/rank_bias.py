@@ -24,13 +24,8 @@ if TYPE_CHECKING:
 def rank_matrices(
     run: pl.DataFrame, values: pl.DataFrame, depth: int
 ) -> tuple[list[str], dict[str, np.ndarray], np.ndarray]:
-    """Per-rank values of a run as dense ``[queries × depth]`` matrices.
-
-    ``run`` has ``qid, docid, rank`` (ranks 1..n per query); ``values`` has ``docid`` and
-    the columns to spread, one matrix each. Returns ``(qids, matrices, n)`` where ``n`` is
-    each query's number of documents within ``depth``. Cells past ``n``, and documents
-    missing from ``values``, are 0 (``False`` for boolean columns).
-    """
+    """``(qids, matrices, n)``: the per-rank ``values`` (``docid`` and columns to spread) of ``run`` (``qid, docid,
+    rank``) as dense ``[queries × depth]`` matrices, 0 (False) past ``n`` or for documents missing from ``values``."""
     top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
     qids = top["qid"].unique(maintain_order=True)
     top = top.join(qids.to_frame().with_row_index("row"), on="qid", how="left")
@@ -56,12 +51,8 @@ def rank_matrices(
 def rank_bias_columns(
     run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]
 ) -> tuple[list[str], dict[str, np.ndarray]]:
-    """RaB@t and ARaB@t for every query of ``run``: ``(qids, columns)``.
-
-    ``magnitudes`` has ``docid`` and float columns ``f`` and ``m`` (one magnitude variant).
-    ``columns`` holds ``RaB@t`` and ``ARaB@t`` per cutoff, and ``n`` (documents the run has
-    for the query, up to the largest cutoff), each aligned with ``qids``.
-    """
+    """``(qids, columns)``: RaB@t and ARaB@t per cutoff and ``n`` for every query of ``run``, from ``magnitudes``
+    (``docid, f, m`` of one magnitude variant)."""
     depth = _depth(cutoffs)
     qids, matrices, n = rank_matrices(run, _differences(magnitudes), depth)
     return qids, rank_bias_of(matrices["value"], n, cutoffs)
@@ -70,13 +61,8 @@ def rank_bias_columns(
 def rank_bias_columns_by_run(
     runs: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoffs: Sequence[int]
 ) -> dict[str, tuple[list[str], dict[str, np.ndarray]]]:
-    """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), the same values.
-
-    The passages' magnitudes and the queries' numbers are joined to the rankings of all
-    runs at once (one hash table of the passages rather than one per run); each run's
-    matrix is then filled in numpy, its queries in the order they first appear in the run,
-    as :func:`rank_matrices` orders them.
-    """
+    """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), the same values: the magnitudes are
+    joined to all runs at once (one hash table of the passages), each run's matrix filled in numpy."""
     depth = _depth(cutoffs)
     if not runs:
         return {}
@@ -119,11 +105,8 @@ def _differences(magnitudes: pl.DataFrame) -> pl.DataFrame:
 
 
 def rank_bias_of(matrix: np.ndarray, n: np.ndarray, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
-    """RaB@t, ARaB@t and ``n`` from the ``[queries × depth]`` values and each query's number of documents.
-
-    The one arithmetic of RaB/ARaB: the pool's paths above and the report's
-    (:mod:`genderbias.ranking.measures`, whose per-rank values may be expectations over orders of ties).
-    """
+    """RaB@t, ARaB@t and ``n`` from ``[queries × depth]`` values and each query's documents: the one arithmetic of
+    RaB/ARaB, for the pool and the report (whose per-rank values may be expectations over orders of ties)."""
     depth = matrix.shape[1]
     ranks = np.arange(1, depth + 1)
     rab_at = np.cumsum(matrix, axis=1) / ranks  # RaB@r for r = 1..depth, assuming r ≤ n

@@ -1,25 +1,15 @@
 """A run's top documents with their word counts as dense ``[queries × depth]`` matrices: the input of every measure.
 
-Pure module (numpy, pandas, polars; no Django). Every measure (:mod:`genderbias.ranking.measures`,
-:mod:`genderbias.ranking.nfairr`) is computed from these matrices of per-rank values and cumulative sums
-along the ranks: one pass per run, no Python loop per query (see ``docs/metrics.md``, "Benchmark").
+Pure. Every measure is computed from these matrices and cumulative sums along the ranks: one pass per run, no
+Python loop per query. Inputs: ``run``, ``qid, docid, rank`` (``genderbias.files.runs.read_run``), limited to the
+queries of interest, its documents ranked ≤ the largest cutoff renumbered 1, 2, … (closing gaps); ``counts``,
+``docid, f, m, length`` (``genderbias.text.magnitudes.document_counts``) under one word list and tokenizer. A
+document missing from ``counts`` has no gendered word and length 0.
 
-Inputs
-------
-- ``run``: polars frame ``qid, docid, rank`` (``genderbias.files.runs.read_run``: ranks 1..n per
-  query), already limited to the queries of interest. The documents ranked ≤ the largest cutoff
-  are taken and re-numbered 1, 2, … in rank order (closing gaps left by removed rows).
-- ``counts``: polars frame ``docid, f, m, length`` (``genderbias.text.magnitudes.document_counts``):
-  tokens that are female words, male words, and all tokens, under one word list and tokenizer.
-
-Tied documents (equal scores within a query) are ordered by ``ties`` (:mod:`genderbias.ranking.ties`): under
-``tie-aware`` (the default) every figure is its expectation over all orders of each tie group, and
-each comes with its lowest and highest value over those orders (``name:low``, ``name:high``) and
-whether the query's top k holds a tie (``tied@k``). A linear measure takes its range from
-:meth:`RankedCounts.extremes`; a non-linear one is averaged over :func:`tie_arrangements` by :func:`over_orders`.
-
-A document missing from ``counts`` (not in the collection) is treated as a document with no
-gendered word and length 0.
+Tied documents are ordered by ``ties`` (:mod:`genderbias.ranking.ties`): under ``tie-aware`` (default) every
+figure is its expectation over all orders of each tie group, with its range over them (``name:low``,
+``name:high``) and ``tied@k``. A linear measure takes its range from :meth:`RankedCounts.extremes`; a non-linear
+one is averaged over :func:`tie_arrangements` by :func:`over_orders`.
 """
 
 from __future__ import annotations
@@ -34,7 +24,6 @@ import polars as pl
 from genderbias.ranking.defaults import CUTOFFS_RULE, DEFAULT_TIES, TIE_DRAWS
 from genderbias.ranking.rank_bias import rank_matrices
 from genderbias.ranking.ties import (
-    FILE,
     TIE_AWARE,
     Orders,
     extreme_values,
@@ -125,16 +114,6 @@ class RankedCounts:
         return RankedCounts(qids, self.n[rows], take["f"], take["m"], take["length"], take["found"])
 
 
-def renumber(run: pl.DataFrame, depth: int, ties: str = FILE) -> pl.DataFrame:
-    """The documents ranked ≤ ``depth`` under ``ties`` (:func:`genderbias.ranking.ties.order_run`), numbered
-    1, 2, … within each query; under ``tie-aware`` also the members of a group straddling ``depth``.
-
-    Filtering first keeps the work proportional to queries × depth, not to the run's full
-    length (runs are often 1,000 deep); renumbering closes gaps left by removed rows.
-    """
-    return order_run(run, ties, depth)
-
-
 def qid_index(qids: pl.Series) -> pl.DataFrame:
     return qids.to_frame("qid").with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
 
@@ -149,7 +128,7 @@ def ranked_counts(run: pl.DataFrame, counts: pl.DataFrame, depth: int, ties: str
     """Join the top ``depth`` documents of every query with their counts, as dense matrices,
     ordered by ``ties`` (:mod:`genderbias.ranking.ties`; ``tie-aware`` keeps the tie groups and the full width)."""
     values = counts.select("docid", "f", "m", "length").with_columns(pl.lit(True).alias("found"))
-    ordered = renumber(run, depth, ties)
+    ordered = order_run(run, ties, depth)
     width = max(depth, int(ordered["rank"].max() or 0)) if ties == TIE_AWARE and len(ordered) else depth
     qids, matrices, n = rank_matrices(ordered, values, width)
     groups = group_matrix(ordered, qids, width) if ties == TIE_AWARE else None

@@ -1,23 +1,9 @@
-"""Rank-biased overlap (Webber, Moffat & Zobel, TOIS 2010) and counterfactual RBO (CRBO).
-
-RBO_ext — Eq. 32 of the paper, the extrapolated RBO of two finite lists of possibly
-different lengths l ≥ s, with X_d = |S_{:d} ∩ L_{:d}| (S has only s items past depth s)::
-
-    RBO_ext = (1−p)/p · [ Σ_{d=1}^{l} X_d/d · p^d + Σ_{d=s+1}^{l} X_s·(d−s)/(s·d) · p^d ]
-              + [ (X_l − X_s)/l + X_s/s ] · p^l
-
-For equal lengths it is Eq. 30, and identical lists score exactly 1. Note the ``rbo``
-package's default is p = 1.0; the CRBO of Abolghasemi et al. (ECIR 2024) uses p = 0.9 over
-the top 10, which are our defaults.
-
-CRBO compares a ranker's run on the collection with the same ranker's run on the
-counterfactual collection (gendered words swapped, see :mod:`genderbias.ranking.counterfactual`):
-1 means the ranking did not change when the genders were swapped.
+"""Rank-biased overlap (RBO_ext, Webber, Moffat & Zobel, TOIS 2010, Eq. 32) and counterfactual RBO (CRBO,
+Abolghasemi et al., ECIR 2024: a ranker's run against its run on the counterfactual collection, 1 when swapping
+the genders changed nothing), as docs/metrics.md, "Definitions" states them.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,26 +21,6 @@ def _check(p: float, depth: int) -> None:
         raise ValueError(f"p must be in (0, 1), got {p}")
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
-
-
-def rank_biased_overlap(first: Sequence, second: Sequence, p: float = DEFAULT_P, depth: int | None = None) -> float:
-    """RBO_ext of two ranked lists (no repeated items), each cut at ``depth`` if given.
-
-    A plain, loop-per-depth version of Eq. 32: the reference the vectorised
-    :func:`rbo_table` is tested against.
-    """
-    a = list(first)[:depth] if depth else list(first)
-    b = list(second)[:depth] if depth else list(second)
-    _check(p, max(len(a), len(b), 1))
-    if not a or not b:
-        return 1.0 if not a and not b else 0.0
-    longer, shorter = (a, b) if len(a) >= len(b) else (b, a)
-    big, s = len(longer), len(shorter)
-    x = [len(set(longer[:d]) & set(shorter[:d])) for d in range(1, big + 1)]
-    x_s, x_l = x[s - 1], x[big - 1]
-    total = sum(x[d - 1] / d * p**d for d in range(1, big + 1))
-    total += sum(x_s * (d - s) / (s * d) * p**d for d in range(s + 1, big + 1))
-    return (1 - p) / p * total + ((x_l - x_s) / big + x_s / s) * p**big
 
 
 def _codes(first: pl.DataFrame, second: pl.DataFrame, depth: int) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -78,10 +44,7 @@ def _codes(first: pl.DataFrame, second: pl.DataFrame, depth: int) -> tuple[list[
 def rbo_table(
     first: pl.DataFrame, second: pl.DataFrame, *, p: float = DEFAULT_P, depth: int = DEFAULT_DEPTH
 ) -> pd.Series:
-    """RBO_ext@depth per query both runs contain (index ``qid``), vectorised over queries.
-
-    Runs are frames ``qid, docid, rank``. The loop runs over depths 1..depth only.
-    """
+    """RBO_ext@depth per query both runs contain (index ``qid``) of runs ``qid, docid, rank``, vectorised."""
     _check(p, depth)
     qids, a, b = _codes(first, second, depth)
     len_a = (a >= 0).sum(axis=1)
@@ -118,12 +81,8 @@ def crbo(
     ties: str = DEFAULT_TIES,
     seed: int = 0,
 ) -> tuple[float, int, pd.Series]:
-    """CRBO: mean RBO_ext between a run and the same ranker's counterfactual run.
-
-    Returns ``(mean, queries, per-query values)`` over the queries both runs contain. Tied documents
-    (equal scores) are ordered by ``ties`` (:mod:`genderbias.ranking.ties`): under ``tie-aware`` a query's RBO is
-    its mean over the orders of both runs' ties (:func:`tie_aware_rbo`).
-    """
+    """CRBO ``(mean, queries, per-query values)`` over the queries both runs contain, ties ordered by ``ties``
+    (``tie-aware``: :func:`tie_aware_rbo`)."""
     first, second = order_run(run, ties, depth), order_run(counterfactual_run, ties, depth)
     if ties == TIE_AWARE:
         per_query = tie_aware_rbo(first, second, p=p, depth=depth, seed=seed)
@@ -158,13 +117,8 @@ def _arrangements(frame: pl.DataFrame, depth: int, seed: int) -> dict[str, list[
 def tie_aware_rbo(
     first: pl.DataFrame, second: pl.DataFrame, *, p: float = DEFAULT_P, depth: int = DEFAULT_DEPTH, seed: int = 0
 ) -> pd.Series:
-    """RBO_ext@depth per query, each the mean over the orders of both lists' tied documents.
-
-    ``first`` and ``second`` come from :func:`genderbias.ranking.ties.order_run` (tie-aware). A query whose two
-    tops hold no tie takes :func:`rbo_table`'s value. Otherwise every pair of arrangements of the two
-    tops is measured when there are at most :data:`~genderbias.ranking.defaults.TIE_DRAWS` pairs (exact), else
-    that many pairs drawn uniformly (each list's arrangement independently; ``seed``).
-    """
+    """RBO_ext@depth per query, the mean over the orders of both tie-aware lists' ties: every pair of
+    arrangements when at most :data:`~genderbias.ranking.defaults.TIE_DRAWS`, else that many drawn (``seed``)."""
     plain = rbo_table(first, second, p=p, depth=depth)
     ties_a, ties_b = _arrangements(first, depth, seed), _arrangements(second, depth, seed + 1)
     tied = [qid for qid in plain.index if qid in ties_a or qid in ties_b]

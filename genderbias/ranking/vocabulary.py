@@ -1,15 +1,10 @@
-"""The one vocabulary of the metrics: each metric's name, which values are fairer (or, for the
-effectiveness measures, better), whether it is RaB-like, its variants, what its values mean and the
-parameters of its measure string: one declaration per measure, as ir_measures declares its own.
+"""The one vocabulary of the metrics: one declaration per measure, as ir_measures declares its own (name, which
+values are fairer or better, RaB-likeness, variants, what values mean, its measure string's parameters).
 
-The measures declared and computed by one class each (:class:`~genderbias.ranking.group_measure.GroupMeasure`:
-EE, GFR) join it from their modules. The measure strings (:mod:`genderbias.api.notation`, and so
-ir_measures' registry) are built from it.
-
-Every place that needs a metric's properties takes them from here, in the spirit of
-:mod:`genderbias.labels`: the order of tables and plots (:mod:`metrics.formatting`,
-:mod:`metrics.plots`), the zero line and axis note of the plots, and the variants the measures
-compute (:mod:`genderbias.ranking.measures`). Pure and light (no numpy), so forms and settings may use it.
+Every place that needs a metric's properties takes them from here, as :mod:`genderbias.labels` for labels: the
+order of tables and plots, the plots' zero line and axis note, the variants computed, the measure strings of
+:mod:`genderbias.api.notation`. :class:`~genderbias.ranking.group_measure.GroupMeasure` classes (EE, GFR) join it
+from their modules. Pure and light (no numpy), so forms and settings may use it.
 """
 
 from __future__ import annotations

@@ -217,8 +217,9 @@ def test_drawn_orders_estimate_the_mean_within_their_monte_carlo_error():
 
 def test_tie_aware_crbo_is_the_mean_rbo_over_both_runs_orders_of_ties():
     """RBO of every pair of orders (the first run's ties × the counterfactual's), by the plain
-    loop-per-depth RBO (:func:`genderbias.ranking.rbo.rank_biased_overlap`), averaged, against ``crbo``."""
-    from genderbias.ranking.rbo import crbo, rank_biased_overlap
+    loop-per-depth RBO (``tests.genderbias.ranking.test_rbo.rank_biased_overlap``), averaged, against ``crbo``."""
+    from genderbias.ranking.rbo import crbo
+    from tests.genderbias.ranking.test_rbo import rank_biased_overlap
 
     first = {"1": [("a", 3.0), ("b", 2.0), ("c", 2.0), ("d", 2.0), ("e", 1.0)], "2": [("a", 1.0), ("b", 0.5)]}
     second = {"1": [("c", 5.0), ("a", 5.0), ("e", 4.0), ("b", 1.0), ("d", 1.0)], "2": [("b", 1.0), ("a", 0.5)]}
