@@ -1,20 +1,11 @@
 """Whole numbers typed by a person: plain ASCII decimals inside a stated range. Pure module.
 
-Python reads far more than a person means by a number: ``int("١٠")`` is 10, ``int("1_0")``
-is 10, ``int("+10")`` is 10, ``"²".isdigit()`` is true (and ``int("²")`` then raises, a 500
-on every page that trusted ``isdigit``), and ``int("9" * 5000)`` refuses only past the
-interpreter's digit limit. :func:`parse_count` is the one reading of a whole number a form, an
-API or a command takes (cutoffs, sizes, counts): ASCII digits only, at most
-:data:`MAX_DIGITS`, inside ``[minimum, maximum]``, or :class:`NumberError`, whose message names
-the field and the bound. :func:`parse_counts` reads a comma-separated list of them, at most
-``most`` values (a bound on the work they ask for). :func:`parse_decimal` reads a number with a
-fraction (a threshold, a risk, an accuracy) the same way, reading what people paste (``.5``,
-``1e-3``, ``+0.5``, a float's every decimal) but not what ``float()`` also takes: ``١.٥``, ``1_0``,
-``nan`` and ``inf``. Amounts of money: :mod:`core.amounts`.
-
-The form fields (``core.forms.CountField``/``DecimalNumberField``), the API's
-(``core.serializers.CountField``/``DecimalNumberField``) and the commands' argument types
-(``core.management.cli.whole_number``/``decimal_number``) all read through these.
+Python reads far more than a person means: ``int("١٠")``, ``int("1_0")`` and ``int("+10")`` are 10,
+``"²".isdigit()`` is true (and ``int("²")`` raises, a 500 wherever ``isdigit`` was trusted), and
+``int("9" * 5000)`` refuses only past the interpreter's limit. :func:`parse_count` (one whole number),
+:func:`parse_counts` (a bounded comma-separated list) and :func:`parse_decimal` are the one reading of what a
+form, the API and a command take (``core.forms``, ``core.serializers``, ``core.management.cli``), each refusing
+with a :class:`NumberError` naming the field and the bound. Amounts of money: :mod:`core.amounts`.
 """
 
 from __future__ import annotations
@@ -91,13 +82,9 @@ def parse_counts(text: object, field: str, *, minimum: int = 0, maximum: int, mo
 
 def parse_decimal(value: object, field: str, *, minimum: float | None = None, maximum: float | None = None) -> float:
     """``value`` as a plain decimal number in ``[minimum, maximum]`` (either bound optional), or
-    :class:`NumberError` naming ``field``.
-
-    A string is read as people paste it: an optional ``+`` or ``-``, ASCII digits with at most one
-    point and any number of decimals, an optional exponent (``0.9``, ``-2``, ``.5``, ``1.``, ``+0.5``,
-    ``1e-3``, ``0.055174522848548305``), at most :data:`MAX_DECIMAL_LENGTH` characters; never
-    ``nan``, ``inf``, ``١.٥``, ``٣``, ``²``, ``①``, ``1_0``, ``0x1``, nor a value beyond a float's
-    range (``1e400``). An int or a finite float (a JSON number) is taken as it is.
+    :class:`NumberError` naming ``field``: a string as people paste it (``.5``, ``+0.5``, ``1e-3``, a float's
+    every decimal; at most :data:`MAX_DECIMAL_LENGTH` characters), never ``nan``, ``inf``, ``١.٥``, ``1_0``,
+    ``0x1`` nor beyond a float's range; an int or a finite float is taken as it is.
 
     >>> parse_decimal("0.95", "target_accuracy", minimum=0, maximum=1)
     0.95

@@ -1,23 +1,9 @@
-"""Paper presets: the settings each paper's tables were computed with, chosen by one name.
+"""Paper presets: the settings each paper's tables were computed with, chosen by one name (what each sets:
+docs/metrics.md, "Paper presets"). Pure and light: commands offer the names as choices.
 
-Pure and light (standard library only: commands offer the names as choices). A preset sets what
-it names and nothing else; the report stores the preset and every value it set, and prints them
-(:func:`preset_lines`). A setting a preset sets wins over the same setting given beside it (the
-report says which it used). The runs, the query set, the qrels and the background run are the
-user's: a preset that normalises NFaiRR by a BM25 background needs one named (``--background``).
-
-What each paper used (docs/metrics.md, "Paper presets"):
-
-- ``sigir2020`` — Rekabsaz & Schedl, *Do Neural Ranking Models Intensify Gender Bias?* (SIGIR
-  2020), Table 3: RaB and ARaB with TF and Boolean magnitudes over the 32 + 32 definitional words,
-  at 5, 10, 20 and 30; the reference code's whitespace tokenizer ``text.lower().split(" ")`` and
-  the run files' own order.
-- ``sigir2021`` — Rekabsaz, Kopeinik & Schedl, *Societal Biases in Retrieved Contents* (SIGIR
-  2021): NFaiRR over the representative words and names, τ = 1, normalised by the BM25 run's top
-  200 alone (the CPJKU code's ``exact`` normaliser), at 10 and 20; whitespace tokenizer, file order.
-- ``ecir2024`` — Abolghasemi et al., *Measuring Bias in a Ranked List Using Term-Based
-  Representations* (ECIR 2024): TExFAIR and NFaiRR as ``sigir2021``, and ARaB over the
-  representative list, as Bigdeli et al. computed it, at 10 and 20; its table layout.
+A preset sets what it names and nothing else, winning over the same setting given beside it; the report stores
+the preset and every value it set and prints them (:func:`preset_lines`). The inputs stay the user's: a preset
+normalising NFaiRR by a BM25 background needs one named (``--background``).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """``calc_aggregate`` and ``iter_calc`` of the bias measures, as ir_measures computes effectiveness.
 
-Each figure is computed by the platform's own function: RaB, ARaB, NFaiRR, TExFAIR and the exposure
-measures by the report's one pipeline (:func:`genderbias.ranking.measures.figures`, which ``bias_report``'s
-:func:`~genderbias.ranking.measures.evaluate` summarises), a run's mean as that summary takes it (over
-the queries with a value), its range over the orders of tied documents by
-:func:`genderbias.ranking.ties.tie_summary`, and CRBO by
-:func:`genderbias.ranking.rbo.crbo`. The figures are :class:`Figure` numbers: a float (the figure:
-under ``tie-aware`` its expectation over the orders of ties) with ``.low`` and ``.high``, the lowest
-and highest value an order of the run's ties gives (equal to the figure when no order moves it; NaN
-where the range is not computed: TExFAIR and the exposure measures unless tie-aware, and CRBO).
-
-``preset="sigir2020"`` computes as a paper's reference code did (:func:`with_preset`): the presets
-are :data:`genderbias.presets.PRESETS`, the platform's ``--preset``. ``missing``: what a ranked
-document the texts lack is (:class:`genderbias.api.inputs.Texts`: refused by default).
+Each figure is computed by the platform's own function: the report's one pipeline
+(:func:`genderbias.ranking.measures.figures`), a run's mean over the queries with a value, the range over orders
+of ties by :func:`genderbias.ranking.ties.tie_summary`, CRBO by :func:`genderbias.ranking.rbo.crbo`. Figures are
+:class:`Figure` floats (tie-aware: the expectation over orders of ties) with ``.low`` and ``.high``, the range an
+order of the run's ties gives (NaN where not computed: TExFAIR and the exposure measures unless tie-aware, CRBO).
+``preset``: a paper's computation (:func:`with_preset`); ``missing``: :class:`genderbias.api.inputs.Texts`.
 """
 
 from __future__ import annotations
@@ -72,10 +65,9 @@ def measures_for(
     missing: str = "error",
     preset: str | None = None,
 ) -> list:
-    """The library's measures bound to ``texts`` (and CRBO to a ``counterfactual`` run), for ir_measures'
-    ``calc_aggregate`` and PyTerrier: each measure written as a string (``"ARaB@10"``), or by default
-    the prototypes (``ARaB``, ``NFaiRR``, …: give the cutoff with ``@``); ``missing`` and ``preset``
-    as :func:`calc_aggregate`'s."""
+    """The library's measures bound to ``texts`` (and CRBO to a ``counterfactual`` run) for ir_measures'
+    ``calc_aggregate`` and PyTerrier: ``measures`` as strings (``"ARaB@10"``), by default the prototypes (give the
+    cutoff with ``@``); ``missing`` and ``preset`` as :func:`calc_aggregate`'s."""
     source = load_texts(texts, missing)
     chosen = [parse_measure(m) for m in measures] if measures is not None else list(MEASURES.values())
     chosen = with_preset(chosen, preset)
@@ -83,13 +75,10 @@ def measures_for(
 
 
 def with_preset(measures: Iterable[str | BiasMeasure], preset: str | None) -> list[BiasMeasure]:
-    """``measures`` parsed, with what ``preset`` (:data:`genderbias.presets.PRESETS`) sets of each one's
-    parameters: ``sigir2020``, Rekabsaz & Schedl's reference code: the whitespace tokenizer
-    ``text.lower().split(" ")`` and the run's own order of tied documents (``ties="file"``: a frame's or
-    dict's order as given; a run file is read as the platform imports it, by score, ties by docid
-    descending as trec_eval orders them), ``ln(1 + count)`` as every tf magnitude here. A measure that
-    writes a parameter the preset sets otherwise is refused; a preset that normalises NFaiRR by a
-    background run is the platform's (the library takes no background run)."""
+    """``measures`` parsed, with what ``preset`` (:data:`genderbias.presets.PRESETS`) sets of each one's parameters
+    (``sigir2020``: the whitespace tokenizer and the run's own order of ties, a run file's order being the
+    platform's import order). A measure writing a parameter the preset sets otherwise is refused, and so is a
+    preset normalising NFaiRR by a background run (the platform's report computes it)."""
     parsed = [parse_measure(m) for m in measures]
     if preset is None:
         return parsed
@@ -203,8 +192,8 @@ def _bias(members: list[BiasMeasure], run, texts: Texts, wordlist, representativ
 
 
 def _rows(measure: BiasMeasure, rows):
-    """``measure, qid, value, low, high, tied`` of ``rows`` (``figures``'), the range filled with
-    the value where the query's top holds no tie (no order of ties moves it), and ``bound`` applied."""
+    """``measure, qid, value, low, high, tied`` of ``figures``' ``rows``, ``bound`` applied; the range is the value
+    where the query's top holds no tie."""
     rows = rows[["qid", "value", "low", "high", "tied"]].reset_index(drop=True).copy()
     untied = ~rows["tied"].astype(bool)
     for column in ("low", "high"):
@@ -234,8 +223,7 @@ def _crbo(measure: BiasMeasure, run, counterfactual):
 def iter_calc(
     measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, *, preset: str | None = None, **inputs: Any
 ) -> Iterator[Metric]:
-    """Every query's figure of every measure: ``Metric(query_id, measure, value)``, ``value`` a :class:`Figure`
-    (``.low``, ``.high``: its range over the orders of the query's tied documents)."""
+    """Every query's figure of every measure: ``Metric(query_id, measure, Figure)``."""
     measures = {str(m): m for m in with_preset(measures, preset)}
     table = per_query(measures.values(), run, texts, **inputs)
     for name, qid, value, low, high in table[["measure", "qid", "value", "low", "high"]].itertuples(index=False):
@@ -245,14 +233,11 @@ def iter_calc(
 def calc_aggregate(
     measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, *, preset: str | None = None, **inputs: Any
 ) -> dict:
-    """``{measure: Figure}``: each measure's mean over the run's queries with a value, as the platform's
-    report, with ``.low``/``.high`` its range over the orders of tied documents (``tie_summary``'s).
-
-    ``preset``: a paper's computation (:func:`with_preset`; the keys are the measures with what it set).
-    ``inputs``: ``counterfactual`` (CRBO's second run), ``wordlist`` (RaB/ARaB's, default the 32 + 32
-    definitional words), ``representative`` (the others', default the 163 + 163 representative words)
-    and ``missing`` (``"error"``, the default: ranked documents the texts lack are refused; ``"empty"``:
-    they read as texts without a gendered word).
+    """``{measure: Figure}``: each measure's mean over the run's queries with a value, as the platform's report,
+    ``.low``/``.high`` its range over the orders of tied documents. ``preset``: :func:`with_preset` (the keys are
+    the measures with what it set). ``inputs``: ``counterfactual`` (CRBO's second run), ``wordlist`` (RaB/ARaB's,
+    default the definitional words), ``representative`` (the others', default the representative words),
+    ``missing`` (``"error"``: ranked documents the texts lack are refused; ``"empty"``: read as no gendered word).
     """
     measures = {str(m): m for m in with_preset(measures, preset)}
     table = per_query(measures.values(), run, texts, **inputs)

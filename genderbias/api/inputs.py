@@ -1,28 +1,10 @@
-"""What the measures read, in the shapes the field passes them around.
+"""What the measures read, in the shapes the field passes them around (docs/library.md, "Inputs" and "What is
+refused"): a run (:func:`load_run`: a run file, a frame or ``{qid: {docno: score}}``) and texts (:func:`load_texts`:
+a file, a dict, a frame or a docstore, of which only the documents a measure reads are fetched, by id).
 
-A **run** (:func:`load_run`): a TREC run file (``qid Q0 docid rank score tag``, or MS MARCO's ``qid
-docid rank``; read by :func:`genderbias.files.runs.read_run`, as the platform imports runs), a
-pandas or polars frame in the TREC/PyTerrier shape (``qid, docno, score[, rank]``; ir_measures'
-``query_id, doc_id, score`` too), or a dict ``{qid: {docno: score}}`` as ir_measures takes it.
-
-**Texts** (:func:`load_texts`): a ``docid<TAB>text`` file (gzipped or not; read as the platform
-reads a collection), a dict ``{docid: text}``, a frame ``docno, text`` (or ``docid``/``doc_id``),
-or a docstore (anything with ``get_many(ids)``: an ir_datasets docstore, MS MARCO v2's bundle files as
-:class:`genderbias.files.docstores.V2PassageFiles`): only the texts of the documents a measure reads are
-fetched, by id, never the whole collection (:func:`genderbias.files.docstores.read_texts`, the platform's
-reader of a collection registered by reference).
-
-What would give a wrong number is refused, each rule checked once, where the input is read:
-
-- a run: a query or document id that is missing, a document ranked twice for a query, a score that
-  is not a finite number (NaN or ±inf has no place in a ranking: :func:`genderbias.ranking.ties.check_scores`);
-- texts: ranked documents the texts lack (:class:`MissingTextsError`, with how many and the first
-  ids: a dict keyed by another kind of id than the run's reads as "no text at all", and every measure
-  would call the run perfectly fair). ``missing="empty"`` reads them as empty texts (no gendered
-  word), as a collection that truly lacks a few documents asks; a document given twice with two
-  texts; a text that is not a string. A dict keyed by ints (``pd.read_csv`` without ``dtype=str``)
-  is read by ``str(key)``, as the run's ids are (``1`` is the run's ``"1"``); ids that still match
-  no ranked document are the missing ones above.
+What would give a wrong number is refused where the input is read, each rule checked once: above all, ranked
+documents the texts lack (:class:`MissingTextsError`), since texts keyed by other ids than the run's would read as
+no text at all and every run as perfectly fair.
 """
 
 from __future__ import annotations
@@ -63,11 +45,7 @@ def _polars(frame: Any) -> pl.DataFrame:
 
 
 def load_run(run: Any) -> pl.DataFrame:
-    """The run as ``qid, docid, rank, score`` (ranks 1, 2, … per query).
-
-    A frame or dict without ranks is ranked by score, ties in the order given (the bias figures
-    are tie-aware by default, so no order of ties is chosen for them: :mod:`genderbias.ranking.ties`).
-    """
+    """The run as ``qid, docid, rank, score``; one without ranks is ranked by score, ties in the order given."""
     if isinstance(run, str | Path):
         return read_run(run).frame.select(*RUN_SCHEMA).cast(RUN_SCHEMA)
     if isinstance(run, Mapping):
@@ -98,8 +76,7 @@ def load_run(run: Any) -> pl.DataFrame:
 
 
 def check_run(frame: pl.DataFrame) -> None:
-    """Refuse a run (``qid, docid, score[, rank]``) that would give a wrong number, one rule a check,
-    each naming the first row at fault: ids missing, a document ranked twice, a score not finite."""
+    """Refuse a run (``qid, docid, score[, rank]``) by the module docstring's rules, naming the first row at fault."""
     for column, what in (("qid", "query id"), ("docid", "document id")):
         empty = frame.with_row_index("row").filter(pl.col(column).is_null())
         if len(empty):
@@ -125,12 +102,7 @@ class MissingTextsError(ValueError):
 
 
 class Texts:
-    """Documents' texts fetched by id as the measures ask for them, each fetched once.
-
-    ``missing``: what a ranked document the texts lack is: ``"error"`` (the default: refused, with
-    how many and the first ids, :class:`MissingTextsError`) or ``"empty"`` (an empty text: no
-    gendered word).
-    """
+    """Documents' texts fetched by id as the measures ask for them, each once; ``missing``: module docstring."""
 
     def __init__(self, source: Any, missing: str = "error") -> None:
         if missing not in MISSING:
@@ -144,8 +116,7 @@ class Texts:
         return f"Texts({type(self.source).__name__}, missing={self.missing!r})"
 
     def frame(self, docids: Iterable[str]) -> pl.DataFrame:
-        """``docid, text`` of ``docids``; a document the texts lack is refused, or with
-        ``missing="empty"`` left out (it reads as empty: no gendered word, :mod:`genderbias.ranking.measures`)."""
+        """``docid, text`` of ``docids``; a document the texts lack is refused, or left out with ``missing="empty"``."""
         wanted = pl.Series("docid", list(docids), dtype=pl.String).unique(maintain_order=True)
         new = [docid for docid in wanted.to_list() if docid not in self._asked]
         if new:
@@ -188,9 +159,8 @@ class Texts:
         )
 
     def _text(self, docid: str) -> Any:
-        """A dict's text of ``docid``: by the key itself, else by a key that is not a string and
-        reads as ``docid`` (``1`` for ``"1"``). Two keys reading as one id are refused: a plain dict's
-        keys are all looked at once, another mapping's when an id is not among them."""
+        """A dict's text of ``docid``, by the key itself or by a non-string key reading as it (``1`` for ``"1"``);
+        two keys reading as one id are refused."""
         source = self.source
         if self._by_str is None and (type(source) is dict or docid not in source):
             self._by_str = {}
@@ -210,9 +180,8 @@ _ABSENT = object()
 
 
 def _check_texts(fetched: pl.DataFrame) -> pl.DataFrame:
-    """``fetched`` (``docid, text``) once per document, or refused where it would give a wrong number,
-    one rule a check: a text missing or not a string (None, pandas' NaN), a document given twice with
-    two texts."""
+    """``fetched`` (``docid, text``) once per document; a text missing or not a string, or a document given twice
+    with two texts, is refused."""
     empty = fetched.filter(pl.col("text").is_null())
     if len(empty):
         raise ValueError(f"the text of document {empty['docid'][0]!r} is missing or not a string")

@@ -1,25 +1,7 @@
-"""The field's own data sets by name: what each is, where it came from, and its readers.
-
-Four sets are known by name (:data:`NAMED_SETS`), their files bundled with the product under
-``genderbias/datasets/data/`` with their licences (``NOTICE`` there says where each came from):
-
-- ``grep-biasir``: Grep-BiasIR (Krieg et al., CHIIR 2023, CC0): 117 bias-sensitive queries in 7
-  categories, each with one relevant and one non-relevant document in male, female and neutral
-  wording (702 documents) and their relevance judgments;
-- ``cpjku-msmarco`` and ``cpjku-trecdl``: the 215 MS MARCO dev and 30 TREC DL 2019 bias-sensitive
-  queries with their categories (Rekabsaz, Kopeinik & Schedl, SIGIR 2021; MIT);
-- ``rekabsaz-3750``: the 3,750 MS MARCO dev queries with the study's gender labels (Rekabsaz &
-  Schedl, SIGIR 2020; MIT).
-
-The readers repair the sets' known faults and report each with file and line
-(:class:`Notes`), rather than stopping: Grep-BiasIR's ``content_gender`` ``both`` (a document
-naming both genders, no F/M/N wording) and its typo ``botrh``; CPJKU's category typos
-(``Social Inequaltiy``, ``career``, ``Violence and exploitation``), empty categories and the comma
-inside a Domains cell (``Health (status, access)``: one domain, not two). A file that is not the
-set at all (a header missing a column) is an :class:`~genderbias.errors.InputError`.
-
-Texts that cannot be shipped (MS MARCO passages: Microsoft's terms) are not here: a set says what
-the user must bring (:attr:`NamedSet.needs`). Pure (standard library only).
+"""The field's own data sets by name (:data:`NAMED_SETS`; docs/metrics.md, "The field's data sets by name"): what
+each is, where it came from, and its readers. Pure. The files are bundled under ``genderbias/datasets/data/``
+with their licences; texts that cannot be shipped (MS MARCO's) are named in :attr:`NamedSet.needs`. The readers
+repair the sets' known faults and note each with file and line (:class:`Notes`) rather than stop.
 """
 
 from __future__ import annotations
@@ -201,11 +183,9 @@ def read_named_set(key: str, data_dir: Path | None = None) -> SetContents:
 
 
 class Dataset(NamedTuple):
-    """A named set as frames, as crowd-kit's ``load_dataset`` gives its sets: ``queries`` (``qid, text,
-    categories, label``: categories ``;``-joined, label ``""`` where the set has none), ``documents``
-    (Grep-BiasIR's ``docid, qid, relevant, title, text, wording``; empty for the others), ``qrels``
-    (``qid, docid, relevance``, the documents' judgments) and ``notes``, what the reader repaired,
-    each ``file:line: ...``."""
+    """A named set as frames, as crowd-kit's ``load_dataset`` gives its sets: ``queries`` (``qid, text, categories,
+    label``; categories ``;``-joined, label ``""`` where none), ``documents`` (Grep-BiasIR's ``docid, qid, relevant,
+    title, text, wording``; else empty), ``qrels`` (``qid, docid, relevance``) and ``notes`` (what was repaired)."""
 
     queries: pd.DataFrame
     documents: pd.DataFrame
@@ -214,9 +194,7 @@ class Dataset(NamedTuple):
 
 
 def load(name: str, data_dir: Path | None = None) -> Dataset:
-    """The bundled set ``name`` (one of :data:`NAMED_SETS`: ``grep-biasir``, ``cpjku-msmarco``,
-    ``cpjku-trecdl``, ``rekabsaz-3750``) as frames; ``data_dir``: another copy of the sets' folder. The
-    platform's ``import_named_set`` reads the same files through :func:`read_named_set`."""
+    """The bundled set ``name`` (:data:`NAMED_SETS`) as frames; ``data_dir``: another copy of the sets' folder."""
     import pandas as pd  # start-up: pooling's models import this module as Django starts
 
     contents = read_named_set(name, data_dir)
@@ -239,9 +217,7 @@ def bundled_file(key: str, data_dir: Path | None = None) -> Path:
 
 
 def wording_variants(documents: list[Document] | None = None) -> dict[str, tuple[str, str, str]]:
-    """docid -> ``(qid, item, wording)`` of every Grep-BiasIR document (default: the bundled set's):
-    what variant preference reads for a run over its documents (their docids are the set's own
-    ``d_id``). A document the set gives no wording (``both``) has wording ``""``: its case is then
-    incomplete, not missing."""
+    """docid -> ``(qid, item, wording)`` of every Grep-BiasIR document (default: the bundled set's), for variant
+    preference; a document without a wording (``both``) has ``""``, so its case is incomplete, not missing."""
     documents = read_grep_biasir(folder_of(NAMED_SETS["grep-biasir"])).documents if documents is None else documents
     return {d.docid: (d.qid, d.item, d.wording) for d in documents}

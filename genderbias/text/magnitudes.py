@@ -1,17 +1,8 @@
-"""Gender counts and magnitudes of documents.
+"""Gender counts and magnitudes of documents: per document its female-word tokens, male-word tokens and all
+tokens (TExFAIR's length), streamed once through the collection in polars blocks at flat memory.
 
-For every document the analysis needs we count the tokens that are female words, the
-tokens that are male words, and all tokens (the length, which TExFAIR needs). The
-magnitude variants of the SIGIR 2020 paper derive from the counts:
-
-- ``tc``: the count itself;
-- ``tf``: ``ln(1 + count)``, the reference code's TF magnitude (computed as ``log(1 + x)``, not
-  ``log1p``, so that values equal the reference code's to the last bit);
-- ``bool``: 1 if any word of the group occurs, else 0.
-
-:func:`document_counts` streams the collection once, in large blocks parsed by polars
-(regex counting runs in Rust), keeping only the requested documents; memory stays flat
-in the size of the collection.
+The SIGIR 2020 magnitudes of a count: ``tc`` the count; ``tf`` ``ln(1 + count)`` (as ``log(1 + x)``, not
+``log1p``, to equal the reference code's to the last bit); ``bool`` 1 if any word of the group occurs.
 """
 
 from __future__ import annotations
@@ -38,14 +29,11 @@ def _alternation(words: Iterable[str]) -> str:
 
 
 def count_expressions(wordlist: GenderWords, tokenizer: str, lengths: bool = True) -> list[pl.Expr]:
-    """Polars expressions giving ``f``, ``m``, ``length`` over the columns :func:`count_frame` adds
-    (``lengths=False``: ``length`` left null, not counted).
+    """Polars expressions giving ``f``, ``m``, ``length`` over the columns :func:`count_frame` adds.
 
-    ``whitespace``: the tokens are ``text.split(" ")``. In the text padded with one space
-    each side, `` word `` occurs exactly at the tokens equal to ``word``; one Aho-Corasick
-    pass finds every such occurrence, overlapping ones included (two gender words in a
-    row share the space between them), in the ``matches`` column. ``words``: in the
-    ``separated`` column (:func:`separated_words`) every token sits between its own two
+    ``whitespace``: tokens are ``text.split(" ")``; in the text padded with a space each side, `` word `` occurs
+    exactly at the tokens equal to ``word``, found by one Aho-Corasick pass, overlapping ones included
+    (``matches``). ``words``: in ``separated`` (:func:`separated_words`) every token sits between its own two
     spaces, so `` (?:w1|w2…) `` counts them (the Rust regex engine has no look-around).
     """
     if tokenizer not in TOKENIZERS:
@@ -104,13 +92,9 @@ _ASCII_TOKEN = re.compile(r"[0-9A-Za-z_]+")
 
 
 def ascii_word_counts(wordlist: GenderWords, lengths: bool = True) -> list[pl.Expr]:
-    """``f``, ``m``, ``length`` under the ``words`` tokenizer over a lower-cased ``text`` that is all ASCII.
-
-    Of ASCII, exactly ``[0-9A-Za-z_]`` is in :data:`genderbias.text.tokenize.WORD_CATEGORIES`, which
-    is also what the regex engine's ASCII word boundary ``(?-u:\\b)`` means; so the tokens are
-    delimited by those boundaries and no separated copy of the text (the costly part of
-    the general path) is needed. Words with other characters can never be tokens here.
-    """
+    """``f``, ``m``, ``length`` under the ``words`` tokenizer over a lower-cased all-ASCII ``text``: of ASCII,
+    exactly ``[0-9A-Za-z_]`` are word characters, which is what the ASCII boundary ``(?-u:\\b)`` means, so no
+    costly separated copy of the text is needed."""
     text = pl.col("text")
 
     def count(words: frozenset[str]) -> pl.Expr:
@@ -124,12 +108,8 @@ def ascii_word_counts(wordlist: GenderWords, lengths: bool = True) -> list[pl.Ex
 
 
 def count_frame(passages: pl.DataFrame, wordlist: GenderWords, tokenizer: str, lengths: bool = True) -> pl.DataFrame:
-    """Counts for a frame with ``docid`` and ``text`` columns (texts as in the collection), in its order.
-
-    ``lengths=False`` leaves ``length`` null: a pool needs only ``f`` and ``m``, and counting
-    every token was a fifth of its counting (``document_counts_for`` counts them again when
-    a report asks).
-    """
+    """Counts for a frame ``docid, text`` (texts as in the collection), in its order; ``lengths=False`` leaves
+    ``length`` null (a pool needs only ``f`` and ``m``)."""
     lowered = passages.select("docid", pl.col("text").str.to_lowercase())
     if tokenizer == "whitespace":
         lowered = lowered.with_columns(whitespace_matches(pl.col("text"), wordlist).alias("matches"))
@@ -154,13 +134,9 @@ def document_counts(
     byte_range: tuple[int, int] | None = None,
     lengths: bool = True,
 ) -> pl.DataFrame:
-    """Counts ``docid, f, m, length`` for the requested documents found in the collection.
-
-    One streaming pass; ``docids=None`` means every document. ``progress`` receives the
-    number of (compressed) bytes read so far. ``byte_range`` (from
-    :func:`genderbias.files.blocks.byte_ranges`) counts one chunk of the file, for workers
-    splitting the scan; the chunks' counts concatenated equal the whole file's.
-    ``lengths=False``: ``length`` is left null (:func:`count_frame`).
+    """Counts ``docid, f, m, length`` for the requested documents (``None``: every one) in one streaming pass.
+    ``progress``: (compressed) bytes read; ``byte_range`` (:func:`genderbias.files.blocks.byte_ranges`): one chunk,
+    for workers splitting the scan; ``lengths``: :func:`count_frame`.
     """
     path = Path(collection_path)
     wanted = None
@@ -169,8 +145,7 @@ def document_counts(
         if not len(wanted):
             return pl.DataFrame(schema=COUNT_SCHEMA)
 
-    # One block at a time: memory stays flat in the size of the collection. (Counting on a
-    # second thread was ~15% faster but its memory grew with the number of blocks.)
+    # One block at a time: memory stays flat in the size of the collection.
     parts = []
     for lines, position in iter_blocks(path, byte_range=byte_range):
         counted = count_frame(parse_passages(path, lines, wanted=wanted), wordlist, tokenizer, lengths)
@@ -192,14 +167,9 @@ def document_counts_at(
     batch: int = 40_000,
     lengths: bool = True,
 ) -> pl.DataFrame:
-    """Counts ``docid, f, m, length`` for the passages at ``spans`` (``docid, start, length``,
-    from the collection's docid index): equal to :func:`document_counts` for those docids,
-    without parsing the rest of the file.
-
-    ``batch`` passages are read and counted at a time, batches on every core
-    (:func:`parallel_map`): polars lets go of the GIL while it counts, so one batch's
-    slicing overlaps another's counting. The counts come back in file order.
-    ``lengths=False``: ``length`` is left null (:func:`count_frame`).
+    """Counts ``docid, f, m, length`` for the passages at ``spans`` (``docid, start, length``, from the collection's
+    docid index), in file order, equal to :func:`document_counts` for them without parsing the rest of the file:
+    ``batch`` passages at a time, batches on every core (:func:`parallel_map`). ``lengths``: :func:`count_frame`.
     """
     return document_counts_at_each(collection_path, spans, wordlist, [tokenizer], progress, batch, lengths)[tokenizer]
 
@@ -235,11 +205,8 @@ def document_counts_at_each(
 
 
 def parallel_map(function: Callable, items: list) -> Iterator:
-    """``map(function, items)`` on a thread per core, results in order, each as it is ready.
-
-    For work that spends its time in polars (which lets go of the GIL): threads share the
-    process's memory, so nothing is copied between them.
-    """
+    """``map(function, items)`` on a thread per core, results in order as ready: for work spending its time in
+    polars (which lets go of the GIL), sharing the process's memory."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 

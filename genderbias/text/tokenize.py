@@ -1,20 +1,14 @@
 """Tokenizers, defined once here; the fast engine in ``magnitudes`` uses the same definitions.
 
-- ``whitespace``: ``text.lower().split(" ")`` exactly as the SIGIR 2020 reference code,
-  so ``"he,"`` and ``"She."`` are not the words ``he`` and ``she``, and empty strings
-  between double spaces count as tokens (they affect document length).
-- ``words`` (the default): lower-cased maximal runs of *word characters*, which also
-  counts ``"he,"`` and ``"She."``. A word character is one of the Unicode general
-  categories in :data:`WORD_CATEGORIES`: letters, combining marks, numbers and connector
-  punctuation (``_``).
+- ``whitespace``: ``text.lower().split(" ")`` exactly as the SIGIR 2020 reference code (``"he,"`` is not ``he``;
+  empty strings between double spaces are tokens and count in a document's length).
+- ``words`` (default): lower-cased maximal runs of word characters, the Unicode categories in
+  :data:`WORD_CATEGORIES` (letters, marks, numbers, ``_``).
 
-Invariant: :data:`WORD_CHARACTER` is the one definition of a word character, an explicit
-class of code points written with ``\\UXXXXXXXX`` escapes that Python's ``re`` and the Rust
-regex engine of polars read identically. ``\\w`` is not used anywhere: the two engines
-disagree on it (Python's leaves combining marks out, Rust's follows UTS #18 and takes
-them in, so ``"İ".lower()`` = ``"i\\u0307"`` was two tokens in one engine and one in the
-other), and each follows its own Unicode version. Marks belong to the letter they modify
-(``"café"`` in decomposed form is one word), so they are word characters here.
+Invariant: :func:`word_character` is the one definition of a word character, an explicit class of ``\\UXXXXXXXX``
+escapes that Python's ``re`` and polars' Rust engine read identically. ``\\w`` is used nowhere: the engines
+disagree on marks (``"İ".lower()`` was two tokens in one and one in the other) and each has its own Unicode
+version. Marks belong to their letter (decomposed ``"café"`` is one word), so they are word characters.
 """
 
 from __future__ import annotations
@@ -56,9 +50,8 @@ def _word_run() -> re.Pattern[str]:
 
 
 def tokenizer_key(tokenizer: str) -> str:
-    """What ``tokenizer``'s tokens depend on, for the keys of data derived from them (the counts
-    cache): ``whitespace`` is its name; ``words`` its name and the Unicode version whose categories
-    make :func:`word_character`, so counts made under another Python's Unicode database are not reused."""
+    """What ``tokenizer``'s tokens depend on, for keys of data derived from them (the counts cache): ``words`` also
+    names the Unicode version of :func:`word_character`, so counts of another Python's database are not reused."""
     if tokenizer == "whitespace":
         return tokenizer
     if tokenizer == "words":
