@@ -1,9 +1,5 @@
-"""The works a paper bundle cites, as BibTeX: the metrics' papers, the statistics the platform
-uses, and the datasets its queries come from.
-
-Pure (no Django). :func:`cited_keys` reads the ``\\cite`` keys of the bundle's LaTeX and
-:func:`bibtex` writes exactly those entries, so ``references.bib`` holds every work the text
-cites and no other (an unknown key is an error, not a silent ``[?]`` in the paper).
+"""The works a paper bundle cites, as BibTeX (pure): ``references.bib`` holds exactly the works the bundle's LaTeX
+``\\cite``s (:func:`cited_keys`, :func:`bibtex`), an unknown key an error rather than a silent ``[?]`` in the paper.
 """
 
 from __future__ import annotations

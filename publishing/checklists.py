@@ -110,14 +110,10 @@ def instructions_text(html: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _money(value: Any) -> str:
-    return f"${value}"
-
-
 def pay_sentence(row: Mapping[str, Any]) -> str:
     """One crowd batch's recruitment and pay: who, the reward, the effective hourly rate from the provider's records."""
     who = RECRUITED.get(row["provider"], f"annotators ({row['provider']})")
-    pay = reward_clause(row["provider"], row["reward"], _money)
+    pay = reward_clause(row["provider"], row["reward"])
     if not reward_paid(row["provider"]):
         return f"Batch {row['batch']}: {who}, {pay}; the platform records no payment to them ({count(row['tasks'], 'task')} submitted)."
     text = f"Batch {row['batch']}: {who}, {pay} of {count(row['per_task'], 'query')}"

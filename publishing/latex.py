@@ -1,13 +1,7 @@
-"""The bundle's LaTeX: the templates its ``main.tex`` is set in, figure floats, the checklist, and
-:func:`escape`, through which every text from the platform goes (the tables: :mod:`publishing.latex_tables`).
-
-Pure: plain data in, LaTeX source out. Only what Debian's ``texlive-latex-base``/``-recommended`` hold
-is used, but for the venues' real classes (:data:`TEMPLATES`: ACM's ``acmart``, Springer's ``llncs``,
-from ``texlive-publishers``). :func:`escape` escapes LaTeX's ten specials, sets the few Unicode signs the
-tables use (τ, †, –, ≥…) as commands, keeps accented Latin letters and turns any other character into
-``?``, so a name never breaks a compile. T1 fonts from ``cm-super``: pdflatex would otherwise draw
-Type 3 bitmaps, which submission systems reject. A figure carries a ``\\Description`` of its data
-(ACM's accessibility text; a no-op elsewhere).
+"""The bundle's LaTeX: the templates its ``main.tex`` is set in, figure floats, the checklist, and :func:`escape`,
+through which every text from the platform goes (the tables: :mod:`publishing.latex_tables`). Pure. Only what
+Debian's ``texlive-latex-base``/``-recommended`` hold is used, but for the venues' own classes (``texlive-publishers``);
+T1 fonts from ``cm-super``, since pdflatex would otherwise draw Type 3 bitmaps, which submission systems reject.
 """
 
 from __future__ import annotations
@@ -75,7 +69,8 @@ _LATIN = frozenset(chr(c) for c in range(0xC0, 0x100)) - set("×÷ÐÞðþ")
 
 
 def escape(text: object) -> str:
-    """``text`` safe in LaTeX's text mode (see the module docstring)."""
+    """``text`` safe in LaTeX's text mode: the specials escaped, the Unicode signs the texts use as commands,
+    accented Latin letters kept and any other character ``?``, so a name never breaks a compile."""
     out = []
     for char in str(text):
         if char in _SPECIAL:
@@ -148,11 +143,8 @@ TEMPLATES: dict[str, Template] = {
     "acm": Template(
         "acm",
         (
-            # balance=false: the balance package acmart loads to even out the last page's columns
-            # drops the floats' labels there (undefined references), as its manual warns. nonacm: a draft
-            # for no venue yet, without acmart's placeholders ("Conference'17, July 2017, Washington, DC,
-            # USA" in every running head, "ACM ISBN 978-x-xxxx-xxxx-x/YY/MM", a DOI of n's): the venue's
-            # \acmConference and rights block are the authors' to add when they have them.
+            # balance=false: acmart's balance package drops the floats' labels on the last page, as its manual
+            # warns. nonacm: a draft for no venue yet, without acmart's placeholder running heads, ISBN and DOI.
             r"\documentclass[sigconf,nonacm,balance=false]{acmart}",
             # No rights form yet: the block ACM's eform fills in later, left out of the draft.
             r"\setcopyright{none}",
@@ -197,10 +189,8 @@ BREAK_CHARS = 12
 
 
 def breakable(name: object) -> str:
-    """A name in typewriter type that breaks where it must: after ``-``, ``_``, ``.``, ``/`` and at its
-    spaces (set in the text's font, so they stretch as the line's others do: a typewriter space does
-    not), and inside a long word with a hyphen, so no name runs past a column (``\\texttt`` alone
-    never hyphenates)."""
+    """A name in typewriter type that breaks where it must (``\\texttt`` alone never hyphenates): after ``-``,
+    ``_``, ``.``, ``/``, at its spaces (in the text's font, so they stretch), and inside a long word with a hyphen."""
     if len(str(name)) <= BREAK_CHARS:
         return rf"\texttt{{{escape(name)}}}"
     words = []
@@ -221,12 +211,9 @@ DESCRIPTION_GUARD = r"\providecommand{\Description}[2][]{}"
 def figure_tex(
     file: str, caption: str, label: str, width: str | None = None, description: str = "", wide: bool = False
 ) -> str:
-    """A ``figure`` float (``figure*`` across both columns if ``wide``) including ``file`` (a PDF of the
-    bundle) at its natural size: the figures are drawn as wide as a column
-    (:data:`metrics.plots.PAPER_WIDTH`) with their type at 7 pt or more and no taller than the text
-    block, so neither scaling down (smaller type) nor up is needed; ``width`` overrides.
-    ``description``: what the figure shows, for readers who cannot see it (ACM's ``\\Description``;
-    :data:`DESCRIPTION_GUARD` makes it a no-op in other classes)."""
+    """A ``figure`` float (``figure*`` across both columns if ``wide``) including ``file`` at its natural size (the
+    figures are drawn at a column's width, so no scaling changes their type size) unless ``width`` is given;
+    ``description``: what it shows, for readers who cannot see it (ACM's ``\\Description``)."""
     option = f"[width={width}]" if width else ""
     environment = "figure*" if wide else "figure"
     return "\n".join(
@@ -253,10 +240,8 @@ def document(
     checklist: bool = False,
     layout: str | Template | None = None,
 ) -> str:
-    """A minimal paper in ``layout`` (a :data:`TEMPLATES` name; default :data:`DEFAULT_TEMPLATE`) that
-    ``\\input``s ``methods.tex``, each table's and figure's ``.tex`` (names without the suffix) and the
-    bibliography in the class's own style: the bundle compiles as it is (``pdflatex``, ``bibtex``,
-    ``pdflatex`` twice). T1-encoded fonts (cm-super's Type 1 outlines)."""
+    """A minimal paper in ``layout`` that ``\\input``s ``methods.tex``, each table's and figure's ``.tex`` and the
+    bibliography in the class's own style: the bundle compiles as it is (``pdflatex``, ``bibtex``, ``pdflatex`` ×2)."""
     page = template(layout)
     lines = [
         *page.preamble,
@@ -300,11 +285,8 @@ def screenshot_description(page: dict) -> str:
 
 
 def checklist_tex(items: Sequence, page: dict | None) -> str:
-    """``checklist.tex``: the venues' annotator and language-model questions
-    (:func:`publishing.checklists.checklist_items`) with their answers from the records, the
-    instructions as the task page showed them and its screenshot (a figure a column wide) when taken.
-    What only the authors can answer is set in bold, to be found before submitting."""
-
+    """``checklist.tex``: the venues' questions with their answers from the records, the instructions as the task
+    page showed them and its screenshot when taken; what only the authors can answer is in bold, to be found."""
     venues = list(dict.fromkeys(item.venue for item in items))
 
     lines = [
@@ -335,16 +317,9 @@ def checklist_tex(items: Sequence, page: dict | None) -> str:
         if page.get("screenshot"):
             # Across both columns of a two-column page (figure*), at a width that prints the page's body
             # type at 7 pt: a column-wide screenshot would set it at 4 pt.
+            caption = "The task page as annotators saw it, with the batch's first queries."
             width = f"{WINDOW[0] * PRINT_POINTS_PER_PIXEL:.0f}pt"
-            lines += [
-                DESCRIPTION_GUARD,
-                r"\begin{figure*}[tbp]",
-                r"\centering",
-                rf"\includegraphics[width={width}]{{{page['screenshot']}}}",
-                rf"\Description{{{escape(screenshot_description(page))}}}",
-                r"\caption{The task page as annotators saw it, with the batch's first queries.}",
-                r"\label{fig:task-page}",
-                r"\end{figure*}",
-            ]
+            shot = figure_tex(page["screenshot"], caption, "fig:task-page", width, screenshot_description(page), True)
+            lines.append(shot.rstrip("\n"))
     lines.append(r"\par\endgroup")
     return "\n".join(lines) + "\n"

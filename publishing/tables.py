@@ -1,21 +1,9 @@
 """The tables of a published dataset folder: each configuration's columns, rows and Parquet file.
 
-A reuser loads a configuration by name (``datasets.load_dataset(folder, name="queries")``)
-and reads its columns' meaning in the card and in ``croissant.json``; both are written from
-:data:`CONFIGS`, the one declaration of every column (name, Arrow type, Croissant data type,
-description), so the files, the card and the Croissant fields cannot disagree.
-
-The rows are made from the per-query results of
-:func:`annotation.results.selectors.labels.query_results` as :func:`annotation.exports.selectors.study_facts`
-hands them over: nothing is recomputed here. Annotators appear under pseudonyms made for this
-dataset (``annotator-001``, ...), numbered in the order of an HMAC of the platform's own
-pseudonyms keyed on a random salt drawn for each publication and then forgotten
-(:func:`pseudonyms`). Numbering in the platform's order would give a person the same id in
-every dataset published from the platform (linkable across datasets); with a fresh salt two
-publications, even of the same batch, share no mapping, and no id links to a provider's
-worker id.
-
-Pure: pyarrow is imported inside :func:`write_parquet` (a heavy library, used only when writing).
+:data:`CONFIGS` declares every column once, so the files, the card and the Croissant fields cannot disagree. The
+rows are the per-query results as :func:`annotation.exports.selectors.study_facts` hands them over (nothing is
+recomputed); annotators appear under pseudonyms made for each publication (:func:`pseudonyms`). Pure: pyarrow is
+imported only when writing.
 """
 
 from __future__ import annotations
@@ -68,10 +56,7 @@ class Column:
         """The column as Hugging Face ``datasets`` declares it (``Features.to_dict`` form)."""
         if self.arrow == CLASS:
             return {"names": list(CLASS_NAMES), "_type": "ClassLabel"}
-        return {
-            "dtype": {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool"}[self.arrow],
-            "_type": "Value",
-        }
+        return {"dtype": self.arrow, "_type": "Value"}
 
 
 @dataclass(frozen=True)
@@ -193,11 +178,8 @@ def _status(result: Mapping[str, Any]) -> str:
 
 
 def query_row(result: Mapping[str, Any], agent: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A row of ``queries`` (and ``non_gendered``) from one per-query result and its label's agent.
-
-    ``agent`` (:func:`annotation.exports.selectors.label_agents`): who made the label,
-    and for a machine label which machine, prompt and guarantee; None for no label.
-    """
+    """A row of ``queries`` (and ``non_gendered``) from one per-query result and its label's ``agent`` (who made
+    it, and for a machine label which machine, prompt and guarantee; None for no label)."""
     label = result["label"]
     agent = agent or {}
     return {
@@ -239,11 +221,10 @@ SALT_BYTES = 32
 
 
 def pseudonyms(results: Iterable[Mapping[str, Any]], salt: bytes) -> dict[str, str]:
-    """The platform's worker pseudonyms -> this dataset's (``annotator-001``, ...).
-
-    Numbered in the order of ``HMAC-SHA256(salt, platform pseudonym)``: with a salt drawn afresh
-    for each publication and never stored, the numbering is a random permutation that no other
-    publication shares and that nobody can recompute. ``salt`` must be non-empty.
+    """The platform's worker pseudonyms -> this dataset's (``annotator-001``, ...), numbered in the order of
+    ``HMAC-SHA256(salt, platform pseudonym)``: with a non-empty salt drawn afresh for each publication and never
+    stored, no two publications share a numbering (a person is not linkable across datasets) and none can be
+    recomputed.
     """
     if not salt:
         raise ValueError("pseudonyms need a non-empty per-publication salt")
@@ -279,11 +260,8 @@ def config_rows(
     salt: bytes | None = None,
     agents: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Each configuration's rows (see :data:`CONFIGS`), from the batch's per-query results.
-
-    ``salt`` (the per-publication secret of :func:`pseudonyms`) is needed with ``with_judgments``;
-    ``agents`` maps a labelled query's qid to who made its label (``study_facts``' ``label_agents``).
-    """
+    """Each configuration's rows from the batch's per-query results; ``salt`` (:func:`pseudonyms`) is needed with
+    ``with_judgments``; ``agents`` maps a labelled query's qid to who made its label."""
     agents = agents or {}
     queries = [query_row(r, agents.get(str(r["qid"]))) for r in results]
     rows = {
@@ -304,11 +282,8 @@ def hf_features(config: Config) -> dict[str, Any]:
 
 
 def arrow_schema(config: Config):
-    """The configuration's explicit Arrow schema (every column nullable; ``qid`` always text).
-
-    Its metadata carries the Hugging Face features (key ``huggingface``, as ``datasets`` writes
-    it), so ``datasets`` reads a label column as a ``ClassLabel`` of :data:`CLASS_NAMES`.
-    """
+    """The configuration's explicit Arrow schema (every column nullable), its metadata carrying the Hugging Face
+    features as ``datasets`` writes them, so ``datasets`` reads a label column as a ``ClassLabel``."""
     import json
 
     import pyarrow as pa
@@ -319,11 +294,8 @@ def arrow_schema(config: Config):
 
 
 def write_parquet(config: Config, rows: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> Path:
-    """Write ``rows`` as ``config``'s Parquet file with its explicit schema (no type guessing).
-
-    The caller writes into a folder nobody reads yet (the publication is renamed into place
-    once complete), so the file itself is written directly.
-    """
+    """Write ``rows`` as ``config``'s Parquet file with its explicit schema (no type guessing), directly: the caller
+    writes into a folder nobody reads yet."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

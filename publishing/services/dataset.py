@@ -1,32 +1,17 @@
 """Publishing a batch as a dataset folder a researcher uploads as it is, zipped for download, or pushed to the Hub.
 
-:func:`publish_dataset` writes the folder: one Parquet file per configuration
-(:mod:`publishing.tables`), ``README.md`` with the Hub's YAML header
-(:mod:`publishing.hub_card`) and ``croissant.json``
-(:mod:`publishing.croissant`), all from one read of the study's facts
-(:func:`annotation.exports.selectors.study_facts`). The folder is a file, not state: no
-row is written to the database.
-
-The folder is written whole or not at all: into a temporary folder beside the target, then
-swapped into place (:func:`genderbias.files.atomic.replace_folder`: rolled back if the swap fails), so a reader (or an upload) never sees half a dataset and a failure leaves
-the previous folder as it was. Beside the dataset's files it writes a manifest,
-``.publish_dataset.json``, with each file's SHA-256. A folder that exists is replaced only
-when it is empty or holds nothing but the manifest's files, unchanged: a folder holding
-anything else (a git clone of the Hub repository, the researcher's notes, a hand-edited
-``README.md``) is refused with the names of the unknown and edited files, never deleted.
-With ``force`` the command writes its files into such a folder one by one (each replaced
-atomically, hand edits to them overwritten), removes the files of its previous manifest that
-are unchanged and no longer written, and leaves every other file where it is.
-
-:func:`push_folder` uploads a folder through ``huggingface_hub`` when a token is given; without
-one it refuses and names the one command to run (:func:`upload_command`). No machine of the
-project reaches the Hub: the tests check the folder, the refusals and a push to a closed port.
+:func:`publish_dataset` writes the folder (a Parquet file per configuration, the card, ``croissant.json``) from one
+read of the study's facts; a file, not state. It is written whole or not at all, through a temporary folder swapped
+into place, with a manifest of each file's SHA-256: an existing folder is replaced only when it holds nothing but the
+manifest's files, unchanged; anything else is refused by name, never deleted (``force``: docs/dataset-publishing.md).
+:func:`push_folder` uploads through ``huggingface_hub`` when a token is given, else names the command to run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import secrets
 import shlex
@@ -84,8 +69,6 @@ def _write_folder(
     license_terms: dict[str, str],
     paper: str | None = None,
 ) -> tuple[list[str], dict[str, int]]:
-    import json
-
     facts = study_facts(batch)
     configs = tables.configs_for(with_judgments)
     # A fresh secret per publication, never stored: the annotators' dataset ids link to no other publication.
@@ -139,8 +122,6 @@ def _write_folder(
 
 def _manifest(folder: Path) -> dict[str, str]:
     """The files (name -> SHA-256) of the manifest in ``folder``; empty when it has none (or an unreadable one)."""
-    import json
-
     try:
         files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -152,12 +133,8 @@ def _manifest(folder: Path) -> dict[str, str]:
 
 
 def foreign_files(folder: Path) -> tuple[list[str], list[str]]:
-    """What in ``folder`` a re-run must not delete: (unknown entries, edited files), by name.
-
-    Unknown: anything its manifest does not list (a folder is named with a trailing ``/``);
-    edited: a listed file whose SHA-256 changed since it was written. Both empty means the
-    folder is (a subset of) what publish_dataset wrote, so replacing it loses nothing.
-    """
+    """What in ``folder`` a re-run must not delete, by name: entries its manifest does not list (a folder with a
+    trailing ``/``), and listed files whose SHA-256 changed; both empty: replacing it loses nothing."""
     written = _manifest(folder)
     unknown, edited = [], []
     for entry in sorted(folder.iterdir(), key=lambda p: p.name):
@@ -227,11 +204,10 @@ def publish_dataset(
 ) -> Publication:
     """Write ``batch``'s dataset folder at ``out`` (see the module's docstring); returns what it wrote.
 
-    ``license_id`` is the researcher's choice among :data:`publishing.hub_card.HUB_LICENSES`;
-    ``with_judgments`` adds the raw judgments under dataset-local pseudonyms; ``force`` writes
-    into a folder holding other (or edited) files, keeping the others. ``license_name`` and
-    ``license_link`` name the terms of ``license_id`` ``other`` (required with it, refused otherwise).
-    ``paper``: the DOI or address of the paper the dataset supplements (``.zenodo.json``).
+    ``license_id``: one of :data:`publishing.hub_card.HUB_LICENSES` (``other`` needs ``license_name`` and
+    ``license_link``); ``with_judgments`` adds the raw judgments under dataset-local pseudonyms; ``force`` writes
+    into a folder holding other (or edited) files one file at a time, overwriting its own and removing those of its
+    previous manifest no longer written, unchanged; ``paper``: the DOI or address of the paper it supplements.
     """
     try:
         license_id = hub_card.check_license(license_id)
@@ -250,7 +226,7 @@ def publish_dataset(
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     kept: list[str] = []
     try:
-        with reading_answers(batch, "A dataset"):  # a correction after it is refused (issue 53)
+        with reading_answers(batch, "A dataset"):  # a correction after it is refused
             files, counts = _write_folder(batch, staging, license_id, with_judgments, license_terms, paper)
         if into:
             kept = _write_into(staging, target, files)
@@ -301,13 +277,8 @@ def upload_command(folder: str | os.PathLike, repo_id: str, private: bool = Fals
 
 @contextlib.contextmanager
 def _bounded_hub_client(timeout: float) -> Iterator[None]:
-    """huggingface_hub's shared HTTP client with a timeout, for the block only.
-
-    Its default client waits forever on a silent server. The client built here is the default
-    one (:func:`huggingface_hub.utils._http.default_client_factory`: its request hook honours
-    ``HF_HUB_OFFLINE`` and adds request ids) with a timeout; the factory in force before is put
-    back afterwards, so nothing else in the process is changed.
-    """
+    """huggingface_hub's shared HTTP client with a timeout, for the block only (its default waits forever on a
+    silent server): the default client, its request hook kept, and the previous factory put back afterwards."""
     import httpx2  # huggingface_hub's HTTP client
     from huggingface_hub import set_client_factory
     from huggingface_hub.utils import _http
@@ -332,11 +303,8 @@ def _bounded_hub_client(timeout: float) -> Iterator[None]:
 
 
 def check_repo_id(repo_id: str) -> str:
-    """``repo_id`` if it is a Hub dataset id OWNER/NAME by huggingface_hub's own rules, else a ServiceError.
-
-    Checked before any request, so a typo is a message about the id, not a failed upload that
-    reads like a Hub outage.
-    """
+    """``repo_id`` if it is a Hub dataset id OWNER/NAME by huggingface_hub's own rules, else a ServiceError:
+    checked before any request, so a typo does not read like a Hub outage."""
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
@@ -360,11 +328,9 @@ def push_folder(
 ) -> str:
     """Upload ``folder`` to the Hub as dataset ``repo_id`` (created if missing); returns the commit's URL.
 
-    Without ``token`` it refuses (ServiceError) and names the upload command to run instead.
-    ``endpoint`` (default: ``HF_ENDPOINT`` or the Hub) is read at call time; each step of a
-    request waits at most ``timeout`` seconds (huggingface_hub retries a few times with
-    backoff). Any failure of the Hub or the network is a :class:`HubError` naming the
-    repository, not a traceback.
+    Without ``token``, ServiceError naming the upload command to run instead. ``endpoint`` defaults to
+    ``HF_ENDPOINT`` or the Hub; each step of a request waits at most ``timeout`` seconds. Any failure of the Hub or
+    the network is a :class:`HubError` naming the repository.
     """
     folder = Path(folder)
     if not (folder / CROISSANT).is_file():

@@ -1,18 +1,9 @@
-"""A report's paper bundle: the LaTeX a researcher drops into a paper, written in one go.
+"""A report's paper bundle: the LaTeX a researcher drops into a paper, written in one go for one template
+(:data:`publishing.latex.TEMPLATES`; its files: docs/metrics.md, "The paper bundle").
 
-The bundle (``manage.py paper REPORT --out DIR``, the report page's "Paper bundle (zip)", ``GET
-/api/metrics/reports/<name>/paper/``) holds each paper's table (:func:`publishing.latex_tables.table_tex`,
-the report page's marks and p-values), the report's figures as vector PDFs (:mod:`metrics.plots`) with
-their floats, ``methods.tex`` and ``limitations.tex`` from the study's records
-(:mod:`publishing.services.records`), ``references.bib`` of exactly the works cited, ``main.tex``
-(compiles as it is) and ``README.txt`` (:mod:`publishing.bundle_readme`), laid out for one template
-(:data:`publishing.latex.TEMPLATES`; one zip per template).
-
-Reads only: :func:`write_paper_bundle` writes a folder (a temporary folder beside it, renamed
-into place when complete), :func:`paper_zip` returns the same files zipped. The page and the API
-never build in the request (a large report's bundle takes seconds): the ``metrics.paper`` job
-(:func:`start_paper_bundle`) builds the zip once and keeps it beside the report's cached plots
-(:func:`build_paper_zip`), and every download serves that file (:func:`cached_paper_zip`).
+Reads only: :func:`write_paper_bundle` writes a folder, :func:`paper_zip` the same files zipped. The page and the
+API never build in the request (a large report's bundle takes seconds): a job builds the zip once and keeps it
+beside the report's cached plots (:func:`start_paper_bundle`), and every download serves that file.
 """
 
 from __future__ import annotations
@@ -95,10 +86,8 @@ def _cutoffs_caption(bias) -> str:
 
 
 def _figures(report: Report, summary, per_query, cutoff: int) -> list[tuple[str, bytes, str, str]]:
-    """(kind, PDF, caption, description) of each figure the report can draw. A figure whose panels
-    would make it taller than the text block (:data:`metrics.plots.PAPER_MAX_HEIGHT`) is drawn in
-    parts, ``cutoffs``, ``cutoffs-2``…, each a figure of its own; the description says what each
-    part shows, from its data."""
+    """(kind, PDF, caption, description) of each figure the report can draw; a figure taller than the text block
+    is drawn in parts, ``cutoffs``, ``cutoffs-2``…, each a figure of its own."""
     from metrics import figure_descriptions, plots
 
     figures = []
@@ -157,108 +146,91 @@ def paper_files(
     dataset: str | None = None,
     template: str | None = None,
 ) -> dict[str, bytes]:
-    """:func:`_paper_files`; the report's batch (:func:`report_batch`), when it has one, read as a use:
-    a correction of its answers after the bundle is refused (``annotation.services.reading_answers``)."""
+    """Every file of the report's bundle, by name, its batch (if any) read as a use: a correction after it is
+    refused. ServiceError if the report's files are gone. ``title``: the document's (default: what was measured on
+    what); ``dataset``: the DOI or address of the dataset the paper goes with; ``template``: the class ``main.tex``
+    is set in and every float laid out for (default ``article``); ``screenshots``: photograph the task page with
+    headless Chromium (default: ``PAPER_SCREENSHOTS``)."""
     from contextlib import nullcontext
+
+    from django.conf import settings as django_settings
 
     batch = report_batch(report)
     with reading_answers(batch, "A paper bundle") if batch is not None else nullcontext():
-        return _paper_files(report, title, screenshots, dataset, template)
-
-
-def _paper_files(
-    report: Report,
-    title: str | None = None,
-    screenshots: bool | None = None,
-    dataset: str | None = None,
-    template: str | None = None,
-) -> dict[str, bytes]:
-    """Every file of the report's bundle, by name; ``title`` is the document's (default: what was
-    measured on what, :func:`publishing.methods_text.default_title`). ServiceError if the report's files are gone.
-
-    ``dataset``: the DOI or address of the dataset the paper goes with (``.zenodo.json``'s related identifier).
-
-    ``template``: the class ``main.tex`` is set in and the page every float is laid out for
-    (:data:`publishing.latex.TEMPLATES`: ``article``, ``acm``, ``lncs``; default ``article``).
-
-    ``screenshots``: photograph the task page with headless Chromium (default: the setting
-    ``PAPER_SCREENSHOTS``, on); only the job and the command build a bundle, never a request."""
-    from django.conf import settings as django_settings
-
-    venue = _template(template)
-    summary = selectors.report_summary(report)
-    per_query = selectors.report_per_query(report)
-    tables = [selectors.report_table(report, layout, summary=summary, per_query=per_query) for layout in TABLE_LAYOUTS]
-    tables = [table for table in tables if table["columns"]]
-    batch = report_batch(report)
-    facts = batch_facts(batch) if batch is not None else None
-
-    settings = report_settings(report, summary) | {"labels_drift": labels_drift(report, batch, facts)}
-    texts: dict[str, str] = {
-        "methods.tex": methods_tex(facts, settings),
-        "limitations.tex": limitations_tex(facts, settings),
-    }
-    for table in tables:
-        texts[f"table-{table['layout']}.tex"] = table_tex(table, layout=venue)
-    cutoff = tables[0]["cutoff"] if tables else max(report.cutoffs)
-    if report.on_batch:
-        texts["table-labels.tex"] = uncertainty_tex(
-            labels_rows(summary, cutoff, report.figure_quality),
-            cutoff,
-            report.baseline.name if report.baseline_id else None,
-            layout=venue,
-            chosen=report.label_interval,
+        venue = _template(template)
+        summary = selectors.report_summary(report)
+        per_query = selectors.report_per_query(report)
+        tables = [
+            selectors.report_table(report, layout, summary=summary, per_query=per_query) for layout in TABLE_LAYOUTS
+        ]
+        tables = [table for table in tables if table["columns"]]
+        facts = batch_facts(batch) if batch is not None else None
+        settings = report_settings(report, summary) | {"labels_drift": labels_drift(report, batch, facts)}
+        texts: dict[str, str] = {
+            "methods.tex": methods_tex(facts, settings),
+            "limitations.tex": limitations_tex(facts, settings),
+        }
+        for table in tables:
+            texts[f"table-{table['layout']}.tex"] = table_tex(table, layout=venue)
+        cutoff = tables[0]["cutoff"] if tables else max(report.cutoffs)
+        if report.on_batch:
+            texts["table-labels.tex"] = uncertainty_tex(
+                labels_rows(summary, cutoff, report.figure_quality),
+                cutoff,
+                report.baseline.name if report.baseline_id else None,
+                layout=venue,
+                chosen=report.label_interval,
+            )
+        files: dict[str, bytes] = {}
+        if batch is not None:
+            shoot = getattr(django_settings, "PAPER_SCREENSHOTS", True) if screenshots is None else screenshots
+            page, files = task_page(batch, shoot)
+            items = checklist_items(facts, crowd_pay(batch), page, settings)
+            texts["checklist.tex"] = checklist_tex(items, page)
+            texts["checklist.md"] = checklist_markdown(items, page)
+        figure_names = []
+        for kind, pdf, caption, description in _figures(report, summary, per_query, cutoff):
+            files[f"fig-{kind}.pdf"] = pdf
+            texts[f"fig-{kind}.tex"] = figure_tex(f"fig-{kind}", caption, f"fig:{kind}", description=description)
+            figure_names.append(f"fig-{kind}")
+        refs = [rf"Table~\ref{{{table_label(table)}}}" for table in tables]
+        refs += [r"Table~\ref{tab:labels}"] if "table-labels.tex" in texts else []
+        refs += [rf"Figure~\ref{{fig:{name.removeprefix('fig-')}}}" for name in figure_names]
+        intro = (
+            # The report's id in a comment: in the text a long id cannot break and runs past the column.
+            f"% Report: {report.name}\n\\section*{{Results}}\nThe results: {', '.join(refs)}.\n" if refs else ""
         )
-    files: dict[str, bytes] = {}
-    if batch is not None:
-        shoot = getattr(django_settings, "PAPER_SCREENSHOTS", True) if screenshots is None else screenshots
-        page, files = task_page(batch, shoot)
-        items = checklist_items(facts, crowd_pay(batch), page, settings)
-        texts["checklist.tex"] = checklist_tex(items, page)
-        texts["checklist.md"] = checklist_markdown(items, page)
-    figure_names = []
-    for kind, pdf, caption, description in _figures(report, summary, per_query, cutoff):
-        files[f"fig-{kind}.pdf"] = pdf
-        texts[f"fig-{kind}.tex"] = figure_tex(f"fig-{kind}", caption, f"fig:{kind}", description=description)
-        figure_names.append(f"fig-{kind}")
-    refs = [rf"Table~\ref{{{table_label(table)}}}" for table in tables]
-    refs += [r"Table~\ref{tab:labels}"] if "table-labels.tex" in texts else []
-    refs += [rf"Figure~\ref{{fig:{name.removeprefix('fig-')}}}" for name in figure_names]
-    intro = (
-        # The report's id in a comment: in the text a long id cannot break and runs past the column.
-        f"% Report: {report.name}\n\\section*{{Results}}\nThe results: {', '.join(refs)}.\n" if refs else ""
-    )
-    paper_title = title.strip() if title and title.strip() else default_title(facts, settings)
-    texts[".zenodo.json"] = zenodo_json(report, paper_title, dataset)
-    texts["main.tex"] = document(
-        paper_title,
-        [name.removesuffix(".tex") for name in texts if name.startswith("table-")],
-        figure_names,
-        intro,
-        limitations=True,
-        checklist="checklist.tex" in texts,
-        layout=venue,
-    )
-    keys = cited_keys(*texts.values())
-    texts["references.bib"] = bibtex(keys)
-    names = [*files, *texts, "README.txt"]
-    inputs = [
-        rf"\input{{{name.removesuffix('.tex')}}}"
-        for name in sorted(names)
-        if name.startswith(("table-", "fig-")) and name.endswith(".tex")
-    ]
-    texts["README.txt"] = README.format(
-        name=report.name,
-        underline="=" * (len("Paper bundle of report ") + len(report.name)),
-        version=software_version(),
-        files=readme_files(names, venue.name, venue.bibliography_style),
-        inputs=", ".join(inputs),
-        checklist_step=r"\input{checklist} after the references (or copy its answers into the venue's form)."
-        if "checklist.tex" in texts
-        else "(no checklist: the report's queries were not labelled on the platform)",
-    )
-    files |= {name: text.encode("utf-8") for name, text in texts.items()}
-    return dict(sorted(files.items()))
+        paper_title = title.strip() if title and title.strip() else default_title(facts, settings)
+        texts[".zenodo.json"] = zenodo_json(report, paper_title, dataset)
+        texts["main.tex"] = document(
+            paper_title,
+            [name.removesuffix(".tex") for name in texts if name.startswith("table-")],
+            figure_names,
+            intro,
+            limitations=True,
+            checklist="checklist.tex" in texts,
+            layout=venue,
+        )
+        keys = cited_keys(*texts.values())
+        texts["references.bib"] = bibtex(keys)
+        names = [*files, *texts, "README.txt"]
+        inputs = [
+            rf"\input{{{name.removesuffix('.tex')}}}"
+            for name in sorted(names)
+            if name.startswith(("table-", "fig-")) and name.endswith(".tex")
+        ]
+        texts["README.txt"] = README.format(
+            name=report.name,
+            underline="=" * (len("Paper bundle of report ") + len(report.name)),
+            version=software_version(),
+            files=readme_files(names, venue.name, venue.bibliography_style),
+            inputs=", ".join(inputs),
+            checklist_step=r"\input{checklist} after the references (or copy its answers into the venue's form)."
+            if "checklist.tex" in texts
+            else "(no checklist: the report's queries were not labelled on the platform)",
+        )
+        files |= {name: text.encode("utf-8") for name, text in texts.items()}
+        return dict(sorted(files.items()))
 
 
 def _template(name: str | None):
@@ -282,9 +254,8 @@ def _refuse_unsafe(target: Path) -> None:
 
 
 def _unknown_files(target: Path) -> list[str]:
-    """The entries of an existing ``target`` that replacing it would lose: [] if it is empty or an
-    earlier bundle (its :data:`MARKER` lists its files) holding only those files and LaTeX's build
-    outputs (:data:`BUILD_OUTPUTS`); else the names of the other entries (every entry, if unmarked)."""
+    """The entries of an existing ``target`` that replacing it would lose: none in an earlier bundle holding only
+    its files (its :data:`MARKER` lists them) and LaTeX's build outputs; every entry, if unmarked."""
     entries = sorted(path.name for path in target.iterdir())
     if not entries:
         return []
@@ -322,11 +293,9 @@ def write_paper_bundle(
     dataset: str | None = None,
     template: str | None = None,
 ) -> Path:
-    """Write the bundle to the folder ``out`` (its parent must exist): written in a temporary folder
-    beside it and renamed into place, so ``out`` never holds half a bundle. An existing ``out`` is
-    replaced only if it is empty or an earlier bundle (it holds :data:`MARKER` and nothing but that
-    bundle's files and LaTeX's build outputs); else ServiceError naming the files it would lose.
-    If the final rename fails, the earlier bundle is put back."""
+    """Write the bundle to the folder ``out`` (its parent must exist) through a temporary folder renamed into place,
+    so ``out`` never holds half a bundle. An existing ``out`` is replaced only if it is empty or an earlier bundle,
+    else ServiceError naming the files it would lose; if the rename fails, the earlier bundle is put back."""
     target = Path(out)
     _template(template)
     if dataset:  # refused before the bundle is computed (what .zenodo.json's reader refuses)
@@ -363,11 +332,8 @@ def write_paper_bundle(
 
 
 def zenodo_json(report: Report, title: str, dataset: str | None = None) -> str:
-    """The bundle's ``.zenodo.json`` (:func:`publishing.zenodo.metadata.zenodo_metadata`): a
-    publication of upload type "publication" (other), supplemented by the dataset (``dataset``: its
-    DOI or address), for ``zenodo_deposit``; its creators are the authors' to fill in."""
-    import json
-
+    """The bundle's ``.zenodo.json``: a publication supplemented by the dataset (``dataset``: its DOI or address),
+    for ``zenodo_deposit``; its creators are the authors' to fill in."""
     from django.utils import timezone
 
     from publishing.hub_card import METHOD_REFERENCE
@@ -391,11 +357,8 @@ def zenodo_json(report: Report, title: str, dataset: str | None = None) -> str:
 
 
 def paper_key(report: Report, template: str | None = None) -> tuple[dict[str, str], str]:
-    """The cached zip's parameters (:func:`metrics.services.plot_cache.plot_key` adds the report and
-    the software version) and its key: the template (each its own zip), and the batch's answers
-    version, as ``methods.tex`` states the batch's facts (an adjudication after the build gives a new
-    bundle)."""
-
+    """The cached zip's parameters and key: the template (each its own zip) and the batch's answers version, as
+    ``methods.tex`` states the batch's facts (an adjudication after the build gives a new bundle)."""
     batch = report_batch(report)
     params = {"template": _template(template).name}
     params |= {"answers": annotation_selectors.answers_version(batch)} if batch is not None else {}
@@ -404,15 +367,12 @@ def paper_key(report: Report, template: str | None = None) -> tuple[dict[str, st
 
 def cached_paper_zip(report: Report, template: str | None = None) -> Path | None:
     """The bundle's zip in ``template`` if a build already kept it (:func:`build_paper_zip`), else None."""
-
     path = plot_path(report, paper_key(report, template)[1], "zip")
     return path if path.exists() else None
 
 
 def build_paper_zip(report: Report, template: str | None = None) -> Path:
-    """Build the bundle's zip and keep it beside the report's cached plots (atomically; any worker
-    serves it then): a repeat download is a file response."""
-
+    """Build the bundle's zip and keep it beside the report's cached plots: a repeat download is a file response."""
     params, _ = paper_key(report, template)
     path, _ = cached_plot(report, "paper", params, "zip", lambda: paper_zip(report, template))
     return path
@@ -443,11 +403,9 @@ def paper_bundle_job(job: Job, report_id: int, template: str | None = None) -> N
 
 
 def start_paper_bundle(report: Report, template: str | None = None, *, may_start: bool) -> Job:
-    """The Job building the report's zip in ``template``: the one already pending or running, else a
-    new one when ``may_start`` (the asker may act on the report: ``core.templatetags.roles.may_act``; a
-    viewer's GET starts no job, issue 82: ``StateError``, a 409, saying who can). ServiceError if the
-    report's files are gone or the template is unknown."""
-
+    """The Job building the report's zip in ``template``: the one already pending or running, else a new one when
+    ``may_start`` (a viewer's GET starts no job: ``StateError``). ServiceError if the report's files are gone or the
+    template is unknown."""
     name = _template(template).name
     selectors.check_report_files(report)
     # The default's job keeps its arguments of before templates ([report]), so a queued one is joined.

@@ -19,7 +19,6 @@ class Command(ProjectCommand):
             required=True,
             help="folder to write (its parent must exist; an earlier bundle there, marked by .paper-bundle, is replaced; any other files are refused)",
         )
-
         parser.add_argument(
             "--template",
             choices=list(TEMPLATES),
@@ -32,7 +31,6 @@ class Command(ProjectCommand):
             "--title",
             help="the paper's title in main.tex (default: what was measured on what, from the study's facts)",
         )
-
         parser.add_argument(
             "--dataset",
             metavar="DOI_OR_URL",
@@ -40,8 +38,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, *args, **options):
-        # Here, not at the top: the services (and what they load) are not needed by --help.
-
         report = get_named(Report.objects.all(), options["report"], "report")
         with command_errors():
             folder = write_paper_bundle(
