@@ -1,13 +1,5 @@
-"""REST endpoints of the team of in-house annotators (researchers only), as on the Team page.
-
-- ``GET/POST /api/annotation/annotators/``: every annotator; add one with a one-time link
-  (``access: "link"``) or a generated password (``"password"``), returned once (no-store);
-- ``GET /api/annotation/annotators/<username>/``, ``POST .../reset-password/``,
-  ``POST .../deactivate/``, ``POST .../activate/``; adding a username taken at the same
-  moment by another request is a 400, like any taken username;
-- ``GET/PUT /api/annotation/batches/<name>/team/``: who may work on a local batch (empty:
-  everyone) and each annotator's progress and quality on it.
-"""
+"""REST endpoints of the team of in-house annotators (researchers only), as on the Team page; a link or
+password is returned once (no-store)."""
 
 from django.shortcuts import get_object_or_404
 from django.utils.cache import add_never_cache_headers

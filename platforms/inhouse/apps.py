@@ -9,9 +9,7 @@ class InhouseConfig(app_config.PlatformConfig):
     platform = "local"
 
     def ready(self) -> None:
-        """The groups page adds an annotator of no account yet with this platform's accounts; leaving the
-        annotators' group or being deactivated gives the HITs a user held back (annotation.accounts); the batch
-        page and the annotator's home show this platform's panels (annotation.crowd.panels)."""
+        """Plug the platform's accounts, its HIT release on deactivation and its panels into the kernel."""
         from annotation.accounts import watch_annotators  # start-up
         from annotation.crowd.panels import add_annotator_home, add_batch_panel  # start-up
         from core.services.groups import use_annotator_maker  # start-up

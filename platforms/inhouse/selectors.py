@@ -1,7 +1,4 @@
-"""Reads of the in-house team: its members, the team page's rows and each annotator's progress on a batch.
-
-Read-only: nothing here changes state (the writes are in :mod:`.services`).
-"""
+"""Reads of the in-house team: its members, the team page's rows and each annotator's progress on a batch."""
 
 from __future__ import annotations
 
@@ -54,13 +51,8 @@ def get_member(username: str):
 
 
 def team_progress(batch: Batch) -> list[dict]:
-    """Per annotator of a local batch: HITs answered and in hand, gold accuracy, agreement, flags.
-
-    The rows are the batch's team, or, for a batch open to everyone, every annotator who
-    has taken one of its HITs. Quality figures are :func:`annotation.quality.selectors.worker_quality`'s.
-    A machine-labelled batch, whose own HITs are never published, counts its crowd batches' HITs and
-    work (:func:`annotation.crowd.selectors.crowd_batch_ids`), as its page counts their assignments.
-    """
+    """Per annotator of a local batch (its team, else everyone who took one of its HITs): HITs answered and
+    in hand, gold accuracy, agreement, flags. A machine-labelled batch counts its crowd batches' work."""
     from annotation.crowd.selectors import crowd_batch_ids
 
     ids = crowd_batch_ids(batch)
@@ -129,17 +121,8 @@ class Unfillable:
 
 
 def unfillable_places(batch: Batch) -> Unfillable | None:
-    """What a published in-house batch restricted to a team can never finish without help, or ``None``.
-
-    A place on an open HIT is free when fewer assignments hold one than the HIT takes (a
-    rejected or abandoned one frees its place: ``FREES_PLACE``; a hand-out whose time ran out
-    counts as held until it is marked abandoned, within a minute). Each annotator gives a HIT at
-    most one kept answer, so a free place can only go to an active, unblocked member of the team who
-    has no assignment on that HIT, or whose work on it was rejected for a failed gold check (a retake:
-    ``annotation.crowd.selectors.retake_allowed``); the places beyond those members can never be
-    filled (typically a place added by escalation, which every member already answered). ``None``
-    for a batch without a team, not published, or where every free place has a member to take it.
-    """
+    """What a published in-house team batch can never finish without help, or ``None``: the free places
+    beyond the active members who have not done (or may retake) the HIT, e.g. one added by escalation."""
     if batch.provider != Provider.LOCAL or batch.status != Batch.Status.PUBLISHED:
         return None
     if not batch.team.exists():

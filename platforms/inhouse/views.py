@@ -1,18 +1,6 @@
-"""In-house annotators' pages: the next HIT, the training step, and the HIT page.
-
-Annotators (the ``annotators`` group) answer HITs one after the other and only ever see
-their own assignment; :func:`training_step` is shared with Prolific participants.
-
-Researchers' pages of the team of in-house annotators, and the annotators' set-password page.
-
-- ``/annotation/team/``: every annotator, and a form to add one (a one-time link or a
-  generated password, shown once on a ``no-store`` page);
-- ``/annotation/team/<username>/``: one annotator: new link or password, deactivate or
-  reactivate, the batches they are on;
-- ``/annotation/batches/<name>/team/``: the batch page's team section (loaded by htmx): who
-  may work on the batch, and each one's progress and quality, polled while it is published;
-- ``/annotation/welcome/<uidb64>/<token>/``: the one-time link, where an annotator chooses
-  their password (Django's password-reset confirmation, for active annotators only).
+"""In-house annotators' pages (the next HIT, the training step, the HIT page and its correction: each
+shared with Prolific participants where its name says ``_step``), the researchers' Team pages, and the
+one-time link where an annotator chooses their password.
 """
 
 from __future__ import annotations
@@ -78,11 +66,7 @@ def next_hit(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def training_page(request: HttpRequest, name: str) -> HttpResponse:
-    """The batch's qualification step for an in-house annotator: the shared HIT page, then the result.
-
-    Only for a batch open to them (team_access): to anyone else its training queries and their
-    answer key are as unknown as its HITs (404, the answer for a batch that does not exist).
-    """
+    """The batch's qualification step for an annotator it is open to (else 404, as for no such batch)."""
     worker = annotator_worker(request.user)
     if worker is None:
         raise PermissionDenied("Only annotators take the training.")
@@ -131,13 +115,7 @@ def training_step(request: HttpRequest, batch: Batch, worker, *, mode: str, cont
 
 @login_required
 def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
-    """One HIT for its annotator: the shared HIT page, posting back here.
-
-    Only while they are an annotator: one taken out of the annotators group is refused the
-    HIT they held (it went back to the queue: ``accounts``), as the next-HIT page refuses them.
-    """
-    # Whether they are still an annotator, and its batch still open to them (team_access), is
-    # read with it, in the same query.
+    """One HIT for its annotator (only while they are one), on the shared HIT page."""
     assignment = held_assignment(pk, request.user.pk)
     if assignment is None:
         raise Http404("No such HIT of yours.")
@@ -170,8 +148,7 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.error(request, str(exc))
             else:
                 if check.gold_passed is False:
-                    # Shown on the annotator's home page (the HIT page is self-contained and shows
-                    # no messages), from where "Start annotating" continues with the next HIT.
+                    # Shown on their home page (the HIT page shows no messages).
                     lost = "will not count" if hit.batch.failed_gold_answers != "keep" else "will not be paid"
                     messages.warning(request, f"This HIT {lost}: {assignment.feedback}")
                     return redirect("annotation:batch-list")
@@ -204,8 +181,7 @@ def correction_tag(pk: int) -> str:
 
 
 def correction_link(request: HttpRequest) -> str | None:
-    """The correction page of the HIT just submitted, read from its confirmation (no query: the
-    message travels in a cookie); the correction page itself checks whether it is still open."""
+    """The correction page of the HIT just submitted, read from its confirmation (no query)."""
     from django.contrib.messages import get_messages
 
     for message in get_messages(request):  # iterating again in the template still shows them
@@ -218,11 +194,7 @@ def correction_link(request: HttpRequest) -> str | None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def correct_page(request: HttpRequest, pk: int) -> HttpResponse:
-    """The HIT an annotator submitted last, with their answers, to correct while it is not yet used.
-
-    GET shows it (or says why it can no longer be corrected); POST replaces its answers
-    (``corrections.correct_assignment``): once, however often or from however many tabs it is posted.
-    """
+    """The HIT an annotator submitted last, with their answers, to correct while it is not yet used."""
     mine = Assignment.objects.select_related("hit__batch", "worker__identity").annotate(
         annotator=in_annotators(request.user.pk)
     )
@@ -441,9 +413,7 @@ def _progress(batch: Batch) -> dict:
 
 
 class WelcomeView(auth_views.PasswordResetConfirmView):
-    """An annotator's one-time link: choose a password (then log in). Refused once used, expired
-    or replaced, and for accounts that are deactivated or not annotators'; accepted once even
-    when several browsers post it at the same moment."""
+    """An annotator's one-time link: choose a password (then log in); once, and only for active annotators."""
 
     template_name = "annotation/team_welcome.html"
     success_url = reverse_lazy("login")

@@ -1,20 +1,10 @@
-"""A small, explicit client layer for Amazon Mechanical Turk (or any server speaking its API).
+"""A small client layer for Amazon Mechanical Turk (or any server speaking its API); pure (no Django).
 
-Pure Python on purpose (no Django import): the Django services build on these names, and
-the tests drive them with botocore's ``Stubber`` against the real MTurk API model.
-
-What this layer adds to a bare boto3 client, and why:
-
-* **Retries** are botocore's ``standard`` mode (throttling and 5xx answers are retried with
-  backoff). A retried *create* can therefore meet its own earlier success: MTurk then
-  answers ``AWS.MechanicalTurk.HitAlreadyExists`` (CreateHIT*) or "The idempotency token
-  "…" has already been processed." (SendBonus, CreateAdditionalAssignmentsForHIT,
-  UpdateExpirationForHIT). Those are successes here, never a reason to create again.
-* **A client-side rate limit** on every call, so a large batch does not spend its time
-  being throttled.
-* **Idempotent review**: approving an approved assignment (or rejecting a rejected one)
-  returns ``False`` instead of failing, so a sync that was interrupted can simply run again.
-* **One exception type**, :class:`~platforms.mturk.errors.MTurkError` (:mod:`.errors`).
+What it adds to a bare boto3 client: botocore's ``standard`` retries, under which a retried create may
+meet its own earlier success (``HitAlreadyExists``, "idempotency token ... already processed"): a
+success here, never a reason to create again; a client-side rate limit, so a large batch is not
+throttled; idempotent review (approving an approved assignment returns ``False``), so an interrupted
+sync simply runs again; one exception type, :class:`~platforms.mturk.errors.MTurkError`.
 """
 
 from __future__ import annotations
@@ -55,14 +45,8 @@ _CENT = Decimal("0.01")
 
 
 def make_client(endpoint_url: str | None = None, live: bool = False, max_attempts: int = 8):
-    """A boto3 MTurk client: ``endpoint_url`` if given, else the sandbox unless ``live``.
-
-    The sandbox is the default so that nothing costs money by accident. Credentials come
-    from boto3's usual chain (environment, shared files, roles). Retries use botocore's
-    ``standard`` mode, which retries throttling errors and 5xx answers with backoff.
-    botocore's ``max_attempts`` counts the retries *after* the first request, so the
-    default 8 allows up to 9 requests (the config then shows ``total_max_attempts: 9``).
-    """
+    """A boto3 MTurk client: ``endpoint_url`` if given, else the sandbox (nothing costs money by accident)
+    unless ``live``. ``max_attempts`` counts botocore's retries *after* the first request."""
     endpoint = endpoint_url or (LIVE_ENDPOINT if live else SANDBOX_ENDPOINT)
     config = Config(
         region_name=REGION,
@@ -73,14 +57,12 @@ def make_client(endpoint_url: str | None = None, live: bool = False, max_attempt
     return _session().client("mturk", endpoint_url=endpoint, region_name=REGION, config=config)
 
 
-#: botocore's reader of its own data files (the endpoints table, MTurk's service model), shared by
-#: every session: it keeps what it has read, and reading it again cost about 100 ms of CPU a client.
+#: botocore's reader of its own data files, shared by every session: it keeps what it has read.
 _DATA_LOADER = None
 
 
 def _session() -> boto3.session.Session:
-    """A new session (so credentials are read from boto3's chain at each call, as before) that reads
-    botocore's data files through the one shared loader."""
+    """A new session (credentials read from boto3's chain at each call) on the one shared data loader."""
     global _DATA_LOADER
     core = botocore.session.get_session()
     if _DATA_LOADER is None:
@@ -94,12 +76,8 @@ def _session() -> boto3.session.Session:
 
 
 def submit_url(endpoint_url: str | None = None, live: bool = False, override: str | None = None) -> str:
-    """Where the HIT page's form posts its answers (MTurk's ``externalSubmit``).
-
-    AWS's own endpoints map to the worker site of the same world (sandbox or live). For
-    any other, MTurk-compatible server the form posts to ``<endpoint>/mturk/externalSubmit``
-    unless ``override`` names the address.
-    """
+    """Where the HIT page's form posts its answers: ``override``, else AWS's worker site of the same world
+    (sandbox or live), else ``<endpoint>/mturk/externalSubmit`` of an MTurk-compatible server."""
     if override:
         return override
     endpoint = (endpoint_url or "").rstrip("/")
@@ -120,11 +98,8 @@ def qualification_requirements(
     min_approved_hits: int | None = None,
     masters: bool = False,
 ) -> list[dict]:
-    """QualificationRequirements for CreateHITType, from a batch's simple settings.
-
-    ``locales`` are ISO 3166 country codes, optionally with a subdivision (``"US"``,
-    ``"US-NY"``). Masters has a different id in the sandbox than in production, hence ``live``.
-    """
+    """QualificationRequirements for CreateHITType; ``locales``: ISO 3166 codes (``"US"``, ``"US-NY"``);
+    ``live``: Masters has another id in the sandbox."""
     requirements: list[dict] = []
     if locales:
         requirements.append(
@@ -191,20 +166,14 @@ _FEEDBACK_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def _feedback(text: str) -> str:
-    """RequesterFeedback as MTurk accepts it: at most 1024 characters, no ASCII 0-8, 11, 12, 14-31.
-
-    It is a note to a person, so it is cleaned and shortened rather than letting one long
-    gold-failure message make the whole review fail.
-    """
+    """RequesterFeedback as MTurk accepts it (1024 characters, no control characters): cleaned and
+    shortened rather than letting one long gold-failure message fail the review."""
     text = _FEEDBACK_FORBIDDEN.sub(" ", text)
     return text if len(text) <= _FEEDBACK_LIMIT else text[: _FEEDBACK_LIMIT - 1] + "…"
 
 
 class RateLimiter:
-    """Spaces calls at least ``1 / max_calls_per_second`` apart (thread-safe).
-
-    ``sleep`` and ``clock`` are injectable so tests run on a fake clock.
-    """
+    """Spaces calls at least ``1 / max_calls_per_second`` apart (thread-safe)."""
 
     def __init__(
         self,
@@ -233,11 +202,7 @@ class RateLimiter:
 
 
 class MTurk:
-    """The requester operations this project needs, each small and explicit.
-
-    Every call goes through the rate limiter; every botocore failure becomes an
-    :class:`MTurkError` (the original is its ``__cause__``).
-    """
+    """The requester operations this project needs, rate-limited; botocore failures become :class:`MTurkError`."""
 
     def __init__(
         self,
@@ -302,13 +267,8 @@ class MTurk:
         unique_request_token: str,
         requester_annotation: str,
     ) -> str:
-        """Create one HIT; safe to repeat with the same ``unique_request_token`` (for 24 h).
-
-        If MTurk already created a HIT for this token (a botocore retry after a lost
-        answer, or a re-run of an interrupted publish) it answers HitAlreadyExists with the
-        HIT id in the message: that id is returned. If the id cannot be read, this raises
-        :class:`MTurkError` and never creates another HIT.
-        """
+        """Create one HIT; safe to repeat with the same ``unique_request_token`` (for 24 h): the HIT made
+        for it is returned, or :class:`MTurkError` when its id cannot be read (never a second HIT)."""
         try:
             response = self._call(
                 "create_hit_with_hit_type",
@@ -351,8 +311,7 @@ class MTurk:
         self._update_expiration(hit_id, expire_at)
 
     def _update_expiration(self, hit_id: str, expire_at: dt.datetime) -> None:
-        # A retried update can meet its own success: MTurk derives an idempotency token from
-        # the HIT and time and answers 'The idempotency token "…" has already been processed.'
+        # A retried update can meet its own success ("idempotency token ... already processed").
         try:
             self._call("update_expiration_for_hit", HITId=hit_id, ExpireAt=expire_at)
         except MTurkError as error:
@@ -373,27 +332,29 @@ class MTurk:
                 raise
 
     def iter_hits(self) -> Iterator[dict]:
-        """Every HIT of the requester (ListHITs), following NextToken to the end."""
-        params: dict[str, Any] = {"MaxResults": 100}
+        """Every HIT of the requester (ListHITs)."""
+        return self._pages("list_hits", "HITs", "HITs", {})
+
+    def _pages(self, method: str, key: str, what: str, params: dict[str, Any]) -> Iterator[dict]:
+        """Every item of a listing: pages may be short and still have a NextToken, so only a missing token
+        ends it; a token the server already gave is an error, not a loop."""
+        params = {**params, "MaxResults": 100}
         seen: set[str] = set()
         while True:
-            page = self._call("list_hits", **params)
-            yield from page.get("HITs", [])
+            page = self._call(method, **params)
+            yield from page.get(key, [])
             token = page.get("NextToken")
             if not token:
                 return
             if token in seen:
-                raise MTurkError("MTurk repeated a NextToken while listing HITs", operation="ListHITs", upstream=True)
+                operation = self.client.meta.method_to_api_mapping.get(method, method)
+                raise MTurkError(f"MTurk repeated a NextToken while listing {what}", operation=operation, upstream=True)
             seen.add(token)
             params["NextToken"] = token
 
     def find_hit(self, *, requester_annotation: str, hit_type_id: str | None = None) -> str | None:
-        """The id of the HIT created with ``requester_annotation`` (and HIT type), or ``None``.
-
-        For HITs whose creation may have succeeded more than 24 hours ago without its id
-        being recorded: MTurk forgets a UniqueRequestToken after 24 hours, so only a lookup
-        can tell whether to create the HIT again.
-        """
+        """The id of the HIT created with ``requester_annotation`` (and HIT type), or ``None``: MTurk forgets
+        a UniqueRequestToken after 24 hours, after which only a lookup tells whether to create it again."""
         for hit in self.iter_hits():
             if hit.get("RequesterAnnotation") == requester_annotation and (
                 hit_type_id is None or hit.get("HITTypeId") == hit_type_id
@@ -404,27 +365,9 @@ class MTurk:
     # -- assignments -----------------------------------------------------------------
 
     def iter_assignments(self, hit_id: str, statuses: Iterable[str] = ASSIGNMENT_STATUSES) -> Iterator[dict]:
-        """Every assignment of a HIT in ``statuses``, following NextToken to the end.
-
-        Pages may be shorter than MaxResults and still have a NextToken, so only a missing
-        token ends the listing. A token the server already gave is an error, not a loop.
-        """
-        params: dict[str, Any] = {"HITId": hit_id, "MaxResults": 100, "AssignmentStatuses": list(statuses)}
-        seen: set[str] = set()
-        while True:
-            page = self._call("list_assignments_for_hit", **params)
-            yield from page.get("Assignments", [])
-            token = page.get("NextToken")
-            if not token:
-                return
-            if token in seen:
-                raise MTurkError(
-                    f"MTurk repeated a NextToken while listing assignments of HIT {hit_id}",
-                    operation="ListAssignmentsForHIT",
-                    upstream=True,
-                )
-            seen.add(token)
-            params["NextToken"] = token
+        """Every assignment of a HIT in ``statuses``."""
+        params = {"HITId": hit_id, "AssignmentStatuses": list(statuses)}
+        return self._pages("list_assignments_for_hit", "Assignments", f"assignments of HIT {hit_id}", params)
 
     def approve(self, assignment_id: str, feedback: str | None = None) -> bool:
         """Approve (and pay) a submitted assignment; ``False`` if it was already approved."""
@@ -441,14 +384,8 @@ class MTurk:
         return self._review("reject_assignment", params, done_status="Rejected")
 
     def _review(self, method: str, params: dict[str, Any], *, done_status: str) -> bool:
-        """Approve or reject, tolerating only "it already is".
-
-        MTurk answers a RequestError "This operation can be called with a status of:
-        Submitted" for any assignment not in Submitted status, which does not say what
-        the status is: it may be already approved, rejected, or (right after submission)
-        not yet visible ("… status of: null"). So the assignment is looked up, and only
-        ``done_status`` counts as success; anything else is raised.
-        """
+        """Approve or reject, tolerating only "it already is": MTurk's "can be called with a status of:
+        Submitted" does not say the status (approved, rejected, or not visible yet), so it is looked up."""
         try:
             self._call(method, **params)
         except MTurkError as error:

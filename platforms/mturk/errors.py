@@ -19,15 +19,9 @@ HIT_ALREADY_EXISTS = "AWS.MechanicalTurk.HitAlreadyExists"
 
 
 class MTurkError(ProviderError):
-    """A failed MTurk request, with a message fit to show a user.
-
-    ``operation`` is the API operation (e.g. ``"ApproveAssignment"``), ``code`` botocore's
-    error code (``"RequestError"``, ``"ServiceFault"``, ``"ThrottlingException"``…),
-    ``turk_code`` MTurk's own ``TurkErrorCode`` when it sent one, ``detail`` the server's
-    message and ``status`` its HTTP status. The botocore exception is kept as ``__cause__``.
-    ``upstream`` (MTurk failed: a 5xx, a fault, throttling past the retries, no answer) is
-    worked out from ``code`` and ``status`` unless given.
-    """
+    """A failed MTurk request, with a message fit to show a user: ``operation`` (e.g. ``"ApproveAssignment"``),
+    botocore's ``code``, MTurk's ``turk_code``, the server's ``detail`` and HTTP ``status``; ``upstream``
+    (MTurk failed rather than refused) is worked out from ``code`` and ``status`` unless given."""
 
     def __init__(
         self,
@@ -78,13 +72,8 @@ _UPSTREAM_CODES |= _THROTTLING_CODES
 
 
 def _error_parts(exc: ClientError) -> tuple[str, str, str]:
-    """(code, TurkErrorCode, message) from however botocore surfaced the error.
-
-    MTurk's RequestError/ServiceFault shapes carry ``Message`` and ``TurkErrorCode``;
-    botocore puts those modeled fields at the top level of ``exc.response``, next to
-    ``Error: {Code, Message}``. Other servers (or older parsers) may put the Turk code
-    inside ``Error`` or use it as the code itself, so all three places are looked at.
-    """
+    """(code, TurkErrorCode, message) from however botocore surfaced the error: the Turk code at the top
+    of ``exc.response`` (botocore), inside ``Error`` or as the code itself (other servers)."""
     response = exc.response or {}
     error = response.get("Error") or {}
     code = str(error.get("Code") or "")
@@ -96,12 +85,8 @@ def _error_parts(exc: ClientError) -> tuple[str, str, str]:
 
 
 def is_duplicate_request(error: MTurkError, token: str | None = None) -> bool:
-    """True when MTurk says this very request (same idempotency token) was already done.
-
-    The real answer is a RequestError whose message reads
-    ``The idempotency token "<token>" has already been processed.``; a TurkErrorCode
-    naming a duplicate is accepted too, for other servers.
-    """
+    """True when MTurk says this very request (same idempotency token) was already done ("The idempotency
+    token ... has already been processed", or a TurkErrorCode naming a duplicate)."""
     turk = error.turk_code.lower()
     if any(word in turk for word in ("alreadyexists", "duplicate", "alreadyprocessed")):
         return True
@@ -116,12 +101,8 @@ _LABELLED_ID = re.compile(r"(?i:\bHIT\s*Id\b)\s*[:=]?\s*[\"']?([A-Z0-9]{10,64})(
 
 
 def existing_hit_id(message: str, *, exclude: Iterable[str]) -> str | None:
-    """The HIT id in a HitAlreadyExists message, if exactly one can be told apart.
-
-    MTurk documents only that the message *contains* the HITId. Ours are 30 upper-case
-    letters and digits; the HIT type id (same form) and the request token are ruled out,
-    and a labelled ``HITId: …`` wins. Anything ambiguous gives ``None``.
-    """
+    """The HIT id in a HitAlreadyExists message (MTurk documents only that it *contains* it), if exactly one
+    can be told apart from ``exclude`` (the HIT type id, the token); a labelled ``HITId:`` wins."""
     excluded = {value for value in exclude if value}
     labelled = {m for m in _LABELLED_ID.findall(message) if m not in excluded}
     if len(labelled) == 1:

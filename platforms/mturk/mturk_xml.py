@@ -1,9 +1,7 @@
 """MTurk's question and answer XML: HTMLQuestion out, QuestionFormAnswers in.
 
-Pure Python (no Django import). The HIT page carries user data (query text), so building
-the XML must survive anything in it: a literal ``]]>`` would end a CDATA section early,
-XML parsers turn a carriage return into a line feed, and some control characters cannot
-appear in XML at all. Each is handled here rather than left to surprise a worker or MTurk.
+Pure (no Django). The HIT page carries query text, so the XML survives anything in it: a literal ``]]>``,
+a carriage return (parsers turn it into a line feed), characters XML cannot carry.
 """
 
 from __future__ import annotations
@@ -33,21 +31,14 @@ def _check_xml_chars(text: str, what: str) -> None:
 
 
 def _cdata(text: str) -> str:
-    """``text`` as CDATA that an XML parser gives back exactly.
-
-    ``]]>`` is split across two sections; ``\\r`` (which parsers would normalise to
-    ``\\n`` even inside CDATA) is written as the reference ``&#13;`` between sections.
-    """
+    """``text`` as CDATA that a parser gives back exactly (``]]>`` split, ``\\r`` as ``&#13;`` between sections)."""
     body = text.replace("]]>", "]]]]><![CDATA[>").replace("\r", "]]>&#13;<![CDATA[")
     return f"<![CDATA[{body}]]>"
 
 
 def html_question(html: str, frame_height: int = 0) -> str:
-    """The HTMLQuestion XML for a HIT whose page is ``html`` (a full HTML document).
-
-    ``frame_height`` is the iframe height in pixels; 0 lets MTurk use the whole window.
-    Raises ValueError for characters XML cannot carry and for pages over MTurk's 64 kB.
-    """
+    """The HTMLQuestion XML for a HIT page (``frame_height`` in pixels; 0: the whole window); ValueError for
+    characters XML cannot carry and for pages over MTurk's 64 kB."""
     if not isinstance(html, str):
         raise TypeError("html must be a str")
     if int(frame_height) < 0:
@@ -70,15 +61,9 @@ def html_question(html: str, frame_height: int = 0) -> str:
 
 
 def parse_answers(xml: str | bytes) -> dict[str, str]:
-    """{QuestionIdentifier: FreeText} from an assignment's QuestionFormAnswers XML.
-
-    Values are returned exactly as submitted (not stripped); the caller validates them.
-    An answer without FreeText gives its SelectionIdentifier(s) joined by ``|`` (how
-    MTurk joins multi-valued form fields), or ``""``. Raises ValueError with a clear
-    message for malformed XML, an unexpected root element, an answer without an
-    identifier, or an identifier answered twice. DTDs are refused (never needed, and the
-    only way to smuggle entity expansion into the parser).
-    """
+    """{QuestionIdentifier: FreeText} from an assignment's QuestionFormAnswers XML, exactly as submitted (else
+    its SelectionIdentifiers joined by ``|``, or ``""``). ValueError for malformed XML, another root, an
+    answer without identifier or answered twice, and any DTD (the only way to smuggle entity expansion)."""
     text = xml.decode("utf-8", errors="replace") if isinstance(xml, bytes) else xml
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the answer XML is empty")
@@ -109,10 +94,7 @@ def parse_answers(xml: str | bytes) -> dict[str, str]:
 
 
 def build_answers_xml(answers: dict[str, str]) -> str:
-    """QuestionFormAnswers XML as MTurk returns it, for tests and MTurk-compatible fake servers.
-
-    ``parse_answers(build_answers_xml(d)) == d`` for any strings XML can carry.
-    """
+    """QuestionFormAnswers XML as MTurk returns it (for test servers): ``parse_answers`` gives ``answers`` back."""
     parts = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>', f'<QuestionFormAnswers xmlns="{ANSWERS_NS}">']
     for identifier, value in answers.items():
         if not identifier:

@@ -1,16 +1,9 @@
 """Amazon Mechanical Turk's prices and its 10-assignment rule, written once (pure: no Django).
 
-MTurk charges requesters a commission on top of the worker reward: 20% of the reward, or 40%
-for HITs with 10 or more assignments, and at least $0.01 per assignment; Masters add 5% of the
-reward (its pricing page: "an additional 5% of the reward"). The commission is computed per
-assignment, so it is rounded to the cent per assignment (ROUND_HALF_UP) before multiplying --
-multiplying first and rounding the batch total would under- or over-state the bill by up to
-half a cent per assignment. A bonus pays 20% of it, at least $0.01, rounded per bonus.
-
-MTurk refuses to extend a HIT created with fewer than 10 assignments to 10 or more
-(``InvalidMaximumAssignmentsIncrease``), so the 40% rate can never be triggered by escalation:
-extra assignments pay the rate of the HIT they extend (:func:`extra_assignments_cost`), and
-:func:`extension_limit` is what the kernel's escalation, calibration and routing ask.
+The commission (its pricing page): 20% of the reward, 40% for HITs of 10 or more assignments, at least
+$0.01 per assignment, Masters 5% more; charged per assignment, so rounded to the cent per assignment
+before multiplying. MTurk refuses to extend a HIT of fewer than 10 assignments to 10 or more, so
+escalation never triggers the 40% rate (:func:`extension_limit`, :func:`extra_assignments_cost`).
 """
 
 from __future__ import annotations
@@ -64,10 +57,8 @@ def bonus_fees(paid: list[Decimal]) -> tuple[Decimal, Decimal]:
 def extra_assignments_cost(
     reward: Decimal, extra_per_hit: Mapping[str, int] | int, assignments_per_hit: int, *, masters: bool = False
 ) -> Cost:
-    """Cost of extra assignments added to existing HITs (``CreateAdditionalAssignmentsForHIT``), at the
-    rate of the HITs they extend; an extension across the 10-assignment line raises ``ValueError``
-    (escalate such items in a new HIT instead). With a bare total the per-HIT split is unknown, so only
-    the case where any extension crosses the line (HITs of 9) is refused."""
+    """Cost of extra assignments added to existing HITs, at their rate; ``ValueError`` for an extension
+    across the 10-assignment line (with a bare total: HITs of 9, where any extension crosses it)."""
     if assignments_per_hit < 1:
         raise ValueError("a HIT needs at least one assignment")
     total = extra_count(extra_per_hit)

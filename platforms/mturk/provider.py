@@ -1,8 +1,5 @@
-"""Amazon Mechanical Turk (or any server speaking its API): the provider and its rules.
-
-The boto3 client is :mod:`platforms.mturk.client` (imported when first used, so
-loading the app does not load boto3); the HTMLQuestion document and the answers MTurk
-returns are :mod:`platforms.mturk.mturk_xml`.
+"""Amazon Mechanical Turk (or any server speaking its API): the provider and its rules. The boto3 client
+(:mod:`platforms.mturk.client`) is imported when first used, so loading the app does not load boto3.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Requester chores on MTurk that are not part of a batch's normal life cycle.
-
-These speak to :class:`platforms.mturk.client.MTurk` directly (they have no meaning for other
-providers) and are used by ``manage.py mturk_admin``. Real worker ids are read from
-``WorkerIdentity`` here and nowhere else: the researcher names workers by pseudonym.
+"""Requester chores on MTurk outside a batch's life cycle (``manage.py mturk_admin``). Real worker ids are
+read from ``WorkerIdentity`` here and nowhere else: the researcher names workers by pseudonym.
 """
 
 from __future__ import annotations
@@ -71,13 +68,9 @@ def add_assignments(hit: Hit, count: int, mturk=None) -> Escalation:
 
 
 def send_bonus(assignment: Assignment, amount: Decimal | str, reason: str, mturk=None) -> BonusPayment:
-    """Pay a bonus for one assignment, exactly once, recorded as every bonus is (``BonusPayment``, issue 41).
-
-    The row (``paying``) is committed before ``SendBonus``, whose request token (one per assignment)
-    makes a repeat after a lost answer a success, not a second payment: so a retry, with the amount
-    recorded, settles it. A second bonus for the same assignment, and one that would bring the
-    worker's bonuses from the batch above ``BONUS_MAX_PER_PARTICIPANT_USD``, are refused.
-    """
+    """Pay a bonus for one assignment, exactly once: the ``BonusPayment`` row is committed before ``SendBonus``,
+    whose token (one per assignment) makes a retry a success, not a second payment. A second bonus, or one
+    over ``BONUS_MAX_PER_PARTICIPANT_USD`` for the worker in the batch, is refused."""
     from annotation.crowd.services.batch_settings import bonus_max_per_participant, check_amount
 
     if assignment.worker.provider != Provider.MTURK:

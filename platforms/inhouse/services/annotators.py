@@ -1,7 +1,5 @@
-"""In-house annotators' accounts: creating one (``create_annotator``; there is no sign-up), its
-username and password rules, and the group check folded into the statements of the HIT page
-(:func:`in_annotators`, :func:`annotator_worker`). An annotator is a user in the ``annotators`` group
-with a pseudonymous worker (:func:`local_worker`).
+"""In-house annotators' accounts (no sign-up): a user in the ``annotators`` group with a pseudonymous
+worker; their username and password rules, and the group check folded into the HIT page's statements.
 """
 
 from __future__ import annotations
@@ -36,16 +34,9 @@ def validate_username(username: str) -> str:
 def create_annotator(
     username: str, password: str | None = None, email: str = "", *, reset_password: bool = False, reuse: bool = False
 ):
-    """Create an annotator: a user in the annotators group with a worker pseudonym.
-
-    An existing account is never taken over by accident: it is refused unless
-    ``reset_password`` (set the given password on an existing annotator) or ``reuse``
-    (return an existing annotator unchanged, for the simulation's re-runs) is asked for, and
-    a staff or superuser account is refused always (annotators see only their own work;
-    the researcher's account stays separate). Passwords go through the site's validators.
-    Two requests adding the same new username at once: the second is refused with a
-    ``ServiceError`` (a 400), not the database's unique violation.
-    """
+    """Create an annotator (in the annotators group, with a worker pseudonym). An existing account is refused
+    unless ``reset_password`` or ``reuse`` (the simulation's re-runs); a staff account always (annotators
+    see only their own work); a username taken meanwhile is a ``ServiceError`` (400)."""
     username = validate_username(username)
     user_model = get_user_model()
     with transaction.atomic():
@@ -96,11 +87,8 @@ def is_annotator(user) -> bool:
 
 
 def in_annotators(user: int | OuterRef) -> Exists:
-    """A condition on any row: the account (by id or reference) is in the annotators group.
-
-    Folded into the statements the HIT page already runs (its read, its submit's ``UPDATE``),
-    so an account taken out of the group is refused a HIT it still holds at no extra query.
-    """
+    """A condition on any row: the account (by id or reference) is in the annotators group; folded into the
+    HIT page's statements, so an account taken out of the group is refused at no extra query."""
     groups = get_user_model().groups.through.objects.filter(group__name=ANNOTATORS_GROUP)
     return Exists(groups.filter(user_id=user))
 
@@ -112,13 +100,8 @@ def worker_in_annotators(worker: int | OuterRef) -> Exists:
 
 
 def annotator_worker(user, *, lock: bool = False) -> Worker | None:
-    """The annotator's worker, read with the group check in one query; ``None`` for anyone else.
-
-    The same answer as ``local_worker(user) if is_annotator(user) else None``, in one statement
-    on every request after an annotator's first (their worker exists from ``create_annotator``).
-    ``lock``: the same statement takes the worker's row lock (inside a transaction, on a
-    database with row locks), which serialises one annotator's requests.
-    """
+    """``local_worker(user) if is_annotator(user) else None`` in one statement; ``lock``: it also takes the
+    worker's row lock, which serialises one annotator's requests."""
     if not user.is_authenticated:
         return None
     rows = _annotator_worker[lock](user_id=user.pk, external_id=str(user.pk))

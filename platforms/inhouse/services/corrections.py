@@ -1,17 +1,12 @@
 """An annotator corrects the HIT they submitted last, within ``ANSWER_CORRECTION_SECONDS``, while none
-of its answers has been **used**: read to decide something. "Its batches" are its batch and the batch
-its answers add to (``Batch.parent``). Used means, each newer than its ``submitted_at``: reviewed
-(here, or its pay decided on another platform: :func:`refuse_when`); one of its batches escalated or
-exported; one of its queries ruled on; an ``AnswerUse`` recorded (a report, a dataset, a paper
-bundle, a routing...); a bonus recorded on it or its worker in its batches; such a use under way
-(a lease); its batch closed; or another HIT of the worker submitted since.
+of its answers has been **used** (read to decide something) since it was submitted, in its batch or
+the one it adds to: reviewed (or its pay decided elsewhere: :func:`refuse_when`), escalated, exported,
+ruled on, read by an ``AnswerUse``, bonused, such a use under way, its batch closed, or another HIT
+submitted since (:func:`why_not_correctable`).
 
-The checks and the replacement run under its batches' row lock, which every use passes
-(``locking.answers_settled``) before it reads: no use ever reads an answer that is then corrected.
-Gold answers keep their first value (else a worker told which they got wrong would copy the right
-ones in). The judgments are replaced in one transaction under the assignment's row lock, so every
-figure follows as after a submit; the same answers again write nothing; ``submitted_at`` is kept,
-so correcting never extends the window.
+It runs under its batches' row lock, which every use passes before it reads: no use ever reads an
+answer that is then corrected. Gold answers keep their first value (else a worker told which were
+wrong would copy the right ones in); ``submitted_at`` is kept, so correcting never extends the window.
 """
 
 from __future__ import annotations

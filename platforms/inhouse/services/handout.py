@@ -79,13 +79,9 @@ class NextHit:
 
 def next_hit_for(user) -> NextHit:
     """The next-HIT page's answer: the training step due, else the HIT they hold or a new one;
-    :class:`NotAnnotator` for anyone else.
-
-    One transaction from the first read: the worker's row lock (SQLite: the IMMEDIATE write lock)
-    queues one annotator's tabs. The query after it also tells whether they hold a hand-out; it runs
-    after the lock, so it sees what their previous request committed (PostgreSQL re-checks a row it
-    waited for, not its subqueries), and when they hold none the hand-out query is skipped.
-    """
+    :class:`NotAnnotator` for anyone else. One transaction from the worker's row lock (one annotator's tabs
+    queue); the query after it sees their previous request's hand-out (PostgreSQL re-checks a row it
+    waited for, not its subqueries)."""
     with transaction.atomic():
         worker = annotator_worker(user, lock=not writes_serialised())
         if worker is None:
@@ -110,12 +106,8 @@ def _next_hit_batches_rows(worker_id: int) -> QuerySet:
 
 
 def _may_hold(worker_id: int) -> QuerySet:
-    """The worker's hand-outs not submitted, in any batch: whether :func:`next_assignment` must look.
-
-    Counted, without the join, from the (worker, status) index: asked as an ``EXISTS``, PostgreSQL's
-    generic plan scanned the whole table (docs/benchmarks.md, "A plan that holds at any size"). A hand-out left in a closed
-    batch only costs its worker the hand-out query.
-    """
+    """The worker's hand-outs not submitted, in any batch: counted from the (worker, status) index, as an
+    ``EXISTS`` scanned the whole table (docs/benchmarks.md, "A plan that holds at any size")."""
     return Assignment.objects.filter(worker_id=worker_id, status=Assignment.Status.ASSIGNED)
 
 
@@ -189,11 +181,8 @@ def next_assignment(
     holding: bool | None = None,
 ) -> Assignment | None:
     """The annotator's unfinished assignment, else a newly claimed one; ``None`` when nothing is left.
-
-    ``batch`` limits both to one batch (the simulation). What :func:`next_hit_for` already read is
-    not read twice: ``worker`` (an annotator's), ``batches`` (the qualified ones), ``locked`` (the
-    worker's row lock held), ``holding`` (whether they hold a hand-out; ``False`` skips looking).
-    """
+    ``batch``: only that batch. :func:`next_hit_for`'s reads, not read twice: ``worker``, ``batches``,
+    ``locked`` (the row lock held), ``holding`` (whether they hold a hand-out)."""
     if worker is None:
         if not is_annotator(user):
             raise ServiceError("only annotators are given HITs")
@@ -236,14 +225,9 @@ def next_assignment(
 
 
 def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assignment_id: str) -> Assignment | None:
-    """Give ``worker`` a place on the first open HIT of ``batches`` that has one and they have not done.
-
-    For in-house annotators and Prolific participants alike; callers hold the worker's row lock or
-    key the claim by a provider id, so one worker never claims twice at once. Its cost does not grow
-    with the batch: the open HITs are walked along the (batch, status, position) index, trying at most
-    ``_CANDIDATES`` locked rows. ``batches``: a queryset, or a list read as this would read it
-    (published, open to the worker, oldest first: ``training.plan_of``).
-    """
+    """Give ``worker`` a place on the first open HIT of ``batches`` (a queryset, or a list as
+    ``training.plan_of`` reads it) they have not done. Callers hold the worker's row lock or key the claim
+    by a provider id. An index walk of at most ``_CANDIDATES`` locked rows, whatever the batch's size."""
     now = timezone.now()
     if isinstance(batches, QuerySet):
         # A batch with a team gives its HITs to its members only (team_access).
@@ -287,13 +271,9 @@ def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assi
 
 
 def _retake_hit(batch: Batch, worker_id: int, deadline) -> Hit | None:
-    """A HIT of ``batch`` whose work by the worker was all rejected for a failed gold check, with a free
-    place no member who has not done it can fill, locked; else ``None``.
-
-    Only where :func:`~annotation.crowd.selectors.retake_allowed` (a team's batch that keeps no failed
-    answers, so the retake's are the member's only kept ones; a small team completes its blind sample).
-    Looked for only once the worker has no fresh HIT left in the batch.
-    """
+    """A HIT of ``batch`` whose work by the worker was all rejected for a failed gold check, with a free place
+    no member who has not done it can fill, locked; else ``None``. Only where ``retake_allowed`` (no failed
+    answers kept, so a small team completes its blind sample), once the worker has no fresh HIT left."""
     from annotation.crowd.selectors import place_takers, retake_allowed
 
     if not retake_allowed(batch):
@@ -319,10 +299,8 @@ def _retake_hit(batch: Batch, worker_id: int, deadline) -> Hit | None:
 
 
 def _first_open_hit(batch_id: int, worker_id: int, deadline, tried: Sequence[int], *, wait: bool) -> Hit | None:
-    """The first open HIT of the batch in position order, with a free place, not done by the worker, locked
-    (``wait=False``: skipping rows other claims hold). Written in SQL: the site's hottest query, which the
-    ORM took more CPU to compile than the database to run.
-    """
+    """The first open HIT of the batch with a free place, not done by the worker, locked (``wait=False``: skip
+    locked rows). In SQL: the site's hottest query, which the ORM took longer to compile than to run."""
     hit, assignment = (connection.ops.quote_name(m._meta.db_table) for m in (Hit, Assignment))
     kept = ", ".join(["%s"] * len(_KEPT))
     not_tried = f"AND h.id NOT IN ({', '.join(['%s'] * len(tried))})" if tried else ""

@@ -51,7 +51,8 @@ PROGRESS_COUNT_LIMIT = 1000
 
 @dataclass(frozen=True)
 class HitProgress:
-    """Where an annotator stands in a batch: this is their HIT ``number`` of ``total``, ``left`` after it."""
+    """Where an annotator stands in a batch ("HIT 3 of 20 · 17 left"): ``number`` counts their submitted HITs of
+    it plus this one, ``left`` its other open HITs they have not done, up to ``PROGRESS_COUNT_LIMIT``."""
 
     number: int
     left: int
@@ -62,15 +63,9 @@ class HitProgress:
         return self.number + self.left
 
 
-def hit_progress(assignment: Assignment) -> HitProgress:
-    """The annotator's place in the batch ("HIT 3 of 20 · 17 left"): ``number`` counts their submitted
-    HITs of it plus this one, ``left`` its other open HITs they have not done, up to ``PROGRESS_COUNT_LIMIT``."""
-    return answered_and_progress(assignment)[1]
-
-
 def answered_and_progress(assignment: Assignment) -> tuple[int, HitProgress]:
-    """``answered_count`` and :func:`hit_progress` in one statement with the worker, batch and HIT as
-    parameters, so the database plans each count for them (along the (worker, status) index)."""
+    """``answered_count`` and the assignment's :class:`HitProgress` in one statement with the worker, batch and
+    HIT as parameters, so the database plans each count for them (along the (worker, status) index)."""
     (counts,) = _progress_counts(
         hit_id=assignment.hit_id, worker_id=assignment.worker_id, batch_id=assignment.hit.batch_id
     )
@@ -149,15 +144,9 @@ def submit_local_assignment(
     count_answered: bool = False,
     current: bool = False,
 ) -> AnswerCheck:
-    """Record an annotator's answers to a HIT they were given, once; late answers are taken while the HIT
-    has a free place.
-
-    ``hit_queries``: the HIT's queries, when already read; ``count_answered``: also count the worker's
-    submitted HITs into the check, in the same query; ``current``: ``assignment`` was read with its HIT
-    and batch in this request (else read again). The status check and the write are one conditional
-    ``UPDATE``, which also checks the batch is still open to the worker: a second submit in another
-    tab, or one by a worker removed from the team, records nothing.
-    """
+    """Record an annotator's answers to a HIT they were given, once (late: while it has a free place); one
+    conditional ``UPDATE``, so a second submit, or one after leaving the team, records nothing.
+    ``count_answered``: count the worker's submitted HITs too; ``current``: read in this request."""
     if not current:
         assignment = Assignment.objects.select_related("hit__batch").get(pk=assignment.pk)
     now = timezone.now()

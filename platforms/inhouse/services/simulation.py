@@ -1,10 +1,5 @@
-"""Simulated in-house annotators, for the demo and for trying the pipeline without people.
-
-Each simulated annotator is a real local account that goes through the same services as
-the site's pages (``next_assignment``, ``submit_local_assignment``). Their "truth" is the
-word-list oracle of the pooling app: a query naming a female word only is Female, a male
-word only Male, both Other or multiple genders, neither Non-gendered. With probability
-``accuracy`` an annotator gives the truth, otherwise one of the other three labels.
+"""Simulated in-house annotators, for the demo: real local accounts going through the pages' services,
+giving the word-list oracle's label with probability ``accuracy``, else one of the other three.
 """
 
 from __future__ import annotations

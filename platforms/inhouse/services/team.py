@@ -2,10 +2,8 @@
 
 An account gets in by a **one-time link** (``access="link"``: Django's password-reset token,
 ``accounts.access_token_generator``, which expires after ``PASSWORD_RESET_TIMEOUT`` and is good for
-one use as it hashes the password and last login; a newer link or password, or a deactivation, ends
-it for good) or a **generated password** (``access="password"``) shown once. Resetting makes the old
-password unusable first, so a leaked one and its sessions stop at once. A local batch may be
-restricted to a team (``Batch.team``; :mod:`.team_access`); reads are :mod:`platforms.inhouse.selectors`.
+one use as it hashes the password and last login) or a **generated password** (``access="password"``)
+shown once. Resetting makes the old password unusable first, so a leaked one stops at once.
 """
 
 from __future__ import annotations
@@ -72,11 +70,8 @@ def one_time_link(user) -> Access:
 
 
 def accept_link(user, password: str, *, checked_against: str) -> bool:
-    """Set the password chosen through ``user``'s one-time link; ``False`` if it was used meanwhile.
-
-    ``checked_against``: the password hash the token was checked against. One conditional ``UPDATE``
-    on it: of two browsers accepting the same link at once, one wins.
-    """
+    """Set the password chosen through ``user``'s one-time link; ``False`` if used meanwhile: one conditional
+    ``UPDATE`` on ``checked_against`` (the hash the token was checked against), so one browser wins."""
     user.set_password(password)
     accepted = (
         get_user_model()
@@ -123,9 +118,8 @@ def reset_access(user, *, access: str = "link", by=None) -> Access:
 
 
 def set_active(user, active: bool, *, by=None):
-    """Deactivate or reactivate through the save, whoever makes it: the access epoch rises (sessions and
-    links end for good) and held HITs go back (``accounts.watch_accounts``). ``by``: as for :func:`reset_access`.
-    """
+    """Deactivate or reactivate through the save: the access epoch rises (sessions and links end for good)
+    and held HITs go back (``accounts.watch_accounts``). ``by``: as for :func:`reset_access`."""
     with transaction.atomic():
         user = _locked_member(user, by)
         user.is_active = active

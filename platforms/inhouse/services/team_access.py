@@ -1,14 +1,8 @@
 """Whether a batch is open to a worker: a local batch with a team is open to its members only.
 
-The one rule, asked wherever work or a batch's training queries are handed out: the
-hand-out (:func:`.local.claim_hit`, and the HIT a worker holds: one whose batch closed to
-them is given back), the HIT page and its submit, the batches the next-HIT page hands to
-quality's training plan (:func:`.handout.next_hit_for`) and the training page; and when a batch's team changes
-(:func:`.team.set_batch_team` gives back the HITs held by those it no longer is open to). A batch without a
-team is open to everyone; Prolific and MTurk batches never have one.
-
-Kept apart from :mod:`.team` (which manages the accounts and imports :mod:`.local`) so that
-the hand-out in :mod:`.local` can use it without an import cycle.
+The one rule, asked wherever work or training is handed out or answered (the hand-out, the HIT page
+and its submit, the training page) and when a batch's team changes. Kept apart from :mod:`.team` so
+the hand-out can use it without an import cycle.
 """
 
 from __future__ import annotations
@@ -30,12 +24,8 @@ def open_to(worker: Worker | int) -> Q:
 
 
 def batch_open_to(batch_id: int | OuterRef, worker: Worker | int | OuterRef) -> Q:
-    """The same rule as a condition on any table's rows, the batch and worker named by id or reference.
-
-    For a statement about one assignment (the submit's conditional ``UPDATE``: the batch and
-    worker are literals, so the condition is two ``EXISTS`` and the statement has no join) or
-    about many (``OuterRef("hit__batch_id")``, ``OuterRef("worker_id")``).
-    """
+    """The rule as a condition on any table's rows, the batch and worker named by id (one assignment: two
+    ``EXISTS``, no join) or by reference (many: ``OuterRef("hit__batch_id")``, ``OuterRef("worker_id")``)."""
     return _open(batch_id, worker)
 
 

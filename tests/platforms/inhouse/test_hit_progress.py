@@ -5,8 +5,12 @@ import re
 from django.urls import reverse
 
 from annotation.models import Assignment
-from platforms.inhouse.services.hit_page import PROGRESS_COUNT_LIMIT, hit_progress
+from platforms.inhouse.services.hit_page import PROGRESS_COUNT_LIMIT, answered_and_progress
 from tests.annotation.conftest import answers_for, make_batch
+
+
+def hit_progress(assignment: Assignment):
+    return answered_and_progress(assignment)[1]
 
 
 def _progress(page: str) -> str:
