@@ -1,10 +1,6 @@
 """Machine labelling: pre-labellers, blind calibration against crowd samples, routing with a
-finite-sample guarantee, category shares (PPI++) and the alternative-annotator test.
+finite-sample guarantee (the statistics are :mod:`genderbias.machine`'s).
 
-Pure: :mod:`.prelabellers`, :mod:`.calibration_statistics`, :mod:`.routing_statistics`,
-:mod:`.proportions`, :mod:`.alternative_annotator`, :mod:`.crowd_reliability`,
-:mod:`.calibration_plots`. Reads: :mod:`.selectors` (runs, the calibration sample and its report,
-the non-gendered sets by label source). Writes: :mod:`.services` (with the pre-labelling job,
-:mod:`.services.background`). Shells: :mod:`.views`, :mod:`.api` with
-:mod:`.serializers`, :mod:`.forms`.
+Pure: :mod:`.prelabellers`, :mod:`.calibration_plots`, :mod:`.routing_text`. Reads: :mod:`.selectors`,
+:mod:`.report`. Writes: :mod:`.services`. Shells: :mod:`.views`, :mod:`.api`, :mod:`.serializers`, :mod:`.forms`.
 """

@@ -1,27 +1,8 @@
-"""REST endpoints of machine pre-labelling (researchers only), as on the batch's machine-labels pages.
-
-- ``POST /api/annotation/batches/<name>/prelabel/`` ``{labeller, samples?, train?}``: pre-label
-  as a background job (202, poll the job);
-- ``GET /api/annotation/batches/<name>/prelabels/``: each stored run;
-- ``GET /api/annotation/prelabel-cache/``: the chat labeller's cached answers per model and
-  prompt version; ``DELETE /api/annotation/prelabel-cache/<model>/`` (``?prompt_version=``
-  for one version) forgets a model's (the model as a ``<key:...>`` segment: ``/`` is ``~2F``);
-  404 when nothing of it is cached;
-- ``POST /api/annotation/batches/<name>/calibration-sample/`` ``{sample, labeller?, seed?,
-  publish?, extend?}``: the blind sample as a batch of its own, published unless ``publish`` is
-  false (201); 409 while the batch has one, unless ``extend`` (a further draw that continues it);
-- ``GET /api/annotation/batches/<name>/calibration/``: the calibration report (409 until the
-  sample has enough crowd labels), computed by a background job: 202 with the job until it is kept;
-- ``POST /api/annotation/batches/<name>/calibration/echo/`` ``{worker, restore, reason?}``: restore a
-  worker the echo check flagged (their sample answers count in the reference after all) or hold them
-  out again; answers the sample's echo check as it now stands (400 naming ``worker`` when the check
-  does not flag them, 409 holding out one who was not restored);
-- ``GET /api/annotation/batches/<name>/routing/?target_accuracy=&risk=&no_guarantee=&budget=``: the
-  plan, nothing created (``qids=1`` adds the query ids); ``POST`` the same fields: route and
-  publish the routed queries (201).
-
-Refusals are JSON (``core.api.exception_handler``): bad input 400 naming the field, a state
-that refuses the action (no pre-labels, no sample, routed already) 409.
+"""REST endpoints of machine pre-labelling (researchers only), as on the batch's machine-labels pages:
+``/api/annotation/batches/<name>/{prelabel,prelabels,calibration-sample,calibration,calibration/echo,routing}/``
+and ``/api/annotation/prelabel-cache/`` (a model as a ``<key:...>`` segment: ``/`` is ``~2F``), each
+described by its method's docstring in the OpenAPI schema. Refusals are JSON (``core.api.exception_handler``):
+bad input 400 naming the field, a state that refuses the action (no pre-labels, no sample, routed already) 409.
 """
 
 from __future__ import annotations
@@ -38,7 +19,7 @@ from rest_framework.views import APIView
 from annotation.crowd.services.background import start_publish
 from annotation.machine.forms import PrelabelForm
 from annotation.machine.report.selectors import calibration_report
-from annotation.machine.selectors import prelabel_runs, read_sample
+from annotation.machine.selectors import prelabel_runs, read_sample, reference_rule, rule_record
 from annotation.machine.serializers import (
     CachedAnswersSerializer,
     CalibrationSampleRequestSerializer,
@@ -56,15 +37,13 @@ from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.echo import hold_out_again, restore_echo_worker
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
 from annotation.machine.services.routing import plan_routing, plan_summary, route_and_publish, routing_request
+from annotation.machine.services.routing.plan import QID_LISTS
 from annotation.models import Batch
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
 from core.errors import ServiceError, StateError
 from core.models import Job
 from core.serializers import JobSerializer
 from core.templatetags.roles import may_act
-
-#: The plan's query id lists, left out of a preview unless ``?qids=1``.
-QID_LISTS = ("accepted", "to_humans", "over_budget", "in_training", "no_machine_label")
 
 
 class _BatchView(APIView):
@@ -135,9 +114,8 @@ class CalibrationSampleView(_BatchView):
         responses={201: CalibrationSampleSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request, name: str, format=None):
-        """Draw the blind sample (a simple random one, in draw order) as a batch of its own; publish it.
-        409 while the batch has a sample, unless ``extend``: then a further draw from the queries not
-        sampled yet, which continues it."""
+        """Draw the blind sample as a batch of its own and publish it (unless ``publish`` is false). 409
+        while the batch has a sample, unless ``extend``: a further draw that continues it."""
         batch = self.batch(name)
         data = checked(CalibrationSampleRequestSerializer, body_object(request))
         with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
@@ -166,21 +144,11 @@ class CalibrationSampleView(_BatchView):
             "extends": extends,
             "queries": len(derivation["stratum_of"]),
             "extendable": derivation.get("extendable", True),
-            "reference": _reference_with_text(derivation.get("reference")),
+            "reference": rule_record(reference_rule(reference)) if (reference := derivation.get("reference")) else None,
             "strata": derivation["strata"],
             "publish_job": job,
         }
         return Response(CalibrationSampleSerializer(answer).data, status=status.HTTP_201_CREATED)
-
-
-def _reference_with_text(record: dict | None) -> dict | None:
-    """The sample's reference rule as recorded, with the sentence that states it."""
-    if not record:
-        return None
-    from genderbias.crowd.simulation.escalation import ReferenceRule
-
-    rule = ReferenceRule(votes=record["votes"], cap=record["cap"], posterior=record.get("posterior"))
-    return record | {"text": rule.describe()}
 
 
 class CalibrationReportView(_BatchView):
@@ -189,16 +157,13 @@ class CalibrationReportView(_BatchView):
         responses={200: dict, 202: JobSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
     )
     def get(self, request, name: str, format=None):
-        """The machine against the crowd on the blind sample (as ``manage.py calibration --json``): the figures
-        against the crowd majority, ``against_truth`` (the machine's de-noised accuracy against the true label,
-        the ceiling and the crowd's self-agreement, from the crowd's measured reliability) and ``alt_test``
-        (with ``verdict`` "not informative" and ``needed_sample`` when too few annotators qualify); 409 until
-        the sample has enough crowd labels.
+        """The machine against the crowd on the blind sample (as ``manage.py calibration --json``), with
+        ``against_truth`` (the machine's de-noised accuracy, from the crowd's measured reliability) and
+        ``alt_test``; 409 until the sample has enough crowd labels.
 
-        The sample's own labeller's report is computed by a background job (as on the page), kept for the
-        sample's state: 200 with the report once kept; until then 202 with the job computing it (started by a
-        researcher's or owner's request; poll it, then ask again), and 409 for a viewer when none is under way.
-        Another ``labeller``'s report is computed as asked."""
+        The sample's own labeller's report is computed by a background job: 200 once kept; until then 202
+        with the job (started by a researcher's or owner's request: poll it, then ask again), 409 for a
+        viewer when none is under way. Another ``labeller``'s report is computed as asked."""
         batch, labeller = self.batch(name), request.query_params.get("labeller") or None
         if labeller is not None:
             return Response(calibration_report(batch, labeller))
@@ -217,8 +182,8 @@ class EchoReviewView(_BatchView):
         request=EchoReviewRequestSerializer, responses={200: dict, 400: ErrorSerializer, 409: ErrorSerializer}
     )
     def post(self, request, name: str, format=None):
-        """Restore a worker the echo check flagged, or hold them out again; the sample's echo check after it
-        (``held_out``, ``restored``, ``flagged`` with each one's figures, ``text``)."""
+        """Restore a worker the echo check flagged (``restore``), or hold them out again; the sample's echo
+        check after it. 400 naming ``worker`` when not flagged, 409 holding out one who was not restored."""
         batch = self.batch(name)
         data = checked(EchoReviewRequestSerializer, body_object(request))
         if data["restore"]:
@@ -234,14 +199,10 @@ class RoutingView(_BatchView):
         responses={200: dict, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     def get(self, request, name: str, format=None):
-        """What routing would do: the rule (guarantee at ``risk``, or point estimate with no guarantee),
-        threshold, accuracy on the sample, where every query of the batch goes (gold, sample, accepted,
-        to the crowd, over budget: unlabelled), cost and saving on the queries that end up labelled;
-        nothing created. Nothing certified: ``more_needed`` sample queries (``calibration-sample`` with
-        ``extend``). While a query of the blind sample may still change its crowd label, ``ready`` is
-        false and ``waiting`` lists each HIT it waits on (sample batch, HIT position, its sample queries,
-        why, annotators the team lacks for it, how many of those places escalation added, the team's members
-        who may take places): the POST then routes nothing."""
+        """What routing would do, nothing created: the rule (guarantee at ``risk``, or the point estimate),
+        threshold, where every query goes, cost and saving (``qids=1`` adds the query ids). Nothing
+        certified: ``more_needed`` sample queries. While the blind sample waits, ``ready`` is false and
+        ``waiting`` lists each HIT it waits on and why: the POST then routes nothing."""
         batch = self.batch(name)
         data = checked(RoutingPreviewRequestSerializer, request.query_params, query=True)
         plan_object = plan_routing(batch, **routing_request(data))  # the rules checked there
@@ -257,9 +218,8 @@ class RoutingView(_BatchView):
         responses={201: RoutingSerializer, 400: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request, name: str, format=None):
-        """Route the batch as the preview showed and start publishing the routed queries (``publish_job``).
-        409, nothing routed or published, while the blind sample waits (the message says for what), whatever
-        the rule (``no_guarantee`` included)."""
+        """Route the batch as the preview showed and start publishing the routed queries (``publish_job``);
+        409, nothing routed, while the blind sample waits, whatever the rule."""
         routed = route_and_publish(
             self.batch(name), **routing_request(checked(RoutingRequestSerializer, body_object(request)))
         )

@@ -1,8 +1,7 @@
 """The calibration report's figures: a reliability diagram and each category's share of the batch.
 
-Drawn with matplotlib's object API (never pyplot) and returned as inline SVG text in the
-page's foreground colour (:mod:`core.svg_plots`), so they follow dark mode. Pure:
-no Django; the page marks the text safe (matplotlib wrote it; no user text is in it).
+Drawn with matplotlib's object API (never pyplot) as inline SVG in the page's foreground colour, so they
+follow dark mode. Pure: no Django; the page marks the text safe (no user text is in it).
 """
 
 from __future__ import annotations
@@ -14,11 +13,8 @@ from genderbias.labels import LABEL_NAMES, LABELS
 
 
 def inline_svg(figure) -> str:
-    """The figure as inline SVG: text and axes in ``currentColor``, the page's foreground colour.
-
-    :func:`core.svg_plots.svg_bytes` adds a ``<style>`` for an SVG shown as an ``<img>``; inline, the
-    SVG inherits the page's colour (dark mode included), so the style and XML prolog are dropped.
-    """
+    """The figure as inline SVG in ``currentColor``: the ``<style>`` :func:`core.svg_plots.svg_bytes` adds
+    for an ``<img>`` and the XML prolog dropped, as inline SVG inherits the page's colour."""
     from core.svg_plots import SVG_STYLE, svg_bytes
 
     text = svg_bytes(figure).decode("utf-8").replace(SVG_STYLE, "")

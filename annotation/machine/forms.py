@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from django import forms
 
+from annotation.machine.services.prelabels import OPENAI_UNCONFIGURED
 from annotation.machine.services.routing import DEFAULT_RISK
 from annotation.models import Batch
 from core.forms import CountField, DecimalNumberField, MoneyField
@@ -32,11 +33,7 @@ class _SelectWithDisabled(forms.Select):
 
 
 class PrelabelForm(forms.Form):
-    """Pre-label a batch (page and API alike): the labeller, its samples (openai), its training data (trained).
-
-    ``train`` (trained only) is a labelled query set's name or ``batch:NAME`` (that batch's
-    human labels, "this batch" by default), or comes as an uploaded labelled file.
-    """
+    """Pre-label a batch (page and API alike): the labeller, its samples (openai), its training data (trained)."""
 
     labeller = forms.ChoiceField(widget=_SelectWithDisabled)
     samples = CountField(
@@ -70,10 +67,7 @@ class PrelabelForm(forms.Form):
         data = super().clean()
         labeller = data.get("labeller")
         if labeller == "openai" and not openai_configured():
-            self.add_error(
-                "labeller",
-                "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)",
-            )
+            self.add_error("labeller", OPENAI_UNCONFIGURED)
         if data.get("samples") is not None and labeller and labeller != "openai":
             self.add_error("samples", "only the openai pre-labeller takes samples")
         if self.too_large:
@@ -178,10 +172,7 @@ class RoutingForm(forms.Form):
         "it certifies, the rest goes on (empty: the sample's labeller alone).",
     )
 
-    # The form only reads the values: their rules are checked once, by the service
-    # (annotation.machine.services.routing.check_routing), whose FieldError the page shows
-    # under its field.
-
+    # Only reads the values: check_routing checks them once; the page shows its FieldError under the field.
     def clean_cascade(self) -> list[str] | None:
         return [item.strip() for item in (self.cleaned_data.get("cascade") or "").split(",") if item.strip()] or None
 

@@ -1,21 +1,9 @@
-"""Reads of machine labelling: the machines' runs on a batch, the blind calibration sample read
-against a machine with its report, the non-gendered sets by label source.
+"""Reads of machine labelling: the machines' runs on a batch, the blind calibration sample read against
+a machine (:func:`read_sample`), the non-gendered sets by label source.
 
-A batch labelled by a machine first (:mod:`.services.prelabels`) stays a draft; its crowd
-work goes through *derived* batches (``Batch.parent``): first a calibration sample
-(:mod:`.services.calibration` draws it and makes it a batch), then the routed queries
-(:mod:`.services.routing`). An extended sample is a chain of calibration batches
-(:func:`sample_chain`); every figure of the report is computed over the whole chain.
-
-:func:`.report.selectors.calibration_report` compares the machine with the crowd's labels of the sample
-("a researcher's ruling first, else the majority"): accuracy, Cohen's kappa, precision
-and recall per category, confusion matrix, calibration (ECE, Brier, reliability bins),
-the Alternative Annotator Test on the individual votes, and each category's share of the
-whole batch by prediction-powered inference. Each sampled query is weighted by the inverse
-of its machine label's sampling rate (N_s / n_s, post-stratified), so the figures estimate
-the batch, not the sample. Queries the machine was trained on (``detail["in_training"]``) are left out.
-
-Read-only: nothing here changes state (the writes are in :mod:`.services`).
+A machine-labelled batch stays a draft; its crowd work goes through derived batches (``Batch.parent``):
+a calibration sample (a chain when extended: :func:`sample_chain`), then the routed queries. Sampled
+queries are weighted N_s / n_s (post-stratified on the machine's label), so the figures estimate the batch.
 """
 
 from __future__ import annotations
@@ -89,16 +77,14 @@ def machine_labels(batch: Batch, identity: Identity) -> dict[str, MachineLabel]:
 
 
 def machine_gold_labels(batch: Batch, identity: Identity) -> dict[str, str]:
-    """``qid -> label`` of the batch's gold questions as ``identity`` labelled them (pre-labelling labels
-    every query of a batch, its gold questions too): where the machine's errors meet the crowd's on a
-    known label (:func:`genderbias.crowd.shared_errors.shared_errors`)."""
+    """``qid -> label`` of the batch's gold questions as ``identity`` labelled them: where the machine's
+    errors meet the crowd's on a known label (:func:`genderbias.crowd.shared_errors.shared_errors`)."""
     rows = PreLabel.objects.filter(batch_query__batch=batch, batch_query__is_gold=True, **identity.as_dict())
     return dict(rows.values_list("batch_query__qid", "label"))
 
 
 def calibration_batch(batch: Batch) -> Batch | None:
-    """The blind calibration sample of ``batch`` in force: its latest calibration batch that was not
-    cancelled (the last link when the sample was extended), or None."""
+    """The blind calibration sample of ``batch`` in force (the last link of an extended one), or None."""
     return (
         batch.derived.filter(purpose=Batch.Purpose.CALIBRATION)
         .exclude(status=Batch.Status.CANCELLED)
@@ -108,8 +94,7 @@ def calibration_batch(batch: Batch) -> Batch | None:
 
 
 def sample_chain(sample_batch: Batch) -> list[Batch]:
-    """The calibration batches that make up ``sample_batch``'s sample: the first draw, then each
-    extension up to ``sample_batch`` itself (``derivation["extends"]``: the link before)."""
+    """The calibration batches of ``sample_batch``'s sample: the first draw, then each extension up to it."""
     chain = [sample_batch]
     while (previous := chain[-1].derivation.get("extends")) is not None:
         link = Batch.objects.filter(pk=previous).first()
@@ -120,8 +105,7 @@ def sample_chain(sample_batch: Batch) -> list[Batch]:
 
 
 def drawn_order(chain: list[Batch]) -> list[str]:
-    """Every sampled qid of the chain in draw order (a sample made before draw orders were kept:
-    the order its qids were recorded in, which was shuffled)."""
+    """Every sampled qid of the chain in draw order (of an old sample: the shuffled order recorded)."""
     order: list[str] = []
     for link in chain:
         order.extend(link.derivation.get("order") or list(link.derivation["stratum_of"]))
@@ -140,10 +124,8 @@ def population_key(qids: Any) -> str:
 
 
 def same_population(first: dict[str, Any], population: Any) -> bool:
-    """Whether ``population`` (qids) is the population the first draw (its derivation) was drawn from.
-
-    By its fingerprint when recorded, else (a sample drawn before fingerprints) by its size.
-    """
+    """Whether ``population`` (qids) is the one the first draw was drawn from: by its fingerprint when
+    recorded, else by its size."""
     if "population_key" in first:
         return first["population_key"] == population_key(population)
     recorded = sum(s["population"] for s in first.get("strata", []))
@@ -172,7 +154,6 @@ class CalibrationSample:
     in_training: list[str] = field(default_factory=list)  #: the batch's queries the machine was trained on
     design: str = RANDOM_DESIGN  #: how the sample was drawn (routing's guarantee needs a simple random one)
     planned: int = 0  #: the size of the first draw
-    unanswered: int = 0  #: sampled queries still awaiting votes (a split with enough votes is answered)
     #: what "right" means: the sample's final crowd label under this rule (:func:`reference_rule`)
     reference: Any = None
     #: sampled queries with their votes in but no decisive label (yet): escalated, or errors for any machine
@@ -183,12 +164,12 @@ class CalibrationSample:
     #: sampled queries decisive on every vote but not once the held-out workers' answers are left out:
     #: no reference label (an error for any machine), and nothing more to wait for
     held_undecided: list[str] = field(default_factory=list)
+    stratum_of: dict[str, str] = field(default_factory=dict)  #: every sampled qid of every link -> its stratum
 
 
 @dataclass(frozen=True)
 class SampleEcho:
-    """The echo check of a calibration sample (:mod:`genderbias.machine.echo`): every worker's figures,
-    who is held out of the reference (flagged and not restored) and who a researcher restored."""
+    """The echo check of a calibration sample (:mod:`genderbias.machine.echo`)."""
 
     workers: list  #: :class:`genderbias.machine.echo.WorkerEcho` of every worker of the sample
     held_out: list[str]  #: pseudonyms whose answers are left out of the reference
@@ -229,8 +210,8 @@ def echo_text(echo: SampleEcho) -> str:
 
 
 class HeldOutAnswers(BatchAnswers):
-    """A sample link's answers without the held-out workers' (the echo check): its own version, so no
-    cached figure of the whole answers is taken for these or the other way round."""
+    """A sample link's answers without the held-out workers': its own version, so no cached figure of
+    the whole answers is taken for these."""
 
     def __init__(self, batch: Batch, held_out: frozenset[str], frame: Any) -> None:
         super().__init__(batch)
@@ -249,7 +230,7 @@ class HeldOutAnswers(BatchAnswers):
 
 def sample_echo(batch: Batch, votes: Any, machine: dict[str, str]) -> SampleEcho:
     """The echo check of ``batch``'s sample votes (a judgments frame) against ``machine`` (qid -> label),
-    with the researchers' restorations: depends on the answers and the restorations only."""
+    with the researchers' restorations."""
     workers = echo_check(votes[["item", "worker", "label"]].itertuples(index=False, name=None), machine)
     restored = set(EchoRestore.objects.filter(batch=batch).values_list("worker__pseudonym", flat=True))
     held = sorted(w.worker for w in workers if w.flagged and w.worker not in restored)
@@ -261,22 +242,30 @@ def sample_echo(batch: Batch, votes: Any, machine: dict[str, str]) -> SampleEcho
     )
 
 
-def reference_rule(first: dict[str, Any], votes: int) -> Any:
-    """The reference rule a sample was drawn with (its first link's ``derivation["reference"]``): a
-    :class:`genderbias.crowd.simulation.escalation.ReferenceRule`. A sample drawn before the rule was
-    recorded: ``votes`` votes, no escalation, a strict majority (splits count against the machine)."""
+def reference_rule(recorded: dict[str, Any] | None, votes: int = 0) -> Any:
+    """The :class:`~genderbias.crowd.simulation.escalation.ReferenceRule` of a recorded one (a sample's
+    ``derivation["reference"]``); of an old sample without one: ``votes`` votes, no escalation, a strict majority."""
     from genderbias.crowd.simulation.escalation import ReferenceRule
 
-    recorded = first.get("reference")
     if not recorded:
         return ReferenceRule(votes=votes, cap=votes)
     return ReferenceRule(votes=recorded["votes"], cap=recorded["cap"], posterior=recorded.get("posterior"))
 
 
+def rule_record(rule: Any) -> dict[str, Any]:
+    """A reference rule as a routing and the API record it, with the sentence that states it."""
+    return {
+        "votes": rule.votes,
+        "cap": rule.cap,
+        "until": rule.until,
+        "posterior": rule.posterior,
+        "text": rule.describe(),
+    }
+
+
 def decisive_labels(answers: BatchAnswers, posterior: float | None) -> dict[str, str]:
-    """``qid -> label`` of the queries whose crowd label is decisive: a researcher's ruling, or a strict
-    majority (with ``posterior``: whose Dawid–Skene posterior is at least that too, as escalation's
-    ``posterior:P`` reads it)."""
+    """``qid -> label`` of the queries whose crowd label is decisive: a ruling, or a strict majority
+    (with ``posterior``: whose Dawid–Skene posterior is at least that too, as escalation reads it)."""
     labels = answers.labels
     if posterior is None:
         return labels
@@ -288,8 +277,7 @@ def decisive_labels(answers: BatchAnswers, posterior: float | None) -> dict[str,
 
 def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batch | None = None) -> CalibrationSample:
     """The calibration sample of ``batch`` with the crowd's labels and ``labeller``'s (default: the
-    machine the sample was drawn by); ``sample_batch``: the sample as it was when a routing recorded
-    it (its link), not the one in force."""
+    sample's machine); ``sample_batch``: the link a routing recorded, not the one in force."""
     from genderbias.machine.calibration_sample import Stratum, stratum_weights
 
     sample_batch = sample_batch or calibration_batch(batch)
@@ -306,7 +294,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         stratum_of |= link.derivation["stratum_of"]
     order = drawn_order(chain)
     machine = machine_labels(batch, identity)
-    rule = reference_rule(first, batch.assignments_per_query)
+    rule = reference_rule(first.get("reference"), batch.assignments_per_query)
     crowd: dict[str, str] = {}
     frames = []
     links = [BatchAnswers(link) for link in chain]
@@ -347,7 +335,6 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         human=[crowd[q] for q in qids],
         weights=[weights_by_stratum[stratum_of[q]] for q in qids],
         pending=sum(1 for q in order if q not in crowd),
-        unanswered=sum(1 for q in drawn if q not in crowd and q not in settled),
         votes=votes,
         rest={q: m for q, m in population.items() if q not in sampled},
         chain=chain,
@@ -362,6 +349,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         extendable=bool(first.get("extendable", True)),
         echo=echo,
         held_undecided=[q for q in drawn if q not in crowd and q in every_vote],
+        stratum_of=stratum_of,
     )
 
 
@@ -371,13 +359,8 @@ def _concat(frames: list) -> Any:
     return pd.concat(frames, ignore_index=True)
 
 
-# --- machine pre-labelling ---
-
-
 def prelabel_runs(batch: Batch) -> list[dict[str, Any]]:
-    """Each stored run of ``batch`` (one per labeller, model and prompt version), the latest first:
-    counts per label, labelled queries, mean confidence, the trained labeller's cross-validated
-    accuracy (from ``PreLabel.detail``) and when it was stored."""
+    """Each stored run of ``batch`` (one per labeller, model and prompt version), the latest first."""
     rows = (
         PreLabel.objects.filter(batch_query__batch=batch)
         .values("labeller", "model", "prompt_version", "label")
@@ -418,17 +401,10 @@ def prelabel_runs(batch: Batch) -> list[dict[str, Any]]:
     return sorted(runs.values(), key=lambda run: run["created"], reverse=True)
 
 
-# --- label sensitivity (metrics): the non-gendered sets by label source ---
-
-
 def non_gendered_by_source(batch: Batch) -> dict[str, list[str]]:
-    """For a batch with machine labels: its non-gendered qids by where the labels come from.
-
-    ``crowd only`` (the crowd's labels, rulings first), ``machine only`` (the machine routing
-    used, else the latest, for every query), ``hybrid`` (the crowd where it labelled, else an
-    accepted machine label: :func:`annotation.results.selectors.labels.labels_with_sources`). Empty for
-    a batch no machine labelled. Keys as :data:`genderbias.ranking.defaults.LABEL_SOURCES`.
-    """
+    """A machine-labelled batch's non-gendered qids by label source (keys as
+    :data:`genderbias.ranking.defaults.LABEL_SOURCES`): ``crowd only``, ``machine only`` (the machine
+    routing used, else the latest) and ``hybrid`` (as ``labels_with_sources``); empty without one."""
     found = identities(batch)
     if not found:
         return {}

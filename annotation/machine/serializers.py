@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from annotation.machine.services.routing import (
-    DEFAULT_RISK,
-    ESTIMATE,
-    GUARANTEE,
-)
+from annotation.machine.services.routing import DEFAULT_RISK, ESTIMATE, GUARANTEE
 from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
 
 
@@ -110,9 +106,7 @@ class RoutingRequestSerializer(serializers.Serializer):
         help_text="Labellers in sequence, each NAME or NAME:FLOOR (e.g. rules:0.9, trained, openai): each keeps what "
         "it certifies at the target, the rest goes on; one guarantee for all they keep.",
     )
-
-    # Reads only: the rules are checked once, by annotation.machine.services.routing.check_routing
-    # (its FieldError is the same 400 naming the field, core.api.exception_handler).
+    # Reads only: check_routing checks the rules once (its FieldError is the 400 naming the field).
 
 
 class RoutingPreviewRequestSerializer(RoutingRequestSerializer):

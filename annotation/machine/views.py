@@ -1,17 +1,7 @@
-"""Researchers' pages of machine pre-labelling: the machine's labels, their calibration, routing.
-
-- ``/batches/<name>/machine/``: pre-label (a background job), each stored run, the chat
-  labeller's prompt, the blind calibration sample (created and published from here);
-- ``/batches/<name>/calibration/``: the machine against the crowd on that sample, with its
-  plots, computed by a background job (``annotation.calibration_report``) whose step the page
-  shows; it refreshes itself while the sample is being answered or the report computed;
-- ``/batches/<name>/routing/``: the routing plan previewed by GET (nothing is created), then
-  confirmed by POST, which records it and publishes the routed queries.
-
-Thin shells over :mod:`.services` (prelabels, calibration, routing) and :mod:`.selectors`,
-as :mod:`.researcher`: researchers only, a refusal is a message on the page, never a 500.
-The two figures come from :mod:`annotation.machine.calibration_plots` (inline SVG that follows dark mode),
-drawn by the report's job.
+"""Researchers' pages of machine pre-labelling: ``/batches/<name>/machine/`` (pre-label, the runs, the
+chat prompt, the calibration sample), ``/batches/<name>/calibration/`` (the report, computed by a job,
+refreshing itself while the sample is answered) and ``/batches/<name>/routing/`` (previewed by GET,
+confirmed by POST). Thin shells: a refusal is a message on the page, never a 500.
 """
 
 from __future__ import annotations
@@ -31,7 +21,7 @@ from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
 from annotation.machine.selectors import calibration_batch, identities, prelabel_runs
-from annotation.machine.services.background import report_or_job, start_prelabel
+from annotation.machine.services.background import NOT_COMPUTED, report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.echo import hold_out_again, restore_echo_worker
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
@@ -54,8 +44,6 @@ from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
 from genderbias.labels import LABEL_NAMES, LABELS
 
-# --- reads shared by the pages and the API ---------------------------------------------------
-
 
 def chat_prompt() -> dict[str, str]:
     """The chat labeller's prompt in force (``PRELABEL_PROMPT_FILE`` or the built-in one) and its version."""
@@ -70,9 +58,6 @@ def chat_prompt() -> dict[str, str]:
         "sha256": prompt.sha256,
         "file": settings.PRELABEL_PROMPT_FILE,
     }
-
-
-# --- the machine-labels page ------------------------------------------------------------------
 
 
 def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
@@ -167,8 +152,7 @@ def batch_prelabel_cache(request: HttpRequest, name: str) -> HttpResponse:
 @researcher_required
 @require_POST
 def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
-    """Draw the blind calibration sample (or, with ``extend``, more of it) as a batch of its own and
-    start publishing it. A batch has one sample: a second post is refused while one exists."""
+    """Draw the blind calibration sample (or, with ``extend``, more of it) and start publishing it."""
     batch = get_object_or_404(Batch, name=name)
     form = CalibrationSampleForm(request.POST, labellers=[i.labeller for i in identities(batch)])
     extend = request.POST.get("extend") in ("on", "true", "1")
@@ -199,12 +183,8 @@ def batch_calibration_sample(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "annotation/prelabelling/machine.html", context, status=400)
 
 
-# --- the calibration report -------------------------------------------------------------------
-
-
 def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
-    """The report with its tables and figures, or why there is none yet (``waiting``), or the job
-    computing it (``job``, its step and progress)."""
+    """The report with its tables and figures, or why there is none yet (``waiting``), or its ``job``."""
     sample = calibration_batch(batch)
     context: dict[str, Any] = {"batch": batch, "sample": sample, "report": None, "waiting": None, "job": None}
     # The sample is still being answered: the page polls itself until its crowd work is in.
@@ -222,15 +202,13 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
             context["percent"] = round(100 * (job.fraction or 0.0))
             context["polling"] = True  # until the job is done
         else:
-            context["waiting"] = (
-                "the report of the latest answers is not computed yet; a researcher's view or the next sync starts it"
-            )
+            context["waiting"] = NOT_COMPUTED
         return context
     report = figures["report"]
     names = [LABEL_NAMES[code] for code in LABELS]
     per_category = report["per_category"]
     proportions = report["proportions"]
-    # numpy's module: not loaded as the URLconf loads this view
+    # numpy's modules: not loaded as the URLconf loads this view
     from genderbias.crowd.reliability import quality_sentence  # start-up
     from genderbias.crowd.shared_errors import shared_errors_sentence  # start-up
 
@@ -249,14 +227,13 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
         "denoised_quality": quality_sentence((report.get("against_truth") or {}).get("quality")),
         "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
         "proportions_svg": mark_safe(figures["proportions_svg"]),
-        # The methods that computed the report (kept with it), in their own words; today's if it predates them.
         "methods_used": _methods_used(figures.get("methods")),
     }
     return context
 
 
 def _methods_used(stored: dict[str, str] | None) -> dict[str, str]:
-
+    """The methods that computed the report (kept with it), in their own words; today's if it predates them."""
     stored = stored or methods.current()
     return {name: methods.describe(name, stored.get(name)) for name in methods.USED_BY["calibration"]}
 
@@ -292,9 +269,6 @@ def batch_calibration_echo(request: HttpRequest, name: str) -> HttpResponse:
     except ServiceError as exc:
         messages.error(request, str(exc))
     return redirect(reverse("annotation:batch-calibration", args=[batch.name]) + "#echo")
-
-
-# --- routing ----------------------------------------------------------------------------------
 
 
 @researcher_required
@@ -338,7 +312,7 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
         "form": form,
         "plan": plan,
         "summary": plan_summary(plan) if plan else [],
-        # The first queries left unlabelled, each with its text (issue 45).
+        # The first queries left unlabelled, each with its text.
         "over_budget": _with_texts(batch, plan.over_budget[:20]) if plan else [],
         "routing": routing,
         "routed_live": live,

@@ -1,9 +1,7 @@
-"""What the blind calibration sample says (:func:`annotation.machine.selectors.read_sample`): the calibration
-report (:func:`calibration_report`, the machine read against the crowd's labels; its figures are listed in
-:mod:`annotation.machine.selectors`'s docstring), what it is kept under (:func:`report_version`,
-:func:`kept_report`), and every labelled query's probability of each label, accepted machine labels
-calibrated on the sample (:func:`label_probabilities`, what reports on the labels read). Read-only: the
-report job (:mod:`annotation.machine.services.background`) keeps the report.
+"""What the blind calibration sample says: the calibration report (:func:`calibration_report`), what it
+is kept under (:func:`report_version`, :func:`kept_report`), and every labelled query's probability of
+each label (:func:`label_probabilities`). Read-only: the report job (:mod:`annotation.machine.services.background`)
+keeps the report.
 """
 
 from __future__ import annotations
@@ -34,14 +32,9 @@ from genderbias.labels import LABEL_NAMES, LABELS
 
 
 def report_version(batch: Batch) -> str | None:
-    """A key that changes whenever :func:`calibration_report` of ``batch`` may: every part of the
-    sample (an extended sample is a chain: :func:`sample_chain`), their answers and reviews, the
-    rulings on them, the machine's labels and the routing in force (None without a sample).
-
-    Lets a page that refreshes itself recompute the report (a bootstrap, the alt-test,
-    PPI++) only when there is something new, not on every poll. Keyed on the whole chain, not
-    its last link: after ``calibrate --extend`` the earlier part's answers still change the report.
-    """
+    """A key that changes whenever :func:`calibration_report` of ``batch`` may (None without a sample):
+    every link of the sample, their answers, reviews and rulings, the machine's labels, the routing in
+    force and the echo restorations. A page that refreshes itself recomputes only when there is something new."""
     sample = calibration_batch(batch)
     if sample is None:
         return None
@@ -74,8 +67,8 @@ def report_version(batch: Batch) -> str | None:
 
 
 def report_key(batch: Batch, version: str) -> str:
-    """The results cache's key of ``batch``'s calibration report (with its figures) at ``version``
-    (:func:`report_version`); "v4": the report's keys changed (never serve an older shape)."""
+    """The results cache's key of ``batch``'s calibration report at ``version``; bump "v4" when the
+    report's shape changes (never serve an older one)."""
     return f"calibration-report:v4:{batch.pk}:{version}"
 
 
@@ -89,9 +82,8 @@ class _NotKept(Exception):
 
 
 def kept_report(batch: Batch, version: str) -> dict[str, Any] | None:
-    """The calibration report with its figures (``report``, ``reliability_svg``, ``proportions_svg``)
-    computed at ``version`` and kept in the results cache by the report's job
-    (:mod:`annotation.machine.services.background`), or None: a read, never the computation."""
+    """The calibration report with its figures as the report's job kept it at ``version``, or None:
+    a read, never the computation."""
 
     def missing() -> dict[str, Any]:
         raise _NotKept
@@ -123,18 +115,12 @@ def calibration_report(
     bootstrap: int = 2000,
     progress: Callable[..., None] | None = None,
 ) -> dict[str, Any]:
-    """The machine against the crowd on the blind sample; see the module docstring.
-
-    ``progress``: called with each of :data:`REPORT_STEPS` as the step begins, and in the crowd's
-    reliability with ``(step, refitted, bootstrap)`` as its bootstrap refits go.
-
-    JSON-ready. Keys: ``labeller``, ``model``, ``prompt_version``, ``sample_batch``, ``n``,
-    ``pending``, ``accuracy``, ``kappa``, ``kappa_ci``, ``per_category`` (label -> precision,
-    recall, support), ``confusion`` (rows: crowd, columns: machine, in :data:`LABELS` order),
-    ``ece``, ``brier``, ``reliability``, ``alt_test``, ``proportions``, ``against_truth`` (the
-    crowd's measured reliability: the machine's de-noised accuracy against the true label,
-    the ceiling and the crowd's self-agreement; :mod:`genderbias.crowd.reliability`).
-    """
+    """The machine against the crowd's labels on the blind sample, JSON-ready: accuracy, kappa,
+    ``per_category``, ``confusion`` (rows: crowd, columns: machine, :data:`LABELS` order), calibration
+    (``ece``, ``brier``, ``reliability``), ``alt_test``, ``proportions`` (PPI++), ``against_truth``
+    (:mod:`genderbias.crowd.reliability`), ``routing_ceiling``, ``echo``. ``StateError`` below
+    :data:`MIN_CALIBRATED` crowd labels. ``progress``: called with each of :data:`REPORT_STEPS`, and
+    ``(step, refitted, bootstrap)`` as the crowd model's bootstrap refits go."""
     from genderbias.machine.calibration_statistics import calibration_figures
     from genderbias.machine.proportions import category_proportions
 
@@ -175,10 +161,9 @@ def calibration_report(
 
 
 def routing_ceiling_of(batch: Batch, sample: CalibrationSample, figures: dict[str, Any]) -> dict[str, Any]:
-    """The ceiling as routing counts it (:func:`genderbias.crowd.simulation.escalation.routing_ceiling`): the best
-    agreement with the sample's reference label any machine can expect, a query without a decisive label
-    an error, under the crowd model fitted to the sample (``figures``: ``against_truth``), with the sample's
-    rule and, beside it, with the first votes alone. None without a fitted model."""
+    """The best agreement with the sample's reference label any machine can expect (a query without a
+    decisive label an error), under the crowd model of ``figures`` (``against_truth``), with the sample's
+    rule and with the first votes alone; ``value`` None without a fitted model."""
     from dataclasses import replace
 
     from genderbias.crowd.simulation.escalation import ceiling_by_label
@@ -202,28 +187,15 @@ def routing_ceiling_of(batch: Batch, sample: CalibrationSample, figures: dict[st
 
 
 def _sample_machine(batch: Batch, sample: CalibrationSample) -> dict[str, MachineLabel]:
-    """The machine's labels of *every* sampled query, answered or not, disputed or not (training
-    queries left out): the figures against the truth and the alt-test use the votes of them all."""
-    stratum_of = _stratum_of(sample)
+    """The machine's labels of *every* sampled query, answered or not (training queries left out): the
+    figures against the truth and the alt-test use the votes of them all."""
     machine = machine_labels(batch, sample.identity)
-    return {q: machine[q] for q in stratum_of if q in machine and not machine[q].in_training}
-
-
-def _stratum_of(sample: CalibrationSample) -> dict[str, str]:
-    """Every sampled qid of every link of the sample (first draw and extensions) -> its stratum."""
-    stratum_of: dict[str, str] = {}
-    for link in sample.chain or [sample.sample_batch]:
-        stratum_of |= link.derivation["stratum_of"]
-    return stratum_of
+    return {q: machine[q] for q in sample.stratum_of if q in machine and not machine[q].in_training}
 
 
 def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
-    """The alt-test on every sampled query with two or more votes, as its authors define it.
-
-    Not only the queries with a crowd label: a query the crowd split on (no strict majority)
-    is kept, since the test compares annotators with each other, not with the majority. The
-    annotators' rates are taken over the whole sample, for the sample size it would need.
-    """
+    """The alt-test on every sampled query with two or more votes, as its authors define it: split ones
+    too, since it compares annotators with each other, not with the majority (rates over the whole sample)."""
     from genderbias.machine.alternative_annotator import alt_test
 
     machine = {q: m.label for q, m in _sample_machine(batch, sample).items()}
@@ -231,23 +203,16 @@ def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
     for item, worker, label in sample.votes.itertuples(index=False):
         if item in machine:
             humans.setdefault(str(worker), {})[str(item)] = label
-    size = len(_stratum_of(sample))
+    size = len(sample.stratum_of)
     return alt_test(humans, machine, sample_size=size).as_dict()
 
 
 def _gold_votes(chain: list[Batch]) -> tuple[Any, dict[str, str]]:
-    """The gold questions' usable votes on the sample and their known labels: what seeds
-    Dawid–Skene against the truth.
-
-    A worker meets the same gold question in every HIT, and Dawid–Skene takes one vote per
-    worker and item, so each answer is an item of its own, ``gold:<qid>:<assignment>``,
-    with the known label (apart from the real queries' qids).
-
-    The same assignments as the real votes (``counts_answers``: submitted or approved, not failed on
-    gold unless the batch keeps such answers), so
-    each worker's gold answers describe the work that counts; being the ones that passed
-    the gold check, they lean a little optimistic.
-    """
+    """The gold questions' usable votes on the sample and their known labels: what seeds Dawid–Skene
+    against the truth. Each answer is an item of its own, ``gold:<qid>:<assignment>`` (Dawid–Skene takes
+    one vote per worker and item, and a worker meets a gold question in every HIT). The same assignments
+    as the real votes (``counts_answers``), so they describe the work that counts (a little optimistic:
+    they passed the gold check)."""
     import pandas as pd
 
     rows = Judgment.objects.filter(
@@ -264,9 +229,8 @@ def _gold_votes(chain: list[Batch]) -> tuple[Any, dict[str, str]]:
 
 
 def fitted_crowd(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
-    """The crowd model fitted to the sample's votes (the report's ``against_truth`` without its
-    bootstrap): what routing's ceiling and ``route_audit --crowd fitted`` simulate. StateError
-    when the sample has no votes yet."""
+    """The crowd model fitted to the sample's votes (``against_truth`` without its bootstrap), as routing's
+    ceiling and ``route_audit --crowd fitted`` simulate it; StateError without votes."""
     if sample.votes is None or not len(sample.votes):
         raise StateError(f"the calibration sample {sample.sample_batch.name!r} has no votes yet")
     return _against_truth(batch, sample, bootstrap=0)
@@ -275,18 +239,14 @@ def fitted_crowd(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
 def _against_truth(
     batch: Batch, sample: CalibrationSample, *, bootstrap: int, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
-    """What the crowd's measured reliability says (:func:`genderbias.crowd.reliability.crowd_reliability`).
-
-    Every sampled query with a vote and a machine label counts, disputed ones too, each
-    weighted N_s / n_s over the stratum's queries with a vote; k is the batch's votes per
-    query (what routed queries get).
-    """
+    """What the crowd's measured reliability says (:func:`genderbias.crowd.reliability.crowd_reliability`)
+    on every sampled query with a vote and a machine label, weighted N_s / n_s over the stratum's voted ones."""
     import pandas as pd
 
     from genderbias.crowd.reliability import crowd_reliability
     from genderbias.crowd.shared_errors import shared_errors
 
-    stratum_of = _stratum_of(sample)
+    stratum_of = sample.stratum_of
     voted = set(sample.votes["item"].astype(str))
     machine = {q: m.label for q, m in _sample_machine(batch, sample).items() if q in voted}
     per_stratum = Counter(stratum_of[q] for q in machine)
@@ -340,14 +300,9 @@ class LabelProbabilities:
 
 
 def label_probabilities(batch: Batch) -> LabelProbabilities:
-    """The probabilities behind a report on ``batch``'s labels: Dawid–Skene's gold-seeded posterior
-    for the crowd's queries, certainty for rulings, the calibration sample's band distribution for
-    accepted machine labels; the final labels as :func:`labels_with_sources` gives them.
-
-    Where a batch routed by a machine has no readable calibration sample (cancelled, too few
-    answers), an accepted label gets the machine's own confidence, the rest spread evenly
-    (``calibrated`` False, said on the report).
-    """
+    """The probabilities behind a report on ``batch``'s labels: Dawid–Skene's gold-seeded posterior for
+    the crowd's queries, certainty for rulings, the calibration sample's band distribution for accepted
+    machine labels (without a readable sample: the machine's confidence, ``calibrated`` False)."""
     import pandas as pd
 
     from annotation.results.selectors.gold import gold_discarded_assignments, gold_judgments, gold_labels

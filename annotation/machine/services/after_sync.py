@@ -1,8 +1,7 @@
 """A sync of a calibration sample starts its batch's calibration report (a sync step).
 
-Registered in :data:`annotation.crowd.services.hooks.sync_steps` by ``annotation.apps.PLUG_INS``,
-after the quality loop (its re-offers and escalations change the answers the report reads): a
-module of its own that nothing else imports, so the plug-ins' order is the steps' order.
+Registered after the quality loop (whose re-offers and escalations change the answers the report
+reads), as :mod:`.held_out` is before it.
 """
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ from annotation.models import Batch
 
 @sync_steps.register
 def report_after_sync(batch: Batch, provider: Any, result: Any) -> None:
-    """After a sync of a calibration sample, start its batch's report for the answers now in, so the
-    researcher's first view finds it done or under way (nothing when that state's report is kept, under
-    way or refused: too few labels)."""
+    """Start the report for the answers now in, so the researcher's first view finds it done or under
+    way (nothing when that state's report is kept, under way or refused)."""
     if batch.purpose != Batch.Purpose.CALIBRATION or batch.parent_id is None:
         return
     parent = batch.parent

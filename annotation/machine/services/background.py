@@ -1,24 +1,15 @@
 """Pre-labelling and the calibration report as background jobs, declared once here beside their services.
 
-The calibration report (``annotation.calibration_report``): a bootstrap, the crowd model
-refitted in each of its draws, the alt-test and PPI++ take seconds to minutes, too long for a
-request. The job computes it with its two figures, says which step it is at (``job.result["step"]``,
-``job.done`` of ``job.total``) and keeps it in the results cache under the batch's
-:func:`~annotation.machine.report.selectors.report_version`, where the page reads it
-(:func:`~annotation.machine.report.selectors.kept_report`). It is started by the page's first view of a
-new version (researchers only: a viewer waits) and by every sync of the calibration sample
-(:func:`annotation.machine.services.after_sync.report_after_sync`, a sync step), so the first view after new answers finds it done or
-under way. One job per batch and version at a time (:func:`core.services.once.live_job`).
-
-Pre-labelling is a job because a chat model may take minutes; a redelivery reruns it, which costs
-nothing: the chat model's answers are cached and the labels of the same labeller are replaced,
-not added. The job's kind and Celery task name are stored in ``Job.kind`` and ``Job.task`` and
-never change (they were declared in ``annotation.crowd.services.background`` before machine
-declared its own jobs).
+The calibration report (a bootstrap, the crowd model refitted in each draw) is too long for a request:
+the job keeps it in the results cache under :func:`~annotation.machine.report.selectors.report_version`,
+started by a researcher's first view and by every sync of the sample (:mod:`.after_sync`). Pre-labelling
+may take minutes; a redelivery costs nothing (answers cached, labels replaced). The jobs' kinds and task
+names are stored in ``Job`` rows: never change them.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from django.db import transaction
@@ -32,7 +23,12 @@ from annotation.machine.report.selectors import (
     report_key,
     report_version,
 )
-from annotation.machine.services.prelabels import PRELABEL_JOB_KIND, live_prelabel, prelabel_batch
+from annotation.machine.services.prelabels import (
+    OPENAI_UNCONFIGURED,
+    PRELABEL_JOB_KIND,
+    live_prelabel,
+    prelabel_batch,
+)
 from annotation.models import Batch
 from annotation.results.selectors.cache import remembered
 from core import methods
@@ -44,10 +40,6 @@ from core.services.once import claim, live_job
 from genderbias.errors import InputError
 
 
-def _machine_url(batch: Batch) -> str:
-    return reverse("annotation:batch-machine", args=[batch.name])
-
-
 # ValueError: an unknown labeller, or samples given to one that takes none (bad input, no retry).
 @background_job(
     PRELABEL_JOB_KIND, task="annotation.tasks.prelabel_task", failures=(ServiceError, InputError, ValueError)
@@ -57,45 +49,28 @@ def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = N
     # ``train`` only when given: only the trained labeller takes it.
     extra = {} if train is None else {"train": train}
     summary = prelabel_batch(batch, labeller, samples=samples, **extra)
-    usage = summary.usage
-    cv_accuracy = getattr(summary, "cv_accuracy", None)
+    usage, cv_accuracy = summary.usage, summary.cv_accuracy
     job.result = {
         "batch": batch.name,
-        "labeller": summary.labeller,
-        "model": summary.model,
-        "prompt_version": summary.prompt_version,
-        "counts": summary.counts,
+        **asdict(summary),
         "labelled": summary.labelled,
-        "unlabelled": summary.unlabelled,
-        "mean_confidence": summary.mean_confidence,
-        "usage": {
-            "requests": usage.requests,
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "cost": str(usage.cost),
-            "cached_queries": usage.cached_queries,
-            "sampled_queries": usage.sampled_queries,
-            "unparseable": usage.unparseable,
-            "answers": usage.answers,
-            "logprob_answers": usage.logprob_answers,
-        },
-        "cv_accuracy": cv_accuracy,
-        "url": _machine_url(batch),
+        "url": reverse("annotation:batch-machine", args=[batch.name]),
     }
+    job.result["usage"] = {k: str(v) if k == "cost" else v for k, v in asdict(usage).items() if k != "separate_calls"}
     mean = "-" if summary.mean_confidence is None else f"{summary.mean_confidence:.3f}"
     job.message = (
         f"{summary.labelled} quer{'y' if summary.labelled == 1 else 'ies'} labelled by {summary.labeller} "
         f"({summary.model}, {summary.prompt_version}), {summary.unlabelled} without a label; mean confidence {mean}"
         + (f"; cross-validated accuracy {cv_accuracy:.3f}" if cv_accuracy is not None else "")
-        + (f"; {summary.cv_note}" if getattr(summary, "cv_note", "") else "")
+        + (f"; {summary.cv_note}" if summary.cv_note else "")
         + (f"; {usage.requests} request(s), ${usage.cost}" if usage.requests else "")
     )
     return job.result
 
 
 def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, train: str | None = None) -> Job:
-    """Pre-label ``batch`` in the background; input no run could accept is refused at once (a
-    message on the page, a 400 in the API) rather than queued as a job that can only fail."""
+    """Pre-label ``batch`` in the background; input no run could accept is refused at once rather than
+    queued as a job that can only fail."""
     from annotation.machine.prelabellers import prelabeller_names
 
     if labeller not in prelabeller_names():
@@ -105,9 +80,7 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
     from core.selectors import chat_settings
 
     if labeller == "openai" and not chat_settings().configured:
-        raise ServiceError(
-            "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)"
-        )
+        raise ServiceError(OPENAI_UNCONFIGURED)
     args: list = [batch.pk, labeller, samples]
     if train is not None:
         args.append(train)
@@ -115,8 +88,6 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
         claim(batch, lambda: live_prelabel(batch, labeller, train))
         return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args, of=batch)
 
-
-# --- the calibration report -------------------------------------------------------------------
 
 CALIBRATION_REPORT_KIND = "annotation.calibration_report"
 #: Why a viewer finds no report (no job of the sample's state yet).
@@ -142,9 +113,8 @@ def report_with_figures(batch: Batch, progress=None) -> dict[str, Any]:
 
 
 class _Steps:
-    """A job's progress through named steps, each shown by the project's one progress writer
-    (:class:`core.progress.Progress`: ``job.result["step"]`` and ``done`` of ``total``); a step that
-    refits the crowd model says how many of its bootstrap draws are refitted."""
+    """A job's progress through named steps (:class:`core.progress.Progress`); a step that refits the
+    crowd model says how many of its bootstrap draws are refitted."""
 
     def __init__(self, job: Job, names: tuple[str, ...]) -> None:
         self.job, self.names = job, names
@@ -158,8 +128,8 @@ class _Steps:
 # StateError (a ServiceError): too few crowd labels yet; the page shows the job's message as why.
 @background_job(CALIBRATION_REPORT_KIND, task="annotation.tasks.calibration_report_task", failures=(ServiceError,))
 def calibration_report_job(job: Job, batch_id: int, version: str) -> dict:
-    """Compute ``batch``'s calibration report and keep it under ``version``, the state the job was
-    started for; what was kept for it already (a redelivery, a second job) is not computed again."""
+    """Compute ``batch``'s calibration report and keep it under ``version`` (what was kept for it already
+    is not computed again)."""
     batch = Batch.objects.get(pk=batch_id)
     remembered(
         report_key(batch, version),
@@ -172,11 +142,6 @@ def calibration_report_job(job: Job, batch_id: int, version: str) -> dict:
     return job.result
 
 
-def live_report_job(batch: Batch, version: str) -> Job | None:
-    """The queued or running report job of ``batch`` at ``version``, if any."""
-    return live_job(CALIBRATION_REPORT_KIND, [batch.pk, version])
-
-
 def last_report_job(batch: Batch, version: str) -> Job | None:
     """The latest report job of ``batch`` at ``version`` (live, done or failed), if any."""
     return (
@@ -187,30 +152,24 @@ def last_report_job(batch: Batch, version: str) -> Job | None:
 
 
 def start_calibration_report(batch: Batch, version: str | None = None) -> Job | None:
-    """Compute ``batch``'s calibration report in the background for its state now (``version``:
-    :func:`report_version`, read here when not given); the live job for that state if one is under
-    way (decided under the batch's row lock: two first views start one job); None without a sample."""
+    """Compute ``batch``'s calibration report in the background at ``version`` (default: now); the live
+    job for that state if one is under way (under the batch's row lock); None without a sample."""
     version = version or report_version(batch)
     if version is None:
         return None
     with transaction.atomic():
         claim(batch, lambda: None)  # the lock: a concurrent start commits its Job before this reads
-        live = live_report_job(batch, version)
+        live = live_job(CALIBRATION_REPORT_KIND, [batch.pk, version])
         if live is not None:
             return live
         return calibration_report_job.start(f"Calibration report of {batch.name}", batch.pk, version, of=batch)
 
 
 def report_or_job(batch: Batch, *, may_start: bool) -> tuple[dict[str, Any] | None, Job | None]:
-    """What the page and the API show of ``batch``'s calibration report: ``(figures, None)`` as the
-    job kept them for the sample's state now, else ``(None, job)``: the job computing it (started here
-    when ``may_start``, the asking user may act on the batch: a viewer only waits for one) or the job
-    that refused it (``failed``: too few crowd labels, its message says), or ``(None, None)``.
-
-    No long work in a request: the report is computed by :func:`calibration_report_job`. With the
-    results cache off (``RESULTS_CACHE_SECONDS=0``) nothing can be kept: computed here, as asked.
-    No sample: :func:`~annotation.machine.report.selectors.calibration_report`'s refusal (``StateError``).
-    """
+    """What the page and the API show of ``batch``'s calibration report: ``(figures, None)`` as kept for
+    the sample's state now, else ``(None, job)``: the job computing it (started here when ``may_start``:
+    a viewer only waits) or the one that refused it (failed), or ``(None, None)``. With the results cache
+    off nothing can be kept: computed here. No sample: ``calibration_report``'s ``StateError``."""
     from django.conf import settings
 
     version = report_version(batch)

@@ -1,20 +1,10 @@
 """Blind calibration of a machine's labels: a sample of the batch goes to the crowd, unseen.
 
-A batch labelled by a machine first (:mod:`.prelabels`) stays a draft; its crowd work goes
-through *derived* batches (``Batch.parent``): first a calibration sample, then the routed
-queries (:mod:`.routing`). :func:`create_calibration_sample` draws a simple random sample
-of the machine-labelled queries in draw order (:func:`genderbias.machine.calibration_sample.random_sample`,
-what routing's guarantee rests on) and makes it a batch of its own with the parent's
-settings, gold and training queries, on the parent's provider; a batch has one sample, which
-``extend`` continues with the next queries of the same random permutation (the first draw's
-seed; a batch of its own whose ``derivation["extends"]`` names the one before:
-:func:`annotation.machine.selectors.sample_chain`). Every figure of the report is computed over the whole chain. The annotators see a
-HIT like any other: the machine's label and its confidence are nowhere on the HIT page, and
-the sample is in random order when it is grouped into HITs.
-
-The sample is read against a machine, and its report computed, by
-:func:`annotation.machine.selectors.read_sample` and
-:func:`annotation.machine.report.selectors.calibration_report`: this module only writes.
+:func:`create_calibration_sample` draws a simple random sample of the machine-labelled queries (what
+routing's guarantee rests on) and makes it a derived batch with the parent's settings, gold and training
+queries; ``extend`` continues it with the next queries of the same permutation (a chain:
+:func:`annotation.machine.selectors.sample_chain`). The annotators see a HIT like any other: the machine's
+label and confidence are nowhere on it. Reads of the sample: :mod:`annotation.machine.selectors`.
 """
 
 from __future__ import annotations
@@ -40,7 +30,7 @@ from annotation.machine.selectors import (
     same_population,
     sample_chain,
 )
-from annotation.models import Batch, BatchQuery
+from annotation.models import Batch, BatchQuery, Routing
 from core.errors import ServiceError, StateError
 from core.services.names import validate_name
 from core.services.once import claim
@@ -52,9 +42,8 @@ DEFAULT_SAMPLE = 200
 
 def reference_record(batch: Batch, escalation_cap: int | None, until: str = "majority") -> dict[str, Any]:
     """The reference rule a new sample records (``derivation["reference"]``): ``votes`` (the batch's
-    assignments per query), ``cap`` (default :data:`genderbias.crowd.simulation.escalation.DEFAULT_CAP`,
-    never below ``votes``; equal: no escalation), ``until`` and its ``posterior`` (None: a strict
-    majority). Checked as escalation checks it (``ServiceError`` naming the setting)."""
+    assignments per query), ``cap`` (default ``DEFAULT_CAP``, never below ``votes``; equal: no escalation),
+    ``until`` and its ``posterior`` (None: a strict majority); a ``ServiceError`` naming a bad setting."""
     from annotation.quality.services.escalation import parse_until
     from genderbias.crowd.simulation.escalation import DEFAULT_CAP
 
@@ -83,9 +72,8 @@ def escalation_limit(batch: Batch, queries: int, reference: dict[str, Any]) -> D
 
 
 def follow_reference(child: Batch, reference: dict[str, Any]) -> None:
-    """Let every sync of ``child`` escalate its undecided queries by the reference rule, within the
-    rule's own limit (:func:`escalation_limit`, added to the batch's extra budget for re-offers; no
-    escalation when the cap is the votes)."""
+    """Let every sync of ``child`` escalate its undecided queries by the reference rule, within
+    :func:`escalation_limit` (added to the batch's extra budget)."""
     from annotation.quality.services.budget import set_extra_budget
     from annotation.quality.services.escalation import set_auto_escalation
 
@@ -97,10 +85,8 @@ def follow_reference(child: Batch, reference: dict[str, Any]) -> None:
 
 
 def settings_of(batch: Batch) -> BatchSettings:
-    """The settings ``batch`` was created with, for a batch derived from it.
-
-    Prolific's completion code is left out: every study gets its own random one.
-    """
+    """The settings ``batch`` was created with, for a batch derived from it (not Prolific's completion
+    code: every study gets its own)."""
     values = {field: getattr(batch, field) for field in OFFERED if field not in NOT_STORED}
     values["provider_options"] = {k: v for k, v in batch.provider_options.items() if k != "completion_code"}
     return BatchSettings(**values)
@@ -130,11 +116,8 @@ def create_derived_batch(
 
 
 def part_name(parent: Batch) -> str:
-    """The next free ``<parent>-part-<n>``: a derived batch's default name.
-
-    Neutral on purpose: annotators see the batch's name on their HIT page, and one called
-    "calibration" would tell them their answers are checking a machine.
-    """
+    """The next free ``<parent>-part-<n>``: neutral on purpose, as annotators see the batch's name and
+    "calibration" would tell them their answers are checking a machine."""
     number = parent.derived.count() + 1
     while Batch.objects.filter(name=f"{parent.name}-part-{number}").exists():
         number += 1
@@ -169,26 +152,13 @@ def create_calibration_sample(
     escalation_cap: int | None = None,
     until: str = "majority",
 ) -> Batch:
-    """Draw a blind simple random sample of ``batch``'s machine-labelled queries and make it a batch.
+    """Draw a blind simple random sample of ``batch``'s machine-labelled queries as a batch (not published).
 
-    ``extend``: take the next ``sample`` queries of the first draw's permutation (its seed, not
-    ``seed``) and make them a batch that continues the sample in force
-    (``derivation["extends"]``); the union in draw order is still one simple random sample, so
-    routing's guarantee stays valid (:mod:`genderbias.machine.routing_statistics`). Refused when the
-    machine-labelled queries are no longer the population the first draw was drawn from.
-    Race-free (:mod:`core.services.once`): the parent's row is locked while the sample in force is
-    checked, the qids drawn and the name chosen, so two requests at once make one sample, and the
-    second is refused (a sample exists) instead of paying the crowd twice; likewise an extension
-    is refused while an earlier extension is live (:func:`_live_sample`). Nothing is sent to the provider:
-    publish it like any batch (the command and the page do).
-
-    ``extendable``: draw a sample that may be extended later (routing then splits δ between the
-    exact test of the first draw and a betting test of the whole sample); by default the sample
-    is drawn whole and all of δ goes to the exact test, which keeps more, and an extension is
-    refused. ``escalation_cap`` and ``until``: the reference rule (:func:`reference_record`): the
-    sample's queries without a decisive crowd label get more votes at every sync, up to the cap
-    (recorded on the first draw; an extension follows it).
-    """
+    ``extend``: the next ``sample`` queries of the first draw's permutation, still one simple random
+    sample (refused when the population changed since). Under the parent's row lock, so two requests make
+    one sample or extension (:func:`_live_sample`). ``extendable``: routing then splits δ with a betting
+    test; by default all of δ goes to the exact test (which keeps more) and an extension is refused.
+    ``escalation_cap``, ``until``: the reference rule (:func:`reference_record`)."""
     from genderbias.machine.calibration_sample import random_sample
 
     if sample < 1:
@@ -210,7 +180,7 @@ def create_calibration_sample(
                 "the exact test of its one draw, so an extension could not be tested. Cancel it and draw a larger "
                 "sample (calibrate --sample N; routing's plan sizes it), or draw with --extendable"
             )
-        if extend and _routed_in_force(parent):
+        if extend and routed_in_force(parent) is not None:
             raise StateError(
                 f"batch {parent.name!r} was routed on its sample: cancel the routed batch before extending the sample"
             )
@@ -274,13 +244,9 @@ def create_calibration_sample(
 
 
 def _live_sample(parent: Batch, current: Batch | None, extend: bool) -> str | None:
-    """Why a new draw of ``parent``'s sample is a duplicate (:func:`core.services.once.claim`), or None.
-
-    A first draw: while a sample is in force. An extension: while an earlier extension of the
-    sample is live (a draft, or published and not yet completed): six identical requests at once
-    make one extension, and the next extension waits for the answers of this one (or its
-    cancellation), which is when a look at the sample can ask for more.
-    """
+    """Why a new draw of ``parent``'s sample is a duplicate (:func:`core.services.once.claim`), or None:
+    a first draw while a sample is in force; an extension while an earlier one is live (the next look
+    at the sample comes with its answers)."""
     if current is None:
         return None
     if not extend:
@@ -307,7 +273,11 @@ def _check_population(chain: list[Batch], machine: dict[str, str]) -> None:
         )
 
 
-def _routed_in_force(batch: Batch) -> bool:
+def routed_in_force(batch: Batch) -> Routing | None:
+    """The routing of ``batch`` whose routed batch is in force (not cancelled), or None."""
     return (
-        batch.routings.filter(routed_batch__isnull=False).exclude(routed_batch__status=Batch.Status.CANCELLED).exists()
+        batch.routings.filter(routed_batch__isnull=False)
+        .exclude(routed_batch__status=Batch.Status.CANCELLED)
+        .select_related("routed_batch")
+        .first()
     )

@@ -1,11 +1,9 @@
 """A researcher's review of the echo check: restore a flagged worker's sample answers, or hold them out again.
 
-The check itself is a read (``annotation.machine.selectors.sample_echo``, :mod:`genderbias.machine.echo`):
-who is flagged follows from the sample's answers and the machine's labels. What a researcher decides
-after reviewing a flagged worker's answers (they read the queries after all: a specialist, a careful
-worker on an easy sample) is state: an :class:`~annotation.models.EchoRestore` row, written here in a
-transaction under the batch's row lock, so two researchers at once leave one row. A routing already
-made keeps what it recorded; the next plan, report and routing read the restoration.
+The check is a read (``annotation.machine.selectors.sample_echo``); a researcher's decision after
+reviewing a flagged worker (a specialist, a careful worker on an easy sample) is an
+:class:`~annotation.models.EchoRestore` row, written under the batch's row lock (two researchers at once
+leave one row). A routing already made keeps what it recorded; the next plan, report and routing read it.
 """
 
 from __future__ import annotations
@@ -18,10 +16,8 @@ from core.errors import FieldError, StateError
 
 
 def restore_echo_worker(batch: Batch, worker: str, *, by=None, reason: str = "") -> EchoRestore:
-    """Put the flagged ``worker``'s (pseudonym) sample answers back into ``batch``'s reference.
-
-    ``FieldError`` when the sample has no such worker or the check does not flag them (nothing to restore).
-    """
+    """Put the flagged ``worker``'s (pseudonym) sample answers back into ``batch``'s reference;
+    ``FieldError`` when the sample has no such worker or the check does not flag them."""
     with transaction.atomic():
         Batch.objects.select_for_update().filter(pk=batch.pk).first()
         echo = read_sample(batch).echo
@@ -39,9 +35,7 @@ def restore_echo_worker(batch: Batch, worker: str, *, by=None, reason: str = "")
 
 
 def hold_out_again(batch: Batch, worker: str) -> None:
-    """Undo :func:`restore_echo_worker`: the flagged worker's answers are held out again.
-
-    ``StateError`` when they were not restored."""
+    """Undo :func:`restore_echo_worker`; ``StateError`` when they were not restored."""
     with transaction.atomic():
         Batch.objects.select_for_update().filter(pk=batch.pk).first()
         deleted, _ = EchoRestore.objects.filter(batch=batch, worker__pseudonym=worker).delete()

@@ -1,19 +1,9 @@
 """The places of a calibration sample's held-out answers offered again (a sync step, before the quality loop).
 
-The echo check (:func:`annotation.machine.selectors.sample_echo`) holds the answers of a worker who follows
-the machine more than people do out of the sample's reference. Their answers still fill their places, so
-without this step a sampled query keeps one vote fewer than the reference rule asked for, and a query
-whose remaining votes split has no reference label: an error for any machine. Here each held-out answer's
-place is offered again through the quality loop's re-offer record (:class:`annotation.models.Reoffer`,
-one per assignment, committed before the provider is called, its request token derived from it): the HIT
-wants one answer more (``Hit.max_assignments``, as an escalation raises it) and the provider adds the place,
-within the batch's extra budget (:mod:`annotation.quality.services.budget`).
-
-Registered in :data:`annotation.crowd.services.hooks.sync_steps` by ``annotation.apps.PLUG_INS`` before the
-quality loop: a module of its own that nothing else imports, so the plug-ins' order is the steps' order. It
-acts only once the sample's round is in (:func:`annotation.quality.services.escalation.round_in_progress`),
-the moment the echo check reads the answers the escalation round would; the re-offered places then open the
-round again, and the escalation waits for their answers.
+The echo check holds a worker who follows the machine more than people do out of the sample's reference,
+but their answers still fill their places: without this step a sampled query keeps one vote fewer than the
+reference rule asked for. Registered in :data:`annotation.crowd.services.hooks.sync_steps` by
+``annotation.apps.PLUG_INS``: a module nothing else imports, so the plug-ins' order is the steps' order.
 """
 
 from __future__ import annotations
@@ -54,8 +44,9 @@ def held_out_without_reoffer(batch: Batch) -> list[Assignment]:
 
 @sync_steps.register
 def reoffer_held_out(batch: Batch, provider: Any, result: Any) -> None:
-    """Offer the place of each held-out answer of a calibration sample again, once its round is in; finish
-    re-offers an interrupted run recorded first. Counted in ``result.reoffered`` (and ``reoffer_over_budget``)."""
+    """Offer each held-out answer's place again once the round is in, within the extra budget, through a
+    :class:`Reoffer` committed before the provider is called (an interrupted run's are finished first);
+    counted in ``result.reoffered`` (and ``reoffer_over_budget``)."""
     if batch.purpose != Batch.Purpose.CALIBRATION or batch.status not in (
         Batch.Status.PUBLISHED,
         Batch.Status.COMPLETED,

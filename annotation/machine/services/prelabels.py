@@ -1,20 +1,9 @@
 """Pre-label a batch's queries with a machine (``annotation.machine.prelabellers``) and store the labels.
 
-:func:`prelabel_batch` asks a pre-labeller for the batch's queries (gold ones included:
-they show how good the machine is) a chunk at a time and writes each chunk's
-:class:`~annotation.models.PreLabel` rows in one transaction, replacing those of the same
-(labeller, model, prompt version): rerunning is safe and, for the chat labeller, free,
-since its answers are cached in :class:`~annotation.models.PreLabelAnswer` (written as
-they arrive, so an interrupted run keeps what it paid for). A query the machine could
-not label (every answer unparseable) gets no row and is counted as unlabelled.
-
-The ``trained`` labeller learns first, from ``train``: a labelled query file (read by
-:func:`~annotation.crowd.services.batches.read_labelled_file`: TSV ``qid<TAB>query<TAB>label``
-or the study's CSV ``qid,query,label``) or ``batch:NAME``, that batch's human labels so
-far ("adjudication first, else majority vote", :class:`~annotation.results.selectors.labels.BatchAnswers`;
-gold questions left out, as their labels are what the machine is checked against).
-Trained on the batch it labels, it labels the humans' queries too; those predictions are
-marked ``in_training`` in their ``detail`` so that calibration can leave them out.
+:func:`prelabel_batch` labels the batch's queries (gold ones too: they show how good the machine is) a
+chunk at a time, each chunk's :class:`~annotation.models.PreLabel` rows replacing those of the same
+(labeller, model, prompt version) in one transaction: a rerun is safe and, for the chat labeller, free,
+as its answers are cached in :class:`~annotation.models.PreLabelAnswer` as they arrive.
 """
 
 from __future__ import annotations
@@ -44,6 +33,10 @@ from genderbias.errors import InputError
 from genderbias.labels import LABELS
 
 CHUNK = 200
+#: Why the chat labeller cannot run here (the page, the API and a job say the same).
+OPENAI_UNCONFIGURED = (
+    "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)"
+)
 
 
 def _sha(text: str) -> str:
@@ -89,12 +82,9 @@ def cached_answers() -> list[dict]:
 
 
 def clear_answer_cache(model: str, prompt_version: str | None = None) -> int:
-    """Forget the cached answers of ``model`` (of one prompt version, or all); how many queries' answers went.
-
-    The cache is shared by every batch: the next run with that model asks (and pays) again.
-    Stored pre-labels are kept. A model with nothing cached is refused (a typo must not pass
-    for success).
-    """
+    """Forget the cached answers of ``model`` (of one prompt version, or all), shared by every batch;
+    how many queries' answers went. Stored pre-labels are kept. Nothing cached is refused (a typo must
+    not pass for success)."""
     if not model:
         raise ServiceError("model: name the model whose cached answers to clear")
     rows = PreLabelAnswer.objects.filter(model=model)
@@ -112,16 +102,10 @@ PRELABEL_JOB_KIND = "annotation.prelabel"
 
 
 def live_prelabel(batch: Batch, labeller: str, train: str | None = None) -> str | None:
-    """Why a second pre-labelling of ``batch`` by the same machine is refused (409) while one is queued
-    or running, or None.
-
-    Three posts at once must not start three jobs paying for the same answers: called by
-    :func:`core.services.once.claim` under the batch's row lock, in the transaction that starts
-    the job, so of two concurrent posts the second sees the first one's Job. The same machine is
-    the same labeller (and, for ``trained``, the same training source: an uploaded file by its
-    content, see :class:`_TrainingSource`); the chat labeller's model is the site's setting. A
-    refused post's kept upload is deleted (no job will read it).
-    """
+    """Why a second pre-labelling of ``batch`` by the same machine is refused (409) while one is live,
+    or None: called by :func:`core.services.once.claim` under the batch's row lock, so concurrent posts
+    start one job paying for the answers. The same machine: the same labeller (for ``trained``, the same
+    :class:`_TrainingSource`). A refused post's kept upload is deleted (no job will read it)."""
     from core.models import Job
     from core.services.once import LIVE_JOB
 
@@ -143,14 +127,9 @@ def live_prelabel(batch: Batch, labeller: str, train: str | None = None) -> str 
 
 @dataclass(frozen=True)
 class _TrainingSource:
-    """What a trained job learns from, as :func:`live_prelabel` compares two of them.
-
-    Each upload is kept under a random prefix (``core.services.uploads.keep_upload``), so two posts of
-    the same file have two paths: an upload is its original name and its content's SHA-256.
-    The SHA-256 is ``None`` once a job has read (and deleted) its upload: then the original
-    name alone decides (a running job is refused a same-named file: conservative, for as long
-    as it runs). Anything else (``batch:NAME``, a server path) is its text.
-    """
+    """What a trained job learns from, as :func:`live_prelabel` compares two of them: an upload (kept
+    under a random prefix) by its original name and content's SHA-256 (``None`` once its job read and
+    deleted it: then the name alone decides, conservatively); anything else by its text."""
 
     name: str
     sha256: str | None = None
@@ -194,7 +173,7 @@ def prompt_in_force() -> Prompt:
 
 def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path | None = None) -> PreLabeller:
     """The pre-labeller ``name`` as this site configures it (``PRELABEL_*`` settings for ``openai``);
-    ``train`` (for ``trained`` only, and required by it) is what it learns from (see the module docstring)."""
+    ``train``: what ``trained`` (only, and always) learns from."""
     if (train is None) == (name == "trained"):
         if train is None:
             raise ServiceError("the trained pre-labeller needs training data: a labelled query file or batch:NAME")
@@ -204,9 +183,7 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
     if name == "openai":
         connection = chat_settings()
         if not connection.configured:
-            raise ServiceError(
-                "the openai pre-labeller needs PRELABEL_API_URL and PRELABEL_MODEL (the environment or the Connections page)"
-            )
+            raise ServiceError(OPENAI_UNCONFIGURED)
         client = chat_client(
             connection,
             timeout=settings.PRELABEL_TIMEOUT,
@@ -231,13 +208,16 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
     if samples is not None:
         raise ValueError(f"the {name} pre-labeller takes no samples")
     if name == "trained":
-        return trained_prelabeller(train)
+        texts, labels, source = training_data(train)
+        try:
+            return get_prelabeller("trained", texts=texts, labels=labels, source=source)
+        except ValueError as exc:  # data too few or of one label
+            raise ServiceError(f"cannot train on {source}: {exc}") from None
     return get_prelabeller(name)
 
 
 def chat_client(connection, *, timeout: float, deadline: float, max_attempts: int) -> ChatClient:
-    """The chat labeller's client for ``connection`` (``core.selectors.chat_settings``): its request as this site
-    configures it (prompt, answer format, cap and its field, log-probabilities)."""
+    """The chat labeller's client for ``connection`` (``core.selectors.chat_settings``) as this site configures it."""
     return ChatClient(
         connection.api_url,
         connection.api_key,
@@ -260,10 +240,8 @@ CONNECTION_TEST_QUERY = "how long is a pregnancy"
 
 
 def check_chat() -> str:
-    """The chat connection's test (the Connections page, its API, ``manage.py connections``): the labeller's own
-    request for one query (its prompt, answer format, cap, log-probabilities, ``n`` = ``PRELABEL_SAMPLES``), sent
-    through the labeller's client, which meets a refusal as a job would (``n`` above a server's slots, the cap's
-    other field, log-probabilities): what the server refused is reported, with what its answers gave."""
+    """The chat connection's test: the labeller's own request for one query through its client, which
+    meets a refusal as a job would; what the server refused is reported, with what its answers gave."""
     connection = chat_settings()
     if not connection.model:
         raise ConnectionTestFailed("no model is set: name the model the endpoint serves")
@@ -313,12 +291,9 @@ def _kept_upload(path: Path) -> bool:
 
 
 def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
-    """Texts, labels and the source's name of ``train`` (a labelled query file or ``batch:NAME``).
-
-    An uploaded file is named by its original name (not the name it was kept under, so the
-    same file uploaded twice is the same machine: the model's name also holds the data's
-    SHA-256), its errors name no server path, and it is deleted once read.
-    """
+    """Texts, labels and the source's name of ``train``: a labelled query file or set, or ``batch:NAME``
+    (that batch's human labels so far, gold left out: the machine is checked against them). An upload is
+    named by its original name (its errors name no server path) and deleted once read."""
     train = str(train)
     if train.startswith(BATCH_PREFIX):
         name = train.removeprefix(BATCH_PREFIX)
@@ -344,15 +319,6 @@ def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
     finally:
         path.unlink(missing_ok=True)
     return [q.text for q in queries], [q.label for q in queries], name
-
-
-def trained_prelabeller(train: str | Path) -> PreLabeller:
-    """The ``trained`` pre-labeller fitted on ``train``; data too few or of one label is refused."""
-    texts, labels, source = training_data(train)
-    try:
-        return get_prelabeller("trained", texts=texts, labels=labels, source=source)
-    except ValueError as exc:
-        raise ServiceError(f"cannot train on {source}: {exc}") from None
 
 
 @dataclass
@@ -382,7 +348,8 @@ class PrelabelSummary:
 def prelabel_batch(
     batch: Batch, labeller: PreLabeller | str, *, samples: int | None = None, train: str | Path | None = None
 ) -> PrelabelSummary:
-    """Pre-label every query of ``batch`` with ``labeller`` (a name or an object); see the module docstring."""
+    """Pre-label every query of ``batch`` with ``labeller`` (a name or an object); a query the machine could
+    not label gets no row and counts as unlabelled."""
     if isinstance(labeller, str):
         labeller = make_prelabeller(labeller, samples=samples, train=train)
     queries = list(BatchQuery.objects.filter(batch=batch).order_by("is_gold", "position"))

@@ -5,20 +5,15 @@
 The names the shells and the facade use are re-exported here.
 """
 
-from annotation.machine.routing_text import guarantee_text, plan_summary, sample_waits_text
-from annotation.machine.services.routing.act import Routed, refuse_while_waiting, route_and_publish, route_batch
+from annotation.machine.routing_text import guarantee_text, plan_summary
+from annotation.machine.services.routing.act import refuse_while_waiting, route_and_publish, route_batch
 from annotation.machine.services.routing.audit import audit_routing
 from annotation.machine.services.routing.choice import reference_state
 from annotation.machine.services.routing.plan import (
     DEFAULT_RISK,
     ESTIMATE,
     GUARANTEE,
-    ROUTING_FIELDS,
-    RoutingPlan,
-    RoutingRequest,
-    check_risk,
     check_routing,
-    check_target_accuracy,
     parse_cascade,
     plan_routing,
     routing_request,
@@ -29,14 +24,8 @@ __all__ = [
     "DEFAULT_RISK",
     "ESTIMATE",
     "GUARANTEE",
-    "ROUTING_FIELDS",
-    "Routed",
-    "RoutingPlan",
-    "RoutingRequest",
     "audit_routing",
-    "check_risk",
     "check_routing",
-    "check_target_accuracy",
     "guarantee_text",
     "parse_cascade",
     "plan_routing",
@@ -46,6 +35,5 @@ __all__ = [
     "route_and_publish",
     "route_batch",
     "routing_request",
-    "sample_waits_text",
     "size_sample",
 ]

@@ -21,6 +21,7 @@ from annotation.machine.services.calibration import (
     create_derived_batch,
     follow_reference,
     part_name,
+    routed_in_force,
 )
 from annotation.machine.services.routing.choice import reference_state
 from annotation.machine.services.routing.plan import (
@@ -45,12 +46,7 @@ def _check_routable(batch: Batch) -> None:
 
 def _live_routing(batch: Batch) -> str | None:
     """Why routing ``batch`` again is a duplicate (:func:`core.services.once.claim`): a routed batch in force."""
-    live = (
-        batch.routings.filter(routed_batch__isnull=False)
-        .exclude(routed_batch__status=Batch.Status.CANCELLED)
-        .select_related("routed_batch")
-        .first()
-    )
+    live = routed_in_force(batch)
     if live is None:
         return None
     return (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.machine.routing_text import _some
-from annotation.machine.selectors import calibration_batch, read_sample
+from annotation.machine.selectors import calibration_batch, read_sample, reference_rule
 from annotation.machine.services.calibration import DEFAULT_SAMPLE
 from annotation.machine.services.routing.plan import (
     DEFAULT_RISK,
@@ -144,7 +144,6 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
 
     from annotation.machine.report.selectors import fitted_crowd
     from annotation.machine.services.calibration import reference_record
-    from genderbias.crowd.simulation.escalation import ReferenceRule
     from genderbias.crowd.simulation.workers import crowd_from_dict, crowd_from_figures
     from genderbias.errors import InputError
     from genderbias.labels import LABELS
@@ -155,8 +154,7 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
     if sample is not None and sample.reference is not None and escalation_cap is None and until == "majority":
         rule = sample.reference
     else:
-        record = reference_record(batch, escalation_cap, until)
-        rule = ReferenceRule(votes=record["votes"], cap=record["cap"], posterior=record["posterior"])
+        rule = reference_rule(reference_record(batch, escalation_cap, until))
     if crowd is None:
         crowd = "fitted" if sample is not None and sample.votes is not None and len(sample.votes) else "none"
     if crowd == "none":

@@ -1,16 +1,10 @@
 """The routing plan: the one check of a request (:func:`check_routing`) and :func:`plan_routing`. Writes nothing.
 
-From the blind calibration sample, the threshold is chosen by default with a finite-sample guarantee
-(:func:`genderbias.machine.certification.certify_threshold`): with probability at least 1 − ``risk`` over
-the draw of the sample, the machine's labels at or above it agree with the reference label on at least
-``target_accuracy`` of them. ``risk=None`` uses the point estimate
-(:func:`genderbias.machine.routing_statistics.choose_threshold`), labelled "no guarantee" wherever shown.
-The guarantee is refused when the routable queries are not the sample's population; nothing is certified
-while sample queries await the crowd; the first guaranteed routing on a sample fixes its (target, risk).
-
-Every query ends somewhere the plan names: gold, the sample, machine-accepted, to the crowd (the
-trained-on, the unlabelled, then the least sure, as far as ``budget`` pays) or over budget (unlabelled).
-The rules and why: docs/prelabelling.md, "Routing".
+The threshold is chosen on the blind sample with a finite-sample guarantee
+(:func:`genderbias.machine.certification.certify_threshold`, stated by
+:func:`~annotation.machine.routing_text.guarantee_text`), or by the point estimate (``risk=None``, "no
+guarantee" wherever shown). Every query ends somewhere the plan names: gold, the sample, machine-accepted,
+to the crowd (as far as ``budget`` pays) or over budget. The rules and why: docs/prelabelling.md, "Routing".
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from annotation.machine.routing_text import sample_waits_text
-from annotation.machine.selectors import RANDOM_DESIGN, CalibrationSample, read_sample
+from annotation.machine.selectors import RANDOM_DESIGN, CalibrationSample, read_sample, rule_record
 from annotation.machine.services.routing.choice import (
     advice_when_uncertified,
     affordable_queries,
@@ -56,6 +50,8 @@ def check_risk(value: float) -> float:
     return value
 
 
+#: The plan's query id lists (a preview through the API leaves them out unless ``?qids=1``).
+QID_LISTS = ("accepted", "to_humans", "over_budget", "in_training", "no_machine_label")
 #: A routing request's fields, named alike by the page's form, the API and the services' keywords.
 ROUTING_FIELDS = ("target_accuracy", "risk", "no_guarantee", "budget", "cascade")
 
@@ -179,7 +175,7 @@ class RoutingPlan:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("accepted", "to_humans", "over_budget", "in_training", "no_machine_label"):
+        for key in QID_LISTS:
             data[f"{key}_count"] = len(data[key])
         data["saving"] = self.saving
         data["labelled"] = self.labelled
@@ -222,7 +218,7 @@ def plan_routing(
         kept = set(chosen.get("accepted", []))
         rest = {qid: m.confidence for qid, m in sample.rest.items() if qid not in kept}
         split = replace(split_by_threshold(rest, None), accepted=sorted(kept))
-    sampled = set(sample.drawn) | {q for link in sample.chain for q in link.derivation["stratum_of"]}
+    sampled = set(sample.drawn) | set(sample.stratum_of)
     queries = dict(batch.queries.values_list("qid", "is_gold"))
     gold = sum(queries.values())
     routable = set(sample.population) | set(sample.in_training)
@@ -270,23 +266,13 @@ def plan_routing(
         escalation_next=chosen.get("escalation_next", Decimal("0")),
         escalation_limit=chosen.get("escalation_limit", Decimal("0")),
         extendable=sample.extendable,
-        reference_rule=_rule_record(sample.reference),
+        reference_rule=rule_record(sample.reference),
         stages=chosen.get("stages", []),
         echo=sample.echo.as_dict() if sample.echo is not None else {},
         **advice,
     )
     plan.cost_all = crowd_cost(batch, plan.labelled)
     return plan
-
-
-def _rule_record(rule) -> dict[str, Any]:
-    return {
-        "votes": rule.votes,
-        "cap": rule.cap,
-        "until": rule.until,
-        "posterior": rule.posterior,
-        "text": rule.describe(),
-    }
 
 
 def parse_cascade(names: list[str]) -> list[tuple[str, float | None]]:
