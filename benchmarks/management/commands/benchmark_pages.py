@@ -29,6 +29,22 @@ PASSWORD = "pages-benchmark-password"
 TEMPLATE = ("template page", "/admin/login/")
 
 
+def registered_study(folder: Path, name: str, passages: int, queries: int, runs: int) -> list[str]:
+    """A synthetic study written in ``folder`` (the collection is read from its file) and registered with the
+    commands as ``name``: its runs' names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = SyntheticSpec(passages=passages, queries=queries, runs=runs, depth=100)
+    write_collection(folder / "collection.tsv", spec)
+    write_queries(folder / "queries.tsv", spec)
+    paths = write_runs(folder, folder / "queries.tsv", spec)
+    call_command("import_collection", str(folder / "collection.tsv"), name=name, verbosity=0)
+    call_command("import_queries", str(folder / "queries.tsv"), name=name, verbosity=0)
+    run_names = [f"{name}-run-{i}" for i in range(len(paths))]
+    for path, run in zip(paths, run_names, strict=True):
+        call_command("import_run", str(path), name=run, collection=name, verbosity=0)
+    return run_names
+
+
 class Command(ProjectCommand):
     help = (
         "Server cost of the researcher's pages: builds a batch of --queries queries with three answers "
@@ -134,17 +150,7 @@ class Command(ProjectCommand):
             self.stdout.write(f"Reusing batch and report {name}")
             return batch, report
         started = time.monotonic()
-        folder = Path(settings.VAR_DIR) / "benchmark-pages" / name  # the collection is read from its file
-        folder.mkdir(parents=True, exist_ok=True)
-        spec = SyntheticSpec(passages=passages, queries=queries, runs=runs, depth=100)
-        write_collection(folder / "collection.tsv", spec)
-        write_queries(folder / "queries.tsv", spec)
-        paths = write_runs(folder, folder / "queries.tsv", spec)
-        call_command("import_collection", str(folder / "collection.tsv"), name=name, verbosity=0)
-        call_command("import_queries", str(folder / "queries.tsv"), name=name, verbosity=0)
-        run_names = [f"{name}-run-{i}" for i in range(len(paths))]
-        for path, run in zip(paths, run_names, strict=True):
-            call_command("import_run", str(path), name=run, collection=name, verbosity=0)
+        run_names = registered_study(Path(settings.VAR_DIR) / "benchmark-pages" / name, name, passages, queries, runs)
         query_set = QuerySet.objects.get(name=name)
         batch = answered_batch(name, query_set, worker_prefix=PREFIX)
         report = metrics_services.build_report(

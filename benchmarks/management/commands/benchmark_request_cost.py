@@ -22,20 +22,19 @@ from unittest import mock
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import caches
-from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 from django.test import Client
 
 from annotation.models import Assignment, Batch, Hit, Judgment
 from benchmarks.management.commands.benchmark_pages import Command as Pages
+from benchmarks.management.commands.benchmark_pages import registered_study
 from benchmarks.site_load import format_table
 from core.management.cli import ProjectCommand, command_errors
 from core.models import Job
 from metrics import services as metrics_services
 from metrics.models import Report
 from pooling.models import QuerySet, Run
-from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 from tests.support.batches import answered_batch
 from tests.support.url_patterns import site_patterns
 
@@ -150,16 +149,7 @@ class Command(ProjectCommand):
         name = f"{PREFIX}{queries}"
         if (batch := Batch.objects.filter(name=name).first()) is None:
             started = time.monotonic()
-            folder = Path(settings.VAR_DIR) / "benchmark-request-cost" / name
-            folder.mkdir(parents=True, exist_ok=True)
-            spec = SyntheticSpec(passages=passages, queries=queries, runs=runs, depth=100)
-            write_collection(folder / "collection.tsv", spec)
-            write_queries(folder / "queries.tsv", spec)
-            paths = write_runs(folder, folder / "queries.tsv", spec)
-            call_command("import_collection", str(folder / "collection.tsv"), name=name, verbosity=0)
-            call_command("import_queries", str(folder / "queries.tsv"), name=name, verbosity=0)
-            for i, path in enumerate(paths):
-                call_command("import_run", str(path), name=f"{name}-run-{i}", collection=name, verbosity=0)
+            registered_study(Path(settings.VAR_DIR) / "benchmark-request-cost" / name, name, passages, queries, runs)
             batch = answered_batch(name, QuerySet.objects.get(name=name), worker_prefix=PREFIX, answers=answers)
             self.stdout.write(f"Built batch {name} in {time.monotonic() - started:.0f} s")
         run_list = list(Run.objects.filter(name__startswith=f"{name}-run-").order_by("name"))
