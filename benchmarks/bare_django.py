@@ -1,10 +1,8 @@
 """A bare Django project with the given framework apps, for ``benchmark_startup`` to measure beside this one.
 
-What start-up costs beyond Django itself: the same framework apps (``django.contrib.*``, REST
-framework, the API schema, axes: this project's ``INSTALLED_APPS`` without its own apps), the
-same database engine and options, and one app of its own with one model and one small command,
-``import_queries PATH --name NAME``, that reads a ``qid<TAB>query`` file and stores its rows in
-one transaction: the bare counterpart of this project's ``import_queries`` on a 10-line file.
+What start-up costs beyond Django itself: this project's ``INSTALLED_APPS`` without its own apps, the same
+database engine and options, and one app of its own with one model and a small ``import_queries PATH --name
+NAME`` that stores a ``qid<TAB>query`` file's rows in one transaction (this project's, on a 10-line file).
 
 Pure: writes files (standard library only); the project runs as its own ``manage.py`` processes.
 """

@@ -114,12 +114,8 @@ def tree_cpu_seconds(pid: int) -> float:
 
 
 def sqlite_commit_seconds(path: str, *, journal: str, synchronous: str, checkpoint_pages: int, commits: int) -> float:
-    """Wall-clock seconds per small write transaction (one 200-byte row, as a submit writes) in a fresh file.
-
-    The SQLite settings the site chooses (config/settings.py) against the alternatives:
-    ``journal`` (``wal``, ``delete``), ``synchronous`` (``normal``, ``full``), WAL
-    auto-checkpoint size in pages.
-    """
+    """Wall-clock seconds per small write transaction (one 200-byte row, as a submit writes) in a fresh file,
+    to set the SQLite settings the site chooses (config/settings.py) against the alternatives."""
     import os
     import sqlite3
     import time

@@ -1,10 +1,8 @@
 """One measurement in a fresh process, as ``benchmark_pooling`` starts it; prints one JSON line.
 
-``python -m benchmarks.pooling MODE WORK COLLECTION QUERIES CUTOFF DEPTH RUN...``, MODE one of
-``naive`` (the reference notebooks' pooling), ``first`` (a first pool in one command),
-``import`` (this project's registration) or ``pool`` (this project's pool of what
-``import`` registered, in the same WORK folder) or ``phases`` (where that pool's work goes, step by
-step, without storing it).
+``python -m benchmarks.pooling MODE WORK COLLECTION QUERIES CUTOFF DEPTH RUN...``, MODE ``naive`` (the reference
+notebooks' pooling), ``first`` (a first pool in one command), ``import`` (this project's registration), ``pool``
+(its pool of what ``import`` registered in WORK) or ``phases`` (where that pool's work goes, storing nothing).
 """
 
 from __future__ import annotations

@@ -67,11 +67,9 @@ def _statement_label(sql: str) -> str:
 
 
 class _Anatomy:
-    """One request kind's statements and CPU, measured in this process (this thread's CPU time): the
-    total, the database call (on SQLite the database's own work; on PostgreSQL the client's side),
-    the ORM's compilers turning querysets into SQL (``as_sql`` of every compiler class, outermost
-    call) and template rendering (``Template.render``, outermost call); the rest is Django's request
-    handling, the middleware and the views' own Python."""
+    """One request kind's statements and this thread's CPU: the total, the database call (on PostgreSQL the
+    client's side), the ORM's SQL compilers and template rendering (outermost calls); the rest is Django's
+    request handling, the middleware and the views' own Python."""
 
     def __init__(self) -> None:
         self.cpu: list[float] = []

@@ -1,13 +1,10 @@
 """What first use costs before any work: ``migrate`` on a new database and a small command's start-up.
 
-Every measurement is a fresh process as a user starts it (``python manage.py ...``), the
-median of ``--repeat``; the rounds are interleaved (one of each per round) so that load from
-elsewhere on the machine falls on all of them alike. Beside this checkout, a bare Django
-project with the same framework apps (:mod:`benchmarks.bare_django`) runs ``help``, its own
-``import_queries`` on the same 10-line file and ``migrate``: what this project adds to Django's
-own start-up. ``--compare`` measures another checkout's ``manage.py`` (an older commit, for a
-before/after) in the same rounds, with this one's interpreter. Python caches the bytecode (in
-the work folder) as it does for a user; one untimed ``help`` per project compiles it first.
+Every measurement is a fresh process as a user starts it, the median of ``--repeat``; the rounds are interleaved
+so that load from elsewhere on the machine falls on all of them alike. A bare Django project with the same
+framework apps (:mod:`benchmarks.bare_django`) runs beside this checkout: what this project adds to Django's own
+start-up. ``--compare`` measures another checkout in the same rounds, with this one's interpreter. Python caches
+the bytecode (in the work folder) as it does for a user; one untimed ``help`` per project compiles it first.
 """
 
 import os
