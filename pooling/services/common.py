@@ -1,15 +1,12 @@
-"""What the topic modules of :mod:`pooling.services` share.
-
-An import's result (``ImportResult``), the progress of one pass over a file (bytes read,
-to the Job and a tqdm bar), and the wait on the :class:`~pooling.models.ScanChunk` rows
-of a split scan or run import: the project keeps no Celery result backend, so completion
-is read from those rows.
+"""What the topic modules of :mod:`pooling.services` share: an import's result, the progress of one
+pass over a file, and the chunks of a split scan or run import sent to workers (:func:`run_chunks`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,14 +28,9 @@ class ImportResult:
     notes: list[str] = field(default_factory=list)
 
     def counts(self) -> dict:
-        """``lines_read`` (the data lines: not blank, not comments), ``imported`` (rows made:
-        passages, queries, run lines, words, judgments) and ``skipped`` (bad lines passed over). An
-        import that found its content already there imports nothing; ``lines_read`` is then
-        ``None`` (a run already there is not read again).
-
-        A collection registered by reference is not read: its passages are neither lines read nor
-        rows imported, and ``by_reference`` holds how many its metadata says it has (``None``: it does
-        not say), so that registering MS MARCO v2's 138M passages does not report them read."""
+        """``lines_read`` (data lines; ``None`` when the content was already there), ``imported`` (rows
+        made) and ``skipped`` (bad lines passed over). A collection by reference is not read:
+        ``by_reference`` holds how many passages its metadata says it has (``None``: unknown)."""
         skipped = len(self.skipped)
         if not self.created:
             return {"lines_read": None, "imported": 0, "skipped": skipped}
@@ -50,9 +42,8 @@ class ImportResult:
         return counts
 
     def outcome(self) -> str:
-        """The counts in words, for a job's message: ``8 lines read, 6 imported, 2 skipped``; a collection
-        by reference first, as what it is: ``passages registered by reference: 138,364,198 known from the
-        collection's metadata, 0 read``."""
+        """The counts in words, for a job's message: ``8 lines read, 6 imported, 2 skipped``, a collection
+        by reference's passages first."""
         counts = self.counts()
         if counts["lines_read"] is None:
             return "nothing imported"
@@ -83,9 +74,7 @@ class DatasetImport:
 
 
 def _records(obj) -> int:
-    """Rows an import made: a collection's passages, a query set's queries, a run's lines, a
-    word list's words, a dataset's passages, queries and judgments together."""
-
+    """Rows an import made (a dataset's or a named set's: its parts' together)."""
     if isinstance(obj, DatasetImport) or hasattr(obj, "named"):  # a dataset's or a named set's parts
         return sum(_records(part) for part in obj.parts())
     if isinstance(obj, Collection):  # a collection by reference is not read: no row made (ImportResult.counts)
@@ -113,26 +102,32 @@ def byte_progress(path: Path, description: str, job: Job | None, bar: bool) -> P
     return Progress(description, total=path.stat().st_size, unit="B", unit_scale=True, job=job, bar=bar)
 
 
-def wait_for_chunks(key: str, timeout: float) -> None:
-    """Wait until no chunk of ``key`` is pending, or ``timeout`` seconds; the caller reports
-    the chunks left unfinished (a lost worker's chunk stays pending, to be read again)."""
-    import time
+def run_chunks(key: str, task: str, *args, timeout: float) -> list[ScanChunk]:
+    """Send ``task(chunk id, *args)`` for each pending chunk of ``key`` as one Celery group, wait until
+    none is pending or ``timeout`` seconds passed, and return the chunks in order; the caller reports
+    those unfinished (a lost worker's chunk stays pending, to be read again). Completion is read from
+    the rows: the project keeps no Celery result backend."""
+    from celery import group
 
-    deadline = time.monotonic() + timeout
-    while ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).exists():
-        if time.monotonic() > deadline:
-            return  # the caller reports the unfinished chunks
-        time.sleep(0.1)
+    from core.tasks import task_named
+
+    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
+    if pending:
+        chunk_task = task_named(task)
+        group(chunk_task.s(pk, *args) for pk in pending).apply_async()
+        deadline = time.monotonic() + timeout
+        while ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).exists():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    return list(ScanChunk.objects.filter(key=key).order_by("index"))
 
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector for a burst of allocation (a pool's tens of thousands
-    of provenance tuples and rows), then let it run as before.
-
-    Each full collection walks every object the process holds (Django, polars, numpy: about
-    60 ms of a pool at 1M passages, for nothing: the work makes no reference cycles worth
-    collecting before it ends). Nested use leaves a paused collector paused.
+    """Pause Python's cycle collector for a burst of allocation (a pool's rows), then let it run as before:
+    each full collection walks every object the process holds, for no cycle worth collecting
+    (docs/benchmarks.md, "Where `pool`'s CPU goes"). Nested use leaves a paused collector paused.
     """
     was_enabled = gc.isenabled()
     gc.disable()

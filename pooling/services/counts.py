@@ -1,19 +1,18 @@
 """Gender-word counts of passages (``docid, f, m, length``): cached, or one scan split over workers.
 
-Counting reads the collection's file, so it is the slow step of a pool or a report; a
-collection by reference is read by docid (:func:`counts_by_reference`), just the passages asked
-for, each text kept by docid (:func:`texts_by_reference`) for the checksum a report records
-(:func:`texts_checksum`).
-:func:`document_counts_for` is the cached entry point: the cache is per (collection
-content, word list content, tokenizer), grows with the passages analyses ask for, and
-reads only those passages' bytes when the docid index holds their spans.
+Counting reads the collection, the slow step of a pool or a report. :func:`document_counts_for`
+is the cached entry point: the cache is keyed by content (collection, word list, tokenizer), grows
+with the passages asked for, and reads only their bytes when the docid index holds their spans. A
+collection by reference is read by docid, each text kept (:func:`texts_by_reference`).
 :func:`document_counts_chunked` splits one scan over Celery workers, each chunk a
-:class:`~pooling.models.ScanChunk` row that is idempotent on its own.
+:class:`~pooling.models.ScanChunk` row, idempotent on its own: calling again after a lost worker
+does only the chunks still pending.
 """
 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +32,7 @@ from genderbias.text.wordlists import GenderWords
 from ..analysis import check_tokenizer
 from ..models import Collection, ScanChunk, WordList
 from ..selectors import collection_texts, passage_spans, wordlist_of
-from .common import byte_progress, wait_for_chunks
+from .common import byte_progress, run_chunks
 from .imports import register_wordlist
 
 if TYPE_CHECKING:
@@ -52,11 +51,8 @@ def document_counts_for(
 ) -> pl.DataFrame:
     """Counts ``docid, f, m, length`` for ``docids``, from the cache or one pass over the collection.
 
-    The cache is per (collection content, word list content, tokenizer) and grows with
-    the documents analyses ask for. ``lengths=False`` (a pool, which needs only ``f`` and
-    ``m``) does not count the passages' tokens: their ``length`` is null, in the answer
-    and in the cache, and a later call with ``lengths=True`` (a report) counts those
-    passages again, whole, and keeps the new row.
+    ``lengths=False`` (a pool) leaves ``length`` null, in the answer and the cache; a later call with
+    ``lengths=True`` (a report) counts those passages again and keeps the new row.
     """
     import polars as pl
 
@@ -74,17 +70,14 @@ def document_counts_for(
     if collection.by_reference:
         fresh = counts_by_reference(collection, missing, wordlist, [tokenizer], lengths=lengths, job=job, bar=bar)
         fresh = fresh[tokenizer]
-        if cached is None:
-            _store(cache, None, fresh)
-            return fresh
-        return _store(cache, cached, fresh).join(wanted.to_frame(), on="docid", how="semi")
-    path = _check_unchanged(collection)
-    spans = passage_spans(collection, missing)
-    with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
-        if spans is None:  # one pass over the whole file
-            fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress.update_to, lengths=lengths)
-        else:  # just the passages' bytes, found in the index
-            fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress.update_to, lengths=lengths)
+    else:
+        path = _check_unchanged(collection)
+        spans = passage_spans(collection, missing)
+        with byte_progress(path, f"Counting gender words in {len(missing):,} passages", job, bar) as progress:
+            if spans is None:  # one pass over the whole file
+                fresh = mag.document_counts(path, missing, wordlist, tokenizer, progress.update_to, lengths=lengths)
+            else:  # just the passages' bytes, found in the index
+                fresh = mag.document_counts_at(path, spans, wordlist, tokenizer, progress.update_to, lengths=lengths)
     if cached is None:  # the first counts of this (collection, word list, tokenizer): all were asked for
         _store(cache, None, fresh)
         return fresh
@@ -100,10 +93,8 @@ def count_ahead(
     bar: bool = True,
     chunks: int | None = None,
 ) -> None:
-    """Fill the counts cache of each of ``tokenizers`` with ``docids``' ``f`` and ``m`` (not their
-    lengths), as :func:`document_counts_for` with ``lengths=False`` would for each, every passage
-    missing from any of them read once (:func:`~genderbias.text.magnitudes.document_counts_at_each`). A
-    collection without spans in its index is counted a tokenizer at a time, as that function does.
+    """Fill the counts cache of each of ``tokenizers`` as :func:`document_counts_for` with
+    ``lengths=False`` would, each missing passage read once for all (where the index holds spans).
     ``chunks``: a collection by reference's texts are read over Celery workers (:func:`read_texts_chunked`).
     """
     import polars as pl
@@ -148,9 +139,7 @@ def counts_by_reference(
     chunks: int | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Counts of ``docids`` under each of ``tokenizers`` (tokenizer → ``docid, f, m, length``) in a
-    collection by reference: exactly those texts, read by docid (:func:`texts_by_reference`;
-    ``chunks``: over Celery workers)."""
-
+    collection by reference, its texts read by docid (:func:`texts_by_reference`)."""
     from genderbias.text import magnitudes as mag
 
     tokenizers = list(dict.fromkeys(tokenizers))
@@ -163,15 +152,10 @@ def counts_by_reference(
 def texts_by_reference(
     collection: Collection, docids: Iterable[str] | pl.Series, *, chunks: int | None = None, batch: int = 50_000
 ) -> pl.DataFrame:
-    """``docid, text`` of ``docids`` in a collection by reference, each text read from the collection
-    once (:func:`genderbias.files.docstores.read_texts`, ``batch`` at a time) and then kept in its
-    texts cache (``CACHE_DIR/texts/<sha256>/``, a Parquet file per read, never rewritten), so another
-    word list, tokenizer or report reads the cache, not the collection. A docid the collection lacks
-    is refused, naming it: a run's docids could not all be checked when it was imported.
-    ``chunks`` (≥ 1): the texts not cached are read by Celery workers, split by bundle file
-    (:func:`read_texts_chunked`)."""
-    import uuid
-
+    """``docid, text`` of ``docids`` in a collection by reference, each text read from the collection once
+    (``batch`` at a time) and kept in its texts cache (a Parquet file per read, never rewritten). A docid
+    the collection lacks is refused, naming it (a run's docids could not all be checked at import).
+    ``chunks`` (≥ 1): the texts not cached are read by Celery workers (:func:`read_texts_chunked`)."""
     import polars as pl
 
     wanted = pl.Series("docid", docids, dtype=pl.String).unique()
@@ -218,11 +202,9 @@ def _check_found(collection: Collection, asked: pl.Series, texts: pl.DataFrame) 
 
 def read_texts_chunked(collection: Collection, docids: pl.Series, *, chunks: int = 2, timeout: float = 3600.0) -> None:
     """Read the texts of ``docids`` into the collection's texts cache over Celery workers, split by
-    bundle file: each bundle's docids go to one chunk (bundles dealt out largest first to the chunk
-    holding fewest), so each worker seeks in its own files. An ir_datasets docstore has no bundles:
-    its docids are dealt out by hash. Each chunk is a :class:`ScanChunk` row read by a
-    ``read_texts_chunk_task``, idempotent as a scan's: calling again after a lost worker reads only
-    the chunks still pending. A chunk naming a passage the collection lacks fails the read, naming it."""
+    bundle file (largest first to the chunk holding fewest), so each worker seeks in its own files;
+    an ir_datasets docstore's docids are dealt out by hash. A passage the collection lacks fails the
+    read, naming it."""
     import polars as pl
 
     docids = docids.unique().sort()
@@ -251,16 +233,7 @@ def read_texts_chunked(collection: Collection, docids: pl.Series, *, chunks: int
             if not path.exists():
                 write_parquet_atomic(part, path)
             ScanChunk.objects.get_or_create(key=key, index=index, defaults={"start": 0, "end": len(part)})
-    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
-    if pending:
-        from celery import group
-
-        from core.tasks import task_named
-
-        read_texts_chunk_task = task_named("pooling.tasks.read_texts_chunk_task")
-        group(read_texts_chunk_task.s(pk, collection.pk) for pk in pending).apply_async()
-        wait_for_chunks(key, timeout)
-    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    done = run_chunks(key, "pooling.tasks.read_texts_chunk_task", collection.pk, timeout=timeout)
     failed = [chunk for chunk in done if chunk.status == ScanChunk.Status.FAILED]
     unfinished = [chunk.index for chunk in done if chunk.status == ScanChunk.Status.PENDING]
     if failed:
@@ -272,9 +245,8 @@ def read_texts_chunked(collection: Collection, docids: pl.Series, *, chunks: int
 
 
 def read_texts_chunk(chunk_id: int, collection_id: int) -> None:
-    """Read one chunk of :func:`read_texts_chunked` (the body of ``read_texts_chunk_task``) into the
-    texts cache. Idempotent: a done or failed chunk is left alone; the texts are written atomically
-    before the chunk is marked done, so a worker lost in between leaves it pending."""
+    """Read one chunk of :func:`read_texts_chunked` into the texts cache (``read_texts_chunk_task``); a
+    done or failed chunk is left alone, and the texts are written before the chunk is marked done."""
     import polars as pl
 
     chunk = ScanChunk.objects.get(pk=chunk_id)
@@ -299,8 +271,7 @@ def _texts_folder(collection: Collection) -> Path:
 
 
 def texts_checksum(collection: Collection, docids: Iterable[str] | pl.Series) -> tuple[str, int]:
-    """``(checksum, texts)`` of the texts of ``docids`` in a collection by reference
-    (:func:`genderbias.files.docstores.checksum_of_texts`), from its texts cache: what a report
+    """``(checksum, texts)`` of the texts of ``docids`` in a collection by reference: what a report
     records so that the texts it read can be checked again, wherever they are read from."""
     texts = texts_by_reference(collection, docids)
     return docstores.checksum_of_texts(texts), len(texts)
@@ -317,8 +288,7 @@ def _missing(cached: pl.DataFrame | None, wanted: pl.Series, lengths: bool) -> p
 
 
 def _store(cache: Path, cached: pl.DataFrame | None, fresh: pl.DataFrame) -> pl.DataFrame:
-    """The cache's rows with ``fresh`` in (a row counted again, e.g. now with its length, replaces the
-    older one), written atomically: the one writer of the counts cache."""
+    """The cache's rows with ``fresh`` in (replacing a row counted again), written atomically: the one writer."""
     import polars as pl
 
     if cached is not None:
@@ -329,14 +299,12 @@ def _store(cache: Path, cached: pl.DataFrame | None, fresh: pl.DataFrame) -> pl.
 
 def _cache_path(collection: Collection, wordlist: GenderWords, tokenizer: str) -> Path:
     """The counts cache of a (collection content, word list content, tokenizer definition): keyed by
-    what it holds, never by a name, so the same words from a file, the API or the site (a word list's
-    name is where it came from) reuse what ``import_run`` counted ahead with the built-in list."""
+    content, never a name, so the same words from anywhere reuse what ``import_run`` counted ahead."""
     return cache_dir("counts") / f"{collection.sha256[:20]}-{wordlist.sha256[:20]}-{tokenizer_key(tokenizer)}.parquet"
 
 
 def _check_unchanged(collection: Collection) -> Path:
-    """The collection's file, if it is still there with the imported size (the spans in its
-    index are byte offsets into it)."""
+    """The collection's file, if still there with the imported size (its index's spans are byte offsets)."""
     path = Path(collection.path)
     if not path.is_file() or path.stat().st_size != collection.size:
         raise ServiceError(
@@ -354,20 +322,12 @@ def document_counts_chunked(
     chunks: int = 2,
     timeout: float = 3600.0,
 ) -> pl.DataFrame:
-    """Counts ``docid, f, m, length`` for ``docids``, the collection scan split over Celery workers.
-
-    The file is cut into ``chunks`` byte ranges at line starts (a gzipped file cannot be
-    split: it is one chunk), each counted by a ``count_scan_chunk_task``, and the chunks'
-    counts concatenated (every line is in exactly one chunk, so this equals one pass).
-    Each chunk is a :class:`ScanChunk` row: calling again after a lost worker counts only
-    the chunks still pending, and a done chunk is never counted twice. Completion is read
-    from those rows (the project keeps no Celery result backend), waiting up to ``timeout``
-    seconds. ``docids=None`` counts every passage (no id filter per block).
+    """Counts ``docid, f, m, length`` for ``docids`` (``None``: every passage), the collection's file cut
+    into ``chunks`` byte ranges at line starts (a gzipped file is one chunk), each counted by a
+    ``count_scan_chunk_task``; every line is in one chunk, so this equals one pass.
     """
     import polars as pl
-    from celery import group
 
-    from core.tasks import task_named
     from genderbias.files.blocks import byte_ranges
 
     check_tokenizer(tokenizer)
@@ -386,12 +346,8 @@ def document_counts_chunked(
     with transaction.atomic():
         for index, (start, end) in enumerate(ranges):
             ScanChunk.objects.get_or_create(key=key, index=index, defaults={"start": start, "end": end})
-    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
-    if pending:
-        count_scan_chunk_task = task_named("pooling.tasks.count_scan_chunk_task")
-        group(count_scan_chunk_task.s(pk, collection.pk, record.pk, tokenizer) for pk in pending).apply_async()
-        wait_for_chunks(key, timeout)
-    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    args = (collection.pk, record.pk, tokenizer)
+    done = run_chunks(key, "pooling.tasks.count_scan_chunk_task", *args, timeout=timeout)
     unfinished = [chunk.index for chunk in done if chunk.status != ScanChunk.Status.DONE]
     if unfinished:
         raise ServiceError(f"chunks {unfinished} of the scan are not done; run again to count them")
@@ -399,12 +355,8 @@ def document_counts_chunked(
 
 
 def count_scan_chunk(chunk_id: int, collection_id: int, wordlist_id: int, tokenizer: str) -> None:
-    """Count one chunk of a split scan (the body of ``count_scan_chunk_task``).
-
-    Idempotent: a done chunk is left alone; otherwise the counts file is written
-    atomically first and the chunk marked done after, so a worker lost in between leaves
-    the chunk pending (to be redone) rather than done without its file.
-    """
+    """Count one chunk of a split scan (``count_scan_chunk_task``); a done chunk is left alone, and the
+    counts are written before the chunk is marked done, so a lost worker leaves it pending."""
     import polars as pl
 
     from genderbias.text import magnitudes as mag

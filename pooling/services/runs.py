@@ -1,11 +1,9 @@
 """Registering runs: a run file read, checked against its collection and normalised once
 into Parquet (``qid, docid, rank, score``), whole or split over Celery workers.
 
-The normalised file is named by content (file hash, order, collection), written
-atomically before the row is created, so a retry reuses it; reading it back is
-:func:`pooling.selectors.run_frame`. A split import (``chunks``) gives exactly the run a
-whole read gives: the workers only parse and check lines, and this process finishes the
-run in one piece (repeated pairs, query blocks, ties) as the whole read does.
+The normalised file is named by content (file hash, order, collection) and written before the
+row is created, so a retry reuses it. A split import (``chunks``) gives exactly the run a whole
+read gives: the workers only parse and check lines, and this process finishes the run in one piece.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from genderbias.files.atomic import file_sha256, write_parquet_atomic
 from ..models import Collection, Run, ScanChunk
 from ..preview import LineProblems
 from ..selectors import collection_docids, known_docids_of
-from .common import ImportResult, wait_for_chunks
+from .common import ImportResult, run_chunks
 
 if TYPE_CHECKING:
     from genderbias.files.known_docids import KnownDocids
@@ -35,16 +33,11 @@ if TYPE_CHECKING:
 
 
 def known_docids(collection: Collection) -> KnownDocids:
-    """The collection's docids prepared for checking runs: build it once to import several
-    runs of the collection in one process (``import_run(..., known=...)``); they are read at
-    the first run actually checked (none when every run is already imported).
+    """The collection's docids prepared for checking runs, read at the first run checked; pass it
+    to several ``import_run(..., known=...)`` of the collection.
 
-    Prepared once per collection across processes too: the sorted index is kept beside the
-    docid index (``<sha256>.known.parquet``), for the next ``import_run`` a user types. It is
-    derived from that docid index as it is now (the collection's content hash and size, the
-    index file's size and time): a file made from anything else is rebuilt, not trusted, and
-    with the docid index gone (the cache cleared) the docids are read as before, the
-    collection's file checked again (:func:`pooling.selectors.docid_index`).
+    The sorted index is kept beside the docid index for the next process, tied to that index's
+    current state (content hash, size, time): one made from anything else is rebuilt, not trusted.
     """
     from genderbias.files.known_docids import KnownDocids
 
@@ -84,12 +77,9 @@ def import_run(
 ) -> ImportResult:
     """Register a run over ``collection``, normalised into a Parquet file.
 
-    ``run_format`` is ``trec`` (6 columns), ``msmarco`` (``qid docid rank``) or ``auto``
-    (detected from the first line); the normalised file is the same either way.
-    ``chunks`` (≥ 1) hands reading and checking the lines to Celery workers, split into
-    that many byte ranges (:func:`read_run_chunked`); the run registered is the same.
-    ``known`` (:func:`known_docids` of ``collection``) saves preparing the collection's
-    docids again for each of several runs.
+    ``run_format``: ``trec`` (6 columns), ``msmarco`` (``qid docid rank``) or ``auto`` (from the first
+    line). ``chunks`` (≥ 1) splits reading and checking over Celery workers (:func:`read_run_chunked`).
+    ``known``: :func:`known_docids` of ``collection``, shared by several runs.
     """
     from genderbias.files.runs import read_run, scan_run_bytes
 
@@ -109,9 +99,8 @@ def import_run(
         )
     else:
         skipped = LineProblems(path=path, skip=skip_bad_lines)  # every bad line listed, refused unless skipped
-        # The pass over the file's bytes (its hash, its name in the cache, and what the columnar reader cannot
-        # see) on a thread of its own while polars parses it: hashlib lets go of the GIL, and polars does
-        # (docs/benchmarks.md, "The study at its full size").
+        # The pass over the file's bytes (its hash) on a thread while polars parses it: both let go of
+        # the GIL (docs/benchmarks.md, "The study at its full size").
         with skipped.reading(), ThreadPoolExecutor(1) as scanning:
             scanned = scanning.submit(scan_run_bytes, path)
             if known is None:
@@ -148,8 +137,7 @@ def import_run(
 
 def tie_note(reordered: int, order: str) -> str:
     """What an import says of a run whose file orders tied scores otherwise than trec_eval's rule: the order
-    it stored, and that reports and pools do not use it unless asked (their order of ties,
-    :data:`core.options.TIES_OPTION`: tie-aware by default, averaging over every order)."""
+    it stored, which reports and pools ignore unless asked (:data:`core.options.TIES_OPTION`)."""
     how = (
         "stored ranked by docid descending (trec_eval's rule)"
         if order == Run.Order.SCORE
@@ -175,21 +163,15 @@ def read_run_chunked(
 ) -> RunTable:
     """:func:`genderbias.files.runs.read_run`, its line parsing and checking split over Celery workers.
 
-    The file (content ``sha``) is cut into ``chunks`` byte ranges at line starts (a
-    gzipped file is one chunk), each a :class:`ScanChunk` row that records the file's
-    number of its first line, so errors name the true line. A ``parse_run_chunk_task``
-    per pending chunk writes the chunk's valid lines (and the bad lines it skipped) to
-    Parquet, then marks it done; this process waits on the rows, then gathers the chunks
-    in file order and finishes the run in one piece (repeated pairs, query blocks, ties),
-    exactly as reading it whole. A chunk whose worker was lost stays pending: calling
-    again reads only what is not done, never a chunk twice. A chunk with bad input fails
-    the import with its ``file:line: problem``, the first in the file. Once the chunks are
-    read (or refused) their rows and files are removed.
+    The file (content ``sha``) is cut into ``chunks`` byte ranges at line starts (a gzipped file is one
+    chunk), each a :class:`ScanChunk` row with its first line's number, so errors name the true line.
+    Each ``parse_run_chunk_task`` writes its valid and skipped lines; this process gathers them in file
+    order and finishes the run as a whole read does. A lost worker's chunk stays pending, to be read by
+    the next call; bad input fails with the file's first ``file:line: problem``. Once read or refused,
+    the chunks' rows and files are removed.
     """
     import polars as pl
-    from celery import group
 
-    from core.tasks import task_named
     from genderbias.files import blocks, runs
 
     path, run_format = runs.check_run_file(path, order, run_format)
@@ -203,15 +185,8 @@ def read_run_chunked(
                 ScanChunk.objects.get_or_create(
                     key=key, index=index, defaults={"start": start, "end": end, "first_line": first_line}
                 )
-    pending = list(ScanChunk.objects.filter(key=key, status=ScanChunk.Status.PENDING).values_list("pk", flat=True))
-    if pending:
-        parse_run_chunk_task = task_named("pooling.tasks.parse_run_chunk_task")
-        tasks = (
-            parse_run_chunk_task.s(pk, collection.pk, str(path), run_format, skipped is not None) for pk in pending
-        )
-        group(tasks).apply_async()
-        wait_for_chunks(key, timeout)
-    done = list(ScanChunk.objects.filter(key=key).order_by("index"))
+    args = (collection.pk, str(path), run_format, skipped is not None)
+    done = run_chunks(key, "pooling.tasks.parse_run_chunk_task", *args, timeout=timeout)
     failed = [chunk for chunk in done if chunk.status == ScanChunk.Status.FAILED]
     unfinished = [chunk.index for chunk in done if chunk.status == ScanChunk.Status.PENDING]
     if unfinished and not failed:  # kept: the next call reads only these
@@ -238,12 +213,8 @@ def _skipped_path(result: str | Path) -> Path:
 
 
 def parse_run_chunk(chunk_id: int, collection_id: int, path: str, run_format: str, skip_bad_lines: bool) -> None:
-    """Read and check one chunk of a split run import (the body of ``parse_run_chunk_task``).
-
-    Idempotent: a done or failed chunk is left alone; the result files are written
-    atomically before the chunk is marked done, so a worker lost in between leaves it
-    pending (to be read again) rather than done without its files.
-    """
+    """Read and check one chunk of a split run import (``parse_run_chunk_task``); a done or failed chunk
+    is left alone, and the files are written before the chunk is marked done."""
     import polars as pl
 
     from genderbias.files.runs import parse_run_lines
