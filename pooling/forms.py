@@ -71,6 +71,15 @@ LABELS_AS = [
 ]
 
 
+def _checked(form: forms.Form, field: str, check, value):
+    """``check(value, field)``, or ``value`` with the refusal shown under ``field`` (its ``field: `` dropped)."""
+    try:
+        return check(value, field)
+    except ServiceError as exc:
+        form.add_error(field, str(exc).removeprefix(f"{field}: "))
+        return value
+
+
 def chosen_columns(data) -> dict[str, str]:
     """The columns chosen in ``data`` (a form's or the preview's POST): role -> header name or number."""
     return {role: str(data.get(name, "")).strip() for role, name in COLUMN_FIELDS.items() if data.get(name)}
@@ -167,10 +176,9 @@ class ImportForm(forms.Form):
             self.add_error(self.too_large if self.too_large in self.fields else "file", upload_too_large_message())
             return data
         if self.kind == "dataset":
-            try:
-                data["dataset"] = check_dataset_id(data.get("dataset") or "")
-            except ServiceError as exc:
-                self.add_error("dataset", str(exc).removeprefix("dataset: "))
+            data["dataset"] = _checked(
+                self, "dataset", lambda value, _: check_dataset_id(value), data.get("dataset") or ""
+            )
             return data
         if self.kind == "collection" and data.get("by_reference"):
             if data.get("file"):
@@ -180,20 +188,14 @@ class ImportForm(forms.Form):
             elif not data.get("path"):
                 self.add_error("path", "give the folder of the MS MARCO v2 passage bundles")
             else:
-                try:
-                    data["path"] = services.check_bundle_folder(data["path"], "path")
-                except ServiceError as exc:
-                    self.add_error("path", str(exc).removeprefix("path: "))
+                data["path"] = _checked(self, "path", services.check_bundle_folder, data["path"])
             return data
         if data.get("file") and data.get("path"):
             self.add_error("path", "give a file or a path on the server, not both")
         elif not data.get("file") and not data.get("path"):
             self.add_error("file", "upload a file or give a path on the server")
         elif data.get("path"):
-            try:
-                data["path"] = check_import_path(data["path"], "path")
-            except ServiceError as exc:
-                self.add_error("path", str(exc).removeprefix("path: "))
+            data["path"] = _checked(self, "path", check_import_path, data["path"])
         if self.kind == "run" and not data.get("collection") and "collection" not in self.errors:
             self.add_error("collection", "choose the collection the run ranks")
         if self.kind == "qrels":
@@ -250,17 +252,11 @@ class NamedSetForm(forms.Form):
         data = super().clean()
         collection = (data.get("collection") or "").strip()
         if collection and not Collection.objects.filter(name=collection).exists():
-            try:
-                collection = str(check_import_path(collection, "collection"))
-            except ServiceError as exc:
-                self.add_error("collection", str(exc).removeprefix("collection: "))
+            collection = str(_checked(self, "collection", check_import_path, collection))
         data["collection"] = collection
         qrels = (data.get("qrels") or "").strip()
         if qrels:
-            try:
-                qrels = str(check_import_path(qrels, "qrels"))
-            except ServiceError as exc:
-                self.add_error("qrels", str(exc).removeprefix("qrels: "))
+            qrels = str(_checked(self, "qrels", check_import_path, qrels))
         data["qrels"] = qrels
         if data.get("set") and not self.errors:
             try:

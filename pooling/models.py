@@ -1,9 +1,8 @@
 """State of the pooling app: registered inputs, word lists and pools.
 
-Large data stays in files: a collection is registered (path, size, hash, line count),
-never copied into the database; a run is normalised once into a Parquet file under
-``settings.CACHE_DIR``. The database holds what people browse and what the other
-apps point at: query sets and their queries, pools and their provenance.
+Large data stays in files (a collection is registered, never copied; a run is normalised once
+into Parquet under ``settings.CACHE_DIR``); the database holds what people browse and what the
+other apps point at.
 """
 
 from __future__ import annotations
@@ -16,10 +15,26 @@ from genderbias.datasets import set_of_source
 from genderbias.files.queryfiles import MAX_QID_CHARS
 
 
-class Collection(GroupOwned):
+class _FromSource:
+    """What a collection's or query set's ``source`` says of where it came from."""
+
+    source: str
+
+    @property
+    def dataset_source(self) -> str:
+        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, ``named-set:<key>
+        (<repository>, <licence>)`` when from a named set (:mod:`genderbias.datasets`), else ``""``."""
+        return self.source if self.source.startswith(("ir_datasets:", "named-set:")) else ""
+
+    @property
+    def named_set(self):
+        """The :class:`genderbias.datasets.NamedSet` it came from, or None."""
+        return set_of_source(self.source)
+
+
+class Collection(_FromSource, GroupOwned):
     """A passage collection: a file (``pid<TAB>passage`` lines, optionally gzipped), scanned whole
-    when registered, or a collection by reference, whose texts are read by docid when a pool or a
-    report needs them (:mod:`genderbias.files.docstores`) and never all at once."""
+    when registered, or a collection by reference, whose texts are read by docid when needed."""
 
     class Kind(models.TextChoices):
         FILE = "file", "A pid<TAB>passage file, scanned whole"
@@ -60,20 +75,8 @@ class Collection(GroupOwned):
         """Whether its texts are read by docid (never scanned whole)."""
         return self.kind != self.Kind.FILE
 
-    @property
-    def dataset_source(self) -> str:
-        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, ``named-set:<key>
-        (<repository>, <licence>)`` when written from a named set (:mod:`genderbias.datasets`), else ``""``."""
-        return self.source if self.source.startswith(("ir_datasets:", "named-set:")) else ""
 
-    @property
-    def named_set(self):
-        """The :class:`genderbias.datasets.NamedSet` whose documents it holds, or None."""
-
-        return set_of_source(self.source)
-
-
-class QuerySet(GroupOwned):
+class QuerySet(_FromSource, GroupOwned):
     """A named set of queries: imported from a file, made by a pool, or exported by annotation."""
 
     class Origin(models.TextChoices):
@@ -97,18 +100,6 @@ class QuerySet(GroupOwned):
 
     def __str__(self) -> str:
         return self.name
-
-    @property
-    def dataset_source(self) -> str:
-        """``ir_datasets:<id> (ir_datasets <version>)`` when imported by dataset id, ``named-set:<key>
-        (<repository>, <licence>)`` when imported as a named set (:mod:`genderbias.datasets`), else ``""``."""
-        return self.source if self.source.startswith(("ir_datasets:", "named-set:")) else ""
-
-    @property
-    def named_set(self):
-        """The :class:`genderbias.datasets.NamedSet` it was imported as, or None."""
-
-        return set_of_source(self.source)
 
 
 class Query(models.Model):
@@ -173,11 +164,8 @@ class Run(GroupOwned):
 
 
 class Qrels(GroupOwned):
-    """Relevance judgments (a TREC qrels file) of queries of a query set over a collection.
-
-    The judgments are normalised once into a Parquet file (``qid, docid, rel``) under
-    ``settings.CACHE_DIR``, named by content, as runs are; the row records what was imported.
-    """
+    """Relevance judgments (a TREC qrels file) of queries of a query set over a collection, normalised
+    once into a Parquet file (``qid, docid, rel``) named by content, as runs are."""
 
     name = models.SlugField(max_length=100, unique=True)
     collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="qrels")
@@ -269,15 +257,10 @@ class PoolEntry(models.Model):
 
 
 class ScanChunk(models.Model):
-    """One byte range of a file whose reading is split over Celery workers: a collection
-    scan (``key`` starts with the collection's hash: content, word list, tokenizer, the
-    docids asked for) or a run import (``key`` starts with ``run-``: the run's content,
-    collection, format, whether bad lines are skipped).
-
-    A worker marks its chunk done only after its result file is in place, so a chunk
-    whose worker was lost stays pending and is read again by the next attempt, while a
-    done chunk is never read twice. A chunk with bad input is ``failed`` with the message
-    (``path:line: problem``); the same content fails the same way, so it is not retried.
+    """One part of a reading split over Celery workers (a collection scan, a run import, texts read by
+    reference), ``key`` naming what is read. A worker marks its chunk done only after its result file
+    is in place, so a lost worker's chunk stays pending and is read again by the next attempt; a chunk
+    with bad input is ``failed`` with the message (the same content fails the same way: no retry).
     """
 
     class Status(models.TextChoices):

@@ -7,6 +7,7 @@ tokenizers differ as on real text); queries lean female, male or neither.
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,8 +236,6 @@ def write_v2_bundles(folder: Path, passages: int, bundles: int = 70, seed: int =
     b, i)``, so a smaller collection is a prefix of a larger one and the same runs rank both. Lines
     are built in columns, the byte offsets solved for the ids' own digits.
     """
-    import json
-
     import polars as pl
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -289,8 +288,6 @@ def write_v2_bundles(folder: Path, passages: int, bundles: int = 70, seed: int =
 
 def v2_docids(folder: Path, per_bundle: int, bundles: int = 70) -> list[str]:
     """The ids of the first ``per_bundle`` passages of each bundle in ``folder`` (read from the lines)."""
-    import json
-
     ids = []
     for b in range(bundles):
         path = folder / f"msmarco_passage_{b:02d}"

@@ -1,10 +1,9 @@
-"""Registering what the researcher brings: collections, query sets and word lists, and the
+"""Registering what the researcher brings (collections, query sets, word lists, datasets), and the
 one entry point of the imports for pages, the API and their background task.
 
-Every import is idempotent: the same content under the same name changes nothing, the
-same name for different content is refused. The file is read and checked before a
-transaction opens; the rows are written in one transaction. A collection is registered,
-never copied: its text stays in its file, and only its docid index is written (under
+Every import is idempotent: the same content under the same name changes nothing, the same name
+for different content is refused. The file is checked before a transaction opens; the rows are
+written in one. A collection is registered, never copied: only its docid index is written (under
 ``settings.CACHE_DIR``, moved into place once the import is accepted).
 """
 
@@ -68,13 +67,8 @@ def import_collection(
     bar: bool = True,
     source: str = "",
 ) -> ImportResult:
-    """Register a passage collection (the text stays in its file; ``source``: where the file
-    came from when the project wrote it, e.g. an ir_datasets id).
-
-    Importing the same file under the same name again changes nothing; the same name
-    for different content is refused, and leaves no docid index behind. The index is
-    written to a staging file and moved into place only once the import is accepted.
-    """
+    """Register a passage collection (``source``: where the file came from when the project wrote it,
+    e.g. an ir_datasets id); a refused import leaves no docid index behind."""
     from genderbias.files.collection import scan_collection
 
     validate_name(name, "collection")
@@ -109,10 +103,8 @@ def import_collection(
 
 
 def check_bundle_folder(value: str, field: str = "path") -> Path:
-    """The folder of MS MARCO v2 bundles ``value`` names, if the site may read it: inside
-    ``IMPORT_ROOTS`` once links are resolved (:func:`core.services.uploads.check_import_path`) and its
-    bundles the folder's own regular files (:class:`genderbias.files.docstores.V2PassageFiles`: a
-    link to a file elsewhere is refused, not followed). Raises :class:`ServiceError` naming ``field``."""
+    """The folder of MS MARCO v2 bundles ``value`` names, if inside ``IMPORT_ROOTS`` once links are
+    resolved and its bundles are its own regular files. Raises :class:`ServiceError` naming ``field``."""
     folder = check_import_path(value, field, folder=True)
     try:
         V2PassageFiles(folder)
@@ -122,13 +114,12 @@ def check_bundle_folder(value: str, field: str = "path") -> Path:
 
 
 def register_collection_by_reference(location: str | Path, name: str, *, kind: str, source: str = "") -> ImportResult:
-    """Register a collection by reference: nothing of it is read but what names it. Its texts are read
-    by docid when a pool or a report needs them (:func:`pooling.selectors.collection_texts`).
+    """Register a collection by reference, its texts read by docid when needed
+    (:func:`pooling.selectors.collection_texts`).
 
-    ``kind`` ``msmarco-v2``: ``location`` is a folder of MS MARCO v2 passage bundles
-    (:class:`genderbias.files.docstores.V2PassageFiles`); its sha256 is of the bundles' names, sizes
-    and first and last 64 KiB. ``ir_datasets``: ``location`` is a dataset id whose docstore reads
-    documents by id; its sha256 is of the id and the ir_datasets version. Idempotent as every import.
+    ``kind`` ``msmarco-v2``: ``location`` is a folder of MS MARCO v2 passage bundles, fingerprinted
+    by :meth:`~genderbias.files.docstores.V2PassageFiles.fingerprint`; ``ir_datasets``: a dataset id
+    with a docstore, fingerprinted by the id and the ir_datasets version.
     """
     validate_name(name, "collection")
     if kind == Collection.Kind.MSMARCO_V2:
@@ -166,17 +157,12 @@ def import_queries(
     description: str = "",
     columns: dict[str, str | int | None] | None = None,
 ) -> ImportResult:
-    """Register a query set (idempotent, all or nothing) from a query file: ``qid<TAB>query``
-    lines, or a CSV or TSV with a header, or the study's ``qid,query,label``
-    (:func:`genderbias.files.queryfiles.read_query_table`).
+    """Register a query set from a query file (:func:`genderbias.files.queryfiles.read_query_table`).
 
-    ``columns``: which column is the id, the query and the label (role -> header name or
-    1-based number), else guessed from the header. A label column's values are read with the
-    one label vocabulary and kept with the queries: the set is then a labelled query set,
-    which a batch can take as gold questions and a pre-labeller as training or test data.
-    ``source`` (default: the file's path) and ``description`` are recorded with it.
+    ``columns``: role -> header name or 1-based number, else guessed from the header. With a label
+    column the set is labelled: gold questions for a batch, training or test data for a pre-labeller.
+    ``source`` defaults to the file's path.
     """
-
     validate_name(name, "query set")
     path = Path(path).resolve()
     skipped = LineProblems(path=path, skip=skip_bad_lines)  # every bad line listed, refused unless skipped
@@ -213,20 +199,12 @@ def import_dataset(
     by_reference: bool = False,
 ) -> ImportResult:
     """Import a dataset of the ``ir_datasets`` package by its id, each part it has under ``name``:
-    its documents as a collection, its queries as a query set, its qrels as qrels of both.
+    documents as a collection, queries as a query set, qrels as qrels of both.
 
-    ``ir_datasets`` downloads and caches the dataset itself (``IR_DATASETS_HOME``, default
-    ``~/.ir_datasets``); its parts are written once as the project's files under
-    ``CACHE_DIR/datasets/<id>/`` (the collection is registered there, as a file of the user's
-    would be) and imported through :func:`import_collection`, :func:`import_queries` and
-    :func:`import_qrels`, each idempotent: importing again changes nothing, and a part that
-    failed is imported by the next try. The collection and query set record the dataset id
-    and the ``ir_datasets`` version as their source. A failed download is a
-    :class:`ServiceError` saying this machine may be offline.
-
-    ``by_reference``: the documents are not written out: the collection is registered by
-    reference (:func:`register_collection_by_reference`, kind ``ir_datasets``) and its texts read
-    through the dataset's docstore, by id, as pools and reports ask for them.
+    The parts are written once under ``CACHE_DIR/datasets/<id>/`` and imported as a user's files
+    would be, each idempotently, so a part that failed is imported by the next try; their source
+    records the dataset id and ``ir_datasets`` version. ``by_reference``: the documents are not
+    written out but read through the dataset's docstore (:func:`register_collection_by_reference`).
     """
     validate_name(name, "dataset")
     dataset_id = check_dataset_id(dataset_id)
@@ -291,13 +269,9 @@ def create_query_set(
     citation: str = "",
     categories: Mapping[str, str] | None = None,
 ) -> QuerySet:
-    """Create a query set with its queries, ``(qid, text)`` or ``(qid, text, label code)``
-    (callers hold the transaction); ``categories``: qid -> a named set's categories of the query
-    (``'; '`` between them), ``licence`` and ``citation`` the named set's.
-
-    The one way a query set comes to be: imported, pooled, exported from a batch, or
-    made by a benchmark or a test.
-    """
+    """The one way a query set comes to be: with its queries, ``(qid, text)`` or ``(qid, text, label
+    code)`` (callers hold the transaction); ``categories``: qid -> a named set's categories (``'; '``
+    between them)."""
     validate_name(name, "query set")
     if QuerySet.objects.filter(name=name).exists():
         raise ServiceError(f"a query set named {name!r} already exists")
@@ -323,10 +297,7 @@ def create_query_set(
 
 
 def register_wordlist(words: GenderWords | None = None) -> WordList:
-    """The stored record of a word list (default: the 32 + 32 definitional words).
-
-    Records are keyed by content: pools and reports that used the same words share one.
-    """
+    """The stored record of a word list (default: the definitional words), keyed by content."""
     words = words or default_wordlist()
     record, _ = WordList.objects.get_or_create(sha256=words.sha256, defaults={"name": words.name, "words": words.words})
     return record
@@ -345,10 +316,8 @@ def import_wordlist(path: str | Path, name: str) -> ImportResult:
 def import_file(
     kind: str, path: str | Path, name: str, options: dict, *, job: Job | None = None, bar: bool = True
 ) -> ImportResult:
-    """One entry point of the imports (``options``: ``skip_bad_lines``; for runs ``collection``
-    and ``order``; for qrels ``collection`` and ``queries``; for a collection or a dataset
-    ``by_reference``: a folder of MS MARCO v2 bundles, or the dataset's docstore, registered without
-    reading it), as pages, the API and their background task call them."""
+    """One entry point of the imports for pages, the API and their task (``options``: ``skip_bad_lines``;
+    runs ``collection``, ``order``; qrels ``collection``, ``queries``; collections, datasets ``by_reference``)."""
     skip = bool(options.get("skip_bad_lines"))
     if kind == "collection" and options.get("by_reference"):
         return register_collection_by_reference(path, name, kind=Collection.Kind.MSMARCO_V2)
@@ -357,19 +326,12 @@ def import_file(
     if kind == "queries":
         return import_queries(path, name, skip_bad_lines=skip, columns=options.get("columns"))
     if kind == "run":
-        collection = Collection.objects.filter(name=options.get("collection", "")).first()
-        if collection is None:
-            raise ServiceError(f"collection: no collection named {options.get('collection')!r}; import it first")
+        collection = _named(Collection, "collection", options)
         return import_run(path, name, collection, order=options.get("order", Run.Order.SCORE), skip_bad_lines=skip)
     if kind == "wordlist":
         return import_wordlist(path, name)
     if kind == "qrels":
-        collection = Collection.objects.filter(name=options.get("collection", "")).first()
-        if collection is None:
-            raise ServiceError(f"collection: no collection named {options.get('collection')!r}; import it first")
-        query_set = QuerySet.objects.filter(name=options.get("queries", "")).first()
-        if query_set is None:
-            raise ServiceError(f"queries: no query set named {options.get('queries')!r}; import it first")
+        collection, query_set = _named(Collection, "collection", options), _named(QuerySet, "queries", options)
         return import_qrels(path, name, collection, query_set, skip_bad_lines=skip)
     if kind == "dataset":  # ``path`` is the dataset's id
         return import_dataset(
@@ -378,18 +340,25 @@ def import_file(
     raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")
 
 
+def _named(model, option: str, options: dict):
+    """The stored ``model`` named by ``options[option]``; a :class:`ServiceError` naming the option if none."""
+    found = model.objects.filter(name=options.get(option, "")).first()
+    if found is None:
+        what = model._meta.verbose_name
+        raise ServiceError(f"{option}: no {what} named {options.get(option)!r}; import it first")
+    return found
+
+
 @background_job("import", task="pooling.tasks.import_task", failures=(InputError, ServiceError, OSError))
 def import_job(job: Job, kind: str, path: str, name: str, options: dict, uploaded: bool) -> str:
     """Import one file; bad input or a refused request fails the job (no retry can fix it).
 
-    Importing is idempotent (the same content is found already imported). An uploaded
-    file is removed when the import fails or finds its content already there, except on
-    a redelivery: the delivery that died may have imported this very file.
+    An uploaded file is removed when the import fails or finds its content already there, except
+    on a redelivery: the delivery that died may have imported this very file.
     """
-    # An upload is kept as uploads/<12 hex>-<its name> (core.services.uploads.keep_upload); a path was given by the user.
+    # An upload is kept as uploads/<12 hex>-<its name> (core.services.uploads.keep_upload).
     shown_as = options.get("file_name") or (re.sub(r"^[0-9a-f]{12}-", "", Path(path).name) if uploaded else str(path))
-    # Messages name the file as the user did, never its staging or cache path (core.progress.shown). A
-    # dataset's id is no path: nothing to hide, and its last segment may be a word of the messages ("dataset").
+    # Messages name the file as the user did (core.progress.shown); a dataset's id is no path to hide.
     job.shown_names = (
         {}
         if kind == "dataset"
@@ -440,9 +409,8 @@ def start_import(
 ) -> Job:
     """Import a file in the background once the caller's transaction commits; returns its Job.
 
-    ``uploaded``: the file was uploaded for this import (under ``uploads/``); it is removed
-    if the import fails or finds the same content already imported, and kept otherwise
-    (a collection stays in its file). ``file_name``: the name the uploader gave the file.
+    ``uploaded``: the file was uploaded for this import (see :func:`import_job`); ``file_name``:
+    the name the uploader gave it.
     """
     if kind not in IMPORT_KINDS:
         raise ServiceError(f"unknown import kind {kind!r}; choose one of {', '.join(IMPORT_KINDS)}")

@@ -1,20 +1,14 @@
 """Importing the field's own data sets by name (:mod:`genderbias.datasets`): one call makes every
 part a set has, from the files bundled with the product; no network.
 
-- ``grep-biasir``: its 702 documents as a collection (written once under
-  ``CACHE_DIR/named_sets/grep-biasir/`` as ``docid<TAB>title body`` lines, the set's own ``d_id``
-  as docids), its 117 queries with their category as a query set, its judgments as qrels: all
-  under one name;
-- ``cpjku-msmarco``, ``cpjku-trecdl``: the queries with their categories; ``rekabsaz-3750``: the
-  queries with the study's labels. Their passages (MS MARCO) cannot be shipped: the user's
-  collection is registered beside them when given (a file, or the name of one registered), and
-  their qrels with it; else the import says what is missing and how to bring it.
+``grep-biasir`` brings its documents (written once under ``CACHE_DIR/named_sets/``, its own ids as
+docids), queries and judgments, all under one name. The MS MARCO sets bring queries only: their
+passages cannot be shipped, so the user's collection (a file or a registered name) and qrels are
+registered beside them when given; else the import says what is missing.
 
-Each part is imported by the ordinary import of its kind (:func:`.imports.import_collection`,
-:func:`.qrels.import_qrels`), each idempotent and in its own transaction; the query set records
-the set's source, licence and citation (``QuerySet.source``, ``licence``, ``citation``), which the
-cards and the paper bundle state. The sets' known faults are repaired and listed, each with file
-and line, in the result's notes.
+Each part goes through the ordinary, idempotent import of its kind; the query set records the
+set's source, licence and citation. The sets' known faults are repaired and listed, with file and
+line, in the result's notes.
 """
 
 from __future__ import annotations
@@ -32,7 +26,7 @@ from core.jobs import background_job
 from core.models import Job
 from core.services.names import validate_name
 from core.services.storage import cache_dir
-from genderbias.datasets import NAMED_SETS, NamedQuery, NamedSet, SetContents, bundled_file, named_set, read_named_set
+from genderbias.datasets import NamedQuery, NamedSet, SetContents, bundled_file, named_set, read_named_set
 from genderbias.errors import InputError, Skipped
 from genderbias.files.atomic import atomic_path, atomic_write, file_sha256
 
@@ -69,9 +63,9 @@ def check_named_set(key: str) -> NamedSet:
 
 
 def check_named_import(key: str, name: str, collection: object, qrels: object) -> NamedSet:
-    """Every rule of a named set's import request, checked once (the command, the page and the
-    API only translate): the set is known, the name valid, the user's files asked only where the
-    set lacks them, judgments only with the collection they are about."""
+    """Every rule of a named set's import request, checked once for command, page and API: the set is
+    known, the name valid, the user's files only where the set lacks them, judgments only with their
+    collection."""
     named = check_named_set(key)
     validate_name(name or named.key, "named set")
     if named.key == "grep-biasir" and (collection or qrels):
@@ -90,12 +84,8 @@ def import_named_set(
     job: Job | None = None,
     bar: bool = True,
 ) -> ImportResult:
-    """Import the named set ``key`` under ``name`` (default: its key) with everything it has.
-
-    ``collection``: for a set whose passages cannot be shipped (MS MARCO), the user's collection
-    file, or the name of a collection already registered; ``qrels``: the user's judgments of the
-    set's queries over it (needs ``collection``). Importing again changes nothing.
-    """
+    """Import the named set ``key`` under ``name`` (default: its key) with everything it has;
+    ``collection`` and ``qrels``: the user's, for a set whose passages cannot be shipped."""
     named = check_named_import(key, name, collection, qrels)
     name = name or named.key
     found = NamedSetImport(named)
@@ -127,11 +117,8 @@ def import_named_set(
 
 def write_named_set_files(found: NamedSetImport, out: str | Path) -> list[Path]:
     """The imported set's texts as files your own system ranks, written into the folder ``out``:
-    ``queries.tsv`` (``qid<TAB>query``), and where the set brings them ``collection.tsv``
-    (``docid<TAB>text``, the bytes the platform's collection was imported from: the docids a run must
-    use) and ``qrels.txt`` (TREC judgments). Rank the collection for the queries, then ``import_run``
-    the run with ``--collection`` the set's name. Returns the files written."""
-
+    ``queries.tsv`` and, where the set brings them, ``collection.tsv`` (the bytes the collection was
+    imported from: the docids a run must use) and ``qrels.txt``. Returns the files written."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     written = []
@@ -157,8 +144,8 @@ def _notes(found: NamedSetImport) -> list[str]:
 
 
 def _write_grep_files(contents: SetContents, folder: Path) -> tuple[Path, Path]:
-    """Grep-BiasIR's documents (``docid<TAB>title body``) and judgments (``qid 0 docid rel``) as the
-    project's files (the same bytes every time: a second import finds them imported)."""
+    """Grep-BiasIR's documents and judgments as the project's files (the same bytes every time, so a
+    second import finds them imported)."""
     folder.mkdir(parents=True, exist_ok=True)
     documents = atomic_write(
         folder / "collection.tsv",
@@ -222,8 +209,7 @@ def named_set_outcome(result: ImportResult) -> str:
 
 @background_job("import.named_set", task="pooling.tasks.named_set_task", failures=(InputError, ServiceError, OSError))
 def named_set_job(job: Job, key: str, name: str, collection: str, qrels: str) -> None:
-    """Import a named set (idempotent: a redelivery finds it imported). Its result lists each
-    known fault repaired and what is missing, for the named sets' page."""
+    """Import a named set (a redelivery finds it imported); the result lists faults and what is missing."""
     result = import_named_set(key, name, collection=collection or None, qrels=qrels or None, job=job, bar=False)
     found: NamedSetImport = result.obj
     job.message = named_set_outcome(result)
@@ -247,15 +233,3 @@ def start_named_set(key: str, name: str = "", *, collection: str = "", qrels: st
     return named_set_job.start(
         f"Import named set {named.key} as {name or named.key}", named.key, name, collection, qrels
     )
-
-
-__all__ = [
-    "NAMED_SETS",
-    "NamedSetImport",
-    "check_named_import",
-    "check_named_set",
-    "import_named_set",
-    "named_set_job",
-    "named_set_outcome",
-    "start_named_set",
-]
