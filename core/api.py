@@ -2,10 +2,14 @@
 uploads, the reading of a request, and the one exception handler (every refusal JSON with a 4xx)."""
 
 from collections.abc import Iterable
+from pathlib import PurePath
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, permissions, serializers, viewsets
+from rest_framework import exceptions, permissions, serializers, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
@@ -129,9 +133,6 @@ def exception_handler(exc, context) -> Response | None:
     is a 502 when the provider itself failed (the request may succeed later). A body too large is
     a 413; one nested too deeply or with too many fields a 400. Anything else stays a 500: a bug.
     """
-    from django.conf import settings
-    from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
-
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(
             f"the request body is larger than the {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes this site accepts "
@@ -171,8 +172,6 @@ def _refuse_in_json(request) -> None:
 
 def _raised_by_a_parser(exc: BaseException) -> bool:
     """Whether ``exc`` was raised while a DRF parser read the body (not by the view's own code)."""
-    from pathlib import PurePath
-
     frame = exc.__traceback__
     while frame is not None:
         if PurePath(frame.tb_frame.f_code.co_filename).parts[-2:] == ("rest_framework", "parsers.py"):
@@ -183,9 +182,6 @@ def _raised_by_a_parser(exc: BaseException) -> bool:
 
 def job_started(job) -> Response:
     """The API's one reply to a request that started long work: 202 with the job, ``Location`` to poll."""
-    from django.urls import reverse
-    from rest_framework import status
-
     response = Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
     response["Location"] = reverse("job-detail", args=[job.pk])
     return response

@@ -7,13 +7,12 @@ from datetime import timedelta
 from django import forms
 
 from core.amounts import AmountError, parse_amount
-from genderbias.numbers import NumberError, parse_count
+from genderbias.numbers import NumberError, parse_count, parse_decimal
 
 
 def add_service_error(form: forms.Form, exc: Exception) -> None:
-    """A service's refusal shown on the page's form: a :class:`~core.errors.FieldError` (the
-    service's one check of a field's rule) under its field when the form has that field, any
-    other refusal above the fields."""
+    """A service's refusal on the page's form: a :class:`~core.errors.FieldError` under its field when
+    the form has it, any other above the fields."""
     field = getattr(exc, "field", None)
     if field in form.fields:
         form.add_error(field, exc.problem)
@@ -22,11 +21,9 @@ def add_service_error(form: forms.Form, exc: Exception) -> None:
 
 
 class CountField(forms.IntegerField):
-    """A whole number typed by a person: ASCII digits only (:func:`genderbias.numbers.parse_count`:
-    ``forms.IntegerField`` took ``١٠`` as 10); the range is the field's ``min_value``/``max_value``."""
+    """A whole number typed by a person: ASCII digits only (``forms.IntegerField`` takes ``١٠``)."""
 
     def to_python(self, value):
-
         if value in self.empty_values:
             return None
         try:
@@ -36,12 +33,10 @@ class CountField(forms.IntegerField):
 
 
 class DecimalNumberField(forms.FloatField):
-    """A number with a fraction typed by a person: a plain ASCII decimal (:func:`genderbias.numbers.parse_decimal`:
-    ``forms.FloatField`` took ``١.٥`` and ``1e3``); the range is the field's ``min_value``/``max_value``."""
+    """A number with a fraction typed by a person: a plain ASCII decimal (``forms.FloatField`` takes
+    ``١.٥`` and ``1e3``)."""
 
     def to_python(self, value):
-        from genderbias.numbers import NumberError, parse_decimal
-
         if value in self.empty_values:
             return None
         try:
@@ -67,8 +62,7 @@ class ApiTokenForm(forms.Form):
 
 
 class MoneyField(forms.DecimalField):
-    """An amount of dollars typed by a person (:func:`core.amounts.parse_amount`): ASCII digits with
-    at most two decimals inside ``[minimum, maximum]``; the message names the field (``name``)."""
+    """An amount of dollars typed by a person (:func:`core.amounts.parse_amount`); the message names ``name``."""
 
     def __init__(self, *, name: str, minimum: str = "0", maximum: str | None = None, **kwargs) -> None:
         self.money_name, self.minimum, self.maximum = name, minimum, maximum
@@ -76,7 +70,6 @@ class MoneyField(forms.DecimalField):
         super().__init__(**kwargs)
 
     def to_python(self, value):
-
         if value in self.empty_values:
             return None
         try:
@@ -86,9 +79,8 @@ class MoneyField(forms.DecimalField):
 
 
 class ConnectionForm(forms.Form):
-    """One connection's fields (``core.connection_kinds``) on the Connections page. A secret's box is
-    always empty (it is never sent back to the browser): left empty it keeps the stored secret;
-    its "clear" box removes it. The service checks the values (``save_connection``)."""
+    """One connection's fields on the Connections page. A secret's box is always empty (never sent back
+    to the browser): left empty it keeps the stored secret; its "clear" box removes it."""
 
     def __init__(self, kind, data=None, *, state=None) -> None:
         super().__init__(data, prefix=kind.kind)
@@ -108,8 +100,7 @@ class ConnectionForm(forms.Form):
                     label=f"Remove the stored {spec.label.lower()}", required=False
                 )
             elif spec.choices:
-                # A choice, not a box: the values the connection takes, or "" for its default. The
-                # service checks them again (the API's values come the same way).
+                # The values the connection takes, or "" for its default (the service checks them again).
                 self.fields[spec.name] = forms.CharField(
                     label=spec.label,
                     required=False,

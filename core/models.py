@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db import models
+from django.db import connection, models
 from django.db.models import sql
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from core.db import scope as _scope
@@ -99,9 +100,6 @@ def group_roles_column(user_id_sql: str):
     ``user_id_sql`` is the SQL naming the user's id in the outer statement (its column, quoted).
     Read with the session's user (``annotation.accounts``), the request's scope costs no statement.
     """
-    from django.db import connection
-    from django.db.models.expressions import RawSQL
-
     quote = connection.ops.quote_name
     groups, members = quote(ResearchGroup._meta.db_table), quote(Membership._meta.db_table)
     text_of_id = "CAST(g.id AS TEXT)"

@@ -9,14 +9,13 @@ runs. A task that knows a file by another name than its server path sets ``job.s
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 
 
 def shown(job, text: str) -> str:
     """``text`` with every server-side name in ``job.shown_names`` replaced by the name the user knows."""
-    import re
-
     names = {server: name for server, name in getattr(job, "shown_names", {}).items() if server}
     if not names:
         return text

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
+import tempfile
 from pathlib import Path
 
 from core.errors import ServiceError
@@ -36,9 +38,6 @@ def new_key() -> str:
 def key_in_file(path: Path, *, create: bool) -> str:
     """The key kept in ``path`` (``""``: none yet); with ``create``, a new one written there first if
     none, linked into place from a private file so two processes at once end with one key."""
-    import os
-    import tempfile
-
     path = Path(path)
     if not path.exists():
         if not create:

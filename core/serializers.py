@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from core.amounts import AmountError, parse_amount
 from core.models import Job
-from genderbias.numbers import NumberError, parse_count
+from genderbias.numbers import NumberError, parse_count, parse_decimal
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -28,8 +28,8 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class MoneyField(serializers.DecimalField):
-    """An amount of dollars in a request (:func:`core.amounts.parse_amount`): a JSON string or
-    number of ASCII digits with at most two decimals inside ``[minimum, maximum]``; a 400 naming the field."""
+    """An amount of dollars in a request, read by :func:`core.amounts.parse_amount` within
+    ``[minimum, maximum]``; a 400 naming the field."""
 
     def __init__(self, *, minimum: str = "0", maximum: str | None = None, **kwargs) -> None:
         self.minimum, self.maximum = minimum, maximum
@@ -38,7 +38,6 @@ class MoneyField(serializers.DecimalField):
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             data = str(data)  # JSON numbers arrive as floats: read as the text that was sent
         try:
@@ -48,12 +47,10 @@ class MoneyField(serializers.DecimalField):
 
 
 class CountField(serializers.IntegerField):
-    """A whole number in a request: a JSON integer, or a string of ASCII digits
-    (:func:`genderbias.numbers.parse_count`: ``serializers.IntegerField`` took ``"١٠"`` as 10 and ``10.0``
-    as 10); the range is the field's ``min_value``/``max_value``, and a 400 names the field."""
+    """A whole number in a request: a JSON integer or a string of ASCII digits (``IntegerField`` takes
+    ``"١٠"`` and ``10.0``); a 400 names the field."""
 
     def to_internal_value(self, data):
-
         if isinstance(data, str) and len(data) > self.MAX_STRING_LENGTH:
             self.fail("max_string_length")
         try:
@@ -64,13 +61,10 @@ class CountField(serializers.IntegerField):
 
 
 class DecimalNumberField(serializers.FloatField):
-    """A number with a fraction in a request: a finite JSON number, or a string that is a plain ASCII
-    decimal (:func:`genderbias.numbers.parse_decimal`: ``serializers.FloatField`` took ``"nan"``, ``"1e3"``
-    and ``"١.٥"``); the range is the field's ``min_value``/``max_value``."""
+    """A number with a fraction in a request: a finite JSON number or a plain ASCII decimal
+    (``FloatField`` takes ``"nan"``, ``"1e3"`` and ``"١.٥"``)."""
 
     def to_internal_value(self, data):
-        from genderbias.numbers import NumberError, parse_decimal
-
         if isinstance(data, str) and len(data) > self.MAX_STRING_LENGTH:
             self.fail("max_string_length")
         try:

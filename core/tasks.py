@@ -47,6 +47,7 @@ from core.db.scope import acting_in
 from core.jobs import in_process as local_jobs
 from core.jobs.registry import JobDeclaration, declared_jobs
 from core.models import Job
+from core.services.storage import process_alive
 
 logger = logging.getLogger(__name__)
 
@@ -63,20 +64,10 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def process_gone(worker: str) -> bool:
     """Whether ``worker`` (``host:pid``) names a process of this host that no longer exists."""
     host, _, pid = worker.rpartition(":")
-    return host == socket.gethostname() and pid.isdigit() and not _process_exists(int(pid))
+    return host == socket.gethostname() and pid.isdigit() and not process_alive(int(pid))
 
 
 def claimer_gone(job: Job, me: str, now=None) -> bool:

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import functools
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.contrib import messages
+from django.contrib.staticfiles import finders
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
+from django.views.defaults import page_not_found
+from django.views.defaults import server_error as page_server_error
+from drf_spectacular.views import SpectacularRedocView
 
 from core.connection_kinds import KINDS
 from core.errors import ServiceError
@@ -22,6 +28,7 @@ from core.selectors import (
     connections_key_file,
     groups_of,
     jobs_for,
+    members,
 )
 from core.serializers import JobSerializer
 from core.services import groups as group_services
@@ -63,8 +70,6 @@ def job_progress(request: HttpRequest, pk: int) -> JsonResponse:
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """``handler404``: under ``/api/`` a path no endpoint answers is JSON too, like every API error."""
-    from django.views.defaults import page_not_found
-
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
     return page_not_found(request, exception)
@@ -87,13 +92,9 @@ REDOC_CONTENT_SECURITY_POLICY = (
 
 def offline_redoc():
     """drf-spectacular's ReDoc view, offline: no Google Fonts, the script from drf-spectacular-sidecar."""
-    from functools import wraps
-
-    from drf_spectacular.views import SpectacularRedocView
-
     view = SpectacularRedocView.as_view(url_name="schema", template_name="core/redoc.html")
 
-    @wraps(view)
+    @functools.wraps(view)
     def redoc(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         response = view(request, *args, **kwargs)
         response["Content-Security-Policy"] = REDOC_CONTENT_SECURITY_POLICY
@@ -107,8 +108,6 @@ REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 
 
 def _redoc_bundle() -> bytes:
-    from django.contrib.staticfiles import finders
-
     cached = getattr(_redoc_bundle, "cached", None)
     if cached is None:
         path = finders.find("drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js")
@@ -136,8 +135,6 @@ def _json_safe_only(view):
 def redoc_script(request: HttpRequest) -> HttpResponse:
     """The sidecar's ReDoc bundle without its one CDN request (the footer logo); for researchers."""
     if not (request.user.is_authenticated and request.user.is_staff):
-        from django.core.exceptions import PermissionDenied
-
         raise PermissionDenied("The API documentation is for researchers.")
     response = HttpResponse(_redoc_bundle(), content_type="text/javascript; charset=utf-8")
     response["Cache-Control"] = "private, max-age=86400"
@@ -147,9 +144,6 @@ def redoc_script(request: HttpRequest) -> HttpResponse:
 def api_not_found(request: HttpRequest) -> HttpResponse:
     """Every path under ``/api/`` no endpoint answers: JSON 404 even with debug on (Django's HTML page
     then); a path lacking only its final slash is redirected (GET, HEAD) or named (other methods)."""
-    from django.http import HttpResponsePermanentRedirect
-    from django.urls import Resolver404, resolve
-
     if not request.path.endswith("/"):
         try:
             match = resolve(request.path + "/")
@@ -174,8 +168,6 @@ def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     """``handler500``: a bug is still a 500, but an API client gets JSON it can parse."""
-    from django.views.defaults import server_error as page_server_error
-
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Server error; the site's log has the details."}, status=500)
     return page_server_error(request)
@@ -214,9 +206,6 @@ def _connection_cards(forms: dict | None = None) -> list[dict]:
 def connections_page(request: HttpRequest) -> HttpResponse:
     """The site's connections: each field's value in force and its source, a secret only by its last
     characters; a POST stores a connection's fields or forgets them."""
-    from django.contrib import messages
-    from django.shortcuts import redirect
-
     forms: dict = {}
     status = 200
     if request.method == "POST":
@@ -249,10 +238,6 @@ def connections_page(request: HttpRequest) -> HttpResponse:
 @connections_manager_required
 def connection_test(request: HttpRequest, kind: str) -> HttpResponse:
     """POST: start the connection's test as a Job (never a call inside the request); back to the page."""
-    from django.contrib import messages
-    from django.http import HttpResponseNotAllowed
-    from django.shortcuts import redirect
-
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     if kind not in KINDS:
@@ -266,8 +251,6 @@ def connection_test(request: HttpRequest, kind: str) -> HttpResponse:
 @connections_manager_required
 def connection_test_fragment(request: HttpRequest, kind: str) -> HttpResponse:
     """The live part of a connection's card: its latest test, polling itself while it runs."""
-    from core.selectors import connection_state
-
     if kind not in KINDS:
         return HttpResponse("unknown connection", status=404)
     return render(request, "core/_connection_test.html", {"state": connection_state(kind)})
@@ -277,9 +260,6 @@ def connection_test_fragment(request: HttpRequest, kind: str) -> HttpResponse:
 def research_groups(request: HttpRequest) -> HttpResponse:
     """The user's research groups, members and roles; ``POST action=choose|set|remove``: choose where new
     studies go, or (an owner) add, change and remove members."""
-    from django.contrib import messages
-    from django.shortcuts import redirect
-
     if request.method == "POST":
         group = get_object_or_404(groups_of(request.user), slug=request.POST.get("group", ""))
         action = request.POST.get("action")
@@ -307,8 +287,6 @@ def research_groups(request: HttpRequest) -> HttpResponse:
 
 
 def _research_groups_page(request: HttpRequest, made: dict | None = None) -> HttpResponse:
-    from core.selectors import groups_of, members
-
     roles = roles_of(request.user)
     chosen = chosen_group_id(request)
     rows = [

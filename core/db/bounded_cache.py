@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.cache import caches
+from django.core.cache.backends.db import DatabaseCache
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
@@ -66,8 +67,6 @@ def store(
 def stored_bytes(cache, blob: bytes) -> int:
     """What the backend keeps for ``blob``: a database cache stores its pickle in base64 text
     (four bytes for three), Redis the pickle itself."""
-    from django.core.cache.backends.db import DatabaseCache
-
     if isinstance(cache, DatabaseCache):
         pickled = len(pickle.dumps(blob, cache.pickle_protocol))
         return 4 * -(-pickled // 3)

@@ -1,24 +1,18 @@
 """Hot read queries built and compiled once per process, then run again with new values (issue 46).
 
-On the annotator's path (next HIT, HIT page, submit) building a queryset (``filter``,
-``annotate``, ``Exists``) and compiling it to SQL cost several times the CPU of running it:
-each request spent most of its time in the ORM's query compiler, turning the same query into
-the same SQL with only an id changed. A :class:`Prepared` query is built once with placeholder
-values standing for its parameters, compiled once per database and research-group scope (the
-scope is compiled in: :class:`core.models.GroupScopedQuery`), and from then on runs the stored
-SQL with the values put where the placeholders were. Its rows become objects through the same
-compiler as before (models with ``select_related`` and annotations, ``values()``,
-``values_list()``): the statement, and so every rule it carries, is exactly the ORM's.
+On the annotator's path, building and compiling a queryset cost several times the CPU of running
+it, turning the same query into the same SQL with only an id changed. A :class:`Prepared` query is
+built once with placeholder values standing for its parameters, compiled once per database and
+research-group scope, and then runs the stored SQL with the values put where the placeholders
+were; its rows become objects through the same compiler: the statement is exactly the ORM's.
 
 Parameters are ints and strings only, found in the compiled statement's parameters by their
-placeholder values; a placeholder that the compiler writes into the SQL text itself, or drops,
-makes the query refuse to be prepared (:class:`ImproperlyConfigured`, at its first use in a
-test), so a wrong statement is never stored.
+placeholder values; a placeholder the compiler writes into the SQL text, or drops, makes the query
+refuse to be prepared (:class:`ImproperlyConfigured`), so a wrong statement is never stored.
 
-Every query says whose scope it is compiled for: ``scope=core.models.scope_of`` for one that
-reads a study model (or has one in a subquery), ``scope=None`` for one that reads none (an
-account, the research groups: asking for the scope there would read the user, and the user's
-own query is one of them). Required, so no query is prepared for one scope and run in another.
+Every query says whose scope it is compiled for: ``scope=core.models.scope_of`` for one that reads
+a study model, ``scope=None`` for one that reads none (an account, the research groups). Required,
+so no query is prepared for one scope and run in another.
 """
 
 from __future__ import annotations
@@ -83,34 +77,41 @@ class _Compiled:
         return list(queryset._iterable_class(queryset))
 
 
-class Prepared:
-    """A read query given as ``build(**values) -> QuerySet``, compiled once per database and scope.
-
-    ``query(**values)`` returns the rows as a list, exactly as ``list(build(**values))`` would.
-    """
+class _CompiledOnce:
+    """What :class:`Prepared` and :class:`PreparedUpdate` share: statements kept by key (the values'
+    names and types, the scope, ...), compiled at first use."""
 
     def __init__(self, build: Callable[..., QuerySet], *, scope: Callable[[], Hashable] | None) -> None:
         self._build, self._scope_of = build, scope
-        self._compiled: dict[tuple, _Compiled] = {}
+        self._compiled: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, **values: Any) -> list:
-        placeholders = {name: _placeholder(i, v) for i, (name, v) in enumerate(sorted(values.items()))}
-        key = (tuple(sorted((n, type(v)) for n, v in values.items())), self._scope())
+    def _key(self, values: dict[str, Any], *more: Hashable) -> tuple:
+        scope = ("unscoped",) if self._scope_of is None else ("scope", self._scope_of())
+        return (tuple(sorted((n, type(v)) for n, v in values.items())), *more, scope)
+
+    def _compiled_for(self, key: tuple, compile: Callable[[], Any]) -> Any:
         compiled = self._compiled.get(key)
         if compiled is None:
             try:
-                compiled = _Compiled(self._build(**placeholders), placeholders)
+                compiled = compile()
             except EmptyResultSet:  # nothing can match (an empty scope: an account of no group)
                 compiled = _NOTHING
             with self._lock:
                 if len(self._compiled) >= _MAX_KEYS:
                     self._compiled.clear()
                 self._compiled[key] = compiled
-        return [] if compiled is _NOTHING else compiled.run(values)
+        return compiled
 
-    def _scope(self) -> Hashable:
-        return ("unscoped",) if self._scope_of is None else ("scope", self._scope_of())
+
+class Prepared(_CompiledOnce):
+    """A read query given as ``build(**values) -> QuerySet``, compiled once per database and scope;
+    ``query(**values)`` returns the rows as a list, exactly as ``list(build(**values))`` would."""
+
+    def __call__(self, **values: Any) -> list:
+        placeholders = {name: _placeholder(i, v) for i, (name, v) in enumerate(sorted(values.items()))}
+        compiled = self._compiled_for(self._key(values), lambda: _Compiled(self._build(**placeholders), placeholders))
+        return [] if compiled is _NOTHING else compiled.run(values)
 
 
 class _Slot(Expression):
@@ -124,40 +125,18 @@ class _Slot(Expression):
         return "%s", [self.marker]
 
 
-class PreparedUpdate:
+class PreparedUpdate(_CompiledOnce):
     """A conditional ``UPDATE`` given as ``rows(**values) -> QuerySet``, compiled once per database,
-    scope and set of columns written; ``write(columns, **values)`` sets ``columns`` (a mapping of
-    field name to value) on the rows and returns how many it changed, as ``rows(**values).update(**columns)``.
+    scope and set of columns written; ``write(columns, **values)`` sets ``columns`` (field name ->
+    plain value) on the rows and returns how many it changed, as ``rows(**values).update(**columns)``.
 
-    The rows' filter (its subqueries and the research-group scope, added as the scoped queryset's
-    own ``update`` adds it: ``narrowed()``) is the ORM's, compiled once; each column's value goes
-    in as a statement parameter, prepared for the database by its field as Django's ``update``
-    prepares it (``get_db_prep_save``), ``None`` included. Columns take plain values only, not
-    expressions. Used where the UPDATE runs on every request (the HIT's submit, issue 46).
+    The rows' filter (scope included, as the scoped queryset's ``update`` adds it) is the ORM's; each
+    column's value goes in as a statement parameter, prepared by its field as Django's ``update`` does.
     """
-
-    def __init__(self, rows: Callable[..., QuerySet], *, scope: Callable[[], Hashable] | None) -> None:
-        self._rows, self._scope_of = rows, scope
-        self._compiled: dict[tuple, tuple] = {}
-        self._lock = threading.Lock()
 
     def __call__(self, columns: dict[str, Any], **values: Any) -> int:
         names = sorted(columns)
-        key = (
-            tuple(sorted((n, type(v)) for n, v in values.items())),
-            tuple(names),
-            ("unscoped",) if self._scope_of is None else ("scope", self._scope_of()),
-        )
-        compiled = self._compiled.get(key)
-        if compiled is None:
-            try:
-                compiled = self._compile(names, values)
-            except EmptyResultSet:  # no row can match (an empty scope): nothing to change
-                compiled = _NOTHING
-            with self._lock:
-                if len(self._compiled) >= _MAX_KEYS:
-                    self._compiled.clear()
-                self._compiled[key] = compiled
+        compiled = self._compiled_for(self._key(values, tuple(names)), lambda: self._compile(names, values))
         if compiled is _NOTHING:
             return 0
         db, sql, params, slots, fields = compiled
@@ -176,7 +155,7 @@ class PreparedUpdate:
         from django.db.models import sql as sql_queries
 
         placeholders = {name: _placeholder(i, v) for i, (name, v) in enumerate(sorted(values.items()))}
-        queryset = self._rows(**placeholders)
+        queryset = self._build(**placeholders)
         narrowed = getattr(queryset, "narrowed", None)
         if narrowed is not None:
             queryset = narrowed()

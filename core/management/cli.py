@@ -1,11 +1,9 @@
 """Command-line helpers: clean errors (no traceback), import summaries, one base command.
 
-Every command of the project derives from :class:`ProjectCommand`, which runs the system
-checks of what a command uses (models, database, caches, files, signals) and leaves out
-those of the web site: URLs, templates, admin and REST framework compatibility import
-every view, template-tag library, DRF and the API schema (about 0.4 s), which a command
-reading a ten-line file should not pay. ``manage.py check``, ``runserver``, the web
-workers and the test suite (tests/core/test_startup.py) still run them all.
+Every command derives from :class:`ProjectCommand`, which runs the system checks of what a command
+uses and leaves out the web site's (URLs, templates, admin, REST framework), which import every view:
+a command reading a ten-line file should not pay that (docs/benchmarks-history.md). ``manage.py
+check``, the web workers and the test suite still run them all.
 """
 
 import argparse
@@ -24,7 +22,7 @@ from core.jobs.in_process import inline_jobs
 from core.models import ResearchGroup, group_id_by_slug
 from core.options import ReportOption
 from genderbias.errors import InputError
-from genderbias.numbers import NumberError, parse_count
+from genderbias.numbers import NumberError, parse_count, parse_decimal
 from genderbias.ranking.defaults import OptionError
 
 
@@ -54,10 +52,8 @@ class ProjectCommand(BaseCommand):
         return parser
 
     def execute(self, *args, **options):
-        """Jobs the command starts run inline: it reports their outcome, and it exits right after. On a
-        database that is not migrated (a new file, or one of an earlier version) the database's own error
-        ("no such table") becomes a message that says what to do (:func:`_unmigrated`)."""
-
+        """Jobs the command starts run inline (it reports their outcome, then exits); on a database not
+        migrated, the database's own error becomes a message saying what to do (:func:`_unmigrated`)."""
         slug = options.pop("group", None)
         try:
             with inline_jobs(), acting_in(_group_id(slug) if slug else None, only=True):
@@ -70,8 +66,8 @@ class ProjectCommand(BaseCommand):
 
 
 def _unmigrated(exc: DatabaseError) -> str | None:
-    """What to tell a user whose command failed with ``exc`` on a database with migrations not applied to it,
-    or None when every migration is applied (then the error is another one, and is raised as it is)."""
+    """What to tell a user whose command failed with ``exc`` on a database with migrations not applied,
+    or None when every migration is applied (another error, raised as it is)."""
     from django.db import DEFAULT_DB_ALIAS, connections
     from django.db.migrations.executor import MigrationExecutor
 
@@ -92,7 +88,6 @@ def _unmigrated(exc: DatabaseError) -> str | None:
 
 
 def _group_id(slug: str) -> int:
-
     group = group_id_by_slug(slug)
     if group is None:
         known = ", ".join(ResearchGroup.objects.values_list("slug", flat=True)) or "none"
@@ -102,11 +97,8 @@ def _group_id(slug: str) -> int:
 
 @contextmanager
 def command_errors(*also: type[Exception], flags: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Bad input, refused requests, unwritable files (and ``also``) become ``CommandError``.
-
-    A :class:`~core.errors.FieldError` (a service's check of one field's rule) names the command's
-    option: ``--target-accuracy: …``. The option is the field's name
-    with dashes unless ``flags`` maps the field to another (``{"target_accuracy": "--size-for"}``).
+    """Bad input, refused requests, unwritable files (and ``also``) become ``CommandError``; a
+    :class:`~core.errors.FieldError` names the option (the field with dashes, or ``flags[field]``).
     """
     try:
         yield
@@ -118,14 +110,13 @@ def command_errors(*also: type[Exception], flags: Mapping[str, str] | None = Non
 
 
 def _with_notes(message: str, exc: BaseException) -> str:
-    """The message and what the service added on the way up (``add_note``: e.g. which batch a
-    routing made before its publishing failed)."""
+    """The message and the notes the service added on the way up (``add_note``)."""
     return "; ".join([message, *getattr(exc, "__notes__", ())])
 
 
 def imported_parts(found) -> str:
-    """What an import of several parts made (its ``collection``, ``query_set`` and ``qrels``, any of them None),
-    one phrase each with its size: what ``import_dataset`` and ``import_named_set`` print."""
+    """What an import of several parts made (``collection``, ``query_set``, ``qrels``, any None), one phrase
+    each with its size."""
     parts = []
     if found.collection is not None:
         passages = found.collection.passages
@@ -179,9 +170,8 @@ def get_named_list(model: type[Model], names: Iterable[str], what: str) -> list[
 
 
 def add_option(parser: argparse.ArgumentParser, option: ReportOption, flag: str = "") -> None:
-    """Add a report setting to a command: ``--name-with-dashes`` (or ``flag``), its help with bounds and
-    default, and a type that reads and checks through :meth:`~genderbias.ranking.defaults.Rule.parse`,
-    so a command refuses what the page and the API refuse, in the setting's words."""
+    """Add a report setting to a command as ``--name-with-dashes`` (or ``flag``), read and checked by
+    :meth:`~genderbias.ranking.defaults.Rule.parse`, so it refuses what the page and the API refuse."""
     flag = flag or "--" + option.name.replace("_", "-")
     if option.kind == "choice":
         parser.add_argument(flag, choices=option.values, default=option.default or None, help=option.describe())
@@ -201,8 +191,8 @@ def add_option(parser: argparse.ArgumentParser, option: ReportOption, flag: str 
 
 
 def whole_number(text: str) -> int:
-    """An ``add_argument(type=...)`` for a whole number: ASCII digits only (:func:`genderbias.numbers.parse_count`;
-    ``type=int`` took ``١٠`` and ``1_0``); argparse names the option in its refusal. Ranges: the service's."""
+    """An ``add_argument(type=...)`` for a whole number, ASCII digits only (``type=int`` takes ``١٠`` and
+    ``1_0``); ranges are the service's."""
     try:
         return parse_count(text, "value", maximum=10**18)
     except NumberError as exc:
@@ -210,10 +200,8 @@ def whole_number(text: str) -> int:
 
 
 def decimal_number(text: str) -> float:
-    """An ``add_argument(type=...)`` for a number with a fraction (:func:`genderbias.numbers.parse_decimal`;
-    ``type=float`` took ``nan``, ``inf``, ``1e3`` and ``١.٥``). Ranges: the service's."""
-    from genderbias.numbers import NumberError, parse_decimal
-
+    """An ``add_argument(type=...)`` for a number with a fraction (``type=float`` takes ``nan``, ``inf``,
+    ``1e3`` and ``١.٥``); ranges are the service's."""
     try:
         return parse_decimal(text, "value")
     except NumberError as exc:

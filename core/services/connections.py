@@ -24,6 +24,7 @@ from core.selectors import (
     connections_key_file,
     environment_value,
     huggingface_settings,
+    zenodo_settings,
 )
 
 logger = logging.getLogger(__name__)
@@ -254,8 +255,6 @@ def check_huggingface() -> str:
 
 def check_zenodo() -> str:
     """Zenodo: the token accepted and allowed to deposit (its depositions listed, ``deposit:write``)."""
-    from core.selectors import zenodo_settings
-
     conn = zenodo_settings()
     if not conn.token:
         raise ConnectionTestFailed("no access token is set")

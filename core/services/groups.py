@@ -1,9 +1,7 @@
 """Research groups changed: made, joined, roles set, members removed, a user's working group chosen.
 
-Managing members needs the owner's role (:func:`core.selectors.require_role`); the operator
-(``manage.py research_group``) makes groups and their first owners. Making a group or setting a
-member changes no other membership: a staff account of no group sees nothing once a site has
-several groups (:func:`staff_of_no_group` names them, for the operator to give them a role).
+Managing members needs the owner's role; the operator (``manage.py research_group``, ``by=None``)
+makes groups and their first owners. No change touches another membership.
 """
 
 from __future__ import annotations
@@ -46,8 +44,8 @@ def create_group(name: str, *, owner=None) -> ResearchGroup:
 
 
 def new_account(username: str, role: str):
-    """A new account for ``role`` with a generated password (returned, to be shown once): a staff
-    account (no superuser, no admin permission) for owner, researcher and viewer."""
+    """A new account for ``role`` with a generated password (returned, to be shown once); staff for owner,
+    researcher and viewer."""
     username = new_username(username)
     password = secrets.token_urlsafe(15)
     user = get_user_model().objects.create_user(username, password=password, is_staff=role in STAFF_ROLES)
@@ -56,8 +54,7 @@ def new_account(username: str, role: str):
 
 @transaction.atomic
 def create_group_with_owner(name: str, owner: str) -> tuple[ResearchGroup, str | None]:
-    """``manage.py research_group --create NAME --owner USER``: the group and its first owner, the
-    account made (with a generated password, returned once) when there is none by that name."""
+    """The group and its first owner, the account made (its password returned once) if there is none."""
     user = get_user_model().objects.filter(username=owner).first()
     password = None
     if user is None:
@@ -86,13 +83,17 @@ def staff_of_no_group():
     )
 
 
-def set_member(by, group: ResearchGroup, username: str, role: str) -> Membership:
-    """``username`` gets ``role`` in ``group`` (added if new); only an owner of the group may
-    (``by`` None: the server's operator, from the command line)."""
+def _check_request(by, group: ResearchGroup, role: str) -> None:
+    """Only an owner of ``group`` (or the operator, ``by`` None) sets a known role."""
     if by is not None:
         require_role(by, group, Membership.Role.OWNER)
     if role not in Membership.Role.values:
         raise ServiceError(f"role: one of {', '.join(Membership.Role.values)}, not {role!r}")
+
+
+def set_member(by, group: ResearchGroup, username: str, role: str) -> Membership:
+    """``username`` gets ``role`` in ``group`` (added if new); only an owner of the group may."""
+    _check_request(by, group, role)
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise ServiceError(f"username: no account {username!r}")
@@ -112,13 +113,9 @@ def set_member(by, group: ResearchGroup, username: str, role: str) -> Membership
 
 @transaction.atomic
 def add_member(by, group: ResearchGroup, username: str, role: str) -> tuple[Membership, str | None]:
-    """The groups page's *Add or change*: ``username`` gets ``role`` in ``group`` (:func:`set_member`),
-    the account made first when there is none by that name, with a generated password returned to
-    be shown once (a researcher's staff account, or an in-house annotator's of this group)."""
-    if by is not None:
-        require_role(by, group, Membership.Role.OWNER)
-    if role not in Membership.Role.values:
-        raise ServiceError(f"role: one of {', '.join(Membership.Role.values)}, not {role!r}")
+    """:func:`set_member`, the account made first when there is none by that name (its generated
+    password returned, to be shown once)."""
+    _check_request(by, group, role)
     password = None
     if not get_user_model().objects.filter(username=username).exists():
         if role == Membership.Role.ANNOTATOR:
@@ -133,10 +130,8 @@ def add_member(by, group: ResearchGroup, username: str, role: str) -> tuple[Memb
 
 
 def _refuse_another_groups_account(by, group: ResearchGroup, user) -> None:
-    """An owner brings in accounts of no group, or of groups they own themselves: an account of
-    another group (its annotator, say) would otherwise come under this group's team pages, where
-    its access can be reset and its work taken over. The operator (``manage.py research_group``)
-    or a superuser joins accounts across groups."""
+    """An owner brings in accounts of no group or of groups they own, else another group's annotator
+    would come under this group's pages, its access reset; the operator or a superuser may."""
     others = set(Membership.objects.filter(user=user).exclude(group=group).values_list("group_id", flat=True))
     owned = set(Membership.objects.filter(user=by, role=Membership.Role.OWNER).values_list("group_id", flat=True))
     if others - owned:

@@ -1,16 +1,10 @@
 """Leases: one process at a time does a given piece of work (publish, sync or escalate a batch).
 
-A lease is a row keyed by what it protects. Taking it is one INSERT, which the primary key
-makes atomic on every database; a second caller finds the row and is told who holds it,
-since when (it does not wait: the work it wanted is being done). Releasing deletes the row
-only if the caller still owns it (the ``owner`` token), so a holder that lost its lease
-never frees someone else's.
-
-A holder that died leaves its row behind. The row is taken over, by a compare-and-set on
-the old owner token, when it has expired (``ttl``, long enough for the longest sync) or,
-sooner, when it was taken on this host by a process that no longer exists (a kill -9 of
-a command). Re-entrant within a thread: work that holds a batch's lease may call other
-work under the same key.
+A lease is a row keyed by what it protects, taken by one INSERT (atomic by the primary key); a
+second caller is told who holds it (it does not wait: the work is being done). Releasing deletes
+the row only if the caller still owns it (the ``owner`` token). A dead holder's row is taken over,
+by compare-and-set on its owner token, once expired (``ttl``) or at once when its process on this
+host no longer exists. Re-entrant within a thread.
 """
 
 from __future__ import annotations
@@ -28,6 +22,7 @@ from django.utils import timezone
 
 from core.errors import StateError
 from core.models import Lease
+from core.services.storage import process_alive
 
 DEFAULT_TTL = timedelta(hours=6)
 _held = threading.local()
@@ -38,15 +33,8 @@ class LeaseHeld(StateError):
 
 
 def _process_gone(lease: Lease) -> bool:
-    if lease.hostname != socket.gethostname():
-        return False  # another machine's process: only expiry tells
-    try:
-        os.kill(lease.pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    # Another machine's process: only expiry tells.
+    return lease.hostname == socket.gethostname() and not process_alive(lease.pid)
 
 
 def acquire(key: str, purpose: str, ttl: timedelta = DEFAULT_TTL) -> str:

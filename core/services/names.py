@@ -1,11 +1,9 @@
-"""Names of collections, query sets, runs, word lists, pools, batches and reports.
-
-They appear in URLs and file names, so they are slugs: letters, digits, hyphens and
-underscores. Every service that creates a named object checks its name here.
-"""
+"""Names of the study's objects: slugs (they appear in URLs and file names), checked here by every
+service that creates a named object."""
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 
@@ -13,22 +11,19 @@ from core.errors import ServiceError
 from core.models import GroupOwned, scope_of
 
 
-def name_limit() -> int:
-    """The longest name every named kind's column holds (the models' ``max_length``): one name may
-    become several objects (a pool also makes a query set of its name), so the shortest column counts."""
-    from django.apps import apps
+def _named_models() -> list:
+    return [m for m in apps.get_models() if issubclass(m, GroupOwned) and any(f.name == "name" for f in m._meta.fields)]
 
-    return min(
-        m._meta.get_field("name").max_length
-        for m in apps.get_models()
-        if issubclass(m, GroupOwned) and any(f.name == "name" for f in m._meta.fields)
-    )
+
+def name_limit() -> int:
+    """The longest name every named kind's column holds: one name may become several objects (a pool
+    also makes a query set of its name), so the shortest column counts."""
+    return min(m._meta.get_field("name").max_length for m in _named_models())
 
 
 def validate_name(name: str, what: str) -> str:
-    """Return ``name`` if it is a usable slug no longer than its column (:func:`name_limit`: SQLite
-    stores any length, PostgreSQL refuses past it, so the answer is given here, the same on both);
-    otherwise a ServiceError naming ``what``."""
+    """Return ``name`` if it is a usable slug no longer than its column (checked here: SQLite stores
+    any length), not another group's; otherwise a ServiceError naming ``what``."""
     limit = name_limit()
     if len(str(name)) > limit:
         raise ServiceError(f"{what} name: at most {limit} characters, not {len(str(name))}")
@@ -43,15 +38,10 @@ def validate_name(name: str, what: str) -> str:
 
 
 def _refuse_another_groups(name: str, what: str) -> None:
-    """Names are unique on the site, and another research group's objects are not seen (the scoped
-    managers): a name one of them holds is refused here, not by the database's unique index (a 500)."""
-    from django.apps import apps
-
+    """Names are unique on the site but another group's objects are not seen: a name one of them holds
+    is refused here, not by the database's unique index (a 500)."""
     if scope_of() is None:
         return
-    named = [
-        m for m in apps.get_models() if issubclass(m, GroupOwned) and any(f.name == "name" for f in m._meta.fields)
-    ]
-    for model in named:  # every kind: a pool also makes a query set of its name
+    for model in _named_models():  # every kind: a pool also makes a query set of its name
         if model._base_manager.filter(name=name).exists() and not model._default_manager.filter(name=name).exists():
             raise ServiceError(f"{what} name {name!r} is taken by another research group; choose another")

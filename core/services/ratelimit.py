@@ -13,6 +13,7 @@ atomic ``add``, then waits for it. However many workers call, together they star
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from collections.abc import Callable
@@ -32,8 +33,6 @@ def shared_cache() -> BaseCache:
 def client_key(address: str) -> str:
     """What a per-client limit counts under: an IPv4 address (mapped ones too) as is, an IPv6
     address's /64 (one subscriber is routinely given a whole /64), anything else as given."""
-    import ipaddress
-
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:

@@ -1,10 +1,7 @@
-"""Folders for derived files under ``settings.CACHE_DIR``.
+"""Folders for derived files under ``settings.CACHE_DIR``, created on first use.
 
-Invariant: every derived file (docid indexes, normalised runs, count caches, exports,
-plots) lives in a named folder under the cache directory, and every partly written
-file lives in the one staging folder, so that a crash leaves nothing half-written
+Every partly written file lives in the one staging folder, so a crash leaves nothing half-written
 anywhere else and :func:`clean_staging` can remove what an interrupted process left.
-Folders are created on first use, never at import time.
 """
 
 from __future__ import annotations
@@ -27,13 +24,8 @@ def cache_dir(*parts: str) -> Path:
 
 
 def staging_path(name: str) -> Path:
-    """A path in the staging folder for a file being built; the caller moves or removes it.
-
-    The process id is part of the name, so two processes never share a staging file and
-    :func:`clean_staging` can tell a live process's file from a dead one's. Files left by
-    processes that no longer run (a ``kill -9`` during an import) are removed here, so the
-    next import cleans up after a killed one.
-    """
+    """A path in the staging folder for a file being built; the caller moves or removes it. Named by
+    the process id, so a dead process's files are told apart, and removed here first."""
     clean_staging(max_age=None)
     return cache_dir("staging") / f"{os.getpid()}-{name}"
 
@@ -47,14 +39,15 @@ def clean_staging(max_age: float | None = STALE_STAGING_SECONDS) -> int:
     now = time.time()
     for path in folder.iterdir():
         pid = path.name.split("-", 1)[0]
-        alive = pid.isdigit() and _process_alive(int(pid))
+        alive = pid.isdigit() and process_alive(int(pid))
         if not alive or (max_age is not None and now - path.stat().st_mtime > max_age):
             path.unlink(missing_ok=True)
             removed += 1
     return removed
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (someone else's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

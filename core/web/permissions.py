@@ -8,45 +8,40 @@ from django.core.exceptions import PermissionDenied
 from core.models import Membership, ResearchGroup, default_group, roles_of
 
 
-def researcher_required(view):
-    """Staff only: visitors are sent to the login page, logged-in annotators get 403."""
+def _only(allowed, refusal: str):
+    """A view decorator: visitors are sent to the login page, users ``allowed(user)`` refuses get 403."""
 
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        if not (request.user.is_active and request.user.is_staff):
-            raise PermissionDenied("This page is for researchers.")
-        return view(request, *args, **kwargs)
+    def decorate(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            if not allowed(request.user):
+                raise PermissionDenied(refusal)
+            return view(request, *args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate
+
+
+#: Staff only.
+researcher_required = _only(lambda user: user.is_active and user.is_staff, "This page is for researchers.")
 
 
 def can_manage_connections(user) -> bool:
-    """Whether ``user`` may see, set and test the site's connections to outside services (Prolific,
-    the language model, the Hub): they spend money and publish in the lab's name, and every research
-    group's studies use them. So: a superuser; on a site with one research group (as every site
-    starts), that group's owners, which are its staff; on a site with several, superusers only, as
-    no group's owner may change what the other groups' studies use (docs/deployment.md)."""
+    """Whether ``user`` may see, set and test the site's connections to outside services: they spend
+    money and publish in the lab's name for every group. So a superuser, and on a site of one research
+    group its owners; on a site of several, superusers only (docs/deployment.md)."""
     if not (user.is_authenticated and user.is_active and user.is_staff):
         return False
     if user.is_superuser:
         return True
-
     if ResearchGroup.objects.count() > 1:
         return False
     return roles_of(user).get(default_group().pk) == Membership.Role.OWNER
 
 
-def connections_manager_required(view):
-    """:func:`can_manage_connections` only: visitors are sent to the login page, others get 403."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        if not can_manage_connections(request.user):
-            raise PermissionDenied("This page is for the researchers who manage the site's connections.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
+connections_manager_required = _only(
+    can_manage_connections, "This page is for the researchers who manage the site's connections."
+)
