@@ -1,8 +1,5 @@
-"""A run's name as it is set on paper: in lines that fit a table's head or a figure's legend.
-
-Pure. The paper bundle's tables (:mod:`publishing.latex`) and the figures (:mod:`metrics.plots`) break
-names the same way, so a name reads the same in a table and beside its curve.
-"""
+"""A run's name as it is set on paper (pure): the paper bundle's tables and the figures break it the same way, so a
+name reads the same in a table and beside its curve."""
 
 from __future__ import annotations
 
@@ -10,9 +7,8 @@ import re
 
 
 def header_lines(name: str, chars: int) -> list[str]:
-    """A run's name in lines of at most ``chars`` characters (a table's head, a figure's legend): broken after a space, ``-``, ``_``, ``.``
-    or ``/``, and a word longer than a line with a hyphen at its end (``MatchPyra / mid`` reads
-    ``MatchPyra /`` ``mid``; ``bm25monot5reranked``, ``bm25mono-`` ``t5rerank-`` ``ed``)."""
+    """A run's name in lines of at most ``chars`` characters: broken after a space, ``-``, ``_``, ``.`` or ``/``, and a
+    longer word with a hyphen (``bm25monot5reranked``: ``bm25mono-`` ``t5rerank-`` ``ed``)."""
     lines, line = [], ""
     for piece in re.split(r"(?<=[-_./ ])", name):
         if len(line) + len(piece.rstrip()) > chars and line.strip():

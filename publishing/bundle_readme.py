@@ -77,8 +77,7 @@ FILE_NOTES: tuple[tuple[str, str], ...] = (
 
 
 def readme_files(names: Iterable[str], template: str, style: str) -> str:
-    """README.txt's list of files: each of :data:`FILE_NOTES` the bundle holds (``names``), a pattern
-    with the names it matches, and its note; so the README names every file written and no other."""
+    """README.txt's list of files: each of :data:`FILE_NOTES` the bundle holds, with the names it matches."""
     lines = []
     for pattern, note in FILE_NOTES:
         matched = sorted(name for name in names if fnmatch(name, pattern))

@@ -10,7 +10,7 @@ on a batch's labels its combined test, to first order the t-test at Δ/r (:func:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -47,21 +47,11 @@ class Share:
     """A proportion with its Wilson 95% interval and where it was estimated."""
 
     share: float
-    low: float
-    high: float
+    ci_low: float
+    ci_high: float
     count: int
     total: int
     source: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "share": self.share,
-            "ci_low": self.low,
-            "ci_high": self.high,
-            "count": self.count,
-            "total": self.total,
-            "source": self.source,
-        }
 
 
 def _share(count: int, total: int, source: str) -> Share:
@@ -387,7 +377,7 @@ def _pool_plan(pool: Pool, pilot: Pilot, needed: int | None, settings: CostSetti
         raise ServiceError(f"no query labelled so far in pool {pool.name} is non-gendered: no share to plan with")
     part: dict[str, Any] = {
         "pool": pool.name,
-        "non_gendered_share": share.as_dict(),
+        "non_gendered_share": asdict(share),
         "pooled_to_annotate": None,
         "pooled_to_annotate_range": None,
         "cost": None,
@@ -403,8 +393,8 @@ def _pool_plan(pool: Pool, pilot: Pilot, needed: int | None, settings: CostSetti
     pooled = plan_inputs.pooled_to_annotate(needed, share.share)
     part["pooled_to_annotate"] = pooled
     part["pooled_to_annotate_range"] = [
-        plan_inputs.pooled_to_annotate(needed, share.high),
-        plan_inputs.pooled_to_annotate(needed, share.low) if share.low > 0 else None,
+        plan_inputs.pooled_to_annotate(needed, share.ci_high),
+        plan_inputs.pooled_to_annotate(needed, share.ci_low) if share.ci_low > 0 else None,
     ]
     part["pool_queries"] = pool.queries.queries.count()
     part["cost"] = costs(pooled, settings)
@@ -412,7 +402,7 @@ def _pool_plan(pool: Pool, pilot: Pilot, needed: int | None, settings: CostSetti
     if routed is not None:
         to_crowd = math.ceil(pooled * routed.share - 1e-9)
         part["machine"] = {
-            "crowd_share": routed.as_dict(),
+            "crowd_share": asdict(routed),
             "crowd_queries": to_crowd,
             "cost": costs(to_crowd, settings) if to_crowd else dict.fromkeys(settings.providers, 0.0),
         }

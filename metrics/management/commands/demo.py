@@ -1,8 +1,5 @@
-"""The whole researcher's path on synthetic data, on the embedded default (``bin/demo``).
-
-It drives every app (pooling -> annotation -> metrics), so it lives in the app on top:
-imports flow downwards, and ``core`` imports no app.
-"""
+"""The whole researcher's path on synthetic data (``bin/demo``): it drives every app, so it lives in the app on top
+(imports flow downwards)."""
 
 from pathlib import Path
 
