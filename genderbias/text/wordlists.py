@@ -1,8 +1,6 @@
-"""Gender word lists: which words count as female and which as male.
-
-A word list is a plain ``word,f|m`` file (one entry per line, ``#`` comments allowed).
-The built-in default is the 32 female + 32 male gender-definitional words of
-Rekabsaz & Schedl (SIGIR 2020), the list their RaB/ARaB were computed with.
+"""Gender word lists: which words count as female and which as male. A word list is a plain ``word,f|m`` file (one
+entry per line, ``#`` comments allowed); the built-in ones are in ``data/``: RaB/ARaB's 32 + 32 definitional words
+of Rekabsaz & Schedl (SIGIR 2020), and the others' 163 + 163 representative words and names.
 """
 
 from __future__ import annotations
@@ -17,74 +15,19 @@ from genderbias.files.textfiles import open_text
 FEMALE = "f"
 MALE = "m"
 
-DEFAULT_FEMALE = [
-    "daughter",
-    "daughters",
-    "female",
-    "females",
-    "fiancee",
-    "gal",
-    "gals",
-    "girl",
-    "girls",
-    "granddaughter",
-    "granddaughters",
-    "grandma",
-    "grandmother",
-    "grandmothers",
-    "her",
-    "hers",
-    "herself",
-    "lady",
-    "madam",
-    "mama",
-    "mom",
-    "mommy",
-    "moms",
-    "mother",
-    "mothers",
-    "she",
-    "sister",
-    "sisters",
-    "stepmother",
-    "stepdaughter",
-    "woman",
-    "women",
-]
-DEFAULT_MALE = [
-    "boy",
-    "boys",
-    "brother",
-    "brothers",
-    "dad",
-    "dads",
-    "father",
-    "fathers",
-    "fiance",
-    "gentleman",
-    "gentlemen",
-    "godfather",
-    "grandfather",
-    "grandpa",
-    "grandson",
-    "grandsons",
-    "guy",
-    "he",
-    "him",
-    "himself",
-    "his",
-    "lad",
-    "lads",
-    "male",
-    "males",
-    "man",
-    "men",
-    "sir",
-    "son",
-    "sons",
-    "stepfather",
-    "stepson",
-]
+#: The built-in word lists (``data/NOTICE``: source, licence).
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _listed(gender: str) -> list[str]:
+    """The definitional words of ``gender`` in the file's order (synthetic data draws from them by position)."""
+    with open_text(DATA / "wordlist_gender_definitional.txt") as lines:
+        rows = (line.partition(",") for line in lines if line and not line.startswith("#"))
+        return [word for word, _, listed in rows if listed == gender]
+
+
+DEFAULT_FEMALE = _listed(FEMALE)
+DEFAULT_MALE = _listed(MALE)
 
 
 @dataclass(frozen=True)
@@ -119,7 +62,7 @@ def default_wordlist() -> GenderWords:
 
 
 #: The 163 + 163 gender-representative words and names of NFaiRR and TExFAIR (``data/NOTICE``: source, licence).
-REPRESENTATIVE_WORDLIST = Path(__file__).resolve().parent / "data" / "wordlist_gender_representative.txt"
+REPRESENTATIVE_WORDLIST = DATA / "wordlist_gender_representative.txt"
 
 
 def default_representative_wordlist() -> GenderWords:
