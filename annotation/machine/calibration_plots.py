@@ -9,14 +9,13 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from core.svg_plots import INK, PALETTE, SVG_STYLE, ink, svg_bytes
 from genderbias.labels import LABEL_NAMES, LABELS
 
 
 def inline_svg(figure) -> str:
     """The figure as inline SVG in ``currentColor``: the ``<style>`` :func:`core.svg_plots.svg_bytes` adds
     for an ``<img>`` and the XML prolog dropped, as inline SVG inherits the page's colour."""
-    from core.svg_plots import SVG_STYLE, svg_bytes
-
     text = svg_bytes(figure).decode("utf-8").replace(SVG_STYLE, "")
     return text[text.index("<svg") :]
 
@@ -24,8 +23,6 @@ def inline_svg(figure) -> str:
 def reliability_svg(reliability: list[dict[str, float]]) -> str:
     """The reliability diagram: per confidence bin, how often the machine was right, against the diagonal."""
     from matplotlib.figure import Figure
-
-    from core.svg_plots import INK, PALETTE, ink
 
     figure = Figure(figsize=(3.7, 3.2), layout="constrained")
     axes = figure.add_subplot()
@@ -55,8 +52,6 @@ def reliability_svg(reliability: list[dict[str, float]]) -> str:
 def proportions_svg(proportions: dict[str, dict[str, Any]]) -> str:
     """Each category's share of the batch: the PPI++ estimate with its CI, and the machine's share alone."""
     from matplotlib.figure import Figure
-
-    from core.svg_plots import INK, PALETTE, ink
 
     figure = Figure(figsize=(3.9, 3.0), layout="constrained")
     axes = figure.add_subplot()

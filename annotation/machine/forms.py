@@ -10,13 +10,12 @@ from annotation.machine.services.prelabels import OPENAI_UNCONFIGURED
 from annotation.machine.services.routing import DEFAULT_RISK
 from annotation.models import Batch
 from core.forms import CountField, DecimalNumberField, MoneyField
+from core.selectors import chat_settings
 from core.services.uploads import upload_too_large_message
 
 
 def openai_configured() -> bool:
     """Whether the chat pre-labeller can run here: it needs an endpoint and a model name."""
-    from core.selectors import chat_settings
-
     return chat_settings().configured
 
 

@@ -39,6 +39,7 @@ from core import methods
 from core.errors import ServiceError
 from core.forms import add_service_error
 from core.models import Job
+from core.selectors import UNSET, connection_state
 from core.services.uploads import staged_uploads
 from core.templatetags.roles import may_act
 from core.web.permissions import researcher_required
@@ -61,8 +62,6 @@ def chat_prompt() -> dict[str, str]:
 
 
 def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
-    from core.selectors import UNSET, connection_state
-
     sample = calibration_batch(batch)
     runs = prelabel_runs(batch)
     chat = connection_state("chat")  # the connection in force (core.selectors.chat_settings' source)

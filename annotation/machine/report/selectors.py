@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import Count, Max, Q
@@ -26,6 +26,7 @@ from annotation.machine.selectors import (
 )
 from annotation.models import Adjudication, Assignment, Batch, EchoRestore, Judgment, PreLabel
 from annotation.results.selectors.cache import remembered
+from annotation.results.selectors.gold import gold_discarded_assignments, gold_judgments, gold_labels
 from annotation.results.selectors.labels import ADJUDICATED, MACHINE, BatchAnswers, labels_with_sources, latest_routing
 from core.errors import StateError
 from genderbias.labels import LABEL_NAMES, LABELS
@@ -164,8 +165,6 @@ def routing_ceiling_of(batch: Batch, sample: CalibrationSample, figures: dict[st
     """The best agreement with the sample's reference label any machine can expect (a query without a
     decisive label an error), under the crowd model of ``figures`` (``against_truth``), with the sample's
     rule and with the first votes alone; ``value`` None without a fitted model."""
-    from dataclasses import replace
-
     from genderbias.crowd.simulation.escalation import ceiling_by_label
     from genderbias.crowd.simulation.workers import crowd_from_figures
 
@@ -305,7 +304,6 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
     machine labels (without a readable sample: the machine's confidence, ``calibrated`` False)."""
     import pandas as pd
 
-    from annotation.results.selectors.gold import gold_discarded_assignments, gold_judgments, gold_labels
     from genderbias.crowd import label_probabilities as lp
 
     answers = BatchAnswers(batch)

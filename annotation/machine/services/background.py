@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 
+from annotation.machine import calibration_plots
+from annotation.machine.prelabellers import prelabeller_names
 from annotation.machine.report.selectors import (
     REPORT_STEPS,
     calibration_report,
@@ -36,6 +39,7 @@ from core.errors import ServiceError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
+from core.selectors import chat_settings
 from core.services.once import claim, live_job
 from genderbias.errors import InputError
 
@@ -71,14 +75,10 @@ def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = N
 def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, train: str | None = None) -> Job:
     """Pre-label ``batch`` in the background; input no run could accept is refused at once rather than
     queued as a job that can only fail."""
-    from annotation.machine.prelabellers import prelabeller_names
-
     if labeller not in prelabeller_names():
         raise ServiceError(f"unknown pre-labeller {labeller!r}; known: {', '.join(prelabeller_names())}")
     if samples is not None and (labeller != "openai" or samples < 1):
         raise ServiceError("samples: only the openai pre-labeller takes samples, at least 1")
-    from core.selectors import chat_settings
-
     if labeller == "openai" and not chat_settings().configured:
         raise ServiceError(OPENAI_UNCONFIGURED)
     args: list = [batch.pk, labeller, samples]
@@ -98,8 +98,6 @@ DRAWING = "drawing the figures"
 
 def report_with_figures(batch: Batch, progress=None) -> dict[str, Any]:
     """The calibration report of ``batch`` and its two SVG figures (computed, not read)."""
-    from annotation.machine import calibration_plots
-
     report = calibration_report(batch, progress=progress)
     if progress is not None:
         progress(DRAWING)
@@ -170,8 +168,6 @@ def report_or_job(batch: Batch, *, may_start: bool) -> tuple[dict[str, Any] | No
     the sample's state now, else ``(None, job)``: the job computing it (started here when ``may_start``:
     a viewer only waits) or the one that refused it (failed), or ``(None, None)``. With the results cache
     off nothing can be kept: computed here. No sample: ``calibration_report``'s ``StateError``."""
-    from django.conf import settings
-
     version = report_version(batch)
     if version is None or not settings.RESULTS_CACHE_SECONDS:
         return report_with_figures(batch), None

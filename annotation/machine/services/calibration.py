@@ -31,6 +31,8 @@ from annotation.machine.selectors import (
     sample_chain,
 )
 from annotation.models import Batch, BatchQuery, Routing
+from annotation.quality.services.budget import extra_assignment_price, set_extra_budget
+from annotation.quality.services.escalation import parse_until, set_auto_escalation
 from core.errors import ServiceError, StateError
 from core.services.names import validate_name
 from core.services.once import claim
@@ -44,7 +46,6 @@ def reference_record(batch: Batch, escalation_cap: int | None, until: str = "maj
     """The reference rule a new sample records (``derivation["reference"]``): ``votes`` (the batch's
     assignments per query), ``cap`` (default ``DEFAULT_CAP``, never below ``votes``; equal: no escalation),
     ``until`` and its ``posterior`` (None: a strict majority); a ``ServiceError`` naming a bad setting."""
-    from annotation.quality.services.escalation import parse_until
     from genderbias.crowd.simulation.escalation import DEFAULT_CAP
 
     votes = batch.assignments_per_query
@@ -65,8 +66,6 @@ def reference_record(batch: Batch, escalation_cap: int | None, until: str = "maj
 
 def escalation_limit(batch: Batch, queries: int, reference: dict[str, Any]) -> Decimal:
     """The most the reference rule's escalation can add to a batch of ``queries``: every HIT to the cap."""
-    from annotation.quality.services.budget import extra_assignment_price
-
     hits = -(-queries // batch.queries_per_hit)
     return (hits * (reference["cap"] - reference["votes"]) * extra_assignment_price(batch)).quantize(Decimal("0.01"))
 
@@ -74,9 +73,6 @@ def escalation_limit(batch: Batch, queries: int, reference: dict[str, Any]) -> D
 def follow_reference(child: Batch, reference: dict[str, Any]) -> None:
     """Let every sync of ``child`` escalate its undecided queries by the reference rule, within
     :func:`escalation_limit` (added to the batch's extra budget)."""
-    from annotation.quality.services.budget import set_extra_budget
-    from annotation.quality.services.escalation import set_auto_escalation
-
     if reference["cap"] <= reference["votes"]:
         return
     limit = escalation_limit(child, child.queries.filter(is_gold=False).count(), reference)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Sum
 
 from annotation.crowd.services.batches import LABELLED_SET_PREFIX, read_labelled, read_labelled_file
 from annotation.machine.prelabellers import PreLabeller, get_prelabeller
@@ -26,9 +27,12 @@ from annotation.machine.prelabellers.interface import Prediction, PreLabelError,
 from annotation.models import Batch, BatchQuery, PreLabel, PreLabelAnswer
 from annotation.results.selectors.labels import BatchAnswers
 from core.errors import ServiceError
+from core.models import Job
 from core.redaction import mask_secret
 from core.selectors import chat_settings
 from core.services.connections import ConnectionTestFailed, _failure
+from core.services.once import LIVE_JOB
+from core.services.storage import cache_dir
 from genderbias.errors import InputError
 from genderbias.labels import LABELS
 
@@ -71,8 +75,6 @@ class DatabaseAnswerCache:
 
 def cached_answers() -> list[dict]:
     """What the chat labeller's cache holds, per (model, prompt version): queries and answers kept."""
-    from django.db.models import Count, Sum
-
     rows = (
         PreLabelAnswer.objects.values("model", "prompt_version")
         .annotate(queries=Count("id"), requests=Sum("requests"))
@@ -106,9 +108,6 @@ def live_prelabel(batch: Batch, labeller: str, train: str | None = None) -> str 
     or None: called by :func:`core.services.once.claim` under the batch's row lock, so concurrent posts
     start one job paying for the answers. The same machine: the same labeller (for ``trained``, the same
     :class:`_TrainingSource`). A refused post's kept upload is deleted (no job will read it)."""
-    from core.models import Job
-    from core.services.once import LIVE_JOB
-
     live = Job.objects.filter(
         kind=PRELABEL_JOB_KIND, status__in=LIVE_JOB, arguments__0=batch.pk, arguments__1=labeller
     ).order_by("pk")
@@ -282,8 +281,6 @@ _UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}-")
 
 def _kept_upload(path: Path) -> bool:
     """Whether ``path`` is an upload kept for this run (``cache/uploads/``), which is ours to delete."""
-    from core.services.storage import cache_dir
-
     try:
         return path.resolve().parent == cache_dir("uploads").resolve()
     except OSError:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+from annotation.crowd.services.batches import read_labelled
+from annotation.machine.report.selectors import fitted_crowd
 from annotation.machine.routing_text import _some
-from annotation.machine.selectors import calibration_batch, read_sample, reference_rule
-from annotation.machine.services.calibration import DEFAULT_SAMPLE
+from annotation.machine.selectors import calibration_batch, identity_for, machine_labels, read_sample, reference_rule
+from annotation.machine.services.calibration import DEFAULT_SAMPLE, reference_record
 from annotation.machine.services.routing.plan import (
     DEFAULT_RISK,
     check_risk,
@@ -15,7 +19,9 @@ from annotation.machine.services.routing.plan import (
 )
 from annotation.models import Batch
 from core.errors import FieldError, StateError
+from genderbias.errors import InputError
 from genderbias.files.textfiles import open_text
+from genderbias.labels import LABELS
 
 
 def audit_routing(
@@ -46,10 +52,6 @@ def audit_routing(
 
     import numpy as np
 
-    from annotation.crowd.services.batches import read_labelled
-    from annotation.machine.selectors import identity_for, machine_labels
-    from genderbias.errors import InputError
-    from genderbias.labels import LABELS
     from genderbias.machine.calibration_sample import random_sample
     from genderbias.machine.routing_audit import audit
     from genderbias.machine.routing_forecast import simulate_path
@@ -139,14 +141,7 @@ def audit_routing(
 
 def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, until: str):
     """(crowd model or None, what it is in words, the reference rule) for :func:`audit_routing`."""
-    import json
-    from pathlib import Path
-
-    from annotation.machine.report.selectors import fitted_crowd
-    from annotation.machine.services.calibration import reference_record
     from genderbias.crowd.simulation.workers import crowd_from_dict, crowd_from_figures
-    from genderbias.errors import InputError
-    from genderbias.labels import LABELS
 
     sample = None
     if calibration_batch(batch) is not None:

@@ -10,12 +10,17 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
+from django.db.models import Count, Q
+
 from annotation.crowd.providers.base import provider_class
+from annotation.crowd.selectors import place_takers, team_size
 from annotation.crowd.services.batches import estimate_cost
 from annotation.crowd.team_text import team_needs
+from annotation.machine.report.selectors import fitted_crowd
 from annotation.machine.selectors import RANDOM_DESIGN, CalibrationSample, same_population
 from annotation.machine.services.calibration import settings_of
-from annotation.models import Batch, Routing
+from annotation.models import FREES_PLACE, Assignment, Batch, Hit, Routing
+from annotation.quality.services.budget import affordable, budget_left, extra_assignment_price, extra_spent
 from core.errors import StateError
 
 
@@ -121,12 +126,6 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
     next sync escalates), ``next`` (that round's cost), ``spent`` and ``limit`` (the sample's escalations
     so far, and what they may still add) and ``waits`` (each HIT the sample waits on, and why). An
     undecided query that can get no more votes keeps no label: an error for any machine."""
-    from django.db.models import Count, Q
-
-    from annotation.crowd.selectors import place_takers, team_size
-    from annotation.models import FREES_PLACE, Assignment, Hit
-    from annotation.quality.services.budget import affordable, budget_left, extra_assignment_price, extra_spent
-
     drawn, undecided = set(sample.drawn), set(sample.undecided)
     # A query left without a label by the echo check's hold-out waits for nothing: it is an error.
     pending = {q for q in drawn if q not in sample.crowd and q not in undecided} - set(sample.held_undecided)
@@ -312,9 +311,6 @@ def advice_when_uncertified(
 ):
     """When nothing is certified: the ceiling as routing counts it (the crowd model fitted to the sample's
     votes), what would bring an out-of-reach target in reach, and the first-draw sizes at the observed profile."""
-    from dataclasses import replace as with_cap
-
-    from annotation.machine.report.selectors import fitted_crowd
     from genderbias.crowd.simulation.escalation import ceiling_by_label
     from genderbias.crowd.simulation.workers import crowd_from_figures
     from genderbias.machine.routing_forecast import observed_profile, profile_at, size_first_draw
@@ -336,7 +332,7 @@ def advice_when_uncertified(
             for cap in sorted({c for c in CAPS_TRIED if c > rule.cap}):
                 if provider_class(batch.provider).extension_refusal(rule.votes, cap):
                     break
-                more = ceiling_by_label(model, with_cap(rule, cap=cap), queries_per_hit=per_hit)
+                more = ceiling_by_label(model, replace(rule, cap=cap), queries_per_hit=per_hit)
                 advice["in_reach"] = [*advice.get("in_reach", []), {"cap": cap, "ceiling": float(more.max())}]
                 if more.max() >= target:
                     break

@@ -14,8 +14,18 @@ from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
+
 from annotation.machine.routing_text import sample_waits_text
-from annotation.machine.selectors import RANDOM_DESIGN, CalibrationSample, read_sample, rule_record
+from annotation.machine.selectors import (
+    RANDOM_DESIGN,
+    CalibrationSample,
+    identity_for,
+    machine_labels,
+    read_sample,
+    rule_record,
+)
+from annotation.machine.services.prelabels import _sha
 from annotation.machine.services.routing.choice import (
     advice_when_uncertified,
     affordable_queries,
@@ -26,7 +36,7 @@ from annotation.machine.services.routing.choice import (
     reuse_refusal,
     sizing_rows,
 )
-from annotation.models import Batch
+from annotation.models import Batch, PreLabelAnswer
 from core.errors import FieldError, StateError
 from genderbias.numbers import NumberError, parse_decimal
 
@@ -306,7 +316,6 @@ def _choose_cascade(
     """The cascade certified on the sample's first draw (:func:`genderbias.machine.cascade_statistics.certify_cascade`)."""
     import numpy as np
 
-    from annotation.machine.selectors import identity_for, machine_labels
     from genderbias.machine.cascade_statistics import certify_cascade
 
     # The sample's checks (design, population, pending) and its state.
@@ -389,11 +398,6 @@ def _choose_cascade(
 def _machine_cost(batch: Batch, identity, qids: list[str]) -> Decimal:
     """What ``identity``'s cached answers on ``qids`` cost at the configured prices (rules and trained:
     nothing): a cascade's stage pays for the queries earlier stages passed on."""
-    from django.conf import settings
-
-    from annotation.machine.services.prelabels import _sha
-    from annotation.models import PreLabelAnswer
-
     texts = dict(batch.queries.filter(qid__in=qids).values_list("qid", "text"))
     hashes = [_sha(text) for text in texts.values()]
     rows = PreLabelAnswer.objects.filter(
@@ -411,7 +415,6 @@ def size_sample(
     """Before drawing: per first-draw size, the share of draws that certify ``target``, the labels kept
     and the crowd cost, assuming the machine's confidence is its agreement with the reference (the plan
     after the sample uses the observed profile instead)."""
-    from annotation.machine.selectors import identity_for, machine_labels
     from genderbias.machine.routing_forecast import size_first_draw
 
     check_target_accuracy(target)
