@@ -57,7 +57,7 @@ def make_client(endpoint_url: str | None = None, live: bool = False, max_attempt
     return _session().client("mturk", endpoint_url=endpoint, region_name=REGION, config=config)
 
 
-#: botocore's reader of its own data files, shared by every session: it keeps what it has read.
+#: botocore's reader of its own data files, shared by every session (docs/benchmarks.md, "The MTurk client's set-up").
 _DATA_LOADER = None
 
 
