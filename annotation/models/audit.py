@@ -1,28 +1,18 @@
-"""State of expert audit samples: a batch's seeded random sample of queries and their expert labels.
-
-An audit sample is what the prediction-powered intervals rest on (issue 81; the figures in
-``genderbias.machine.proportions``): the crowd's labels are the prediction, the audit's expert labels
-the truth on a simple random sample of the batch's queries. Its rows are kept so that the sample can
-be redrawn from its seed (``annotation.audit.draw``) and every label traced to who gave it and when.
-"""
+"""State of expert audit samples (:mod:`annotation.audit`): a batch's seeded random sample of queries and
+their expert labels, kept so that the sample can be redrawn from its seed and every label traced."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 
-from annotation.models.crowd import Batch, BatchQuery
+from annotation.models.crowd import Batch, BatchPart, BatchQuery
 from core.models import GroupScopedManager
 from genderbias.labels import LABEL_CHOICES
 
 
-class AuditSample(models.Model):
-    """A batch's one audit sample: the first ``size`` queries of its seeded permutation of the batch's queries.
-
-    One per batch: drawing again with the same seed and a larger size extends it (the first queries
-    stay, a prefix of one permutation is still a simple random sample); another seed or a smaller size
-    is refused (labels already given would no longer be a random sample's).
-    """
+class AuditSample(BatchPart):
+    """A batch's one audit sample: the first ``size`` queries of its seeded permutation of the batch's queries."""
 
     batch = models.OneToOneField(Batch, on_delete=models.CASCADE, related_name="audit_sample")
     seed = models.PositiveBigIntegerField()
@@ -39,18 +29,13 @@ class AuditSample(models.Model):
         help_text="Annotators the researcher names as trusted to label this sample.",
     )
 
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
-
     def __str__(self) -> str:
         return f"audit of {self.batch_id}: {self.size} queries, seed {self.seed}"
 
 
 class AuditItem(models.Model):
-    """One audited query, its place in the draw, and its expert label (blank until labelled).
-
-    ``history`` keeps every earlier label of the query (label, user id, when) when it is changed.
-    """
+    """One audited query, its place in the draw, and its expert label (blank until labelled);
+    ``history`` keeps every earlier label."""
 
     sample = models.ForeignKey(AuditSample, on_delete=models.CASCADE, related_name="items")
     batch_query = models.ForeignKey(BatchQuery, on_delete=models.CASCADE, related_name="audit_items")

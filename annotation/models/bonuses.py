@@ -1,28 +1,16 @@
-"""The bonuses paid to any crowd's workers (``BonusPayment``: one record for every provider since issue 41)."""
+"""The bonuses paid to any crowd's workers (one record for every provider)."""
 
 from __future__ import annotations
 
 from django.db import models
 
-from annotation.models.crowd import Assignment, Batch
-from core.models import GroupScopedManager
+from annotation.models.crowd import Assignment, Batch, BatchPart
 
 
-class BonusPayment(models.Model):
-    """A batch's bonus to one participant: the intent, recorded before any call. The one record of
-    bonuses for every provider, so every bonus is paid, recorded and counted one way.
-
-    A bonus rule's (``assignment`` empty) is unique per batch × participant. A bonus sent for one
-    assignment (MTurk's ``SendBonus`` by hand, ``manage.py mturk_admin bonus``; and the older per-sync
-    ``--bonus`` rows of a participant beyond their first, kept by migration 0022) names it, unique per
-    assignment.
-
-    States (``platforms.prolific.bonuses.services`` documents the protocol):
-    ``owed`` (recorded) -> ``set_up`` (Prolific's bulk bonus record made, ``bulk_id`` saved)
-    -> ``paying`` (committed just before the non-idempotent pay call) -> ``paid`` (the call
-    answered, or Prolific's submission shows the bonus). A ``paying`` row is never paid again
-    before Prolific's state has been read.
-    """
+class BonusPayment(BatchPart):
+    """A batch's bonus to one participant: the intent, recorded before any call. States (protocol:
+    ``platforms.prolific.bonuses.services``): ``owed`` -> ``set_up`` -> ``paying`` (committed just
+    before the non-idempotent pay call: never paid again before the platform's state is read) -> ``paid``."""
 
     class State(models.TextChoices):
         OWED = "owed"
@@ -45,9 +33,6 @@ class BonusPayment(models.Model):
     pay_attempted = models.DateTimeField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
-
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["created", "pk"]

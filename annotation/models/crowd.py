@@ -1,14 +1,8 @@
 """State of a crowd batch: its queries, HITs, assignments, judgments and workers.
 
-A batch snapshots its queries (``BatchQuery``) and settings when it is created, so later
-changes to the source query set or pool never change what was asked. Every answer a
-worker gives is kept as it came (``Assignment.raw_answer``) and as one ``Judgment`` per
-query, valid or not: an answer that cannot be read is recorded as invalid with its
-reason, never guessed.
-
-Workers are known by a pseudonym (a keyed HMAC of provider and id). The real MTurk worker
-id or local account lives only in ``WorkerIdentity``, which pages, the API and exports
-never show.
+A batch snapshots its queries and settings, so later changes to the source never change what was
+asked; every answer is kept as it came and as one ``Judgment`` per query (invalid ones with their
+reason). Who a worker is lives only in ``WorkerIdentity``, which pages, the API and exports never show.
 """
 
 from __future__ import annotations
@@ -25,15 +19,12 @@ from core.models import GroupOwned, GroupScopedManager
 from genderbias.labels import LABEL_CHOICES
 from pooling.models import Pool, Query, QuerySet
 
-#: The most assignments a HIT is escalated to unless the researcher says otherwise (``Batch.escalation_cap``,
-#: the escalation page, its form and API, ``manage.py escalate_batch``).
+#: The most assignments a HIT is escalated to unless the researcher says otherwise.
 DEFAULT_MAX_ASSIGNMENTS = 7
 
 
-#: The platforms' stored names, one member per line of :data:`annotation.crowd.providers.registry.PLATFORMS`
-#: (``Provider.MTURK == "mturk"``, ``Provider.TASKBUILDER`` ...), each labelled by its provider class when
-#: the label is read (lazily: the providers' modules import the models). The fields below take their
-#: choices from :func:`~annotation.crowd.providers.registry.platform_choices`, the same names and labels.
+#: The platforms' stored names (``Provider.MTURK == "mturk"``), one per line of ``PLATFORMS``, labelled
+#: lazily (the providers' modules import the models).
 Provider = models.TextChoices(
     "Provider", [(name.upper(), (name, lazy(platform_label, str)(name))) for name in PLATFORMS]
 )
@@ -120,16 +111,12 @@ class Batch(GroupOwned):
         default=True,
         help_text="Tell a worker who fails the gold questions which ones and their right answers.",
     )
-    #: A HIT whose gold check failed loses its pay (rejected) either way; this says whether its other
-    #: answers still count (``annotation.crowd.selectors.counts_answers``).
     failed_gold_answers = models.CharField(
         max_length=8,
-        # As annotation.crowd.providers.options declares them (one set of choices in the API's schema).
         choices=[("discard", "discard its other answers"), ("keep", "keep its other answers")],
         default="discard",
         help_text="A HIT that failed its gold check: discard its other answers, or keep them (its pay is lost either way).",
     )
-    # Quality thresholds applied at every sync (annotation.quality.services.thresholds); None: not applied.
     warn_gold_accuracy = models.FloatField(null=True, blank=True, help_text="Flag workers below this gold accuracy.")
     block_gold_accuracy = models.FloatField(null=True, blank=True, help_text="Block workers below this gold accuracy.")
     warn_agreement = models.FloatField(
@@ -213,7 +200,17 @@ class Batch(GroupOwned):
         return self.name
 
 
-class BatchQuery(models.Model):
+class BatchPart(models.Model):
+    """A record of one batch (its ``batch``), in that batch's research group."""
+
+    scope_via = "batch"
+    objects = GroupScopedManager()
+
+    class Meta:
+        abstract = True
+
+
+class BatchQuery(BatchPart):
     """A query as it was when the batch was made; gold questions carry their known label."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="queries")
@@ -223,9 +220,6 @@ class BatchQuery(models.Model):
     position = models.PositiveIntegerField()
     is_gold = models.BooleanField(default=False)
     gold_label = models.CharField(max_length=1, choices=LABEL_CHOICES, blank=True)
-
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch", "is_gold", "position"]
@@ -245,13 +239,10 @@ class BatchQuery(models.Model):
         return f"{self.qid}: {self.text}"
 
 
-class Hit(models.Model):
-    """One task page (a few queries) that ``max_assignments`` different workers answer.
-
-    The row is committed before the provider is asked to create the HIT, and
-    ``unique_token`` is deterministic, so a publish interrupted anywhere can be re-run
-    without creating a second HIT.
-    """
+class Hit(BatchPart):
+    """One task page (a few queries) that ``max_assignments`` different workers answer. The row is
+    committed before the provider creates the HIT, with a deterministic ``unique_token``, so an
+    interrupted publish can be re-run without creating a second HIT."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Not yet on the provider"
@@ -261,7 +252,7 @@ class Hit(models.Model):
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="hits")
     position = models.PositiveIntegerField(help_text="1-based order within the batch.")
-    # NULL, not "", until published: "not on the provider yet" must not collide in the unique constraint.
+    # NULL, not "", until published: unpublished HITs must not collide in the unique constraint.
     provider_id = models.CharField(max_length=100, null=True, blank=True, help_text="e.g. the MTurk HITId.")  # noqa: DJ001
     publish_attempted = models.DateTimeField(
         null=True, blank=True, help_text="When creating it on the provider was last tried (set before the call)."
@@ -272,9 +263,6 @@ class Hit(models.Model):
     queries = models.ManyToManyField(BatchQuery, through="HitQuery", related_name="hits")
     created = models.DateTimeField(auto_now_add=True)
 
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
-
     class Meta:
         ordering = ["batch", "position"]
         constraints = [
@@ -284,7 +272,6 @@ class Hit(models.Model):
             ),
         ]
         indexes = [
-            # The hand-out (services.local.claim_hit) walks a batch's open HITs in order along it.
             models.Index(fields=["batch", "status", "position"], name="hit_batch_status_position"),
         ]
 
@@ -332,8 +319,7 @@ class Assignment(models.Model):
         APPROVED = "approved"
         REJECTED = "rejected"
         ABANDONED = "abandoned", "Time ran out before it was submitted"
-        #: The provider does not know this session, or gives it to someone else: never counted,
-        #: reviewed, paid or held against anyone (see ``platforms.prolific.services``).
+        #: Never counted, reviewed, paid or held against anyone.
         VOID = "void", "Not a session the provider knows"
 
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="assignments")
@@ -356,9 +342,7 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["hit", "submitted_at", "pk"]
         constraints = [
-            # One assignment per worker and HIT, except after a rejection: a team member whose work
-            # failed its gold check may take the HIT again where no other member can (a retake,
-            # ``annotation.crowd.selectors.retake_allowed``); their rejected work's answers do not count.
+            # Except after a rejection: a retake (annotation.crowd.selectors.retake_allowed).
             models.UniqueConstraint(
                 fields=["hit", "worker"],
                 condition=~Q(status="rejected"),
@@ -366,9 +350,7 @@ class Assignment(models.Model):
             ),
         ]
         indexes = [
-            # A worker's open hand-out and their count of answered HITs, whatever their history.
             models.Index(fields=["worker", "status"], name="assignment_worker_status"),
-            # Timed-out hand-outs (services.local.release_abandoned).
             models.Index(fields=["status", "accepted_at"], name="assignment_status_accepted"),
         ]
 
@@ -388,9 +370,7 @@ class Judgment(models.Model):
     # NULL means "no usable answer", which must never be mistaken for a label.
     label = models.CharField(max_length=1, choices=LABEL_CHOICES, null=True, blank=True)  # noqa: DJ001
     invalid_reason = models.CharField(max_length=200, blank=True)
-    # What the worker's hands left on the HIT page while this query was the one shown
-    # (``annotation.crowd.services.answers.HAND_SIGNALS``); NULL: unknown (no script, another
-    # provider's page, a value out of range), never read as zero.
+    # Hand signals (annotation.crowd.services.answers.HAND_SIGNALS); NULL: unknown, never read as zero.
     pastes = models.PositiveIntegerField(null=True, blank=True, help_text="Pastes into the page.")
     tab_leaves = models.PositiveIntegerField(null=True, blank=True, help_text="Times the tab or window was left.")
     item_ms = models.PositiveIntegerField(
@@ -410,8 +390,7 @@ class Judgment(models.Model):
             ),
         ]
         indexes = [
-            # A batch's invalid answers counted along its assignments without reading any judgment
-            # row (answers_version, batch_progress: their other counts use the assignment index).
+            # A batch's invalid answers counted without reading any judgment row.
             models.Index(fields=["assignment"], condition=Q(label__isnull=True), name="judgment_invalid"),
         ]
 

@@ -8,17 +8,14 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from annotation.models.crowd import Batch, BatchQuery
+from annotation.models.crowd import Batch, BatchPart, BatchQuery
 from core.models import GroupScopedManager
 from genderbias.labels import LABEL_CHOICES
 
 
 class PreLabel(models.Model):
-    """A machine's label for a batch query, with its confidence (``annotation.machine.prelabellers``).
-
-    Kept per (query, labeller, model, prompt version): a new model or prompt adds rows
-    beside the old ones; relabelling with the same ones replaces them.
-    """
+    """A machine's label for a batch query, with its confidence, kept per (query, labeller, model, prompt
+    version): a new model or prompt adds rows beside the old ones."""
 
     batch_query = models.ForeignKey(BatchQuery, on_delete=models.CASCADE, related_name="prelabels")
     labeller = models.CharField(max_length=20)
@@ -67,15 +64,10 @@ class PreLabelAnswer(models.Model):
         return f"{self.model} {self.prompt_version}: {self.text[:40]}"
 
 
-class Routing(models.Model):
-    """A decision to accept the machine's labels above a confidence and send the rest to the crowd.
-
-    Made from a batch's blind calibration sample (``annotation.machine.services.routing``), which it
-    records (``sample_batch``: a later sample never changes it): the threshold, the risk of
-    the guarantee (null for routings made on a point estimate), the estimated accuracy of the
-    accepted labels with its CI, and which queries were accepted (frozen here, so a later
-    pre-labelling run does not change them).
-    """
+class Routing(BatchPart):
+    """A decision to accept the machine's labels above a confidence and send the rest to the crowd, made
+    from a blind calibration sample; the accepted queries are frozen here, so that a later sample or
+    pre-labelling run never changes them."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="routings")
     routed_batch = models.OneToOneField(
@@ -126,9 +118,6 @@ class Routing(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True)
 
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
-
     class Meta:
         ordering = ["-created"]
         get_latest_by = "created"
@@ -137,13 +126,9 @@ class Routing(models.Model):
         return f"{self.batch.name}: {len(self.accepted)} accepted at {self.threshold}"
 
 
-class EchoRestore(models.Model):
-    """A researcher's word that a sample worker the echo check flagged answered as a person after all.
-
-    The echo check (:mod:`genderbias.machine.echo`) holds a flagged worker's answers out of the
-    calibration sample's reference (``annotation.machine.selectors.read_sample``); a row here puts
-    that worker's answers back for the batch. Deleting it holds them out again.
-    """
+class EchoRestore(BatchPart):
+    """A researcher's word that a sample worker the echo check flagged answered as a person after all: the
+    worker's answers go back into the calibration sample's reference until the row is deleted."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="echo_restores")
     worker = models.ForeignKey("annotation.Worker", on_delete=models.CASCADE, related_name="+")
@@ -152,9 +137,6 @@ class EchoRestore(models.Model):
     )
     restored_at = models.DateTimeField(auto_now_add=True)
     reason = models.CharField(max_length=2000, blank=True, help_text="Why their answers count after all.")
-
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch", "worker"]

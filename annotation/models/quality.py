@@ -5,17 +5,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from annotation.models.crowd import Assignment, Batch, BatchQuery, FormPosition, Hit, Worker
+from annotation.models.crowd import Assignment, Batch, BatchPart, BatchQuery, FormPosition, Hit, Worker
 from core.models import GroupScopedManager
 from genderbias.labels import LABEL_CHOICES
 
 
-class Escalation(models.Model):
-    """Extra assignments requested for a HIT with disputed queries.
-
-    Recorded (committed) before the provider is asked, with a deterministic request token,
-    so an interrupted escalation is finished by the next run instead of being repeated.
-    """
+class Escalation(BatchPart):
+    """Extra assignments requested for a HIT with disputed queries, committed before the provider is asked
+    (with a deterministic request token): an interrupted escalation is finished, not repeated."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="escalations")
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="escalations")
@@ -25,9 +22,6 @@ class Escalation(models.Model):
     cost = models.DecimalField(max_digits=10, decimal_places=2)
     applied = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
-
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch", "created", "pk"]
@@ -40,16 +34,13 @@ class Escalation(models.Model):
         return f"{self.hit.unique_token[:40]}-esc{self.pk}"
 
 
-class TrainingQuery(FormPosition):
+class TrainingQuery(FormPosition, BatchPart):
     """A query of the batch's qualification step: a known label, shown before a worker's first HIT."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="training_queries")
     qid = models.CharField(max_length=100)
     text = models.TextField()
     label = models.CharField(max_length=1, choices=LABEL_CHOICES)
-
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch", "position"]
@@ -62,12 +53,9 @@ class TrainingQuery(FormPosition):
         return f"{self.batch.name} training {self.position}: {self.text}"
 
 
-class Qualification(models.Model):
-    """A worker's one attempt at a batch's training queries: passed or not, and what they were told.
-
-    One per (batch, worker): a second submission of the training page changes nothing, so a
-    worker who failed is not given the batch's HITs, and a retry never records twice.
-    """
+class Qualification(BatchPart):
+    """A worker's one attempt at a batch's training queries: passed or not, and what they were told. One
+    per (batch, worker): a second submission changes nothing."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="qualifications_taken")
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="qualifications")
@@ -78,9 +66,6 @@ class Qualification(models.Model):
     feedback = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
-
     class Meta:
         ordering = ["batch", "created"]
         constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_qualification_per_worker")]
@@ -89,17 +74,10 @@ class Qualification(models.Model):
         return f"{self.worker} on {self.batch.name}: {self.correct}/{self.total}"
 
 
-class Reoffer(models.Model):
-    """A rejected assignment's place offered again on MTurk (CreateAdditionalAssignmentsForHIT).
-
-    Local and Prolific places reopen by themselves when work is rejected or returned; on
-    MTurk a rejected assignment's place is gone, so it is added back. Recorded (committed)
-    before the provider is asked, one per rejected assignment, with a deterministic request
-    token: a retry finishes an interrupted re-offer and never adds a second place.
-    ``Hit.max_assignments`` stays the number of answers wanted. Also the place of a calibration sample's
-    answer the echo check holds out of the reference (``annotation.machine.services.held_out``), on any
-    platform: that answer still fills its place, so the HIT wants one answer more.
-    """
+class Reoffer(BatchPart):
+    """A rejected assignment's place offered again (:mod:`annotation.quality.services.reoffers`), committed
+    before the provider is asked, one per assignment. Also the place of a calibration sample's answer
+    the echo check holds out of the reference, on any platform: the HIT wants one answer more."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="reoffers")
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="reoffers")
@@ -107,9 +85,6 @@ class Reoffer(models.Model):
     cost = models.DecimalField(max_digits=10, decimal_places=2)
     applied = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
-
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["batch", "created", "pk"]
@@ -122,13 +97,9 @@ class Reoffer(models.Model):
         return f"{self.hit.unique_token[:40]}-re{self.pk}"
 
 
-class WorkerFlag(models.Model):
-    """A worker of a batch below a quality threshold: flagged (warn) or blocked, with the reason.
-
-    Written by the sync (``annotation.quality.services.thresholds``). A block is recorded before the
-    provider is asked and ``provider_blocked`` set after it answered, so a later sync never
-    calls the provider's block a second time.
-    """
+class WorkerFlag(BatchPart):
+    """A worker of a batch below a quality threshold (:mod:`annotation.quality.services.thresholds`):
+    flagged (warn) or blocked, with the reason."""
 
     class Level(models.TextChoices):
         WARN = "warn", "Flagged"
@@ -142,9 +113,6 @@ class WorkerFlag(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
-
     class Meta:
         ordering = ["batch", "worker"]
         constraints = [models.UniqueConstraint(fields=["batch", "worker"], name="one_flag_per_worker_and_batch")]
@@ -154,11 +122,8 @@ class WorkerFlag(models.Model):
 
 
 class Adjudication(models.Model):
-    """A researcher's ruling on one query of a batch: it replaces the crowd's vote in exports.
-
-    One per query (a second ruling updates the first, keeping who and when of the latest),
-    so the label used is never ambiguous. Exports mark adjudicated labels as such.
-    """
+    """A researcher's ruling on one query of a batch: it replaces the crowd's vote. One per query, so
+    the label used is never ambiguous."""
 
     batch_query = models.OneToOneField(BatchQuery, on_delete=models.CASCADE, related_name="adjudication")
     label = models.CharField(max_length=1, choices=LABEL_CHOICES)

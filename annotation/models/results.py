@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from django.db import models
 
-from annotation.models.crowd import Batch
-from core.models import GroupScopedManager
+from annotation.models.crowd import Batch, BatchPart
 from pooling.models import QuerySet
 
 
-class Export(models.Model):
+class Export(BatchPart):
     """A labelled query file written from a batch, with its dataset card."""
 
     class Format(models.TextChoices):
@@ -29,9 +28,6 @@ class Export(models.Model):
     query_set = models.ForeignKey(QuerySet, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created = models.DateTimeField(auto_now_add=True)
 
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
-
     class Meta:
         ordering = ["-created"]
 
@@ -39,18 +35,13 @@ class Export(models.Model):
         return f"{self.batch.name}: {self.category} → {self.path}"
 
 
-class AnswerUse(models.Model):
-    """A reading of a batch's answers that published or decided something (a report on its labels, a
-    dataset, a paper bundle, a routing, a label-sensitivity run), recorded when it read them: an
-    annotator's correction made after it is refused (``platforms.inhouse.services.corrections``),
-    as after an export, so what was published never silently differs from the stored answers."""
+class AnswerUse(BatchPart):
+    """A reading of a batch's answers that published or decided something: an annotator's correction
+    after it is refused, so that what was published never silently differs from the stored answers."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="answer_uses")
     action = models.CharField(max_length=200, help_text="What read the answers, e.g. 'A dataset'.")
     created = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    scope_via = "batch"  # its research group is its batch's
-    objects = GroupScopedManager()
 
     class Meta:
         ordering = ["-created"]
