@@ -1,23 +1,9 @@
 """A batch's bonus rule and what it owes each participant: pure computation, no Django.
 
-A Prolific batch may promise a bonus for careful work. The rule is one of
-
-- ``flat``: ``amount`` dollars to every participant whose work was approved (a lump: once per
-  participant, however many assignments they did);
-- ``per_gold``: ``amount`` dollars per check question (gold) answered right in approved work.
-
-Only approved work earns a bonus (rejected, returned and void work never does). The rule is
-kept in the batch's Prolific options (``bonus_rule``: ``{"kind": ..., "amount": "0.20"}``, and
-``"at_sync": true`` for a rule paid at every sync). The older flat ``--bonus`` option (``bonus``:
-USD to every approved participant, paid at every sync) is that rule: :func:`rule_of_options`
-reads either spelling as one :class:`BonusRule`, so there is one way to pay, record and count a
-bonus. :func:`owed` turns the rule and the participants' approved work into one amount per
-participant, which the service records as the intent before anything is paid
-(``platforms.prolific.bonuses.services``); :func:`most` gives the largest sum the rule can
-cost for the batch's cost estimate, and :func:`participant_most` the largest one participant can
-earn, which :func:`check_participant_most` holds under the configured maximum
-(``BONUS_MAX_PER_PARTICIPANT_USD``). Money is ``Decimal``, whole cents, read by
-:func:`core.amounts.parse_amount` (plain ASCII decimals).
+A batch may promise a bonus for approved work: ``flat`` (``amount`` dollars once per participant) or
+``per_gold`` (per check question answered right). Kept in the batch's options as ``bonus_rule``; the
+older flat ``bonus`` is such a rule paid at every sync, read as one :class:`BonusRule` so that there is
+one way to pay, record and count a bonus. Money: ``Decimal``, whole cents.
 """
 
 from __future__ import annotations
@@ -66,7 +52,7 @@ class BonusRule:
 
     @classmethod
     def from_options(cls, options: Mapping | None) -> BonusRule | None:
-        """The rule stored in a batch's Prolific options, or None (no rule); see :func:`rule_of_options`."""
+        """:func:`rule_of_options`."""
         return rule_of_options(options)
 
     def as_options(self) -> dict:
@@ -83,12 +69,8 @@ class BonusRule:
 
 
 def rule_of_options(options: Mapping | None) -> BonusRule | None:
-    """The batch's one bonus rule from its Prolific options, or None.
-
-    ``bonus_rule`` (``{"kind", "amount", "at_sync"}``), or the older flat ``bonus`` (USD to every
-    approved participant, paid at every sync: the rule ``flat`` with ``at_sync``; ``0`` or empty:
-    none). Both at once are refused: they would pay twice.
-    """
+    """The batch's one bonus rule from its options (``bonus_rule``, or the older flat ``bonus``: ``0``
+    or empty is none), or None. Both at once are refused: they would pay twice."""
     options = options or {}
     stored, flat = options.get("bonus_rule"), options.get("bonus")
     if flat not in (None, ""):
@@ -108,10 +90,8 @@ def rule_of_options(options: Mapping | None) -> BonusRule | None:
 
 
 def participant_most(rule: BonusRule | None, assignments_per_participant: int, gold_per_hit: int) -> Decimal:
-    """The most one participant can earn from ``rule`` in a batch where they can take
-    ``assignments_per_participant`` assignments (one on Prolific: one submission per study) of
-    ``gold_per_hit`` check questions each: a ``flat`` rule's lump once, a ``per_gold`` rule's
-    amount for every check question of every assignment they can take.
+    """The most one participant can earn from ``rule`` with ``assignments_per_participant`` assignments
+    of ``gold_per_hit`` check questions each, every one right.
 
     >>> participant_most(BonusRule("per_gold", Decimal("0.50")), 1, 3)
     Decimal('1.50')
@@ -126,8 +106,7 @@ def participant_most(rule: BonusRule | None, assignments_per_participant: int, g
 def check_participant_most(
     rule: BonusRule | None, assignments_per_participant: int, gold_per_hit: int, maximum: Decimal
 ) -> None:
-    """Refuse (:class:`RuleError`, naming the field) a rule under which one participant could earn
-    more than ``maximum`` from the batch (``BONUS_MAX_PER_PARTICIPANT_USD``)."""
+    """Refuse (:class:`RuleError`) a rule under which one participant could earn more than ``maximum``."""
     most_one = participant_most(rule, assignments_per_participant, gold_per_hit)
     if rule is None or most_one <= maximum:
         return
@@ -184,8 +163,7 @@ def owed(rule: BonusRule, work: Iterable[Work]) -> list[Owed]:
 
 
 def most(rule: BonusRule | None, assignments: int, gold_per_hit: int) -> Decimal:
-    """The most ``rule`` can cost over ``assignments`` approved assignments with ``gold_per_hit``
-    check questions each (every one right): the bonus part of the batch's cost estimate."""
+    """The most ``rule`` can cost over ``assignments`` approved assignments (the cost estimate's bonus part)."""
     if rule is None or assignments <= 0:
         return Decimal("0.00")
     if rule.kind == "flat":

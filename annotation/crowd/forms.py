@@ -22,11 +22,8 @@ from pooling.models import Pool, QuerySet
 
 
 class HitAnswerForm(forms.Form):
-    """Server-side check of a HIT page: every ``q-<position>`` needs one of the four categories.
-
-    The page itself is rendered by ``annotation/hit.html`` (shared with MTurk), so this form
-    only validates; the browser's ``required`` is a convenience, this is the rule.
-    """
+    """Server-side check of a HIT page (rendered by ``annotation/hit.html``): every ``q-<position>`` needs
+    one of the four categories; the browser's ``required`` is a convenience, this is the rule."""
 
     def __init__(self, hit_queries: Sequence[HitQuery], *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -35,8 +32,7 @@ class HitAnswerForm(forms.Form):
             self.fields[hq.field_name] = self.category_field(hq.batch_query.text)
 
     def answers(self) -> dict[str, str]:
-        """The checked answers, with the hand signals posted beside them as they came (the services
-        read them, ``annotation.crowd.services.answers.hand_signals``: a bad one is unknown, not an error)."""
+        """The checked answers, with the hand signals posted beside them as they came (the services read them)."""
         posted = {
             f"{name}-{position}": self.data.get(f"{name}-{position}")
             for position in self.positions
@@ -86,8 +82,7 @@ class EscalateForm(forms.Form):
 
 
 class OptionField(forms.Field):
-    """A batch option typed on the form (page and API), read by its declaration (:meth:`BatchOption.parse`):
-    the one check of its rule, whichever shell the value came through; the message names the field."""
+    """A batch option typed on the form, read by its declaration (:meth:`BatchOption.parse`)."""
 
     def __init__(self, option: BatchOption, **kwargs) -> None:
         self.option = option
@@ -134,8 +129,7 @@ def option_form_field(option: BatchOption, owner: str | None) -> forms.Field:
     return OptionField(option, widget=widget, **common)
 
 
-#: The batch options' fields, derived from the providers' declarations (every platform's: the
-#: services refuse a value for another platform than the one chosen, naming it).
+#: The batch options' fields, every platform's (the services refuse another platform's value by name).
 BatchOptionsForm = forms.Form.__class__(
     "BatchOptionsForm",
     (forms.Form,),
@@ -145,11 +139,7 @@ BatchOptionsForm = forms.Form.__class__(
 
 class BatchForm(BatchOptionsForm):
     """A new batch from a pool or a query set (page and API alike); the rules are the services'.
-
-    ``estimate()`` gives the cost :func:`~annotation.crowd.services.batches.create_batch` will record, for
-    the live estimate shown before the researcher confirms; ``create()`` makes the batch. The
-    batch options' fields come from the providers' declarations (:class:`BatchOptionsForm`).
-    """
+    ``estimate()`` gives the cost ``create_batch`` will record; ``create()`` makes the batch."""
 
     field_order = [
         "name",
@@ -269,6 +259,3 @@ class AdjudicateForm(forms.Form):
         label="Reason",
         help_text="Recorded with your name and the time; shown to whoever reads the export.",
     )
-
-
-# --- Machine pre-labelling (annotation/machine/views.py and annotation/machine/api.py) ---------

@@ -1,10 +1,6 @@
-"""Grouping a batch's queries into HITs, with gold questions mixed in. Pure (no Django).
-
-Queries are shuffled (seeded) so that a HIT does not hold a run of similar queries (a
-pool lists each ranker's most biased queries together); then ``gold_per_hit`` gold
-questions go to random positions of every HIT, cycling through the shuffled gold
-queries. The same seed and sizes always give the same HITs, so a batch can be rebuilt.
-"""
+"""Grouping a batch's queries into HITs, with gold questions at random positions. Pure. Queries are
+shuffled (seeded) so that a HIT holds no run of similar queries (a pool lists each ranker's most biased
+queries together); the same seed and sizes always give the same HITs."""
 
 from __future__ import annotations
 

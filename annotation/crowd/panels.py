@@ -1,14 +1,5 @@
-"""What a crowd platform adds to the pages annotation draws, registered by the platform's app as Django
-starts (its ``ready()``): annotation imports no platform (tests/test_architecture.py).
-
-- :func:`add_batch_panel`: a value of the batch page's context (``annotation/batch_detail.html``),
-  made from the batch; a platform not installed leaves it ``None`` and its panel is not drawn;
-- :func:`add_annotator_home`: values of an annotator's home page's context, made from the user;
-- :func:`add_dashboard_panel`: a value of the researchers' dashboard's context (``metrics``);
-- :func:`add_own_price`: the platform's own price for a batch (``publish_batch`` prints it).
-
-Pure: the functions registered are called with what the page has (a ``Batch``, a user).
-"""
+"""What a crowd platform adds to the pages annotation draws, registered by the platform's app in its
+``ready()``: annotation imports no platform. A panel no platform registered is ``None``, not drawn."""
 
 from __future__ import annotations
 
@@ -26,7 +17,7 @@ def add_batch_panel(key: str, make: Callable[[Any], Any]) -> None:
 
 def batch_panels(batch: Any, keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """The platforms' values for the batch page: every registered key, and each of ``keys`` (those the
-    page's template reads) as ``None`` when no platform registered it."""
+    template reads) as ``None`` when none registered it."""
     return dict.fromkeys(keys) | {key: make(batch) for key, make in _BATCH_PANELS.items()}
 
 
@@ -52,8 +43,7 @@ def add_dashboard_panel(key: str, make: Callable[[], Any]) -> None:
 
 
 def dashboard_panels(keys: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The platforms' values for the dashboard: every registered key, and each of ``keys`` (those its
-    template reads) as ``None`` when no platform registered it."""
+    """The platforms' values for the dashboard, as :func:`batch_panels`."""
     return dict.fromkeys(keys) | {key: make() for key, make in _DASHBOARD.items()}
 
 
@@ -61,8 +51,7 @@ _OWN_PRICES: dict[str, Callable[[Any], Any]] = {}
 
 
 def add_own_price(platform: str, quote: Callable[[Any], Any]) -> None:
-    """A platform that prices a batch itself (its cost calculator: fees and VAT of the account):
-    ``quote(batch)`` asks it (``publish_batch`` prints it before publishing)."""
+    """A platform that prices a batch itself (fees and VAT of the account): ``quote(batch)`` asks it."""
     _OWN_PRICES[platform] = quote
 
 

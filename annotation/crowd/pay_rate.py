@@ -1,9 +1,5 @@
-"""What a submission earned per hour, as Prolific's dashboard states it. Pure.
-
-Prolific judges a study's pay by the *effective* hourly rate: the reward over the time
-participants actually took (its median over completed submissions), not over the estimate
-the study was published with. A session's time is ``completed_at - started_at``.
-"""
+"""What a submission earned per hour: the *effective* rate (the reward over the time actually taken,
+not the published estimate) by which Prolific judges a study's pay. Pure."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Reads of the crowd batch's life cycle: batches, their progress and what they have cost.
-
-Read-only: nothing here changes state (the writes are in :mod:`.services`).
-"""
+"""Reads of the crowd batch's life cycle: batches, their progress and what they have cost (writes: :mod:`.services`)."""
 
 from __future__ import annotations
 
@@ -24,14 +21,9 @@ def batches() -> QuerySet[Batch]:
 
 
 # -- what counts as answered and as charged: one rule for every figure (issue 45) -------------------
-# Work that failed its gold questions is rejected by the next sync (unless the researcher approves
-# everything): counted as answered before the sync and not after, a page showed 81/81 and $6.48,
-# then 68/81 and $5.44 with no new work. It counts as answered nowhere, from the moment it is
-# submitted; it is charged only once approved (``approve_all``). The same for invalid work (``valid``
-# false: a query left without an answer, or answered with something that is not a category, as an
-# answer document read from MTurk or Task Builder can be): a platform that rejects invalid work
-# (``rejects_invalid``) rejects it at the next sync, so it counts as answered nowhere either and is
-# charged only once approved (an unreadable answer document, the platform's fault, is approved).
+# Work that failed its gold questions, or is invalid (a query unanswered or answered with no category),
+# is rejected by the next sync, so it counts as answered nowhere from the moment it is submitted (else
+# a figure falls with no new work) and is charged only once approved (``approve_all``).
 #: Answered: submitted or approved, not failed on its gold questions, not invalid (its judgments count).
 ANSWERED_WORK = (
     Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False) & ~Q(valid=False)
@@ -55,20 +47,14 @@ def is_charged(status: str, gold_passed: bool | None, valid: bool | None = None)
 
 
 def crowd_batch_ids(batch: Batch) -> list[int]:
-    """Where ``batch``'s crowd answers are: the batch itself and, for a batch labelled by a machine
-    first, its derived batches (calibration sample, routed queries; not cancelled ones).
-
-    A derived batch holds a subset of its parent's queries under the same qids, so the
-    parent reads its children's judgments, rulings, gold failures and annotators as its own:
-    its agreement, review, exports, team and label sensitivity cover every query the crowd labelled.
-    """
+    """Where ``batch``'s crowd answers are: the batch and its derived batches not cancelled (they hold its
+    queries under the same qids, so the parent reads their answers as its own)."""
     derived = Batch.objects.filter(parent=batch).exclude(status=Batch.Status.CANCELLED).values_list("pk", flat=True)
     return [batch.pk, *derived]
 
 
 def answered_per_hit(hit_ids: list[int]) -> dict[int, int]:
-    """Each HIT's answered assignments (:data:`ANSWERED_WORK`; rejected, returned and failed work not),
-    for the HITs table: its "Answered" is never more than its places."""
+    """Each HIT's answered assignments (:data:`ANSWERED_WORK`): never more than its places."""
     rows = (
         Assignment.objects.filter(ANSWERED_WORK, hit__in=hit_ids)
         .values("hit")
@@ -80,8 +66,7 @@ def answered_per_hit(hit_ids: list[int]) -> dict[int, int]:
 
 
 def failed_gold_work(batch: Batch) -> QuerySet[Assignment]:
-    """Work that failed the gold questions, in ``batch`` and its crowd batches (:func:`crowd_batch_ids`),
-    with the reason the worker was given: the batch page's list, as many as its count says."""
+    """Work that failed the gold questions in ``batch``'s crowd batches (:func:`crowd_batch_ids`)."""
     return (
         Assignment.objects.filter(hit__batch__in=crowd_batch_ids(batch), gold_passed=False)
         .select_related("hit__batch", "worker")
@@ -90,8 +75,7 @@ def failed_gold_work(batch: Batch) -> QuerySet[Assignment]:
 
 
 def query_texts(batch: Batch | int, qids) -> dict[str, str]:
-    """The text of each of ``qids`` among ``batch``'s real queries (not gold), for a page that shows a
-    query id: every id is shown with its text (issue 45; ``core/_query_text.html``)."""
+    """The text of each of ``qids`` among ``batch``'s real queries: pages show every id with its text."""
     wanted = {str(qid) for qid in qids}
     if not wanted:
         return {}
@@ -106,11 +90,8 @@ def batch_progress(
     *,
     counts: dict[str, Any] | None = None,
 ) -> dict[str, int | float | None]:
-    """Counts for the batch page, its live fragment (polled every 2 s), the API and the commands,
-    read by :func:`answer_counts` (kept per change of what they count, on SQLite), none reading a
-    judgment row; ``judged`` and ``assignments``: its :func:`judgment_counts` and
-    :func:`assignment_counts` of ``batch`` when the caller read them already; ``counts``: its
-    :func:`answer_counts`, likewise."""
+    """Counts for the batch page, its live fragment, the API and the commands, from :func:`answer_counts`;
+    ``judged``, ``assignments`` and ``counts``: those counts when the caller read them already."""
     counts = counts if counts is not None else answer_counts([batch.pk])
     work = assignments if assignments is not None else counts["assignments"]
     judgments = judged if judged is not None else counts["judged"]
@@ -126,7 +107,6 @@ def batch_progress(
         "submitted": submitted,
         "approved": approved,
         "rejected": work["status_rejected"],
-        # The one answered figure (ANSWERED_WORK), what is charged (CHARGED_WORK) and the gold failures.
         "answered": answered,
         "charged": work["charged"],
         "failed_gold": work["failed_gold"],
@@ -139,8 +119,7 @@ def batch_progress(
 
 
 def gold_left_out(batch: Batch) -> int:
-    """How many of ``batch``'s gold queries are queries of its query set, left out of its queries
-    (``create_batch``: a study's own file may be the gold of a pool drawn from it)."""
+    """How many of ``batch``'s gold queries are also in its query set (a study's file may be its own gold)."""
     if batch.query_set_id is None:
         return 0
     gold = batch.queries.filter(is_gold=True).values("qid")
@@ -164,13 +143,9 @@ TRIGGERS = tuple(
 
 
 def changes_stamp() -> tuple | None:
-    """What moves with every committed write to the judgments, assignments, HITs and batch
-    queries, read in O(1): the change counter that triggers move on every INSERT, UPDATE and
-    DELETE, whatever the code that writes, and the token drawn at the last ``migrate``. SQLite
-    writes one transaction at a time, so two committed states with the same stamp hold the same
-    rows (a migration that rebuilds a table drops its triggers, and the ``migrate`` that ran it
-    draws a new token at its end). None where that does not hold: another database, or a
-    trigger missing (until the end of the ``migrate`` that dropped it)."""
+    """The triggers' change counter and the last ``migrate``'s token, read in O(1): SQLite writes one
+    transaction at a time, so two committed states with the same stamp hold the same rows. None where
+    that does not hold: another database, or a trigger missing (a migration that rebuilt a table)."""
     if connection.vendor != "sqlite":
         return None
     marks = ", ".join(["%s"] * len(TRIGGERS))
@@ -189,8 +164,7 @@ def _count(batch_ids: list[int]) -> dict[str, Any]:
         published=Count("pk", filter=~Q(provider_id=None)),
         expected=Sum("max_assignments"),
     )
-    # Every query along the batch's index, the few gold ones along their partial index: no row read.
-    queries = BatchQuery.objects.filter(batch__in=batch_ids)
+    queries = BatchQuery.objects.filter(batch__in=batch_ids)  # along indexes: no row read
     return {
         "judged": judgment_counts(batch_ids),
         "assignments": assignment_counts(batch_ids),
@@ -200,25 +174,15 @@ def _count(batch_ids: list[int]) -> dict[str, Any]:
 
 
 def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
-    """The counts of the batches ``batch_ids`` that their progress and their answers' version
-    read: ``judged`` (:func:`judgment_counts`), ``assignments`` (:func:`assignment_counts`),
-    ``hits`` (how many, published, assignments expected) and ``queries`` (``every``, ``gold``).
-
-    Counting reads every judgment and assignment of the batches (150,000 and 15,000 at 50,000
-    queries). On SQLite they are kept in the shared ``results`` cache under :func:`changes_stamp`
-    and counted again only after a write to what they count (any batch's: the stamp is the
-    database's); a value is kept only when the stamp did not move while it was counted, and
-    never from inside a transaction of the caller (which might yet be rolled back). Counting
-    takes no lock: annotators' writes never wait on it. Elsewhere, counted at each call.
-    """
-
+    """The counts of the batches ``batch_ids`` (``judged``, ``assignments``, ``hits``, ``queries``); on
+    SQLite kept under :func:`changes_stamp`, only when the stamp held still while counting and never
+    from inside the caller's transaction (it may roll back)."""
     from core.db import bounded_cache
     from core.version import code_key
 
     stamp = changes_stamp()
     if stamp is None or not settings.RESULTS_CACHE_SECONDS:
         return _count(batch_ids)
-    # One generation per set of batches: a new stamp's counts replace the last ones (bounded_cache).
     generation = f"answer-counts:{'-'.join(map(str, batch_ids))}"
 
     def key(stamp: tuple) -> str:
@@ -232,9 +196,7 @@ def answer_counts(batch_ids: list[int]) -> dict[str, Any]:
         return kept
     if connection.in_atomic_block:
         return _count(batch_ids)  # the caller's transaction may hold writes it rolls back
-    # Counted without a transaction of its own (one would take SQLite's write lock: every
-    # annotator's write would wait on the count) and kept only if the stamp did not move while
-    # counting: every write moves it in its own transaction, so nothing was committed between.
+    # No transaction of its own: it would take SQLite's write lock and make annotators' writes wait.
     counted = _count(batch_ids)
     if changes_stamp() == stamp:
         with contextlib.suppress(DatabaseError):  # not kept: counted again next time
@@ -254,16 +216,8 @@ WORK_KEYS = ("n", "last", "usable", "approved", "submitted", "reviewed")
 
 
 def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
-    """One pass over the assignments of the batches ``batch_ids``: what the answers' version reads
-    (:data:`WORK_KEYS`: how many, the largest id, how many usable (answered: :data:`ANSWERED_WORK`)
-    and approved, the last submitted and reviewed), how many are in
-    each status (``status_<status>``, the progress) and how many failed their gold questions
-    (``failed_gold``: the batch page lists them only when there are any), and how many are charged
-    (``charged``: :data:`CHARGED_WORK`, what :func:`spending` prices).
-
-    The batch page and its live fragment read the assignments once for all three (three passes
-    over a 50,000-query batch's 15,000 assignments before).
-    """
+    """One pass over the assignments of the batches ``batch_ids``: :data:`WORK_KEYS` (``usable``:
+    :data:`ANSWERED_WORK`), ``status_<status>``, ``failed_gold`` and ``charged`` (:data:`CHARGED_WORK`)."""
     groups = (
         Assignment.objects.filter(hit__batch__in=batch_ids)
         .values_list("status", "gold_passed", "valid")
@@ -273,7 +227,6 @@ def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
     counts: dict[str, Any] = dict.fromkeys(("n", "usable", "charged", "approved", "failed_gold"), 0)
     counts |= {f"status_{status}": 0 for status in Assignment.Status.values}
     latest: dict[str, list] = {"last": [], "submitted": [], "reviewed": []}
-    # One row per status, gold outcome and validity, summed here (what one aggregate per figure gave before).
     for status, gold_passed, valid, n, last, submitted, reviewed in groups:
         counts["n"] += n
         counts["usable"] += n if is_answered(status, gold_passed, valid) else 0
@@ -290,34 +243,18 @@ def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
 
 def judgment_counts(batch_ids: list[int]) -> dict[str, int | None]:
     """``n`` (judgments), ``last`` (their largest id) and ``labelled`` (not invalid) of the batches
-    ``batch_ids``, read from indexes alone: along each batch's HITs and assignments, the
-    judgments' index by assignment (ids only) and the partial index of the invalid ones.
-
-    A judgment belongs to the batch of its query and of its assignment's HIT alike; counting
-    through the assignments never reads a judgment row (through the queries, every one:
-    9 ms against 1.7 ms for 15,000 judgments on SQLite).
-    """
+    ``batch_ids``, from indexes alone: counted through the assignments (through the queries would
+    read every judgment row); COUNT(*) reads no id."""
     judgments = Judgment.objects.filter(assignment__hit__batch__in=batch_ids)
-    # COUNT(*), not COUNT(id): the same number (an id is never NULL) without reading each entry's id
-    # for the count (18.7 against 14.5 ms for 150,000 judgments on SQLite).
     counts = judgments.aggregate(n=Count("*"), last=Max("id"))
     invalid = judgments.filter(label=None).count()
     return {"n": counts["n"], "last": counts["last"], "labelled": counts["n"] - invalid}
 
 
 def spending(batch: Batch, answered: int | None = None) -> Spent:
-    """What ``batch`` has spent on its platform, part by part (:func:`annotation.crowd.costs.spent_on`):
-    its ``answered`` (charged: :data:`CHARGED_WORK`) assignments at the provider's price, fee included, and
-    the bonuses sent (paid, or sent and unconfirmed: :func:`bonus_charges`), each charge with its fee.
-
-    Priced by the provider's rules, never from the estimate recorded at creation (which holds the
-    most the bonus rule could cost: counting it per assignment and the bonuses paid again counted
-    them twice). Rejected and void work is not paid; extra assignments (escalations, re-offers)
-    count once answered; work awaiting review counts as it is charged when approved (by a review
-    or the platform's auto-approval), unless it failed its gold questions (the sync rejects it: counted
-    before the sync, the figure fell after it with no new work). ``answered``: the charged count
-    (:func:`batch_progress`'s ``charged``), counted here when not given.
-    """
+    """What ``batch`` has spent on its platform, part by part: its charged assignments (``answered``, when
+    counted already) at the provider's price and the bonuses sent, each with its fee. Never from the
+    estimate: it holds the most the bonus rule could cost, which would count the bonuses twice."""
     if answered is None:
         answered = Assignment.objects.filter(CHARGED_WORK, hit__batch=batch).count()
     return spent_on(
@@ -331,16 +268,13 @@ def spending(batch: Batch, answered: int | None = None) -> Spent:
 
 
 def spent(batch: Batch, answered: int | None = None) -> Decimal:
-    """USD ``batch`` has spent, fees and bonuses included: the one figure of the dashboard, the batch
-    list and page, the dataset card and the methods text (:func:`spending`'s total)."""
+    """USD ``batch`` has spent, fees and bonuses included: the one figure every page shows."""
     return spending(batch, answered).total
 
 
 def bonus_charges(batch: Batch) -> list[list[Decimal]]:
-    """The bonuses sent for ``batch`` (``BonusPayment`` paid, or paying: sent, unconfirmed) grouped as
-    its platform charges them, each group with one fee: a Prolific bulk bonus (its set-up answers one
-    ``fees`` for the bulk), each MTurk bonus (``SendBonus``: 20%, at least $0.01, per bonus), in-house
-    all at once (no fee)."""
+    """The bonuses sent for ``batch`` (paid, or sent and unconfirmed), grouped as its platform charges
+    them, one fee per group (``CrowdProvider.bonus_charges``)."""
     rows = BonusPayment.objects.filter(
         batch=batch, state__in=[BonusPayment.State.PAID, BonusPayment.State.PAYING]
     ).values_list("pk", "bulk_id", "amount")
@@ -355,24 +289,15 @@ def bonus_charges(batch: Batch) -> list[list[Decimal]]:
 
 
 def is_machine_labelled(batch: Batch) -> bool:
-    """Whether ``batch`` is labelled by a machine first: its crowd work goes through derived batches
-    (a calibration sample, routed queries) or a routing decided which machine labels stand.
-
-    Such a batch is never published itself (:func:`annotation.crowd.services.publishing.check_publishable`) and
-    its own cost estimate (every query to the crowd) is never spent.
-    """
+    """Whether ``batch`` is labelled by a machine first (it has derived batches or routings): such a
+    batch is never published itself and its own cost estimate is never spent."""
     return batch.parent_id is None and (batch.derived.exists() or batch.routings.exists())
 
 
 def counts_answers(prefix: str = "") -> Q:
-    """The one rule of whose answers count (results, agreement, exports, calibration): a condition on
-    assignments, or through ``prefix`` on rows that reach one (``"assignment__"`` for judgments).
-
-    Submitted or approved work that passed its gold check (or had none); and, in a batch whose
-    researcher chose to keep them (``Batch.failed_gold_answers == "keep"``), the answers of work that
-    failed its gold check, whether still awaiting its review or already rejected: the failure loses
-    that HIT's pay (the review rejects it either way), not its other answers.
-    """
+    """The one rule of whose answers count (through ``prefix``: ``"assignment__"`` for judgments):
+    submitted or approved work that passed its gold check or had none, and, where
+    ``Batch.failed_gold_answers == "keep"``, work that failed it, even rejected (it loses the pay only)."""
     answered = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
     passed = Q(**{f"{prefix}status__in": answered}) & ~Q(**{f"{prefix}gold_passed": False})
     kept = Q(
@@ -386,24 +311,19 @@ def counts_answers(prefix: str = "") -> Q:
 
 
 def place_takers(batch: Batch, hit_ids: list[int], *, retakes: bool = True) -> dict[int, int] | None:
-    """How many annotators could still take a place on each of ``hit_ids`` of ``batch``: ``None`` for a
-    batch open to anyone (no team); for a batch restricted to a team, its active members who are not
-    blocked and have given no kept answer to that HIT: those who hold no assignment on it, and (a retake,
-    :func:`retake_allowed`; ``retakes=False`` leaves them out) those whose every assignment on it was
-    rejected for a failed gold check. A member never handed a HIT yet can take any. The one count of who
-    is left to fill a team's places: the team's warning, escalation (never a place nobody can take),
-    routing's wait (who is needed) and the hand-out (a retake only for places no fresh member can fill)
-    read it."""
+    """How many annotators could still take a place on each of ``hit_ids``: ``None`` without a team;
+    else the active, unblocked members with no kept answer on that HIT (holding no assignment on it, or,
+    unless ``retakes=False``, a retake per :func:`retake_allowed`). The one count of who is left to fill
+    a team's places, for the team's warning, escalation, routing's wait and the hand-out."""
     from annotation.models import Worker
 
-    if not batch.team.exists():
+    takers_in_all = team_size(batch)
+    if takers_in_all is None:
         return None
     team = batch.team.filter(is_active=True)
     members = list(Worker.objects.filter(identity__user__in=team, blocked=False).values_list("pk", flat=True))
-    takers_in_all = team_size(batch)
     of_members = Q(assignments__worker__in=members)
     if retakes and retake_allowed(batch):
-        # A member counts as done with the HIT while they hold an assignment on it that was not rejected.
         of_members &= ~Q(assignments__status=Assignment.Status.REJECTED)
     done = dict(
         Hit.objects.filter(pk__in=hit_ids)
@@ -422,11 +342,9 @@ def team_size(batch: Batch) -> int | None:
 
 
 def retake_allowed(batch: Batch) -> bool:
-    """Whether a member of ``batch``'s team whose work on a HIT was rejected (a failed gold check) may take
-    that HIT again: an in-house batch with a team that does not keep failed work's answers
-    (``Batch.failed_gold_answers``), so the rejected answers never count beside the retake's.
-    The hand-out (``platforms.inhouse.services.handout``) offers a retake only for places no member who
-    has not done the HIT can fill: the team of three completes its sample (issue 58)."""
+    """Whether a team member whose work on a HIT failed its gold check may take it again: an in-house
+    team batch that does not keep failed work's answers (they never count beside the retake's). The
+    hand-out offers a retake only for places no fresh member can fill, so a small team completes."""
     from annotation.models import Provider
 
     return batch.provider == Provider.LOCAL and batch.failed_gold_answers != "keep" and batch.team.exists()

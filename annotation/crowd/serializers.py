@@ -1,7 +1,5 @@
-"""REST representations of a batch's records and of the requests that act on a batch.
-
-Workers appear by pseudonym only; a serializer never reaches ``WorkerIdentity``.
-"""
+"""REST representations of a batch's records and of the requests that act on a batch; workers appear by
+pseudonym only."""
 
 import functools
 from decimal import Decimal
@@ -238,9 +236,8 @@ class WorkerQualitySerializer(serializers.Serializer):
 
 
 class _ReadByOption:
-    """A request field read by its batch option's declaration (:meth:`BatchOption.parse`): the one
-    check of the option's rule, the form's as well; a 400 naming the field. The DRF class it is
-    mixed into (integer, number, decimal, list...) is what the OpenAPI schema documents."""
+    """A request field read by its batch option's declaration (:meth:`BatchOption.parse`), a 400 naming
+    the field; the DRF class it is mixed into is what the OpenAPI schema documents."""
 
     option: BatchOption
 
@@ -256,11 +253,8 @@ class _ReadByOption:
 
 
 def _provider_field(option: BatchOption, value: str, component: str) -> serializers.Field:
-    """``provider`` in one platform's request: that platform alone (the default's needs no saying).
-
-    Its enum is named after the request it belongs to (``x-spec-enum-id``: drf-spectacular names
-    an enum used by one component after it), as each platform's request has its own one-value enum.
-    """
+    """``provider`` in one platform's request: that platform alone, its one-value enum named after the
+    request (``x-spec-enum-id``)."""
     schema = {"type": "string", "enum": [value], "x-spec-enum-id": f"{component}-provider"}
     if value == option.default:
         schema["default"] = value
@@ -322,10 +316,8 @@ class GoldFileField(serializers.FileField):
 
 @functools.cache
 def batch_request_serializer(provider: str, *, estimate: bool = False) -> type[serializers.Serializer]:
-    """What creating a batch on ``provider`` takes (``estimate``: what its cost estimate takes, no
-    ``name`` nor ``gold``): the batch form's source fields and every option the provider declares
-    for the form (:func:`annotation.crowd.providers.base.batch_options`). The endpoint reads the
-    request with it, so the schema documents exactly what it accepts."""
+    """What creating a batch on ``provider`` takes (``estimate``: its cost estimate, no ``name`` nor
+    ``gold``); the endpoint reads the request with it, so the schema documents exactly what it accepts."""
     fields: dict[str, serializers.Field] = {}
     if not estimate:
         fields["name"] = serializers.SlugField(max_length=100, help_text="Letters, digits, hyphens and underscores.")

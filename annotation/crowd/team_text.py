@@ -1,7 +1,5 @@
-"""Who a team batch lacks, in one sentence: the places no member of its team can take, on which HITs, why,
-and how many annotators to add. Formatting only (no Django): the batch page's warning
-(``platforms.inhouse.selectors.unfillable_places``) and routing's wait for the blind sample
-(``annotation.machine.services.routing.plan``) say the same words, from ``place_takers``'s one count."""
+"""Who a team batch lacks, in one sentence: the places no member can take, on which HITs, why, and how
+many annotators to add. Formatting only, so that the batch page and routing's wait say the same words."""
 
 from __future__ import annotations
 
@@ -19,9 +17,8 @@ def ordinal(n: int) -> str:
 
 
 def team_needs(places: int, positions: Sequence[int], team: int, needed: int, escalated: int) -> str:
-    """``places`` places on the HITs at ``positions`` that none of the ``team`` active members can take (each
-    gave those HITs a kept answer), ``escalated`` of them added by escalation; ``needed`` annotators to add
-    (the most places stuck on one HIT: one new member can take a place on every HIT)."""
+    """``places`` places on the HITs at ``positions`` that none of the ``team`` active members can take,
+    ``escalated`` of them added by escalation; ``needed``: the most places stuck on one HIT."""
     shown = ", ".join(str(p) for p in sorted(positions)[:10]) + (", ..." if len(positions) > 10 else "")
     who = f"a {ordinal(team + 1)} team member" if needed == 1 else f"{needed} more team members"
     hits = "HIT" if len(positions) == 1 else "HITs"

@@ -10,11 +10,9 @@ from annotation.crowd.providers.registry import register_platform
 
 
 class PlatformConfig(AppConfig):
-    """The Django app of a crowd platform (``platforms/<name>/apps.py``): ``platform`` is the name
-    stored in ``Batch.provider``. Made when the app registry reads ``INSTALLED_APPS``, before any
-    model loads, it registers the platform (:func:`annotation.crowd.providers.registry.register_platform`), so the stored provider's
-    choices (``annotation.models.Provider``) name it. Its ``ready()`` registers the rest (connection
-    kinds, background jobs). An app's ``apps.py`` imports this module, not the class, so that its own
+    """The Django app of a crowd platform (``platforms/<name>/apps.py``; ``platform``: the name stored in
+    ``Batch.provider``). Made before any model loads, it registers the platform so that the stored
+    provider's choices name it. An ``apps.py`` imports this module, not the class, so that its own
     config is the one subclass Django finds there."""
 
     default_auto_field = "django.db.models.BigAutoField"

@@ -1,15 +1,8 @@
 """The interface every crowd provider implements, and the registry that finds one by name.
 
-The services speak to one small interface, :class:`CrowdProvider`, so the batch life
-cycle (publish, sync, review, escalate, cancel) is written once. Providers register
-under the name stored in ``Batch.provider`` (``local``, ``mturk``, ``prolific``); a new
-platform is a folder ``platforms/<name>/`` whose ``provider.py`` holds one class
-decorated with ``@register("<name>")``, and one line in :data:`PLATFORMS` (:mod:`.registry`, which
-imports no provider and no model, so the models take their choices from it).
-
-A provider only talks to the outside world. It never writes to the database: the
-services record what it returns, in their own transactions, in an order that makes
-re-running after an interruption safe.
+The services speak to :class:`CrowdProvider`, so the batch life cycle is written once; a new platform
+is a folder ``platforms/<name>/`` with a ``provider.py``. A provider only talks to the outside world:
+the services record what it returns, in an order that makes re-running after an interruption safe.
 """
 
 from __future__ import annotations
@@ -70,12 +63,11 @@ class CrowdProvider(ABC):
     label: str = ""
     #: The short name help texts use ("MTurk only: ...").
     short_label: str = ""
-    #: The batch options the platform takes, declared once (:mod:`.options`): the shared ones
-    #: here, a provider adds its own (``batch_options = CrowdProvider.batch_options + (...)``).
-    #: The form, the API's serializer and schema, the command and ``BatchSettings`` follow them.
+    #: The batch options the platform takes (:mod:`.options`): the shared ones here, a provider adds
+    #: its own. The form, the API, the command and ``BatchSettings`` follow them.
     batch_options: tuple[BatchOption, ...] = COMMON_OPTIONS
-    #: Assignments one participant may take in a batch: ``None``, one per HIT (a worker takes a
-    #: HIT once); ``1`` where a batch is one study a participant submits once (Prolific).
+    #: Assignments one participant may take in a batch: ``None``, one per HIT; ``1`` where a batch is
+    #: one study a participant submits once (Prolific).
     assignments_per_participant: int | None = None
 
     @classmethod
@@ -85,8 +77,7 @@ class CrowdProvider(ABC):
 
     @classmethod
     def new_batch_options(cls, options: dict[str, Any]) -> dict[str, Any]:
-        """The provider options stored with a new batch: ``options`` as given, with what the platform
-        makes itself for each batch (Prolific's random completion code) added."""
+        """``options`` plus what the platform makes itself for each new batch (a completion code)."""
         return options
 
     @classmethod
@@ -95,12 +86,10 @@ class CrowdProvider(ABC):
         return None
 
     # -- prices (annotation.crowd.costs asks the provider) ------------------------------------
-    #: False where the platform takes no fee (in-house): its cost estimate shows what a crowd
-    #: platform would charge beside it.
+    #: False where the platform takes no fee (in-house).
     takes_fees: bool = True
-    #: How the platform charges bonuses, each charge with its own fee: ``"each"`` bonus on its own
-    #: (MTurk's SendBonus), a ``"bulk"`` set up at once (Prolific's bulk bonus; a bonus without a
-    #: bulk id alone), or all ``"at_once"`` (no fee to round).
+    #: How bonuses are charged, each charge with its own fee: ``"each"`` on its own (MTurk), a
+    #: ``"bulk"`` at once (Prolific), or all ``"at_once"`` (no fee to round).
     bonus_charges: str = "each"
     #: True where the batch page previews and pays a bonus rule (Prolific's bulk bonuses).
     pays_bonus_rules: bool = False
@@ -115,13 +104,9 @@ class CrowdProvider(ABC):
         options: Mapping[str, Any] | None = None,
         account_fee_rate: Decimal | None = None,
     ) -> Any:
-        """What ``count`` assignments at ``reward`` cost on this platform, its fee included (an
-        :class:`annotation.crowd.costs.Cost`: costs asks the provider, so this module does not import it).
-
-        ``assignments_per_hit``: how many each HIT was created with (a rate may depend on it);
-        ``options``: the batch's provider options (:meth:`options_of`; a surcharge may depend on them);
-        ``account_fee_rate``: the fee rate of the requester's account where the platform prices by
-        account (``None``: the platform's configured rate).
+        """What ``count`` assignments at ``reward`` cost on this platform, fee included (a
+        :class:`annotation.crowd.costs.Cost`). ``assignments_per_hit`` and ``options`` may change the
+        rate; ``account_fee_rate``: the requester account's rate (``None``: the configured one).
         """
         raise ValueError(f"no prices known for provider {cls.name!r}")
 
@@ -132,8 +117,7 @@ class CrowdProvider(ABC):
 
     @classmethod
     def extension_limit(cls, assignments_per_hit: int) -> int | None:
-        """The most assignments a HIT created with ``assignments_per_hit`` may be extended to by escalation
-        or a re-offer (``None``: no limit). Escalation, calibration and routing ask it before planning."""
+        """The most assignments a HIT created with ``assignments_per_hit`` may be extended to (``None``: no limit)."""
         return None
 
     @classmethod
@@ -158,7 +142,7 @@ class CrowdProvider(ABC):
         account_fee_rate: Decimal | None = None,
     ) -> Any:
         """What extra assignments added to existing HITs cost (a ``Cost``); ``ValueError`` for an extension
-        the platform refuses. By default each is one more assignment at the platform's price."""
+        the platform refuses."""
         return cls.work_cost(
             reward,
             extra_count(extra_per_hit),
@@ -169,16 +153,14 @@ class CrowdProvider(ABC):
 
     @classmethod
     def comparison(cls, reward: Decimal, assignments_per_query: int, hits: int) -> tuple[str, Any] | None:
-        """A price shown beside a batch's own for comparison, as ``(where, Cost)`` ("on platform X"), or
-        ``None``: the estimate and the batch page show no comparison (the default)."""
+        """A price shown beside a batch's own for comparison, as ``(where, Cost)``, or ``None``."""
         return None
 
     @classmethod
     def pay_figures(cls, batch: Batch, done: Any) -> dict[str, Any]:
         """What the platform's records say of a batch's pay, for the checklists (``median_seconds``,
-        ``median_hourly_rate``, ``rate_source``, ``estimated_minutes``): by default the reward over the
-        accept-to-submit times of its submitted assignments ``done``; nothing where it takes no fee (it
-        pays no one). A platform that measures time itself says so (Prolific's submissions)."""
+        ``median_hourly_rate``, ``rate_source``, ``estimated_minutes``): by default from the
+        accept-to-submit times of the assignments ``done``; nothing where it pays no one."""
         if not cls.takes_fees:
             return {}
         times = [seconds_taken(a, b) for a, b in done.values_list("accepted_at", "submitted_at")]
@@ -189,15 +171,12 @@ class CrowdProvider(ABC):
             "rate_source": f"from the accept-to-submit times of {timed} assignment{'s' if timed != 1 else ''}",
         }
 
-    #: True where a worker takes the batch's training step on this site before the first HIT
-    #: (:mod:`annotation.quality.services.training`); False where the platform has its own way.
+    #: True where a worker takes the batch's training step on this site before the first HIT.
     trains_workers: bool = False
-    #: True where a rejected assignment's place is offered again, within the budget, by adding an
-    #: assignment to its HIT (:mod:`annotation.quality.services.reoffers`); False where the platform
-    #: reopens the place itself or takes no new worker for it.
+    #: True where a rejected assignment's place is offered again by adding an assignment to its HIT;
+    #: False where the platform reopens the place itself or takes no new worker for it.
     reoffers_rejected: bool = False
-    #: The ``Batch`` field the provider options are stored in (``provider_options``, or the column a
-    #: platform's batches always used).
+    #: The ``Batch`` field the provider options are stored in.
     options_field: str = "provider_options"
 
     @classmethod
@@ -207,9 +186,8 @@ class CrowdProvider(ABC):
 
     #: True when answers arrive through this site (the local provider) rather than by polling.
     answers_on_site: bool = False
-    #: True when a submission with a query left unanswered (or answered with something that
-    #: is not a category) is rejected at review: on a paid platform it would otherwise be
-    #: approved and paid (MTurk approves by itself after the HIT type's auto-approval delay).
+    #: True when a submission with a query unanswered (or not answered with a category) is rejected at
+    #: review: on a paid platform it would otherwise be approved and paid.
     rejects_invalid: bool = True
 
     def form_action(self) -> str:
@@ -263,8 +241,6 @@ class CrowdProvider(ABC):
         return None
 
 
-#: The registry (:mod:`.registry`: the table of platforms, one line each, and what is derived from it
-#: without importing a provider), named here too: ``base.PLATFORMS`` is ``registry.PLATFORMS``.
 _REGISTRY: LazyRegistry[CrowdProvider] = _PLATFORM_REGISTRY
 
 
@@ -314,8 +290,7 @@ def all_batch_options() -> dict[str, tuple[BatchOption, str | None]]:
 
 def platform_plug_ins() -> tuple[str, ...]:
     """The modules each platform plugs into a batch's life cycle (:mod:`annotation.crowd.services.hooks`):
-    its package's ``PLUG_INS`` (a tuple of module names, maybe none), platform by platform in
-    :data:`PLATFORMS`' order. Reads only the packages' ``__init__``, which import nothing."""
+    its package's ``PLUG_INS``, in :data:`PLATFORMS`' order; reads only the packages' ``__init__``."""
     import importlib
 
     return tuple(

@@ -1,19 +1,7 @@
 """A batch's options, declared once: each option's name, kind, range or choices, default and help.
 
-:class:`~annotation.crowd.providers.base.CrowdProvider` declares the options every platform
-takes (:data:`COMMON_OPTIONS`) and each provider adds its own (``batch_options``). Everything
-else is derived from the declaration, so the shells cannot drift apart:
-
-- the batch form's fields (page and API): ``annotation.crowd.forms``;
-- the API's request serializers, one per platform, and so the OpenAPI schema of
-  ``POST /api/annotation/batches/``: ``annotation.crowd.serializers``;
-- ``manage.py create_batch``'s arguments: ``annotation.management.commands.create_batch``;
-- the :class:`~annotation.crowd.services.batch_settings.BatchSettings` they build
-  (``settings_from_options``), whose defaults are these.
-
-Every value is read by :meth:`BatchOption.parse`, the one check of its rule whichever shell it
-came through: plain ASCII numbers inside the stated range (:mod:`core.amounts`), a refusal
-naming the field otherwise. Standard library and :mod:`core.amounts` only.
+Every platform takes :data:`COMMON_OPTIONS`, each provider adds its own; every shell is derived from
+the declaration and reads a value by :meth:`BatchOption.parse`, so the shells cannot drift apart.
 """
 
 from __future__ import annotations
@@ -53,8 +41,7 @@ class OptionError(ValueError):
         super().__init__(f"{field}: {problem}")
 
 
-#: The largest count an option without its own maximum takes (a bound on what is read: far above any
-#: count here, within every integer column).
+#: The largest count an option without its own maximum takes (within every integer column).
 LARGEST_COUNT = 999_999_999
 
 
@@ -117,10 +104,8 @@ class BatchOption:
         return [value for value, _ in self.choices]
 
     def parse(self, value: Any) -> Any:
-        """``value`` (text typed by a person, or a JSON value) as the option holds it, or :class:`OptionError`.
-
-        ``None`` and ``""`` (nothing given; ``[]`` for a list) are ``None``; the caller applies ``default``.
-        """
+        """``value`` (typed text or a JSON value) as the option holds it, or :class:`OptionError`; nothing
+        given (``None``, ``""``, ``[]`` for a list) is ``None``: the caller applies ``default``."""
         if value is None or value == "" or (value == [] and self.kind in ("choices", "codes", "batches")):
             return None
         try:
@@ -272,7 +257,6 @@ COMMON_OPTIONS: tuple[BatchOption, ...] = (
         "auto_approval_delay",
         "duration",
         "a platform that approves by itself approves submitted work after this",
-        # Long enough for several syncs (MTURK_SYNC_INTERVAL_SECONDS, a day by default) to reject invalid work first.
         default=dt.timedelta(days=3),
         minimum=0,
         maximum=MAX_AUTO_APPROVAL_DELAY,

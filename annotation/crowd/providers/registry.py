@@ -1,10 +1,5 @@
-"""The crowd platforms, one line each, and what is derived from the table without importing a provider.
-
-Apart from :mod:`.base` (the interface, which names the models for its types) so that the models can
-take the stored provider's choices from here: this module imports neither a provider nor a model,
-and a provider's module is imported only when its class is first asked for (:class:`core.lazy_registry.LazyRegistry`).
-:mod:`.base` names everything here too (``base.PLATFORMS``, ``base.register`` ...).
-"""
+"""The crowd platforms, one line each, and what is derived from them without importing a provider or a
+model (so that the models can take their choices from here)."""
 
 from __future__ import annotations
 
@@ -12,16 +7,12 @@ from typing import Any
 
 from core.lazy_registry import LazyRegistry
 
-#: The crowd platforms, in the order of their lines in ``INSTALLED_APPS``: the name stored in
-#: ``Batch.provider`` and the package that is the platform (``platforms/<name>/``: a Django app whose
-#: :class:`PlatformConfig` puts it here as the app registry is made, before any model loads; its
-#: provider in ``provider.py``, its client, services, pages and the hooks it plugs in, :data:`PLUG_INS`
-#: of its package). Everything that lists platforms (the registry below, ``provider_names()``, the
-#: ``provider`` option's choices, the stored provider's choices, the app's plug-ins) is derived from
-#: this table; a new platform is a folder, its ``INSTALLED_APPS`` line and its URL include.
+#: The crowd platforms, in ``INSTALLED_APPS`` order: the name stored in ``Batch.provider`` and the
+#: package (``platforms/<name>/``, a Django app whose ``PlatformConfig`` adds it before any model
+#: loads). Everything that lists platforms is derived from this table; a new platform is a folder,
+#: its ``INSTALLED_APPS`` line and its URL include.
 PLATFORMS: dict[str, str] = {}
-#: The project's providers, imported when first asked for (so loading this package loads
-#: neither Django's models nor a provider's client).
+#: The project's providers' modules, imported when first asked for.
 BUILT_IN: dict[str, str] = {}
 #: Provider classes by name (:class:`annotation.crowd.providers.base.CrowdProvider`; typed there).
 REGISTRY: LazyRegistry[Any] = LazyRegistry("crowd provider", BUILT_IN)
@@ -40,8 +31,7 @@ def platform_label(name: str) -> str:
 
 
 def platform_choices() -> list[tuple[str, str]]:
-    """The choices of a stored provider (``Batch.provider``, ``Worker.provider``, ``WorkerIdentity.provider``):
-    each platform of :data:`PLATFORMS`, in its order, with its label. A callable, so Django asks for it
-    when it needs the choices (the providers are imported then, never while the models load) and a
-    migration keeps the reference, not the list: a new platform is a folder and one line, no migration."""
+    """The choices of a stored provider: each platform of :data:`PLATFORMS` with its label. A callable, so
+    that the providers are imported when the choices are needed, never while the models load, and a
+    migration keeps the reference, not the list: a new platform needs no migration."""
     return [(name, platform_label(name)) for name in PLATFORMS]

@@ -1,10 +1,5 @@
-"""Checking, recording and reviewing one worker's answers to one HIT.
-
-The same code handles an MTurk assignment fetched by ``sync_batch`` and a form posted by
-an in-house annotator, so both are held to the same rules: every query of the HIT gets
-one ``Judgment``; an answer that is missing or not one of the four categories is kept as
-an invalid judgment with its reason and is never guessed; gold questions are scored.
-"""
+"""Checking, recording and reviewing one worker's answers to one HIT, fetched or posted alike: an answer
+missing or not a category is kept as an invalid judgment with its reason, never guessed."""
 
 from __future__ import annotations
 
@@ -24,10 +19,9 @@ from core.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 from genderbias.numbers import NumberError, parse_count
 
-#: What the HIT page's script (``static/js/hand_signals.js``) posts per query beside its answer, as
-#: ``<name>-<position>``: each the stored ``Judgment`` column and its bound. The signals tell how an
-#: answer was given (a paste, the tab left for another window, seconds or minutes on the query), so
-#: that a sample answered by copying a chatbot's label can be found (``genderbias.machine.echo``).
+#: What the HIT page's script (``static/js/hand_signals.js``) posts per query as ``<name>-<position>``,
+#: with its ``Judgment`` column and bound: how an answer was given, so that copying a chatbot's label
+#: can be found (``genderbias.machine.echo``).
 HAND_SIGNALS = (
     ("pastes", "pastes", 1000),
     ("leaves", "tab_leaves", 1000),
@@ -48,8 +42,7 @@ class AnswerCheck:
     signals: list[tuple[int | None, ...]] = field(default_factory=list)
     #: The worker's submitted HITs after this one, when the submit was asked to count them.
     answered_count: int | None = None
-    #: This HIT's number among the worker's HITs of its batch, as the HIT page's header numbered it
-    #: ("HIT 3 of 20"), when the submit was asked to count them.
+    #: This HIT's number among the worker's HITs of its batch ("HIT 3 of 20"), likewise.
     hit_number: int | None = None
 
     @property
@@ -75,12 +68,8 @@ UNREADABLE_FEEDBACK = (
 
 
 def hand_signals(answers: Mapping[str, str], position: int) -> tuple[int | None, ...]:
-    """The hand signals posted for the query at ``position`` (:data:`HAND_SIGNALS` order).
-
-    Each is read by :func:`genderbias.numbers.parse_count` within its bound; one absent, or not a
-    whole number in range (a page without the script, an edited form), is unknown (``None``), not 0:
-    the answer itself is still recorded, the worker cannot mend a field they never saw.
-    """
+    """The hand signals posted for the query at ``position`` (:data:`HAND_SIGNALS` order); one absent or
+    out of range is unknown (``None``) and the answer still recorded: the worker never saw the field."""
     values = []
     for name, _column, most in HAND_SIGNALS:
         raw = answers.get(f"{name}-{position}")
@@ -119,8 +108,7 @@ def check_answers(
             else:
                 check.gold_misses.append((hq.batch_query, label))
     if check.gold_total and check.invalid_count < len(check.judgments):
-        # Gold is scored only when some answer was given: an empty or unreadable answer is
-        # reviewed as such (``review_assignment``), never counted as failed gold questions.
+        # Only when some answer was given: an empty or unreadable one is reviewed as such, not as failed gold.
         needed = math.ceil(gold_pass_fraction * check.gold_total - 1e-9)
         check.gold_passed = check.gold_correct >= needed
     return check
@@ -132,8 +120,7 @@ FEEDBACK_MISSES = 5
 
 def gold_feedback(check: AnswerCheck, *, name_questions: bool = True) -> str:
     """What a worker who failed the gold questions is told: how many were wrong and, unless
-    the batch switched it off (``Batch.gold_feedback``), which ones and their right answers,
-    so they can do better on the next HIT instead of being rejected silently."""
+    ``name_questions`` is false, which ones and their right answers, so they can do better."""
     missed = check.gold_total - check.gold_correct
     text = f"{missed} of the {check.gold_total} check question(s) with a known answer were answered wrongly"
     if not name_questions or not check.gold_misses:
@@ -158,26 +145,13 @@ def record_answers(
     only_if: Q | None = None,
     write: Callable[[dict], int] | None = None,
 ) -> AnswerCheck:
-    """Store the judgments of a not-yet-answered assignment and score its gold questions.
+    """Store the judgments of a not-yet-answered assignment and score its gold questions, writing only
+    the answer's columns (never another request's with an old value).
 
-    ``hit_queries``: the HIT's queries in order, with their batch queries, when the caller
-    has read them already (else they are read here).
-
-    ``only_from``: record only if the assignment's row is still in one of these statuses,
-    else raise :class:`AlreadyRecorded` with nothing
-    written. The check and the write are one ``UPDATE``, run before the judgments are
-    inserted: it takes the row's write lock, so of two submits of one assignment at once the
-    second waits, then finds the status changed and records nothing -- the same guarantee as
-    locking the row and reading it again, one statement cheaper. ``only_if``: a further
-    condition of that ``UPDATE`` (the batch still open to the worker: ``local._submit``),
-    with no join (its subqueries name the batch and worker by id). ``write``: instead of
-    ``only_from`` and ``only_if``, that conditional ``UPDATE`` as the caller prepared it
-    (``core.db.prepared.PreparedUpdate``, the HIT page's submit): given the columns, it writes
-    them and answers how many rows it changed.
-
-    Only the answer's columns are written (status, times, raw answer, validity, gold, and
-    ``feedback`` when gold failed), not the whole row: a column another request changes
-    meanwhile is never written back with an old value.
+    ``hit_queries``: the HIT's queries in order, if read already. ``only_from`` (and ``only_if``, no
+    join): record only if the row still is in one of these statuses, else :class:`AlreadyRecorded`
+    with nothing written; one ``UPDATE`` first, so of two submits the second waits, then records
+    nothing. ``write``: the caller's prepared conditional ``UPDATE`` instead (answers rows changed).
     """
     if hit_queries is None:
         hit_queries = list(assignment.hit.hit_queries.select_related("batch_query").order_by("position"))
@@ -199,9 +173,7 @@ def record_answers(
     else:
         row = Assignment.objects.filter(pk=assignment.pk)
         if only_from is not None:
-            # On the row's own column, not through a join: Django writes a join as ``id IN
-            # (subquery)``, and PostgreSQL, after waiting for the row, re-checks the row but not
-            # what the subquery saw -- both submits would pass.
+            # Not through a join: PostgreSQL re-checks the row after the wait, not a subquery's rows.
             row = row.filter(status__in=list(only_from))
         if only_if is not None:
             row = row.filter(only_if)
@@ -210,8 +182,7 @@ def record_answers(
         raise AlreadyRecorded("this HIT was already submitted")
     for name, value in values.items():
         setattr(assignment, name, value)
-    # One multi-row INSERT, as bulk_create would send, without its per-call compile (the HIT cycle, issue 46).
-    insert_few_rows(
+    insert_few_rows(  # bulk_create without its per-call compile (the HIT cycle)
         Judgment,
         ("assignment_id", "batch_query_id", "label", "invalid_reason", *(column for _, column, _ in HAND_SIGNALS)),
         [
@@ -223,9 +194,8 @@ def record_answers(
 
 
 def invalid_feedback(judgments: Sequence[Judgment]) -> str:
-    """What a worker whose HIT has missing or invalid answers is told: how many of its queries
-    have no usable answer, which ones (a few) and what a usable answer is, so the rejection
-    is understood rather than taken for an error on our side."""
+    """What a worker whose HIT has missing or invalid answers is told: how many, which (a few) and what
+    a usable answer is, so the rejection is understood."""
     invalid = [j for j in judgments if j.label is None]
     if len(invalid) == len(judgments):
         return (
@@ -248,18 +218,10 @@ def invalid_feedback(judgments: Sequence[Judgment]) -> str:
 
 
 def review_assignment(assignment: Assignment, provider: CrowdProvider, *, approve_all: bool = False) -> str:
-    """Approve or reject a submitted assignment; returns ``approved``, ``rejected`` or ``kept``.
-
-    Rejected, with feedback saying why: failed gold questions, and (on a provider whose
-    ``rejects_invalid`` is set: MTurk, Prolific) a query left without an answer or answered
-    with something that is not a category -- left alone, MTurk would approve and pay it
-    after the auto-approval delay. Approved: an answer document that could not be read at
-    all (the worker is not at fault; its judgments stay invalid). Kept for a person to look
-    at: invalid in-house work.
-    ``approve_all`` approves everything, e.g. to pay a batch whose gold turned out to be
-    ambiguous. A provider saying it was already approved or rejected is not an error, and
-    a reviewed assignment is never reviewed again, so a second sync changes nothing.
-    """
+    """Approve or reject a submitted assignment once; returns ``approved``, ``rejected`` or ``kept``.
+    Rejected with feedback: failed gold, and invalid work where ``provider.rejects_invalid``; approved:
+    an unreadable answer document (not the worker's fault); kept: other invalid work. ``approve_all``
+    approves everything (gold found ambiguous)."""
     if assignment.status != Assignment.Status.SUBMITTED:
         return "kept"
     feedback = assignment.feedback
@@ -270,9 +232,6 @@ def review_assignment(assignment: Assignment, provider: CrowdProvider, *, approv
     elif assignment.valid is False and provider.rejects_invalid:
         judgments = list(assignment.judgments.select_related("batch_query").order_by("pk"))
         if all(j.invalid_reason == UNREADABLE for j in judgments if j.label is None):
-            # The platform wrote the answer document from the posted form, so one we cannot
-            # read is our fault, not the worker's: approved and paid now (never left to the
-            # auto-approval), its judgments invalid and never counted.
             feedback = UNREADABLE_FEEDBACK
             outcome = Assignment.Status.APPROVED
         else:

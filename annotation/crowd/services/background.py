@@ -1,17 +1,7 @@
 """Publishing, syncing and paying bonuses as background jobs, followed through a ``core.models.Job``.
 
-Each job is declared once here (:func:`core.jobs.background_job`): its kind, its Celery
-task's name and its work; ``start_*`` check the batch and start it. The sub-domains above
-crowd declare their own jobs beside their services, with the helpers here
-(``_require_status``, ``_batch_url``): escalating in
-:mod:`annotation.quality.services.background`, pre-labelling in
-:mod:`annotation.machine.services.background`, paying Prolific bonuses in
-:mod:`platforms.prolific.bonuses.services`. The Job is sent only
-once the caller's transaction has committed (so the worker sees the batch and the job), and
-runs in this process when no broker is configured (``core.jobs.in_process``). Publishing,
-syncing and escalating record every provider call before making it, so a redelivery after
-a crash finishes the work instead of repeating it; paying bonuses records its intent before
-each call and settles lost answers from Prolific's state (never paying twice).
+Each job is declared once (:func:`core.jobs.background_job`); ``start_*`` check the batch and start it.
+A redelivery after a crash finishes the work: every provider call is recorded before it is made.
 """
 
 from __future__ import annotations
@@ -66,6 +56,5 @@ def start_publish(batch: Batch) -> Job:
 
 def start_sync(batch: Batch, *, approve_all: bool = False) -> Job:
     _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED, Batch.Status.CANCELLED)
-    # A sync re-offers rejected places and escalates: paid work, one sync of a batch at a time.
     busy = f"batch {batch.name!r} is being synced already"
     return start_once(sync_job, batch, f"Sync {batch.name}", batch.pk, approve_all, busy=busy)

@@ -1,14 +1,5 @@
-"""The settings of a batch: what ``create_batch`` takes and the rules it checks.
-
-The options are declared once, on the providers (``annotation.crowd.providers.options``: the
-shared ones, and each platform's own); the defaults below are theirs, and
-:func:`settings_from_options` builds the settings from the values the batch form (page and
-API) and ``manage.py create_batch`` read with the declaration.
-:class:`BatchSettings` is what :func:`annotation.crowd.services.batches.create_batch` records on the ``Batch``;
-``BatchSettings.validate`` refuses, before anything is created or paid for, what a
-provider would refuse. ``tests/annotation/crowd/test_batch_settings.py`` holds the form, the
-command's options and the model's columns to this declaration.
-"""
+"""The settings of a batch: what ``create_batch`` records and the rules it checks, built from the
+options the providers declare (:mod:`annotation.crowd.providers.options`)."""
 
 from __future__ import annotations
 
@@ -20,14 +11,13 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
-from annotation.crowd.providers.base import all_batch_options, batch_options, provider_class, provider_names
+from annotation.crowd.providers.base import all_batch_options, provider_class, provider_names
 from annotation.crowd.providers.options import (
     COMMON_OPTIONS,
     MAX_AUTO_APPROVAL_DELAY,
     MAX_LIFETIME,
     MAX_REWARD,
     MIN_LIFETIME,
-    BatchOption,
     options_by_name,
 )
 from core.errors import ServiceError
@@ -35,9 +25,8 @@ from core.errors import ServiceError
 __all__ = ["MAX_AUTO_APPROVAL_DELAY", "MAX_LIFETIME", "MAX_REWARD", "MIN_LIFETIME"]
 
 _COMMON = options_by_name(COMMON_OPTIONS)
-#: How long MTurk waits before approving (and paying) an assignment nobody reviewed: long
-#: enough for several syncs (``settings.MTURK_SYNC_INTERVAL_SECONDS``, a day by default)
-#: to reject invalid work first.
+#: How long MTurk waits before approving (and paying) an assignment nobody reviewed: long enough
+#: for several syncs to reject invalid work first.
 DEFAULT_AUTO_APPROVAL_DELAY: dt.timedelta = _COMMON["auto_approval_delay"].default
 
 
@@ -103,7 +92,7 @@ class BatchSettings:
         if self.provider_options and not own:
             raise ServiceError(_not_taken("provider_options", self.provider_options))
         platform.check_settings(self)
-        # Another platform's options, where the platform's own check let them through: refused, never dropped unseen.
+        # Another platform's options: refused, never dropped unseen.
         foreign = {key for key in self.provider_options if key not in own and _takers({key})}
         if foreign:
             raise ServiceError(_not_taken("provider_options", foreign))
@@ -119,12 +108,8 @@ class BatchSettings:
 
 
 def settings_from_options(values: Mapping[str, Any]) -> BatchSettings:
-    """The settings made of the options' values as the shells read them (:meth:`BatchOption.parse`).
-
-    An option missing or ``None`` keeps its default; a value stored in a dict (the provider options) is kept only when given (``False`` flags and empty lists are left out).
-    Every registered platform's options are read, whichever ``provider`` is chosen, so a value for
-    another platform is refused by :meth:`BatchSettings.validate` rather than dropped unseen.
-    """
+    """The settings made of the options' values as the shells read them; a missing one keeps its default.
+    Every platform's options are read, so that a value for another platform is refused, never dropped."""
     kwargs: dict[str, Any] = {"provider": values.get("provider") or "local"}
     stored: dict[str, dict] = {"provider_options": {}}
     for name, (option, _owner) in all_batch_options().items():
@@ -144,11 +129,6 @@ def settings_from_options(values: Mapping[str, Any]) -> BatchSettings:
     return BatchSettings(**kwargs, **stored)
 
 
-def options_of(provider: str) -> tuple[BatchOption, ...]:
-    """Every option a batch on ``provider`` takes (``provider`` first): what its request documents."""
-    return batch_options(provider)
-
-
 def _option_keys(into: str) -> dict[str, set[str]]:
     """Each platform's own option keys stored ``into``."""
     return {
@@ -163,8 +143,8 @@ def _takers(given: set[str], into: str = "provider_options") -> list[str]:
 
 
 def _not_taken(into: str, given: Collection[str]) -> str:
-    """Why provider options are refused: the platforms that take the ones ``given`` (each platform that
-    takes any of their keys; else every platform that takes provider options)."""
+    """Why provider options are refused: the platforms that take the ones ``given`` (else every
+    platform that takes provider options)."""
     owners = _takers(set(given), into) or [n for n, keys in _option_keys(into).items() if keys]
     what = f"{' or '.join(provider_class(n).label for n in owners)} options"
     return f"{what} only apply to the {' or '.join(owners)} provider"
@@ -186,15 +166,13 @@ def bonus_max_per_participant() -> Decimal:
 
 
 def assignments_per_participant(provider: str, hits: int | None) -> int:
-    """How many assignments one participant can take in a batch: the provider's own number (one on
-    Prolific: one submission per study), else one per HIT (a worker takes a HIT once; ``hits`` None:
-    not known, counted as one)."""
+    """How many assignments one participant can take in a batch: the provider's own number, else one per
+    HIT (``hits`` None: counted as one)."""
     return provider_class(provider).assignments_per_participant or max(1, hits or 1)
 
 
 def bonus_rule_of(options: dict | None):
-    """The batch's bonus rule from its provider options (``annotation.crowd.bonus_rules.rule_of_options``:
-    ``bonus_rule``, or the older flat ``bonus``), or None; a ``ServiceError`` naming the field."""
+    """The batch's bonus rule from its provider options, or None; a ``ServiceError`` naming the field."""
     from annotation.crowd.bonus_rules import RuleError, rule_of_options
 
     try:
@@ -238,10 +216,8 @@ def validate_thresholds(values: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class Offered:
-    """Where the shells take one setting: the batch form's field (page and API) and the command's option.
-
-    ``None`` means that shell does not offer it (the default applies), for the reason given.
-    """
+    """Where the shells take one setting: the batch form's field and the command's option; ``None``:
+    not offered there (the default applies), for the reason ``why_not``."""
 
     form: str | None
     option: str | None
@@ -265,7 +241,7 @@ def _offered() -> dict[str, Offered]:
     return {f.name: offered[f.name] for f in fields(BatchSettings)}
 
 
-#: Every field of :class:`BatchSettings`, and where each shell offers it (from the declarations).
-#: Stored on ``Batch`` under the same name, except ``seed`` (used once, to shuffle the queries into HITs).
+#: Every field of :class:`BatchSettings`, and where each shell offers it. Stored on ``Batch`` under the
+#: same name, except ``seed`` (used once, to shuffle the queries into HITs).
 OFFERED: dict[str, Offered] = _offered()
 NOT_STORED = frozenset({"seed"})

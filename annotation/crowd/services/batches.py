@@ -33,24 +33,19 @@ CSV_HEADER = ("qid", "query", "label")
 LABELLED_SET_PREFIX = "queries:"
 
 
-def read_gold_file(path: str | Path) -> list[GoldQuery]:
-    """Gold or training questions: a labelled query file or set (:func:`read_labelled`)."""
-    return read_labelled(path)
-
-
 def read_labelled(source: str | Path) -> list[GoldQuery]:
-    """Labelled queries from ``queries:NAME`` (a labelled query set: :func:`labelled_query_set`)
-    or a labelled file (:func:`read_labelled_file`): gold questions, training and test data
-    are taken from either alike."""
+    """Labelled queries from ``queries:NAME`` (:func:`labelled_query_set`) or a labelled file
+    (:func:`read_labelled_file`): gold, training and test data alike."""
     if str(source).startswith(LABELLED_SET_PREFIX):
         return labelled_query_set(str(source).removeprefix(LABELLED_SET_PREFIX))
     return read_labelled_file(source)
 
 
+read_gold_file = read_labelled  #: gold or training questions
+
+
 def labelled_query_set(query_set: QuerySet | str) -> list[GoldQuery]:
-    """The labelled queries of a query set imported from a labelled file (its queries' labels,
-    in file order; unlabelled queries left out). A set without labels is refused: its queries
-    cannot be gold."""
+    """The labelled queries of a query set, in file order; a set without labels is refused."""
     if isinstance(query_set, str):
         found = QuerySet.objects.filter(name=query_set).first()
         if found is None:
@@ -64,26 +59,10 @@ def labelled_query_set(query_set: QuerySet | str) -> list[GoldQuery]:
 
 
 def read_labelled_file(path: str | Path) -> list[GoldQuery]:
-    """Read labelled queries; the label is n/f/m/o or a category name (non-gendered, ...).
-
-    Two formats, one reader, so gold questions, training questions and a pre-labeller's
-    training data are read alike:
-
-    - TSV ``qid<TAB>query<TAB>label``: the query file format with a third column;
-    - CSV ``qid,query,label``, chosen by the name (``.csv``, ``.csv.gz``) or by a first
-      line ``qid,query,label``. The study's published file has no header and no quoting
-      (a query may contain commas): the qid is the first field, the label the last. A
-      query quoted as the csv module quotes (the project's exports) is read as quoted,
-      and a header naming more columns after ``label`` (an export's ``adjudicated``,
-      ``ds_posterior``) makes every line read with the csv module.
-
-    Read as every query file is (``open_text``: streamed, gzip, UTF-8, lines at most
-    ``MAX_LINE_BYTES``, the file at most ``IMPORT_MAX_HELD_BYTES`` expanded; a csv field may
-    be as long as a line), bad input refused as ``file:line: problem``; a repeated qid is
-    refused. The query text is normalised as a query file's is
-    (:func:`genderbias.files.queryfiles.normalise_text`: control characters and line separators
-    become spaces).
-    """
+    """Read labelled queries (label: n/f/m/o or a category name) from TSV ``qid<TAB>query<TAB>label`` or
+    CSV ``qid,query,label`` (by the name, or a header; the study's unquoted file: qid first, label last;
+    an export's extra columns allowed), as every query file is read; bad input and a repeated qid are
+    refused as ``file:line: problem``."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "labelled query file not found")
@@ -115,9 +94,8 @@ def read_labelled_file(path: str | Path) -> list[GoldQuery]:
 
 
 def _allow_line_long_fields() -> None:
-    """Let the csv module read a field as long as a line may be (its default stops at 131,072
-    characters): the readers' line limit is then the only limit. Only ever raised, never
-    lowered (the limit is the process's)."""
+    """Let the csv module read a field as long as a line may be, so the line limit is the only limit
+    (only ever raised: the limit is the process's)."""
     if csv.field_size_limit() < MAX_LINE_BYTES:
         csv.field_size_limit(MAX_LINE_BYTES)
 
@@ -175,11 +153,8 @@ def _split_csv_columns(columns: int):
 
 
 def _unique_token(batch: Batch, position: int, qids: Sequence[str]) -> str:
-    """Deterministic per HIT, different for every batch ever made (name + creation time are in the hash).
-
-    MTurk remembers a UniqueRequestToken for 24 hours: a retried CreateHIT with the same
-    token returns the HIT it already created instead of making a second one.
-    """
+    """Deterministic per HIT, different for every batch ever made: a retried create with the same token
+    returns the HIT the platform already made (MTurk's UniqueRequestToken)."""
     digest = hashlib.sha256(f"{batch.name}|{batch.created.isoformat()}|{position}|{','.join(qids)}".encode())
     return f"{batch.pk}-{position}-{digest.hexdigest()[:12]}"
 
@@ -191,8 +166,8 @@ def cost_as_dict(cost: Cost, hits: int) -> dict[str, str | int]:
 
 
 def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]:
-    """The cost :func:`create_batch` records for ``queries`` queries, before anything is created
-    (the batch form's live estimate). Refuses the settings ``create_batch`` would refuse."""
+    """The cost :func:`create_batch` records for ``queries`` queries, before anything is created;
+    refuses the settings it would refuse."""
     settings.validate()
     hits = -(-queries // settings.queries_per_hit)
     cost = provider_cost(
@@ -207,16 +182,15 @@ def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]
 
 
 def most_bonuses(settings: BatchSettings, assignments: int) -> Decimal:
-    """The most a batch's bonuses can cost (issue 32): its bonus rule (the older flat ``bonus`` is one,
-    ``annotation.crowd.bonus_rules.rule_of_options``) for every assignment approved."""
+    """The most a batch's bonuses can cost: its bonus rule for every assignment approved."""
     from annotation.crowd.bonus_rules import most
 
     return most(bonus_rule_of(settings.provider_options), assignments, settings.gold_per_hit)
 
 
 def stored_options(options: dict) -> dict:
-    """A batch's Prolific options as stored: the older flat ``bonus`` kept as the bonus rule it is
-    (``flat``, paid at every sync), so every batch has one bonus rule or none (issue 41)."""
+    """A batch's options as stored: the older flat ``bonus`` as the bonus rule it is, so every batch
+    has one bonus rule or none."""
     stored = {key: value for key, value in options.items() if key != "bonus"}
     rule = bonus_rule_of(options)
     if rule is not None:
@@ -227,9 +201,7 @@ def stored_options(options: dict) -> dict:
 def price_comparison(
     provider: str, reward: Decimal | str, assignments_per_query: int, hits: int
 ) -> dict[str, str | int] | None:
-    """The price the batch's platform shows beside its own for comparison (``CrowdProvider.comparison``:
-    ``where`` and the cost), in the live estimate and on the batch page alike; ``None`` where the platform
-    declares none."""
+    """The price shown beside the batch's own for comparison (``CrowdProvider.comparison``), or ``None``."""
     declared = provider_class(provider).comparison(Decimal(reward), assignments_per_query, hits)
     if declared is None:
         return None
@@ -248,18 +220,13 @@ def create_batch(
     training: Sequence[GoldQuery] = (),
     only_qids: Collection[str] | None = None,
 ) -> Batch:
-    """Snapshot the queries and settings, group the queries into HITs and record the cost estimate.
-
-    Queries are shuffled (seeded) before grouping so that one HIT does not hold a run of
-    similar queries; ``gold_per_hit`` gold questions are then placed at random positions
-    of every HIT, cycling through ``gold``. ``training`` queries (known labels) make the
-    qualification step (:mod:`annotation.quality.services.training`, registered in :data:`.hooks.created`). ``only_qids`` keeps those queries of the set alone
-    (a derived batch: :mod:`.calibration`, :mod:`.routing`). Nothing is sent to a provider yet.
-    """
+    """Snapshot the queries and settings, group the queries into HITs (:mod:`annotation.crowd.hit_groups`)
+    and record the cost estimate; nothing is sent to a provider yet. ``training``: the qualification
+    step's queries; ``only_qids``: those queries of the set alone (a derived batch)."""
     query_set, queries = _check_sources(name, settings, query_set, pool, gold, only_qids)
     provider_options = provider_class(settings.provider).new_batch_options(
         stored_options(dict(settings.provider_options))
-    )  # what the platform makes for each batch (a Prolific study's random completion code)
+    )
     stored = {field: getattr(settings, field) for field in OFFERED if field not in NOT_STORED}
     stored.pop("provider_options")
     stored |= {"reward": Decimal(settings.reward), provider_class(settings.provider).options_field: provider_options}
@@ -329,8 +296,7 @@ def _check_sources(
         raise ServiceError(f"query set {query_set.name!r} has no queries")
     if settings.gold_per_hit and len(gold) < settings.gold_per_hit:
         raise ServiceError(f"{settings.gold_per_hit} gold questions per HIT need at least as many gold queries")
-    # The study's own file may be the gold of a pool drawn from it: its gold queries are asked as gold
-    # only, left out of the batch's queries (the batch page counts them: selectors.gold_left_out).
+    # The study's file may be the gold of a pool drawn from it: gold queries are asked as gold only.
     gold_qids = {g.qid for g in gold}
     queries = [q for q in queries if q.qid not in gold_qids]
     if not queries:
@@ -340,10 +306,7 @@ def _check_sources(
 
 def cancel_batch(batch: Batch, provider: CrowdProvider | None = None) -> int:
     """Withdraw every open HIT and mark the batch cancelled; returns the HITs expired. Safe to re-run.
-
-    Answers already given stay recorded (and can still be synced and reviewed: workers
-    who submitted must still be paid).
-    """
+    Answers already given stay and can still be synced and reviewed: submitters must be paid."""
     if batch.status == Batch.Status.COMPLETED:
         raise StateError(f"batch {batch.name!r} is completed; nothing to cancel")
     provider = provider or get_provider(batch.provider)

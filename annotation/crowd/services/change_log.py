@@ -1,20 +1,9 @@
-"""The change counter behind the kept counts of a batch's answers, on SQLite (issue 31).
+"""The change counter behind the kept counts of a batch's answers, on SQLite.
 
-Triggers add one to the single row of ``annotation_answers_change`` on every INSERT, UPDATE and
-DELETE of judgments, assignments, HITs and batch queries, whatever the code that writes them (a
-service, a bulk update, the admin, a shell, a restore with ids of its own). That row (its
-counter and a token drawn at every ``migrate``, so that no other database, copy or migrated
-state repeats a stamp) is :func:`annotation.crowd.selectors.changes_stamp`, under which the
-counts are kept. After restoring a database from a copy, run ``migrate`` (it draws a new token).
-One row, not a row per change: the counter stays one row however long the study runs, and
-SQLite writes one transaction at a time, so no writer ever waits on it (on PostgreSQL such a row
-would queue every hand-out; nothing is made there, and the counts are read at each request).
-
-Made after every ``migrate`` (``post_migrate``, :class:`annotation.apps.AnnotationConfig`), not
-by a migration: a migration that rebuilds one of these tables (SQLite rebuilds a table to alter
-it) drops its triggers, and the next ``post_migrate`` makes them again; until then the stamp is
-None and the counts are read afresh. The triggers name no table but the counter's, so they never
-stop such a rebuild.
+Triggers add one to a single row on every write to the counted tables, whatever code writes; with
+the token drawn at every ``migrate`` it is :func:`annotation.crowd.selectors.changes_stamp` (after a
+restore, run ``migrate``). Made after every ``migrate``, not by a migration: a table rebuild drops
+its triggers. Not on PostgreSQL, where the row would queue every hand-out.
 """
 
 from __future__ import annotations
@@ -39,9 +28,8 @@ def install_change_log(using: str = "default") -> bool:
             f'CREATE TABLE IF NOT EXISTS "{CHANGES}" ("id" integer NOT NULL PRIMARY KEY CHECK ("id" = 1), '
             '"changes" integer NOT NULL, "token" text NOT NULL)'
         )
-        # A new token at every migrate: while a migration rebuilt a counted table its triggers
-        # were gone and its writes uncounted, and a database restored from a copy has the copy's
-        # counter; the counts kept under an older token are never read again.
+        # A new token at every migrate: writes during a rebuild went uncounted, and a restored copy
+        # has the copy's counter; counts kept under an older token are never read again.
         cursor.execute(
             f'INSERT INTO "{CHANGES}" ("id", "changes", "token") VALUES (1, 0, %s) '
             'ON CONFLICT ("id") DO UPDATE SET "token" = excluded."token"',

@@ -1,33 +1,9 @@
 """Where the sub-domains above crowd plug into a batch's life cycle: crowd calls them, never imports them.
 
-crowd is the base of annotation's sub-domains (docs/architecture.md, "annotation's sub-domains";
-``tests/test_architecture.py`` checks the order). Yet creating, publishing and syncing a batch do
-more than crowd knows about: the qualification step stores a new batch's training queries
-(quality), a Prolific batch is read through its study's submissions and its workspace's webhooks
-follow what is published (prolific), and every sync ends with the quality loop (re-offers,
-thresholds, an escalation round). Each of these is a function its sub-domain registers here; the
-crowd services call what is registered, in the order it was registered.
-
-Who registers is declared once, above every sub-domain: ``annotation.apps.PLUG_INS``, the modules
-``AnnotationConfig.ready()`` hands to :func:`plug_in`. They are imported the first time any point
-is used (once per process, under a lock, so two threads never see half of them), not while the app
-loads: a command that touches no batch starts without them. A module registers with the decorators
-below as it loads; a module loaded again replaces its own registration (same module and name),
-never adds a second one.
-
-The points:
-
-- :data:`created`: ``hook(batch, settings, *, training)`` in :func:`~.batches.create_batch`'s
-  transaction, after the batch's HITs are written (``training``: its training queries, maybe none);
-- :data:`preparing`: ``hook(batch, provider)`` in :func:`~.publishing.publish_batch` before the
-  batch is first prepared on its platform (a Prolific study's participant groups);
-- :data:`cancelled`: ``hook(batch, provider)`` at the end of :func:`~.batches.cancel_batch`;
-- :data:`published`: ``hook(batch, provider)`` after :func:`~.publishing.publish_batch` launched;
-- :data:`platform_syncs`: a platform whose answers are not read HIT by HIT
-  (``sync(batch, provider, *, approve_all, job, bar) -> SyncResult``), by provider name;
-  :func:`~.sync.sync_batch` hands such a batch over to it whole;
-- :data:`sync_steps`: ``step(batch, provider, result)`` after a sync's review, each idempotent
-  on its own, so a sync interrupted anywhere is finished by the next.
+Creating, publishing and syncing a batch do more than crowd, the base, knows about: each sub-domain
+registers a function at one of the points at the end of this module, called in registration order.
+The registering modules (:func:`plug_in`) are imported at the first use of a point, once, under a lock,
+so that a command that touches no batch starts without them; one loaded again replaces its own.
 """
 
 from __future__ import annotations
@@ -145,7 +121,7 @@ preparing = Hooks("batch preparing")
 cancelled = Hooks("batch cancelled")
 #: After a batch's HITs are published and launched: ``hook(batch, provider)``.
 published = Hooks("batch published")
-#: A platform's own sync of a whole batch, by provider name.
+#: A platform's own sync of a whole batch, by provider name: ``sync(batch, provider, *, approve_all, job, bar)``.
 platform_syncs = PlatformSyncs()
-#: After a sync's review, in order: ``step(batch, provider, result)``.
+#: After a sync's review, in order, each idempotent: ``step(batch, provider, result)``.
 sync_steps = Hooks("sync step")

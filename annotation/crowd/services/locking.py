@@ -1,13 +1,8 @@
 """One publish, sync or escalation per batch at a time.
 
-Two ``sync_batch`` of one batch at once would both review every submitted assignment and
-call the provider twice for each; two escalations would both extend. Each of these actions
-holds the batch's lease (:mod:`core.services.leases`) for its whole run; a second caller, from a
-command, a page, the API or a Celery task, is told that the batch is busy and by whom.
-
-The leases are also what an annotator's correction of their last HIT defers to: a correction is
-refused while any work that reads the batch's answers holds one (:func:`use_under_way`), and such
-work waits for a correction already under way (:func:`answers_settled`) before it reads.
+Each such action holds the batch's lease (:mod:`core.services.leases`) for its whole run: two syncs at
+once would review every assignment twice. An annotator's correction is refused while work that reads
+the answers holds a lease (:func:`use_under_way`); such work waits for one under way (:func:`answers_settled`).
 """
 
 from __future__ import annotations
@@ -36,8 +31,7 @@ def batch_key_of(batch_id: int) -> str:
     return f"annotation.batch:{batch_id}"
 
 
-#: The actions holding a batch's lease that never read its answers (publishing more places, setting a
-#: rule): a correction of an answer goes on while they run (:func:`use_under_way`), and they wait for none.
+#: The actions holding a batch's lease that never read its answers: a correction goes on while they run.
 #: Fixed here, not registered by the decorated modules, so every process reads leases alike.
 NOT_READING_ANSWERS = frozenset({"Publishing", "Setting the bonus rule"})
 
@@ -68,14 +62,9 @@ def _read_prefix(batch_id: int) -> str:
 
 
 def answers_settled(batch_ids: Iterable[int]) -> None:
-    """Wait for every correction of these batches' answers in flight to commit (the batches' row lock).
-
-    A correction (``platforms.inhouse.services.corrections``) holds the row lock of
-    its batch, and of the batch its answers add to, while it checks that nothing used them and
-    replaces them. Work that is about to read answers takes a lease first (which every later
-    correction sees and defers to), then passes this barrier: a correction that had already
-    passed its checks is committed before the reading starts, so what is read is what stays.
-    """
+    """Wait for every correction of these batches' answers in flight to commit (it holds the batches'
+    row locks): work about to read answers takes a lease first, which later corrections defer to,
+    then passes this barrier, so what is read is what stays."""
     with transaction.atomic():
         lock_batches(batch_ids)
 
@@ -109,17 +98,14 @@ def reads_answers(action: str) -> Callable[[F], F]:
 @contextmanager
 def reading_answers(batch, action: str) -> Iterator[None]:
     """Read ``batch``'s answers to publish or decide something (``action``, e.g. "A dataset"): holding a
-    reading lease (a correction meanwhile is refused as "being used right now"), after the corrections
-    in flight commit, and recorded as a use (``AnswerUse``) of the batch and of the batch its answers
-    add to, so a correction after it is refused too (issue 53: a dataset or a report made again then
-    differed from the one published, and nothing said so)."""
+    reading lease, after the corrections in flight commit, and recorded as a use (``AnswerUse``) of the
+    batch and its parent, so that a later correction is refused too (what was published stays true)."""
     ids = [batch.pk] + ([batch.parent_id] if getattr(batch, "parent_id", None) else [])
     key = _read_prefix(batch.pk) + uuid.uuid4().hex
     with exclusive(key, f"{action} of batch {batch.name!r}", ttl=READ_TTL):
         answers_settled(ids)
         yield
-        # Recorded once the reading succeeded (a refused request used nothing), while its lease still holds
-        # every correction off: none can slip in between the reading and the record.
+        # Recorded once the reading succeeded, while the lease still holds every correction off.
         from annotation.models import AnswerUse
 
         AnswerUse.objects.bulk_create([AnswerUse(batch_id=pk, action=action) for pk in ids])

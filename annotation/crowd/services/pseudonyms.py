@@ -1,11 +1,5 @@
-"""Worker pseudonyms: the only name a worker has outside ``WorkerIdentity``.
-
-A pseudonym is a keyed HMAC of provider and worker id, so it is stable (the same MTurk
-worker gets the same pseudonym in every batch, which per-worker agreement needs) but
-cannot be reversed or recomputed without ``settings.WORKER_PSEUDONYM_KEY``. A plain
-hash would not do: MTurk worker ids are short and guessable, so anyone could hash
-candidates and match them against an export.
-"""
+"""Worker pseudonyms, the only name a worker has outside ``WorkerIdentity``: a keyed HMAC, stable across
+batches but not recomputable without ``settings.WORKER_PSEUDONYM_KEY`` (ids are guessable: a hash is not)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,9 @@
 """The HIT page and publishing HITs to a provider.
 
-Publishing is written to survive being interrupted anywhere and run again:
-
-1. every ``Hit`` row (with its deterministic ``unique_token``) was committed when the
-   batch was created, i.e. before any call to the provider;
-2. the HIT type id is saved as soon as the provider returns it (MTurk returns the same id
-   for the same settings, so repeating the call is harmless);
-3. each HIT is created with its ``unique_token`` as MTurk's UniqueRequestToken and its id
-   saved right after, in its own short write. A re-run skips HITs that have an id and
-   retries the others with the same token: if MTurk created the HIT before the
-   interruption it answers HitAlreadyExists and ``platforms.mturk.client`` returns the existing
-   id, so no HIT is created twice and none is left unrecorded;
-4. before ``provider.prepare`` (which creates e.g. the Prolific study) the time is saved
-   in ``Batch.prepare_attempted``; a provider without request tokens looks its object up
-   when an earlier attempt exists; ``provider.launch`` then opens the batch to workers
-   and checks the remote status first, so repeating it is harmless;
-5. MTurk forgets a token after 24 hours, so the time of every attempt is saved before the
-   call: a HIT whose last attempt is older than the provider's ``token_memory`` is first
-   looked up on the provider (by its RequesterAnnotation) and only created if not found.
-
-Call ``publish_batch`` outside a transaction, so each saved id is committed at once.
+Publishing survives being interrupted anywhere: HIT rows with deterministic tokens are committed before
+any call, each id saved as soon as the provider returns it, and a re-run retries the others with the
+same token; past the provider's ``token_memory`` (the attempt's time saved first) a HIT is looked up
+before it is made again. Call ``publish_batch`` outside a transaction.
 """
 
 from __future__ import annotations
@@ -61,11 +45,8 @@ def hit_page_context(
     errors: dict[str, str] | None = None,
     hit_queries: Sequence[HitQuery] | None = None,
 ) -> dict[str, Any]:
-    """What ``annotation/hit.html`` needs, for either provider (``mode`` is ``local`` or ``mturk``).
-
-    ``hit_queries``: the HIT's queries in order, with their batch queries, when the caller
-    has read them already (else they are read here).
-    """
+    """What ``annotation/hit.html`` needs (``mode``: ``local`` or ``mturk``); ``hit_queries``: the HIT's
+    queries in order when the caller read them already."""
     if hit_queries is None:
         hit_queries = hit.hit_queries.select_related("batch_query").order_by("position")
     answers = answers or {}
@@ -118,15 +99,11 @@ def check_publishable(batch: Batch) -> None:
 
 
 def prepare_batch(batch: Batch, provider: CrowdProvider) -> str:
-    """The provider's container of the batch (a Prolific draft study, an MTurk HIT type), made once; its id.
-
-    The first step of :func:`publish_batch`, also taken alone by a rehearsal (a Prolific test study is
-    made from the draft study: ``platforms.prolific.rehearsal.services``).
-    """
+    """The provider's container of the batch (a Prolific draft study, an MTurk HIT type), made once; its
+    id. Also taken alone by a rehearsal."""
     if not batch.hit_type_id:
-        preparing.run(batch, provider)  # e.g. a Prolific study's allow- and block-list groups first
-        # The intent is committed before the call; ``batch`` keeps the previous time, which
-        # tells the provider whether an earlier attempt may have succeeded unseen.
+        preparing.run(batch, provider)
+        # ``batch`` keeps the previous time: whether an earlier attempt may have succeeded unseen.
         Batch.objects.filter(pk=batch.pk).update(prepare_attempted=timezone.now())
         hit_type_id = provider.prepare(batch)
         if hit_type_id:
@@ -163,5 +140,5 @@ def publish_batch(
         batch.status = Batch.Status.PUBLISHED
         batch.published = timezone.now()
         batch.save(update_fields=["status", "published"])
-    published.run(batch, provider)  # what follows a publication (Prolific: its workspace's webhooks)
+    published.run(batch, provider)
     return len(pending)

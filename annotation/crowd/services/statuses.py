@@ -1,11 +1,8 @@
 """HIT statuses that agree with their assignments, and so with their batch's status.
 
-Invariant: a published HIT is ``complete`` exactly when its answered (submitted or
-approved) assignments reach ``max_assignments``, and ``open`` otherwise; a batch is
-``completed`` only when every HIT has all its assignments approved, so a completed
-batch never shows an open HIT. Pending (unpublished) and expired HITs keep their
-status. Every service that changes what a HIT has answered calls
-:func:`settle_hit_statuses` in the same transaction.
+A published HIT is ``complete`` exactly when its answered assignments reach ``max_assignments``; a
+batch is ``completed`` once every HIT has all its assignments approved. Every service that changes
+what a HIT has answered settles them in the same transaction.
 """
 
 from __future__ import annotations
@@ -31,11 +28,8 @@ def settle_hit_statuses(batch: Batch) -> int:
 
 
 def settle_hit_status(hit: Hit, *, answered: int | None = None) -> bool:
-    """:func:`settle_hit_statuses` for one HIT (the one a submission touched); returns whether it changed.
-
-    Reads only this HIT's assignments, so its cost does not grow with the batch.
-    ``answered``: its answered (submitted or approved) assignments, when the caller counted them.
-    """
+    """:func:`settle_hit_statuses` for one HIT, reading only its assignments (``answered``: when the caller
+    counted them); returns whether it changed."""
     if hit.status not in (Hit.Status.OPEN, Hit.Status.COMPLETE):
         return False
     if answered is None:

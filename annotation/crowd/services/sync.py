@@ -27,8 +27,7 @@ class SyncResult:
     rejected: int = 0
     kept: int = 0
     completed: bool = False
-    #: What the platform's own sync found (Prolific: submissions read, places freed, bonuses paid or
-    #: unconfirmed, study places); ``None`` where it has none.
+    #: What the platform's own sync found; ``None`` where it has none.
     platform: object | None = None
     #: MTurk: rejected places offered again, and those the budget left out.
     reoffered: int = 0
@@ -59,8 +58,7 @@ def _record_remote(hit: Hit, remote: RemoteAssignment, provider_name: str) -> tu
                 assignment, remote.answers, remote.raw_answer, status=remote.status, submitted_at=remote.submitted_at
             )
     except IntegrityError:
-        # A concurrent sync stored it first -- or the provider reports a second assignment of
-        # the same worker on this HIT, which the (hit, worker) constraint refuses to store.
+        # A concurrent sync stored it first, or a second assignment of the worker on this HIT.
         stored = Assignment.objects.filter(provider_assignment_id=remote.assignment_id).first()
         if stored is None:
             raise ServiceError(
@@ -81,15 +79,12 @@ def sync_batch(
     bar: bool = False,
 ) -> SyncResult:
     """Fetch every HIT's assignments, store new ones, follow status changes, review the submitted.
-
-    Safe to run any number of times: an assignment is stored once (its provider id is
-    unique) and an assignment already approved or rejected is not reviewed again.
-    """
+    Safe to run any number of times: an assignment is stored and reviewed once."""
     if batch.status == Batch.Status.DRAFT:
         raise ServiceError(f"batch {batch.name!r} is not published yet")
     provider = provider or get_provider(batch.provider)
     platform_sync = platform_syncs.get(batch.provider)
-    if platform_sync is not None:  # its answers are not read HIT by HIT (Prolific: its study's submissions)
+    if platform_sync is not None:  # its answers are not read HIT by HIT
         return platform_sync(batch, provider, approve_all=approve_all, job=job, bar=bar)
     result = SyncResult()
     hits = list(batch.hits.exclude(provider_id=None).select_related("batch").order_by("position"))
@@ -118,10 +113,5 @@ def sync_batch(
 
 
 def run_sync_steps(batch: Batch, provider: CrowdProvider, result: SyncResult) -> None:
-    """After the review, the steps the sub-domains above crowd registered (:data:`.hooks.sync_steps`:
-    the quality loop's re-offers, thresholds and escalation round), in order.
-
-    Each step is idempotent on its own, so a sync interrupted anywhere is finished by the next.
-    A platform's own sync (:data:`.hooks.platform_syncs`) calls this too, after its own review.
-    """
+    """After the review, the registered :data:`.hooks.sync_steps`; a platform's own sync calls it too."""
     sync_steps.run(batch, provider, result)
