@@ -1,16 +1,7 @@
 """Files an exported gender query set is published as: TSV, CSV, JSON Lines and a Markdown dataset card.
 
-Every writer is atomic: it writes a temporary file in the target directory and
-``os.replace``-s it over the target, so a reader (or a download view) never
-sees half a file and a crash leaves the previous export intact.
-
-Rows are mappings with at least ``qid``, ``query`` and ``label``; the JSON
-Lines export keeps every other key too (votes, method, agreement, ...).
-
-The CSV goes through :mod:`core.spreadsheet`, which neutralises spreadsheet formulas:
-query text comes from a public search log and gets opened in Excel/LibreOffice by
-annotators and readers. TSV (read by rankers) and JSON Lines (read by programs) keep the
-text unchanged.
+Every writer is atomic. The CSV, meant for spreadsheets, neutralises formulas (query text comes from a
+public search log); TSV (for rankers) and JSON Lines (for programs) keep the text unchanged.
 """
 
 from __future__ import annotations
@@ -52,24 +43,15 @@ def _label(value: Any) -> str:
 
 
 def write_tsv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
-    """``qid<TAB>query`` per line, no header: the TREC/MS MARCO query-file format ranking tools read.
-
-    The text is kept verbatim (only tabs and line breaks become spaces): rankers re-run on
-    this file must see the queries as the crowd saw them, so "-ve blood type" stays as it
-    is. Spreadsheet formulas are neutralised in the CSV export, the one meant for people.
-    """
-
+    """``qid<TAB>query`` per line, no header (the TREC/MS MARCO query-file format), the text verbatim
+    but for tabs and line breaks: rankers must see the queries as the crowd saw them."""
     write_queries(((row["qid"], row["query"]) for row in rows), path)
     return Path(path)
 
 
 def write_labelled_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, extra: Sequence[str] = ()) -> Path:
-    """``qid,query,label`` (then the ``extra`` columns) with a header, quoted by the csv module where needed.
-
-    Unlike the published reference file, queries containing commas are quoted,
-    so any CSV reader splits the fields correctly. Extra columns (e.g. ``adjudicated``,
-    ``ds_posterior``) are written as ``true``/``false``, numbers, or empty for None.
-    """
+    """``qid,query,label`` (then the ``extra`` columns) with a header, quoted where needed (unlike the
+    published reference file); extra values as ``true``/``false``, numbers, or empty for None."""
 
     def write(handle: IO[str]) -> None:
         header = ["qid", "query", "label", *extra]
@@ -84,9 +66,7 @@ def write_labelled_csv(rows: Iterable[Mapping[str, Any]], path: str | os.PathLik
 
 def _jsonable(value: Any) -> Any:
     """Plain JSON values: Decimal and numpy numbers to numbers, dates to ISO text, NaN to null."""
-    if value is None or isinstance(value, (str, bool)):
-        return value
-    if isinstance(value, int):
+    if value is None or isinstance(value, (str, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -110,10 +90,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
-    """One JSON object per line with every key of the row; text is not neutralised (this is for programs).
-
-    Decimal amounts become strings (exact), NaN becomes ``null`` so every line is valid JSON.
-    """
+    """One JSON object per line with every key of the row (Decimal as exact strings, NaN as ``null``)."""
 
     def write(handle: IO[str]) -> None:
         for row in rows:
@@ -153,17 +130,8 @@ def _items(value: Any) -> list[tuple[Any, Any]]:
 
 
 def dataset_card(facts: Mapping[str, Any]) -> str:
-    """Render a Markdown dataset card from a plain dict of facts.
-
-    Recognised keys (all optional): ``title``, ``description``, ``counts``
-    (label -> number of queries), ``method`` (aggregation), ``krippendorff_alpha``,
-    ``alpha_ci`` ([low, high]), ``per_category_alpha``, ``percent_agreement``,
-    ``fleiss_kappa``, ``label sources`` (source -> queries), ``machine labels`` (the machine
-    and its calibration, dict), ``batch`` (settings dict), ``dates`` (dict), ``cost``
-    (dict or :class:`annotation.crowd.costs.Cost`), ``files`` (list of file names),
-    ``citation``. Any other key is listed under "Other facts", so the caller
-    never loses information by passing more than the card knows about.
-    """
+    """Render a Markdown dataset card from a plain dict of facts (the keys it knows: ``known`` below);
+    any other key is listed under "Other facts": passing more than the card knows loses nothing."""
     known = {"title", "description", "counts", "per_category_alpha", "batch", "dates", "cost", "files", "citation"}
     known |= {"label sources", "machine labels"}
     known |= {key for key, _ in AGREEMENT_FACTS}
@@ -272,11 +240,7 @@ METHOD_OF_SOURCE = {"crowd majority": "majority", "adjudicated": "adjudication",
 
 
 def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dict[str, Any]]:
-    """The rows an export of ``category`` writes: labelled queries (crowd or adjudicated) of that category.
-
-    ``results`` are per-query results (``annotation.results.selectors.labels.query_results``);
-    queries without a label (disputed, too few votes) are never written as labelled.
-    """
+    """The rows an export of ``category`` writes from ``query_results``: its labelled queries only."""
     wanted = set(LABELS) if category == ALL_CATEGORIES else {CATEGORY_SLUGS[category]}
     return [
         {
@@ -299,16 +263,15 @@ def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dic
 
 
 def cost_facts(batch: Mapping[str, Any]) -> Any:
-    """The card's "Cost (USD)": what the batch spent (``batch["spent"]``, fees and bonuses included, the
-    figure every page shows) beside the estimate recorded at its creation (for a machine-first batch,
-    whose own HITs are never published, named as the page names it: what the crowd alone would have
-    cost); the estimate alone for a batch whose spending is not given."""
+    """The card's "Cost (USD)": what the batch spent beside the estimate recorded at its creation
+    (for a machine-first batch, what the crowd alone would have cost); the estimate alone when
+    ``batch["spent"]`` is not given."""
     cost = batch.get("cost")
     if batch.get("spent") is None:
         return cost
     facts = {"spent (fees and bonuses included)": batch["spent"]}
     if isinstance(cost, Mapping) and cost.get("total") is not None:
-        if batch.get("machine_first"):  # its own HITs are never published: the batch page's comparison
+        if batch.get("machine_first"):
             facts["the crowd alone for all queries (never spent)"] = cost["total"]
         else:
             facts["estimated at creation (the most it could cost)"] = cost["total"]
@@ -329,18 +292,9 @@ def card_facts(
     machine: Mapping[str, Any] | None = None,
     file_format: str | None = None,
 ) -> dict[str, Any]:
-    """The facts a dataset card states about an export (see :func:`dataset_card` for their layout).
-
-    ``file_format`` (default: from ``file_name``'s ending) decides what the card says is in
-    the file: a TSV holds only qids and queries, so its card counts the labels' sources and
-    rulings but never sends the reader to the file for them.
-
-    ``batch`` holds the batch's settings (name, provider, source, rewards, dates, cost),
-    ``results`` every query of the batch, ``rows`` those exported and ``report`` the
-    batch's agreement (``annotation.results.selectors.agreement.agreement``). ``machine`` (a batch
-    labelled by a machine first) holds the routing and calibration facts
-    (:func:`machine_facts`).
-    """
+    """The facts a dataset card states about an export of ``rows`` of ``results`` (``machine``:
+    :func:`machine_facts` of a machine-first batch); ``file_format`` (default: from ``file_name``)
+    decides what the card says is in the file."""
     labelled = [r for r in results if r["label"] is not None]
     progress = report["progress"]
     held = EXPORT_FORMATS[file_format or format_for_path(file_name)]
@@ -391,7 +345,6 @@ def card_facts(
         "usable judgments": report["judgments"],
         "invalid judgments": progress["invalid_judgments"],
         "rejected assignments": progress["rejected"],
-        # A machine-first batch's assignments are its crowd batches' (as its page counts them), never its own.
         ("answered assignments (its crowd batches)" if batch.get("machine_first") else "answered assignments"): (
             f"{batch['answered']} of {batch['expected']}"
             if batch.get("answered") is not None
@@ -426,11 +379,9 @@ def card_facts(
 
 
 def guarantee_fact(routing: Mapping[str, Any]) -> str:
-    """What the routing behind a card promises, in the words the docs use (``routing``: ``risk``,
-    ``target_accuracy``, ``threshold``, ``conservative``): a routing made with a risk δ holds
-    its target with probability at least 1 - δ over the draw of the blind sample (a
-    fixed-sequence test, :mod:`genderbias.machine.routing_statistics`); one made on the point estimate promises
-    nothing, and the card says so rather than let a reader take its target for a guarantee."""
+    """What the routing behind a card promises, in the docs' words: with a risk δ, its target with
+    probability at least 1 - δ over the blind sample (a fixed-sequence test,
+    :mod:`genderbias.machine.routing_statistics`); on the point estimate nothing, and the card says so."""
     risk = routing.get("risk")
     target = routing["target_accuracy"]
     if risk is None:
@@ -455,9 +406,8 @@ def guarantee_fact(routing: Mapping[str, Any]) -> str:
 
 
 def machine_facts(routing: Mapping[str, Any], calibration: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What a card states of the machine behind an export: labeller, model, prompt, threshold, the
-    routing's guarantee (:func:`guarantee_fact`) and how well the machine did on the blind
-    calibration sample (``calibration``: ``calibration_report``, if any)."""
+    """What a card states of the machine behind an export: the routing, its guarantee and the blind
+    calibration sample's figures (``calibration``: ``calibration_report``, if any)."""
     facts: dict[str, Any] = {
         "labeller": routing["labeller"],
         "model": routing["model"],
@@ -485,7 +435,6 @@ def machine_facts(routing: Mapping[str, Any], calibration: Mapping[str, Any] | N
         facts |= {
             "calibration sample": f"{calibration['sample_batch']} ({calibration['n']} queries labelled by the crowd)",
             "calibration accuracy": _rounded(calibration["accuracy"]),
-            # undefined (None) where machine and crowd each gave one label: a small model that answers "n" throughout
             "calibration Cohen's kappa": _rounded(calibration["kappa"]),
             "kappa 95% CI": [_rounded(v) for v in calibration["kappa_ci"] or []] or None,
             "expected calibration error": _rounded(calibration["ece"]),

@@ -1,17 +1,8 @@
 """The review queue: which status each query of a batch has, and which query a review walks to next.
 
-Pure (no Django): it works on the rows of ``annotation.results.selectors.labels.query_results``
-plus two sets of qids read by ``annotation.results.selectors`` (escalated, gold-failed), so a
-notebook can walk a batch's disputes the way the review page does.
-
-A query may have several statuses at once:
-
-- ``disputed``: the crowd gave no label (a tie, or too few votes) and no researcher has
-  ruled on it yet -- what the review walks by default;
-- ``settled``: a researcher ruled on it (an ``Adjudication``), whatever the crowd said;
-- ``escalated``: it was among the disputed queries of an escalation (more assignments asked for);
-- ``gold-failed``: some of its answers came from work that failed the gold questions, so
-  they are not counted.
+Pure, on the rows of ``query_results``, so a notebook can walk a batch's disputes as the page does. A
+query may have several statuses: ``disputed`` (no crowd label, no ruling), ``settled``, ``escalated``,
+``gold-failed`` (some answers uncounted).
 """
 
 from __future__ import annotations
@@ -67,9 +58,8 @@ def with_status(rows: Sequence[dict[str, Any]], status: str) -> list[dict[str, A
 
 
 def next_query(rows: Sequence[dict[str, Any]], status: str, after: str | None = None) -> dict[str, Any] | None:
-    """The first query with ``status`` after query ``after`` in batch order, wrapping round to the
-    start; never ``after`` itself. Without ``after`` (or an unknown qid): the first one. None when
-    no other query has the status."""
+    """The first query with ``status`` after query ``after`` in batch order, wrapping round, never
+    ``after`` itself (unknown or none: the first); None when no other query has the status."""
     order = {row["qid"]: index for index, row in enumerate(rows)}
     candidates = [row for row in with_status(rows, status) if row["qid"] != after]
     if not candidates:

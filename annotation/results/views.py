@@ -1,7 +1,5 @@
-"""Exports handed to a browser or an API client (:func:`export_file_response`): the file or its
-dataset card, named by batch, category and format (never the server's path) and streamed in
-blocks (``FileResponse``), so a large export never sits in memory.
-"""
+"""Exports handed to a browser or an API client: named by batch, category and format (never the
+server's path) and streamed, so a large export never sits in memory."""
 
 from __future__ import annotations
 

@@ -6,10 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from annotation.crowd.selectors import (
-    batch_progress,
-    query_texts,
-)
+from annotation.crowd.selectors import batch_progress, query_texts
 from annotation.models import Batch
 from annotation.results.selectors.labels import BatchAnswers, answers_cached, cached_for_answers, query_results
 from core import methods
@@ -25,20 +22,10 @@ def agreement(
     answers: BatchAnswers | None = None,
     progress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The agreement report of :mod:`genderbias.crowd.agreement` plus what the batch's records add.
-
-    ``bootstrap`` resamples give alpha's 95% CI: by default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``,
-    the one number behind every interval shown (command, data card, page, API), so the
-    same batch shows the same interval everywhere; 0 skips it (pages that show no CI).
-
-    Keys added: ``batch``, ``provider``, ``labels`` (labelled queries per label, a
-    researcher's ruling first, else the majority's), ``adjudicated`` (how many of them a
-    researcher settled), ``set_aside`` (judged qids without a majority, including too few
-    votes, that no researcher settled), ``method_disagreements`` (majority vs. Dawid-Skene), ``worker_confusion``
-    (Dawid-Skene's estimate per worker: rows the true label, columns the label given, and
-    the estimated accuracy), ``progress`` (:func:`batch_progress`, read afresh unless the caller
-    read it in this request: ``progress``).
-    """
+    """The agreement report of :mod:`genderbias.crowd.agreement` plus what the batch's records add
+    (``labels``, ``adjudicated``, ``set_aside``, ``method_disagreements``, ``worker_confusion``,
+    ``progress``...). ``bootstrap`` (default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``, so that a batch
+    shows one interval everywhere; 0: none) resamples give alpha's interval."""
     from django.conf import settings
 
     if bootstrap is None:
@@ -47,17 +34,16 @@ def agreement(
     report = answers_cached(
         answers, f"agreement:{bootstrap}:{seed}", lambda: _agreement(batch, answers, bootstrap, seed)
     )
-    # Progress counts every assignment (taken, abandoned ...), not only answers: always read afresh.
+    # Progress counts every assignment, not only answers: never kept with them.
     return report | {"progress": progress if progress is not None else batch_progress(batch)}
 
 
 def agreement_summary(
     batch: Batch, *, answers: BatchAnswers | None = None, progress: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """What the batch page and its live fragment (polled every 2 s) show of :func:`agreement`:
-    ``krippendorff_alpha``, ``judgments`` (usable), ``set_aside_count``, plus ``progress`` (as
-    :func:`agreement`). Kept per answer version apart from the report, whose per-query lists
-    (set aside, disagreements: 186 KB at 50,000 queries) a poll would otherwise read whole."""
+    """What the batch page and its live fragment show of :func:`agreement`: ``krippendorff_alpha``,
+    ``judgments``, ``set_aside_count`` and ``progress``, kept apart from the report so that a poll
+    never reads its per-query lists."""
     answers = answers or BatchAnswers(batch)
 
     def summary() -> dict[str, Any]:
@@ -122,7 +108,6 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
             }
             for qid, row in compared.iterrows()
         ]
-        # Each query's text beside its id (issue 45).
         texts = query_texts(batch, [d["qid"] for d in disagreements])
         for d in disagreements:
             d["query"] = texts.get(d["qid"], "")
@@ -139,20 +124,17 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
 
 
 def crowd_model_used() -> dict[str, str]:
-    """The crowd model that computes the Dawid-Skene labels and matrices now: its version, its words and
-    the CHANGELOG.md entry that made it (kept with the agreement report, so its page names the model
-    that computed what it shows)."""
-
+    """The crowd model that computes the Dawid-Skene labels now: its version, its words and the
+    CHANGELOG.md entry that made it (kept with the report it computed)."""
     version = methods.CURRENT["crowd_model"]
     since = next((e.heading for e in core_selectors.changelog_entries() if ("crowd_model", version) in e.methods), "")
     return {"crowd_model": version, "crowd_model_text": methods.describe("crowd_model", version), "since": since}
 
 
 def set_aside_rows(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
-    """The judged queries of ``batch`` without a label (disputed or too few votes, not settled),
-    in natural qid order, each with ``qid``, ``query``, ``counts`` (votes per label) and
-    ``dawid_skene``: the agreement page's table, cached with the answers apart from
-    :func:`query_results` (a page of it then reads a few hundred rows, not every query's)."""
+    """The judged queries of ``batch`` without a label, in natural qid order, each with ``qid``,
+    ``query``, ``counts`` and ``dawid_skene``: kept apart from :func:`query_results`, so that a page
+    of the table reads a few rows, not every query's."""
     from core.natural import natural_sorted
 
     answers = answers or BatchAnswers(batch)
@@ -166,8 +148,8 @@ def set_aside_rows(batch: Batch, answers: BatchAnswers | None = None) -> list[di
 
 
 class SetAsidePages(Sequence):
-    """:func:`set_aside_rows` as a sequence kept in pages of ``per_page`` rows per answer version
-    (:func:`cached_for_answers`): its length and a slice of it read the pages they need only."""
+    """:func:`set_aside_rows` as a sequence kept in pages of ``per_page`` rows per answer version: a
+    slice reads the pages it needs only."""
 
     def __init__(self, batch: Batch, answers: BatchAnswers, per_page: int) -> None:
         self.batch, self.answers, self.per_page = batch, answers, per_page

@@ -16,20 +16,10 @@ T = TypeVar("T")
 
 
 def remembered(key: str, compute: Callable[[], T], *, generation: tuple[str, str] | None = None) -> T:
-    """The value kept under ``key`` in the ``results`` cache, else ``compute()``, kept there.
-
-    The ``results`` cache (``settings.CACHES``: the database's ``results_cache`` table, or
-    Redis) is shared by every worker: what one computed, the others read. ``key`` must name
-    everything the value depends on (a version); the code's version (:func:`core.version.code_key`)
-    is added here, so figures the code computed before a deployment are not served after it. A
-    cache that cannot be read or written
-    (its table not created yet) only costs the recomputation, never the page.
-
-    The cache is bounded (:mod:`core.db.bounded_cache`, ``RESULTS_CACHE_MAX_BYTES``): entries past
-    the bound go oldest first. ``generation``: ``(name, version)`` of what the value belongs to
-    (``("batch-17", answers version)``); storing it removes the name's entries of other versions,
-    so a batch keeps the figures of its current answers only.
-    """
+    """The value kept under ``key`` (naming everything it depends on; the code's version is added) in the
+    bounded ``results`` cache, else ``compute()``, kept there; an unusable cache only costs the
+    recomputation. ``generation``: ``(name, version)`` of what the value belongs to: storing it removes
+    the name's entries of other versions."""
     from django.conf import settings
 
     from core.db import bounded_cache
@@ -37,7 +27,7 @@ def remembered(key: str, compute: Callable[[], T], *, generation: tuple[str, str
     if not settings.RESULTS_CACHE_SECONDS:
         return compute()
     code = code_key()
-    key = f"{code}:{key}"  # what another version of the code computed is never served
+    key = f"{code}:{key}"
     cached = True
     try:
         value = _contained(lambda: bounded_cache.read("results", key))

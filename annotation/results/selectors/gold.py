@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Q
 
-from annotation.crowd.selectors import (
-    crowd_batch_ids,
-)
+from annotation.crowd.selectors import crowd_batch_ids
 from annotation.models import Adjudication, Assignment, Batch, Judgment
 
 if TYPE_CHECKING:
@@ -17,10 +15,8 @@ if TYPE_CHECKING:
 
 
 def adjudicated_labels(batch: Batch) -> dict[str, str]:
-    """``qid -> label`` of every query of ``batch`` a researcher has settled (see :class:`Adjudication`).
-
-    Label sensitivity's ``adjudicated`` policy reads adjudications through this function alone.
-    """
+    """``qid -> label`` of every query of ``batch`` a researcher has settled (label sensitivity's
+    ``adjudicated`` policy reads them here alone)."""
     return dict(
         Adjudication.objects.filter(batch_query__batch__in=crowd_batch_ids(batch))
         .order_by("batch_query__position")
@@ -34,15 +30,10 @@ def gold_labels(batch: Batch) -> dict[str, str]:
 
 
 def gold_judgments(batch: Batch) -> pd.DataFrame:
-    """Answers to the batch's gold questions (``item``, ``worker`` pseudonym, ``label``), from
-    assignments that were submitted or approved, and from those that failed their gold questions
-    whether still awaiting review or already rejected for it, under either failed-gold rule
-    (``Batch.failed_gold_answers``: the rule decides which answers count as labels and which work
-    is paid, not what the crowd model learns of the worker). A wrong answer on a gold item is
-    exactly what seeds a worker's confusion matrix: reading only the gold answers of assignments
-    that passed, the model saw every gold answer right and rated every worker too well (issue 58).
-    A worker meets a gold question in every HIT (and in every crowd part of a batch labelled by a
-    machine first): each answer is kept, Dawid-Skene counts them all against the known label."""
+    """Answers to the batch's gold questions (``item``, ``worker`` pseudonym, ``label``), from answered
+    work and from work rejected for failing them, under either failed-gold rule: a wrong gold answer
+    is what seeds a worker's confusion matrix (reading only passed work rates every worker too well).
+    Every answer is kept; Dawid-Skene counts them all against the known label."""
     import pandas as pd
 
     answered = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
@@ -61,10 +52,8 @@ def gold_judgments(batch: Batch) -> pd.DataFrame:
 
 
 def gold_discarded_assignments(batch: Batch) -> int:
-    """How many assignments of ``batch`` and its crowd batches lost their answers to real queries for
-    failing gold (the batches that discard them, ``Batch.failed_gold_answers``): the crowd model still
-    reads their gold answers (:func:`gold_judgments`), and the crowd-quality warning says the labels are
-    a selection (:func:`genderbias.crowd.label_probabilities.crowd_quality`, reason ``selected``)."""
+    """How many assignments of ``batch``'s crowd batches lost their answers to real queries for failing
+    gold: the crowd-quality warning then says the labels are a selection."""
     return (
         Judgment.objects.filter(
             batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False

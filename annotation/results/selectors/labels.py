@@ -1,25 +1,17 @@
 """What a batch's answers add up to: judgments, labels and where each comes from, per query.
 
-Only usable judgments count: a label (not an invalid answer) to a real query (not a gold
-question) in an assignment that was not rejected and did not fail its gold questions.
-Workers appear under their pseudonyms only.
-
-Labels come from majority vote as in Rekabsaz & Schedl (SIGIR 2020): a label needs a
-strict plurality of at least ``MIN_VOTES`` votes; ties and queries with too few votes are
-set aside, never exported as labelled. Dawid-Skene is computed alongside to point at the
-queries worth a second look, and every exported label carries its Dawid-Skene posterior.
-
-A researcher's ruling (:class:`~annotation.models.Adjudication`) overrides the crowd:
-"adjudication first, else majority vote". An accepted machine label (:class:`Routing.accepted`)
-stands unless the crowd labelled the query (:func:`labels_with_sources`). The vocabulary and
-:func:`machine_accepted` live here, below machine labelling, so that every sub-domain may use them.
-
-Read-only, apart from the ``results`` cache (:func:`answers_cached`), which only saves recomputation.
+Only usable judgments count: a label to a real query in work whose answers count
+(:func:`annotation.crowd.selectors.counts_answers`), workers by pseudonym. Labels come from majority
+vote as in Rekabsaz & Schedl (SIGIR 2020): a strict plurality of at least ``MIN_VOTES`` votes; ties
+and too few votes are set aside. A researcher's ruling overrides the crowd; an accepted machine label
+stands where the crowd gave none (here, so every sub-domain may read it). Read-only but for the
+``results`` cache (:func:`answers_cached`).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -64,14 +56,8 @@ class LabelSource:
 
 
 CROWD = "crowd majority"
-
-
 ADJUDICATED = "adjudicated"
-
-
 MACHINE = "machine-accepted"
-
-
 #: Every source, in the order pages and cards list them.
 SOURCES = (CROWD, ADJUDICATED, MACHINE)
 
@@ -81,13 +67,9 @@ def latest_routing(batch: Batch) -> Routing | None:
     return batch.routings.exclude(routed_batch__status=Batch.Status.CANCELLED).select_related("routed_batch").first()
 
 
-def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
-    """The machine labels routing accepted for ``batch`` (none when it was not routed); a cascade's
-    (``Routing.stages``): each stage's accepted queries with its own labeller's label."""
-    routing = latest_routing(batch)
-    if routing is None or not routing.accepted:
-        return {}
-    stages = routing.stages or [
+def routing_stages(routing: Routing) -> list[dict[str, Any]]:
+    """The routing's stages (a cascade's ``Routing.stages``), a single labeller's as one stage."""
+    return routing.stages or [
         {
             "labeller": routing.labeller,
             "model": routing.model,
@@ -95,8 +77,15 @@ def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
             "accepted": routing.accepted,
         }
     ]
+
+
+def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
+    """The machine labels routing accepted for ``batch``, each stage's with its own labeller's label."""
+    routing = latest_routing(batch)
+    if routing is None or not routing.accepted:
+        return {}
     found: dict[str, LabelSource] = {}
-    for stage in stages:
+    for stage in routing_stages(routing):
         rows = PreLabel.objects.filter(
             batch_query__batch=batch,
             batch_query__qid__in=stage["accepted"],
@@ -109,8 +98,7 @@ def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
 
 
 def usable_judgments(batch: Batch):
-    """The judgments that count: real queries, a label, from work whose answers count
-    (:func:`annotation.crowd.selectors.counts_answers`: the batch's rule for failed gold checks)."""
+    """The judgments that count (module docstring)."""
     return Judgment.objects.filter(
         counts_answers("assignment__"),
         batch_query__batch__in=crowd_batch_ids(batch),
@@ -121,8 +109,7 @@ def usable_judgments(batch: Batch):
 
 def judgments_frame(batch: Batch) -> pd.DataFrame:
     """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``, in the order
-    answered (by assignment): a worker's repeated answer to a query counts once, the latest
-    (:func:`genderbias.crowd.aggregation.one_answer_per_worker`, applied by every aggregator)."""
+    answered, so that every aggregator counts a worker's latest answer to a query."""
     import pandas as pd
 
     rows = (
@@ -138,8 +125,7 @@ NO_SIGNALS = {"pastes": None, "tab_leaves": None, "item_ms": None}
 
 
 def vote_hand_signals(batch: Batch) -> dict[tuple[str, str], dict[str, int | None]]:
-    """Per (qid, worker pseudonym) of :func:`judgments_frame`'s votes, the hand signals of the answer
-    that counts (the latest, as :func:`judgments_frame` orders them): pastes, tab leaves, milliseconds."""
+    """Per (qid, worker pseudonym), the hand signals of the answer that counts (the latest)."""
     rows = (
         usable_judgments(batch)
         .order_by("assignment_id", "pk")
@@ -149,9 +135,8 @@ def vote_hand_signals(batch: Batch) -> dict[tuple[str, str], dict[str, int | Non
 
 
 def machine_opinions(batch: Batch) -> dict[str, dict[str, Any]]:
-    """``qid -> {label, confidence, labeller, model}``: the machine's label of every query of ``batch``, accepted
-    or not, from the labeller routing used (the latest routing's, else its calibration sample's); empty
-    when no machine labelled it. What a lab audits the machine against the crowd with, item by item."""
+    """``qid -> {label, confidence, labeller, model}``: the machine's label of every query, accepted or
+    not, from the latest routing's labeller, else the calibration sample's: to audit it item by item."""
     routing = latest_routing(batch)
     if routing is not None:
         identity = (routing.labeller, routing.model, routing.prompt_version)
@@ -185,19 +170,9 @@ def answers_version(
     own_judgments: dict[str, int | None] | None = None,
     own_assignments: dict[str, Any] | None = None,
 ) -> str:
-    """A key that changes whenever what ``batch``'s answers add up to may change.
-
-    Everything :class:`BatchAnswers`, :func:`query_results` and :func:`agreement` read: the
-    batch (its row and creation time: a key never outlives a batch whose id is reused), the
-    crowd batches whose answers count (:func:`crowd_batch_ids`), their assignments (how many,
-    in which state, the last submitted and reviewed), their judgments, the researchers'
-    rulings and the routing in force with its machine labels. A few aggregate queries:
-    what they stand for (Dawid-Skene, bootstraps) is the expensive part.
-
-    ``own_judgments`` and ``own_assignments``: :func:`judgment_counts` and :func:`assignment_counts`
-    of the batch alone, when the caller read them in this request (for its progress); they stand
-    for the answers when no derived batch adds its own.
-    """
+    """A key that changes whenever what ``batch``'s answers add up to may change (aggregates of the batch,
+    its crowd batches' work, rulings and routing); ``own_judgments`` and ``own_assignments``: the
+    batch's own counts when the caller read them already."""
     ids = crowd_batch_ids(batch)
     alone = ids == [batch.pk]
     own = alone and own_assignments is not None and own_judgments is not None
@@ -208,7 +183,7 @@ def answers_version(
     rulings = _rulings_of(ids).aggregate(n=Count("id"), last=Max("id"), decided=Max("decided_at"))
     routing = latest_routing(batch)
     machine = (
-        # ``created``: a labeller run again with the same identity rewrites its rows in place (same ids)
+        # ``created``: a labeller run again rewrites its rows in place (same ids)
         PreLabel.objects.filter(batch_query__batch=batch).aggregate(
             n=Count("id"), last=Max("id"), created=Max("created")
         )
@@ -230,13 +205,8 @@ def answers_version(
 
 
 def _rulings_of(batch_ids: list[int]):
-    """The rulings on the queries of the batches ``batch_ids``, for counting them.
-
-    Rulings are few (a researcher's, one by one): each ruling's batch is read through its
-    query's primary key, so counting reads the rulings, not the batch's queries (SQLite, which
-    keeps no statistics, went along every query of the batch: 50,000 index searches at 50,000
-    queries, for a handful of rulings).
-    """
+    """The rulings on the queries of the batches ``batch_ids``, for counting them: each one's batch
+    read through its query's key, so counting reads the few rulings, not every query of the batch."""
     from django.db.models import OuterRef, Subquery
 
     from annotation.models import BatchQuery
@@ -246,11 +216,8 @@ def _rulings_of(batch_ids: list[int]):
 
 
 def answers_cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
-    """``compute()`` once per answer version of ``answers.batch``, shared by every worker.
-
-    The ``results`` cache (:func:`remembered`) holds it under the batch's
-    :func:`answers_version`; within one request the value is also kept on ``answers``.
-    """
+    """``compute()`` once per :func:`answers_version` of ``answers.batch``, shared by every worker
+    (the ``results`` cache) and kept on ``answers`` for the request."""
     if kind in answers.memo:
         return answers.memo[kind]
     value = remembered(
@@ -263,20 +230,13 @@ def answers_cached(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -
 
 
 def cached_for_answers(answers: BatchAnswers, kind: str, compute: Callable[[], T]) -> T:
-    """``compute()`` once per answer version of ``answers.batch``, shared by every worker
-    (:func:`answers_cached`): for a page that keeps what it shows of the answers (its rendered
-    figures) rather than recomputing it from them at each view. ``kind`` names what is kept
-    and everything besides the answers it depends on."""
+    """:func:`answers_cached` for a page's rendered figures; ``kind`` names what is kept and everything
+    besides the answers it depends on."""
     return answers_cached(answers, f"page:{kind}", compute)
 
 
 class BatchAnswers:
-    """A batch's usable judgments read once, and what is computed from them, each at most once.
-
-    A page or an export needs the judgments frame, the majority votes and Dawid-Skene's
-    estimate several times over; reading them through one ``BatchAnswers`` makes that one
-    query and one Dawid-Skene fit per request instead of one per use.
-    """
+    """A batch's usable judgments read once, and what is computed from them, each at most once per request."""
 
     def __init__(
         self,
@@ -286,11 +246,8 @@ class BatchAnswers:
         own_assignments: dict[str, Any] | None = None,
     ) -> None:
         self.batch = batch
-        #: :func:`judgment_counts` and :func:`assignment_counts` of the batch alone, when the caller
-        #: read them in this request.
         self.own_judgments = own_judgments
         self.own_assignments = own_assignments
-        #: What was computed from these answers in this request (see :func:`answers_cached`).
         self.memo: dict[str, Any] = {}
 
     @cached_property
@@ -323,8 +280,6 @@ class BatchAnswers:
         """Dawid-Skene's estimate (:class:`genderbias.crowd.aggregation.DawidSkeneResult`), None without judgments."""
         from genderbias.crowd.aggregation import dawid_skene
 
-        # Through the shared cache too: every report of these answers (with or without a
-        # bootstrap, per query) starts from the same fit.
         return answers_cached(self, "dawid_skene", lambda: None if self.frame.empty else dawid_skene(self.frame))
 
     @cached_property
@@ -338,11 +293,8 @@ class BatchAnswers:
 
     @cached_property
     def labels(self) -> dict[str, str]:
-        """``qid -> label`` of every labelled query: "adjudication first, else majority vote".
-
-        The one rule behind the counts of pages, the API, escalation and the exports: a
-        settled query is labelled, whatever its votes, and never set aside.
-        """
+        """``qid -> label`` of every labelled query: "adjudication first, else majority vote", the one
+        rule of every count; a settled query is never set aside."""
         votes = self.votes
         labelled = {str(q): label for q, label in votes["label"].items() if isinstance(label, str)}
         return labelled | self.rulings
@@ -354,18 +306,9 @@ class BatchAnswers:
         return sorted(str(q) for q in votes.index[votes["disputed"]] if str(q) not in self.rulings)
 
 
-def majority(batch: Batch) -> pd.DataFrame:
-    """Majority vote per judged query; ``label`` is None (and ``disputed`` True) for ties and too few votes."""
-    return BatchAnswers(batch).votes
-
-
 def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
-    """Per query of the batch (gold excluded, batch order): label, pseudonymous votes, Dawid-Skene's view.
-
-    ``label`` is the adjudicated label where a researcher settled the query (``adjudicated``
-    true, ``crowd_label`` keeps the majority's), else the majority's. ``ds_posteriors`` maps
-    every label to Dawid-Skene's posterior probability; ``ds_posterior`` is the largest.
-    """
+    """Per query of the batch (gold excluded, batch order): ``label`` (``crowd_label``: the majority's),
+    pseudonymous votes and Dawid-Skene's posteriors (``ds_posterior``: the largest)."""
     answers = answers or BatchAnswers(batch)
     return answers_cached(
         answers, "query_results:v2", lambda: _query_results(batch, answers)
@@ -396,11 +339,8 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
         by_item.setdefault(item, []).append(
             {"worker": worker, "label": label, **signals.get((item, worker), NO_SIGNALS)}
         )
-    invalid: dict[str, int] = {}
     invalid_judgments = Judgment.objects.filter(batch_query__batch__in=crowd_batch_ids(batch), label=None)
-    for qid in invalid_judgments.values_list("batch_query__qid", flat=True):
-        invalid[qid] = invalid.get(qid, 0) + 1
-
+    invalid = Counter(invalid_judgments.values_list("batch_query__qid", flat=True))
     machine = machine_accepted(batch)
     opinions = machine_opinions(batch)
     by_qid = votes.to_dict("index")  # one pass over the votes, not a .loc per query
@@ -454,8 +394,7 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
 
 
 def crowd_labels(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, LabelSource]:
-    """The crowd's labels of ``batch`` (with its derived batches': :func:`crowd_batch_ids`), each
-    marked adjudicated or crowd majority."""
+    """The crowd's labels of ``batch`` and its derived batches, each adjudicated or crowd majority."""
     answers = answers or BatchAnswers(batch)
     rulings = answers.rulings
     return {qid: LabelSource(label, ADJUDICATED if qid in rulings else CROWD) for qid, label in answers.labels.items()}
@@ -467,15 +406,10 @@ def labels_with_sources(batch: Batch, answers: BatchAnswers | None = None) -> di
 
 
 def source_counts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, int]:
-    """How many labelled queries of ``batch`` take their label from each source
-    (:data:`SOURCES`: crowd majority, adjudicated, machine-accepted), cached
-    with the answers (:func:`answers_cached`); the counts :func:`batch_state` shows."""
+    """How many labelled queries of ``batch`` take their label from each of :data:`SOURCES`."""
     answers = answers or BatchAnswers(batch)
 
     def count() -> dict[str, int]:
-        found: dict[str, int] = {}
-        for source in labels_with_sources(batch, answers).values():
-            found[source.source] = found.get(source.source, 0) + 1
-        return found
+        return dict(Counter(source.source for source in labels_with_sources(batch, answers).values()))
 
     return answers_cached(answers, "sources", count)

@@ -1,41 +1,23 @@
-"""A batch's state: the batch page, the batch list, the dashboard, the dataset card.
-
-Here, below everything that shows it, because a machine-labelled batch's state counts its label
-sources (:func:`~annotation.results.selectors.labels.source_counts`) and sums its derived crowd batches
-(their progress and spend: :mod:`annotation.crowd.selectors`); it is the one reading of every batch's
-state (crowd, machine-labelled, calibration, routed), so no two pages, cards or texts disagree on a figure."""
+"""A batch's state: the one reading of every kind of batch behind every page, card and text that shows
+it, so no two disagree on a figure. Here, because a machine-labelled batch's state counts its label
+sources and sums its derived crowd batches."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
 
-from annotation.crowd.selectors import (
-    batch_progress,
-    is_machine_labelled,
-    spent,
-)
+from annotation.crowd.selectors import batch_progress, is_machine_labelled, spent
 from annotation.models import Batch
 from annotation.results.selectors.labels import MACHINE, source_counts
 
 
 def batch_state(batch: Batch, progress: dict | None = None) -> dict[str, Any]:
-    """What ``batch`` is and where it stands: the one reading behind the batch page, the batch list
-    and the dashboard, so the three never disagree.
-
-    Keys: ``kind`` (``crowd``; ``machine``: :func:`annotation.crowd.selectors.is_machine_labelled`; ``calibration`` or
-    ``routed``: a derived batch), ``status`` (the status shown: "machine-labelled" for a
-    machine-labelled batch), ``progress`` (:func:`annotation.crowd.selectors.batch_progress`), ``answered`` and
-    ``expected`` assignments (answered: :data:`annotation.crowd.selectors.ANSWERED_WORK`, the same before
-    and after a sync), ``gold_failures`` (assignments that failed their gold questions), ``fraction`` (of the bar), ``spent`` (USD), ``estimate`` (USD,
-    None for a machine-labelled batch: what its own HITs would cost is never spent nor
-    committed). A machine-labelled batch adds ``machine``: ``queries``, ``accepted``
-    (labels the machine gave that stand), ``crowd`` (labelled by the crowd or a ruling),
-    ``sample`` and ``routed`` (queries sent to the crowd in its calibration sample and
-    routed batches), ``unlabelled``; ``parts`` (its crowd batches, each with its own
-    state); ``answered``, ``expected`` and ``gold_failures`` (theirs, summed); ``spent`` (theirs,
-    bonuses included), ``committed`` (what their published HITs may still cost) and ``planned`` (their drafts' estimates).
-    """
+    """What ``batch`` is and where it stands: ``kind`` (``crowd``, ``machine``, ``calibration``,
+    ``routed``), ``status`` (as shown), ``progress``, ``answered`` and ``expected`` assignments,
+    ``gold_failures``, ``fraction``, ``spent`` and ``estimate`` (USD). A machine-labelled batch sums its
+    ``parts`` (crowd batches' states), adds ``machine``, ``committed`` and ``planned``, and has no
+    ``estimate``: its own HITs are never spent."""
     progress = progress if progress is not None else batch_progress(batch)
     kind = batch.purpose or "crowd"
     if kind == "crowd" and is_machine_labelled(batch):
@@ -106,8 +88,8 @@ def batch_overview(limit: int | None = None) -> list[dict]:
 
 
 def batch_of_query_set(query_set) -> Batch | None:
-    """The batch whose export registered ``query_set`` (its newest such export), or None: a report on an
-    exported set is described by that batch's facts (the paper bundle's methods paragraph)."""
+    """The batch whose newest export registered ``query_set``, or None: a report on it is described by
+    that batch's facts."""
     from annotation.models import Export
 
     export = Export.objects.filter(query_set=query_set).select_related("batch").order_by("-created", "-pk").first()

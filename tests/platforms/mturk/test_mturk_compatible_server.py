@@ -15,7 +15,7 @@ import pytest
 from annotation import services
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Judgment
-from annotation.results.selectors.labels import majority
+from annotation.results.selectors.labels import BatchAnswers
 from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH
 from tests.platforms.mturk.fake_server import FakeMTurk, serve
@@ -94,7 +94,7 @@ def test_publish_answer_sync_through_an_mturk_compatible_server(server, batch):
     assert Assignment.objects.filter(hit__batch=batch).count() == 4
     assert Judgment.objects.filter(assignment__hit__batch=batch).count() == judgments
 
-    votes = majority(batch)
+    votes = BatchAnswers(batch).votes
     assert votes.loc["105", "label"] == "n" and votes.loc["103", "label"] == "m"
 
 
