@@ -1,18 +1,7 @@
-"""REST endpoints of a batch's expert audit sample, as on its pages.
-
-- ``GET /api/annotation/batches/<name>/audit/``: the sample's state and its audited queries with their
-  expert labels (any member of the batch's group, and its trusted labellers);
-- ``POST /api/annotation/batches/<name>/audit/`` ``{size?, seed?, expected_share?}``: draw it (201), or
-  extend it with its seed and a larger size (200); another seed or a smaller size 409;
-- ``POST /api/annotation/batches/<name>/audit/labels/`` ``{qid, label}``: one expert label (blind: the
-  answer carries nothing of the crowd); a qid not in the sample 400 naming ``qid``;
-- ``POST /api/annotation/batches/<name>/audit/import/`` (multipart ``file``): labels from a file, all or
-  nothing; a bad line 400 ``file:line: problem``;
-- ``POST /api/annotation/batches/<name>/audit/trusted/`` ``{username, trusted?}``: name a trusted labeller.
-
-Refusals are JSON (``core.api.exception_handler``): a viewer's or an outsider's write 403 (or 404 where
-the batch is not theirs to see), bad input 400 naming the field, a state that refuses the action 409.
-"""
+"""REST endpoints of a batch's expert audit sample (``/api/annotation/batches/<name>/audit/`` …), as on
+its pages: members of the batch's group and its trusted labellers read, researchers and trusted
+labellers label (blind: an answer carries nothing of the crowd). Refusals: 403 (404 where the batch
+is not theirs to see), bad input 400 naming the field, a state that refuses the action 409."""
 
 from __future__ import annotations
 

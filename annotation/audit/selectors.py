@@ -15,10 +15,7 @@ def audit_sample(batch: Batch) -> AuditSample | None:
 
 
 def audit_sample_qids(batch: Batch) -> list[str]:
-    """The audited queries' ids in draw order (empty before a sample is drawn).
-
-    Draw order matters: any prefix of it is itself a simple random sample of the batch's queries.
-    """
+    """The audited queries' ids in draw order: any prefix is itself a simple random sample."""
     return list(
         AuditItem.objects.filter(sample__batch=batch).order_by("draw_index").values_list("batch_query__qid", flat=True)
     )
@@ -67,8 +64,7 @@ def may_read(user, batch: Batch) -> bool:
 
 
 def audit_progress(batch: Batch) -> dict[str, Any]:
-    """The sample's state for the batch page, the API and the command: drawn or not, its size,
-    seed, who drew it and when, how many are labelled, and who labelled them."""
+    """The sample's state: drawn or not, its size, seed, who drew it and when, how many are labelled and by whom."""
     sample = audit_sample(batch)
     if sample is None:
         return {"drawn": False, "population": len(population_qids(batch))}
@@ -120,8 +116,7 @@ def audit_item(batch: Batch, index: int) -> AuditItem | None:
 
 
 def audit_facts(batch: Batch) -> dict[str, Any] | None:
-    """The audit sample as the study's facts state it (JSON-friendly; None without one): its size, seed, the
-    queries it was drawn from, how many are labelled, by whom, who drew it and the dates."""
+    """The audit sample as the study's facts state it (JSON-friendly; None without one)."""
     progress = audit_progress(batch)
     if not progress["drawn"]:
         return None

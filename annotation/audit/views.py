@@ -1,15 +1,6 @@
-"""Pages of a batch's expert audit sample (issue 81, item 1).
-
-- ``/batches/<name>/audit/``: the sample's state (drawn? k of n labelled, seed, who drew it and when),
-  the expert labels given so far; for researchers, forms to draw (or extend) it, import labels from a
-  file and name trusted labellers;
-- ``/batches/<name>/audit/label/``: one audited query at a time, blind (the page shows the query's text
-  and nothing of the crowd's answers), answered with the keys 1-4 as the HIT page; the next unlabelled
-  query follows.
-
-Members of the batch's group read (a viewer too, never a form they may not send); researchers, owners
-and the labellers a researcher trusts label. Thin shells over :mod:`.services.samples` and :mod:`.selectors`;
-a refusal is a message on the page, never a 500.
+"""Pages of a batch's expert audit sample: its state with the forms to draw, import and trust
+(``/batches/<name>/audit/``), and one audited query at a time, blind to the crowd's answers
+(``.../audit/label/``). Members of the batch's group read; researchers and trusted labellers label.
 """
 
 from __future__ import annotations

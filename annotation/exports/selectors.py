@@ -1,18 +1,9 @@
-"""What the platform knows of how a batch's labels were made: the study's facts, read once.
-
-Every published description of a batch states these facts: the dataset card beside an export
-(:mod:`annotation.exports.services`), the Hugging Face dataset card and the Croissant
-Responsible-AI fields of a published dataset folder, and the methods paragraph of a paper
-bundle (``metrics``). They all read them here, so a figure (an agreement interval, a count of
-rulings, the non-gendered share) is the same in each.
-
-:func:`study_facts` is a selector: it reads, never writes. Its values are plain JSON-friendly
-Python (strings, numbers, lists, dicts; dates as ISO strings, money as strings of USD), so a
-writer of any format can use them without knowing the models.
-"""
+"""What the platform knows of how a batch's labels were made, read once for every published
+description (so a figure is the same in each), as plain JSON-friendly values."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from annotation.audit.selectors import audit_facts
@@ -30,6 +21,7 @@ from annotation.results.selectors.labels import (
     latest_routing,
     min_votes,
     query_results,
+    routing_stages,
     usable_judgments,
 )
 from annotation.results.selectors.state import batch_state
@@ -46,36 +38,33 @@ ANNOTATORS = {
 }
 
 
-def source_of(batch: Batch) -> str:
-    """The pool or query set a batch annotates, with the ir_datasets dataset its queries came from."""
-    query_set = batch.pool.source if batch.pool else batch.query_set
-    name = batch.pool.name if batch.pool else batch.query_set.name
+def _source_set(batch: Batch):
+    return batch.pool.source if batch.pool else batch.query_set
+
+
+def source_of(batch: Batch, *, pool_name: bool = True) -> str:
+    """The pool (unless ``pool_name`` is false: its source) or query set a batch annotates, with the
+    ir_datasets dataset its queries came from."""
+    query_set = _source_set(batch)
+    name = batch.pool.name if batch.pool and pool_name else query_set.name
     origin = query_set.dataset_source if query_set is not None else ""
     return f"{name} (queries from {origin})" if origin else name
 
 
 def source_dataset(batch: Batch) -> str | None:
     """The ir_datasets collection the batch's queries came from (``ir_datasets:<id> (...)``), if known."""
-    query_set = batch.pool.source if batch.pool else batch.query_set
+    query_set = _source_set(batch)
     return (query_set.dataset_source or None) if query_set is not None else None
 
 
 def source_query_set(batch: Batch) -> str:
-    """The query set the batch's queries were taken from (a pool's source, not the pool), with its origin.
-
-    The query text is the source's: its terms of use are the ones a card names for the text.
-    """
-    query_set = batch.pool.source if batch.pool else batch.query_set
-    if query_set is None:
-        return source_of(batch)
-    origin = query_set.dataset_source
-    return f"{query_set.name} (queries from {origin})" if origin else query_set.name
+    """The query set the batch's queries were taken from, with its origin: its terms of use are the text's."""
+    return source_of(batch, pool_name=_source_set(batch) is None)
 
 
 def queries_from(batch: Batch) -> dict[str, Any] | None:
-    """The named data set the batch's queries come from (:mod:`genderbias.datasets`): its name, title,
-    source, licence and citation as its query set records them; None for other queries."""
-    return named_set_facts(batch.pool.source if batch.pool else batch.query_set)
+    """The named data set the batch's queries come from (:mod:`genderbias.datasets`), or None."""
+    return named_set_facts(_source_set(batch))
 
 
 def batch_facts(batch: Batch) -> dict[str, Any]:
@@ -96,9 +85,6 @@ def batch_facts(batch: Batch) -> dict[str, Any]:
         "created": batch.created.date(),
         "published": batch.published.date() if batch.published else None,
         "cost": batch.cost or None,
-        # What it spent, fees and bonuses included (its crowd batches' for a machine-labelled one), and the
-        # assignments answered of those asked for (theirs too): the figures of the dashboard, the batch
-        # list and page (annotation.results.selectors.state.batch_state).
         "spent": state["spent"],
         "answered": state["answered"],
         "expected": state["expected"],
@@ -113,7 +99,7 @@ def routing_facts(batch: Batch) -> dict[str, Any] | None:
     if routing is None:
         return None
     try:
-        calibration = calibration_report(batch, routing.labeller)  # the interval the page and command show
+        calibration = calibration_report(batch, routing.labeller)
     except ServiceError:
         calibration = None
     decision = {
@@ -184,38 +170,20 @@ def share_interval(count: int, total: int) -> dict[str, Any]:
     }
 
 
-#: Who a label is attributed to (the dataset's ``labelled_by`` column, Croissant's
-#: ``prov:wasAttributedTo``): a crowd majority, a majority of the site's own annotators, a
-#: researcher's ruling, or a machine labeller.
+#: Who a label is attributed to (the dataset's ``labelled_by``, Croissant's ``prov:wasAttributedTo``).
 AGENTS = ("crowd", "in-house", "adjudicator", "machine")
 
 
 def label_agents(batch: Batch, results: list[dict[str, Any]], machine: dict[str, Any] | None) -> dict[str, dict]:
-    """Who made each labelled query's label (qid -> agent), from the platform's records.
-
-    ``labelled_by`` is one of :data:`AGENTS`: the source of the label
-    (:func:`annotation.results.selectors.labels.query_results`' ``label_source``) and, for a majority,
-    the providers of the batches its usable votes were given in (all on the site's own
-    annotators: in-house; any on MTurk or Prolific: the crowd). A
-    machine-accepted label names the labeller, model and prompt version of the routing stage
-    that accepted it (one stage unless a cascade) and the routing's guarantee
-    (``machine``: :func:`routing_facts`).
-    """
+    """Who made each labelled query's label (qid -> agent): ``labelled_by`` (:data:`AGENTS`) from its
+    source; a majority is in-house when every usable vote came from the site's own annotators. A
+    machine label names the stage that accepted it and the routing's guarantee (``machine``)."""
     stages: dict[str, dict[str, Any]] = {}
     routing = latest_routing(batch)
     if routing is not None:
-        for stage in routing.stages or [
-            {
-                "labeller": routing.labeller,
-                "model": routing.model,
-                "prompt_version": routing.prompt_version,
-                "accepted": routing.accepted,
-            }
-        ]:
+        for stage in routing_stages(routing):
             for qid in stage.get("accepted") or []:
                 stages.setdefault(str(qid), stage)
-    # A majority is the in-house annotators' when every usable vote on the query came from a batch on
-    # the site's own annotators, else the crowd's (a machine-first batch's votes are in its derived batches).
     providers: dict[str, set[str]] = {}
     for qid, provider in usable_judgments(batch).values_list("batch_query__qid", "assignment__hit__batch__provider"):
         providers.setdefault(str(qid), set()).add(provider)
@@ -241,17 +209,13 @@ def label_agents(batch: Batch, results: list[dict[str, Any]], machine: dict[str,
 
 
 def machine_labellers(batch: Batch, agents: dict[str, dict]) -> dict[str, dict[str, Any]]:
-    """Each machine labeller of the routing in force (every stage of a cascade): how many of the data's
-    labels it made (``labels``, 0 when none was kept) and whether it is a language model
-    (:func:`annotation.machine.prelabellers.interface.is_language_model`, its class's declaration)."""
+    """Each machine labeller of the routing in force: how many of the data's labels it made and whether
+    it is a language model."""
     routing = latest_routing(batch)
     if routing is None:
         return {}
     names = [stage["labeller"] for stage in routing.stages or []] or [routing.labeller]
-    kept: dict[str, int] = {}
-    for agent in agents.values():
-        if agent["labelled_by"] == "machine":
-            kept[agent["machine_labeller"]] = kept.get(agent["machine_labeller"], 0) + 1
+    kept = Counter(agent["machine_labeller"] for agent in agents.values() if agent["labelled_by"] == "machine")
     return {
         name: {"labels": kept.get(name, 0), "language_model": is_language_model(name)}
         for name in dict.fromkeys([*names, *kept])
@@ -259,10 +223,8 @@ def machine_labellers(batch: Batch, agents: dict[str, dict]) -> dict[str, dict[s
 
 
 def people_facts(batch: Batch) -> dict[str, Any]:
-    """Who saw which query, from the answers recorded: ``queries``, how many queries people answered
-    (any answer, in the batch or its crowd batches; gold questions left out), and ``annotators``,
-    the distribution {distinct annotators: queries} over those queries. A query no one answered
-    (a machine-accepted label) was shown to no one."""
+    """Who saw which query: ``queries`` people answered (any answer; gold left out) and ``annotators``,
+    the distribution {distinct annotators: queries} over them."""
     from django.db.models import Count
 
     rows = (
@@ -270,25 +232,12 @@ def people_facts(batch: Batch) -> dict[str, Any]:
         .values("batch_query__qid")
         .annotate(people=Count("assignment__worker", distinct=True))
     )
-    distribution: dict[int, int] = {}
-    for row in rows:
-        distribution[row["people"]] = distribution.get(row["people"], 0) + 1
+    distribution = Counter(row["people"] for row in rows)
     return {"queries": sum(distribution.values()), "annotators": dict(sorted(distribution.items()))}
 
 
 def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, Any]:
-    """Everything a published description of ``batch`` states, from one read of its answers.
-
-    Keys: ``batch`` (settings, :func:`batch_facts`, made JSON-friendly), ``pool``
-    (:func:`pool_facts`), ``quality`` (:func:`quality_facts`), ``prolific`` (the study's
-    screeners and options, Prolific batches only), ``agreement`` (the agreement report's figures
-    with their interval), ``labels`` (queries, labelled, per-label counts, label sources,
-    rulings, set-aside queries and why, votes per query), ``non_gendered_share`` (among
-    labelled queries, :func:`share_interval`), ``source_dataset`` (:func:`source_dataset`),
-    ``machine`` (:func:`routing_facts`), ``audit`` (:func:`annotation.audit.selectors.audit_facts`),
-    ``results`` (the per-query rows of :func:`annotation.results.selectors.labels.query_results`) and
-    ``label_agents`` (who made each label, :func:`label_agents`).
-    """
+    """Everything a published description of ``batch`` states, from one read of its answers."""
     answers = answers or BatchAnswers(batch)
     results = query_results(batch, answers)
     report = agreement(batch, answers=answers)
@@ -296,9 +245,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
     unlabelled = [r for r in results if r["label"] is None]
     settings = batch_facts(batch)
     options = batch.provider_options or {}
-    sources: dict[str, int] = {}
-    for row in labelled:
-        sources[row["label_source"]] = sources.get(row["label_source"], 0) + 1
+    sources = dict(Counter(row["label_source"] for row in labelled))
     counts = {label: sum(r["label"] == label for r in labelled) for label in LABELS}
     machine = routing_facts(batch)
     agents = label_agents(batch, results, machine)
@@ -346,12 +293,9 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
             "counts": counts,
             "names": dict(LABEL_NAMES),
             "sources": sources,
-            # Who made the labels (:data:`AGENTS`, every one listed): the card's and methods' shares.
             "labelled_by": labelled_by,
-            # Each machine labeller, its labels kept and whether it is a language model (the checklists' LLM use).
             "machine_labellers": labellers,
             "language_model_labels": sum(m["labels"] for m in labellers.values() if m["language_model"]),
-            # The queries people answered, and by how many each: what "shown to N annotators" may say.
             "shown_to_people": people_facts(batch),
             "adjudicated": sum(r["adjudicated"] for r in labelled),
             "set_aside": {
@@ -362,7 +306,7 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
         "non_gendered_share": share_interval(counts["n"], len(labelled)),
         "source_dataset": source_dataset(batch),
         "machine": machine,
-        "audit": audit_facts(batch),  # the expert audit sample, if one was drawn (annotation.audit)
+        "audit": audit_facts(batch),
         "results": results,
         "label_agents": agents,
     }

@@ -1,11 +1,5 @@
-"""Exports: a batch's labelled queries written as a file with a dataset card beside it.
-
-The rows are the per-query results of :mod:`annotation.results.selectors` (a researcher's ruling first, else the
-majority; for a batch labelled by a machine first, the accepted machine labels where the
-crowd gave none, each row with its label source); the card states how they were made,
-including the machine and its calibration (:mod:`annotation.machine.selectors`,
-:mod:`annotation.machine.services.routing`).
-"""
+"""Exports: a batch's labelled queries written as a file with a dataset card beside it stating how they
+were made."""
 
 from __future__ import annotations
 
@@ -48,15 +42,8 @@ def export_queries(
     fmt: str = "tsv",
     as_query_set: str | None = None,
 ) -> Export:
-    """Write the queries labelled ``category`` (or ``all`` labelled queries) with a dataset card beside them.
-
-    ``tsv`` is ``qid<TAB>query`` (what rankers read), ``csv`` is
-    ``qid,query,label,adjudicated,ds_posterior`` with n/f/m/o, ``jsonl`` adds every
-    pseudonymous vote, the method and the agreement share. Disputed queries and queries
-    with too few votes are never written as labelled unless a researcher adjudicated them.
-    ``as_query_set`` also registers the exported queries as a pooling query set
-    (origin "annotation"), e.g. to measure the runs' bias on the non-gendered ones.
-    """
+    """Write the queries labelled ``category`` (or ``all``) in format ``fmt`` with a dataset card beside
+    them; ``as_query_set`` also registers them as a query set (e.g. to measure the runs' bias on them)."""
     category = category.lower()
     if category not in EXPORT_CATEGORIES:
         raise ServiceError(f"unknown category {category!r}; choose {', '.join(EXPORT_CATEGORIES)}")
@@ -67,7 +54,7 @@ def export_queries(
     if as_query_set and QuerySet.objects.filter(name=as_query_set).exists():
         raise ServiceError(f"a query set named {as_query_set!r} already exists")
     path = check_writable(path)
-    answers = BatchAnswers(batch)  # one read of the judgments, one Dawid-Skene fit
+    answers = BatchAnswers(batch)
     results = query_results(batch, answers)
     rows = export_rows(results, category)
     facts = card_facts(
@@ -111,11 +98,8 @@ def export_queries(
 
 
 def export_for_download(batch: Batch, category: str, fmt: str = "tsv", as_query_set: str | None = None) -> Export:
-    """Export into the site's own folder (``exports/<batch>/``) for download over HTTP.
-
-    Every export gets its own file name (category, time), so an earlier export's download
-    still returns what was exported then.
-    """
+    """Export into the site's own folder for download, under a file name of its own, so that an earlier
+    export's download still returns what was exported then."""
     stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
     path = cache_dir("exports", batch.name) / f"{batch.name}-{category.lower()}-{stamp}.{fmt}"
     return export_queries(batch, category, path, fmt, as_query_set=as_query_set)

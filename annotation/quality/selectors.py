@@ -1,22 +1,8 @@
 """How good each worker of a batch is, from four angles, side by side.
 
-- gold accuracy: right gold answers / gold questions answered, over every scored
-  assignment (failed ones included: that is what the number is for);
-- agreement: the per-worker agreement of :mod:`genderbias.crowd.agreement` (``rate``: share of
-  the worker's judgments that match the majority of the *other* workers on the item,
-  leaving the worker's own vote out; items where the others tie are skipped);
-- Dawid-Skene accuracy: the estimated probability that the worker's label is the true
-  one (prior-weighted diagonal of their confusion matrix);
-- seconds per query: median over the worker's submitted assignments of
-  (submitted - accepted) / queries on the HIT, gold included.
-
-Each row also carries the worker's flag in this batch, if the batch's thresholds gave
-one (``flag``: "warn" or "block", ``flag_reason``; see :mod:`.services.thresholds`).
-
-Below them, the review queue (:func:`review_queue`): the queries a researcher looks at again
-(escalated, disputed, failing gold ...), kept per answer version and set of escalations.
-
-Workers appear by pseudonym only. Read-only: nothing here changes state.
+gold accuracy over every scored assignment (failed ones included: that is what it is for); agreement
+with the *other* workers' majority (:mod:`genderbias.crowd.agreement`); Dawid-Skene accuracy; median
+seconds per query; with the worker's flag, if any. Below them, the review queue. Pseudonyms only.
 """
 
 from __future__ import annotations
@@ -37,17 +23,14 @@ from annotation.results.selectors.labels import BatchAnswers, cached_for_answers
 
 def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per worker who submitted work in ``batch``, ordered by pseudonym; ``report``: the
-    batch's :func:`agreement` when the caller has it already (its per-worker rows do not depend
-    on the bootstrap)."""
+    batch's :func:`agreement` when the caller has it already (any bootstrap)."""
     report = report if report is not None else agreement(batch, bootstrap=0)
     agreement_by_worker = {row["worker"]: row for row in report["per_worker"]}
     ds_accuracy = {row["worker"]: row["accuracy"] for row in report["worker_confusion"]}
-    # Plain tuples, not a model instance per assignment (a 5,000-query batch has 15,000), and the
-    # queries per HIT counted once per HIT, not joined into every assignment's row.
+    # Plain tuples, not a model per assignment; the queries per HIT counted once per HIT.
     per_hit = dict(
         HitQuery.objects.filter(hit__batch=batch).values("hit_id").annotate(n=Count("id")).values_list("hit_id", "n")
     )
-    # Void work is not the named worker's (see platforms.prolific.services).
     submitted = Assignment.objects.filter(hit__batch=batch, submitted_at__isnull=False)
     fields = ("worker__pseudonym", "worker__blocked", "status", "gold_correct", "gold_total", "accepted_at")
     assignments = submitted.exclude(status=Assignment.Status.VOID).values_list(*fields, "submitted_at", "hit_id")
@@ -92,17 +75,15 @@ def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[d
 
 
 # -- the review queue (kept per answer version and set of escalations) ---------------------------
-#: Rows of the review queue kept together (:func:`review_queue`): a view reads the queue's statuses and
-#: the one part holding the query it shows.
+#: Rows of the review queue kept together: a view reads the statuses and the one part it shows.
 REVIEW_PART = 50
 
 
 @dataclass
 class ReviewQueue:
-    """The review queue of a batch as a view reads it: ``rows`` (the queries with a status, in batch
-    order, each with its ``qid``, ``statuses`` and ``index`` among all the batch's queries: what
-    the walk and the counts need), ``total`` (the batch's queries) and, on demand, a row whole
-    (:meth:`full`: votes, counts, Dawid-Skene, the ruling) from the part of the queue kept with it."""
+    """The review queue as a view reads it: ``rows`` (the queries with a status, in batch order, with
+    ``qid``, ``statuses`` and ``index``), ``total`` (the batch's queries) and, on demand, a whole row
+    (:meth:`full`)."""
 
     batch: Batch
     answers: BatchAnswers
@@ -134,21 +115,17 @@ class ReviewQueue:
 
 
 def _kept_review_rows(batch: Batch, answers: BatchAnswers, escalated: set[str]) -> list[list[dict]]:
-    """The whole rows of the queries that have a status (``escalated``: the escalated queries), in
-    batch order, each with its ``index`` among all the batch's queries, cut in parts of
-    :data:`REVIEW_PART`."""
+    """The whole rows of the queries that have a status, each with its ``index``, in parts of :data:`REVIEW_PART`."""
     rows = review_rows(query_results(batch, answers), escalated, gold_failed_qids(batch))
     kept = [row | {"index": index} for index, row in enumerate(rows) if row["statuses"]]
     return [kept[start : start + REVIEW_PART] for start in range(0, len(kept), REVIEW_PART)]
 
 
 def review_queue(batch: Batch) -> ReviewQueue:
-    """The queue, kept per answer version and set of escalated queries (:func:`cached_for_answers`):
-    a view reads the statuses of the queries that have one (a few hundred small rows, not every
-    query's) and one part of their whole rows."""
+    """The queue of the queries a researcher looks at again, kept per answer version and set of
+    escalated queries (escalations are not answers: read at each view)."""
     answers = BatchAnswers(batch)
-    escalated = escalated_qids(batch)  # escalations are not answers: read at each view
-    # The escalated queries (the code's version is in every results-cache key: a deploy never reads old rows).
+    escalated = escalated_qids(batch)
     key = hashlib.sha256(",".join(sorted(escalated)).encode()).hexdigest()[:16]
 
     def queue() -> dict:
@@ -191,10 +168,8 @@ def escalated_qids(batch: Batch) -> set[str]:
 
 
 def gold_failed_qids(batch: Batch) -> set[str]:
-    """qids of real queries with answers from assignments that failed their gold questions (not counted;
-    none in a batch that keeps such answers: ``Batch.failed_gold_answers``), in ``batch`` and its crowd
-    batches (:func:`crowd_batch_ids`: a machine-labelled batch's review queue shows its parts' gold
-    failures, as its page counts them)."""
+    """qids of real queries with uncounted answers from work that failed its gold check, in ``batch``'s
+    crowd batches (none where ``Batch.failed_gold_answers`` keeps them)."""
     return set(
         Judgment.objects.filter(
             batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False

@@ -1,12 +1,7 @@
 """The review queue: a researcher walks a batch's disputed (or settled, escalated, gold-failed)
-queries one by one and rules on each with a reason, from the keyboard.
-
-Thin: the statuses come from :mod:`annotation.results.review` over ``query_results`` and two
-selectors (:mod:`annotation.results.selectors`), every ruling goes through
-:func:`annotation.quality.services.adjudication.adjudicate`. A ruling posted by htmx
-answers with the query's panel (the ruling and the way on) and the counts swapped out of
-band; without JavaScript the form posts and redirects back (post/redirect/get).
-"""
+queries one by one and rules on each with a reason, from the keyboard. A ruling posted by htmx
+answers with the query's panel and the counts swapped out of band; without JavaScript the form
+posts and redirects back."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Drawing an audit sample, labelling it blind, importing labels, naming trusted labellers; each in one transaction.
 
-The draw is :func:`genderbias.machine.calibration_sample.random_sample`, the one seeded simple random
-sample of the project (a prefix of numpy's ``default_rng(seed).permutation`` of the sorted qids). One
-sample per batch: drawing again with its seed and a larger size extends it (the first queries keep their
-place, so the whole is still a simple random sample and no label is lost); another seed or a smaller size is
-refused, as the labels already given would then belong to no random sample.
+One seeded simple random sample per batch (:func:`genderbias.machine.calibration_sample.random_sample`):
+drawing again with its seed and a larger size extends it; another seed or a smaller size is refused,
+as the labels given would then belong to no random sample.
 """
 
 from __future__ import annotations
@@ -35,10 +33,8 @@ IMPORT_HEADER = ("qid", "label")
 def draw_audit_sample(
     batch: Batch, *, by=None, size: int | None = None, seed: int | None = None, expected_share: float = 0.5
 ) -> AuditSample:
-    """Draw the batch's audit sample (``size`` default: :func:`genderbias.crowd.audit_size.suggested_audit_size`, at most the batch
-    for ``expected_share``; ``seed`` default: a fresh one, stored), or extend the one drawn.
-
-    ``by``: the researcher drawing it (``None``: the operator at the command line)."""
+    """Draw the batch's audit sample, or extend the one drawn. ``size`` default: the suggested size for
+    ``expected_share``, at most the batch; ``seed`` default: a fresh one; ``by``: None for the operator."""
     if by is not None:
         require_role(by, batch, Membership.Role.RESEARCHER)
     if seed is not None and not 0 <= seed < 2**63:
@@ -102,10 +98,13 @@ def draw_audit_sample(
     return sample
 
 
-def _sample_of(batch: Batch) -> AuditSample:
+def _sample_of(batch: Batch, *, labelled_by=False) -> AuditSample:
+    """The batch's sample; ``labelled_by``: the user about to label it, refused unless they may."""
     sample = AuditSample.objects.filter(batch=batch).first()
     if sample is None:
         raise StateError(f"batch {batch.name} has no audit sample: draw one first")
+    if labelled_by is not False and not may_label(labelled_by, sample):
+        raise PermissionDenied("Only the batch's researchers and the labellers they trust label its audit sample.")
     return sample
 
 
@@ -145,13 +144,8 @@ def _is_owner(user, batch: Batch) -> bool:
 
 
 def label_audit_query(batch: Batch, qid: str, label: str, *, by=None) -> AuditItem:
-    """Record ``by``'s expert label for the audited query ``qid`` (blind: nothing of the crowd is read here).
-
-    Who may: :func:`annotation.audit.selectors.may_label`. A label already given is changed only
-    by its labeller or an owner of the group; the earlier label goes to the item's ``history``."""
-    sample = _sample_of(batch)
-    if not may_label(by, sample):
-        raise PermissionDenied("Only the batch's researchers and the labellers they trust label its audit sample.")
+    """Record ``by``'s expert label for the audited query ``qid`` (blind: nothing of the crowd is read here)."""
+    sample = _sample_of(batch, labelled_by=by)
     code = _checked_label(label)
     with transaction.atomic():
         item = (
@@ -170,11 +164,8 @@ def label_audit_query(batch: Batch, qid: str, label: str, *, by=None) -> AuditIt
 
 def read_audit_labels(path: str | Path, *, name: str | None = None) -> list[tuple[int, str, str, str]]:
     """``(line, qid, label code, labeller)`` of a labels file: ``qid<TAB>label[<TAB>labeller]`` lines, or
-    the same as CSV (``.csv``/``.csv.gz`` or a first line ``qid,label[,labeller]``); an optional header.
-
-    Read as every file is (``open_text``: streamed, UTF-8, gzip); bad input is ``file:line: problem``.
-    Not the labelled query file (``read_labelled_file``): an audit's file carries no query text, and may
-    name who labelled each query. ``name``: the file's name in errors (an upload's, not its staged path)."""
+    the same as CSV, with an optional header; bad input is ``file:line: problem`` (``name``: the file's
+    name there). Unlike a labelled query file it carries no query text and may name the labeller."""
     path = Path(path)
     shown = name or str(path)
     if not path.is_file():
@@ -213,15 +204,10 @@ def read_audit_labels(path: str | Path, *, name: str | None = None) -> list[tupl
 
 
 def import_audit_labels(batch: Batch, path: str | Path, *, by=None, name: str | None = None) -> int:
-    """Import expert labels of the audited queries from a file (:func:`read_audit_labels`); all or nothing.
-
-    A qid not in the sample is refused (``file:line``); so is the file of someone who may not label
-    (:func:`~annotation.audit.selectors.may_label`) or a change of another labeller's label by a non-owner.
-    ``labeller``, when the file names one, is stored as who labelled the query; else the importer.
-    Returns how many labels were set or changed."""
-    sample = _sample_of(batch)
-    if not may_label(by, sample):
-        raise PermissionDenied("Only the batch's researchers and the labellers they trust label its audit sample.")
+    """Import expert labels of the audited queries from a file, all or nothing, under the rules of
+    :func:`label_audit_query`; a qid not in the sample is refused. The file's labeller, else the
+    importer, is stored as who labelled. Returns how many labels were set or changed."""
+    sample = _sample_of(batch, labelled_by=by)
     rows = read_audit_labels(path, name=name)
     shown = name or str(path)
     owner, now = _is_owner(by, batch), timezone.now()

@@ -1,10 +1,5 @@
-"""Adjudicate: a researcher settles one query's label, with a reason, recorded with who and when.
-
-Idempotent by construction: there is one :class:`Adjudication` per batch query, so
-repeating the same ruling (a double-clicked form, a retried API call) changes nothing but
-the time, and a new ruling replaces the old one. Gold questions are not adjudicated:
-their answer is fixed when the batch is created.
-"""
+"""Adjudicate: a researcher settles one query's label, with a reason, recorded with who and when; one
+ruling per query (a new one replaces the old). Gold questions are not adjudicated: their answer is fixed."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ def adjudicate(batch: Batch, qid: str, label: str, reason: str, user) -> Adjudic
     if not getattr(user, "is_staff", False):
         raise ServiceError("only researchers (staff) adjudicate")
     with transaction.atomic():
-        # The batch's row lock, which a correction of an answer holds while it checks for rulings:
-        # a ruling is recorded after a correction in flight, and every later correction sees it.
+        # The batch's row lock, as corrections: a ruling comes after one in flight; later ones see it.
         list(Batch.objects.select_for_update(of=("self",)).filter(pk=batch.pk).values_list("pk"))
         batch_query = BatchQuery.objects.filter(batch=batch, qid=qid, is_gold=False).first()
         if batch_query is None:

@@ -1,10 +1,5 @@
-"""Escalating as a background job (``annotation.escalate``), declared once here beside its service.
-
-A redelivery after a crash finishes the work instead of repeating it: escalating records every
-provider call before making it (:mod:`.escalation`). The job's kind and Celery task name are
-stored in ``Job.kind`` and ``Job.task`` and never change (they were declared in
-``annotation.crowd.services.background`` before quality declared its own jobs).
-"""
+"""Escalating as a background job (``annotation.escalate``): a redelivery after a crash finishes the
+work instead of repeating it. The kind and task name are stored in ``Job`` rows: they never change."""
 
 from __future__ import annotations
 

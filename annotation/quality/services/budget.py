@@ -1,11 +1,6 @@
-"""What re-offers and escalations may still spend on a batch, and what one more assignment costs.
-
-Rule: ``Batch.extra_budget`` (USD, ``None`` = no limit) caps what re-offered places and
-escalations add to the estimate recorded when the batch was created. Every extra place
-counts at its full price (reward + fee) when it is recorded, before the provider is
-asked, even a re-offered place whose rejected predecessor was never paid: the account
-stays on the safe side and never depends on a review being overturned later.
-"""
+"""What re-offers and escalations may still spend on a batch (``Batch.extra_budget``, USD; ``None``: no
+limit). Every extra place counts at its full price when recorded, even one whose rejected predecessor
+was never paid: the account never depends on a review being overturned later."""
 
 from __future__ import annotations
 

@@ -1,27 +1,10 @@
 """More assignments for HITs whose queries are disputed.
 
-A query is disputed when its finished HIT left no strict majority (a 1-1-1 split, or a
-tie after invalid answers). Its HIT gets one more assignment per round -- one vote
-breaks a tie at the top -- until the query has a majority or the HIT reaches the cap.
-On MTurk this is CreateAdditionalAssignmentsForHIT, so the HIT's other queries get a
-vote more too. A query a researcher settled (:mod:`.adjudication`) is never escalated: the
-ruling is final. ``plan_escalation`` shows the plan and its cost before anything is paid.
-
-Each extension is recorded (committed) before the provider is called and carries a
-deterministic request token, so an interrupted run is finished by the next one rather
-than repeated.
-
-Adaptive escalation: ``until`` says when a query is settled -- ``"majority"`` (a strict
-majority, the default) or ``"posterior:P"`` (Dawid-Skene's largest posterior for the
-query reaches P, e.g. 0.9). ``Batch.extra_budget`` caps what escalations (with re-offers,
-:mod:`.budget`) may add: the plan keeps the HITs it can pay for, in batch order, and says
-how many it left out. With ``Batch.escalate_until`` set (``escalate_batch --auto``),
-every sync runs one round by itself (:func:`escalation_round`): one more assignment for
-each finished HIT with an unsettled query, until it is settled, the HIT reaches
-``Batch.escalation_cap`` or the budget is spent; a calibration sample's round waits until every HIT of
-the sample is answered (:func:`round_in_progress`), so its reference depends on its answers, not on when
-they came. A batch restricted to a team adds no place that
-no member of the team can take (every member did the HIT): there the team's size is the cap.
+A finished HIT with an unsettled query gets one more assignment per round (one vote breaks a tie)
+until it is settled (``until``: ``"majority"`` or ``"posterior:P"``, Dawid-Skene's) or the HIT
+reaches the cap; a ruling is final. The plan keeps the HITs the budget pays for (:mod:`.budget`),
+in batch order; a team batch adds no place no member can take. Each extension is committed before
+the provider is called, with a deterministic token: an interrupted run is finished, not repeated.
 """
 
 from __future__ import annotations
@@ -65,8 +48,7 @@ def parse_until(text: str) -> float | None:
 
 
 def settled_queries(batch: Batch, until: str = "majority") -> set[str]:
-    """qids that need no more votes: settled by a researcher (an adjudication is final), or
-    a strict majority, or a Dawid-Skene posterior of at least P."""
+    """qids that need no more votes: ruled on, or settled as ``until`` says."""
     target = parse_until(until)
     answers = BatchAnswers(batch)
     settled = set(answers.rulings)
@@ -90,9 +72,6 @@ class EscalationPlan:
     over_budget: list[tuple[Hit, list[str]]] = field(default_factory=list)
     #: What the budget still allows before this round (``None``: no budget).
     budget_left: Decimal | None = None
-    #: Of ``at_cap``, the queries of a team batch's HITs that every member of the team did already: the
-    #: team's size is their cap (a bigger team would escalate them).
-    team_limit: list[str] = field(default_factory=list)
 
     @property
     def extra_assignments(self) -> int:
@@ -103,9 +82,8 @@ class EscalationPlan:
         return sum(len(qids) for _, qids in self.hits) + len(self.at_cap)
 
 
-#: An answer that fills its place for good: approved, or submitted and not failing its gold check. A submitted
-#: answer that failed it is rejected at its review (on Prolific only once the submission awaits review, which
-#: may be a sync or more later), and its place goes to someone else: until then the place is still open.
+#: An answer that fills its place for good: approved, or submitted and not failing its gold check (that
+#: one is rejected at its review, maybe syncs later, and its place goes to someone else).
 FILLS_PLACE = Q(assignments__status=Assignment.Status.APPROVED) | (
     Q(assignments__status=Assignment.Status.SUBMITTED) & ~Q(assignments__gold_passed=False)
 )
@@ -123,16 +101,8 @@ def _finished_hits(batch: Batch) -> list[Hit]:
 
 def round_in_progress(batch: Batch) -> bool:
     """Whether a HIT of ``batch`` on the provider still has a place without an answer that fills it
-    (:data:`FILLS_PLACE`).
-
-    A calibration sample escalates round by round only once the round is in (``loop.close_the_loop``):
-    which of its queries are settled is read from the answers of the whole round (Dawid–Skene's posterior
-    is fitted on them all), so a sync that ran while a slow crowd was still answering must not decide
-    on part of them -- the sample's reference, and the routing certified against it, would then depend on
-    when the answers came, not on what they were. Work that failed its gold check fills no place even
-    before its review rejects it: a Prolific submission is reviewed only once it awaits review, and a sync
-    that read it still active would otherwise close the round without the answer that replaces it.
-    """
+    (:data:`FILLS_PLACE`). A calibration sample escalates only once the round is in, so that its
+    reference (and the routing certified against it) depends on the answers, not on when they came."""
     done = FILLS_PLACE
     return (
         batch.hits.exclude(provider_id=None)
@@ -148,17 +118,13 @@ def plan_escalation(
 ) -> EscalationPlan:
     """Which HITs get one more assignment, which unsettled queries are already at the cap, the cost
     and what the budget leaves out."""
-    if max_assignments < batch.assignments_per_query:
-        raise ServiceError(
-            f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
-        )
+    _check_cap(batch, max_assignments)
     refusal = provider_class(batch.provider).extension_refusal(batch.assignments_per_query, max_assignments)
     if refusal:
         raise ServiceError(refusal)
     resolved = settled_queries(batch, until)
     plan = EscalationPlan(batch, until=until, budget_left=budget_left(batch))
     finished = _finished_hits(batch)
-    # A team batch never adds a place no member can take (each did the HIT): it would wait for ever.
     takers = place_takers(batch, [hit.pk for hit in finished]) if finished else None
     for hit in finished:
         qids = list(
@@ -169,11 +135,8 @@ def plan_escalation(
         )
         if not qids:
             continue
-        if hit.max_assignments >= max_assignments:
+        if hit.max_assignments >= max_assignments or (takers is not None and not takers[hit.pk]):
             plan.at_cap += qids
-        elif takers is not None and not takers[hit.pk]:
-            plan.at_cap += qids
-            plan.team_limit += qids
         else:
             plan.hits.append((hit, qids))
     paid_for = affordable(batch, len(plan.hits)) if plan.hits else 0
@@ -192,17 +155,11 @@ def plan_escalation(
     return plan
 
 
-@one_per_batch("An escalation")
-def escalate_batch(
-    batch: Batch,
-    max_assignments: int = DEFAULT_MAX_ASSIGNMENTS,
-    provider: CrowdProvider | None = None,
-    *,
-    confirmed_hits: Collection[int] | None = None,
-    until: str = "majority",
-) -> list[Escalation]:
-    """One round of escalation (see :func:`escalation_round`), holding the batch's lease."""
-    return escalation_round(batch, max_assignments, provider, confirmed_hits=confirmed_hits, until=until)
+def _check_cap(batch: Batch, max_assignments: int) -> None:
+    if max_assignments < batch.assignments_per_query:
+        raise ServiceError(
+            f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
+        )
 
 
 def escalation_round(
@@ -213,12 +170,8 @@ def escalation_round(
     confirmed_hits: Collection[int] | None = None,
     until: str = "majority",
 ) -> list[Escalation]:
-    """Apply the plan: finish interrupted extensions first, then add one assignment per planned HIT.
-
-    ``confirmed_hits`` (HIT ids) is the plan whose cost a person saw and accepted: the
-    plan is made again now and only its HITs that were confirmed are extended, so answers
-    synced in between can shrink what is paid for but never grow it.
-    """
+    """Finish interrupted extensions, then add one assignment per planned HIT; ``confirmed_hits``: the
+    plan a person accepted, so that answers synced since can shrink what is paid for, never grow it."""
     if batch.status not in (Batch.Status.PUBLISHED, Batch.Status.COMPLETED):
         raise ServiceError(f"batch {batch.name!r} is {batch.status}; only published batches can be escalated")
     provider = provider or get_provider(batch.provider)
@@ -252,19 +205,17 @@ def escalation_round(
     return applied
 
 
-def set_auto_escalation(batch: Batch, until: str | None, *, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS) -> None:
-    """Let every sync escalate round by round until ``until`` (``None`` stops it), up to ``max_assignments``.
+#: One round of escalation (:func:`escalation_round`), holding the batch's lease.
+escalate_batch = one_per_batch("An escalation")(escalation_round)
 
-    Refused without a budget (``Batch.extra_budget``, :func:`.budget.set_extra_budget`): automatic
-    escalation never spends without a limit someone chose.
-    """
+
+def set_auto_escalation(batch: Batch, until: str | None, *, max_assignments: int = DEFAULT_MAX_ASSIGNMENTS) -> None:
+    """Let every sync escalate round by round until ``until`` (``None`` stops it), up to ``max_assignments``;
+    refused without a budget (``Batch.extra_budget``): it never spends without a limit someone chose."""
     fields: dict[str, object] = {"escalate_until": ""}
     if until is not None:
         parse_until(until)
-        if max_assignments < batch.assignments_per_query:
-            raise ServiceError(
-                f"the cap ({max_assignments}) is below the batch's {batch.assignments_per_query} assignments"
-            )
+        _check_cap(batch, max_assignments)
         if batch.extra_budget is None:
             raise ServiceError("automatic escalation needs a budget (--budget USD)")
         fields = {"escalate_until": until, "escalation_cap": max_assignments}

@@ -1,10 +1,5 @@
-"""The quality loop at every sync: rejected places offered again, the thresholds applied, an escalation round.
-
-Registered as a step of every sync (:data:`annotation.crowd.services.hooks.sync_steps`), after
-the review and, for a Prolific batch, after its study's submissions are read. Each step is
-idempotent on its own (:mod:`.reoffers`, :mod:`.thresholds`, :mod:`.escalation`), so a sync
-interrupted anywhere is finished by the next.
-"""
+"""The quality loop, a step of every sync: rejected places offered again, the thresholds applied, an
+escalation round; each part idempotent."""
 
 from __future__ import annotations
 
@@ -21,7 +16,6 @@ from annotation.quality.services.thresholds import apply_thresholds
 def close_the_loop(batch: Batch, provider: CrowdProvider, result: SyncResult) -> None:
     """After the review: offer rejected places again, apply the thresholds, run an escalation round."""
     offered = reoffer_rejected(batch, provider)
-    # Added to what steps before it offered (a calibration sample's held-out answers' places).
     result.reoffered += offered.offered
     result.reoffer_over_budget += offered.over_budget
     result.reoffer_refused = offered.refused or result.reoffer_refused

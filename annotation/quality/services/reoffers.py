@@ -1,18 +1,8 @@
 """Rejected work offered again, so that every HIT gets the answers it was made for.
 
-- In-house and Prolific: a rejected, returned or timed-out assignment frees its place by
-  itself (``local.claim_hit`` counts only held places; ``prolific.fit_places`` raises
-  the study's places to match, never past the tasks it can hand out), so nothing is added
-  and nothing more is paid.
-- MTurk: a rejected assignment's place is gone for good. :func:`reoffer_rejected` adds it
-  back with CreateAdditionalAssignmentsForHIT, one place per rejected assignment, within
-  the batch's extra budget (``budget``). ``Hit.max_assignments`` stays the number of
-  answers wanted, so the HIT counts as finished once that many are in.
-
-Idempotence protocol: a ``Reoffer`` row (one per rejected assignment, unique) is
-committed before the provider is called, and its request token is derived from it; the
-row is marked ``applied`` after the call. A run interrupted between the two finishes the
-call with the same token, which MTurk answers as already done: never a second place.
+Where the place is gone for good (``reoffers_rejected``), one place per rejected assignment is added
+within the extra budget. A ``Reoffer`` row is committed before the provider is called, with a request
+token derived from it: an interrupted run finishes the call, never adds a second place.
 """
 
 from __future__ import annotations
@@ -35,7 +25,7 @@ class ReofferResult:
     cost: Decimal = Decimal("0")
     #: Rejected places left without a new one because the budget ran out.
     over_budget: int = 0
-    #: Why no place could be added at all (e.g. MTurk cannot extend a HIT past 9 to 10), or "".
+    #: Why no place could be added at all, or "".
     refused: str = ""
 
 

@@ -1,20 +1,9 @@
 """Warn and block thresholds of a batch, applied to its workers at every sync.
 
-A batch may set, each optional: ``warn_gold_accuracy`` / ``block_gold_accuracy`` (share
-of gold questions answered right) and ``warn_agreement`` / ``block_agreement`` (share of
-judgments agreeing with the item's majority, :mod:`annotation.quality.selectors`). A threshold applies to a
-worker only once they have ``min_answers_judged`` gold answers (for gold accuracy) or
-compared judgments (for agreement): nobody is judged on two answers.
-
-- below a warn threshold: a ``WorkerFlag`` (warn) with the reason, shown on the worker
-  quality page; it is lifted when the worker climbs back above it;
-- below a block threshold: ``Worker.blocked`` (no more HITs on this site, anywhere) and a
-  ``WorkerFlag`` (block) with the reason; a block is never lifted automatically.
-
-Idempotence protocol: the block flag and ``Worker.blocked`` are committed before the
-provider's block call (MTurk CreateWorkerBlock, Prolific's blocked participant group);
-``WorkerFlag.provider_blocked`` is set once the provider answered. A later sync calls the
-provider only for flags without it (an interrupted block), never a second time.
+Gold accuracy and agreement each have an optional warn and block threshold, applied once a worker has
+``min_answers_judged`` answers. Below warn: a ``WorkerFlag``, lifted when the worker climbs back.
+Below block: ``Worker.blocked``, never lifted automatically; committed before the provider's block
+call (``provider_blocked`` after it), so a later sync finishes an interrupted block, never calls twice.
 """
 
 from __future__ import annotations

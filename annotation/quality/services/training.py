@@ -1,16 +1,7 @@
 """The qualification step: a short training set with feedback before a worker's first HIT of a batch.
 
-A batch may carry training queries (``TrainingQuery``: known labels, given per batch with
-``create_batch --training FILE``). An in-house annotator is then sent to the batch's
-training page before their first HIT of it; their answers are scored once
-(``Qualification``, one per batch and worker) and they are told every wrong answer with
-the right one. Only a worker who got at least ``Batch.training_pass_fraction`` right is
-handed the batch's HITs (:func:`qualified_batches`); one who failed is not, and cannot
-simply try again: a second submission returns the first result.
-
-Prolific participants take it on the site too, when they first follow the study link
-(``views.prolific_start``); one who fails is asked to return the study. MTurk: see
-docs/quality.md (a qualification type with a test; not built).
+Answered on this site before the worker's first HIT, scored once with every wrong answer told; only a
+worker with at least ``Batch.training_pass_fraction`` right is handed the batch's HITs.
 """
 
 from __future__ import annotations
@@ -57,7 +48,7 @@ def add_training(batch: Batch, queries: Sequence[GoldQuery], pass_fraction: floa
 
 @created.register
 def store_training(batch: Batch, settings: BatchSettings, *, training: Sequence[GoldQuery]) -> None:
-    """A new batch's training queries, if it has any (``create_batch``'s ``training``, in its transaction)."""
+    """A new batch's training queries, if it has any (in ``create_batch``'s transaction)."""
     if training:
         add_training(batch, training, settings.training_pass_fraction)
 
@@ -70,13 +61,8 @@ def qualified_batches(batches: QuerySet, worker: Worker) -> QuerySet:
 
 
 def training_rows(batches: QuerySet, worker: Worker | int) -> QuerySet:
-    """The published batches open to ``worker`` with what :func:`plan_of` needs, in one query (the
-    next-HIT page runs it prepared once: ``core.db.prepared``).
-
-    ``batches`` are those open to ``worker`` already: a batch whose team the worker is not on
-    is neither, its training queries (and, once answered, their answer key) are for the workers
-    it may be given to (the caller, the hand-out, applies its rule: ``inhouse.services.team_access``).
-    """
+    """The published batches of ``batches`` (those open to ``worker`` already: a training's answer key is
+    for them alone) with what :func:`plan_of` needs, in one query."""
     return (
         batches.filter(status=Batch.Status.PUBLISHED)
         .annotate(
@@ -90,10 +76,8 @@ def training_rows(batches: QuerySet, worker: Worker | int) -> QuerySet:
 
 
 def plan_of(rows) -> tuple[Batch | None, list[Batch]]:
-    """From the rows of :func:`training_rows`: the first batch whose training the worker has not
-    taken yet (``None``: none), and the batches ``claim_hit`` may hand out -- what it reads from
-    ``qualified_batches(batches, worker)``: training passed or none, oldest first, with ``pk``
-    and ``assignment_duration``."""
+    """From the rows of :func:`training_rows`: the first batch whose training the worker has not taken
+    (``None``: none), and those the hand-out may give (training passed or none), oldest first."""
     due, qualified = None, []
     for batch in rows:
         if batch.has_training and not batch.taken and due is None:
