@@ -1,33 +1,11 @@
 """Account state that ends sessions and one-time links for good: the access epoch.
 
-Django ends a deactivated user's sessions only while they are inactive (its backend
-ignores inactive users), and a password-reset token depends only on the password, the
-last login and the e-mail: reactivate the account, or make it staff and back, and a
-session opened before, or a one-time link made before, works again. So every account
-(annotator or researcher) carries an *access epoch* (``AccountState.access_epoch``, a row
-made when first raised), raised whenever what the account may do changes:
-
-- its active, staff or superuser status changes (deactivated or reactivated, made staff or
-  back), or it is taken out of the annotators group, wherever it happens: the team pages,
-  the API, the admin (:func:`watch_accounts` listens to the saves);
-
-and both ends check it:
-
-- **sessions**: :class:`AccountBackend` reads a session's user as an ``Account`` with its
-  epoch (one statement, as Django's backend; on a session this process has seen, the same
-  statement that reads the session: :class:`SessionStore`), and the session hash covers the epoch
-  (``Account._get_session_auth_hash``): a session opened before the raise no longer
-  verifies, and Django ends it (flushes it) on its next request;
-- **one-time links**: :data:`access_token_generator` mixes the epoch into the token's hash,
-  so a link made before the raise is refused for good.
-
-Deactivated or taken out of the annotators group, an account also gives back the HITs it
-held (``local.release_held_hits``), and the HIT page and its submit ask for the annotators
-group (``local.in_annotators``, in the statements they run anyway).
-
-An account whose epoch was never raised hashes as Django does, so sessions and links made
-before this existed keep working. Not covered: ``QuerySet.update(is_active=...)`` (no
-signal).
+Reactivate an account, or make it staff and back, and Django lets an old session or password-reset
+link work again. So every account carries an *access epoch*, raised whenever its active, staff or
+superuser status changes or it leaves the annotators group (:func:`watch_accounts`; not
+``QuerySet.update``, which sends no signal); the session hash (read by :class:`AccountBackend`) and
+one-time links' tokens (:data:`access_token_generator`) cover it. Such an account also gives back the
+HITs it held. An epoch never raised hashes as Django does.
 """
 
 from __future__ import annotations
@@ -64,8 +42,7 @@ def accounts():
 
 
 def _session_account_rows(pk: int):
-    """The session's user with its access epoch and (for the request's scope, ``core.models.scope_of``)
-    its role in every research group: one statement where there were two."""
+    """The session's user with its access epoch and its role in every research group, in one statement."""
     from django.db import connection
 
     user_id = f"{connection.ops.quote_name(Account._meta.db_table)}.{connection.ops.quote_name('id')}"
@@ -117,12 +94,8 @@ def access_epoch(user) -> int:
 
 
 def raise_access_epoch(user_id: int) -> None:
-    """End every session and one-time link of the account made until now, for good.
-
-    Any account: an annotator's, or a researcher's (whose stolen cookie must not come back
-    with a reactivation or a staff round trip either). The first raise makes its row; the
-    increment is one ``UPDATE`` so concurrent raises both count.
-    """
+    """End every session and one-time link of the account made until now, for good; one ``UPDATE``
+    so that concurrent raises both count."""
     if AccountState.objects.filter(user_id=user_id).update(access_epoch=F("access_epoch") + 1):
         return
     AccountState.objects.bulk_create([AccountState(user_id=user_id)], ignore_conflicts=True)
@@ -166,12 +139,8 @@ access_token_generator = AccessTokenGenerator()
 
 
 def _bind_login_to_epoch(sender, request, user, **kwargs) -> None:
-    """``user_logged_in``: the new session's hash covers the account's epoch, however it logged in.
-
-    ``login()`` stored the hash of the user object it was given (a plain ``User`` from the
-    login form's backend or ``force_login``); the sessions' backend checks the ``Account``'s
-    (the same while the epoch was never raised). One query, at login only.
-    """
+    """``user_logged_in``: the new session's hash covers the account's epoch, however it logged in
+    (``login()`` hashed the plain ``User`` it was given)."""
     if request is not None and hasattr(request, "session"):
         request.session[HASH_SESSION_KEY] = account(user).get_session_auth_hash()
 
@@ -190,8 +159,7 @@ def _raise_on_lost_rights(sender, instance, update_fields=None, raw=False, **kwa
             _release(instance.pk)
 
 
-#: The annotators' group and what gives a user's held HITs back to the queue, told by the platform of
-#: this site's own annotators at start-up (:func:`watch_annotators`; platforms.inhouse): none, nothing to do.
+#: The annotators' group and what gives a user's held HITs back, told at start-up (:func:`watch_annotators`).
 _ANNOTATORS: dict[str, Any] = {"group": None, "release": None}
 
 
@@ -207,8 +175,7 @@ def _release(user_id: int) -> None:
 
 
 def _raise_on_leaving_annotators(sender, instance, action, reverse, model, pk_set, **kwargs) -> None:
-    """``m2m_changed`` of users' groups: leaving the annotators group raises the member's epoch
-    and gives the HITs they held back to the queue (they may no longer answer them)."""
+    """``m2m_changed`` of users' groups: leaving the annotators group raises the epoch and releases the HITs held."""
     from django.contrib.auth.models import Group
 
     ANNOTATORS_GROUP = _ANNOTATORS["group"]

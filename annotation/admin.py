@@ -1,10 +1,5 @@
-"""Admin of the annotation app: read-only views of what the services made.
-
-Batches, their queries, HITs, assignments, judgments, escalations and exports are created
-and changed only by the services (the batch page, the API, the commands), which check
-what the admin's generic forms cannot (a batch that a provider would refuse, a HIT
-without its queries); so the admin shows them and changes nothing. Worker identities (real MTurk worker ids and which account is which annotator) are
-visible to superusers only; everyone else sees pseudonyms.
+"""Admin of the annotation app: read-only views of what the services made (they check what the admin's
+generic forms cannot). Worker identities are visible to superusers only; everyone else sees pseudonyms.
 """
 
 from django.contrib import admin
@@ -26,14 +21,10 @@ from annotation.models import (
 class ReadOnlyAdmin(admin.ModelAdmin):
     """View only: no add, change or delete (see the module docstring)."""
 
-    def has_add_permission(self, request, obj=None):
+    def _refused(self, request, obj=None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+    has_add_permission = has_change_permission = has_delete_permission = _refused
 
 
 class HitInline(admin.TabularInline):
@@ -100,20 +91,11 @@ class WorkerIdentityAdmin(admin.ModelAdmin):
     list_display = ["provider", "external_id", "user", "worker"]
     search_fields = ["external_id", "worker__pseudonym"]
 
-    def has_module_permission(self, request):
+    def _superuser(self, request, obj=None) -> bool:
         return request.user.is_superuser
 
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_superuser
-
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_superuser
-
-    def has_add_permission(self, request):
-        return request.user.is_superuser
-
-    def has_delete_permission(self, request, obj=None):
-        return request.user.is_superuser
+    has_module_permission = has_view_permission = has_change_permission = _superuser
+    has_add_permission = has_delete_permission = _superuser
 
 
 admin.site.register(Escalation, ReadOnlyAdmin)
@@ -122,7 +104,7 @@ admin.site.register(Export, ReadOnlyAdmin)
 
 @admin.register(BonusPayment)
 class BonusPaymentAdmin(ReadOnlyAdmin):
-    """Bonuses of every provider (issue 41), read-only: the services record and pay them (docs/prolific.md)."""
+    """Bonuses of every provider, read-only: the services record and pay them (docs/prolific.md)."""
 
     list_display = ["batch", "participant_id", "amount", "state", "bulk_id", "pay_attempted", "paid_at"]
     list_filter = ["state", "batch"]

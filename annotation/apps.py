@@ -1,10 +1,8 @@
 from django.apps import AppConfig
 
 #: The modules that plug the sub-domains above crowd into a batch's life cycle
-#: (:mod:`annotation.crowd.services.hooks`), imported in this order at the first use of a hook
-#: (what they register runs in it). crowd itself imports none of them (docs/architecture.md).
-#: Then each platform's own (``PLUG_INS`` of its package, in the order of
-#: ``annotation.crowd.providers.base.PLATFORMS``: a new platform adds no line here).
+#: (:mod:`annotation.crowd.services.hooks`), imported in this order (what they register runs in it),
+#: then each platform's own ``PLUG_INS``.
 PLUG_INS = (
     "annotation.quality.services.training",  # a new batch's training queries (created)
     # a calibration sample's held-out answers' places offered again, before the loop reads its round (sync_steps)
@@ -19,10 +17,8 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
-        """Sessions and one-time links end for good when an account's rights change (annotation.accounts);
-        the sub-domains' hooks are declared (:data:`PLUG_INS`, loaded when a hook is first used); the chat
-        connection's test is the chat labeller's
-        request (annotation.machine.services.prelabels.check_chat)."""
+        """Watch accounts (annotation.accounts), declare the hooks (:data:`PLUG_INS`) and register the chat
+        connection's test (the chat labeller's own request)."""
         from django.db.models.signals import post_migrate
 
         from annotation.accounts import watch_accounts  # start-up
@@ -35,7 +31,6 @@ class AnnotationConfig(AppConfig):
         watch_accounts()
         post_migrate.connect(_change_log, sender=self)
         plug_in((*PLUG_INS, *platform_plug_ins()))
-        # the Connections page's test: the chat labeller's own request (its module loaded when tested)
         register_connection(CHAT, deferred("annotation.machine.services.prelabels.check_chat"))
 
 

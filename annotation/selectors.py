@@ -1,23 +1,8 @@
 """The annotation app's public reads, for other apps: explicit re-exports, nothing defined here.
 
-The rule for both facades, :mod:`annotation.selectors` (reads) and :mod:`annotation.services`
-(writes): they are the app's public surface for OTHER apps (``metrics``; and the job
-discovery of :mod:`core.jobs.registry`, which imports each app's ``services``). Inside
-``annotation``, code imports the sub-domain module that defines a name
-(``annotation.results.selectors``, ``annotation.crowd.services.batches`` ...), never a facade.
-A facade holds exactly the names other apps use: a name another app needs is added here.
-
-Each name is defined in its sub-domain's selectors (no writes, no heavy imports at module level):
-
-- :mod:`annotation.crowd.selectors` -- batches, their progress and spending; :mod:`annotation.crowd.panels`
-  -- what the platforms add to the dashboard (``dashboard_panels``);
-- :mod:`annotation.results.selectors` -- judgments, labels and their sources, agreement, gold,
-  rulings (label sensitivity reads the crowd here), each batch's state (the researchers' dashboard);
-- :mod:`annotation.machine.selectors` -- machine runs, calibration, the non-gendered sets by
-  label source;
-- :mod:`annotation.exports.selectors` -- the study's facts every published description states.
-
-Each crowd platform's reads are in its own app (``platforms/<name>/selectors``), above this one.
+The rule for both facades (this one and :mod:`annotation.services`): they are the app's public
+surface for OTHER apps; inside ``annotation``, code imports the sub-domain module that defines a
+name, never a facade. A facade holds exactly the names other apps use.
 """
 
 from annotation.audit.selectors import audit_labels

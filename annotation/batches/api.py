@@ -1,9 +1,5 @@
-"""REST endpoints of a batch and its records (``/api/annotation/batches/`` …).
-
-Researchers (staff) see batches, HITs, every assignment and judgment, agreement and
-exports, and can start publishing, syncing and exports. Annotators reach only their own
-assignments and judgments. Workers are named by pseudonym everywhere.
-"""
+"""REST endpoints of a batch and its records (``/api/annotation/batches/`` …): researchers see and act
+on everything, annotators reach only their own assignments and judgments; workers appear by pseudonym."""
 
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import permissions, status, viewsets
@@ -81,20 +77,14 @@ LIST_FIELDS = frozenset(
 
 
 def batch_form_data(data, *, estimate: bool = False) -> dict:
-    """The request read by its platform's serializer (a 400 naming the field), as the batch form's data.
-
-    The platform's fields come checked and with their defaults filled in; any other field sent
-    (another platform's option) is handed on as sent, so the services refuse it by name rather
-    than drop it unseen.
-    """
+    """The request read by its platform's serializer (a 400 naming the field), as the batch form's data;
+    any other field sent is handed on as sent, so the services refuse it by name rather than drop it."""
     provider = data.get("provider") or "local"
     try:
         provider_option().parse(provider)
     except OptionError as exc:
         raise ValidationError({"provider": [str(exc)]}) from None
     serializer = batch_request_serializer(provider, estimate=estimate)
-    # Another platform's option is refused by name later (the services); the form's own fields (the
-    # gold file) are the form's to read.
     read = checked(serializer, data, also={*all_batch_options(), *BatchForm.base_fields})
     multiple = getattr(data, "getlist", None)
     sent = {key: (multiple(key) if multiple else data[key]) for key in data if key not in serializer().fields}
@@ -106,9 +96,8 @@ def batch_form_data(data, *, estimate: bool = False) -> dict:
 
 
 def _refuse_command_line_option(key: str, value) -> None:
-    """An option of the command line only (``seed``...) sent here: read by its declaration (the one
-    number reader: ``"1_0"``, ``"٣"``, ``1e400`` are a 400 naming it), and refused unless it is the
-    value the page and the API use, rather than dropped unseen (issue 68)."""
+    """An option of the command line only (``seed``...) sent here: read by its declaration and refused
+    (a 400) unless it is the value the page and the API use, rather than dropped unseen."""
     option = (all_batch_options().get(key) or (None, None))[0]
     if option is None or option.on_form:
         return
@@ -160,8 +149,7 @@ class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):
     def progress(self, request, name=None, format=None):
         """HITs published, assignments handed out, submitted, approved and rejected, judgments; the
         batch's answered and expected assignments, gold failures and spend as every page shows them
-        (:func:`annotation.results.selectors.state.batch_state`: a machine-labelled batch's are its crowd
-        batches')."""
+        (a machine-labelled batch's are its crowd batches')."""
         batch = self.get_object()
         progress = batch_progress(batch)
         state = state_selectors.batch_state(batch, progress)
@@ -300,8 +288,7 @@ class JudgmentViewSet(viewsets.ReadOnlyModelViewSet):
     """Staff see every judgment; an annotator sees only their own."""
 
     serializer_class = JudgmentSerializer
-    #: For the schema: the queryset depends on the requester, its model does not.
-    queryset = Judgment.objects.none()
+    queryset = Judgment.objects.none()  # as AssignmentViewSet's
 
     def get_queryset(self):
         queryset = Judgment.objects.select_related("batch_query", "assignment__worker", "assignment__hit__batch")

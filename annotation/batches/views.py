@@ -1,8 +1,5 @@
 """Researchers' pages of a batch: create, follow, publish, sync, cancel, escalate, agreement, export.
-
-Researchers are staff (``core.web.permissions.researcher_required`` on every view); the batch
-list doubles as the annotators' home, which shows them where to start.
-"""
+The batch list doubles as the annotators' home."""
 
 from __future__ import annotations
 
@@ -57,13 +54,9 @@ from genderbias.ranking.defaults import LEVEL_PERCENT
 def batch_list(request: HttpRequest) -> HttpResponse:
     """Researchers see every batch; annotators see where to start."""
     if not request.user.is_staff:
-        return render(request, "annotation/annotator_home.html", _annotator_home(request.user))
+        home = annotator_home(request.user, {"annotator": False, "correctable": None})
+        return render(request, "annotation/annotator_home.html", home)
     return render(request, "annotation/batch_list.html", _batch_table())
-
-
-def _annotator_home(user) -> dict:
-    """An annotator's home: where to start, and the HIT they may still correct (``corrections``)."""
-    return annotator_home(user, {"annotator": False, "correctable": None})  # the in-house platform's
 
 
 def _batch_table() -> dict:
@@ -121,15 +114,14 @@ HITS_PER_PAGE = 50
 @researcher_required
 def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
     batch = get_object_or_404(Batch.objects.select_related("query_set", "pool", "parent"), name=name)
-    # One page of HITs, then their answers counted in SQL for that page's HITs alone: the page's
-    # cost does not grow with the batch (counting in the page's own query grouped every HIT first).
+    # Answers counted for this page's HITs alone: the page's cost does not grow with the batch.
     hits = Paginator(batch.hits.order_by("position"), HITS_PER_PAGE).get_page(request.GET.get("hits"))
-    answered = answered_per_hit([hit.pk for hit in hits])  # the one rule: not rejected, returned or failed
+    answered = answered_per_hit([hit.pk for hit in hits])
     for hit in hits:
         hit.answered = answered.get(hit.pk, 0)
     escalations = list(batch.escalations.select_related("hit"))
     texts = query_texts(batch, {qid for e in escalations for qid in e.disputed})
-    for e in escalations:  # each disputed query with its text (issue 45)
+    for e in escalations:
         e.disputed_queries = [(qid, texts.get(str(qid), "")) for qid in e.disputed]
     return render(
         request,
@@ -144,16 +136,14 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "flags": batch.worker_flags.count(),
             "comparison": _price_comparison(batch),
             "gold_left_out": gold_left_out(batch),
-            "audit": audit_progress(batch),  # the expert audit sample's card (drawn? k of n labelled)
+            "audit": audit_progress(batch),
         }
-        # The platforms' panels (annotation.crowd.panels): Prolific's webhooks, submissions and bonuses, the team's
-        # places no member can take.
         | batch_panels(batch, ("prolific", "submissions", "bonuses", "unfillable")),
     )
 
 
 def _price_comparison(batch: Batch) -> dict | None:
-    """The price the batch's platform shows beside its own, if it declares one (as its live estimate showed it)."""
+    """The price the batch's platform shows beside its own, as its live estimate showed it."""
     if not batch.cost or "hits" not in batch.cost:
         return None
     return price_comparison(batch.provider, batch.reward, batch.assignments_per_query, batch.cost["hits"])
@@ -167,11 +157,8 @@ def batch_live(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _live(batch: Batch) -> dict:
-    """The live part's context (the batch page shows it too): the batch's counts read once
-    (:func:`answer_counts`, kept per change of what they count on SQLite) for the progress, the
-    answers' version and the work that failed its gold questions (listed only when there is any),
-    and what the page shows of the agreement (:func:`agreement_summary`, a few numbers kept per
-    answer version)."""
+    """The live part's context (the batch page shows it too): the counts read once for the progress,
+    the answers' version and the failed gold work, and a few kept numbers of the agreement."""
     counts = answer_counts([batch.pk])
     counted = counts["assignments"]
     progress = batch_progress(batch, counts=counts)
@@ -223,8 +210,7 @@ def batch_cancel(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _count_or(text: str, field: str, default: int | None) -> int | None:
-    """``text`` as an ASCII whole number (:func:`genderbias.numbers.parse_count`), else ``default``
-    (a link's parameter the form then asks for again)."""
+    """``text`` as an ASCII whole number, else ``default`` (the form then asks for it again)."""
     from genderbias.numbers import NumberError, parse_count
 
     try:
@@ -291,20 +277,16 @@ def export_download(request: HttpRequest, pk: int, part: str) -> FileResponse:
 
 @researcher_required
 def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
-    """The agreement report. What depends on the answers alone (the figures, the Dawid-Skene
-    matrices and disagreements, worker quality's figures) is rendered once per answer version and
-    kept for every worker (:func:`cached_for_answers`): the report itself is read only when one of
-    them is missing. Who is blocked or flagged (not an answer) is read at each view; the set-aside
-    table's default view reads the one page it shows, kept in pages (searched or sorted, the
-    whole list)."""
+    """The agreement report. What depends on the answers alone is rendered once per answer version
+    (:func:`cached_for_answers`), the report read only when a part is missing; who is blocked or
+    flagged (not an answer) is read at each view."""
     batch = get_object_or_404(Batch, name=name)
-    answers = BatchAnswers(batch)  # its version reads the counts once (the page shows no progress)
+    answers = BatchAnswers(batch)
 
-    def report() -> dict:  # computed at most once a request: agreement keeps it on ``answers``
+    def report() -> dict:  # at most once a request: agreement keeps it on ``answers``
         return agreement(batch, answers=answers, progress={})
 
-    # Kept under what else they show: the batch's name (in links) and the interval's resamples (the
-    # code's version, templates included, is in every results-cache key: results.selectors.remembered).
+    # Kept under what else they show: the batch's name (in links) and the interval's resamples.
     kept = f"{batch.name}:{settings.AGREEMENT_BOOTSTRAP_RESAMPLES}"
     figures = cached_for_answers(answers, f"agreement-figures:{kept}", lambda: _agreement_figures(batch, report()))
     dawid_skene = cached_for_answers(
@@ -314,7 +296,8 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
             "annotation/_agreement_dawid_skene.html",
             {
                 "batch": batch,
-                "report": report() | {"method_disagreements": _by_qid(report()["method_disagreements"])},
+                "report": report()
+                | {"method_disagreements": natural_sorted(report()["method_disagreements"], lambda r: r["qid"])},
             },
         ),
     )
@@ -332,9 +315,8 @@ def batch_agreement(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _set_aside_table(request: HttpRequest, batch: Batch, answers: BatchAnswers) -> TablePage:
-    """The set-aside table's page. Searched or sorted: :func:`table_page` over the whole list
-    (:func:`set_aside_rows`); otherwise (the default view) the one page asked for, read from the
-    list kept in pages (:class:`SetAsidePages`): the same page, without reading the whole list."""
+    """The set-aside table's page: searched or sorted, :func:`table_page` over the whole list; else the
+    one page asked for, from the list kept in pages (:class:`SetAsidePages`)."""
     text_of = lambda r: f"{r['qid']} {r['query']}"  # noqa: E731
     query = request.GET.get("q", "").strip()[:200]
     sort = request.GET.get("sort", "").strip()
@@ -349,11 +331,8 @@ def _set_aside_table(request: HttpRequest, batch: Batch, answers: BatchAnswers) 
 
 
 def _worker_quality(batch: Batch, answers: BatchAnswers, report) -> list[dict]:
-    """:func:`worker_quality`, its figures kept per answer version (they come from the assignments
-    and the agreement report, which the version covers: 15,000 assignments read at each view
-    of a 50,000-query batch otherwise); who is blocked and flagged is not an answer and is read
-    at each view, as ``worker_quality`` reads it. ``report``: a callable giving the agreement
-    report (read only when the figures are not kept), or the report."""
+    """:func:`worker_quality`, its figures kept per answer version, who is blocked and flagged read at
+    each view. ``report``: the agreement report, or a callable giving it (called only when not kept)."""
     rows = cached_for_answers(
         answers, "worker-quality", lambda: worker_quality(batch, report() if callable(report) else report)
     )
@@ -417,14 +396,6 @@ def _agreement_figures(batch: Batch, report: dict) -> str:
     )
 
 
-def _by_qid(rows: list[dict]) -> list[dict]:
-    return natural_sorted(rows, _qid)
-
-
-def _qid(row: dict) -> str:
-    return row["qid"]
-
-
 def _bar_percent(value: float | None) -> float:
     return min(1.0, max(0.0, value or 0.0)) * 100
 
@@ -440,8 +411,8 @@ SET_ASIDE_SORTS = {
 
 @researcher_required
 def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
-    """Every pseudonymous vote on one query, what majority vote and Dawid-Skene made of them,
-    and the form a researcher settles it with (POST: adjudicate, then back here)."""
+    """Every pseudonymous vote on one query, what majority vote and Dawid-Skene made of them, and the
+    form a researcher settles it with."""
     batch = get_object_or_404(Batch, name=name)
     result = next((r for r in query_results(batch) if r["qid"] == qid), None)
     if result is None:

@@ -1,9 +1,5 @@
-"""``{% inline_script "js/hand_signals.js" %}``: a script of the project's static files written into the page.
-
-For the self-contained HIT page (``annotation/hit.html``): MTurk shows it from its own servers and
-the site may run offline, so it links to no file; its scripts still live, and are linted and read,
-as files of ``static/``.
-"""
+"""``{% inline_script "js/hand_signals.js" %}``: a script of ``static/`` written into the self-contained
+HIT page, which links to no file (MTurk shows it from its own servers)."""
 
 from __future__ import annotations
 
