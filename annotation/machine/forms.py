@@ -6,12 +6,15 @@ from collections.abc import Sequence
 
 from django import forms
 
+from annotation.machine.prelabellers import prelabeller_names
+from annotation.machine.services.calibration import DEFAULT_SAMPLE
 from annotation.machine.services.prelabels import OPENAI_UNCONFIGURED
 from annotation.machine.services.routing import DEFAULT_RISK
 from annotation.models import Batch
 from core.forms import CountField, DecimalNumberField, MoneyField
 from core.selectors import chat_settings
-from core.services.uploads import upload_too_large_message
+from core.services.uploads import keep_upload, upload_too_large_message
+from pooling.models import QuerySet
 
 
 def openai_configured() -> bool:
@@ -52,8 +55,6 @@ class PrelabelForm(forms.Form):
     )
 
     def __init__(self, *args, batch: Batch, too_large: str | None = None, **kwargs) -> None:
-        from annotation.machine.prelabellers import prelabeller_names
-
         super().__init__(*args, **kwargs)
         self.batch = batch
         self.too_large = too_large
@@ -77,8 +78,6 @@ class PrelabelForm(forms.Form):
             self.add_error("train", "name the training data or upload a file, not both")
         elif data.get("train"):
             # Only batches and query sets by name: a path typed into a form would read a file of the server's.
-            from pooling.models import QuerySet
-
             train = data["train"]
             if train.startswith("queries:"):
                 if not QuerySet.objects.filter(name=train.removeprefix("queries:")).exclude(queries__label="").exists():
@@ -93,8 +92,6 @@ class PrelabelForm(forms.Form):
 
     def train_source(self) -> str | None:
         """What ``prelabel_batch(train=...)`` gets: None unless the labeller is ``trained``."""
-        from core.services.uploads import keep_upload
-
         data = self.cleaned_data
         if data["labeller"] != "trained":
             return None
@@ -107,7 +104,11 @@ class CalibrationSampleForm(forms.Form):
     """Draw the blind calibration sample of a machine-labelled batch (and publish it)."""
 
     sample = CountField(
-        min_value=1, max_value=100_000, label="Sample size", help_text="Queries the crowd labels blind."
+        min_value=1,
+        max_value=100_000,
+        initial=DEFAULT_SAMPLE,
+        label="Sample size",
+        help_text="Queries the crowd labels blind.",
     )
     labeller = forms.ChoiceField(
         required=False, help_text="Sample this pre-labeller's labels (default: the latest run)."
@@ -135,10 +136,7 @@ class CalibrationSampleForm(forms.Form):
     publish = forms.BooleanField(required=False, initial=True, help_text="Publish the sample's HITs at once.")
 
     def __init__(self, *args, labellers: Sequence[str] = (), **kwargs) -> None:
-        from annotation.machine.services.calibration import DEFAULT_SAMPLE
-
         super().__init__(*args, **kwargs)
-        self.fields["sample"].initial = DEFAULT_SAMPLE
         self.fields["labeller"].choices = [("", "latest run"), *((name, name) for name in dict.fromkeys(labellers))]
 
 
