@@ -1,13 +1,6 @@
-"""The library's input errors. Pure module (no Django).
-
-- :class:`InputError`: a file's content is wrong. It names the file and the 1-based line,
-  so a person can open the file and fix it.
-- :class:`MeasureError`: a measure written as a string (``ARaB@10``, ``nDCG@10``) that cannot be
-  built; it names the measure and the part at fault (its cutoff, a parameter). Both parsers of
-  measure strings raise it: the bias measures' (:mod:`genderbias.api.notation`) and the
-  effectiveness measures' (:mod:`genderbias.ranking.effectiveness`).
-
-Both are ``ValueError``s. The platform's refusals of a request are its own (``core.errors``).
+"""The library's input errors, both ``ValueError``s: :class:`InputError` names a file's 1-based line so a person
+can fix it; :class:`MeasureError` names a measure string's part at fault (both measure parsers raise it). The
+platform's refusals of a request are its own (``core.errors``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The one vocabulary of gender labels: code, name, category slug and the text workers see.
-
-Every place that names a label takes it from here: the models' choices, aggregation,
-the HIT page, the review pages, exports and the dataset card. The categories and their
-examples follow the SIGIR 2020 study (Rekabsaz & Schedl, Table 2). Pure and light.
+"""The one vocabulary of gender labels (code, name, category slug, the text workers see), from which every place
+that names a label takes it. The categories and examples follow Rekabsaz & Schedl, SIGIR 2020, Table 2. Pure.
 """
 
 from __future__ import annotations

@@ -65,9 +65,8 @@ def measures_for(
     missing: str = "error",
     preset: str | None = None,
 ) -> list:
-    """The library's measures bound to ``texts`` (and CRBO to a ``counterfactual`` run) for ir_measures'
-    ``calc_aggregate`` and PyTerrier: ``measures`` as strings (``"ARaB@10"``), by default the prototypes (give the
-    cutoff with ``@``); ``missing`` and ``preset`` as :func:`calc_aggregate`'s."""
+    """The library's measures (strings such as ``"ARaB@10"``; default: the prototypes) bound to ``texts`` and CRBO to
+    a ``counterfactual`` run, for ir_measures' ``calc_aggregate`` and PyTerrier."""
     source = load_texts(texts, missing)
     chosen = [parse_measure(m) for m in measures] if measures is not None else list(MEASURES.values())
     chosen = with_preset(chosen, preset)
@@ -233,11 +232,9 @@ def iter_calc(
 def calc_aggregate(
     measures: Iterable[str | BiasMeasure], run: Any, texts: Any = None, *, preset: str | None = None, **inputs: Any
 ) -> dict:
-    """``{measure: Figure}``: each measure's mean over the run's queries with a value, as the platform's report,
-    ``.low``/``.high`` its range over the orders of tied documents. ``preset``: :func:`with_preset` (the keys are
-    the measures with what it set). ``inputs``: ``counterfactual`` (CRBO's second run), ``wordlist`` (RaB/ARaB's,
-    default the definitional words), ``representative`` (the others', default the representative words),
-    ``missing`` (``"error"``: ranked documents the texts lack are refused; ``"empty"``: read as no gendered word).
+    """``{measure: Figure}``: each measure's mean over the run's queries with a value, as the platform's report.
+    ``preset``: :func:`with_preset` (the keys are the measures with what it set). ``inputs``: ``counterfactual``
+    (CRBO's second run), ``wordlist`` (RaB/ARaB's), ``representative`` (the others'), ``missing`` (:class:`Texts`).
     """
     measures = {str(m): m for m in with_preset(measures, preset)}
     table = per_query(measures.values(), run, texts, **inputs)

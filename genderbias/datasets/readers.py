@@ -93,13 +93,9 @@ _GENDER_TYPOS = {"botrh": "both"}
 
 
 def read_grep_biasir(folder: Path) -> SetContents:
-    """Grep-BiasIR's queries (with their category) and documents (with relevance and wording).
-
-    ``content_gender`` F/M/N is the wording; ``both`` (the document names both genders) is no
-    wording: the document is kept, with ``wording`` empty, and noted (its case lacks a wording,
-    so variant preference counts it incomplete); ``botrh`` is read as ``both`` and noted. A
-    document of a query ``queries.csv`` lacks, a repeated ``d_id`` or a relevance other than 0
-    or 1 is noted and left out.
+    """Grep-BiasIR's queries (with their category) and documents (with relevance and wording: ``content_gender``
+    F/M/N). A ``both`` (or ``botrh``) document is kept without a wording, so variant preference counts its case
+    incomplete; a document of an unknown query, a repeated ``d_id`` or a relevance not 0/1 is left out; all noted.
     """
     notes = Notes()
     queries: list[NamedQuery] = []
@@ -185,13 +181,9 @@ def _category(value: str) -> tuple[str, str]:
 
 
 def read_cpjku(path: Path) -> SetContents:
-    """CPJKU's annotated bias-sensitive queries (``QID, Query, Categories, Domains, …`` TSV).
-
-    Categories are comma-separated; each is matched to :data:`CPJKU_CATEGORIES` (typos and
-    capitalisation repaired and noted; an unknown one noted and left out); a query without a
-    category is kept with none, and noted. A Domains cell's comma inside parentheses is one
-    domain's, not a separator (noted where it occurs).
-    """
+    """CPJKU's annotated bias-sensitive queries (``QID, Query, Categories, Domains, …`` TSV), categories matched to
+    :data:`CPJKU_CATEGORIES`; each known fault repaired or set aside and noted (docs/metrics.md, "The field's data
+    sets by name")."""
     notes = Notes()
     queries: list[NamedQuery] = []
     seen: set[str] = set()

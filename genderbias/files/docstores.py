@@ -190,8 +190,7 @@ def _lines_at_gzip(path: Path, wanted: list[tuple[int, str]]) -> list[bytes | No
 
 
 def read_texts(store: Any, docids: Iterable[str] | pl.Series, batch: int = 50_000) -> pl.DataFrame:
-    """``docid, text`` of those of ``docids`` that ``store`` holds, asked ``batch`` at a time (module docstring).
-    A document is an ir_datasets record (its ``text``, else ``default_text()``) or a string."""
+    """``docid, text`` of those of ``docids`` that ``store`` holds, asked ``batch`` at a time."""
     import polars as pl
 
     wanted = pl.Series("docid", docids, dtype=pl.String).unique(maintain_order=True).to_list()

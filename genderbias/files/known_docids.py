@@ -19,12 +19,9 @@ KNOWN_INDEX_SOURCE = "pooling.known_docids.source"
 
 
 class KnownDocids:
-    """A collection's docids, for checking which of a run's docids it holds.
-
-    Built once (each docid beside its 8-byte hash, sorted by hash) and shared by every run read in one process: a
-    check sorts the run's docids by hash, merges the two frames and compares the strings of the pairs found, so
-    the answer is exact. ``docids`` may be a function, read at the first check, so a command that finds every run
-    imported never reads the collection.
+    """A collection's docids, for checking which of a run's docids it holds: built once (docids sorted by 8-byte
+    hash) and merged with each run's, the strings of the pairs found compared, so the answer is exact. ``docids``
+    may be a function, read at the first check (a command that finds every run imported never reads them).
 
     ``saved``: a file keeping the sorted index between processes (one command per run; timings:
     docs/benchmarks.md); used only if it carries the same ``source`` (the collection's content hash and size) and

@@ -174,10 +174,8 @@ def _fields(path: Path, number: int, line: str, delimiter: str) -> list[str]:
 
 
 def detect_table(path: str | Path, first_line: str, number: int = 1) -> QueryTable:
-    """How a file is laid out, from its name and first non-blank line: TSV with a tab, else CSV with a comma or a
-    ``.csv`` name. The line is a header when it names a query id and a query column (:func:`guess_columns`);
-    otherwise id, query, and a last column read as a label when the vocabulary knows it (``986563,text,m``).
-    """
+    """How a file is laid out, from its name and first non-blank line: TSV with a tab, else CSV; a header when it
+    names a query id and a query column, else id, query and a last column read as a label when it is one."""
     path = Path(path)
     line = first_line.rstrip("\r\n")
     delimiter = (
@@ -249,9 +247,8 @@ def read_query_table(
     skipped: Skipped | None = None,
 ) -> tuple[list[tuple[str, str, str]], QueryTable]:
     """``(qid, query, label code)`` in file order (``""`` when unlabelled) and the table read, from a query file of
-    any layout :func:`detect_table` knows; ``chosen``: the user's columns (:func:`with_columns`), else the guessed.
-    :func:`read_queries`' rules hold, and a label the vocabulary (:mod:`genderbias.labels`) does not know is a bad
-    line naming the value and what is accepted.
+    any layout :func:`detect_table` knows (``chosen``: :func:`with_columns`); :func:`read_queries`' rules hold, and
+    an unknown label is a bad line.
     """
     path = Path(path)
     table = first_table(path)

@@ -196,13 +196,10 @@ def read_run(
     run_format: str = "auto",
     scanned: Callable[[], RunFileBytes] | None = None,
 ) -> RunTable:
-    """Read a TREC run (``qid Q0 docid rank score tag``) or an MS MARCO run (``qid docid rank``), any whitespace;
-    ``run_format``: one of :data:`RUN_FORMATS`.
-
-    A query's interleaved lines are gathered at its first appearance (as trec_eval does), in file order.
-    ``order="score"`` ranks by score descending, ties by docid descending (trec_eval's rule); ``"file"`` keeps the
-    file's order, as the reference notebooks did. Workers may split the two steps (:func:`parse_run_lines` on byte
-    ranges, then one :func:`finish_run`). ``scanned``: the file's :func:`scan_run_bytes`, if made beside.
+    """Read a TREC (``qid Q0 docid rank score tag``) or MS MARCO (``qid docid rank``) run, any whitespace; a query's
+    interleaved lines gathered at its first appearance, as trec_eval does. ``order="score"``: by score, ties by
+    docid descending (trec_eval's rule); ``"file"``: the file's order, as the reference notebooks read it. Workers
+    may split the two steps (:func:`parse_run_lines` on byte ranges, then :func:`finish_run`).
     """
     path, run_format = check_run_file(path, order, run_format)
     fields = parse_run_lines(path, run_format, known_docids, skipped, scanned=scanned)
@@ -252,9 +249,8 @@ _REGULAR_TYPES = {"qid": pl.String, "q0": pl.String, "docid": pl.String, "rank":
 
 @dataclass(frozen=True)
 class RunFileBytes:
-    """What one pass over a run file's bytes tells: its SHA-256 (its name in the cache) and what the
-    columnar reader cannot see (:func:`read_regular_run`): its lines, counted with blank ones, whether a
-    carriage return is in it, and whether it is ASCII with no whitespace but the space and the newline."""
+    """One pass over a run file's bytes: its SHA-256 (its cache name) and what the columnar reader cannot see: its
+    lines with blank ones, a carriage return, whether it is ASCII without other whitespace than space and newline."""
 
     sha256: str
     lines: int

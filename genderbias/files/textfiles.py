@@ -236,9 +236,8 @@ def open_binary(path: str | Path) -> Iterator[BinaryIO]:
 
 
 def open_regular(path: str | Path) -> BinaryIO:
-    """``path`` opened for reading bytes if it is a regular file with one name (checked on the open file): the
-    one check of files that must be what their path says (bundles by reference, a Zenodo deposit). A link is refused,
-    not followed (``O_NOFOLLOW``: one swapped in after a listing is refused when opened), a FIFO not waited on."""
+    """``path`` opened for reading bytes if it is a regular file with one name (checked on the open file, so a link
+    swapped in after a listing is refused, never followed, and a FIFO never waited on)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         descriptor = os.open(path, flags)
@@ -305,9 +304,8 @@ def decode_utf8(path: Path, data: bytes, first_line: int) -> str:
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines as the other readers count them: split on ``\\n`` only (``str.splitlines`` also
-    splits on U+2028, U+0085 and other characters that occur inside real queries), with a
-    trailing ``\\r`` dropped."""
+    """Lines as the other readers count them: split on ``\\n`` only (``str.splitlines`` also splits on U+2028 and
+    U+0085, which occur inside real queries), a trailing ``\\r`` dropped."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -72,11 +72,8 @@ def alt_test(
     min_annotators: int = MIN_ANNOTATORS,
     sample_size: int | None = None,
 ) -> AltTestResult:
-    """Run the alt-test of ``machine`` (item id -> label) against ``humans`` (annotator id -> {item id -> label}).
-
-    Annotators with fewer than ``min_items`` usable items are listed in ``excluded``. ``sample_size``: the
-    sample the items come from (default: the items in the test), over which ``needed_sample``'s rates are taken.
-    """
+    """The alt-test of ``machine`` (item id -> label) against ``humans`` (annotator id -> {item id -> label});
+    ``sample_size``: the sample the items come from (default: the test's items), for ``needed_sample``."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     if min_items < 2:

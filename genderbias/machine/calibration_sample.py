@@ -22,13 +22,9 @@ class Stratum:
 
 
 def random_sample(qids: Collection[str], n: int, *, seed: int, exclude: Collection[str] = ()) -> list[str]:
-    """A simple random sample without replacement of ``n`` of ``qids`` (``exclude`` left out), in draw order;
-    fewer when fewer are left.
-
-    One permutation of the sorted ``qids`` ∪ ``exclude`` from ``seed``, read from the front skipping the excluded:
-    an extension with the *same* seed and the earlier draws in ``exclude`` takes the next ``n``, so all draws
-    together are a prefix of one uniformly random permutation (a new ``choice`` over the queries left would pick
-    the first draw's neighbours in qid order: not a random sample).
+    """A simple random sample without replacement of ``n`` of ``qids`` (``exclude`` left out), in draw order: one
+    permutation of the sorted ``qids`` ∪ ``exclude`` from ``seed`` read from the front, so an extension (same seed,
+    earlier draws in ``exclude``) takes the next ``n`` and all draws are a prefix of one random permutation.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")

@@ -63,13 +63,10 @@ def certify_cascade(
     max_candidates: int = MAX_CANDIDATES,
     floors: Sequence[float | None] | None = None,
 ) -> Cascade:
-    """The cascade on one blind sample (module docstring).
-
-    ``confidence`` ``[m, N]``: labeller i's confidence of each routable query (NaN: no label); ``correct``
-    ``[m, N]``: whether its label equals the reference (read on sample items only); ``sample``: population indices
-    in draw order, the first ``planned`` the first draw (default: all). ``floors``: per labeller, the lowest
-    confidence it may keep (None: any). A stage whose test fails at a level has read that level's sample queries,
-    so what lies between goes to the crowd; a floor (``rules:0.8``) lets a coarse labeller pass the rest on unread.
+    """The cascade on one blind sample. ``confidence`` ``[m, N]``: labeller i's confidence per routable query (NaN:
+    no label); ``correct`` ``[m, N]``: its label equals the reference (read on sample items only); ``sample``: draw
+    order, the first ``planned`` the first draw. ``floors``: per labeller, the lowest confidence it may keep, so a
+    coarse labeller (``rules:0.8``) passes what lies below on unread.
     """
     conf = np.asarray(confidence, dtype=float)
     right = np.asarray(correct, dtype=bool)

@@ -140,14 +140,10 @@ def candidate_thresholds(
     max_candidates: int = MAX_CANDIDATES,
     extendable: bool = True,
 ) -> np.ndarray:
-    """The thresholds to test, most confident first, fixed before any label is seen.
-
-    From the population's confidences, ``planned`` and the rule's parameters only, so the sequence is the same
-    however the sample falls and however often it is extended. The grid: every distinct confidence, or the
-    confidences at the 1/k, …, 1 quantiles from the top when more than ``max_candidates``; it starts at the
-    first accepted set expected to hold :data:`START_FACTOR` × :func:`perfect_record` sample items (a smaller
-    one cannot pass, and its failure would stop every lower one) and always includes the lowest threshold.
-    Confidences are compared rounded (:func:`tied`), so a threshold never splits a tie.
+    """The thresholds to test, most confident first, from the population's confidences, ``planned`` and the rule's
+    parameters only (so the same however the sample falls): every distinct confidence (at most ``max_candidates``,
+    else population quantiles), from the first accepted set expected to hold :data:`START_FACTOR` ×
+    :func:`perfect_record` sample items (a smaller one cannot pass and would stop every lower one) to the lowest.
     """
     c = np.sort(tied(population_confidence))[::-1]
     if len(c) == 0:
@@ -190,13 +186,10 @@ def certify_threshold(
     pending: int = 0,
     extendable: bool = True,
 ) -> Certification:
-    """The lowest threshold certified by fixed-sequence testing (module docstring).
-
-    ``sample_confidence``/``sample_correct``: the blind sample *in draw order* (unlabelled = not correct);
-    ``population_confidence``: every routable query's, sample included; ``planned``: the first draw's size
-    (default: the sample's). While ``pending`` sample items await the crowd nothing is certified (the tests
-    are still shown). ``extendable=False``: drawn whole, all of δ on the exact test, and more sample queries
-    cannot help.
+    """The lowest threshold certified by fixed-sequence testing. ``sample_confidence``/``sample_correct``: the blind
+    sample *in draw order* (unlabelled = not correct); ``population_confidence``: every routable query's, sample
+    included; ``planned``: the first draw's size (default: the sample's). While ``pending`` sample items await the
+    crowd nothing is certified. ``extendable=False``: drawn whole, so more sample queries cannot help.
     """
     if not 0 < target <= 1:
         raise ValueError(f"target must be in (0, 1], got {target}")

@@ -1,41 +1,20 @@
 """Label-corrected figures of a batch from predicted labels and an expert audit sample (PPI++): a class's
-share, a run's mean over a class's queries, and the paired difference of two runs there. One machinery for
-a machine's labels and for the crowd's (its aggregated label as the prediction).
+share, a run's mean over a class's queries, and the paired difference of two runs there, for a machine's labels
+and for the crowd's alike (docs/quality.md, "Audit samples"). Pure; ``ppi_py`` is the tests' reference.
 
-Pure numpy and scipy; ``ppi_py`` is the reference the tests compare with (not imported here).
+The predicted figure is precise but biased (a crowd's errors shared on hard queries no crowd model corrects),
+the audit's unbiased but noisy. Prediction-powered inference (Angelopoulos, Bates, Fannjiang, Jordan & Zrnic,
+Science 2023) combines them, PPI++ (Angelopoulos, Duchi & Zrnic, arXiv 2311.01453) tunes λ, the trust in the
+prediction (1: classic PPI, 0: the audit alone; default: the λ in [0, 1] of least estimated variance). The
+interval rests only on the audit being random; the unlabelled set is the *whole* batch, so the estimand is this
+batch's figure. Weights ``w = N_s/n_s`` of a stratified audit give the (conservative) stratified estimate.
 
-Every query has a predicted label; an expert labels a random sample blind to them. The predicted figure is
-precise but biased (errors are not symmetric, and a crowd's errors shared on hard queries no crowd model
-corrects); the sample's is unbiased but noisy. Prediction-powered inference (Angelopoulos, Bates, Fannjiang,
-Jordan & Zrnic, Science 2023) combines them, and PPI++ (Angelopoulos, Duchi & Zrnic, arXiv 2311.01453, 2023)
-tunes how much to trust the prediction. The interval rests only on the sample being random.
-
-Shares
-------
-For a category ``k``, ``Y = 1[human == k]`` (on the n sample queries), ``Ŷ = 1[machine == k]`` (on all N)::
-
-    θ̂_λ = mean_batch(λ Ŷ) + mean_w(Y − λ Ŷ)
-    se² = var(λ Ŷ over the batch) / N + var(w̃ (Y − λ Ŷ) over the sample) / n   (the latter floored: below)
-    CI  = θ̂_λ ± z_{1−α/2} · se          (clamped to [0, 1], as is θ̂)
-
-with population variances and ``w̃ = w · n / Σw``, as ``ppi_py.ppi_mean_ci``. ``λ = 1`` is classic PPI,
-``λ = 0`` the sample alone; by default λ in [0, 1] minimises the estimated variance (PPI++). The unlabelled
-set is the *whole* batch, so the estimand is this batch's share even for a disproportionate sample.
-
-Weights ``w = N_s/n_s`` of a sample stratified by machine label turn the rectifier into the stratified
-(Hájek) mean, unbiased for the batch; ``ppi_py``'s standard error treats the terms as independent draws,
-so under stratified sampling without replacement the interval is conservative.
-
-Class means and paired differences: one moment condition, its test inverted
----------------------------------------------------------------------------
 Every figure is the root θ of E[A − θ B] = 0 over the true labels T: a share of class c has ``A = 1[T = c]``,
-``B = 1``; a run's mean over class c ``A = v · 1[T = c]``, ``B = 1[T = c]``; a paired difference is that mean
-of two runs' per-query difference. The prediction P stands in for T (``Â = v · 1[P = c]``, ``B̂ = 1[P = c]``;
-no prediction: 0). ``ppi_mean_ci`` on ``Y_θ = A − θ B`` is a test of θ; the interval is every θ it does not
-reject (inverted as Fieller's is), their hull found on a grid of :data:`GRID` points a side and by Brent's
-method; the estimate is the root of the test's centre (:class:`_Moments` holds the sums, quadratic in θ). For
-a share this is ``ppi_mean_ci``'s interval exactly. The delta method under-covers with small audits, so it is
-not used. The interval is clamped to the values' range. Coverage: docs/quality.md, "Audit samples".
+``B = 1``; a run's mean over class c ``A = v · 1[T = c]``, ``B = 1[T = c]``; a paired difference is that mean of
+the per-query difference. The prediction stands in for T in Â, B̂. ``ppi_py.ppi_mean_ci`` on ``Y_θ = A − θ B`` is
+a test of θ; the interval is every θ it does not reject (inverted as Fieller's is: the delta method under-covers
+small audits), found on a grid of :data:`GRID` points a side and by Brent's method, clamped to the values' range;
+the estimate is the root of the test's centre. For a share this is ``ppi_mean_ci``'s interval exactly.
 
 Small audits (issue 81). A class mean's variance and λ rest on the audit's members of the class: its quantile
 is Student's t with (members − 1) degrees of freedom. A share's rectifier variance is floored at
@@ -76,12 +55,10 @@ def category_proportions(
     alpha: float = ALPHA,
     lam: float | None = None,
 ) -> dict[str, dict]:
-    """Share of each category in the whole batch: :func:`audit_share` per label, the sample first in the batch.
-
-    human / machine_sample: the labelled sample, in the same order; machine_rest: the machine labels of the
-    other queries. weights: per sample query, its inverse inclusion probability (:func:`stratified_weights`;
-    ``None``: a simple random sample). lam: ``None`` tunes λ (PPI++), 1 is classic PPI, 0 ignores the machine.
-    Keys as :func:`audit_share`, ``predicted_only`` named ``machine_only``.
+    """Share of each category in the whole batch: :func:`audit_share` per label (``predicted_only`` named
+    ``machine_only``). human / machine_sample: the labelled sample, in one order; machine_rest: the other queries'
+    machine labels. weights: inverse inclusion probabilities (:func:`stratified_weights`; ``None``: simple random).
+    lam: ``None`` tunes λ (PPI++), 1 is classic PPI, 0 ignores the machine.
     """
     labels = _validate_labels(labels)
     _validate(human, machine_sample, machine_rest, labels, alpha, lam)

@@ -68,13 +68,10 @@ def simulate_path(
     progress: Callable[[int], None] | None = None,
     floors: Sequence[float | None] | None = None,
 ) -> Forecast:
-    """Redraw the machine path (module docstring).
-
-    ``truth`` ``[N]``: label indices of the routable queries; ``machine_labels``/``machine_confidence`` ``[m, N]``,
-    one row per labeller of the cascade in order (−1 and NaN: no label); ``sample_of(r)``: redraw r's blind sample,
-    population indices in draw order (as ``calibrate --seed r`` draws it). One labeller with ``extendable`` splits δ
-    with the betting test; otherwise every stage spends its share on the exact test. ``crowd`` None: the true labels
-    are the crowd's. ``floors``: per labeller (:func:`.cascade_statistics.certify_cascade`).
+    """Redraw the machine path. ``truth`` ``[N]``: the routable queries' label indices; ``machine_labels`` and
+    ``machine_confidence`` ``[m, N]``, a row per labeller in cascade order (−1 and NaN: no label); ``sample_of(r)``:
+    redraw r's blind sample in draw order (as ``calibrate --seed r``). ``extendable`` applies to one labeller;
+    ``crowd`` None: the true labels are the crowd's; ``floors``: :func:`.cascade_statistics.certify_cascade`'s.
     """
     truth = np.asarray(truth, dtype=int)
     labels = np.atleast_2d(np.asarray(machine_labels, dtype=int))

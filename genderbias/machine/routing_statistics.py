@@ -178,10 +178,8 @@ def split_by_threshold(
     cost_per_query: Decimal | None = None,
     budget: Decimal | None = None,
 ) -> RoutingSplit:
-    """qid -> confidence of the whole batch split at ``threshold`` (None: nothing accepted); ``exclude`` (already
-    human-labelled, e.g. the calibration sample) go nowhere. With a budget, only floor(budget / cost_per_query) of
-    the below-threshold queries go to people, lowest confidence first (ties by qid): those machine labels are the
-    likeliest wrong, so people's work corrects the most errors per unit of money.
+    """The batch's qid -> confidence split at ``threshold`` (None: nothing accepted), ``exclude`` (already labelled)
+    going nowhere; a budget sends people the lowest confidences first (ties by qid), the likeliest wrong labels.
     """
     affordable = _affordable(cost_per_query, budget)
     excluded = set(exclude)

@@ -133,11 +133,8 @@ def pool_provenance(
 def rank_bias_with_ties(
     frames: Mapping[str, pl.DataFrame], counts: pl.DataFrame, cutoff: int, magnitude: str, ties: str
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, tuple[float, float]]]]:
-    """RaB@``cutoff`` of every query of every run as a report computes it (ties ordered by ``ties``), and each
-    query's range over the orders of its ties where one moves it: (run → qid → RaB, run → qid → (low, high)).
-
-    ``frames``: each run's ``qid, docid, rank, score`` down to the cutoff and through its ties
-    (``pooling.selectors.top_rankings(..., through_ties=True)``); ``counts``: ``docid, f, m`` (RaB needs no length).
+    """(run → qid → RaB@``cutoff`` as a report computes it, run → qid → (low, high) where an order of ties moves it)
+    from each run's ``qid, docid, rank, score`` down to the cutoff through its ties and ``counts`` ``docid, f, m``.
     """
 
     if "length" not in counts.columns:

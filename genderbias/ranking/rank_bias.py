@@ -61,8 +61,7 @@ def rank_bias_columns(
 def rank_bias_columns_by_run(
     runs: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoffs: Sequence[int]
 ) -> dict[str, tuple[list[str], dict[str, np.ndarray]]]:
-    """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), the same values: the magnitudes are
-    joined to all runs at once (one hash table of the passages), each run's matrix filled in numpy."""
+    """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), joined to the magnitudes at once."""
     depth = _depth(cutoffs)
     if not runs:
         return {}

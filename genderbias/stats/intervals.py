@@ -1,24 +1,15 @@
 """Bootstrap interval constructions: the one place that turns bootstrap draws into an interval for the
 label-based figures (:mod:`genderbias.crowd.label_uncertainty`, :mod:`genderbias.crowd.reliability`) and says
-which construction they use (:data:`LABEL_INTERVAL`).
+which construction they use (:data:`LABEL_INTERVAL`). Pure. The constructions, compared by simulated coverage:
+docs/metrics.md, "Interval constructions compared", and docs/quality.md, "Too sure, and by how much".
 
-Pure. With θ̂ the estimate, θ*_b the B draws (NaN left out), q(p) their p-quantile, α = (1 − level)/2, z_p = Φ⁻¹(p):
-
-- ``percentile``: [q(α), q(1 − α)]; ``basic``: [2θ̂ − q(1 − α), 2θ̂ − q(α)]; ``normal``: θ̂ ± z_{1−α}·sd(θ*);
-- ``bc`` (Efron 1981/1987): z₀ = Φ⁻¹(share of draws below θ̂, ties half); [q(Φ(2z₀ + z_α)), q(Φ(2z₀ + z_{1−α}))]:
-  draws above the estimate say it overshoots, and the interval moves down by about twice that shift;
-- ``bca`` (Efron 1987; Efron & Tibshirani 1993, §14.3): q(Φ(z₀ + (z₀ + z_p)/(1 − a(z₀ + z_p)))), the acceleration
-  a from a delete-a-group jackknife over the queries (:func:`jackknife_weights`, :func:`acceleration`);
-- ``crossed``, ``crossed_net`` (and ``_normal`` forms): the percentile (normal) interval of draws widened by the
-  **workers' variance component** (:func:`extra_variance`, :func:`widen`). The bootstrap resamples queries with
-  their answers but never redraws the workers, whose fitted confusion matrices' error is in every query they
-  answered: a crossed design (queries × workers; Owen 2007), estimated by a delete-a-group jackknife over workers.
-
-:data:`LABEL_INTERVAL` is chosen by simulated coverage, all constructions computed paired from the same draws
-(``manage.py crowd_coverage``; docs/metrics.md, "Interval constructions compared"; docs/quality.md, "Too sure,
-and by how much"). BC, BCa and basic move the interval against the draws' shift over the estimate, wrong when
-the estimate is unbiased; none of the first five widens draws that spread less than the estimate varies between
-studies; ``crossed_net`` fell short with issue 58's crowd model, so ``crossed`` is the product's.
+``percentile``, ``basic``, ``normal``, ``bc`` and ``bca`` (Efron 1987; Efron & Tibshirani 1993, §14.3: the
+acceleration from a delete-a-group jackknife over the queries) are the textbook's. ``crossed`` and ``crossed_net``
+(and their ``_normal`` forms) widen the draws by the **workers' variance component** (:func:`extra_variance`,
+:func:`widen`): the bootstrap resamples queries with their answers but never redraws the workers, whose fitted
+confusion matrices' error is in every query they answered (a crossed design, Owen 2007). Only the crossed ones
+widen draws that spread less than the estimate varies between studies, and ``crossed_net`` fell short with issue
+58's crowd model, so ``crossed`` is the product's.
 """
 
 from __future__ import annotations

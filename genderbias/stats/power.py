@@ -102,10 +102,9 @@ def _centred(differences: Sequence[float]):
 
 
 def _prefix_statistics(centred, draws: int, seed: int, stream: int):
-    """The simulated studies of one stream (module docstring), a piece at a time: ``(start, stop, sizes, means,
-    variances)`` for studies ``start:stop`` at sizes n = ``sizes``, each study's mean and variance (ddof 1; NaN at
-    n = 1) of its first n centred differences; sums are taken from the study's first value, so the variance is
-    exactly 0 when the first n are all equal."""
+    """One stream's simulated studies a piece at a time: ``(start, stop, sizes, means, variances)``, each study's
+    mean and variance (ddof 1) of its first n centred differences, summed from its first value (so exactly 0 when
+    they are all equal)."""
     import itertools
 
     import numpy as np

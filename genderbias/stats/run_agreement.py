@@ -80,8 +80,8 @@ def compare_sets(
     level: float = LEVEL,
 ) -> dict:
     """Each set's ranking of ``systems`` and τ between every two sets, with bootstrap intervals, as plain JSON:
-    ``sets`` (per set: ``name``, ``queries``, ``left_out``, ``order``, ``runs``: each system's ``mean``, ``ci``,
-    ``rank``), ``pairs`` (``a``, ``b``, ``tau``, ``ci``, ``draws_below_zero``) and ``mean_tau`` over pairs."""
+    ``sets`` (``name, queries, left_out, order, runs``: each system's ``mean, ci, rank``), ``pairs`` (``a, b, tau,
+    ci, draws_below_zero``) and ``mean_tau``."""
     if len(sets) < 2:
         raise ValueError("compare at least two sets")
     if len(systems) < 2:

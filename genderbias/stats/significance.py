@@ -130,9 +130,8 @@ KEYS = ["metric", "variant", "cutoff"]
 
 
 def against_baseline(wide: dict[str, pd.DataFrame], baseline: str) -> dict[tuple, tuple[float | None, float | None]]:
-    """Every comparison with ``baseline`` under :data:`POLICY`: ``{(run, metric, variant, cutoff): (p_raw,
-    p_adjusted)}`` for every other run and column both have; ``wide``: per run, queries × columns (NaN: no value).
-    The one place such p-values are made, so a comparison has one p-value wherever it is shown."""
+    """``{(run, metric, variant, cutoff): (p_raw, p_adjusted)}`` against ``baseline`` under :data:`POLICY` for
+    every other run and column both have; ``wide``: per run, queries × columns (NaN: no value)."""
     if baseline not in wide:
         return {}
     families: dict[tuple, list[tuple[str, float | None]]] = {}

@@ -29,12 +29,9 @@ def _alternation(words: Iterable[str]) -> str:
 
 
 def count_expressions(wordlist: GenderWords, tokenizer: str, lengths: bool = True) -> list[pl.Expr]:
-    """Polars expressions giving ``f``, ``m``, ``length`` over the columns :func:`count_frame` adds.
-
-    ``whitespace``: tokens are ``text.split(" ")``; in the text padded with a space each side, `` word `` occurs
-    exactly at the tokens equal to ``word``, found by one Aho-Corasick pass, overlapping ones included
-    (``matches``). ``words``: in ``separated`` (:func:`separated_words`) every token sits between its own two
-    spaces, so `` (?:w1|w2…) `` counts them (the Rust regex engine has no look-around).
+    """Polars expressions giving ``f``, ``m``, ``length`` over the columns :func:`count_frame` adds: ``whitespace``
+    counts the `` word `` occurrences of the space-padded text (one Aho-Corasick pass, overlaps included);
+    ``words`` counts `` (?:w1|w2…) `` in :func:`separated_words` (the Rust regex engine has no look-around).
     """
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")

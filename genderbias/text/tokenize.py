@@ -5,10 +5,9 @@
 - ``words`` (default): lower-cased maximal runs of word characters, the Unicode categories in
   :data:`WORD_CATEGORIES` (letters, marks, numbers, ``_``).
 
-Invariant: :func:`word_character` is the one definition of a word character, an explicit class of ``\\UXXXXXXXX``
-escapes that Python's ``re`` and polars' Rust engine read identically. ``\\w`` is used nowhere: the engines
-disagree on marks (``"İ".lower()`` was two tokens in one and one in the other) and each has its own Unicode
-version. Marks belong to their letter (decomposed ``"café"`` is one word), so they are word characters.
+Invariant: :func:`word_character` is the one definition of a word character, ``\\UXXXXXXXX`` escapes that
+Python's ``re`` and polars' Rust engine read identically; ``\\w`` is used nowhere, as the engines disagree on
+marks, which belong to their letter (decomposed ``"café"`` is one word).
 """
 
 from __future__ import annotations
