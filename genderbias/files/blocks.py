@@ -117,9 +117,8 @@ def iter_blocks(
             raise ValueError(f"{path}: a gzipped file cannot be read from the middle")
         file.seek(start)
         remaining = None if end is None else end - start
-        # A plain file's blocks are its bytes: they are hashed on a second thread (hashlib lets
-        # go of the GIL), beside the parsing of the block before (a gzipped file's compressed
-        # bytes are hashed as they are read).
+        # A plain file's blocks are hashed on a second thread (hashlib lets go of the GIL) beside the parsing of
+        # the block before; a gzipped file's compressed bytes as they are read.
         hasher = _BlockHasher(digest) if digest is not None and not gzipped else None
         raw = _HashingReader(file, None if hasher else digest)
         buffered = io.BufferedReader(raw, buffer_size=1024 * 1024)

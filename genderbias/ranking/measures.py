@@ -334,9 +334,7 @@ def evaluate(
     progress: Callable[[str, int, int], None] | None = None,
     **settings,
 ) -> Evaluation:
-    """Every measure of every run over ``qids`` (default: the runs' queries), summarised: the one pipeline of a
-    report, read by :func:`genderbias.api.calc.calc_aggregate`.
-
+    """Every measure of every run over ``qids`` (default: the runs' queries), summarised: a report's one pipeline.
     Bias figures by :func:`figures` (``settings``: its keywords); with ``qrels`` also the effectiveness
     ``measures`` (variant ``judged_by``), every asked query a row. The summary over ``in_set`` (default: all):
     :func:`significance.summarise` (``samples``, ``baseline``) and :func:`tie_summary`; with a label model

@@ -1,10 +1,8 @@
 """A run's top documents with their word counts as dense ``[queries × depth]`` matrices: the input of every measure.
 
-Pure. Every measure is computed from these matrices and cumulative sums along the ranks: one pass per run, no
-Python loop per query. Inputs: ``run``, ``qid, docid, rank`` (``genderbias.files.runs.read_run``), limited to the
-queries of interest, its documents ranked ≤ the largest cutoff renumbered 1, 2, … (closing gaps); ``counts``,
-``docid, f, m, length`` (``genderbias.text.magnitudes.document_counts``) under one word list and tokenizer. A
-document missing from ``counts`` has no gendered word and length 0.
+Pure; one pass of cumulative sums per run, no Python loop per query. Inputs: ``run`` (``qid, docid, rank``), its
+documents ranked ≤ the largest cutoff renumbered 1, 2, …; ``counts`` (``docid, f, m, length``) under one word list
+and tokenizer, a document missing from them having no gendered word and length 0.
 
 Tied documents are ordered by ``ties`` (:mod:`genderbias.ranking.ties`): under ``tie-aware`` (default) every
 figure is its expectation over all orders of each tie group, with its range over them (``name:low``,
