@@ -12,10 +12,8 @@ from annotation.crowd.team_text import team_needs
 _WAITS_SHOWN = 10
 
 
-def sample_waits_text(plan_or_state: Any) -> list[str]:
-    """The sample's wait in sentences: how many sample queries, on which HITs, and why."""
-    waits = plan_or_state["waits"] if isinstance(plan_or_state, dict) else plan_or_state.waiting
-    awaiting = len(plan_or_state["pending"]) if isinstance(plan_or_state, dict) else plan_or_state.awaiting_votes
+def sample_waits_text(waits: list[dict[str, Any]], awaiting: int) -> list[str]:
+    """The sample's wait in sentences: ``awaiting`` sample queries, on which HITs (``waits``), and why."""
     if not awaiting:
         return []
     hits = [w for w in waits if w["hit"] is not None]
@@ -43,7 +41,7 @@ def sample_waits_text(plan_or_state: Any) -> list[str]:
 
 def plan_summary(plan: Any) -> list[str]:
     """The plan in sentences: what the sample waits for, then where every query goes."""
-    lines = sample_waits_text(plan)
+    lines = sample_waits_text(plan.waiting, plan.awaiting_votes)
     for stage in plan.stages:
         floor = "" if stage["floor"] is None else f", floor {stage['floor']:g}"
         at = "keeps nothing" if stage["threshold"] is None else f"threshold {stage['threshold']:.3f}"

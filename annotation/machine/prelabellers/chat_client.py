@@ -91,13 +91,10 @@ class ChatClient:
     """An OpenAI-compatible endpoint at ``base_url`` (``.../v1/``); ``sleep`` injectable for tests.
 
     ``timeout`` bounds each attempt's reads, ``deadline`` one query's call in all (retries included),
-    ``max_bytes`` an answer's size (:mod:`core.http`); ``top_logprobs`` (0 to 20) alternatives are asked
-    at each token. What a server refuses is asked otherwise and remembered for the client's life (the
-    connection's jobs share it): log-probabilities (``logprobs_refused``), the cap's field
-    (``token_limit_switched``), ``n`` above a bound (``n_max``). A server that ignores ``n``
-    (``n_ignored``) is asked the missing answers one call each, only while they are not settled by
-    log-probabilities (``separate_calls``). A server that reports its slots (:meth:`capacity`) never
-    gets ``n`` above them, and each call holds its ``n`` slots before its deadline starts."""
+    ``max_bytes`` an answer's size (:mod:`core.http`). What a server refuses (log-probabilities, the cap's
+    field, ``n`` above a bound) is asked otherwise and remembered for the client's life; a server that
+    ignores ``n`` is asked the missing answers one call each (``separate_calls``), only while
+    log-probabilities do not settle the query."""
 
     def __init__(
         self,

@@ -71,8 +71,7 @@ def refuse_while_waiting(waits: list[dict], awaiting: int) -> None:
     """While a sample query may still change its crowd label, nothing is routed or published, whatever
     the rule (no flag overrides it); the refusal says what the sample waits for."""
     if awaiting:
-        lines = sample_waits_text({"waits": waits, "pending": range(awaiting)})
-        raise StateError(" ".join(line.strip() for line in lines))
+        raise StateError(" ".join(line.strip() for line in sample_waits_text(waits, awaiting)))
 
 
 def route_batch(batch: Batch, target_accuracy: float, **options) -> Routing:

@@ -44,11 +44,10 @@ def audit_routing(
     ``redraws`` times as ``calibrate --seed r`` would, certify on each and compare with ``labels_file``'s
     labels, read as the true ones (it must label every routable query). Reads only.
 
-    ``crowd``: ``"none"`` (the file's labels are the crowd's: :func:`genderbias.machine.routing_audit.audit`),
-    ``"fitted"`` (the model fitted to the batch's sample; the default when it has votes) or a crowd model
-    in JSON (:func:`genderbias.crowd.simulation.workers.crowd_from_dict`), simulated on each redraw with the
-    reference rule (:func:`genderbias.machine.routing_forecast.simulate_path`). ``extendable``: the
-    sample's design; ``cascade``: as ``route --cascade``. Shares are of the batch's queries, gold left out."""
+    ``crowd``: ``"none"`` (the file's labels are the crowd's), ``"fitted"`` (the model fitted to the batch's
+    sample; the default when it has votes) or a crowd model in JSON (``crowd_from_dict``), simulated on each
+    redraw (:func:`genderbias.machine.routing_forecast.simulate_path`). ``cascade``: as ``route --cascade``.
+    Shares are of the batch's queries, gold left out."""
 
     import numpy as np
 

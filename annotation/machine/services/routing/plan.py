@@ -214,10 +214,10 @@ def plan_routing(
     )
     risk, budget, stages = request.risk, request.budget, request.stages
     sample = read_sample(batch, labeller, sample_batch=sample_batch)
-    if not sample.qids:
-        waits = " ".join(line.strip() for line in sample_waits_text(reference_state(sample)))
-        raise StateError(f"the calibration sample {sample.sample_batch.name!r} has no crowd label yet. {waits}".strip())
     state = reference_state(sample)  # what the sample still waits for: routing publishes nothing until it is in
+    if not sample.qids:
+        waits = " ".join(line.strip() for line in sample_waits_text(state["waits"], len(state["pending"])))
+        raise StateError(f"the calibration sample {sample.sample_batch.name!r} has no crowd label yet. {waits}".strip())
     chosen = _choose_cascade(batch, sample, target_accuracy, risk, stages, state) if stages else None
     chosen = chosen or choose_threshold_on(sample, target_accuracy, risk, state)
     advice = {}
