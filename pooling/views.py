@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from core.errors import ServiceError
 from core.models import Job
 from core.natural import natural_key
-from core.services.uploads import check_import_path, staged_uploads
+from core.services.uploads import check_import_path, staged_uploads, uploads_through
 from core.spreadsheet import write_csv, write_tsv
 from core.web.paging import table_page
 from core.web.permissions import researcher_required
@@ -169,22 +166,8 @@ class _HeadUploadHandler(FileUploadHandler):
         return SimpleUploadedFile(self.file_name, bytes(self.head))
 
 
-def _head_uploads(view):
-    """Route a view's uploads to :class:`_HeadUploadHandler` (the CSRF check moved inside, as
-    :func:`core.services.uploads.staged_uploads` does, since it reads the body)."""
-    protected = csrf_protect(view)
-
-    @wraps(view)
-    @csrf_exempt
-    def wrapper(request, *args, **kwargs):
-        request.upload_handlers = [_HeadUploadHandler(request)]
-        return protected(request, *args, **kwargs)
-
-    return wrapper
-
-
 @researcher_required
-@_head_uploads
+@uploads_through(_HeadUploadHandler)
 def import_preview(request: HttpRequest, kind: str) -> HttpResponse:
     """The first rows of a chosen file (an upload's head, or a path on the server) as the import will
     read them, with every problem of those lines (the import form fetches it)."""

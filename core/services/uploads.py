@@ -74,23 +74,31 @@ def use_staging_uploads(request) -> None:
     request.upload_handlers = [StagingUploadHandler(request)]
 
 
-def staged_uploads(view):
-    """Decorate a page view so its uploads stream into the staging folder; those it did not keep are
-    removed afterwards. The CSRF check, which reads the body, moves inside, after the handlers are
-    set (Django's documented pattern); put access checks outside, to run before the body is read.
+def uploads_through(handler: type[FileUploadHandler]):
+    """A page view's decorator: its uploads go through ``handler``; staged files it did not keep are
+    removed afterwards. The CSRF check, which reads the body, moves inside, after the handler is set
+    (Django's documented pattern); put access checks outside, to run before the body is read.
     """
-    protected = csrf_protect(view)
 
-    @wraps(view)
-    @csrf_exempt
-    def wrapper(request, *args, **kwargs):
-        use_staging_uploads(request)
-        try:
-            return protected(request, *args, **kwargs)
-        finally:
-            discard_uploads(request.FILES)
+    def decorate(view):
+        protected = csrf_protect(view)
 
-    return wrapper
+        @wraps(view)
+        @csrf_exempt
+        def wrapper(request, *args, **kwargs):
+            request.upload_handlers = [handler(request)]
+            try:
+                return protected(request, *args, **kwargs)
+            finally:
+                discard_uploads(request.FILES)
+
+        return wrapper
+
+    return decorate
+
+
+#: Uploads streamed into the staging folder.
+staged_uploads = uploads_through(StagingUploadHandler)
 
 
 def upload_too_large_message() -> str:
