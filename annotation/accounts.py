@@ -29,16 +29,12 @@ from core.web import sessions
 _STATE_FIELDS = ("is_active", "is_staff", "is_superuser")
 
 
-def _epoch_of(user_ref) -> Coalesce:
-    rows = AccountState.objects.filter(user_id=user_ref).order_by().values("access_epoch")[:1]
-    return Coalesce(Subquery(rows, output_field=IntegerField()), Value(0))
-
-
 def accounts():
     """Every user as an ``Account`` with its access epoch, read in the same statement."""
     from django.db.models import OuterRef
 
-    return Account.objects.annotate(access_epoch=_epoch_of(OuterRef("pk")))
+    rows = AccountState.objects.filter(user_id=OuterRef("pk")).order_by().values("access_epoch")[:1]
+    return Account.objects.annotate(access_epoch=Coalesce(Subquery(rows, output_field=IntegerField()), Value(0)))
 
 
 def _session_account_rows(pk: int):

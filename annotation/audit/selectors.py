@@ -10,7 +10,6 @@ from core.selectors import group_of, role_in
 
 
 def audit_sample(batch: Batch) -> AuditSample | None:
-    """The batch's audit sample, or None before one is drawn."""
     return AuditSample.objects.filter(batch=batch).first()
 
 
@@ -111,7 +110,6 @@ def next_to_label(batch: Batch, after: int = -1) -> AuditItem | None:
 
 
 def audit_item(batch: Batch, index: int) -> AuditItem | None:
-    """The audited query at draw index ``index``."""
     return AuditItem.objects.filter(sample__batch=batch, draw_index=index).select_related("batch_query").first()
 
 

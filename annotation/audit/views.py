@@ -50,23 +50,31 @@ def audit_page(request: HttpRequest, name: str) -> HttpResponse:
     return _page(request, _batch(request, name))
 
 
+def _act(request: HttpRequest, batch: Batch, form, key: str, act, refused=(ServiceError,)) -> HttpResponse:
+    """``act(cleaned data)`` for a valid ``form``, its message shown on the audit page; else the page again
+    with the form (``key``) and its errors, a refusal among them."""
+    if form.is_valid():
+        try:
+            message = act(form.cleaned_data)
+        except refused as exc:
+            add_service_error(form, exc)
+        else:
+            messages.success(request, message)
+            return redirect("annotation:batch-audit", name=batch.name)
+    return _page(request, batch, status=400, **{key: form})
+
+
 @login_required
 @require_POST
 def audit_draw(request: HttpRequest, name: str) -> HttpResponse:
     batch = _batch(request, name)
-    form = DrawForm(request.POST)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            sample = draw_audit_sample(
-                batch, by=request.user, size=data["size"], seed=data["seed"], expected_share=data["expected_share"]
-            )
-        except ServiceError as exc:
-            add_service_error(form, exc)
-        else:
-            messages.success(request, f"Audit sample of {sample.size} queries drawn (seed {sample.seed}).")
-            return redirect("annotation:batch-audit", name=batch.name)
-    return _page(request, batch, status=400, draw_form=form)
+
+    def draw(data) -> str:
+        size, seed, share = data["size"], data["seed"], data["expected_share"]
+        sample = draw_audit_sample(batch, by=request.user, size=size, seed=seed, expected_share=share)
+        return f"Audit sample of {sample.size} queries drawn (seed {sample.seed})."
+
+    return _act(request, batch, DrawForm(request.POST), "draw_form", draw)
 
 
 @login_required
@@ -74,35 +82,27 @@ def audit_draw(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def audit_import(request: HttpRequest, name: str) -> HttpResponse:
     batch = _batch(request, name)
+
+    def load(data) -> str:
+        upload = data["file"]
+        changed = import_audit_labels(batch, upload.staged_path, by=request.user, name=upload.name)
+        return f"{changed} expert label{'s' if changed != 1 else ''} imported."
+
     form = ImportForm(request.POST, request.FILES)
-    if form.is_valid():
-        upload = form.cleaned_data["file"]
-        try:
-            changed = import_audit_labels(batch, upload.staged_path, by=request.user, name=upload.name)
-        except (ServiceError, ValueError) as exc:
-            form.add_error(None, str(exc))
-        else:
-            messages.success(request, f"{changed} expert label{'s' if changed != 1 else ''} imported.")
-            return redirect("annotation:batch-audit", name=batch.name)
-    return _page(request, batch, status=400, import_form=form)
+    return _act(request, batch, form, "import_form", load, refused=(ServiceError, ValueError))
 
 
 @login_required
 @require_POST
 def audit_trust(request: HttpRequest, name: str) -> HttpResponse:
     batch = _batch(request, name)
-    form = TrustForm(request.POST)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            trust_labeller(batch, data["username"], by=request.user, trusted=not data["remove"])
-        except ServiceError as exc:
-            add_service_error(form, exc)
-        else:
-            what = "no longer trusted" if data["remove"] else "trusted to label the audit sample"
-            messages.success(request, f"{data['username']} is {what}.")
-            return redirect("annotation:batch-audit", name=batch.name)
-    return _page(request, batch, status=400, trust_form=form)
+
+    def trust(data) -> str:
+        trust_labeller(batch, data["username"], by=request.user, trusted=not data["remove"])
+        what = "no longer trusted" if data["remove"] else "trusted to label the audit sample"
+        return f"{data['username']} is {what}."
+
+    return _act(request, batch, TrustForm(request.POST), "trust_form", trust)
 
 
 @login_required

@@ -134,19 +134,16 @@ def batch_detail(request: HttpRequest, name: str) -> HttpResponse:
             "escalations": escalations,
             "extra_spent": extra_spent(batch),
             "flags": batch.worker_flags.count(),
-            "comparison": _price_comparison(batch),
+            "comparison": (  # as its live estimate showed it
+                price_comparison(batch.provider, batch.reward, batch.assignments_per_query, batch.cost["hits"])
+                if batch.cost and "hits" in batch.cost
+                else None
+            ),
             "gold_left_out": gold_left_out(batch),
             "audit": audit_progress(batch),
         }
         | batch_panels(batch, ("prolific", "submissions", "bonuses", "unfillable")),
     )
-
-
-def _price_comparison(batch: Batch) -> dict | None:
-    """The price the batch's platform shows beside its own, as its live estimate showed it."""
-    if not batch.cost or "hits" not in batch.cost:
-        return None
-    return price_comparison(batch.provider, batch.reward, batch.assignments_per_query, batch.cost["hits"])
 
 
 @researcher_required

@@ -20,10 +20,8 @@ def batches() -> QuerySet[Batch]:
     return Batch.objects.all()
 
 
-# -- what counts as answered and as charged: one rule for every figure (issue 45) -------------------
-# Work that failed its gold questions, or is invalid (a query unanswered or answered with no category),
-# is rejected by the next sync, so it counts as answered nowhere from the moment it is submitted (else
-# a figure falls with no new work) and is charged only once approved (``approve_all``).
+# -- one rule for every figure: work failing gold or invalid is rejected at the next sync, so it counts
+# as answered nowhere from the start (else a figure falls with no new work) and is charged once approved.
 #: Answered: submitted or approved, not failed on its gold questions, not invalid (its judgments count).
 ANSWERED_WORK = (
     Q(status__in=[Assignment.Status.SUBMITTED, Assignment.Status.APPROVED]) & ~Q(gold_passed=False) & ~Q(valid=False)
@@ -32,18 +30,6 @@ ANSWERED_WORK = (
 CHARGED_WORK = Q(status=Assignment.Status.APPROVED) | (
     Q(status=Assignment.Status.SUBMITTED) & ~Q(gold_passed=False) & ~Q(valid=False)
 )
-
-
-def is_answered(status: str, gold_passed: bool | None, valid: bool | None = None) -> bool:
-    """:data:`ANSWERED_WORK` for one assignment's status, gold outcome and validity (the counts' own loop)."""
-    answered = status in (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
-    return answered and gold_passed is not False and valid is not False
-
-
-def is_charged(status: str, gold_passed: bool | None, valid: bool | None = None) -> bool:
-    """:data:`CHARGED_WORK` for one assignment's status, gold outcome and validity."""
-    to_approve = status == Assignment.Status.SUBMITTED and gold_passed is not False and valid is not False
-    return status == Assignment.Status.APPROVED or to_approve
 
 
 def crowd_batch_ids(batch: Batch) -> list[int]:
@@ -143,9 +129,8 @@ TRIGGERS = tuple(
 
 
 def changes_stamp() -> tuple | None:
-    """The triggers' change counter and the last ``migrate``'s token, read in O(1): SQLite writes one
-    transaction at a time, so two committed states with the same stamp hold the same rows. None where
-    that does not hold: another database, or a trigger missing (a migration that rebuilt a table)."""
+    """The triggers' change counter and the last ``migrate``'s token, read in O(1): two committed states
+    with the same stamp hold the same rows (SQLite writes one transaction at a time); None elsewhere."""
     if connection.vendor != "sqlite":
         return None
     marks = ", ".join(["%s"] * len(TRIGGERS))
@@ -228,10 +213,12 @@ def assignment_counts(batch_ids: list[int]) -> dict[str, Any]:
     counts |= {f"status_{status}": 0 for status in Assignment.Status.values}
     latest: dict[str, list] = {"last": [], "submitted": [], "reviewed": []}
     for status, gold_passed, valid, n, last, submitted, reviewed in groups:
+        kept = gold_passed is not False and valid is not False  # ANSWERED_WORK and CHARGED_WORK, row by row
+        approved = status == Assignment.Status.APPROVED
         counts["n"] += n
-        counts["usable"] += n if is_answered(status, gold_passed, valid) else 0
-        counts["charged"] += n if is_charged(status, gold_passed, valid) else 0
-        counts["approved"] += n if status == Assignment.Status.APPROVED else 0
+        counts["usable"] += n if kept and (approved or status == Assignment.Status.SUBMITTED) else 0
+        counts["charged"] += n if approved or (kept and status == Assignment.Status.SUBMITTED) else 0
+        counts["approved"] += n if approved else 0
         counts["failed_gold"] += n if gold_passed is False else 0
         if f"status_{status}" in counts:
             counts[f"status_{status}"] += n
@@ -311,10 +298,8 @@ def counts_answers(prefix: str = "") -> Q:
 
 
 def place_takers(batch: Batch, hit_ids: list[int], *, retakes: bool = True) -> dict[int, int] | None:
-    """How many annotators could still take a place on each of ``hit_ids``: ``None`` without a team;
-    else the active, unblocked members with no kept answer on that HIT (holding no assignment on it, or,
-    unless ``retakes=False``, a retake per :func:`retake_allowed`). The one count of who is left to fill
-    a team's places, for the team's warning, escalation, routing's wait and the hand-out."""
+    """The one count of who could still take a place on each of ``hit_ids`` (``None`` without a team): the
+    active, unblocked members with no kept answer on that HIT, or a retake (unless ``retakes=False``)."""
     from annotation.models import Worker
 
     takers_in_all = team_size(batch)
@@ -342,9 +327,8 @@ def team_size(batch: Batch) -> int | None:
 
 
 def retake_allowed(batch: Batch) -> bool:
-    """Whether a team member whose work on a HIT failed its gold check may take it again: an in-house
-    team batch that does not keep failed work's answers (they never count beside the retake's). The
-    hand-out offers a retake only for places no fresh member can fill, so a small team completes."""
+    """Whether a team member whose work on a HIT failed its gold check may take it again (so that a small
+    team completes): an in-house team batch that does not keep failed work's answers."""
     from annotation.models import Provider
 
     return batch.provider == Provider.LOCAL and batch.failed_gold_answers != "keep" and batch.team.exists()

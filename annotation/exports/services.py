@@ -29,11 +29,6 @@ from pooling import services as pooling_services
 from pooling.models import QuerySet
 
 
-def card_path_for(path: Path) -> Path:
-    """The dataset card sits beside the export: ``queries.tsv`` -> ``queries.tsv.md``."""
-    return path.with_name(path.name + ".md")
-
-
 @reads_answers("An export")
 def export_queries(
     batch: Batch,
@@ -72,7 +67,7 @@ def export_queries(
     )
     EXPORT_FORMATS[fmt].write(rows, path)
     card = dataset_card(facts)
-    card_path = write_dataset_card(card, card_path_for(path))
+    card_path = write_dataset_card(card, path.with_name(path.name + ".md"))  # beside the export
     with transaction.atomic():
         query_set = None
         if as_query_set:

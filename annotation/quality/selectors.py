@@ -81,9 +81,8 @@ REVIEW_PART = 50
 
 @dataclass
 class ReviewQueue:
-    """The review queue as a view reads it: ``rows`` (the queries with a status, in batch order, with
-    ``qid``, ``statuses`` and ``index``), ``total`` (the batch's queries) and, on demand, a whole row
-    (:meth:`full`)."""
+    """The review queue as a view reads it: ``rows`` (the queries with a status, in batch order),
+    ``total`` (the batch's queries) and, on demand, a whole row (:meth:`full`)."""
 
     batch: Batch
     answers: BatchAnswers

@@ -184,7 +184,6 @@ def dataset_card(facts: Mapping[str, Any]) -> str:
 
 
 def write_dataset_card(card: str, path: str | os.PathLike) -> Path:
-    """Write a rendered card (see :func:`dataset_card`) atomically."""
     return atomic_write(path, lambda handle: handle.write(card), newline="")
 
 
@@ -263,9 +262,8 @@ def export_rows(results: Iterable[Mapping[str, Any]], category: str) -> list[dic
 
 
 def cost_facts(batch: Mapping[str, Any]) -> Any:
-    """The card's "Cost (USD)": what the batch spent beside the estimate recorded at its creation
-    (for a machine-first batch, what the crowd alone would have cost); the estimate alone when
-    ``batch["spent"]`` is not given."""
+    """The card's "Cost (USD)": what the batch spent (if given) beside the estimate recorded at its
+    creation (for a machine-first batch, what the crowd alone would have cost)."""
     cost = batch.get("cost")
     if batch.get("spent") is None:
         return cost

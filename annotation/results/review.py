@@ -46,12 +46,10 @@ def review_rows(
 
 
 def status_counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """How many queries have each status."""
     return {status: sum(status in row["statuses"] for row in rows) for status in REVIEW_STATUSES}
 
 
 def with_status(rows: Sequence[dict[str, Any]], status: str) -> list[dict[str, Any]]:
-    """The rows with ``status``, in batch order."""
     if status not in REVIEW_STATUSES:
         raise ValueError(f"unknown status {status!r}; choose one of {', '.join(REVIEW_STATUSES)}")
     return [row for row in rows if status in row["statuses"]]

@@ -108,13 +108,6 @@ def _sample_of(batch: Batch, *, labelled_by=False) -> AuditSample:
     return sample
 
 
-def _checked_label(value: str, field: str = "label") -> str:
-    code = label_code(value or "")
-    if code is None:
-        raise FieldError(field, f"unknown label {value!r}; use one of {', '.join(LABELS)}")
-    return code
-
-
 def _set_label(item: AuditItem, code: str, *, by, name: str, owner: bool, now) -> bool:
     """Give ``item`` its label; a label already given changes only by its labeller or an owner, the old one kept."""
     if item.label == code:
@@ -146,7 +139,9 @@ def _is_owner(user, batch: Batch) -> bool:
 def label_audit_query(batch: Batch, qid: str, label: str, *, by=None) -> AuditItem:
     """Record ``by``'s expert label for the audited query ``qid`` (blind: nothing of the crowd is read here)."""
     sample = _sample_of(batch, labelled_by=by)
-    code = _checked_label(label)
+    code = label_code(label or "")
+    if code is None:
+        raise FieldError("label", f"unknown label {label!r}; use one of {', '.join(LABELS)}")
     with transaction.atomic():
         item = (
             AuditItem.objects.select_for_update()

@@ -10,10 +10,9 @@ from annotation.crowd.providers.registry import register_platform
 
 
 class PlatformConfig(AppConfig):
-    """The Django app of a crowd platform (``platforms/<name>/apps.py``; ``platform``: the name stored in
-    ``Batch.provider``). Made before any model loads, it registers the platform so that the stored
-    provider's choices name it. An ``apps.py`` imports this module, not the class, so that its own
-    config is the one subclass Django finds there."""
+    """The Django app of a crowd platform (``platform``: the name stored in ``Batch.provider``), registered
+    before any model loads. An ``apps.py`` imports this module, not the class, so that its own config is
+    the one subclass Django finds there."""
 
     default_auto_field = "django.db.models.BigAutoField"
     platform: str = ""

@@ -104,10 +104,8 @@ class CrowdProvider(ABC):
         options: Mapping[str, Any] | None = None,
         account_fee_rate: Decimal | None = None,
     ) -> Any:
-        """What ``count`` assignments at ``reward`` cost on this platform, fee included (a
-        :class:`annotation.crowd.costs.Cost`). ``assignments_per_hit`` and ``options`` may change the
-        rate; ``account_fee_rate``: the requester account's rate (``None``: the configured one).
-        """
+        """What ``count`` assignments at ``reward`` cost on this platform, fee included (a ``Cost``);
+        the arguments as :mod:`annotation.crowd.costs` names them."""
         raise ValueError(f"no prices known for provider {cls.name!r}")
 
     @classmethod
@@ -242,24 +240,15 @@ class CrowdProvider(ABC):
 
 
 _REGISTRY: LazyRegistry[CrowdProvider] = _PLATFORM_REGISTRY
-
-
-def register(name: str) -> Callable[[type[CrowdProvider]], type[CrowdProvider]]:
-    """Class decorator: make a provider available as ``get_provider(name)``."""
-    return _REGISTRY.register(name)
-
-
-def provider_class(name: str) -> type[CrowdProvider]:
-    return _REGISTRY.get_class(name)  # type: ignore[return-value]
+#: Class decorator: make a provider available as ``get_provider(name)``.
+register: Callable[[str], Callable[[type[CrowdProvider]], type[CrowdProvider]]] = _REGISTRY.register
+provider_class: Callable[[str], type[CrowdProvider]] = _REGISTRY.get_class
+provider_names: Callable[[], list[str]] = _REGISTRY.names
 
 
 def get_provider(name: str, **kwargs: Any) -> CrowdProvider:
     """A new provider object for ``Batch.provider`` (``kwargs`` go to its constructor, e.g. a test client)."""
     return provider_class(name)(**kwargs)
-
-
-def provider_names() -> list[str]:
-    return _REGISTRY.names()
 
 
 def provider_option() -> BatchOption:

@@ -31,7 +31,6 @@ def platform_label(name: str) -> str:
 
 
 def platform_choices() -> list[tuple[str, str]]:
-    """The choices of a stored provider: each platform of :data:`PLATFORMS` with its label. A callable, so
-    that the providers are imported when the choices are needed, never while the models load, and a
-    migration keeps the reference, not the list: a new platform needs no migration."""
+    """The choices of a stored provider, a callable so that no provider is imported while the models load
+    and a migration keeps the reference, not the list: a new platform needs no migration."""
     return [(name, platform_label(name)) for name in PLATFORMS]

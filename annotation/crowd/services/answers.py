@@ -83,10 +83,8 @@ def hand_signals(answers: Mapping[str, str], position: int) -> tuple[int | None,
 def check_answers(
     hit_queries: Sequence[HitQuery], answers: Mapping[str, str] | None, gold_pass_fraction: float
 ) -> AnswerCheck:
-    """Read ``q-<position>`` fields: one of n/f/m/o is a label, anything else an invalid judgment.
-
-    ``answers=None`` means the provider's answer document could not be read at all.
-    """
+    """Read ``q-<position>`` fields: one of n/f/m/o is a label, anything else an invalid judgment
+    (``answers=None``: the provider's answer document could not be read at all)."""
     check = AnswerCheck()
     missing = UNREADABLE if answers is None else "missing answer"
     answers = answers or {}

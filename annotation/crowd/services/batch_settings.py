@@ -130,7 +130,6 @@ def settings_from_options(values: Mapping[str, Any]) -> BatchSettings:
 
 
 def _option_keys(into: str) -> dict[str, set[str]]:
-    """Each platform's own option keys stored ``into``."""
     return {
         name: {o.store_key.split(".")[0] for o in provider_class(name).own_options() if o.into == into}
         for name in provider_names()
@@ -138,7 +137,6 @@ def _option_keys(into: str) -> dict[str, set[str]]:
 
 
 def _takers(given: set[str], into: str = "provider_options") -> list[str]:
-    """The platforms that take any of the keys ``given``."""
     return [name for name, keys in _option_keys(into).items() if keys & given]
 
 

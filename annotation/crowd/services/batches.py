@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from annotation.crowd.bonus_rules import most
 from annotation.crowd.costs import Cost, provider_cost
 from annotation.crowd.hit_groups import group_into_hits
 from annotation.crowd.providers import CrowdProvider, get_provider, provider_class
@@ -66,7 +67,8 @@ def read_labelled_file(path: str | Path) -> list[GoldQuery]:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "labelled query file not found")
-    _allow_line_long_fields()
+    if csv.field_size_limit() < MAX_LINE_BYTES:  # a csv field as long as a line: the line limit is the limit
+        csv.field_size_limit(MAX_LINE_BYTES)  # (only ever raised: the limit is the process's)
     queries, seen = [], set()
     with open_text(path) as file_lines:
         split = None
@@ -91,13 +93,6 @@ def read_labelled_file(path: str | Path) -> list[GoldQuery]:
             seen.add(qid)
             queries.append(GoldQuery(qid, text, code))
     return queries
-
-
-def _allow_line_long_fields() -> None:
-    """Let the csv module read a field as long as a line may be, so the line limit is the only limit
-    (only ever raised: the limit is the process's)."""
-    if csv.field_size_limit() < MAX_LINE_BYTES:
-        csv.field_size_limit(MAX_LINE_BYTES)
 
 
 def _csv_fields(path: Path, number: int, line: str) -> list[str]:
@@ -170,22 +165,18 @@ def estimate_cost(settings: BatchSettings, queries: int) -> dict[str, str | int]
     refuses the settings it would refuse."""
     settings.validate()
     hits = -(-queries // settings.queries_per_hit)
+    bonuses = most(  # the bonus rule for every assignment approved
+        bonus_rule_of(settings.provider_options), hits * settings.assignments_per_query, settings.gold_per_hit
+    )
     cost = provider_cost(
         settings.provider,
         Decimal(settings.reward),
         settings.assignments_per_query,
         hits,
         options=settings.provider_options,
-        bonuses=most_bonuses(settings, hits * settings.assignments_per_query),
+        bonuses=bonuses,
     )
     return cost_as_dict(cost, hits)
-
-
-def most_bonuses(settings: BatchSettings, assignments: int) -> Decimal:
-    """The most a batch's bonuses can cost: its bonus rule for every assignment approved."""
-    from annotation.crowd.bonus_rules import most
-
-    return most(bonus_rule_of(settings.provider_options), assignments, settings.gold_per_hit)
 
 
 def stored_options(options: dict) -> dict:

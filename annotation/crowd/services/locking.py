@@ -62,9 +62,8 @@ def _read_prefix(batch_id: int) -> str:
 
 
 def answers_settled(batch_ids: Iterable[int]) -> None:
-    """Wait for every correction of these batches' answers in flight to commit (it holds the batches'
-    row locks): work about to read answers takes a lease first, which later corrections defer to,
-    then passes this barrier, so what is read is what stays."""
+    """Wait for every correction of these batches' answers in flight to commit (it holds their row locks):
+    work about to read answers takes a lease first, then passes this barrier, so what is read stays."""
     with transaction.atomic():
         lock_batches(batch_ids)
 

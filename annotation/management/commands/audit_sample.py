@@ -61,7 +61,7 @@ class Command(ProjectCommand):
                 out(f"{changed} expert label{'s' if changed != 1 else ''} imported into {batch.name!r}'s audit sample.")
         progress = audit_progress(batch)
         if json:
-            out(_json({**progress, "items": audit_items(batch)}))
+            out(json_module.dumps({**progress, "items": audit_items(batch)}, cls=DjangoJSONEncoder, indent=2))
         elif not progress["drawn"]:
             out(f"{batch.name!r} has no audit sample ({progress['population']} queries to draw from): --draw.")
         elif show or label_file:
@@ -71,7 +71,3 @@ class Command(ProjectCommand):
                 f"{progress['drawn_by'] or 'the operator'} on {progress['drawn_at']:%Y-%m-%d %H:%M}; labelled by "
                 f"{', '.join(progress['labellers']) or 'nobody yet'}."
             )
-
-
-def _json(data) -> str:
-    return json_module.dumps(data, cls=DjangoJSONEncoder, indent=2)

@@ -1,4 +1,4 @@
-import json
+import json as json_module
 
 from annotation.machine.report.selectors import calibration_report
 from annotation.management.commands._common import command_errors, get_batch
@@ -38,7 +38,7 @@ class Command(ProjectCommand):
         with command_errors():
             report = calibration_report(batch, labeller, bootstrap=bootstrap)
         if json:
-            self.stdout.write(_dumps(report))
+            self.stdout.write(json_module.dumps(report, indent=2, default=str))
             return
         out = self.stdout.write
         out(
@@ -118,7 +118,3 @@ def alt_test_lines(alt: dict) -> list[str]:
     else:
         lines.append(f"  Fewer than {alt['min_annotators']} annotators answered: no sample size would do.")
     return lines
-
-
-def _dumps(report) -> str:
-    return json.dumps(report, indent=2, default=str)

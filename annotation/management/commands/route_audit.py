@@ -1,4 +1,4 @@
-import json
+import json as json_module
 
 from annotation.machine.services.calibration import DEFAULT_SAMPLE
 from annotation.machine.services.routing import DEFAULT_RISK, audit_routing
@@ -83,7 +83,7 @@ class Command(ProjectCommand):
                 cascade=cascade,
             )
         if json:
-            self.stdout.write(_json(result))
+            self.stdout.write(json_module.dumps(result, indent=2))
             return
         mc = (result["risk"] * (1 - result["risk"]) / result["redraws"]) ** 0.5
         out = self.stdout.write
@@ -135,7 +135,3 @@ class Command(ProjectCommand):
 
 def _fmt(value) -> str:
     return "none kept" if value is None else f"{value:.4f}"
-
-
-def _json(result: dict) -> str:
-    return json.dumps(result, indent=2)

@@ -89,28 +89,16 @@ FILLS_PLACE = Q(assignments__status=Assignment.Status.APPROVED) | (
 )
 
 
-def _finished_hits(batch: Batch) -> list[Hit]:
-    """HITs whose every place has an answer that fills it (:data:`FILLS_PLACE`)."""
-    done = FILLS_PLACE
-    return [
-        hit
-        for hit in batch.hits.exclude(provider_id=None).annotate(answered=Count("assignments", filter=done))
-        if hit.answered >= hit.max_assignments
-    ]
+def _filled(batch: Batch):
+    """The batch's HITs on the provider, each with its places ``answered`` (:data:`FILLS_PLACE`)."""
+    return batch.hits.exclude(provider_id=None).annotate(answered=Count("assignments", filter=FILLS_PLACE))
 
 
 def round_in_progress(batch: Batch) -> bool:
     """Whether a HIT of ``batch`` on the provider still has a place without an answer that fills it
     (:data:`FILLS_PLACE`). A calibration sample escalates only once the round is in, so that its
     reference (and the routing certified against it) depends on the answers, not on when they came."""
-    done = FILLS_PLACE
-    return (
-        batch.hits.exclude(provider_id=None)
-        .exclude(status=Hit.Status.EXPIRED)
-        .annotate(answered=Count("assignments", filter=done))
-        .filter(answered__lt=F("max_assignments"))
-        .exists()
-    )
+    return _filled(batch).exclude(status=Hit.Status.EXPIRED).filter(answered__lt=F("max_assignments")).exists()
 
 
 def plan_escalation(
@@ -124,7 +112,7 @@ def plan_escalation(
         raise ServiceError(refusal)
     resolved = settled_queries(batch, until)
     plan = EscalationPlan(batch, until=until, budget_left=budget_left(batch))
-    finished = _finished_hits(batch)
+    finished = [hit for hit in _filled(batch) if hit.answered >= hit.max_assignments]
     takers = place_takers(batch, [hit.pk for hit in finished]) if finished else None
     for hit in finished:
         qids = list(

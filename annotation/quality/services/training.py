@@ -125,5 +125,4 @@ def submit_training(batch: Batch, worker: Worker, answers: Mapping[str, str]) ->
 
 
 def qualification_of(batch: Batch, worker: Worker) -> Qualification | None:
-    """The worker's attempt at the batch's training, if any."""
     return Qualification.objects.filter(batch=batch, worker=worker).first()

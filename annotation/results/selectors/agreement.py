@@ -22,10 +22,9 @@ def agreement(
     answers: BatchAnswers | None = None,
     progress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The agreement report of :mod:`genderbias.crowd.agreement` plus what the batch's records add
-    (``labels``, ``adjudicated``, ``set_aside``, ``method_disagreements``, ``worker_confusion``,
-    ``progress``...). ``bootstrap`` (default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``, so that a batch
-    shows one interval everywhere; 0: none) resamples give alpha's interval."""
+    """The agreement report of :mod:`genderbias.crowd.agreement` plus what the batch's records add;
+    ``bootstrap`` resamples (default ``settings.AGREEMENT_BOOTSTRAP_RESAMPLES``, so that a batch shows
+    one interval everywhere; 0: none) give alpha's interval."""
     from django.conf import settings
 
     if bootstrap is None:
@@ -41,9 +40,8 @@ def agreement(
 def agreement_summary(
     batch: Batch, *, answers: BatchAnswers | None = None, progress: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """What the batch page and its live fragment show of :func:`agreement`: ``krippendorff_alpha``,
-    ``judgments``, ``set_aside_count`` and ``progress``, kept apart from the report so that a poll
-    never reads its per-query lists."""
+    """What the batch page and its live fragment show of :func:`agreement`, kept apart from the report so
+    that a poll never reads its per-query lists."""
     answers = answers or BatchAnswers(batch)
 
     def summary() -> dict[str, Any]:
@@ -132,9 +130,8 @@ def crowd_model_used() -> dict[str, str]:
 
 
 def set_aside_rows(batch: Batch, answers: BatchAnswers | None = None) -> list[dict[str, Any]]:
-    """The judged queries of ``batch`` without a label, in natural qid order, each with ``qid``,
-    ``query``, ``counts`` and ``dawid_skene``: kept apart from :func:`query_results`, so that a page
-    of the table reads a few rows, not every query's."""
+    """The judged queries of ``batch`` without a label, in natural qid order, kept apart from
+    :func:`query_results` so that a page of the table reads a few rows, not every query's."""
     from core.natural import natural_sorted
 
     answers = answers or BatchAnswers(batch)

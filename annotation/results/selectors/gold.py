@@ -30,10 +30,8 @@ def gold_labels(batch: Batch) -> dict[str, str]:
 
 
 def gold_judgments(batch: Batch) -> pd.DataFrame:
-    """Answers to the batch's gold questions (``item``, ``worker`` pseudonym, ``label``), from answered
-    work and from work rejected for failing them, under either failed-gold rule: a wrong gold answer
-    is what seeds a worker's confusion matrix (reading only passed work rates every worker too well).
-    Every answer is kept; Dawid-Skene counts them all against the known label."""
+    """Every answer to the batch's gold questions (``item``, ``worker``, ``label``), from answered work and
+    work rejected for failing them: reading only passed work would rate every worker too well."""
     import pandas as pd
 
     answered = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)

@@ -98,7 +98,6 @@ def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
 
 
 def usable_judgments(batch: Batch):
-    """The judgments that count (module docstring)."""
     return Judgment.objects.filter(
         counts_answers("assignment__"),
         batch_query__batch__in=crowd_batch_ids(batch),
@@ -122,16 +121,6 @@ def judgments_frame(batch: Batch) -> pd.DataFrame:
 
 #: A vote's hand signals when none were recorded (another provider's page): unknown, not zero.
 NO_SIGNALS = {"pastes": None, "tab_leaves": None, "item_ms": None}
-
-
-def vote_hand_signals(batch: Batch) -> dict[tuple[str, str], dict[str, int | None]]:
-    """Per (qid, worker pseudonym), the hand signals of the answer that counts (the latest)."""
-    rows = (
-        usable_judgments(batch)
-        .order_by("assignment_id", "pk")
-        .values_list("batch_query__qid", "assignment__worker__pseudonym", *NO_SIGNALS)
-    )
-    return {(qid, worker): dict(zip(NO_SIGNALS, values, strict=True)) for qid, worker, *values in rows}
 
 
 def machine_opinions(batch: Batch) -> dict[str, dict[str, Any]]:
@@ -333,7 +322,13 @@ def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:
         posteriors = ds.posteriors.astype(float).round(6)
         posteriors.columns = [str(label) for label in posteriors.columns]
         ds_posteriors = posteriors.to_dict("index")  # one pass, not a Series per query
-    signals = vote_hand_signals(batch)
+    # Per (qid, worker), the hand signals of the answer that counts (the latest, as in the frame).
+    rows = (
+        usable_judgments(batch)
+        .order_by("assignment_id", "pk")
+        .values_list("batch_query__qid", "assignment__worker__pseudonym", *NO_SIGNALS)
+    )
+    signals = {(qid, worker): dict(zip(NO_SIGNALS, values, strict=True)) for qid, worker, *values in rows}
     by_item: dict[str, list[dict[str, Any]]] = {}
     for item, worker, label in frame.itertuples(index=False):
         by_item.setdefault(item, []).append(
