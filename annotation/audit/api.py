@@ -5,8 +5,6 @@ is not theirs to see), bad input 400 naming the field, a state that refuses the 
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -32,10 +30,7 @@ class _AuditView(APIView):
     parser_classes = [JSONParser, FormParser]
 
     def batch(self, request, name: str) -> Batch:
-        batch = get_object_or_404(Batch, name=name)
-        if not selectors.may_read(request.user, batch):
-            raise PermissionDenied("This audit sample is for the batch's research group and the labellers it trusts.")
-        return batch
+        return selectors.readable_batch(request.user, name)
 
     def state(self, batch: Batch, code: int = status.HTTP_200_OK) -> Response:
         data = selectors.audit_progress(batch) | {"items": selectors.audit_items(batch)}

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404
+
 from annotation.models import AuditItem, AuditSample, Batch
 from core.models import ROLE_RANK, Membership
 from core.selectors import group_of, role_in
@@ -49,6 +52,14 @@ def may_label(user, sample: AuditSample) -> bool:
     if ROLE_RANK.get(role, 0) >= ROLE_RANK[Membership.Role.RESEARCHER]:
         return True
     return role is not None and sample.trusted.filter(pk=user.pk).exists()
+
+
+def readable_batch(user, name: str) -> Batch:
+    """The batch named ``name`` (else a 404) if ``user`` may read its audit sample (else a 403)."""
+    batch = get_object_or_404(Batch, name=name)
+    if not may_read(user, batch):
+        raise PermissionDenied("This audit sample is for the batch's research group and the labellers it trusts.")
+    return batch
 
 
 def may_read(user, batch: Batch) -> bool:

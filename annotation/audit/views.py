@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.audit import selectors
@@ -21,13 +21,6 @@ from core.errors import ServiceError
 from core.forms import add_service_error
 from core.services.uploads import staged_uploads
 from core.templatetags.roles import may_act
-
-
-def _batch(request: HttpRequest, name: str) -> Batch:
-    batch = get_object_or_404(Batch, name=name)
-    if not selectors.may_read(request.user, batch):
-        raise PermissionDenied("This audit sample is for the batch's research group and the labellers it trusts.")
-    return batch
 
 
 def _page(request: HttpRequest, batch: Batch, status: int = 200, **forms) -> HttpResponse:
@@ -47,7 +40,7 @@ def _page(request: HttpRequest, batch: Batch, status: int = 200, **forms) -> Htt
 
 @login_required
 def audit_page(request: HttpRequest, name: str) -> HttpResponse:
-    return _page(request, _batch(request, name))
+    return _page(request, selectors.readable_batch(request.user, name))
 
 
 def _act(request: HttpRequest, batch: Batch, form, key: str, act, refused=(ServiceError,)) -> HttpResponse:
@@ -67,7 +60,7 @@ def _act(request: HttpRequest, batch: Batch, form, key: str, act, refused=(Servi
 @login_required
 @require_POST
 def audit_draw(request: HttpRequest, name: str) -> HttpResponse:
-    batch = _batch(request, name)
+    batch = selectors.readable_batch(request.user, name)
 
     def draw(data) -> str:
         size, seed, share = data["size"], data["seed"], data["expected_share"]
@@ -81,7 +74,7 @@ def audit_draw(request: HttpRequest, name: str) -> HttpResponse:
 @staged_uploads
 @require_POST
 def audit_import(request: HttpRequest, name: str) -> HttpResponse:
-    batch = _batch(request, name)
+    batch = selectors.readable_batch(request.user, name)
 
     def load(data) -> str:
         upload = data["file"]
@@ -95,7 +88,7 @@ def audit_import(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 @require_POST
 def audit_trust(request: HttpRequest, name: str) -> HttpResponse:
-    batch = _batch(request, name)
+    batch = selectors.readable_batch(request.user, name)
 
     def trust(data) -> str:
         trust_labeller(batch, data["username"], by=request.user, trusted=not data["remove"])
@@ -108,7 +101,7 @@ def audit_trust(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 def audit_label(request: HttpRequest, name: str) -> HttpResponse:
     """One audited query (``?i=`` its draw index; else the next unlabelled), blind; POST ``index`` and ``label``."""
-    batch = _batch(request, name)
+    batch = selectors.readable_batch(request.user, name)
     sample = selectors.audit_sample(batch)
     if sample is None:
         messages.info(request, "No audit sample yet: draw one first.")
