@@ -116,28 +116,37 @@ def passage_spans(collection: Collection, docids: pl.Series) -> pl.DataFrame | N
 # --- runs ------------------------------------------------------------------------------
 
 
-def run_frame(run: Run) -> pl.DataFrame:
-    """The normalised run (``qid, docid, rank, score``), rebuilt as imported if the cache is gone (the
-    file's content and row count must still match)."""
+def _cached_frame(imported: Run | Qrels, what: str, rows: str, expected: int, rebuild, **write) -> pl.DataFrame:
+    """The normalised Parquet file of ``imported``, rebuilt by ``rebuild()`` as the import wrote it
+    (``write``: its options) if the cache is gone; the imported file's content and the ``expected``
+    number of ``rows`` must still match."""
     import polars as pl
 
-    from genderbias.files.runs import read_run
-
-    data = Path(run.data)
+    data = Path(imported.data)
     if data.exists():
         return pl.read_parquet(data)
-    if not Path(run.path).is_file() or file_sha256(run.path) != run.sha256:
+    if not Path(imported.path).is_file() or file_sha256(imported.path) != imported.sha256:
         raise ServiceError(
-            f"run {run.name!r}: its cache is gone and {run.path} is missing or changed since it was imported"
+            f"{what} {imported.name!r}: its cache is gone and {imported.path} is missing or changed since it was imported"
         )
-    collection = run.collection
-    known = known_docids_of(collection) if collection.by_reference else collection_docids(collection)
-    table = read_run(run.path, order=run.order, known_docids=known, skipped=Skipped())
-    if len(table.frame) != run.rows:
-        raise ServiceError(f"run {run.name!r}: rebuilding its cache gave {len(table.frame)} rows, not {run.rows}")
+    frame = rebuild()
+    if len(frame) != expected:
+        raise ServiceError(f"{what} {imported.name!r}: rebuilding its cache gave {len(frame)} {rows}, not {expected}")
     data.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet_atomic(table.frame, data, compression="lz4")  # as import_run writes it
-    return table.frame
+    write_parquet_atomic(frame, data, **write)
+    return frame
+
+
+def run_frame(run: Run) -> pl.DataFrame:
+    """The normalised run (``qid, docid, rank, score``), rebuilt as imported if the cache is gone."""
+    from genderbias.files.runs import read_run
+
+    def rebuild():
+        collection = run.collection
+        known = known_docids_of(collection) if collection.by_reference else collection_docids(collection)
+        return read_run(run.path, order=run.order, known_docids=known, skipped=Skipped()).frame
+
+    return _cached_frame(run, "run", "rows", run.rows, rebuild, compression="lz4")  # as import_run writes it
 
 
 def top_rankings(runs: Sequence[Run], qids, depth: int, source: str, *, through_ties: bool = False) -> dict:
@@ -238,23 +247,11 @@ def read_qrels_checked(path: str | Path, collection: Collection, query_set: Quer
 
 def qrels_frame(qrels: Qrels) -> pl.DataFrame:
     """The judgments (``qid, docid, rel``), rebuilt as imported if the cache is gone."""
-    import polars as pl
 
-    data = Path(qrels.data)
-    if data.exists():
-        return pl.read_parquet(data)
-    if not Path(qrels.path).is_file() or file_sha256(qrels.path) != qrels.sha256:
-        raise ServiceError(
-            f"qrels {qrels.name!r}: the cache is gone and {qrels.path} is missing or changed since it was imported"
-        )
-    frame = read_qrels_checked(qrels.path, qrels.collection, qrels.query_set, Skipped())
-    if len(frame) != qrels.judgments:
-        raise ServiceError(
-            f"qrels {qrels.name!r}: rebuilding the cache gave {len(frame)} judgments, not {qrels.judgments}"
-        )
-    data.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet_atomic(frame, data)
-    return frame
+    def rebuild():
+        return read_qrels_checked(qrels.path, qrels.collection, qrels.query_set, Skipped())
+
+    return _cached_frame(qrels, "qrels", "judgments", qrels.judgments, rebuild)
 
 
 # --- word lists ------------------------------------------------------------------------
