@@ -7,7 +7,7 @@ import functools
 from django.contrib import messages
 from django.contrib.staticfiles import finders
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponsePermanentRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import Resolver404, resolve, reverse
 from django.utils.cache import add_never_cache_headers
@@ -236,10 +236,9 @@ def connections_page(request: HttpRequest) -> HttpResponse:
 
 
 @connections_manager_required
+@require_POST
 def connection_test(request: HttpRequest, kind: str) -> HttpResponse:
-    """POST: start the connection's test as a Job (never a call inside the request); back to the page."""
-    if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
+    """Start the connection's test as a Job (never a call inside the request); back to the page."""
     if kind not in KINDS:
         return HttpResponse("unknown connection", status=404)
     start_test_connection(kind)
