@@ -213,7 +213,7 @@ class ZenodoSettings:
 
 
 def zenodo_settings() -> ZenodoSettings:
-    """The Zenodo connection in force: ``zenodo_deposit`` and its job read it here, at use time."""
+    """The Zenodo connection in force: the ``zenodo_deposit`` command reads it here, at use time."""
     state = connection_state(ZENODO.kind)
     return ZenodoSettings(state.value("api_url"), state.secret("token"))
 

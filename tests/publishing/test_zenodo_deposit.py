@@ -15,9 +15,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.errors import ServiceError
-from core.models import Job
 from publishing.services.dataset import publish_dataset
-from publishing.services.deposits import zenodo_deposit, zenodo_deposit_job
+from publishing.services.deposits import zenodo_deposit
 from publishing.zenodo.deposit import STATE
 from tests.publishing.test_dataset_folder import _kept_annotated, annotated  # noqa: F401 (fixture)
 from tests.publishing.zenodo_server import PREFIX, FakeZenodo, serve
@@ -143,16 +142,6 @@ def test_a_lost_answer_to_publishing_is_read_back(folder, zenodo):
     zenodo.script = {"POST /api/deposit/depositions/": ["lose"]}  # the publish action
     done = zenodo_deposit(folder, publish=True, sleep=lambda s: None)
     assert done.published and zenodo.depositions[done.id]["submitted"] and len(zenodo.depositions) == 1
-
-
-def test_the_job_deposits_and_records_the_doi(folder, zenodo, django_capture_on_commit_callbacks):
-    _fill_creators(folder)
-    with django_capture_on_commit_callbacks(execute=True):
-        job = zenodo_deposit_job.start(f"Deposit {folder.name} on Zenodo", str(folder), False)
-    job.refresh_from_db()
-    assert job.status == Job.Status.DONE, job.message
-    [ident] = zenodo.depositions
-    assert job.result["doi"] == f"{PREFIX}/zenodo.{ident}" and job.result["published"] is False
 
 
 def test_the_paper_bundles_metadata_points_at_the_dataset():

@@ -40,7 +40,6 @@ RECORDED = {
     "core.test_connection": "core.tasks.test_connection_task",
     "import.named_set": "pooling.tasks.named_set_task",
     "metrics.compare_sets": "metrics.tasks.compare_sets_task",
-    "annotation.zenodo_deposit": "annotation.tasks.zenodo_deposit_task",
 }
 
 
