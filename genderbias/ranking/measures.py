@@ -30,20 +30,17 @@ from genderbias.ranking.defaults import (
 )
 from genderbias.ranking.exposure import ExposureSettings, alignment, exposure_columns
 from genderbias.ranking.nfairr import nfairr_columns, nfairr_variant
-from genderbias.ranking.rank_bias import rank_bias_of
+from genderbias.ranking.rank_bias import rank_bias_ranges
 from genderbias.ranking.ranked_counts import (
     RankedCounts,
     discounts,
-    over_orders,
     ranked_counts,
     tie_arrangements,
     tie_view,
     validate_cutoffs,
-    with_ties,
 )
-from genderbias.ranking.ties import TIE_AWARE, Orders, order_run, tie_summary
+from genderbias.ranking.ties import TIE_AWARE, Orders, order_run, over_tie_orders, tie_summary
 from genderbias.ranking.vocabulary import BY_NAME, EXPOSURE, GROUP_MEASURES, RAB_LIKE
-from genderbias.text.magnitudes import magnitudes_frame
 from genderbias.text.tokenize import DEFAULT_TOKENIZER
 from genderbias.text.wordlists import GenderWords, default_representative_wordlist, default_wordlist
 
@@ -66,20 +63,31 @@ def rank_bias(
     return _rank_bias(ranked_counts(run, counts, max(cutoffs), ties), run, counts, cutoffs, variant)
 
 
-def _differences(counts: pl.DataFrame, variant: str) -> pl.DataFrame:
-    magnitudes = magnitudes_frame(counts, variant)
-    return magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
-
-
 def _rank_bias(ranked: RankedCounts, run, counts, cutoffs, variant: str, tied: RankedCounts | None = None):
-    differences = _differences(counts, variant)
-    values = ranked.spread(differences)
-    columns = rank_bias_of(ranked.per_rank(values), ranked.n, cutoffs)
-    tied = tied or tie_view(ranked, run, counts)
-    low, high = tied.extremes(values if tied is ranked else tied.spread(differences))
-    lowest, highest = rank_bias_of(low, tied.n, cutoffs), rank_bias_of(high, tied.n, cutoffs)
-    linear = {name: (lowest[name], highest[name]) for name in columns if name != "n"}
-    return pd.DataFrame(with_ties(columns, tied, cutoffs, linear), index=pd.Index(ranked.qids, name="qid"))
+    columns = rank_bias_ranges(ranked, run, counts, cutoffs, variant, tied)
+    return pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
+
+
+def over_orders(ranked: RankedCounts, compute, orders: Orders | None) -> pd.DataFrame:
+    """``compute(ranked)``'s columns per query; under tie-aware, the mean over ``orders`` where they
+    apply, with the lowest and highest value over them (``name:low``, ``name:high``) and ``tied@k``."""
+    columns = compute(ranked)
+    if orders is not None:
+        mean, low, high = over_tie_orders(
+            orders, lambda rows, cols: compute(ranked.rearranged(rows, cols)), len(ranked.qids)
+        )
+        covered = np.zeros(len(ranked.qids), dtype=bool)
+        covered[orders.rows] = True
+        for name in list(columns):
+            plain = columns[name]
+            if name in mean:
+                columns[name] = np.where(covered, mean[name], plain)
+                columns[f"{name}:low"] = np.where(covered, low[name], plain)
+                columns[f"{name}:high"] = np.where(covered, high[name], plain)
+        for k in sorted({int(name.split("@")[1]) for name in mean if "@" in name}):
+            columns[f"tied@{k}"] = ranked.tied(k)
+    columns["n"] = ranked.n
+    return pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
 
 
 # --- TExFAIR ---------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from genderbias.ranking import measures
+from genderbias.ranking.rank_bias import rank_bias_ranges
+from genderbias.ranking.ranked_counts import ranked_counts
 from genderbias.ranking.ties import RANGE_TOLERANCE
 
 #: RaB values that agree to this many decimal places are ties (broken by qid).
@@ -143,15 +144,12 @@ def rank_bias_with_ties(
     values: dict[str, dict[str, float]] = {}
     ranges: dict[str, dict[str, tuple[float, float]]] = {}
     for run, frame in frames.items():
-        table = measures.rank_bias(frame, counts, [cutoff], magnitude, ties=ties)
-        qids = [str(qid) for qid in table.index]
+        ranked = ranked_counts(frame, counts, cutoff, ties)
+        table = rank_bias_ranges(ranked, frame, counts, [cutoff], magnitude)
+        qids = [str(qid) for qid in ranked.qids]
         values[run] = dict(zip(qids, table[column].astype(float).tolist(), strict=True))
-        low, high = table[f"{column}:low"].astype(float), table[f"{column}:high"].astype(float)
-        ranges[run] = {
-            qid: (lo, hi)
-            for qid, lo, hi in zip(qids, low.tolist(), high.tolist(), strict=True)
-            if hi - lo > RANGE_TOLERANCE
-        }
+        low, high = table[f"{column}:low"].astype(float).tolist(), table[f"{column}:high"].astype(float).tolist()
+        ranges[run] = {qid: (lo, hi) for qid, lo, hi in zip(qids, low, high, strict=True) if hi - lo > RANGE_TOLERANCE}
     return values, ranges
 
 

@@ -17,35 +17,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from genderbias.ranking.ranked_counts import RankedCounts, rank_matrices, tie_view, with_ties
+from genderbias.text.magnitudes import magnitudes_frame
+
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def rank_matrices(
-    run: pl.DataFrame, values: pl.DataFrame, depth: int
-) -> tuple[list[str], dict[str, np.ndarray], np.ndarray]:
-    """``(qids, matrices, n)``: the per-rank ``values`` (``docid`` and columns to spread) of ``run`` (``qid, docid,
-    rank``) as dense ``[queries × depth]`` matrices, 0 (False) past ``n`` or for documents missing from ``values``."""
-    top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
-    qids = top["qid"].unique(maintain_order=True)
-    top = top.join(qids.to_frame().with_row_index("row"), on="qid", how="left")
-    top = top.join(values, on="docid", how="left")
-    rows = top["row"].to_numpy().astype(np.int64)
-    cols = top["rank"].to_numpy().astype(np.int64) - 1
-    matrices = {}
-    for name in values.columns:
-        if name == "docid":
-            continue
-        column = top[name]
-        if column.dtype == pl.Boolean:
-            data, dtype = column.fill_null(False).to_numpy(), np.bool_
-        else:
-            data, dtype = column.fill_null(0).cast(pl.Float64).to_numpy(), np.float64
-        matrix = np.zeros((len(qids), depth), dtype=dtype)
-        matrix[rows, cols] = data
-        matrices[name] = matrix
-    n = np.bincount(rows, minlength=len(qids))
-    return qids.to_list(), matrices, n
 
 
 def rank_bias_columns(
@@ -118,6 +94,27 @@ def rank_bias_of(matrix: np.ndarray, n: np.ndarray, cutoffs: Sequence[int]) -> d
         columns[f"ARaB@{t}"] = arab_sum[rows, k - 1] / k
     columns["n"] = np.minimum(n, depth) if len(n) else n
     return columns
+
+
+def rank_bias_ranges(
+    ranked: RankedCounts,
+    run: pl.DataFrame,
+    counts: pl.DataFrame,
+    cutoffs: Sequence[int],
+    variant: str,
+    tied: RankedCounts | None = None,
+) -> dict[str, np.ndarray]:
+    """RaB@t, ARaB@t and ``n`` of ``ranked`` (:func:`genderbias.ranking.ranked_counts.ranked_counts` of ``run`` and
+    ``counts``) with ``tf`` or ``bool`` magnitudes, their range over the orders of ties (``RaB@t:low`` …) and
+    ``tied@t``: the report's and the pool's RaB, without pandas (the pool's command does not load it)."""
+    differences = _differences(magnitudes_frame(counts, variant))
+    values = ranked.spread(differences)
+    columns = rank_bias_of(ranked.per_rank(values), ranked.n, cutoffs)
+    tied = tied or tie_view(ranked, run, counts)
+    low, high = tied.extremes(values if tied is ranked else tied.spread(differences))
+    lowest, highest = rank_bias_of(low, tied.n, cutoffs), rank_bias_of(high, tied.n, cutoffs)
+    linear = {name: (lowest[name], highest[name]) for name in columns if name != "n"}
+    return with_ties(columns, tied, cutoffs, linear)
 
 
 def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:

@@ -7,7 +7,7 @@ and tokenizer, a document missing from them having no gendered word and length 0
 Tied documents are ordered by ``ties`` (:mod:`genderbias.ranking.ties`): under ``tie-aware`` (default) every
 figure is its expectation over all orders of each tie group, with its range over them (``name:low``,
 ``name:high``) and ``tied@k``. A linear measure takes its range from :meth:`RankedCounts.extremes`; a non-linear
-one is averaged over :func:`tie_arrangements` by :func:`over_orders`.
+one is averaged over :func:`tie_arrangements` by :func:`genderbias.ranking.measures.over_orders`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import polars as pl
 
 from genderbias.ranking.defaults import CUTOFFS_RULE, DEFAULT_TIES, TIE_DRAWS
-from genderbias.ranking.rank_bias import rank_matrices
 from genderbias.ranking.ties import (
     TIE_AWARE,
     Orders,
@@ -28,7 +26,6 @@ from genderbias.ranking.ties import (
     group_matrix,
     group_means,
     order_run,
-    over_tie_orders,
     tie_orders,
     tied_within,
 )
@@ -112,6 +109,33 @@ class RankedCounts:
         return RankedCounts(qids, self.n[rows], take["f"], take["m"], take["length"], take["found"])
 
 
+def rank_matrices(
+    run: pl.DataFrame, values: pl.DataFrame, depth: int
+) -> tuple[list[str], dict[str, np.ndarray], np.ndarray]:
+    """``(qids, matrices, n)``: the per-rank ``values`` (``docid`` and columns to spread) of ``run`` (``qid, docid,
+    rank``) as dense ``[queries × depth]`` matrices, 0 (False) past ``n`` or for documents missing from ``values``."""
+    top = run.select("qid", "docid", "rank").filter(pl.col("rank") <= depth)
+    qids = top["qid"].unique(maintain_order=True)
+    top = top.join(qids.to_frame().with_row_index("row"), on="qid", how="left")
+    top = top.join(values, on="docid", how="left")
+    rows = top["row"].to_numpy().astype(np.int64)
+    cols = top["rank"].to_numpy().astype(np.int64) - 1
+    matrices = {}
+    for name in values.columns:
+        if name == "docid":
+            continue
+        column = top[name]
+        if column.dtype == pl.Boolean:
+            data, dtype = column.fill_null(False).to_numpy(), np.bool_
+        else:
+            data, dtype = column.fill_null(0).cast(pl.Float64).to_numpy(), np.float64
+        matrix = np.zeros((len(qids), depth), dtype=dtype)
+        matrix[rows, cols] = data
+        matrices[name] = matrix
+    n = np.bincount(rows, minlength=len(qids))
+    return qids.to_list(), matrices, n
+
+
 def qid_index(qids: pl.Series) -> pl.DataFrame:
     return qids.to_frame("qid").with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
 
@@ -166,25 +190,3 @@ def tie_arrangements(ranked: RankedCounts, seed: int) -> Orders | None:
     full = ranked.full
     values = np.stack([full["f"], full["m"], full["length"], full["found"].astype(np.float64)], axis=-1)
     return tie_orders(values, ranked.groups, ranked.n_full, ranked.depth, draws=TIE_DRAWS, seed=seed)
-
-
-def over_orders(ranked: RankedCounts, compute, orders: Orders | None) -> pd.DataFrame:
-    """``compute(ranked)``'s columns per query; under tie-aware, the mean over ``orders`` where they
-    apply, with the lowest and highest value over them (``name:low``, ``name:high``) and ``tied@k``."""
-    columns = compute(ranked)
-    if orders is not None:
-        mean, low, high = over_tie_orders(
-            orders, lambda rows, cols: compute(ranked.rearranged(rows, cols)), len(ranked.qids)
-        )
-        covered = np.zeros(len(ranked.qids), dtype=bool)
-        covered[orders.rows] = True
-        for name in list(columns):
-            plain = columns[name]
-            if name in mean:
-                columns[name] = np.where(covered, mean[name], plain)
-                columns[f"{name}:low"] = np.where(covered, low[name], plain)
-                columns[f"{name}:high"] = np.where(covered, high[name], plain)
-        for k in sorted({int(name.split("@")[1]) for name in mean if "@" in name}):
-            columns[f"tied@{k}"] = ranked.tied(k)
-    columns["n"] = ranked.n
-    return pd.DataFrame(columns, index=pd.Index(ranked.qids, name="qid"))
