@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from genderbias.ranking.ranked_counts import RankedCounts, rank_matrices, tie_view, with_ties
-from genderbias.text.magnitudes import magnitudes_frame
+from genderbias.text.magnitudes import magnitude
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,11 +107,10 @@ def rank_bias_ranges(
     """RaB@t, ARaB@t and ``n`` of ``ranked`` (:func:`genderbias.ranking.ranked_counts.ranked_counts` of ``run`` and
     ``counts``) with ``tf`` or ``bool`` magnitudes, their range over the orders of ties (``RaB@t:low`` …) and
     ``tied@t``: the report's and the pool's RaB, without pandas (the pool's command does not load it)."""
-    differences = _differences(magnitudes_frame(counts, variant))
-    values = ranked.spread(differences)
+    values = _per_rank_differences(ranked, variant)
     columns = rank_bias_of(ranked.per_rank(values), ranked.n, cutoffs)
     tied = tied or tie_view(ranked, run, counts)
-    low, high = tied.extremes(values if tied is ranked else tied.spread(differences))
+    low, high = tied.extremes(values if tied is ranked else _per_rank_differences(tied, variant))
     lowest, highest = rank_bias_of(low, tied.n, cutoffs), rank_bias_of(high, tied.n, cutoffs)
     linear = {name: (lowest[name], highest[name]) for name in columns if name != "n"}
     return with_ties(columns, tied, cutoffs, linear)
@@ -123,3 +122,10 @@ def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequen
 
     qids, columns = rank_bias_columns(run, magnitudes, cutoffs)
     return pd.DataFrame(columns, index=pd.Index(qids, name="qid"))
+
+
+def _per_rank_differences(ranked: RankedCounts, variant: str) -> np.ndarray:
+    """``mag_m − mag_f`` at every rank of ``ranked``'s width, from the counts it already holds (0 past n or for a
+    document without counts, as :func:`genderbias.text.magnitudes.magnitude` of 0 is)."""
+    counts = ranked.full if ranked.full is not None else {"f": ranked.f, "m": ranked.m}
+    return magnitude(counts["m"], variant) - magnitude(counts["f"], variant)

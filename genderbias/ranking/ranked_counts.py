@@ -74,11 +74,6 @@ class RankedCounts:
         """Column ``min(cutoff, depth)`` of a cumulative matrix, i.e. the value at rank min(k, n)."""
         return matrix[:, min(cutoff, self.depth) - 1]
 
-    def spread(self, values: pl.DataFrame) -> np.ndarray:
-        """``values`` (``docid, value``) at every rank of the full width (0 past n or unknown)."""
-        _, matrices, _ = rank_matrices(self.ordered, values, self.width)
-        return matrices["value"]
-
     @property
     def width(self) -> int:
         return self.groups.shape[1] if self.groups is not None else self.depth
