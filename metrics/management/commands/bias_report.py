@@ -10,25 +10,7 @@ from core.management.cli import (
     name_list,
     whole_number,
 )
-from core.options import (
-    AWRF_P_OPTION,
-    AWRF_WEIGHTS_OPTION,
-    BOOTSTRAP_OPTION,
-    CUT_STEP_OPTION,
-    CUTOFFS_OPTION,
-    EXPOSURE_FORM_OPTION,
-    EXPOSURE_TARGET_OPTION,
-    NORMALISER_OPTION,
-    PRESET_OPTION,
-    PROTECTED_OPTION,
-    REPORT_OPTIONS,
-    REPRESENTATIVE_WORDLIST_OPTION,
-    SEED_OPTION,
-    THRESHOLD_OPTION,
-    TIES_OPTION,
-    TOKENIZER_OPTION,
-    WORDLIST_OPTION,
-)
+from core.options import REPORT_OPTIONS
 from genderbias.files.atomic import atomic_path, atomic_write, check_writable
 from genderbias.presets import PRESETS
 from genderbias.ranking.defaults import COLLECTION_BACKGROUND, TABLE_LAYOUTS
@@ -58,20 +40,13 @@ class Command(ProjectCommand):
             "(crowd posteriors, rulings, calibrated machine labels)",
         )
         parser.add_argument("--runs", required=True, help="comma-separated run names")
-        for option in (
-            CUTOFFS_OPTION,
-            WORDLIST_OPTION,
-            REPRESENTATIVE_WORDLIST_OPTION,
-            TOKENIZER_OPTION,
-            THRESHOLD_OPTION,
-        ):
+        for option in REPORT_OPTIONS.values():  # the report's settings, declared once (core.options)
             add_option(parser, option)
         parser.add_argument(
             "--background",
             default=COLLECTION_BACKGROUND,
             help="NFaiRR's ideal ranking: 'collection' (default) or the name of a background run",
         )
-        add_option(parser, NORMALISER_OPTION)
         parser.add_argument(
             "--baseline",
             help="run to test the others against (two-sided paired t-test; family: every run against the baseline "
@@ -87,19 +62,6 @@ class Command(ProjectCommand):
             help="with --qrels: comma-separated ir_measures names with a cutoff, of RR (or MRR), nDCG, R, P, AP "
             "(default RR@10,nDCG@10,R@10,P@10)",
         )
-        for option in (
-            AWRF_WEIGHTS_OPTION,
-            AWRF_P_OPTION,
-            EXPOSURE_TARGET_OPTION,
-            PROTECTED_OPTION,
-            CUT_STEP_OPTION,
-            EXPOSURE_FORM_OPTION,
-            TIES_OPTION,
-            PRESET_OPTION,
-            BOOTSTRAP_OPTION,
-            SEED_OPTION,
-        ):
-            add_option(parser, option)
         parser.add_argument("--name", help="name of the stored report (default: derived from the query set and runs)")
         parser.add_argument("--out", help="write the results as CSV: run,metric,variant,cutoff,value,queries")
         parser.add_argument(
