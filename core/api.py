@@ -212,7 +212,7 @@ class ConnectionListView(APIView):
 
     @extend_schema(responses={200: ConnectionSerializer(many=True)})
     def get(self, request, format=None):
-        return Response([ConnectionSerializer(ConnectionSerializer.of(s)).data for s in connection_states()])
+        return Response(ConnectionSerializer(connection_states(), many=True).data)
 
 
 class ConnectionDetailView(APIView):
@@ -223,7 +223,7 @@ class ConnectionDetailView(APIView):
 
     @extend_schema(responses={200: ConnectionSerializer, 404: ErrorSerializer})
     def get(self, request, kind: str, format=None):
-        return Response(ConnectionSerializer(ConnectionSerializer.of(_connection_or_404(kind))).data)
+        return Response(ConnectionSerializer(_connection_or_404(kind)).data)
 
     @extend_schema(
         request=ConnectionUpdateSerializer,
@@ -234,7 +234,7 @@ class ConnectionDetailView(APIView):
         _connection_or_404(kind)
         data = checked(ConnectionUpdateSerializer, body_object(request))
         save_connection(kind, data.get("values", {}), clear=data.get("clear", []), user=request.user)
-        return Response(ConnectionSerializer(ConnectionSerializer.of(_connection_or_404(kind))).data)
+        return Response(ConnectionSerializer(_connection_or_404(kind)).data)
 
     patch = put
 

@@ -1,5 +1,7 @@
 """REST representation of the shared state."""
 
+from functools import partial
+
 from rest_framework import serializers
 
 from core.amounts import AmountError, parse_amount
@@ -46,76 +48,58 @@ class MoneyField(serializers.DecimalField):
             raise serializers.ValidationError(str(exc)) from None
 
 
-class CountField(serializers.IntegerField):
-    """A whole number in a request: a JSON integer or a string of ASCII digits (``IntegerField`` takes
-    ``"١٠"`` and ``10.0``); a 400 names the field."""
+class _ParsedNumber:
+    """A number field that reads its input with ``parse(data, field name)`` (:mod:`genderbias.numbers`);
+    a 400 names the field."""
 
     def to_internal_value(self, data):
         if isinstance(data, str) and len(data) > self.MAX_STRING_LENGTH:
             self.fail("max_string_length")
         try:
-            number = parse_count(data, self.field_name or "value", maximum=10**18)
+            return self.parse(data, self.field_name or "value")
         except NumberError as exc:
             raise serializers.ValidationError(exc.problem) from None
-        return number
 
 
-class DecimalNumberField(serializers.FloatField):
+class CountField(_ParsedNumber, serializers.IntegerField):
+    """A whole number in a request: a JSON integer or a string of ASCII digits (``IntegerField`` takes
+    ``"١٠"`` and ``10.0``)."""
+
+    parse = staticmethod(partial(parse_count, maximum=10**18))
+
+
+class DecimalNumberField(_ParsedNumber, serializers.FloatField):
     """A number with a fraction in a request: a finite JSON number or a plain ASCII decimal
     (``FloatField`` takes ``"nan"``, ``"1e3"`` and ``"١.٥"``)."""
 
-    def to_internal_value(self, data):
-        if isinstance(data, str) and len(data) > self.MAX_STRING_LENGTH:
-            self.fail("max_string_length")
-        try:
-            return parse_decimal(data, self.field_name or "value")
-        except NumberError as exc:
-            raise serializers.ValidationError(exc.problem) from None
+    parse = staticmethod(parse_decimal)
 
 
 class ConnectionFieldSerializer(serializers.Serializer):
     """One field of a connection as in force: never a secret's value, at most its last four characters."""
 
-    name = serializers.CharField()
-    label = serializers.CharField()
-    secret = serializers.BooleanField()
-    setting = serializers.CharField(help_text="The environment variable that takes precedence when set.")
+    name = serializers.CharField(source="spec.name")
+    label = serializers.CharField(source="spec.label")
+    secret = serializers.BooleanField(source="spec.secret")
+    setting = serializers.CharField(
+        source="spec.setting", help_text="The environment variable that takes precedence when set."
+    )
     shown = serializers.CharField(help_text="The value in force; a secret's last four characters only.")
     source = serializers.ChoiceField(choices=["environment", "site", "default", "unset"])
     stored = serializers.BooleanField(help_text="Whether this site stores a value (in force or overridden).")
     choices = serializers.ListField(
-        child=serializers.CharField(), help_text="The only values the field takes; empty: any text."
+        source="spec.choices",
+        child=serializers.CharField(),
+        help_text="The only values the field takes; empty: any text.",
     )
 
 
 class ConnectionSerializer(serializers.Serializer):
-    kind = serializers.CharField()
-    title = serializers.CharField()
+    kind = serializers.CharField(source="kind.kind")
+    title = serializers.CharField(source="kind.title")
     fields = ConnectionFieldSerializer(many=True)
     problem = serializers.CharField(help_text="Why the stored secrets cannot be opened (CONNECTIONS_KEY), or empty.")
     last_test = JobSerializer(allow_null=True)
-
-    @staticmethod
-    def of(state) -> dict:
-        return {
-            "kind": state.kind.kind,
-            "title": state.kind.title,
-            "fields": [
-                {
-                    "name": f.spec.name,
-                    "label": f.spec.label,
-                    "secret": f.spec.secret,
-                    "setting": f.spec.setting,
-                    "shown": f.shown,
-                    "source": f.source,
-                    "stored": f.stored,
-                    "choices": list(f.spec.choices),
-                }
-                for f in state.fields
-            ],
-            "problem": state.problem,
-            "last_test": state.last_test,
-        }
 
 
 class ConnectionUpdateSerializer(serializers.Serializer):
