@@ -7,12 +7,8 @@ from annotation.crowd.providers.options import OptionError
 from annotation.crowd.selectors import batch_progress
 from annotation.crowd.services.batch_settings import settings_from_options
 from annotation.crowd.services.batches import create_batch, read_gold_file
-from annotation.management.commands._common import (
-    command_errors,
-    format_cost,
-    qualifications,
-)
-from core.management.cli import ProjectCommand
+from annotation.management.commands._common import command_errors, format_cost, qualifications
+from core.management.cli import ProjectCommand, get_named
 from pooling.models import Pool, QuerySet
 
 
@@ -49,15 +45,8 @@ class Command(ProjectCommand):
         add_option_arguments(parser)
 
     def handle(self, **o):
-        pool = query_set = None
-        if o["pool"]:
-            pool = Pool.objects.filter(name=o["pool"]).first()
-            if pool is None:
-                raise CommandError(f"no pool named {o['pool']!r}")
-        else:
-            query_set = QuerySet.objects.filter(name=o["queries"]).first()
-            if query_set is None:
-                raise CommandError(f"no query set named {o['queries']!r}")
+        pool = get_named(Pool, o["pool"], "pool") if o["pool"] else None
+        query_set = None if pool else get_named(QuerySet, o["queries"], "query set")
         if o["gold_per_hit"] and not o["gold"]:
             raise CommandError("--gold-per-hit needs --gold FILE")
         values = {name: o.get(name) for name in all_batch_options()}
