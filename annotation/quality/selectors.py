@@ -14,10 +14,10 @@ from typing import Any
 
 from django.db.models import Count
 
-from annotation.crowd.selectors import crowd_batch_ids
-from annotation.models import Assignment, Batch, Escalation, HitQuery, Judgment
+from annotation.models import Assignment, Batch, Escalation, HitQuery
 from annotation.results.review import next_query, review_rows
 from annotation.results.selectors.agreement import agreement
+from annotation.results.selectors.gold import gold_discarded
 from annotation.results.selectors.labels import BatchAnswers, cached_for_answers, query_results
 
 
@@ -167,13 +167,5 @@ def escalated_qids(batch: Batch) -> set[str]:
 
 
 def gold_failed_qids(batch: Batch) -> set[str]:
-    """qids of real queries with uncounted answers from work that failed its gold check, in ``batch``'s
-    crowd batches (none where ``Batch.failed_gold_answers`` keeps them)."""
-    return set(
-        Judgment.objects.filter(
-            batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False
-        )
-        .exclude(assignment__hit__batch__failed_gold_answers="keep")
-        .values_list("batch_query__qid", flat=True)
-        .distinct()
-    )
+    """qids of real queries with answers uncounted for failing gold (:func:`gold_discarded`)."""
+    return set(gold_discarded(batch).values_list("batch_query__qid", flat=True).distinct())

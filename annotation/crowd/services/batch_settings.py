@@ -22,12 +22,7 @@ from annotation.crowd.providers.options import (
 )
 from core.errors import ServiceError
 
-__all__ = ["MAX_AUTO_APPROVAL_DELAY", "MAX_LIFETIME", "MAX_REWARD", "MIN_LIFETIME"]
-
 _COMMON = options_by_name(COMMON_OPTIONS)
-#: How long MTurk waits before approving (and paying) an assignment nobody reviewed: long enough
-#: for several syncs to reject invalid work first.
-DEFAULT_AUTO_APPROVAL_DELAY: dt.timedelta = _COMMON["auto_approval_delay"].default
 
 
 @dataclass(frozen=True)
@@ -51,7 +46,8 @@ class BatchSettings:
     reward: Decimal = _DEFAULTS["reward"]
     lifetime: dt.timedelta = _DEFAULTS["lifetime"]
     assignment_duration: dt.timedelta = _DEFAULTS["assignment_duration"]
-    auto_approval_delay: dt.timedelta = DEFAULT_AUTO_APPROVAL_DELAY
+    #: How long MTurk waits before approving (and paying) work nobody reviewed: several syncs reject invalid work first.
+    auto_approval_delay: dt.timedelta = _DEFAULTS["auto_approval_delay"]
     gold_per_hit: int = _DEFAULTS["gold_per_hit"]
     gold_pass_fraction: float = 1.0
     gold_feedback: bool = _DEFAULTS["gold_feedback"]

@@ -49,15 +49,15 @@ def gold_judgments(batch: Batch) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
 
+def gold_discarded(batch: Batch):
+    """The uncounted answers to real queries of work that failed its gold check, in ``batch``'s crowd
+    batches (none where ``Batch.failed_gold_answers`` keeps them)."""
+    return Judgment.objects.filter(
+        batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False
+    ).exclude(assignment__hit__batch__failed_gold_answers="keep")
+
+
 def gold_discarded_assignments(batch: Batch) -> int:
-    """How many assignments of ``batch``'s crowd batches lost their answers to real queries for failing
-    gold: the crowd-quality warning then says the labels are a selection."""
-    return (
-        Judgment.objects.filter(
-            batch_query__batch__in=crowd_batch_ids(batch), batch_query__is_gold=False, assignment__gold_passed=False
-        )
-        .exclude(assignment__hit__batch__failed_gold_answers="keep")
-        .values("assignment_id")
-        .distinct()
-        .count()
-    )
+    """How many assignments lost their answers for failing gold (:func:`gold_discarded`): the
+    crowd-quality warning then says the labels are a selection."""
+    return gold_discarded(batch).values("assignment_id").distinct().count()
