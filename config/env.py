@@ -43,34 +43,28 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    value = _raw(name)
-    if value is None:
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise _bad(name, value, "a whole number") from None
-    if minimum is not None and number < minimum:
-        raise _bad(name, value, f"a whole number of at least {minimum}")
-    if maximum is not None and number > maximum:
-        raise _bad(name, value, f"a whole number of at most {maximum}")
-    return number
+    return _number(name, default, int, "a whole number", minimum, maximum)
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
+    return _number(name, default, float, "a number", minimum, maximum)
+
+
+def _number(name: str, default, read, what: str, minimum, maximum):
+    """``read(value)`` (``int`` or ``float``: a finite one) within the bounds; ``what`` names the kind in a refusal."""
     value = _raw(name)
     if value is None:
         return default
     try:
-        number = float(value)
+        number = read(value)
     except ValueError:
-        raise _bad(name, value, "a number") from None
+        raise _bad(name, value, what) from None
     if number != number or number in (float("inf"), float("-inf")):
-        raise _bad(name, value, "a finite number")
+        raise _bad(name, value, f"a finite {what.removeprefix('a ')}")
     if minimum is not None and number < minimum:
-        raise _bad(name, value, f"a number of at least {minimum}")
+        raise _bad(name, value, f"{what} of at least {minimum}")
     if maximum is not None and number > maximum:
-        raise _bad(name, value, f"a number of at most {maximum}")
+        raise _bad(name, value, f"{what} of at most {maximum}")
     return number
 
 

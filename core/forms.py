@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 from django import forms
 
@@ -20,29 +21,29 @@ def add_service_error(form: forms.Form, exc: Exception) -> None:
         form.add_error(None, str(exc))
 
 
-class CountField(forms.IntegerField):
-    """A whole number typed by a person: ASCII digits only (``forms.IntegerField`` takes ``١٠``)."""
+class _ParsedNumber:
+    """A number field that reads what a person typed with ``parse(text, label)`` (:mod:`genderbias.numbers`)."""
 
     def to_python(self, value):
         if value in self.empty_values:
             return None
         try:
-            return parse_count(value if isinstance(value, int) else str(value), self.label or "value", maximum=10**18)
+            return self.parse(value if isinstance(value, self.kept) else str(value), self.label or "value")
         except NumberError as exc:
             raise forms.ValidationError(exc.problem, code="invalid") from None
 
 
-class DecimalNumberField(forms.FloatField):
+class CountField(_ParsedNumber, forms.IntegerField):
+    """A whole number typed by a person: ASCII digits only (``forms.IntegerField`` takes ``١٠``)."""
+
+    parse, kept = staticmethod(partial(parse_count, maximum=10**18)), int
+
+
+class DecimalNumberField(_ParsedNumber, forms.FloatField):
     """A number with a fraction typed by a person: a plain ASCII decimal (``forms.FloatField`` takes
     ``١.٥`` and ``1e3``)."""
 
-    def to_python(self, value):
-        if value in self.empty_values:
-            return None
-        try:
-            return parse_decimal(value if isinstance(value, (int, float)) else str(value), self.label or "value")
-        except NumberError as exc:
-            raise forms.ValidationError(exc.problem, code="invalid") from None
+    parse, kept = staticmethod(parse_decimal), (int, float)
 
 
 class ApiTokenForm(forms.Form):
@@ -87,37 +88,21 @@ class ConnectionForm(forms.Form):
         self.kind = kind
         stored = dict(state.row.values) if state is not None and state.row is not None else {}
         for spec in kind.fields:
+            box = {"label": spec.label, "required": False, "max_length": 2000, "help_text": spec.help}
             if spec.secret:
-                self.fields[spec.name] = forms.CharField(
-                    label=spec.label,
-                    required=False,
-                    max_length=2000,
-                    strip=True,
-                    help_text=spec.help + " Left empty: unchanged.",
-                    widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-                )
-                self.fields[f"clear_{spec.name}"] = forms.BooleanField(
-                    label=f"Remove the stored {spec.label.lower()}", required=False
-                )
+                box["help_text"] += " Left empty: unchanged."
+                box["widget"] = forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"})
             elif spec.choices:
                 # The values the connection takes, or "" for its default (the service checks them again).
-                self.fields[spec.name] = forms.CharField(
-                    label=spec.label,
-                    required=False,
-                    max_length=2000,
-                    help_text=spec.help,
-                    initial=stored.get(spec.name, ""),
-                    widget=forms.Select(
-                        choices=[("", f"default ({spec.default})"), *((choice, choice) for choice in spec.choices)]
-                    ),
-                )
+                choices = [("", f"default ({spec.default})"), *((choice, choice) for choice in spec.choices)]
+                box |= {"initial": stored.get(spec.name, ""), "widget": forms.Select(choices=choices)}
             else:
-                self.fields[spec.name] = forms.CharField(
-                    label=spec.label,
-                    required=False,
-                    max_length=2000,
-                    help_text=spec.help + (f" Default: {spec.default}" if spec.default else ""),
-                    initial=stored.get(spec.name, ""),
+                box["help_text"] += f" Default: {spec.default}" if spec.default else ""
+                box["initial"] = stored.get(spec.name, "")
+            self.fields[spec.name] = forms.CharField(**box)
+            if spec.secret:
+                self.fields[f"clear_{spec.name}"] = forms.BooleanField(
+                    label=f"Remove the stored {spec.label.lower()}", required=False
                 )
 
     def values(self) -> dict[str, str]:

@@ -7,8 +7,9 @@ check``, the web workers and the test suite still run them all.
 """
 
 import argparse
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from django.core.checks import Tags
@@ -175,34 +176,28 @@ def add_option(parser: argparse.ArgumentParser, option: ReportOption, flag: str 
     flag = flag or "--" + option.name.replace("_", "-")
     if option.kind == "choice":
         parser.add_argument(flag, choices=option.values, default=option.default or None, help=option.describe())
-        return
-    if option.kind == "file":
+    elif option.kind == "file":
         parser.add_argument(flag, default=None, help=option.describe(), metavar="FILE")
-        return
+    else:
+        read = _argument_type(option.parse, option.kind)  # argparse names the type in its message
+        parser.add_argument(flag, type=read, default=option.default, help=option.describe().replace("%", "%%"))
+
+
+def _argument_type(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """An ``add_argument(type=...)`` reading with ``parse``, its refusal (``.problem``) argparse's message."""
 
     def read(text: str) -> Any:
         try:
-            return option.parse(text)
-        except OptionError as exc:
+            return parse(text)
+        except (OptionError, NumberError) as exc:
             raise argparse.ArgumentTypeError(exc.problem) from None
 
-    read.__name__ = option.kind  # argparse names the type in its message
-    parser.add_argument(flag, type=read, default=option.default, help=option.describe().replace("%", "%%"))
+    read.__name__ = name
+    return read
 
 
-def whole_number(text: str) -> int:
-    """An ``add_argument(type=...)`` for a whole number, ASCII digits only (``type=int`` takes ``١٠`` and
-    ``1_0``); ranges are the service's."""
-    try:
-        return parse_count(text, "value", maximum=10**18)
-    except NumberError as exc:
-        raise argparse.ArgumentTypeError(exc.problem) from None
-
-
-def decimal_number(text: str) -> float:
-    """An ``add_argument(type=...)`` for a number with a fraction (``type=float`` takes ``nan``, ``inf``,
-    ``1e3`` and ``١.٥``); ranges are the service's."""
-    try:
-        return parse_decimal(text, "value")
-    except NumberError as exc:
-        raise argparse.ArgumentTypeError(exc.problem) from None
+#: ``add_argument(type=...)`` for a whole number, ASCII digits only (``type=int`` takes ``١٠`` and ``1_0``),
+#: and for a number with a fraction (``type=float`` takes ``nan``, ``inf``, ``1e3`` and ``١.٥``); ranges are
+#: the service's.
+whole_number = _argument_type(partial(parse_count, field="value", maximum=10**18), "whole_number")
+decimal_number = _argument_type(partial(parse_decimal, field="value"), "decimal_number")
