@@ -19,6 +19,7 @@ import pandas as pd
 from genderbias.crowd.aggregation import count_validated, label_counts, majority_of_counts, validate_judgments
 from genderbias.labels import LABELS
 from genderbias.ranking.defaults import LEVEL
+from genderbias.stats.significance import json_safe
 
 
 def reliability_matrix(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> tuple[np.ndarray, list, list]:
@@ -242,20 +243,6 @@ def _confusion(counts: np.ndarray, labels: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(pairs, index=pd.Index(list(labels)), columns=pd.Index(list(labels)))
 
 
-def _plain(value: Any) -> Any:
-    """JSON-safe version of a number: Python int/float, ``None`` instead of NaN/inf."""
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else None
-    return value
-
-
 def agreement_report(
     judgments: pd.DataFrame,
     bootstrap: int = 1000,
@@ -272,37 +259,23 @@ def agreement_report(
     workers = _worker_agreement(frame, table, labels)
     confusion = _confusion(counts, labels)
     majority_labels = majority["label"].dropna().value_counts()
-    return {
-        "krippendorff_alpha": _plain(_krippendorff_alpha(frame, counts, labels)),
-        "alpha_ci": [_plain(low), _plain(high)],
-        "bootstrap_resamples": bootstrap,
-        "per_category_alpha": {
-            label: _plain(value) for label, value in _per_category(nominal_alpha_from_counts, counts, labels).items()
-        },
-        "gwet_ac1": _plain(gwet_ac1_from_counts(counts)),
-        "per_category_ac1": {
-            label: _plain(value) for label, value in _per_category(gwet_ac1_from_counts, counts, labels).items()
-        },
-        "percent_agreement": _plain(_percent_agreement(counts)),
-        "fleiss_kappa": _plain(fleiss_kappa_from_counts(counts)),
-        "queries": len(majority),
-        "judgments": len(frame),
-        "workers": int(frame["worker"].nunique()),
-        "judgments_per_query": {str(k): int(v) for k, v in majority["votes"].value_counts().sort_index().items()},
-        "labels": {label: int(majority_labels.get(label, 0)) for label in labels},
-        "disputed": sorted(str(item) for item in majority.index[majority["disputed"]]),
-        "per_worker": [
-            {
-                "worker": str(worker),
-                "judgments": int(row.judgments),
-                "compared": int(row.compared),
-                "agreed": int(row.agreed),
-                "rate": _plain(row.rate),
-            }
-            for worker, row in workers.iterrows()
-        ],
-        "confusion": {
-            "labels": list(labels),
-            "matrix": [[int(x) for x in row] for row in confusion.to_numpy()],
-        },
-    }
+    return json_safe(
+        {
+            "krippendorff_alpha": _krippendorff_alpha(frame, counts, labels),
+            "alpha_ci": [low, high],
+            "bootstrap_resamples": bootstrap,
+            "per_category_alpha": _per_category(nominal_alpha_from_counts, counts, labels),
+            "gwet_ac1": gwet_ac1_from_counts(counts),
+            "per_category_ac1": _per_category(gwet_ac1_from_counts, counts, labels),
+            "percent_agreement": _percent_agreement(counts),
+            "fleiss_kappa": fleiss_kappa_from_counts(counts),
+            "queries": len(majority),
+            "judgments": len(frame),
+            "workers": frame["worker"].nunique(),
+            "judgments_per_query": {str(k): v for k, v in majority["votes"].value_counts().sort_index().items()},
+            "labels": {label: majority_labels.get(label, 0) for label in labels},
+            "disputed": sorted(str(item) for item in majority.index[majority["disputed"]]),
+            "per_worker": [{"worker": str(worker), **row} for worker, row in workers.to_dict("index").items()],
+            "confusion": {"labels": list(labels), "matrix": confusion.to_numpy().tolist()},
+        }
+    )

@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
 from genderbias.labels import LABELS
+from genderbias.stats.significance import json_safe
 
 #: Bootstrap resamples are drawn in chunks of about this many index cells, so memory stays
 #: bounded whatever the sample size and number of resamples.
@@ -39,21 +39,7 @@ class CalibrationFigures:
 
     def as_dict(self) -> dict:
         """JSON-ready: tuples as lists, NaN and infinities as ``None`` (JSON has no NaN)."""
-        return _plain(asdict(self))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    return value
+        return json_safe(asdict(self))
 
 
 def _codes(values: Sequence[str], labels: Sequence[str], what: str) -> np.ndarray:

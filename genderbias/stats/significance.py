@@ -195,6 +195,18 @@ def finite(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def json_safe(value):
+    """``value`` with its dicts, lists and tuples walked, numpy scalars as Python's and NaN or infinities as None
+    (JSON has no NaN): what a report's dict is before it is stored or served."""
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def run_mean(values: pd.Series) -> float | None:
     """A run's mean of a per-query measure over the queries with a value (None: none has one):
     the figure a report table's cell shows."""
