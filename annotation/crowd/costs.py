@@ -212,33 +212,12 @@ def work_cost(
 
 
 def spent_on(
-    provider: str,
-    reward: Decimal,
-    answered: int,
-    *,
-    assignments_per_hit: int,
-    options: Mapping[str, Any] | None = None,
-    account_fee_rate: Decimal | None = None,
-    bonus_charges: Iterable[Iterable[Decimal]] = (),
+    provider: str, reward: Decimal, answered: int, *, bonus_charges: Iterable[Iterable[Decimal]] = (), **prices: Any
 ) -> Spent:
-    """What a batch has spent: ``answered`` assignments (:func:`work_cost`) and the bonuses sent,
-    ``bonus_charges`` grouped as the platform charged them, each group with its fee."""
-    work = work_cost(
-        provider,
-        reward,
-        answered,
-        assignments_per_hit=assignments_per_hit,
-        options=options,
-        account_fee_rate=account_fee_rate,
-    )
-    charged = bonus_costs(bonus_charges, provider, account_fee_rate=account_fee_rate)
-    bonuses, fees = charged.bonuses, charged.fees
-    rewards = work.rewards.quantize(CENT)
-    reward_fees = work.fees.quantize(CENT)
-    return Spent(
-        rewards=rewards,
-        reward_fees=reward_fees,
-        bonuses=bonuses,
-        bonus_fees=fees,
-        total=rewards + reward_fees + bonuses + fees,
-    )
+    """What a batch has spent: ``answered`` assignments (:func:`work_cost`, ``prices`` its keyword
+    arguments) and the bonuses sent, ``bonus_charges`` grouped as the platform charged them, each group with its fee."""
+    work = work_cost(provider, reward, answered, **prices)
+    charged = bonus_costs(bonus_charges, provider, account_fee_rate=prices.get("account_fee_rate"))
+    rewards, reward_fees = work.rewards.quantize(CENT), work.fees.quantize(CENT)
+    total = rewards + reward_fees + charged.bonuses + charged.fees
+    return Spent(rewards, reward_fees, charged.bonuses, charged.fees, total)
