@@ -69,13 +69,8 @@ def category_proportions(
     result = {}
     for k, label in enumerate(labels):
         row = _share(truth == k, predicted == k, audited, w, alpha, lam)
-        result[label] = {
-            "estimate": row["estimate"],
-            "ci": row["ci"],
-            "machine_only": row["predicted_only"],
-            "sample_only": row["sample_only"],
-            "sample_ci": row["sample_ci"],
-        }
+        keys = ("estimate", "ci", "predicted_only", "sample_only", "sample_ci")
+        result[label] = {key.replace("predicted", "machine"): row[key] for key in keys}
     return result
 
 
@@ -159,16 +154,7 @@ def _share(in_truth, in_predicted, audited, w, alpha, lam) -> dict:
     never_wrong = not (a != ahat[audited]).any()  # the audit shows no error of the prediction
     floor = p0 * (1 - p0) if one_sided or never_wrong else 0.0
     moments = _Moments(a, np.zeros(len(a)), ahat, np.zeros(len(ahat)), audited, w, known=1.0, floor=floor)
-    estimate, lo, hi, lam_used = _inverted_interval(moments, (0.0, 1.0), alpha, lam)
-    sample_estimate, sample_lo, sample_hi, _ = _inverted_interval(moments, (0.0, 1.0), alpha, 0.0)
-    return {
-        "estimate": estimate,
-        "ci": [lo, hi],
-        "lam": lam_used,
-        "predicted_only": float(ahat.mean()),
-        "sample_only": sample_estimate,
-        "sample_ci": [sample_lo, sample_hi],
-    }
+    return _figure(moments, (0.0, 1.0), alpha, lam, float(ahat.mean()))
 
 
 def _class_mean(truth_codes, predicted_codes, audited, v, k, label, w, alpha, lam) -> dict:
@@ -183,13 +169,18 @@ def _class_mean(truth_codes, predicted_codes, audited, v, k, label, w, alpha, la
     bhat = (predicted_codes == k).astype(float)
     span = (float(v.min()), float(v.max()))
     moments = _Moments(v[audited] * b, b, v * bhat, bhat, audited, w, df=int(members.sum()) - 1)
+    return _figure(moments, span, alpha, lam, float(v[bhat == 1].mean()) if bhat.any() else None)
+
+
+def _figure(moments: _Moments, span: tuple[float, float], alpha: float, lam, predicted_only: float | None) -> dict:
+    """The keys :func:`audit_share` returns: the PPI++ figure at ``lam`` beside the audit's own (λ = 0)."""
     estimate, lo, hi, lam_used = _inverted_interval(moments, span, alpha, lam)
     sample_estimate, sample_lo, sample_hi, _ = _inverted_interval(moments, span, alpha, 0.0)
     return {
         "estimate": estimate,
         "ci": [lo, hi],
         "lam": lam_used,
-        "predicted_only": float(v[bhat == 1].mean()) if bhat.any() else None,
+        "predicted_only": predicted_only,
         "sample_only": sample_estimate,
         "sample_ci": [sample_lo, sample_hi],
     }
