@@ -4,29 +4,32 @@ was never paid: the account never depends on a review being overturned later."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 
 from django.db.models import Sum
 
-from annotation.crowd.costs import extra_assignments_cost
+from annotation.crowd.costs import Cost, extra_assignments_cost
 from annotation.crowd.providers.base import provider_class
 from annotation.models import Batch
 from core.errors import ServiceError
 
 
-def extra_assignment_price(batch: Batch) -> Decimal:
-    """Reward + fee of one more assignment on one of the batch's HITs."""
+def extra_cost(batch: Batch, extra_per_hit: Mapping[str, int] | int) -> Cost:
+    """What more assignments on the batch's HITs cost (:func:`extra_assignments_cost`); an extension the
+    platform refuses is a ``ServiceError``."""
+    options = provider_class(batch.provider).options_of(batch)
     try:
-        cost = extra_assignments_cost(
-            batch.provider,
-            batch.reward,
-            1,
-            batch.assignments_per_query,
-            options=provider_class(batch.provider).options_of(batch),
+        return extra_assignments_cost(
+            batch.provider, batch.reward, extra_per_hit, batch.assignments_per_query, options=options
         )
     except ValueError as exc:
         raise ServiceError(str(exc)) from None
-    return cost.total
+
+
+def extra_assignment_price(batch: Batch) -> Decimal:
+    """Reward + fee of one more assignment on one of the batch's HITs."""
+    return extra_cost(batch, 1).total
 
 
 def extra_spent(batch: Batch) -> Decimal:

@@ -16,7 +16,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.db.models import Count, F, Q
 
-from annotation.crowd.costs import Cost, extra_assignments_cost
+from annotation.crowd.costs import Cost
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.providers.base import provider_class
 from annotation.crowd.selectors import place_takers
@@ -24,7 +24,7 @@ from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.statuses import settle_hit_statuses
 from annotation.models import Assignment, Batch, Escalation, Hit
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
-from annotation.quality.services.budget import affordable, budget_left
+from annotation.quality.services.budget import affordable, budget_left, extra_cost
 from annotation.results.selectors.labels import BatchAnswers
 from core.errors import ServiceError
 from genderbias.numbers import NumberError, parse_decimal
@@ -130,16 +130,7 @@ def plan_escalation(
     paid_for = affordable(batch, len(plan.hits)) if plan.hits else 0
     plan.hits, plan.over_budget = plan.hits[:paid_for], plan.hits[paid_for:]
     if plan.hits:
-        try:
-            plan.cost = extra_assignments_cost(
-                batch.provider,
-                batch.reward,
-                {hit.provider_id or str(hit.pk): 1 for hit, _ in plan.hits},
-                batch.assignments_per_query,
-                options=provider_class(batch.provider).options_of(batch),
-            )
-        except ValueError as exc:
-            raise ServiceError(str(exc)) from None
+        plan.cost = extra_cost(batch, {hit.provider_id or str(hit.pk): 1 for hit, _ in plan.hits})
     return plan
 
 
