@@ -2,8 +2,8 @@
 
 The crowd is the library's (:func:`genderbias.crowd.simulation.workers.noisy_crowd`: its workers'
 confusion matrices set their error rates) with *copiers*, who answer the machine's label; the votes
-are the library simulator's per-worker votes (:class:`genderbias.crowd.simulation.answers.HitVotes`:
-HITs handed out as the platform does, each vote kept per worker) so that the echo check
+are per-worker votes (:class:`HitVotes`, drawn by :mod:`genderbias.crowd.simulation.answers`: HITs
+handed out as the platform does, each vote kept per worker) so that the echo check
 (:mod:`genderbias.machine.echo`) can read them. The machine is calibrated: right with probability
 its confidence. Routing certifies a threshold on the sample (the platform's
 :func:`genderbias.machine.certification.certify_threshold`) against the sample's reference label
@@ -13,17 +13,113 @@ and the accepted machine labels are scored against the simulation's truth.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
 
-from genderbias.crowd.simulation.answers import HitVotes, majority, with_copiers
-from genderbias.crowd.simulation.workers import noisy_crowd
+from genderbias.crowd.simulation.answers import deal_hits, pick, tilt_errors
+from genderbias.crowd.simulation.workers import CrowdModel, noisy_crowd
 from genderbias.machine.certification import certify_threshold
 from genderbias.machine.echo import echo_check
 
 LABELS = ("n", "f", "m", "o")
 CLASS_SHARES = np.array([0.6, 0.15, 0.15, 0.1])
+
+
+def with_copiers(model: CrowdModel, copiers: int, share: float = 1.0) -> np.ndarray:
+    """``model``'s shares then ``copiers`` copiers' (``share`` × the average worker's), normalised."""
+    shares = np.concatenate([model.shares, np.full(copiers, share * model.shares.mean())])
+    return shares / shares.sum()
+
+
+def majority(counts: np.ndarray, least: int = 2) -> np.ndarray:
+    """Per row of vote counts, the strict majority's label with at least ``least`` votes, else −1."""
+    top = counts.max(axis=1)
+    decisive = (counts.sum(axis=1) >= least) & ((counts == top[:, None]).sum(axis=1) == 1)
+    return np.where(decisive, counts.argmax(axis=1), -1)
+
+
+class HitVotes:
+    """The votes on queries of true labels ``truth`` as the platform collects them, kept per worker.
+
+    ``votes`` workers a HIT, then escalation to ``cap`` (:meth:`escalate`). ``shares``: every worker's, the
+    copiers last (default: the model's, no copier); a copier answers ``copied`` [N] (the machine's labels);
+    ``difficulty`` [N] tilts the others' error odds."""
+
+    def __init__(
+        self,
+        truth: np.ndarray,
+        model: CrowdModel,
+        rng: np.random.Generator,
+        *,
+        shares: np.ndarray | None = None,
+        copied: np.ndarray | None = None,
+        difficulty: np.ndarray | None = None,
+        votes: int = 3,
+        cap: int = 7,
+        queries_per_hit: int = 10,
+    ) -> None:
+        self.truth = np.asarray(truth, dtype=int)
+        self.model, self.rng, self.cap = model, rng, cap
+        self.copied, self.difficulty = copied, difficulty
+        shares = model.shares if shares is None else np.asarray(shares, dtype=float)
+        if len(shares) > len(model.shares) and copied is None:
+            raise ValueError("copiers need the labels they copy (copied)")
+        self.hit_of, self.ranking = deal_hits(len(self.truth), shares, rng, queries_per_hit)
+        hits = len(self.ranking)
+        self.queries_of = [np.flatnonzero(self.hit_of == h) for h in range(hits)]
+        self.taken = np.zeros(hits, dtype=int)  # how far down its ranking each HIT went
+        size = len(model.labels)
+        self.by_worker = np.zeros((len(shares), len(self.truth), size), dtype=int)  # worker × query × label
+        for _ in range(votes):
+            self._round(np.ones(hits, dtype=bool), set())
+        self.escalate(set())
+
+    def _answers(self, worker: int, queries: np.ndarray) -> np.ndarray:
+        if worker >= len(self.model.shares):
+            return self.copied[queries]
+        truth = self.truth[queries]
+        rows = self.model.confusion[worker, truth]
+        if self.difficulty is not None:
+            rows = tilt_errors(rows, truth, self.difficulty[queries])
+        return pick(self.rng.random(len(queries)), rows)
+
+    def _round(self, open_hits: np.ndarray, held: Collection[int]) -> bool:
+        workers = self.ranking.shape[1]
+        voted = False
+        for h in np.flatnonzero(open_hits):
+            while self.taken[h] < workers and int(self.ranking[h, self.taken[h]]) in held:
+                self.taken[h] += 1
+            if self.taken[h] >= workers:
+                continue
+            w = int(self.ranking[h, self.taken[h]])
+            self.taken[h] += 1
+            queries = self.queries_of[h]
+            self.by_worker[w, queries, self._answers(w, queries)] += 1
+            voted = True
+        return voted
+
+    def counts(self, held: Collection[int] = ()) -> np.ndarray:
+        """Votes per query and label, the workers ``held`` out left out."""
+        kept = [w for w in range(len(self.by_worker)) if w not in held]
+        return self.by_worker[kept].sum(axis=0)
+
+    def escalate(self, held: Collection[int]) -> None:
+        """The reference rule on the votes not ``held`` out: a held-out worker's places offered again."""
+        while True:
+            counts = self.counts(held)
+            undecided = majority(counts) < 0
+            per_hit = np.bincount(self.hit_of, weights=counts.sum(axis=1)) / np.bincount(self.hit_of)
+            open_hits = (np.bincount(self.hit_of[undecided], minlength=len(per_hit)) > 0) & (per_hit < self.cap)
+            if not open_hits.any() or not self._round(open_hits, held):
+                return
+
+    @property
+    def votes(self) -> list[tuple[int, int, int]]:
+        """``(query, worker, label)`` of every vote."""
+        w, i, label = np.nonzero(self.by_worker)
+        return list(zip(i.tolist(), w.tolist(), label.tolist(), strict=True))
 
 
 @dataclass(frozen=True)
