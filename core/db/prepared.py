@@ -50,19 +50,8 @@ class _Compiled:
     def __init__(self, queryset: QuerySet, placeholders: dict[str, int | str]) -> None:
         compiler = queryset.query.get_compiler(using=queryset.db)
         sql, params = compiler.as_sql()
-        slots: list[tuple[int, str]] = []
-        by_value = {(type(v), v): name for name, v in placeholders.items()}
-        for index, value in enumerate(params):
-            name = by_value.get((type(value), value))
-            if name is not None:
-                slots.append((index, name))
-        missing = set(placeholders) - {name for _, name in slots}
-        inlined = [name for name, v in placeholders.items() if isinstance(v, str) and v in sql]
-        if missing or inlined:
-            raise ImproperlyConfigured(
-                f"cannot prepare this query: {sorted(missing | set(inlined))} not passed as statement parameters"
-            )
-        self.queryset, self.compiler, self.sql, self.params, self.slots = queryset, compiler, sql, tuple(params), slots
+        self.slots = _slots(sql, params, placeholders, "query")
+        self.queryset, self.compiler, self.sql, self.params = queryset, compiler, sql, tuple(params)
 
     def run(self, values: dict[str, Any]) -> list:
         params = list(self.params)
@@ -75,6 +64,20 @@ class _Compiled:
         queryset = self.queryset._chain()
         queryset.query.get_compiler = lambda *args, **kwargs: compiler
         return list(queryset._iterable_class(queryset))
+
+
+def _slots(sql: str, params: list, placeholders: dict[str, int | str], what: str) -> list[tuple[int, str]]:
+    """``(index, name)`` of each statement parameter that is a placeholder; ``ImproperlyConfigured``
+    when one is missing or written into the SQL text (see the module docstring)."""
+    by_value = {(type(v), v): name for name, v in placeholders.items()}
+    slots = [(i, by_value[(type(v), v)]) for i, v in enumerate(params) if (type(v), v) in by_value]
+    missing = set(placeholders) - {name for _, name in slots}
+    inlined = [name for name, v in placeholders.items() if isinstance(v, str) and v in sql]
+    if missing or inlined:
+        raise ImproperlyConfigured(
+            f"cannot prepare this {what}: {sorted(missing | set(inlined))} not passed as statement parameters"
+        )
+    return slots
 
 
 class _CompiledOnce:
@@ -165,21 +168,6 @@ class PreparedUpdate(_CompiledOnce):
         query.add_update_values({name: _Slot(markers[name], model._meta.get_field(name)) for name in names})
         query.annotations = {}
         sql, params = query.get_compiler(queryset.db).as_sql()
-        by_value = {(type(v), v): name for name, v in placeholders.items()} | {
-            (int, m): name for name, m in markers.items()
-        }
-        slots, fields = [], {}
-        for index, value in enumerate(params):
-            name = by_value.get((type(value), value))
-            if name is not None:
-                slots.append((index, name))
-                if name in markers:
-                    fields[index] = model._meta.get_field(name)
-        found = [name for _, name in slots]
-        inlined = [name for name, v in placeholders.items() if isinstance(v, str) and v in sql]
-        missing = (set(placeholders) | set(markers)) - set(found)
-        if missing or inlined:
-            raise ImproperlyConfigured(
-                f"cannot prepare this update: {sorted(missing | set(inlined))} not passed as statement parameters"
-            )
+        slots = _slots(sql, params, placeholders | markers, "update")
+        fields = {index: model._meta.get_field(name) for index, name in slots if name in markers}
         return queryset.db, sql, tuple(params), slots, fields

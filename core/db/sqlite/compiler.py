@@ -36,21 +36,6 @@ class _OneColumnTuples:
         return super().compile(node)
 
 
-class SQLCompiler(_OneColumnTuples, django.SQLCompiler):
-    pass
-
-
-class SQLInsertCompiler(_OneColumnTuples, django.SQLInsertCompiler):
-    pass
-
-
-class SQLDeleteCompiler(_OneColumnTuples, django.SQLDeleteCompiler):
-    pass
-
-
-class SQLUpdateCompiler(_OneColumnTuples, django.SQLUpdateCompiler):
-    pass
-
-
-class SQLAggregateCompiler(_OneColumnTuples, django.SQLAggregateCompiler):
-    pass
+# Django's compilers, each with the rewrite (Django finds them by name in ``compiler_module``).
+for _name in ("SQLCompiler", "SQLInsertCompiler", "SQLDeleteCompiler", "SQLUpdateCompiler", "SQLAggregateCompiler"):
+    globals()[_name] = type(_name, (_OneColumnTuples, getattr(django, _name)), {"__module__": __name__})
