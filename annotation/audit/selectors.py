@@ -134,12 +134,7 @@ def audit_facts(batch: Batch) -> dict[str, Any] | None:
         return value.date().isoformat() if value else None
 
     return {
-        "size": progress["size"],
-        "seed": progress["seed"],
-        "population": progress["population"],
-        "labelled": progress["labelled"],
-        "labellers": progress["labellers"],
-        "drawn_by": progress["drawn_by"],
+        **{key: progress[key] for key in ("size", "seed", "population", "labelled", "labellers", "drawn_by")},
         "drawn_on": day(progress["drawn_at"]),
         "first_labelled_on": day(progress["first_labelled_at"]),
         "last_labelled_on": day(progress["last_labelled_at"]),

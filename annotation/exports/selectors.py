@@ -129,10 +129,7 @@ def pool_facts(batch: Batch) -> dict[str, Any] | None:
         "source": pool.source.name,
         "dataset": pool.source.dataset_source or None,
         "runs": sorted(pool.runs.values_list("name", flat=True)),
-        "rank_cutoff": pool.rank_cutoff,
-        "depth": pool.depth,
-        "magnitude": pool.magnitude,
-        "tokenizer": pool.tokenizer,
+        **{name: getattr(pool, name) for name in ("rank_cutoff", "depth", "magnitude", "tokenizer")},
         "wordlist": pool.wordlist.name,
     }
 

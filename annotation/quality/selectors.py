@@ -36,18 +36,8 @@ def worker_quality(batch: Batch, report: dict[str, Any] | None = None) -> list[d
     assignments = submitted.exclude(status=Assignment.Status.VOID).values_list(*fields, "submitted_at", "hit_id")
     rows: dict[str, dict[str, Any]] = {}
     for pseudonym, blocked, status, gold_correct, gold_total, accepted, submitted, hit_id in assignments:
-        row = rows.setdefault(
-            pseudonym,
-            {
-                "worker": pseudonym,
-                "blocked": blocked,
-                "assignments": 0,
-                "gold_correct": 0,
-                "gold_total": 0,
-                "rejected": 0,
-                "_seconds": [],
-            },
-        )
+        counts = dict.fromkeys(("assignments", "gold_correct", "gold_total", "rejected"), 0)
+        row = rows.setdefault(pseudonym, {"worker": pseudonym, "blocked": blocked, **counts, "_seconds": []})
         row["assignments"] += 1
         row["rejected"] += status == Assignment.Status.REJECTED
         row["gold_correct"] += gold_correct or 0

@@ -313,12 +313,8 @@ def card_facts(
             f"{sum(r['adjudicated'] for r in labelled)} of {len(labelled)} labelled queries were settled by a "
             f"researcher (rule: a researcher's adjudication replaces the majority vote; {in_file})"
         ),
-        "krippendorff_alpha": report["krippendorff_alpha"],
-        "alpha_ci": report["alpha_ci"],
-        "bootstrap_resamples": report["bootstrap_resamples"],
+        **{key: report[key] for key, _ in AGREEMENT_FACTS if key != "method"},
         "per_category_alpha": report["per_category_alpha"],
-        "percent_agreement": report["percent_agreement"],
-        "fleiss_kappa": report["fleiss_kappa"],
         "batch": {
             "name": batch["name"],
             "source": batch["source"],
