@@ -30,7 +30,8 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -141,29 +142,32 @@ def _claim(job_id: int, me: str) -> Job | None:
     return job
 
 
-class _Heartbeat(threading.Thread):
-    """Stamps the Job's heartbeat while its work runs (its own database connection)."""
+@contextmanager
+def _heartbeat(job_id: int, me: str, beating: bool) -> Iterator[None]:
+    """While the block runs, a thread stamps the Job's heartbeat (its own database connection)."""
+    if not beating:
+        yield
+        return
+    stopped = threading.Event()
 
-    def __init__(self, job_id: int, me: str) -> None:
-        super().__init__(name=f"heartbeat-job-{job_id}", daemon=True)
-        self.job_id = job_id
-        self.me = me
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
+    def beat() -> None:
         try:
-            while not self.stopped.wait(settings.JOB_HEARTBEAT_SECONDS):
+            while not stopped.wait(settings.JOB_HEARTBEAT_SECONDS):
                 try:
-                    Job.objects.filter(pk=self.job_id, worker=self.me).update(heartbeat=timezone.now())
+                    Job.objects.filter(pk=job_id, worker=me).update(heartbeat=timezone.now())
                 except DatabaseError as exc:  # the database is restarting: stamp again next time
-                    logger.warning("job %s: heartbeat not recorded (%s)", self.job_id, exc)
+                    logger.warning("job %s: heartbeat not recorded (%s)", job_id, exc)
                     connection.close()
         finally:
             connection.close()
 
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join()
+    thread = threading.Thread(target=beat, name=f"heartbeat-job-{job_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stopped.set()
+        thread.join()
 
 
 def _finish(job: Job, status: str, message: str | None = None) -> None:
@@ -215,16 +219,11 @@ def _run_claimed(
         return None
     # Eager on a background thread runs as long as on a worker, so it stamps a heartbeat too.
     eager = bool(task.request.is_eager)
-    heartbeat = None if eager and not local_jobs.in_background() else _Heartbeat(job_id, me)
-    if heartbeat is not None:
-        heartbeat.start()
     try:
-        with acting_in(job.group_id):  # what the work makes goes to the Job's group (its study's)
+        # What the work makes goes to the Job's group (its study's).
+        with _heartbeat(job_id, me, not eager or local_jobs.in_background()), acting_in(job.group_id):
             result = work(job, *args)
     except (OperationalError, InterfaceError) as exc:
-        if heartbeat is not None:
-            heartbeat.stop()
-            heartbeat = None
         if eager or task.request.retries >= DATABASE_RETRIES:
             _finish(job, Job.Status.FAILED, str(exc))
             raise
@@ -237,9 +236,6 @@ def _run_claimed(
     except Exception as exc:
         _finish(job, Job.Status.FAILED, str(exc))
         raise
-    finally:
-        if heartbeat is not None:
-            heartbeat.stop()
     _finish(job, Job.Status.DONE)
     return result
 
