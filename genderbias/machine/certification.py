@@ -1,25 +1,10 @@
 """Routing's guarantee: the lowest confidence threshold whose accepted set is certified at least as accurate as asked.
 
-Pure numpy. Stated and argued in full in docs/prelabelling.md, "The guarantee, exactly". P is the batch's
-routable queries, A_t = {q ∈ P : c_q ≥ t} the *accepted set* at t, K_t its queries whose machine label differs
-from the crowd-majority label; for a target accuracy A and risk δ, P(1 − K_t̂ / |A_t̂| < A) ≤ δ over the draw of
-the blind sample, a simple random sample of P in draw order (:func:`genderbias.machine.calibration_sample.random_sample`).
-
-Candidates (:func:`candidate_thresholds`) are fixed before any crowd label is seen and tested from the most
-confident down (fixed-sequence testing, Learn then Test: Angelopoulos et al. 2021), stopping at the first failure;
-the lowest pass is chosen. H0_t: K_t ≥ k_t = ⌊(1 − A)·|A_t|⌋ + 1. A sample drawn whole spends δ on test 1; an
-extendable one gives δ₁ = ``EXACT_SHARE``·δ to test 1 and δ − δ₁ to test 2, passing when either rejects:
-
-1. *Exact, first draw only*: p_t = P(E ≤ e_t), E ~ Hypergeometric(N_t = |A_t|, k_t, n_t); reject when p_t ≤ δ₁.
-2. *Betting, every sample item* (Waudby-Smith & Ramdas 2023), valid however often the sample is extended: with
-   X_i = 1 when the machine is wrong on the i-th sample item of A_t and S_{i−1} the errors before it,
-
-        ε_i = (k_t − S_{i−1}) / (N_t − i + 1),   M_i = Π_{j ≤ i} (1 + λ_j (ε_j − X_j)),
-
-   λ_j Kelly's bet for the running error rate shrunk towards (1 − A)/2 by ``_PRIOR_ITEMS``, capped at
-   ``_LAMBDA_CAP``/(1 − ε_j); reject when sup_i M_i ≥ 1/(δ − δ₁) (Ville's inequality).
-
-An item without a crowd label counts as wrong in both (a rejection then stands on the complete labels).
+Pure numpy. The statement, the candidates (:func:`candidate_thresholds`), the fixed-sequence testing with its
+exact test of the first draw (at δ₁ = ``EXACT_SHARE``·δ) and betting test of every sample item (at δ − δ₁, Kelly's
+bet shrunk by ``_PRIOR_ITEMS``, capped by ``_LAMBDA_CAP``) and why they hold: docs/prelabelling.md, "The guarantee,
+exactly", whose names (P, A_t, K_t, k_t, N_t, n_t, ε_i, M_i) the code uses. An item without a crowd label counts
+as wrong in both tests (a rejection then stands on the complete labels).
 """
 
 from __future__ import annotations
@@ -304,7 +289,7 @@ def _more_needed(
 
 
 def _log_path(mask: np.ndarray, errors: np.ndarray, population: np.ndarray, k0: np.ndarray, target: float):
-    """The betting test's log M_i after each sample item, per threshold (module docstring).
+    """The betting test's log M_i after each sample item, per threshold (docs/prelabelling.md).
 
     ``mask`` ``[..., T, n]``: item i (draw order) is in A_t; ``errors`` ``[..., n]``: 1 wrong or unlabelled;
     ``population`` and ``k0`` ``[T]``: N_t and k_t. Items outside A_t leave the capital as it is.

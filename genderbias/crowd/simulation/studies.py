@@ -2,20 +2,11 @@
 
 A study: N queries whose true labels follow the SIGIR 2020 study's class shares; per query the values of
 runs A and B (gendered queries more biased: the case label noise distorts); a crowd of workers answering
-HITs of :attr:`Crowd.per_hit` queries plus one gold question, three workers a query:
-
-- **class confusion**: a worker right with probability a errs along the study's lines (:data:`ERRORS`);
-- **unequal workers**: a drawn from a range, activity from a Zipf law; **spammers** answer at random;
-  **lazy workers** (colluders, in numbers) answer "non-gendered" to everything;
-- **gold**: every HIT holds one of :attr:`Crowd.gold` gold questions, met again and again;
-- optional: **ranking-dependent errors** (error odds × exp(``dependence`` · z), z run A's standardised
-  value: the case no label model can correct); **item difficulty** (× exp(``difficulty`` · d), d ~ N(0, 1)
-  per query); **gold selection** (a wrong gold answer discards its assignment's other answers, as a batch's
-  default); **class-asymmetric confusion** (``errors``, ``class_skill``); **escalation by disagreement**
-  (``escalate_to``); **fatigue** (× 1 + ``fatigue`` · answers / 100, at most :data:`FATIGUE_CAP`);
-- the **demo's crowd** (:data:`DEMO`) and a Prolific-like one (:func:`prolific`).
-
-The machine labels every query with its own confusion of accuracy :data:`MACHINE_ACCURACY`.
+HITs of :attr:`Crowd.per_hit` queries plus one gold question, three workers a query, each right with
+probability a and erring along the study's lines (:data:`ERRORS`); unequal workers, spammers, lazy workers,
+gold and the optional departures from that crowd (ranking-dependent errors, item difficulty, gold selection,
+class-asymmetric confusion, escalation, fatigue) are :class:`Crowd`'s fields; the crowds offered: :data:`CROWDS`
+and :data:`SIZED`. The machine labels every query with its own confusion of accuracy :data:`MACHINE_ACCURACY`.
 """
 
 from __future__ import annotations
@@ -199,7 +190,7 @@ def crowd_judgments(
     true_rows[kinds == 1] = np.full((k, k), 1 / k)
     true_rows[kinds == 2] = np.eye(k)[np.zeros(k, dtype=int)]
     if crowd.generator == "peerannot":
-        frame = _peerannot_answers(rng, truth, crowd, kinds, confusions)
+        frame = _peerannot_answers(rng, truth, crowd, true_rows.copy())
         frame.attrs["confusions"] = _as_rows(true_rows)
         return frame, {}
     given_so_far = np.zeros(crowd.workers)
@@ -258,17 +249,15 @@ def _answer(rng, crowd: Crowd, kind: int, row, t: int, odds_factor, q: int, n: i
     return int(pick(np.asarray(rng.random()), row))
 
 
-def _peerannot_answers(rng, truth, crowd: Crowd, kinds, confusions) -> pd.DataFrame:
-    """The answers as peerannot's ``with_confusion`` deals and draws them (requirements-no-deps.txt): each
-    query to ``crowd.votes`` workers (1 to ``votes`` with ``uneven_votes``) under a load of twice the mean."""
+def _peerannot_answers(rng, truth, crowd: Crowd, matrix: np.ndarray) -> pd.DataFrame:
+    """The answers as peerannot's ``with_confusion`` deals and draws them (requirements-no-deps.txt) from each
+    worker's confusion ``matrix``: each query to ``crowd.votes`` workers (1 to ``votes`` with ``uneven_votes``)
+    under a load of twice the mean."""
     try:
         from peerannot.helpers.simulations_strategies import with_confusion
     except ImportError as exc:  # a test and benchmark dependency, not the product's
         raise RuntimeError("the peerannot crowd needs peerannot (requirements-no-deps.txt, --no-deps)") from exc
     n, k = len(truth), len(LABELS)
-    matrix = confusions.copy()
-    matrix[kinds == 1] = np.full((k, k), 1 / k)
-    matrix[kinds == 2] = np.eye(k)[np.zeros(k, dtype=int)]
     load = int(np.ceil(2 * n * crowd.votes / crowd.workers))
     answers = with_confusion(
         crowd.workers, [int(t) for t in truth], k, matrix, rng,
@@ -344,10 +333,8 @@ def answered(drawn: Study) -> Study:
         return drawn
     renamed = {f"q{old}": f"q{new}" for new, old in enumerate(np.flatnonzero(keep))}
     judgments = drawn.judgments.assign(item=drawn.judgments["item"].map(lambda item: renamed.get(item, item)))
-    return Study(
-        drawn.truth[keep], drawn.a[keep], drawn.b[keep], judgments, drawn.gold, drawn.machine[keep], drawn.discarded,
-        drawn.confusions,
-    )  # fmt: skip
+    kept = {name: getattr(drawn, name)[keep] for name in ("truth", "a", "b", "machine")}
+    return replace(drawn, judgments=judgments, **kept)
 
 
 def with_dependence(crowd: Crowd, dependence: float) -> Crowd:
