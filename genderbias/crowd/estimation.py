@@ -5,25 +5,12 @@ every draw of a bootstrap over the items, so the estimation error of the confusi
 shares enters every interval. Coding and model choice: :mod:`.model_choice`; checks: :mod:`.checks`;
 calibration: :mod:`.calibration`.
 
-Model (Dawid & Skene 1979, MAP): item i has a true label T_i ~ π; each answer on it is drawn from row
-T_i of its worker's confusion matrix θ_w, independently given T_i. The rows come in layers, and the data
-choose how far they go (:func:`.model_choice.choose_shrinkage`):
-
-- **One coin per worker**: θ_w(t, t) = a_w, θ_w(t, g) = (1 − a_w) E(t, g), E the crowd's pooled error
-  pattern; a_w and E have the priors of :mod:`.coins`. Every answer estimates a_w, so a worker with 11
-  answers or a label no query has still gets a sound row. Full rows are unidentifiable there: with three
-  votes and a rare label EM invents a class (docs/metrics.md, "The crowd model").
-- **One skill on the crowd's accuracy by label** (``Encoded.label_prior`` finite): θ_w(t, t) = σ(λ_t + δ_w),
-  λ_t the crowd's accuracy on label t (:func:`.coins.accuracy_by_label`), δ_w the worker's one skill
-  (:func:`.coins.skills`): a crowd's asymmetries kept with one parameter per worker.
-- **Full rows**: a Dirichlet around the coin row worth :data:`SHRINKAGE` answers, so a lazy worker, a
-  spammer or a label-swapper keeps its shape once the data show it.
-- **Class shares**: Dirichlet(1 + :data:`CLASS_PRIOR`), never exactly 0, so one contrary vote cannot veto
-  a certain item and EM cannot stall in a degenerate state.
-- **Gold** items keep their known label; every answer to them counts.
-
-EM starts from the vote shares and stops when the log posterior changes by less than ``tol`` of its size;
-the work is vectorised over the judgments (sparse incidence) and over bootstrap draws.
+Model (Dawid & Skene 1979, MAP): item i has a true label T_i ~ π; each answer on it is drawn from row T_i of its
+worker's confusion matrix θ_w, independently given T_i. Its forms (one coin per worker, one skill on the crowd's
+accuracy by label, full rows shrunk to the coin by :data:`SHRINKAGE` answers), the class shares' prior
+(:data:`CLASS_PRIOR`) and why: docs/quality.md, "The crowd model". Gold items keep their known label; every
+answer to them counts. EM starts from the vote shares and stops when the log posterior changes by less than
+``tol`` of its size; the work is vectorised over the judgments (sparse incidence) and over bootstrap draws.
 """
 
 from __future__ import annotations
