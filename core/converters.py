@@ -9,6 +9,7 @@ UTF-8 byte, which nothing on the way decodes; usual ids read as themselves, and 
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 #: Kept as they are (RFC 3986's unreserved characters but ``~``, the escape character).
@@ -30,20 +31,10 @@ def encode_key(key: str) -> str:
 def decode_key(segment: str) -> str:
     """The key whose :func:`encode_key` is ``segment``; ``ValueError`` for any other text (only the
     canonical form: each key has one URL)."""
-    data = bytearray()
-    position = 0
-    for match in [*_ESCAPE.finditer(segment), None]:
-        literal = segment[position : match.start() if match else len(segment)]
-        if not set(literal) <= _SAFE:
-            raise ValueError(f"not an encoded key: {segment!r}")
-        data += literal.encode("ascii")
-        if match:
-            data.append(int(match.group(1), 16))
-            position = match.end()
-    try:
-        key = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"not an encoded key: {segment!r}") from None
+    key = ""
+    if set(_ESCAPE.sub("", segment)) <= _SAFE:  # each escape a byte, the rest safe characters
+        with contextlib.suppress(UnicodeDecodeError):
+            key = _ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), segment).encode("latin-1").decode("utf-8")
     if not key or encode_key(key) != segment:
         raise ValueError(f"not an encoded key: {segment!r}")
     return key
