@@ -1,23 +1,12 @@
 """Against the crowd, against the truth: what the crowd's own reliability says about a machine.
 
-The calibration report's accuracy (and routing's promise) is agreement with the crowd's majority. The
-crowd errs too, so that is not accuracy against the true label, and no machine can agree with the crowd
-more often than its noise allows. Both are estimated from a gold-seeded Dawid–Skene fit of the
-calibration sample's votes, the machine one more annotator of it (from the votes alone, E[P(T = m | votes)]
-= P(T = m) only if m tells nothing beyond the votes, biasing A_true down; errors the machine shares with
-the crowd bias it up). Sample items i: machine label m_i, stratum weight w_i, posterior p_i(t), W = Σ w_i:
-
-- **de-noised accuracy**: :mod:`.denoised`; **class shares** π_t = Σ_i w_i p_i(t) / W.
-- **the crowd's vote** q_t(g): how a pooled vote answers a query of true label t (:func:`crowd_vote`,
-  real items only: the gold answers kept passed the gold check, right by selection).
-- **the majority of k votes** M_k: strict plurality of k votes from q_t, else disputed
-  (:func:`majority_outcomes`); d_t = P(M_k defined | t).
-- **ceiling** Σ_t π_t max_l P(M_k = l | t) / Σ_t π_t d_t: the best agreement with the crowd any machine
-  can expect (a vote depends on the query only through T); a target above it cannot be met.
-- **crowd self-agreement** Σ_t π_t Σ_l P(M_k = l | t)² / Σ_t π_t d_t²: two independent majorities agree.
-- **crowd accuracy** Σ_t π_t P(M_k = t | t) / Σ_t π_t d_t; **disputed** Σ_t π_t (1 − d_t).
-- **expected agreement** Σ_i w_i Σ_t p_i(t) P(M_k = m_i | t) / Σ_i w_i Σ_t p_i(t) d_t: the model's
-  prediction of the measured accuracy (near it when the model fits).
+The calibration report's accuracy (and routing's promise) is agreement with the crowd's majority; the crowd errs
+too, and no machine can agree with it more often than its noise allows. From a gold-seeded Dawid–Skene fit of the
+calibration sample's votes with the machine one more annotator (:mod:`.denoised`): the de-noised accuracy, the
+class shares, the crowd's vote (:func:`crowd_vote`, real items only: the gold answers kept passed the gold check,
+right by selection), the k-vote majority's outcomes (:func:`majority_outcomes`), the ceiling, the crowd's
+self-agreement and accuracy and the expected agreement, each defined in docs/prelabelling.md, "Against the crowd,
+against the truth".
 """
 
 from __future__ import annotations
