@@ -1,19 +1,12 @@
 """How many queries a study needs: the power of the report's paired t-test
 (:func:`genderbias.stats.significance.paired_t_test`), by simulation (docs/metrics.md, "Planning a study").
 
-**Normal approximation** (Cohen 1988; Chow, Shao & Wang 2008, §3.1), σ the sd of the per-query differences::
-
-    n ≈ ((z_{1−α/2} + z_{1−β}) · σ / Δ)²        MDD(n) = (z_{1−α/2} + z_{1−β}) · σ / √n
-    power(n, Δ) ≈ Φ(√n·|Δ|/σ − z_{1−α/2}) + Φ(−√n·|Δ|/σ − z_{1−α/2})
-
-It ignores that σ is estimated and that bias metrics' differences are skewed, so at small n it promises too much.
-
-**Simulation** (the plan's figure; a bootstrap of the pilot, Efron & Tibshirani 1993; Sakai 2016, "Topic set size
-design"): the pilot's differences shifted to mean Δ, a study of n queries n of them drawn with replacement, the
-power the share of ``draws`` studies whose t-test rejects. Each study is one long sequence of draws, read at every
-size (**common random numbers**, :class:`PowerCurve`), so the curve moves with n, not with fresh noise, in seeded
-pieces whose values do not depend on how far the curve was read. :func:`sample_size` takes the size after the
-curve's last value below the target and **re-estimates** its power on an independent stream, the plan's claim.
+The normal formula (:func:`normal_sample_size`) beside it, and why the plan's figure is simulated: docs/metrics.md,
+"Planning a study". The simulation: the pilot's differences shifted to mean Δ, a study of n queries n of them drawn
+with replacement, the power the share of ``draws`` studies whose t-test rejects; each study is one long sequence of
+draws read at every size (**common random numbers**, :class:`PowerCurve`), in seeded pieces whose values do not
+depend on how far the curve was read. :func:`sample_size` takes the size after the curve's last value below the
+target and **re-estimates** its power on an independent stream, the plan's claim.
 
 Pure: numpy and scipy are imported inside the functions (the start-up rule).
 """
