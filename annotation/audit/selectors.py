@@ -16,13 +16,6 @@ def audit_sample(batch: Batch) -> AuditSample | None:
     return AuditSample.objects.filter(batch=batch).first()
 
 
-def audit_sample_qids(batch: Batch) -> list[str]:
-    """The audited queries' ids in draw order: any prefix is itself a simple random sample."""
-    return list(
-        AuditItem.objects.filter(sample__batch=batch).order_by("draw_index").values_list("batch_query__qid", flat=True)
-    )
-
-
 def audit_labels(batch: Batch) -> dict[str, str]:
     """qid -> expert label of the audited queries labelled so far, in draw order (unlabelled ones left out)."""
     rows = (

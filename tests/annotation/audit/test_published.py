@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from annotation.audit.selectors import audit_sample_qids
+from annotation.audit.selectors import audit_items
 from annotation.audit.services.samples import draw_audit_sample, label_audit_query
 from annotation.exports.selectors import study_facts
 from annotation.results.selectors.labels import CITATION
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def test_the_card_and_the_methods_state_the_audit_sample(big_batch, people):
     assert study_facts(big_batch)["audit"] is None
     draw_audit_sample(big_batch, by=people["rita"], size=50, seed=7)
-    for qid in audit_sample_qids(big_batch)[:2]:
+    for qid in [row["qid"] for row in audit_items(big_batch)[:2]]:
         label_audit_query(big_batch, qid, "n", by=people["rita"])
     today = timezone.now().date().isoformat()
     sentence = (

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from annotation.audit.selectors import audit_labels, audit_sample_qids
+from annotation.audit.selectors import audit_items, audit_labels
 from annotation.audit.services.samples import (
     draw_audit_sample,
     import_audit_labels,
@@ -31,6 +31,11 @@ def _numpy_draw(seed: int, n: int) -> list[str]:
     """The draw computed apart from the service: numpy's permutation of the sorted non-gold qids, its first n."""
     population = sorted(qid for qid, _ in QUERIES)
     return [population[i] for i in np.random.default_rng(seed).permutation(len(population))[:n]]
+
+
+def audit_sample_qids(batch) -> list[str]:
+    """The audited queries' ids in draw order, as the audit page lists them."""
+    return [row["qid"] for row in audit_items(batch)]
 
 
 def test_the_draw_is_numpys_seeded_permutation_of_the_batchs_queries_and_leaves_gold_out(big_batch, people):

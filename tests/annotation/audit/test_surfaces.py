@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import services
-from annotation.audit.selectors import audit_labels, audit_sample_qids
+from annotation.audit.selectors import audit_items, audit_labels
 from annotation.audit.services.samples import draw_audit_sample
 from core.models import Membership
 from core.services import groups as group_services
@@ -45,7 +45,7 @@ def test_the_labelling_page_shows_nothing_of_the_crowd(big_batch, people):
     url = reverse("annotation:batch-audit-label", args=[big_batch.name]) + "?i=0"
     before = client.get(url)
     assert before.status_code == 200
-    qid = audit_sample_qids(big_batch)[0]
+    qid = audit_items(big_batch)[0]["qid"]
     other = member("ann-2", Membership.Role.ANNOTATOR, big_batch.group)
     for user, label in ((people["ann"], "f"), (other, "m")):
         assignment = next_assignment(user, big_batch)
@@ -75,7 +75,7 @@ def test_a_researcher_labels_one_query_after_another_on_the_page(big_batch, peop
     assert "0 of 50 labelled" in page.content.decode()
     posted = client.post(url, {"index": 0, "label": "n"})
     assert posted.status_code == 302 and posted["Location"].endswith("?i=1")
-    assert audit_labels(big_batch) == {audit_sample_qids(big_batch)[0]: "n"}
+    assert audit_labels(big_batch) == {audit_items(big_batch)[0]["qid"]: "n"}
     bad = client.post(url, {"index": 1, "label": "maybe"})
     assert bad.status_code == 400 and "unknown label" in bad.content.decode()
     batch_page = client.get(reverse("annotation:batch-detail", args=[big_batch.name])).content.decode()
@@ -109,7 +109,7 @@ def test_the_api_draws_labels_and_refuses_in_json(big_batch, people, tmp_path):
     assert rita.post(base, {"size": 60}, content_type="application/json").status_code == 200
     conflict = rita.post(base, {"size": 70, "seed": 12}, content_type="application/json")
     assert (conflict.status_code, conflict["Content-Type"]) == (409, "application/json")
-    qid = audit_sample_qids(big_batch)[0]
+    qid = audit_items(big_batch)[0]["qid"]
     labelled = rita.post(base + "labels/", {"qid": qid, "label": "m"}, content_type="application/json")
     assert labelled.status_code == 200 and labelled.json()["label"] == "m"
     for body, field in (({"qid": qid, "label": "x"}, "label"), ({"qid": "g1", "label": "f"}, "qid")):
@@ -140,7 +140,7 @@ def test_the_command_draws_imports_and_shows(big_batch, tmp_path):
     out = StringIO()
     call_command("audit_sample", big_batch.name, "--draw", "--size", "50", "--seed", "4", stdout=out)
     assert "50 of 120 queries, seed 4" in out.getvalue()
-    first = audit_sample_qids(big_batch)[0]
+    first = audit_items(big_batch)[0]["qid"]
     bad = tmp_path / "l.tsv"
     bad.write_text(f"{first}\tn\n\nq-missing\tn\n")
     with pytest.raises(CommandError, match=r"l.tsv:3: qid 'q-missing' is not in"):
