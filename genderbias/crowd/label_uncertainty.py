@@ -2,21 +2,12 @@
 from every query's label probabilities, with an interval carrying both the labels' uncertainty and
 the sampling of the queries.
 
-A report on a batch measures the runs on the point-estimate set S (final label non-gendered), whose
-query-only interval treats S as known. It is not: every judged query has label probabilities π_q
-(the crowd's gold-seeded Dawid–Skene posterior, one-hot for a researcher's ruling, the calibration
-sample's label shares for a machine-accepted label). The estimator is the least-squares class means
-of :mod:`.class_means` (β_n is the *corrected* value).
-
-Interval: queries resampled (weights W_b), β refitted per draw with the crowd model refitted too;
-the **combined interval** is the bootstrap interval of β_n by :data:`genderbias.stats.intervals.LABEL_INTERVAL`
-(widened by the workers' variance component from jackknives over workers and answers, since the
-bootstrap redraws queries, not workers). All runs share the draws, so paired differences are coherent.
-
-- **Label share of the width**: 1 − query-only width ÷ combined width, clipped to [0, 1].
-- **Test**: the bootstrap p that inverts the combined interval (:func:`genderbias.stats.intervals.bootstrap_p`),
-  Holm-adjusted within the project's family (:data:`genderbias.stats.significance.POLICY`).
-- With fewer than :data:`MIN_USABLE_DRAWS` of the draws usable the interval is undefined (too few queries).
+What each query's label probabilities π_q are, the estimator (the least-squares class means of
+:mod:`.class_means`, β_n the *corrected* value), the **combined interval** (queries resampled, β and the crowd
+model refitted per draw, by :data:`genderbias.stats.intervals.LABEL_INTERVAL`), the labels' share of its width
+and the test (the bootstrap p that inverts it, Holm-adjusted): docs/metrics.md, "The set and the values" and
+after. All runs share the draws, so paired differences are coherent; with fewer than :data:`MIN_USABLE_DRAWS` of
+the draws usable the interval is undefined.
 
 Coverage, as simulated: docs/metrics.md, "Coverage, as simulated" (simulations' figures, so the methods
 text states the crowd model's check instead). Errors that depend on the rankers' output are outside what
