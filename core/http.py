@@ -34,7 +34,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from core.backoff import backoff_delay, retry_after_seconds
@@ -52,6 +52,7 @@ ERROR_BODY_BYTES = 64 * 1024
 _CHUNK = 64 * 1024
 
 
+@dataclass(eq=False, repr=False)
 class HttpError(Exception):
     """An outbound call failed; ``str()`` says how.
 
@@ -62,35 +63,28 @@ class HttpError(Exception):
     ``retry_after``: the seconds ``Retry-After`` asked for.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        kind: str,
-        status: int | None = None,
-        upstream: bool = True,
-        unknown_outcome: bool = False,
-        text: str = "",
-        attempts: int = 1,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.kind = kind
-        self.status = status
-        self.upstream = upstream
-        self.unknown_outcome = unknown_outcome
-        self.text = text
-        self.attempts = attempts
+    message: str
+    _: KW_ONLY
+    kind: str
+    status: int | None = None
+    upstream: bool = True
+    unknown_outcome: bool = False
+    text: str = ""
+    attempts: int = 1
+    retry_after: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
 
 
+@dataclass(eq=False, repr=False)
 class _Retry(Exception):
     """One attempt failed in a way worth another (internal)."""
 
-    def __init__(self, error: HttpError, retry_after: float | None = None, *, sent: bool = True) -> None:
-        self.error = error
-        self.retry_after = retry_after
-        self.sent = sent  # the request may have reached the server
+    error: HttpError
+    retry_after: float | None = None
+    _: KW_ONLY
+    sent: bool = True  # the request may have reached the server
 
 
 @dataclass
@@ -173,18 +167,19 @@ class JsonClient:
             except _Retry as retry:
                 error = retry.error
                 error.attempts = attempt
-                if error.kind == "deadline" or attempt == attempts:
-                    if error.kind != "deadline" and attempt > 1:
-                        error.args = (f"{error} after {attempt} attempts",)
-                    raise self._masked(self._final(error, retry, repeatable)) from None
-                if not repeatable and retry.sent and error.kind != "throttled":
-                    raise self._masked(self._final(error, retry, repeatable)) from None
-                delay = backoff_delay(attempt, retry.retry_after, base=self.base_delay, cap=self.max_delay)
-                left = ends - self.clock()
-                if delay >= left:
+                unknown = not repeatable and retry.sent and error.kind != "throttled"  # may have been done
+                if error.kind != "deadline" and attempt < attempts and not unknown:
+                    delay = backoff_delay(attempt, retry.retry_after, base=self.base_delay, cap=self.max_delay)
+                    if delay < ends - self.clock():
+                        self.sleep(delay)
+                        continue
                     error.args = (f"{error}; waiting {delay:g} s more would pass the {budget:g} s deadline",)
-                    raise self._masked(self._final(error, retry, repeatable)) from None
-                self.sleep(delay)
+                elif error.kind != "deadline" and attempt == attempts > 1:
+                    error.args = (f"{error} after {attempt} attempts",)
+                error.unknown_outcome = error.unknown_outcome or unknown
+                if retry.retry_after is not None:
+                    error.retry_after = retry.retry_after
+                raise self._masked(error) from None
         raise AssertionError("unreachable")
 
     def secrets(self) -> list[str]:
@@ -219,14 +214,6 @@ class JsonClient:
         if wait > 0:
             self.sleep(wait)
         return ends - self.clock()
-
-    @staticmethod
-    def _final(error: HttpError, retry: _Retry, repeatable: bool) -> HttpError:
-        if not repeatable and retry.sent and error.kind != "throttled":
-            error.unknown_outcome = True
-        if retry.retry_after is not None:
-            error.retry_after = retry.retry_after
-        return error
 
     def _attempt(
         self, method: str, url: str, data: bytes | None, headers: dict[str, str], remaining: float, budget: float
