@@ -185,14 +185,9 @@ def detect_table(path: str | Path, first_line: str, number: int = 1) -> QueryTab
     guessed = guess_columns(fields)
     if "qid" in guessed and "query" in guessed:
         return QueryTable(delimiter, tuple(f.strip().strip('"') for f in fields), guessed, len(fields))
-    if delimiter == "\t":  # qid<TAB>query, or with a label as the third column
-        if len(fields) == 3 and label_code(fields[2]) is not None:
-            return QueryTable("\t", None, {"qid": 0, "query": 1, "label": 2}, 3)
-        return QueryTable("\t", None, {"qid": 0, "query": 1}, 2)
-    last = fields[-1] if len(fields) >= 3 else ""
-    if label_code(last) is not None:
-        return QueryTable(",", None, {"qid": 0, "query": 1, "label": 2}, 3)
-    return QueryTable(",", None, {"qid": 0, "query": 1}, 2)
+    # id and query, with a label as the third column (TSV) or a CSV line's last when it is one
+    labelled = (len(fields) == 3 if delimiter == "\t" else len(fields) >= 3) and label_code(fields[-1]) is not None
+    return QueryTable(delimiter, None, {"qid": 0, "query": 1, **({"label": 2} if labelled else {})}, 2 + labelled)
 
 
 def with_columns(table: QueryTable, chosen: dict[str, str | int | None]) -> QueryTable:
