@@ -1,7 +1,7 @@
 """Retrieval effectiveness of a run against relevance judgments, per query, computed by ir_measures (trec_eval's
 code), by three rules (docs/metrics.md, "Effectiveness beside bias"): the ranking evaluated is ours (the score
 handed over is ``-rank``); a judged query the run did not return counts 0 (:func:`unreturned_queries`); a query
-without judgments has a NaN row, out of the mean (:func:`unjudged_queries`). So a run's mean over the judged
+without judgments has a NaN row, out of the mean. So a run's mean over the judged
 queries equals ``ir_measures.calc_aggregate``'s. Pure; its libraries are imported inside the functions.
 """
 
@@ -61,16 +61,6 @@ def _polars(frame) -> pl.DataFrame:
     import polars as pl
 
     return frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
-
-
-def unjudged_queries(run, qrels) -> list[str]:
-    """The queries of ``run`` (``qid, …``) that ``qrels`` (``qid, docid, rel``) do not judge, in run order."""
-    import polars as pl
-
-    run, qrels = _polars(run), _polars(qrels)
-    qids = run.select(pl.col("qid").cast(pl.String)).unique(maintain_order=True)
-    judged = qrels.select(pl.col("qid").cast(pl.String)).unique()
-    return qids.join(judged, on="qid", how="anti", maintain_order="left")["qid"].to_list()
 
 
 def unreturned_queries(run, qrels, qids: Sequence[str] | None = None) -> list[str]:
