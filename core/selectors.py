@@ -9,7 +9,7 @@ for, so a key that cannot open it fails only the call that needs it.
 
 **Research groups.** Pages and endpoints are scoped without asking (``core.models.GroupScopedManager``).
 These functions are for what is decided explicitly: a role required on an object already found,
-another user's queryset, and user accounts, which have no study to be scoped by.
+and user accounts, which have no study to be scoped by.
 """
 
 from __future__ import annotations
@@ -240,19 +240,6 @@ def role_in(user, group: ResearchGroup | int | None) -> str | None:
     if group is None:
         return None
     return roles_of(user).get(group if isinstance(group, int) else group.pk)
-
-
-def visible_to(user, queryset: QuerySet) -> QuerySet:
-    """``queryset`` narrowed to what ``user`` may read (their groups), whoever is asking now."""
-    if user.is_superuser:
-        return queryset
-    ids = list(roles_of(user))
-    model = queryset.model
-    via = getattr(model, "scope_via", None)
-    if via is None:
-        return queryset.filter(group_id__in=ids)
-    owner = model._meta.get_field(via).related_model
-    return queryset.filter(**{f"{via}__in": visible_to(user, owner._base_manager.all()).values("pk")})
 
 
 def require_role(user, obj: Model | ResearchGroup, role: str) -> None:
