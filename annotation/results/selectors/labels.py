@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -224,20 +224,15 @@ def cached_for_answers(answers: BatchAnswers, kind: str, compute: Callable[[], T
     return answers_cached(answers, f"page:{kind}", compute)
 
 
+@dataclass(eq=False)
 class BatchAnswers:
     """A batch's usable judgments read once, and what is computed from them, each at most once per request."""
 
-    def __init__(
-        self,
-        batch: Batch,
-        *,
-        own_judgments: dict[str, int | None] | None = None,
-        own_assignments: dict[str, Any] | None = None,
-    ) -> None:
-        self.batch = batch
-        self.own_judgments = own_judgments
-        self.own_assignments = own_assignments
-        self.memo: dict[str, Any] = {}
+    batch: Batch
+    _: KW_ONLY
+    own_judgments: dict[str, int | None] | None = None
+    own_assignments: dict[str, Any] | None = None
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def frame(self) -> pd.DataFrame:
