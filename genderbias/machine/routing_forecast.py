@@ -91,28 +91,15 @@ def simulate_path(
         if progress is not None:
             progress(1)
     column = {key: np.array([row[key] for row in rows], dtype=float) for key in rows[0] if key != "per_stage"}
-    kept_accuracy = column["machine_accuracy_truth"]
+    kept_accuracy = column.pop("machine_accuracy_truth")
     return Forecast(
         redraws=redraws,
         target=target,
         risk=risk,
-        certified_rate=float(column["certified"].mean()),
-        kept_share=float(column["kept"].mean()),
-        kept_share_se=float(column["kept"].std(ddof=1) / np.sqrt(redraws)) if redraws > 1 else 0.0,
-        kept_with_sample=float(column["kept_with_sample"].mean()),
-        violation_rate=float(column["violation"].mean()),
-        violation_rate_truth=float(column["violation_truth"].mean()),
+        **{key: float(values.mean()) for key, values in column.items()},
+        kept_share_se=float(column["kept_share"].std(ddof=1) / np.sqrt(redraws)) if redraws > 1 else 0.0,
         violation_se=float(np.sqrt(risk * (1 - risk) / redraws)),
         machine_accuracy_truth=float(np.nanmean(kept_accuracy)) if np.isfinite(kept_accuracy).any() else None,
-        reference_accuracy=float(column["reference_accuracy"].mean()),
-        undecided_share=float(column["undecided"].mean()),
-        first_round_split=float(column["first_round_split"].mean()),
-        export_accuracy=float(column["export_accuracy"].mean()),
-        crowd_only_accuracy=float(column["crowd_only_accuracy"].mean()),
-        assignments=float(column["assignments"].mean()),
-        sample_assignments=float(column["sample_assignments"].mean()),
-        sample_escalations=float(column["sample_escalations"].mean()),
-        crowd_only_assignments=float(column["crowd_only_assignments"].mean()),
         per_stage_kept=[float(np.mean([row["per_stage"][i] for row in rows])) for i in range(stages)],
     )
 
@@ -169,14 +156,14 @@ def _one_path(truth, labels, confidence, crowd, rule, sample, rng, target, risk,
     crowd_only, crowd_only_paid, _, _ = _crowd(truth, crowd, rule, rng, queries_per_hit)
     kept_truth = (machine[outside] == truth[outside]).mean() if outside.any() else np.nan
     return {
-        "certified": float(kept.any()),
-        "kept": outside.sum() / size,
+        "certified_rate": float(kept.any()),
+        "kept_share": outside.sum() / size,
         "kept_with_sample": kept.sum() / size,
-        "violation": float(violation),
-        "violation_truth": float(outside.any() and kept_truth < target - TOLERANCE),
+        "violation_rate": float(violation),
+        "violation_rate_truth": float(outside.any() and kept_truth < target - TOLERANCE),
         "machine_accuracy_truth": kept_truth,
         "reference_accuracy": float((reference[sample] == truth[sample]).mean()),
-        "undecided": float((reference[sample] < 0).mean()),
+        "undecided_share": float((reference[sample] < 0).mean()),
         "first_round_split": float((first_round < 0).mean()),
         "export_accuracy": float((final == truth).mean()),
         "crowd_only_accuracy": float((crowd_only == truth).mean()),
