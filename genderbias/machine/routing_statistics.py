@@ -143,18 +143,10 @@ def choose_threshold(
         for i in range(len(thresholds))
     ]
     chosen = np.flatnonzero(meets)
-    if len(chosen) == 0:
-        return ThresholdChoice(None, None, None, 0, target, conservative, candidates)
-    best = candidates[chosen[-1]]  # thresholds descend: the last that meets is the lowest
-    return ThresholdChoice(
-        best["threshold"],
-        best["estimated_accuracy"],
-        best["ci"],
-        best["sample_accepted"],
-        target,
-        conservative,
-        candidates,
-    )
+    best = candidates[chosen[-1]] if len(chosen) else None  # thresholds descend: the last that meets is the lowest
+    keys = ("threshold", "estimated_accuracy", "ci", "sample_accepted")
+    figures = (None, None, None, 0) if best is None else tuple(best[key] for key in keys)
+    return ThresholdChoice(*figures, target, conservative, candidates)
 
 
 def _affordable(cost_per_query: Decimal | None, budget: Decimal | None) -> int | None:
