@@ -155,16 +155,11 @@ def share_interval(count: int, total: int) -> dict[str, Any]:
     """A share with its Wilson score interval at :data:`LEVEL` (``estimate`` and ``ci`` None for no data)."""
     from genderbias.stats.intervals import wilson_interval
 
-    if total <= 0:
-        return {"count": count, "total": total, "estimate": None, "ci": [None, None], "method": "Wilson score"}
-    low, high = wilson_interval(count / total, total, level=LEVEL)
-    return {
-        "count": count,
-        "total": total,
-        "estimate": round(count / total, 4),
-        "ci": [round(float(low), 4), round(float(high), 4)],
-        "method": "Wilson score",
-    }
+    estimate, ci = None, [None, None]
+    if total > 0:
+        estimate = round(count / total, 4)
+        ci = [round(float(v), 4) for v in wilson_interval(count / total, total, level=LEVEL)]
+    return {"count": count, "total": total, "estimate": estimate, "ci": ci, "method": "Wilson score"}
 
 
 #: Who a label is attributed to (the dataset's ``labelled_by``, Croissant's ``prov:wasAttributedTo``).
