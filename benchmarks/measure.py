@@ -113,7 +113,9 @@ def tree_cpu_seconds(pid: int) -> float:
     )
 
 
-def sqlite_commit_seconds(path: str, *, journal: str, synchronous: str, checkpoint_pages: int, commits: int) -> float:
+def sqlite_commit_seconds(
+    path: str, journal: str, synchronous: str, checkpoint_pages: int, commits: int = 2000
+) -> float:
     """Wall-clock seconds per small write transaction (one 200-byte row, as a submit writes) in a fresh file,
     to set the SQLite settings the site chooses (config/settings.py) against the alternatives."""
     import os

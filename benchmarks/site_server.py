@@ -1,8 +1,8 @@
-"""What the site's benchmarks share: a gunicorn with the shipped configuration (their batches of made-up
-queries: :mod:`tests.support.batches`).
+"""What the site's benchmarks share: a throw-away database, annotator accounts, and a gunicorn with the shipped
+configuration (their batches of made-up queries: :mod:`tests.support.batches`).
 
-``benchmark_load`` (annotators, and ``--burst`` Prolific participants) and
-``benchmark_cycle`` (server CPU per request) each start the site as it is deployed
+``benchmark_load`` (annotators, and ``--burst`` Prolific participants), ``benchmark_cycle`` (server CPU per
+request), ``benchmark_pages`` and ``benchmark_routing`` each start the site as it is deployed
 (``config.gunicorn``), wait until its workers answer, and stop it whatever happened.
 """
 
@@ -11,11 +11,59 @@ from __future__ import annotations
 import http.client
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django.core.management.base import CommandError
+from django.db import connection
+
+from annotation.models import Batch
+from platforms.inhouse.services.annotators import create_annotator
+from tests.loopback import free_port
+
+
+def refuse_real_batches(prefix: str, how: str = "") -> None:
+    """A benchmark writes batches named ``prefix…``: a database holding others is not a throw-away one."""
+    if Batch.objects.exclude(name__startswith=prefix).exists():
+        raise CommandError(f"this database holds real batches: run the benchmark on a throw-away database{how}")
+
+
+def annotator_accounts(names: list[str], password: str, *, reuse: bool = False) -> list[str]:
+    """In-house annotators ``names`` with one password hash for all (hashing is not what is measured)."""
+    for name in names:
+        create_annotator(name, reuse=reuse)
+    get_user_model().objects.filter(username__in=names).update(password=make_password(password))
+    return names
+
+
+def analyze() -> None:
+    """On PostgreSQL, what autovacuum does within a minute of a large change: the planner then knows the
+    tables' sizes (without it, the first plans are guesses about empty tables)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+
+
+@contextmanager
+def served(
+    name: str, *, workers: int, threads: int, say: Callable[[int, Path], object]
+) -> Iterator[tuple[int, subprocess.Popen]]:
+    """``(port, server)``: gunicorn on a free loopback port, its log a new file; ``say(port, log)`` before it
+    starts, stopped whatever happens."""
+    log = Path(tempfile.mkstemp(prefix=f"benchmark-{name}-gunicorn-", suffix=".log")[1])
+    port = free_port()
+    say(port, log)
+    server = start_gunicorn(port, workers=workers, threads=threads, log=log)
+    try:
+        yield port, server
+    finally:
+        stop(server)
 
 
 def site_answers(port: int) -> bool:

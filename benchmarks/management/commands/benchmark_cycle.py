@@ -3,13 +3,11 @@ import re
 import statistics
 import tempfile
 import time
-from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import make_password
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.test import Client
@@ -20,12 +18,10 @@ from annotation.crowd.services.pseudonyms import worker_for
 from annotation.models import Assignment, Batch, Hit, Judgment, Provider
 from benchmarks.measure import postmaster_pid, sqlite_commit_seconds, tree_cpu_seconds
 from benchmarks.site_load import format_table, interleaved_multiple, interleaved_schedule
-from benchmarks.site_server import start_gunicorn, stop
+from benchmarks.site_server import analyze, annotator_accounts, refuse_real_batches, served
 from core.management.cli import ProjectCommand, command_errors
-from platforms.inhouse.services.annotators import create_annotator
 from pooling.models import QuerySet
 from pooling.services import create_query_set
-from tests.loopback import free_port
 from tests.support.virtual_annotator import ASSIGNMENT_PATH, CSRF_INPUT, QUESTION_INPUT, VirtualAnnotator
 
 PREFIX = "cycle-"
@@ -191,31 +187,33 @@ class Command(ProjectCommand):
             raise CommandError(
                 "--hits needs sizes >= 2; --cycles, --annotators, --block and --template-requests must be positive"
             )
-        if Batch.objects.exclude(name__startswith=PREFIX).exists():
-            raise CommandError("this database holds real batches: run the benchmark on a throw-away database")
+        refuse_real_batches(PREFIX)
         Batch.objects.filter(name__startswith=PREFIX, status=Batch.Status.PUBLISHED).update(
             status=Batch.Status.CANCELLED
         )
         with command_errors():
-            accounts = self._accounts(o["annotators"] + 1)
+            accounts = annotator_accounts(
+                [f"{PREFIX}annotator-{i:02d}" for i in range(o["annotators"] + 1)], PASSWORD, reuse=True
+            )
         counted_user, accounts = accounts[-1], accounts[:-1]
-        log = Path(tempfile.mkstemp(prefix="benchmark-cycle-gunicorn-", suffix=".log")[1])
-        port = free_port()
-        self.stdout.write(
-            f"gunicorn 1x1 on 127.0.0.1:{port}, {connection.vendor} ({connection.settings_dict['NAME']}), "
-            f"CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}; log {log}"
-        )
-        server = start_gunicorn(port, workers=1, threads=1, log=log)
-        postmaster = postmaster_pid(connection)
-        if connection.vendor == "postgresql" and postmaster is None:
-            self.stderr.write("PostgreSQL is not on this machine: its CPU is not counted")
-        try:
+        with served(
+            "cycle",
+            workers=1,
+            threads=1,
+            say=lambda port, log: self.stdout.write(
+                f"gunicorn 1x1 on 127.0.0.1:{port}, {connection.vendor} ({connection.settings_dict['NAME']}), "
+                f"CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}; log {log}"
+            ),
+        ) as (port, server):
+            postmaster = postmaster_pid(connection)
+            if connection.vendor == "postgresql" and postmaster is None:
+                self.stderr.write("PostgreSQL is not on this machine: its CPU is not counted")
             base = f"http://127.0.0.1:{port}"
             batches = {}
             for size in sizes:
                 with command_errors():
                     batches[size] = self._batch(size, o["queries_per_hit"], o["places"])
-                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
+            _publish(batches, None)
             clients = [VirtualAnnotator(base, name, PASSWORD, seed=i) for i, name in enumerate(accounts)]
             cpu = {size: {k: [] for k in KINDS} for size in sizes}
             meter = _Meter(server.pid, postmaster)
@@ -224,9 +222,8 @@ class Command(ProjectCommand):
             for size in sizes[1:]:
                 cpu[size]["login"] = cpu[sizes[0]]["login"]
             # Warm-up, not counted: the first requests of each kind load templates and code.
-            Batch.objects.filter(pk=batches[sizes[0]].pk).update(status=Batch.Status.PUBLISHED)
+            _publish(batches, sizes[0])
             self._measure(base, meter, clients, 5, len(clients), {k: [] for k in KINDS})
-            Batch.objects.filter(pk=batches[sizes[0]].pk).update(status=Batch.Status.CANCELLED)
             # Small blocks, template pages then HIT cycles, the sizes taking turns (ABBA): a change
             # of the machine's load mid-run falls on the baseline and on the cycles alike.
             blocks = {size: [] for size in sizes}
@@ -234,11 +231,9 @@ class Command(ProjectCommand):
             published = None
             for size, templates, cycles in schedule:
                 if published != size:
-                    Batch.objects.filter(pk__in=[b.pk for b in batches.values()]).update(status=Batch.Status.CANCELLED)
-                    Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
+                    _publish(batches, size)
                     published = size
                 blocks[size].append(self._measure(base, meter, clients, templates, cycles, cpu[size]))
-            Batch.objects.filter(pk__in=[b.pk for b in batches.values()]).update(status=Batch.Status.CANCELLED)
             for client in clients:
                 client.close()
             pages = [sum(r) for size in sizes for r in cpu[size]["template page"]]
@@ -249,53 +244,28 @@ class Command(ProjectCommand):
             )
             multiples = {}
             for size in sizes:
-                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)
+                _publish(batches, size)
                 found = self._count_sql(counted_user)
-                Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.CANCELLED)
-                multiples[size] = self._report(size, cpu[size], blocks[size], self._sql_counts(found))
+                _publish(batches, None)
+                multiples[size] = self._report(
+                    size, cpu[size], blocks[size], {k: a.statements_per_request for k, a in found.items()}
+                )
                 self._anatomy(found)
             self._flatness(sizes, multiples)
-        finally:
-            stop(server)
 
     def _sqlite_settings(self) -> None:
         folder = Path(
             tempfile.mkdtemp(prefix="benchmark-sqlite-", dir=settings.VAR_DIR if settings.VAR_DIR.exists() else None)
         )
-        rows = []
-        for journal, synchronous, pages in (
-            ("delete", "full", 1000),
-            ("wal", "full", 1000),
-            ("wal", "normal", 1000),
-            ("wal", "normal", 10000),
-        ):
-            seconds = sqlite_commit_seconds(
-                str(folder / "commit.sqlite3"),
-                journal=journal,
-                synchronous=synchronous,
-                checkpoint_pages=pages,
-                commits=2000,
-            )
-            rows.append(
-                {
-                    "journal": journal,
-                    "synchronous": synchronous,
-                    "checkpoint pages": pages,
-                    "µs per commit": seconds * 1e6,
-                }
-            )
+        columns = ("journal", "synchronous", "checkpoint pages", "µs per commit")
+        choices = (("delete", "full", 1000), ("wal", "full", 1000), ("wal", "normal", 1000), ("wal", "normal", 10000))
+        path = str(folder / "commit.sqlite3")
+        rows = [dict(zip(columns, (*c, 1e6 * sqlite_commit_seconds(path, *c)), strict=True)) for c in choices]
         folder.rmdir()
         self.stdout.write(f"2,000 small write transactions each, in {folder}:")
         self.stdout.write(format_table(rows))
 
     # -- preparation -------------------------------------------------------------------------
-    def _accounts(self, n: int) -> list[str]:
-        names = [f"{PREFIX}annotator-{i:02d}" for i in range(n)]
-        for name in names:
-            create_annotator(name, reuse=True)
-        get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
-        return names
-
     def _batch(self, hits: int, per_hit: int, places: int) -> Batch:
         """A published in-house batch whose first half of HITs is answered by other workers (complete)."""
         started = time.monotonic()
@@ -305,9 +275,7 @@ class Command(ProjectCommand):
             [(str(i), f"cycle benchmark query {i}") for i in range(hits * per_hit)],
             origin=QuerySet.Origin.IMPORTED,
         )
-        batch_settings = services.BatchSettings(
-            provider="local", assignments_per_query=places, queries_per_hit=per_hit, reward=Decimal("0.05")
-        )
+        batch_settings = services.BatchSettings(assignments_per_query=places, queries_per_hit=per_hit)
         with transaction.atomic():
             batch = services.create_batch(stamp, batch_settings, query_set=query_set)
             services.publish_batch(batch)
@@ -340,11 +308,7 @@ class Command(ProjectCommand):
                 batch_size=5000,
             )
             Hit.objects.filter(pk__in=[h.pk for h in answered]).update(status=Hit.Status.COMPLETE)
-        if connection.vendor == "postgresql":
-            # What autovacuum does within a minute of such a change: the planner then knows the
-            # tables' sizes (without it, the first plans are guesses about empty tables).
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")
+        analyze()
         self.stdout.write(
             f"\nBatch {batch.name}: {hits:,} HITs of {per_hit}, {places} places each, "
             f"{len(answered):,} answered ({len(made):,} assignments); prepared in {time.monotonic() - started:.1f} s"
@@ -414,14 +378,11 @@ class Command(ProjectCommand):
         for kind, anatomy in found.items():
             self.stdout.write(f"  {kind}: {anatomy.describe()}")
 
-    @staticmethod
-    def _sql_counts(found: dict[str, "_Anatomy"]) -> dict[str, float]:
-        return {kind: anatomy.statements_per_request for kind, anatomy in found.items()}
-
     def _report(self, size: int, cpu: dict, blocks, sql: dict):
         """One table per batch size; ``x template``: CPU over the template pages interleaved with this size."""
         cycle = interleaved_multiple(blocks)
         template = cycle.template * 1000
+        columns = ("request", "count", "site CPU ms", "db CPU ms", "total ms", "x template", "SQL")
 
         def per_request(kind: str) -> tuple[float, float]:
             rows = cpu[kind]
@@ -430,30 +391,12 @@ class Command(ProjectCommand):
         rows = []
         for kind in KINDS:
             site, db = per_request(kind)
-            rows.append(
-                {
-                    "request": kind,
-                    "count": len(cpu[kind]),
-                    "site CPU ms": site,
-                    "db CPU ms": db,
-                    "total ms": site + db,
-                    "x template": (site + db) / template,
-                    "SQL": f"{sql[kind]:g}" if kind in sql else "",
-                }
-            )
-        parts = [per_request(k) for k in CYCLE]
-        site, db = sum(c[0] for c in parts), sum(c[1] for c in parts)
-        rows.append(
-            {
-                "request": "HIT cycle",
-                "count": len(cpu["submit"]),
-                "site CPU ms": site,
-                "db CPU ms": db,
-                "total ms": site + db,
-                "x template": cycle.value,
-                "SQL": f"{sum(sql[k] for k in CYCLE):g}",
-            }
-        )
+            statements = f"{sql[kind]:g}" if kind in sql else ""
+            shown = (kind, len(cpu[kind]), site, db, site + db, (site + db) / template, statements)
+            rows.append(dict(zip(columns, shown, strict=True)))
+        site, db = (sum(part) for part in zip(*(per_request(k) for k in CYCLE), strict=True))
+        shown = ("HIT cycle", len(cpu["submit"]), site, db, site + db, cycle.value, f"{sum(sql[k] for k in CYCLE):g}")
+        rows.append(dict(zip(columns, shown, strict=True)))
         self.stdout.write(f"\n{size:,} HITs, {connection.vendor}, load average {os.getloadavg()[0]:.2f}:")
         self.stdout.write(format_table(rows))
         low, mid, high = cycle.spread()
@@ -473,3 +416,10 @@ class Command(ProjectCommand):
                 f"{size:,} HITs against {sizes[0]:,}: {change:+.1%} per HIT cycle in multiples of the template page "
                 f"({first.value:.2f}x -> {multiples[size].value:.2f}x; in CPU ms {raw:+.1%})"
             )
+
+
+def _publish(batches: dict, size: int | None) -> None:
+    """Only the batch of ``size`` published (``None``: none): the annotators' next HIT comes from it."""
+    Batch.objects.filter(pk__in=[b.pk for b in batches.values()]).update(status=Batch.Status.CANCELLED)
+    if size is not None:
+        Batch.objects.filter(pk=batches[size].pk).update(status=Batch.Status.PUBLISHED)

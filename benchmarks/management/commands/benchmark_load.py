@@ -1,21 +1,14 @@
 import os
-import tempfile
 import time
-from decimal import Decimal
-from pathlib import Path
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import make_password
 from django.core.management.base import CommandError
 from django.db import connection
 
 from annotation import services
 from annotation.models import Assignment, Batch, Judgment
 from benchmarks.site_load import PREFIX, LoadResult, format_table, run_annotators, step_rows
-from benchmarks.site_server import start_gunicorn, stop
+from benchmarks.site_server import annotator_accounts, refuse_real_batches, served
 from core.management.cli import ProjectCommand, command_errors
-from platforms.inhouse.services.annotators import create_annotator
-from tests.loopback import free_port
 from tests.support.batches import made_up_batch
 
 PASSWORD = "load-benchmark-password"
@@ -91,25 +84,22 @@ class Command(ProjectCommand):
         for option in ("annotators", "duration", "hits", "queries_per_hit", "workers", "threads"):
             if o[option] <= 0:
                 raise CommandError(f"--{option.replace('_', '-')} must be positive")
-        if Batch.objects.exclude(name__startswith=PREFIX).exists():
-            raise CommandError(
-                "this database holds real batches: run the load benchmark on a throw-away database "
-                "(bin/benchmark-load makes one)"
-            )
+        refuse_real_batches(PREFIX, " (bin/benchmark-load makes one)")
         if o["burst"]:
             from benchmarks.burst import run_burst
 
             return run_burst(self, o)
         with command_errors():
             accounts, batch = self._prepare(o["annotators"], o["hits"], o["queries_per_hit"])
-        log = Path(tempfile.mkstemp(prefix="benchmark-load-gunicorn-", suffix=".log")[1])
-        port = free_port()
-        self.stdout.write(
-            f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on 127.0.0.1:{port}, "
-            f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
-        )
-        server = start_gunicorn(port, workers=o["workers"], threads=o["threads"], log=log)
-        try:
+        with served(
+            "load",
+            workers=o["workers"],
+            threads=o["threads"],
+            say=lambda port, log: self.stdout.write(
+                f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on 127.0.0.1:{port}, "
+                f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
+            ),
+        ) as (port, _server):
             self.stdout.write(f"{o['annotators']} virtual annotators for {o['duration']:g} s ...")
             result = run_annotators(
                 f"http://127.0.0.1:{port}",
@@ -117,24 +107,14 @@ class Command(ProjectCommand):
                 o["duration"],
                 report=self._progress,
             )
-        finally:
-            stop(server)
         self._report(o, batch, result)
 
     def _prepare(self, annotators: int, hits: int, per_hit: int) -> tuple[list[str], Batch]:
-        """Annotator accounts (one password hash for all: hashing is not what is measured) and a published batch."""
-        names = [f"{PREFIX}annotator-{i:03d}" for i in range(annotators)]
-        for name in names:
-            create_annotator(name)
-        get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
+        """Annotator accounts and a published batch."""
+        names = annotator_accounts([f"{PREFIX}annotator-{i:03d}" for i in range(annotators)], PASSWORD)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        batch = made_up_batch(
-            f"{PREFIX}{stamp}",
-            hits * per_hit,
-            services.BatchSettings(
-                provider="local", assignments_per_query=annotators, queries_per_hit=per_hit, reward=Decimal("0.05")
-            ),
-        )
+        settings = services.BatchSettings(assignments_per_query=annotators, queries_per_hit=per_hit)
+        batch = made_up_batch(f"{PREFIX}{stamp}", hits * per_hit, settings)
         services.publish_batch(batch)
         self.stdout.write(f"Prepared {annotators} annotators and batch {batch.name!r}: {hits} HITs of {per_hit}")
         return names, batch
