@@ -74,12 +74,27 @@ def denoised_accuracy(
     return estimate, _stratified_bootstrap(right, w, s, bootstrap=bootstrap, seed=seed, alpha=alpha)
 
 
+@dataclass(frozen=True)
+class DenoisedFit:
+    """The fit with the machine as an annotator, the assessed items (with a crowd vote), their machine
+    label codes, weights, strata and A_true."""
+
+    ds: Any
+    items: list[str]
+    machine: np.ndarray
+    weights: np.ndarray
+    strata: list[Any]
+    accuracy: float
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The assessed items' rows in the fit."""
+        row = {str(item): r for r, item in enumerate(self.ds.encoded.items)}
+        return np.array([row[item] for item in self.items], dtype=np.int64)
+
+
 def refitted_draws(
-    ds: Any,
-    items: Sequence[str],
-    machine: np.ndarray,
-    weights: np.ndarray,
-    strata: Sequence[Any],
+    fit: DenoisedFit,
     *,
     bootstrap: int,
     seed: int,
@@ -88,16 +103,12 @@ def refitted_draws(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """A_true with the crowd model refitted in every bootstrap draw: ``(draws [B], jackknife [G] or None)``.
 
-    The assessed ``items`` are resampled within their ``strata``, the fit's other items (gold answers)
+    The assessed items are resampled within their strata, the fit's other items (gold answers)
     on their own. ``jackknife``: also refit with each block of the assessed items left out (the others
     kept once), for ``bca``. ``progress``: told the draws refitted so far.
     """
-
-    encoded = ds.encoded
+    encoded, rows, strata = fit.ds.encoded, fit.rows, np.asarray(fit.strata)
     rng = np.random.default_rng(seed)
-    row = {str(item): r for r, item in enumerate(encoded.items)}
-    rows = np.array([row[item] for item in items], dtype=np.int64)
-    strata = np.asarray(strata)
     multiplicity = np.zeros((bootstrap, encoded.n_items))
     for stratum in np.unique(strata):
         members = rows[strata == stratum]
@@ -111,45 +122,32 @@ def refitted_draws(
         left_out = np.ones((len(blocks), encoded.n_items))
         left_out[:, rows] = blocks
         multiplicity = np.vstack([multiplicity, left_out])
-    start = ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
+    start = fit.ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
     refitted = None if progress is None else lambda done, total: progress(min(done, bootstrap), bootstrap)
     posteriors = resampling.bootstrap_posteriors(encoded, multiplicity, start, progress=refitted)
-    right = posteriors[:, rows, machine]  # [B (+ G) × assessed]
-    w = multiplicity[:, rows] * weights[None, :]
+    right = posteriors[:, rows, fit.machine]  # [B (+ G) × assessed]
+    w = multiplicity[:, rows] * fit.weights[None, :]
     estimates = (w * right).sum(axis=1) / w.sum(axis=1)
     return estimates[:bootstrap], (estimates[bootstrap:] if jackknife else None)
 
 
-def leave_out_estimates(
-    ds: Any, items: Sequence[str], machine: np.ndarray, weights: np.ndarray, by: str, *, blocks: int | None = None
-) -> np.ndarray:
+def leave_out_estimates(fit: DenoisedFit, by: str, *, blocks: int | None = None) -> np.ndarray:
     """``[G]``: A_true refitted without each jackknife group ``by`` workers or answers (the machine never
     left out): the workers' variance component, which the items' bootstrap does not see."""
-
-    encoded = ds.encoded
-    row = {str(item): r for r, item in enumerate(encoded.items)}
-    rows = np.array([row[item] for item in items], dtype=np.int64)
-    start = ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
+    encoded = fit.ds.encoded
+    start = fit.ds.posteriors.reindex(columns=list(encoded.labels)).to_numpy(dtype=np.float64)
     groups = resampling.jackknife_groups(
         encoded, by, intervals.JACKKNIFE_BLOCKS if blocks is None else blocks, fixed=(MACHINE_WORKER,)
     )
-    right = resampling.leave_out_posteriors(encoded, start, groups)[:, rows, machine]  # [G × assessed]
-    return (right * weights[None, :]).sum(axis=1) / weights.sum()
+    right = resampling.leave_out_posteriors(encoded, start, groups)[:, fit.rows, fit.machine]  # [G × assessed]
+    return (right * fit.weights[None, :]).sum(axis=1) / fit.weights.sum()
 
 
 #: The machine's worker id in the Dawid-Skene fit (no pseudonym can hold a NUL).
 MACHINE_WORKER = "\0machine"
 
 
-def denoised_bias(
-    ds: Any,
-    items: Sequence[str],
-    machine: np.ndarray,
-    weights: np.ndarray,
-    *,
-    seed: int = 0,
-    quality: Mapping[str, Any] | None = None,
-) -> float | None:
+def denoised_bias(fit: DenoisedFit, *, seed: int = 0, quality: Mapping[str, Any] | None = None) -> float | None:
     """Where the crowd-quality check (``quality``, computed when not given) warns: A_true's bias as replicate
     crowds drawn from the fit show it (the crowd's answers with the batch's difficulty spread, the machine's
     without), their A_true less their true accuracy, averaged; else None.
@@ -158,18 +156,15 @@ def denoised_bias(
     low (docs/quality.md "Too sure, and by how much")."""
     from genderbias.crowd.label_probabilities import crowd_quality
 
-    if not (quality if quality is not None else crowd_quality(ds))["warning"]:
+    if not (quality if quality is not None else crowd_quality(fit.ds))["warning"]:
         return None
-    encoded = ds.encoded
-    posteriors, priors, confusion = ds.arrays()
+    encoded, rows, w = fit.ds.encoded, fit.rows, fit.weights
+    posteriors, priors, confusion = fit.ds.arrays()
     spread = calibration.difficulty_spread(encoded, posteriors, priors, confusion, seed=seed)
     exempt = np.flatnonzero(np.asarray(encoded.workers) == MACHINE_WORKER)
     truth, fits, answers = replicates.replicate_crowds(
         encoded, posteriors, confusion, spread, seed=seed, exempt=exempt
     )  # fmt: skip
-    row = {str(item): r for r, item in enumerate(encoded.items)}
-    rows = np.array([row[item] for item in items], dtype=np.int64)
-    w = np.asarray(weights, dtype=np.float64)
     by_machine = np.isin(encoded.worker_idx, exempt)
     errors = []
     for r, (fitted, replicate) in enumerate(zip(fits, answers, strict=True)):
@@ -182,12 +177,7 @@ def denoised_bias(
 
 
 def refitted_interval(
-    ds: Any,
-    items: Sequence[str],
-    machine: np.ndarray,
-    weights: np.ndarray,
-    strata: Sequence[Any],
-    estimate: float,
+    fit: DenoisedFit,
     *,
     bootstrap: int,
     seed: int,
@@ -196,39 +186,22 @@ def refitted_interval(
     quality: Mapping[str, Any] | None = None,
     progress: resampling.RefitProgress | None = None,
 ) -> tuple[float, float]:
-    """The ``construction`` interval of A_true from :func:`refitted_draws`, joined with itself moved by
+    """The ``construction`` interval of ``fit``'s A_true from :func:`refitted_draws`, joined with itself moved by
     :func:`denoised_bias` where the crowd-quality check warns."""
     if bootstrap == 0:
         return (math.nan, math.nan)
     jackknife = intervals.needs_jackknife(construction)
-    draws, jack = refitted_draws(
-        ds, items, machine, weights, strata, bootstrap=bootstrap, seed=seed, jackknife=jackknife, progress=progress
-    )
+    draws, jack = refitted_draws(fit, bootstrap=bootstrap, seed=seed, jackknife=jackknife, progress=progress)
     accel = intervals.acceleration(jack) if jackknife else None
     extra = None
     if intervals.needs_workers(construction):
-        extra = intervals.extra_variance(
-            construction, lambda by: leave_out_estimates(ds, items, machine, weights, by)[:, None]
-        )[0]
-    low, high = intervals.bootstrap_interval(draws, estimate, 1.0 - alpha, construction, accel, extra=extra)
-    bias = denoised_bias(ds, items, machine, weights, seed=seed, quality=quality)
+        extra = intervals.extra_variance(construction, lambda by: leave_out_estimates(fit, by)[:, None])[0]
+    low, high = intervals.bootstrap_interval(draws, fit.accuracy, 1.0 - alpha, construction, accel, extra=extra)
+    bias = denoised_bias(fit, seed=seed, quality=quality)
     if bias is None:
         return low, high
     low, high = intervals.extended(np.array([low]), np.array([high]), np.array([bias]))
     return float(low[0]), float(high[0])
-
-
-@dataclass(frozen=True)
-class DenoisedFit:
-    """The fit with the machine as an annotator, the assessed items (with a crowd vote), their machine
-    label codes, weights, strata and A_true."""
-
-    ds: Any
-    items: list[str]
-    machine: np.ndarray
-    weights: np.ndarray
-    strata: list[Any]
-    accuracy: float
 
 
 def denoised_fit(

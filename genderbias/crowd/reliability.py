@@ -143,12 +143,7 @@ def crowd_reliability(
     posteriors = ds.posteriors.loc[items, list(labels)].to_numpy(dtype=float)
     quality = crowd_quality(ds)
     interval = refitted_interval(
-        ds,
-        items,
-        m,
-        w,
-        fitted.strata,
-        accuracy,
+        fitted,
         bootstrap=bootstrap,
         seed=seed,
         alpha=alpha,

@@ -76,10 +76,7 @@ def coverage_study(
         denoised = denoised_fit(
             drawn.judgments, machine, dict.fromkeys(qids, 1.0), dict.fromkeys(qids, "s"), gold=drawn.gold
         )
-        draws, jack = refitted_draws(
-            denoised.ds, denoised.items, denoised.machine, denoised.weights, denoised.strata,
-            bootstrap=samples, seed=seed, jackknife=jackknife,
-        )  # fmt: skip
+        draws, jack = refitted_draws(denoised, bootstrap=samples, seed=seed, jackknife=jackknife)
         fitted["denoised"] = (
             np.array([denoised.accuracy]),
             draws[:, None],
@@ -90,15 +87,13 @@ def coverage_study(
 
         def denoised_left_out(by: str) -> np.ndarray:
             if by not in cached:
-                cached[by] = leave_out_estimates(denoised.ds, denoised.items, denoised.machine, denoised.weights, by)
+                cached[by] = leave_out_estimates(denoised, by)
             return cached[by][:, None]
 
         left_out["denoised"] = denoised_left_out
         # Its interval reaches as far as its bias where the check of its fit warns, as the calibration report's.
         denoised_quality = crowd_quality(denoised.ds)
-        bias = denoised_bias(
-            denoised.ds, denoised.items, denoised.machine, denoised.weights, seed=seed, quality=denoised_quality
-        )
+        bias = denoised_bias(denoised, seed=seed, quality=denoised_quality)
         denoised_reach = None if bias is None else np.array([bias])
     out: dict = oracle_intervals(drawn, fitter.weights, resampling_weights(len(qids), samples, seed))
     out |= floor_intervals(drawn, fitter.weights, crowd.label_shares)

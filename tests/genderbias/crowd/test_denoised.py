@@ -38,19 +38,17 @@ def test_on_hard_queries_the_bias_is_sized_downwards_as_far_as_the_truth_and_the
     for seed in range(4):
         drawn, fitted = _fitted(cs.CROWDS["difficulty"], seed)
         assert crowd_quality(fitted.ds)["warning"]
-        bias = denoised.denoised_bias(fitted.ds, fitted.items, fitted.machine, fitted.weights, seed=seed)
+        bias = denoised.denoised_bias(fitted, seed=seed)
         assert bias < 0, (seed, bias)
         sized.append(bias)
         true.append(fitted.accuracy - float(np.mean(drawn.machine == drawn.truth)))
     difference = np.subtract(sized, true)
     assert abs(difference.mean()) < 3 * difference.std(ddof=1) / np.sqrt(len(difference)) + 1e-9, (sized, true)
 
-    args = (fitted.ds, fitted.items, fitted.machine, fitted.weights, fitted.strata)
-    low, high = denoised.refitted_interval(*args, fitted.accuracy, bootstrap=60, seed=seed, alpha=0.05)
-    draws, _ = denoised.refitted_draws(*args, bootstrap=60, seed=seed)
+    low, high = denoised.refitted_interval(fitted, bootstrap=60, seed=seed, alpha=0.05)
+    draws, _ = denoised.refitted_draws(fitted, bootstrap=60, seed=seed)
     extra = intervals.extra_variance(
-        intervals.LABEL_INTERVAL,
-        lambda by: denoised.leave_out_estimates(fitted.ds, fitted.items, fitted.machine, fitted.weights, by)[:, None],
+        intervals.LABEL_INTERVAL, lambda by: denoised.leave_out_estimates(fitted, by)[:, None]
     )[0]
     plain_low, plain_high = intervals.bootstrap_interval(
         draws, fitted.accuracy, 0.95, intervals.LABEL_INTERVAL, extra=extra
@@ -63,4 +61,4 @@ def test_a_crowd_the_model_fits_leaves_the_interval_as_it_is():
     """A moderate study whose fit with the machine passes the check (seed [2040, 0]): no replicates, no bias."""
     _, fitted = _fitted(cs.MODERATE, 0)
     assert not crowd_quality(fitted.ds)["warning"]
-    assert denoised.denoised_bias(fitted.ds, fitted.items, fitted.machine, fitted.weights) is None
+    assert denoised.denoised_bias(fitted) is None
