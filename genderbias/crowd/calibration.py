@@ -10,11 +10,11 @@ import numpy as np
 
 from genderbias.crowd.checks import gold_check, predictive_check
 from genderbias.crowd.estimation import Encoded
-from genderbias.crowd.simulation.replicates import refitted_replicates, replicate_crowds
+from genderbias.crowd.simulation.replicates import replicate_crowds
 
 #: Spreads σ :func:`difficulty_spread` tries: error odds × exp(σ·d), d ~ N(0, 1) per item (``Crowd.difficulty``).
 SPREADS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
-#: Replicate crowds per spread, and for the bias at the chosen spread (:func:`replicate_crowds`).
+#: Replicate crowds per spread, and for the bias at the chosen spread (:func:`.simulation.replicates.replicate_crowds`).
 SPREAD_REPLICATES = 4
 
 
@@ -47,7 +47,7 @@ def difficulty_spread(
     observed = _spread_statistic(encoded, priors, confusion, seed)
     expected = []
     for spread in spreads:
-        _, fits, refitted = refitted_replicates(encoded, posteriors, confusion, spread, replicates, rng)
+        _, fits, refitted = replicate_crowds(encoded, posteriors, confusion, spread, replicates=replicates, rng=rng)
         statistics = [
             _spread_statistic(e, f.priors[0], f.confusion[0], seed) for e, f in zip(refitted, fits, strict=True)
         ]

@@ -16,29 +16,6 @@ from genderbias.crowd.simulation.answers import pick, tilt_errors
 BIAS_REPLICATES = 8
 
 
-def refitted_replicates(
-    encoded: Encoded,
-    posteriors: np.ndarray,
-    confusion: np.ndarray,
-    spread: float,
-    count: int,
-    rng,
-    exempt: Sequence[int] = (),
-) -> tuple[np.ndarray, list[Fit], list[Encoded]]:
-    """``count`` replicate crowds, refitted (the workers of index ``exempt``, a machine, answer without difficulty)."""
-    truth = pick(rng.random((count, encoded.n_items)), np.broadcast_to(posteriors, (count, *posteriors.shape)))
-    if len(encoded.gold_rows):
-        truth[:, encoded.gold_rows] = encoded.gold_onehot.argmax(axis=1)[None, :]
-    rows = confusion[encoded.worker_idx[None, :], truth[:, encoded.item_idx], :]
-    factor = np.exp(spread * rng.standard_normal((count, encoded.n_items)))[:, encoded.item_idx]
-    if len(exempt):
-        factor[:, np.isin(encoded.worker_idx, exempt)] = 1.0
-    chances = tilt_errors(rows, truth[:, encoded.item_idx], factor)
-    drawn = pick(rng.random(chances.shape[:-1]), chances)
-    refitted = [replace(encoded, label_idx=drawn[r]) for r in range(count)]
-    return truth, [fit(e, max_iter=100) for e in refitted], refitted
-
-
 def replicate_crowds(
     encoded: Encoded,
     posteriors: np.ndarray,
@@ -47,9 +24,22 @@ def replicate_crowds(
     *,
     replicates: int = BIAS_REPLICATES,
     seed: int = 0,
+    rng: np.random.Generator | None = None,
     exempt: Sequence[int] = (),
 ) -> tuple[np.ndarray, list[Fit], list[Encoded]]:
-    """``(truth [R × N], fits, answers)``: :func:`refitted_replicates`, seeded by ``seed``."""
-    return refitted_replicates(
-        encoded, posteriors, confusion, spread, replicates, np.random.default_rng([seed, 1]), exempt
+    """``(truth [R × N], fits, answers)``: ``replicates`` replicate crowds, refitted (the workers of index ``exempt``,
+    a machine, answer without difficulty), drawn by ``rng`` (default: seeded by ``seed``)."""
+    rng = np.random.default_rng([seed, 1]) if rng is None else rng
+    truth = pick(
+        rng.random((replicates, encoded.n_items)), np.broadcast_to(posteriors, (replicates, *posteriors.shape))
     )
+    if len(encoded.gold_rows):
+        truth[:, encoded.gold_rows] = encoded.gold_onehot.argmax(axis=1)[None, :]
+    rows = confusion[encoded.worker_idx[None, :], truth[:, encoded.item_idx], :]
+    factor = np.exp(spread * rng.standard_normal((replicates, encoded.n_items)))[:, encoded.item_idx]
+    if len(exempt):
+        factor[:, np.isin(encoded.worker_idx, exempt)] = 1.0
+    chances = tilt_errors(rows, truth[:, encoded.item_idx], factor)
+    drawn = pick(rng.random(chances.shape[:-1]), chances)
+    refitted = [replace(encoded, label_idx=drawn[r]) for r in range(replicates)]
+    return truth, [fit(e, max_iter=100) for e in refitted], refitted
