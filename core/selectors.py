@@ -97,6 +97,12 @@ class ConnectionState:
     def secret(self, name: str) -> Callable[[], str]:
         return lambda: self.value(name)
 
+    def __getattr__(self, name: str) -> str:
+        """A field's value in force as an attribute (``huggingface_settings().token``), read when asked."""
+        if name.startswith("_") or name not in {f.name for f in self.kind.fields}:
+            raise AttributeError(name)
+        return self.value(name)
+
     @property
     def last_test(self):
         return self.row.last_test if self.row is not None else None
@@ -182,40 +188,14 @@ def chat_settings() -> ChatSettings:
     )
 
 
-@dataclass(frozen=True)
-class HubSettings:
-    """The Hugging Face Hub's address and the token; ``token`` is opened when read."""
-
-    endpoint: str
-    _token: Callable[[], str] = field(repr=False)
-
-    @property
-    def token(self) -> str:
-        return self._token()
+def huggingface_settings() -> ConnectionState:
+    """The Hugging Face connection in force (``endpoint``, ``token``): ``publish_dataset --push`` reads it here, at use time."""
+    return connection_state(HUGGINGFACE.kind)
 
 
-def huggingface_settings() -> HubSettings:
-    """The Hugging Face connection in force: ``publish_dataset --push`` reads it here, at use time."""
-    state = connection_state(HUGGINGFACE.kind)
-    return HubSettings(state.value("endpoint"), state.secret("token"))
-
-
-@dataclass(frozen=True)
-class ZenodoSettings:
-    """Zenodo's API address and the access token; ``token`` is opened when read."""
-
-    api_url: str
-    _token: Callable[[], str] = field(repr=False)
-
-    @property
-    def token(self) -> str:
-        return self._token()
-
-
-def zenodo_settings() -> ZenodoSettings:
-    """The Zenodo connection in force: the ``zenodo_deposit`` command reads it here, at use time."""
-    state = connection_state(ZENODO.kind)
-    return ZenodoSettings(state.value("api_url"), state.secret("token"))
+def zenodo_settings() -> ConnectionState:
+    """The Zenodo connection in force (``api_url``, ``token``): the ``zenodo_deposit`` command reads it here, at use time."""
+    return connection_state(ZENODO.kind)
 
 
 # --- research groups ---------------------------------------------------------------------------
