@@ -40,29 +40,6 @@ class Audit:
         return asdict(self)
 
 
-def certified_thresholds(
-    population_confidence: Sequence[float],
-    population_correct: Sequence[bool],
-    samples: Sequence[Sequence[int]],
-    *,
-    target: float,
-    risk: float = DEFAULT_RISK,
-    planned: int | None = None,
-    max_candidates: int = MAX_CANDIDATES,
-    extendable: bool = True,
-) -> np.ndarray:
-    """The threshold :func:`certify_threshold` chooses on each sample (NaN: none), vectorised."""
-    c = tied(population_confidence)
-    ok = np.asarray(population_correct, dtype=bool)
-    planned = planned or len(samples[0])
-    thresholds = candidate_thresholds(
-        c, planned, target=target, risk=risk, max_candidates=max_candidates, extendable=extendable
-    )
-    sizes = (c[None, :] >= thresholds[:, None]).sum(axis=1).astype(float)
-    last, _, _ = _certify_many(c, ok, samples, thresholds, sizes, target, risk, planned, 50, None, extendable)
-    return np.where(last >= 0, thresholds[np.maximum(last, 0)], np.nan)
-
-
 def _certify_many(c, ok, samples, thresholds, sizes, target, risk, planned, chunk, progress, extendable=True):
     """Per sample: the index of the chosen candidate (−1: none), and the sample items (right ones) in its set."""
     k0 = null_errors(sizes, target)

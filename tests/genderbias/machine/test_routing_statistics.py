@@ -29,18 +29,29 @@ from genderbias.machine.certification import (
     null_errors,
     perfect_record,
 )
-from genderbias.machine.routing_audit import audit, certified_thresholds, oracle_threshold
+from genderbias.machine.routing_audit import _certify_many, audit, oracle_threshold
 from genderbias.machine.routing_statistics import (
     RoutingSplit,
     accuracy_at,
     choose_threshold,
     split_by_threshold,
+    tied,
 )
 from genderbias.stats.intervals import wilson_interval
 
 REDRAWS = 1000
 MC_SE = math.sqrt(DEFAULT_RISK * (1 - DEFAULT_RISK) / REDRAWS)  # 0.0069
 ALLOWED = DEFAULT_RISK + 3 * MC_SE  # 0.0707
+
+
+def certified_thresholds(confidence, correct, samples, *, target: float, planned: int | None = None) -> np.ndarray:
+    """The threshold :func:`certify_threshold` chooses on each sample (NaN: none), vectorised over the redraws."""
+    c, ok = tied(confidence), np.asarray(correct, dtype=bool)
+    planned = planned or len(samples[0])
+    thresholds = candidate_thresholds(c, planned, target=target, risk=DEFAULT_RISK)
+    sizes = (c[None, :] >= thresholds[:, None]).sum(axis=1).astype(float)
+    last, _, _ = _certify_many(c, ok, samples, thresholds, sizes, target, DEFAULT_RISK, planned, 50, None)
+    return np.where(last >= 0, thresholds[np.maximum(last, 0)], np.nan)
 
 
 def _reference_capital(errors: list[int], size: int, target: float) -> float:
