@@ -11,9 +11,7 @@ docs/benchmarks.md, "Launch burst".
 from __future__ import annotations
 
 import os
-import tempfile
 import time
-from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import CommandError
@@ -21,7 +19,7 @@ from django.db import connection
 
 from annotation.models import Assignment, Judgment
 from benchmarks.site_load import PREFIX, format_table, percentiles, step_rows
-from benchmarks.site_server import start_gunicorn, stop
+from benchmarks.site_server import served
 from tests.loopback import free_port
 from tests.platforms.prolific.fake_server import FaultShares
 from tests.platforms.prolific.launch import GIVE_UP, PLACES, STEPS, Launch, publish_study, run_launch
@@ -60,34 +58,37 @@ def run_burst(command, o: dict) -> None:
             f"Study {batch.hit_type_id} for batch {batch.name!r}: {hits} HITs of {per_hit}, {hits * PLACES} places; "
             f"Prolific-compatible server at {fake_url}"
         )
-    log = Path(tempfile.mkstemp(prefix="benchmark-burst-gunicorn-", suffix=".log")[1])
-    command.stdout.write(
-        f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on {site}, "
-        f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
-    )
-    server = start_gunicorn(port, workers=o["workers"], threads=o["threads"], log=log)
     launches = []
+
+    def say(_port: int, log) -> None:
+        command.stdout.write(
+            f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on {site}, "
+            f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
+        )
+
     try:
-        for (label, shares), (batch, _hits) in zip(runs, studies, strict=True):
-            fake.shares = shares
-            command.stdout.write(f"{n} participants ({forged} forged arrivals) arriving over {over:g} s, {label} ...")
-            walk_out = o.get("walk_out") or 0.0
-            launches.append(
-                run_launch(
-                    site,
-                    fake,
-                    fake_server.lock,
-                    batch.hit_type_id,
-                    participants=n,
-                    over=over,
-                    forged=forged,
-                    give_up=o.get("give_up") or GIVE_UP,
-                    walk_out=walk_out,
-                    sync=_syncing(batch) if walk_out else None,
+        with served("burst", workers=o["workers"], threads=o["threads"], say=say, port=port):
+            for (label, shares), (batch, _hits) in zip(runs, studies, strict=True):
+                fake.shares = shares
+                command.stdout.write(
+                    f"{n} participants ({forged} forged arrivals) arriving over {over:g} s, {label} ..."
                 )
-            )
+                walk_out = o.get("walk_out") or 0.0
+                launches.append(
+                    run_launch(
+                        site,
+                        fake,
+                        fake_server.lock,
+                        batch.hit_type_id,
+                        participants=n,
+                        over=over,
+                        forged=forged,
+                        give_up=o.get("give_up") or GIVE_UP,
+                        walk_out=walk_out,
+                        sync=_syncing(batch) if walk_out else None,
+                    )
+                )
     finally:
-        stop(server)
         fake_server.shutdown()
     for (label, shares), (batch, _hits), launch in zip(runs, studies, launches, strict=True):
         _report(command, o, batch, launch, label, shares)

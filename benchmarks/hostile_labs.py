@@ -4,8 +4,6 @@ its own for its viewer's GETs (issue 82: a viewer's GET starts no job)."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from tests.support.url_patterns import site_patterns
 
 SECRETS = {
@@ -70,9 +68,7 @@ def make_labs() -> dict:
         query_set = create_query_set(SECRETS["query_set"], queries, origin=QuerySet.Origin.IMPORTED)
         batch = services.create_batch(
             SECRETS["batch"],
-            services.BatchSettings(
-                provider="local", assignments_per_query=2, queries_per_hit=4, reward=Decimal("0.05")
-            ),
+            services.BatchSettings(assignments_per_query=2, queries_per_hit=4),
             query_set=query_set,
         )
         services.publish_batch(batch)
@@ -86,9 +82,7 @@ def make_labs() -> dict:
         b_queries = create_query_set("zz-lab-b-queries", [("b1", "who is he")], origin=QuerySet.Origin.IMPORTED)
         world["b-batch"] = services.create_batch(
             "zz-lab-b-batch",
-            services.BatchSettings(
-                provider="local", assignments_per_query=1, queries_per_hit=1, reward=Decimal("0.05")
-            ),
+            services.BatchSettings(assignments_per_query=1, queries_per_hit=1),
             query_set=b_queries,
         )
         world.update(_lab_b_reports())
@@ -213,8 +207,7 @@ def _lab_b_reports() -> dict:
     report = metrics.build_report(
         "zz-lab-b-report", query_set, runs, metrics.ReportSettings(cutoffs=(1, 2), bootstrap_samples=20), bar=False
     )
-    options = {"provider": "local", "assignments_per_query": 3, "queries_per_hit": 3, "reward": Decimal("0.05")}
-    batch = annotation.create_batch("zz-lab-b-sens", annotation.BatchSettings(**options), query_set=query_set)
+    batch = annotation.create_batch("zz-lab-b-sens", annotation.BatchSettings(queries_per_hit=3), query_set=query_set)
     annotation.publish_batch(batch)
     for name, answers in _B_ANSWERS.items():
         annotator = create_annotator(name, password="pw-secret-123")

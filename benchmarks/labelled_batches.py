@@ -46,8 +46,6 @@ def build(state: Path, queries: int, sample: int) -> None:
     import django
 
     django.setup()
-    from decimal import Decimal
-
     from django.core.management import call_command
 
     from annotation import services
@@ -68,9 +66,7 @@ def build(state: Path, queries: int, sample: int) -> None:
     call_command("import_queries", str(data / "queries.tsv"), name="q", verbosity=0)
     call_command("import_run", *map(str, runs), collection="c", verbosity=0)
     query_set = QuerySet.objects.get(name="q")
-    settings = services.BatchSettings(
-        provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
-    )
+    settings = services.BatchSettings()
     crowd = services.create_batch("crowd", settings, query_set=query_set)
     services.publish_batch(crowd)
     simulate_local_annotations(crowd, annotators=3, accuracy=0.85, seed=3, prefix="crowd")

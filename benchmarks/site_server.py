@@ -52,12 +52,12 @@ def analyze() -> None:
 
 @contextmanager
 def served(
-    name: str, *, workers: int, threads: int, say: Callable[[int, Path], object]
+    name: str, *, workers: int, threads: int, say: Callable[[int, Path], object], port: int | None = None
 ) -> Iterator[tuple[int, subprocess.Popen]]:
-    """``(port, server)``: gunicorn on a free loopback port, its log a new file; ``say(port, log)`` before it
-    starts, stopped whatever happens."""
+    """``(port, server)``: gunicorn on loopback (a free port unless given), its log a new file; ``say(port, log)``
+    before it starts, stopped whatever happens."""
     log = Path(tempfile.mkstemp(prefix=f"benchmark-{name}-gunicorn-", suffix=".log")[1])
-    port = free_port()
+    port = port or free_port()
     say(port, log)
     server = start_gunicorn(port, workers=workers, threads=threads, log=log)
     try:

@@ -1,7 +1,5 @@
 import statistics
-import tempfile
 import time
-from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
@@ -14,13 +12,12 @@ from annotation import services
 from annotation.models import Batch
 from benchmarks.measure import postmaster_pid, tree_cpu_seconds
 from benchmarks.site_load import format_table
-from benchmarks.site_server import start_gunicorn, stop
+from benchmarks.site_server import analyze, refuse_real_batches, served
 from core.management.cli import ProjectCommand, command_errors
 from metrics import services as metrics_services
 from metrics.models import Report
 from pooling.models import QuerySet, Run
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
-from tests.loopback import free_port
 from tests.support.batches import answered_batch
 from tests.support.virtual_annotator import VirtualAnnotator
 
@@ -82,8 +79,7 @@ class Command(ProjectCommand):
     def handle(self, **o):
         if min(o["queries"], o["runs"], o["repeats"], o["workers"], o["threads"]) < 1:
             raise CommandError("every count must be at least 1")
-        if Batch.objects.exclude(name__startswith=PREFIX).exists():
-            raise CommandError("this database holds real batches: run the benchmark on a throw-away database")
+        refuse_real_batches(PREFIX)
         with command_errors():
             batch, report = self._state(o["queries"], o["runs"], o["passages"])
             machine = self._machine_batch(batch, o["sample"])
@@ -91,13 +87,16 @@ class Command(ProjectCommand):
         model = get_user_model()
         if not model.objects.filter(username=user).exists():
             model.objects.create_user(user, password=PASSWORD, is_staff=True)
-        log = Path(tempfile.mkstemp(prefix="benchmark-pages-gunicorn-", suffix=".log")[1])
-        port = free_port()
-        self.stdout.write(f"gunicorn {o['workers']}x{o['threads']} on 127.0.0.1:{port}, {connection.vendor}; log {log}")
         started = time.monotonic()
-        server = start_gunicorn(port, workers=o["workers"], threads=o["threads"], log=log)
-        self.stdout.write(f"gunicorn answered after {time.monotonic() - started:.1f} s (master imports included)")
-        try:
+        with served(
+            "pages",
+            workers=o["workers"],
+            threads=o["threads"],
+            say=lambda port, log: self.stdout.write(
+                f"gunicorn {o['workers']}x{o['threads']} on 127.0.0.1:{port}, {connection.vendor}; log {log}"
+            ),
+        ) as (port, server):
+            self.stdout.write(f"gunicorn answered after {time.monotonic() - started:.1f} s (master imports included)")
             client = VirtualAnnotator(f"http://127.0.0.1:{port}", user, PASSWORD)
             client.login()
             probe = VirtualAnnotator(f"http://127.0.0.1:{port}", "-", "-")  # the template page, logged out
@@ -111,19 +110,10 @@ class Command(ProjectCommand):
                 ("metric SVG", f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf"),
                 ("calibration report", f"/annotation/batches/{machine.name}/calibration/"),
             ]
-            postmaster = postmaster_pid(connection)
-            rows = self._measure(client, probe, server.pid, postmaster, pages, o["repeats"])
-            rows.append(
-                self._new_worker(
-                    client,
-                    server.pid,
-                    postmaster,
-                    port,
-                    pages[-1][1],
-                    o["new_workers"],
-                    float(rows[0]["repeat CPU ms"]),
-                )
-            )
+            cost = _Server(server.pid, postmaster_pid(connection))
+            rows = self._measure(client, probe, cost, pages, o["repeats"])
+            base = float(rows[0]["repeat CPU ms"])
+            rows.append(self._new_worker(client, cost, port, pages[-1][1], o["new_workers"], base))
             browser = (
                 self._browser(
                     f"http://127.0.0.1:{port}", dict(client.cookies), f"/metrics/{report.name}/", o["browser"]
@@ -133,8 +123,6 @@ class Command(ProjectCommand):
             )
             client.close()
             probe.close()
-        finally:
-            stop(server)
         self.stdout.write(f"\n{o['queries']:,} queries, {o['queries'] * 3:,} judgments; report of {o['runs']} runs")
         self.stdout.write(format_table(rows))
         if browser:
@@ -156,9 +144,7 @@ class Command(ProjectCommand):
         report = metrics_services.build_report(
             name, query_set, list(Run.objects.filter(name__in=run_names)), baseline=None, bar=False
         )
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")
+        analyze()
         self.stdout.write(f"Built batch and report {name} in {time.monotonic() - started:.0f} s")
         return batch, report
 
@@ -174,10 +160,7 @@ class Command(ProjectCommand):
         if batch is not None:
             return batch
         started = time.monotonic()
-        settings = services.BatchSettings(
-            provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
-        )
-        batch = services.create_batch(name, settings, query_set=crowd.query_set)
+        batch = services.create_batch(name, services.BatchSettings(), query_set=crowd.query_set)
         prelabel_batch(batch, "rules")
         sample_batch = create_calibration_sample(batch, sample, seed=1)
         services.publish_batch(sample_batch)
@@ -241,7 +224,7 @@ class Command(ProjectCommand):
 
         return [row("new browser (nothing cached)", fresh), row("again (same browser)", again)]
 
-    def _new_worker(self, client, gunicorn: int, postmaster: int | None, port: int, path: str, times: int, base: float):
+    def _new_worker(self, client, server: "_Server", port: int, path: str, times: int, base: float) -> dict:
         """The first view of ``path`` in a new worker (what a restart or a new worker pays, the
         report computed by another): each time the workers are stopped, gunicorn's master forks
         new ones, and once they answer the login page the view is timed."""
@@ -251,74 +234,65 @@ class Command(ProjectCommand):
         from benchmarks.measure import children
         from benchmarks.site_server import site_answers
 
-        def cpu() -> float:
-            return tree_cpu_seconds(gunicorn) + (tree_cpu_seconds(postmaster) if postmaster else 0.0)
-
-        costs, walls = [], []
+        timings = []
         for _ in range(times):
-            old = set(children(gunicorn))
+            old = set(children(server.gunicorn))
             for pid in old:
                 os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 60
-            while (set(children(gunicorn)) & old or not children(gunicorn)) and time.monotonic() < deadline:
+            while (
+                set(children(server.gunicorn)) & old or not children(server.gunicorn)
+            ) and time.monotonic() < deadline:
                 time.sleep(0.1)
             while not site_answers(port) and time.monotonic() < deadline:
                 time.sleep(0.2)
             client.close()  # a new connection: the old one was the stopped worker's
-            before, wall = cpu(), time.perf_counter()
-            answer = client.request("GET", path)
-            if answer.status != 200:
-                raise CommandError(f"GET {path} answered {answer.status}")
-            costs.append((cpu() - before) * 1000)
-            walls.append((time.perf_counter() - wall) * 1000)
-        first = statistics.median(costs)
-        return {
-            "page": "calibration report, new worker",
-            "first CPU ms": f"{first:.1f}",
-            "repeat CPU ms": "",
-            "× template": f"{first / base:.1f}" if base > 0 else "–",
-            "repeat wall ms": f"{statistics.median(walls):.1f}",
-        }
+            timings.append(server.timed(client, path))
+        return _row("calibration report, new worker", statistics.median(c for c, _ in timings), None, base, timings)
 
-    def _measure(self, client, probe, gunicorn: int, postmaster: int | None, pages, repeats: int):
-        def cpu() -> float:
-            return tree_cpu_seconds(gunicorn) + (tree_cpu_seconds(postmaster) if postmaster else 0.0)
-
-        def timed(path: str, by: VirtualAnnotator = client) -> tuple[float, float]:
-            before, wall = cpu(), time.perf_counter()
-            answer = by.request("GET", path)
-            if answer.status != 200:
-                raise CommandError(f"GET {path} answered {answer.status}")
-            return (cpu() - before) * 1000, (time.perf_counter() - wall) * 1000
-
-        template = [timed(TEMPLATE[1], probe) for _ in range(3)]  # warm-up of the template page itself
+    def _measure(self, client, probe, server: "_Server", pages, repeats: int) -> list[dict]:
+        template = [server.timed(probe, TEMPLATE[1]) for _ in range(3)]  # warm-up of the template page itself
         measured = {}
         for kind, path in pages:
-            first = timed(path)
+            first = server.timed(client, path)
             again = []
             for _ in range(repeats):  # each repeat beside a template page, so load changes fall on both
-                template.append(timed(TEMPLATE[1], probe))
-                again.append(timed(path))
+                template.append(server.timed(probe, TEMPLATE[1]))
+                again.append(server.timed(client, path))
             measured[kind] = (first, again)
         base = statistics.median(c for c, _ in template[3:]) if len(template) > 3 else template[-1][0]
-        rows = [
-            {
-                "page": TEMPLATE[0],
-                "first CPU ms": "",
-                "repeat CPU ms": f"{base:.1f}",
-                "× template": "1.0",
-                "repeat wall ms": f"{statistics.median(w for _, w in template[3:]):.1f}",
-            }
-        ]
+        rows = [_row(TEMPLATE[0], None, base, base, template[3:])]
         for kind, (first, again) in measured.items():
-            repeat = statistics.median(c for c, _ in again)
-            rows.append(
-                {
-                    "page": kind,
-                    "first CPU ms": f"{first[0]:.1f}",
-                    "repeat CPU ms": f"{repeat:.1f}",
-                    "× template": f"{repeat / base:.1f}" if base > 0 else "–",
-                    "repeat wall ms": f"{statistics.median(w for _, w in again):.1f}",
-                }
-            )
+            rows.append(_row(kind, first[0], statistics.median(c for c, _ in again), base, again))
         return rows
+
+
+class _Server:
+    """The server's CPU (gunicorn's processes and, on PostgreSQL, the database's) spent on a request."""
+
+    def __init__(self, gunicorn: int, postmaster: int | None) -> None:
+        self.gunicorn, self.postmaster = gunicorn, postmaster
+
+    def cpu(self) -> float:
+        return tree_cpu_seconds(self.gunicorn) + (tree_cpu_seconds(self.postmaster) if self.postmaster else 0.0)
+
+    def timed(self, by: VirtualAnnotator, path: str) -> tuple[float, float]:
+        """GET ``path`` (refused unless 200): the server's CPU ms and the wall ms."""
+        before, wall = self.cpu(), time.perf_counter()
+        answer = by.request("GET", path)
+        if answer.status != 200:
+            raise CommandError(f"GET {path} answered {answer.status}")
+        return (self.cpu() - before) * 1000, (time.perf_counter() - wall) * 1000
+
+
+def _row(page: str, first: float | None, repeat: float | None, base: float, timings) -> dict:
+    """A row of the table: CPU ms of the first request and the repeats' median (``None``: not measured), the
+    latter (else the former) over the template page's, and the median wall ms of ``timings``."""
+    cost = first if repeat is None else repeat
+    return {
+        "page": page,
+        "first CPU ms": "" if first is None else f"{first:.1f}",
+        "repeat CPU ms": "" if repeat is None else f"{repeat:.1f}",
+        "× template": f"{cost / base:.1f}" if base > 0 else "–",
+        "repeat wall ms": f"{statistics.median(w for _, w in timings):.1f}",
+    }

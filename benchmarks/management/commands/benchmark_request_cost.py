@@ -30,6 +30,7 @@ from annotation.models import Assignment, Batch, Hit, Judgment
 from benchmarks.management.commands.benchmark_pages import Command as Pages
 from benchmarks.management.commands.benchmark_pages import registered_study
 from benchmarks.site_load import format_table
+from benchmarks.site_server import analyze, refuse_real_batches
 from core.management.cli import ProjectCommand, command_errors
 from core.models import Job
 from metrics import services as metrics_services
@@ -46,6 +47,12 @@ LEFT_OUT = re.compile(
     r"/logout/|/acknowledge/|/publish/|/sync/|/cancel/|/escalate/|/bonuses/pay/|/adjudicate|/prelabel/$|"
     r"/calibration-sample/$|/echo/$|\{format\}|\{uidb64\}|/team/\{username\}/(access|active)/"
 )
+
+#: A report's figures (a pattern's ``{kind}.png`` and ``{kind}.svg``): each kind asked, with its query string.
+FIGURES = {
+    "{kind}.png": (("distribution", "?cutoff=10"), ("cutoffs", "")),
+    "{kind}.svg": (("metric", "?metric=ARaB&variant=tf"), ("labels", "?metric=ARaB&variant=tf&cutoff=10")),
+}
 
 
 class Command(ProjectCommand):
@@ -72,8 +79,7 @@ class Command(ProjectCommand):
         sizes = [int(part) for part in o["queries"].split(",") if part.strip()]
         if not sizes or min([*sizes, o["answers"], o["runs"], o["repeats"]]) < 1:
             raise CommandError("every count must be at least 1")
-        if Batch.objects.exclude(name__startswith=PREFIX).exists():
-            raise CommandError("this database holds real batches: run the benchmark on a throw-away database")
+        refuse_real_batches(PREFIX)
         with command_errors():
             states = {n: self._state(n, o["answers"], o["runs"], o["passages"], o["sample"]) for n in sizes}
         model = get_user_model()
@@ -157,9 +163,7 @@ class Command(ProjectCommand):
             started = time.monotonic()
             report = metrics_services.build_batch_report(name, batch, run_list, baseline=run_list[0], bar=False)
             self.stdout.write(f"Built the report on its labels in {time.monotonic() - started:.0f} s")
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")
+        analyze()
         job = Job.objects.filter(description=name).first() or Job.objects.create(
             kind="benchmark", description=name, status=Job.Status.DONE, group_id=batch.group_id
         )
@@ -185,8 +189,6 @@ def _targets(state: dict) -> tuple[list[tuple[str, str]], list[str]]:
     extra_queries = {
         "/metrics/label-sensitivity/": f"?{sensitivity}",
         "/api/metrics/label-sensitivity/": f"?{sensitivity}",
-        "/metrics/{name}/{kind}.png": "?cutoff=10",
-        "/metrics/{name}/{kind}.svg": "?metric=ARaB&variant=tf",
     }
     targets, left = [], []
     for _name, template in site_patterns():
@@ -216,20 +218,13 @@ def _targets(state: dict) -> tuple[list[tuple[str, str]], list[str]]:
         if any(p not in values for p in placeholders) or template.startswith("/pooling/pools/{name}"):
             left.append(f"{template} (nothing of its kind in the benchmark's state)")
             continue
-        if template.endswith("{kind}.png"):
-            for kind, query in (("distribution", "?cutoff=10"), ("cutoffs", "")):
-                targets.append(
-                    (template.replace("{kind}", kind) + query, _filled(template, values | {"kind": kind}) + query)
-                )
-            continue
-        if template.endswith("{kind}.svg"):
-            for kind, query in (("metric", "?metric=ARaB&variant=tf"), ("labels", "?metric=ARaB&variant=tf&cutoff=10")):
-                targets.append(
-                    (template.replace("{kind}", kind) + query, _filled(template, values | {"kind": kind}) + query)
-                )
-            continue
-        query = extra_queries.get(template, "")
-        targets.append((template + ("?…" if query else ""), _filled(template, values) + query))
+        for kind, query in FIGURES.get(template[-10:], ()):
+            targets.append(
+                (template.replace("{kind}", kind) + query, _filled(template, values | {"kind": kind}) + query)
+            )
+        if template[-10:] not in FIGURES:
+            query = extra_queries.get(template, "")
+            targets.append((template + ("?…" if query else ""), _filled(template, values) + query))
     return targets, left
 
 

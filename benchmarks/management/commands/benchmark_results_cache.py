@@ -9,7 +9,6 @@ throw-away database.
 """
 
 import time
-from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -19,6 +18,7 @@ from django.test import Client
 
 from annotation import services
 from annotation.models import Batch
+from benchmarks.site_server import refuse_real_batches
 from core.db import bounded_cache
 from core.management.cli import ProjectCommand
 from core.models import CacheEntry
@@ -44,17 +44,13 @@ class Command(ProjectCommand):
         parser.add_argument("--bound", type=int, default=None, help="RESULTS_CACHE_MAX_BYTES for this run")
 
     def handle(self, *args, queries, cycles, every, bound, **options):
-        if Batch.objects.exclude(name__startswith=PREFIX).exists():
-            raise CommandError("this database holds real batches: run the benchmark on a throw-away database")
+        refuse_real_batches(PREFIX)
         if bound is not None:
             settings.RESULTS_CACHE_MAX_BYTES = bound
         name = f"{PREFIX}{queries}"
         batch = Batch.objects.filter(name=name).first()
         if batch is None:
-            batch_settings = services.BatchSettings(
-                provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal("0.05")
-            )
-            batch = made_up_batch(name, queries, batch_settings)
+            batch = made_up_batch(name, queries, services.BatchSettings())
             services.publish_batch(batch)
         annotators = [
             create_annotator(f"{PREFIX}ann-{i}-{time.time_ns()}", password="cache-bench-pw-1") for i in range(3)

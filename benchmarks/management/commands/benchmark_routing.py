@@ -5,19 +5,15 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
-from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import make_password
 from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import override_settings
 
 from annotation import services
 from annotation.models import Assignment, Batch
-from benchmarks.site_server import start_gunicorn, stop
+from benchmarks.site_server import annotator_accounts, refuse_real_batches, served
 from core.management.cli import ProjectCommand, command_errors
 from genderbias.labels import LABELS
-from platforms.inhouse.services.annotators import create_annotator
-from tests.loopback import free_port
 from tests.support.routing_path import (
     SAMPLES,
     chat_answers,
@@ -79,10 +75,7 @@ class Command(ProjectCommand):
         simulated = self._simulate(truth, label, confidence, o)
         runs, audit = [], None
         if o["http"]:
-            if Batch.objects.exclude(name__startswith=PREFIX).exists():
-                raise CommandError(
-                    "this database holds real batches: run it on a throw-away one (bin/benchmark-routing)"
-                )
+            refuse_real_batches(PREFIX, " (bin/benchmark-routing makes one)")
             with command_errors():
                 runs, audit = self._over_http(rows, truth, answers, o)
         self._criteria(simulated, runs, audit, o)
@@ -147,41 +140,41 @@ class Command(ProjectCommand):
         accounts = self._accounts(crowd)
         fake = FakeOpenAI(answers={text: [LABELS[a] for a in answers[:, i]] for i, (_, text, _) in enumerate(rows)})
         api, fake_server = serve(fake)
-        log = Path(tempfile.mkstemp(prefix="benchmark-routing-gunicorn-", suffix=".log")[1])
-        port = free_port()
-        self.stdout.write("")
-        self.stdout.write(
-            f"Over HTTP: gunicorn {o['workers']}x{o['threads']} on 127.0.0.1:{port} ({connection.vendor}), the chat "
-            f"labeller against a fake OpenAI-compatible server at {api}; log {log}"
-        )
-        server = start_gunicorn(port, workers=o["workers"], threads=o["threads"], log=log)
         runs = []
         labels_file = Path(tempfile.mkstemp(prefix="routing-truth-", suffix=".tsv")[1])
         labels_file.write_text("".join(f"{qid}\t{text}\t{label}\n" for qid, text, label in rows), encoding="utf-8")
+        settings = {
+            "PRELABEL_API_URL": api,
+            "PRELABEL_API_KEY": "sk-test",
+            "PRELABEL_MODEL": fake.model,
+            "PRELABEL_SAMPLES": SAMPLES,
+            "PRELABEL_TEMPERATURE": 1.0,
+            "PRELABEL_PROMPT_PRICE": PROMPT_PRICE,
+            "PRELABEL_COMPLETION_PRICE": COMPLETION_PRICE,
+        }
+        self.stdout.write("")
         try:
-            settings = {
-                "PRELABEL_API_URL": api,
-                "PRELABEL_API_KEY": "sk-test",
-                "PRELABEL_MODEL": fake.model,
-                "PRELABEL_SAMPLES": SAMPLES,
-                "PRELABEL_TEMPERATURE": 1.0,
-                "PRELABEL_PROMPT_PRICE": PROMPT_PRICE,
-                "PRELABEL_COMPLETION_PRICE": COMPLETION_PRICE,
-            }
-            with override_settings(**settings):
+            with (
+                served(
+                    "routing",
+                    workers=o["workers"],
+                    threads=o["threads"],
+                    say=lambda port, log: self.stdout.write(
+                        f"Over HTTP: gunicorn {o['workers']}x{o['threads']} on 127.0.0.1:{port} ({connection.vendor}), the "
+                        f"chat labeller against a fake OpenAI-compatible server at {api}; log {log}"
+                    ),
+                ) as (port, _server),
+                override_settings(**settings),
+            ):
                 for run in range(o["http"]):
                     runs.append(self._one_run(run, rows, truth, crowd, accounts, f"http://127.0.0.1:{port}", o))
         finally:
-            stop(server)
             fake_server.shutdown()
         audit = self._audit(runs[-1]["batch"], labels_file, o) if runs else None
         return runs, audit
 
     def _accounts(self, crowd) -> list[dict]:
-        names = [f"{PREFIX}{name}" for name in crowd.names]
-        for name in names:
-            create_annotator(name, reuse=True)
-        get_user_model().objects.filter(username__in=names).update(password=make_password(PASSWORD))
+        names = annotator_accounts([f"{PREFIX}{name}" for name in crowd.names], PASSWORD, reuse=True)
         return [
             {"name": name, "confusion": crowd.confusion[i], "share": float(crowd.shares[i])}
             for i, name in enumerate(names)
@@ -198,9 +191,7 @@ class Command(ProjectCommand):
         name = f"{PREFIX}{stamp}-{run}"
         true_label = {qid: label for qid, _, label in rows}
         query_set = create_query_set(name, [(qid, text) for qid, text, _ in rows], origin=QuerySet.Origin.IMPORTED)
-        batch_settings = services.BatchSettings(
-            provider="local", assignments_per_query=3, queries_per_hit=10, reward=Decimal(o["reward"])
-        )
+        batch_settings = services.BatchSettings(reward=Decimal(o["reward"]))
         batch = services.create_batch(name, batch_settings, query_set=query_set)
         summary = services.prelabel_batch(batch, "openai")
         sample = services.create_calibration_sample(batch, o["sample"], seed=run)
