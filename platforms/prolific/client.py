@@ -12,6 +12,7 @@ currency (cents), assumed USD like the batch's reward.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 import urllib.parse
@@ -95,6 +96,14 @@ class Submission:
             completed_at=item.get("completed_at"),
             study_id=item.get("study_id") or "",
         )
+
+
+def moment(text: object) -> dt.datetime | None:
+    """A time as Prolific writes it (ISO 8601); ``None`` for none or anything else."""
+    try:
+        return dt.datetime.fromisoformat(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return None
 
 
 def cents(amount: Decimal) -> int:

@@ -17,7 +17,6 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.services.answers import review_assignment
@@ -31,7 +30,7 @@ from core.models import Job
 from core.progress import Progress
 from platforms.inhouse.services.handout import claim_hit, release_abandoned
 from platforms.prolific.arrivals.services.checks import in_background
-from platforms.prolific.client import ProlificError
+from platforms.prolific.client import ProlificError, moment
 from platforms.prolific.groups.services import clean_up_groups, record_gold_failures, refill_groups
 from platforms.prolific.models import ProlificSession, ProlificSubmission
 from platforms.prolific.provider import (
@@ -282,8 +281,8 @@ def record_submissions(batch: Batch, submissions) -> int:
             batch=batch,
             participant_id=sub.participant_id,
             status=sub.status[:STATUS_LENGTH],
-            started_at=_moment(sub.started_at),
-            completed_at=_moment(sub.completed_at),
+            started_at=moment(sub.started_at),
+            completed_at=moment(sub.completed_at),
             listed_at=now,
         )
         for sub in submissions
@@ -295,13 +294,6 @@ def record_submissions(batch: Batch, submissions) -> int:
         rows.values(), update_conflicts=True, unique_fields=["submission_id"], update_fields=fields
     )
     return len(rows)
-
-
-def _moment(text: str | None) -> dt.datetime | None:
-    try:
-        return parse_datetime(text) if text else None
-    except ValueError:
-        return None
 
 
 def _reconcile(sub, assignment: Assignment | None, provider: CrowdProvider, approve_all: bool, result) -> None:

@@ -10,7 +10,6 @@ responses become one assignment each, read HIT by HIT like MTurk's (docs/prolifi
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 from collections import defaultdict
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, reg
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
 from core.errors import ServiceError
 from genderbias.labels import VOCABULARY
+from platforms.prolific.client import moment
 from platforms.prolific.provider import ProlificProvider, api_client, transition_study
 from platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
@@ -377,7 +377,7 @@ class TaskBuilderProvider(CrowdProvider):
         for session, token in hit_of.items():
             submission = finished[session]
             given = {field: value for field, (_, _, value) in sorted(answers[session].items())}
-            completed = _moment(submission.completed_at)
+            completed = moment(submission.completed_at)
             waited = (now - completed).total_seconds() if completed is not None else self.quiet_seconds
             settled = waited >= self.settle_seconds or (set(given) >= fields[token] and waited >= self.quiet_seconds)
             if not settled and session not in recorded:
@@ -390,7 +390,7 @@ class TaskBuilderProvider(CrowdProvider):
                     raw_answer=json.dumps(given, sort_keys=True),
                     answers=given,
                     submitted_at=completed,
-                    accepted_at=_moment(submission.started_at),
+                    accepted_at=moment(submission.started_at),
                 )
             )
         return by_hit
@@ -422,12 +422,3 @@ class TaskBuilderProvider(CrowdProvider):
         if study_id and study_id not in self._stopped:
             transition_study(self.client, study_id, "STOP", when=("ACTIVE", "PAUSED"))
             self._stopped.add(study_id)
-
-
-def _moment(text) -> dt.datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None

@@ -27,6 +27,7 @@ from core.jobs import background_job
 from core.models import Job
 from core.services.leases import LeaseHeld
 from core.services.ratelimit import shared_cache
+from platforms.prolific.client import moment
 from platforms.prolific.connection.selectors import prolific_settings
 from platforms.prolific.models import ProlificEvent, ProlificHookSecret, ProlificSession
 from platforms.prolific.signatures import (
@@ -139,32 +140,41 @@ def receive(headers, body: bytes, *, now: float | None = None) -> Receipt:
         raise
     if ProlificEvent.objects.filter(event_id=delivery.event_id).exists():
         return Receipt(200, "duplicate", delivery.event_id)
+    signed_at = dt.datetime.fromtimestamp(delivery.timestamp, tz=dt.UTC)
+    try:
+        batch, job, joined = _record(delivery, prolific_settings().workspace_id, signed_at, reason="Prolific event")
+    except IntegrityError:  # the same event id delivered twice at once: the first one acts
+        return Receipt(200, "duplicate", delivery.event_id)
+    if job is not None:
+        return Receipt(202, "joined" if joined else "scheduled", delivery.event_id, batch.name, job.pk)
+    return Receipt(200, "ignored" if batch is None else "recorded", delivery.event_id, batch and batch.name)
+
+
+def _record(
+    delivery: Delivery, workspace: str, signed_at: dt.datetime, *, reason: str, recovered: bool = False
+) -> tuple[Batch | None, Job | None, bool]:
+    """Insert the event (an ``IntegrityError`` when it is there already) and, in the same transaction,
+    schedule its batch's re-read: (the batch unless a draft, the re-read job if any, whether it joined one)."""
     batch = batch_of(delivery)
     if batch is not None and batch.status == Batch.Status.DRAFT:
         batch = None
-    rereads = batch is not None and delivery.event_type != HIGH_RETURN_RATE
-    outcome = "recorded" if batch is not None and not rereads else "ignored"
-    receipt = Receipt(200, outcome, delivery.event_id, batch.name if batch else None)
-    try:
-        with transaction.atomic():
-            event = ProlificEvent.objects.create(
-                event_id=delivery.event_id,
-                signature=delivery.signature_digest,
-                event_type=delivery.event_type,
-                resource_id=delivery.resource_id,
-                workspace_id=prolific_settings().workspace_id,
-                metadata=delivery.metadata,
-                signed_at=dt.datetime.fromtimestamp(delivery.timestamp, tz=dt.UTC),
-                batch=batch,
-            )
-            if rereads:
-                job, joined = schedule_resync(batch)
-                ProlificEvent.objects.filter(pk=event.pk).update(job_id=job.pk)
-                receipt.job, receipt.outcome = job.pk, "joined" if joined else "scheduled"
-                receipt.status = 202
-    except IntegrityError:  # the same event id delivered twice at once: the first one acts
-        return Receipt(200, "duplicate", delivery.event_id)
-    return receipt
+    job, joined = None, False
+    with transaction.atomic():
+        event = ProlificEvent.objects.create(
+            event_id=delivery.event_id,
+            signature=delivery.signature_digest,
+            recovered=recovered,
+            event_type=delivery.event_type,
+            resource_id=delivery.resource_id,
+            workspace_id=workspace,
+            metadata=delivery.metadata,
+            signed_at=signed_at,
+            batch=batch,
+        )
+        if batch is not None and delivery.event_type != HIGH_RETURN_RATE:
+            job, joined = schedule_resync(batch, reason=reason)
+            ProlificEvent.objects.filter(pk=event.pk).update(job_id=job.pk)
+    return batch, job, joined
 
 
 def schedule_resync(batch: Batch, *, reason: str = "Prolific event") -> tuple[Job, bool]:
@@ -225,15 +235,6 @@ class Recovery:
     error: str = ""
 
 
-def _moment(text: object) -> dt.datetime | None:
-    from django.utils.dateparse import parse_datetime
-
-    try:
-        return parse_datetime(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-
-
 def recover_missed_events(client=None) -> Recovery:
     """Record and act on, once, each confirmed subscription's undelivered events (an unreadable log: next poll)."""
     from platforms.prolific.client import ProlificError
@@ -244,12 +245,8 @@ def recover_missed_events(client=None) -> Recovery:
     workspace = prolific_settings().workspace_id
     if not settings.PROLIFIC_WEBHOOKS or not workspace:
         return result
-    subscriptions = list(
-        ProlificSubscription.objects.filter(workspace_id=workspace, confirmed_at__isnull=False).exclude(remote_id="")
-    )
-    if not subscriptions:
-        return result
-    for subscription in subscriptions:
+    subscriptions = ProlificSubscription.objects.filter(workspace_id=workspace, confirmed_at__isnull=False)
+    for subscription in subscriptions.exclude(remote_id=""):
         try:
             client = client or api_client()
             events = list(client.subscription_events(subscription.remote_id, UNDELIVERED))
@@ -260,7 +257,7 @@ def recover_missed_events(client=None) -> Recovery:
         result.read += len(events)
         ripe = timezone.now() - dt.timedelta(seconds=PENDING_GRACE_SECONDS)
         for event in events:
-            if event.get("status") == "PENDING" and (_moment(event.get("datetime_created")) or ripe) > ripe:
+            if event.get("status") == "PENDING" and (moment(event.get("datetime_created")) or ripe) > ripe:
                 continue  # probably on its way
             recorded, batch = _recover(event, workspace)
             result.recovered += recorded
@@ -293,32 +290,17 @@ def _recover(event: dict, workspace: str) -> tuple[bool, Batch | None]:
         if event_type == HIGH_RETURN_RATE and isinstance(payload.get("metadata"), dict)
         else {},
     )
-    batch = batch_of(delivery)
-    if batch is not None and batch.status == Batch.Status.DRAFT:
-        batch = None
-    created = _moment(event.get("datetime_created")) or timezone.now()
+    created = moment(event.get("datetime_created")) or timezone.now()
     try:
-        with transaction.atomic():
-            row = ProlificEvent.objects.create(
-                event_id=event_id,
-                signature="",
-                recovered=True,
-                event_type=delivery.event_type,
-                resource_id=resource_id,
-                workspace_id=workspace,
-                metadata=delivery.metadata,
-                signed_at=created,
-                batch=batch,
-            )
-            if batch is not None and event_type != HIGH_RETURN_RATE:
-                job, _joined = schedule_resync(batch, reason="an event Prolific did not deliver")
-                ProlificEvent.objects.filter(pk=row.pk).update(job_id=job.pk)
+        batch, job, _ = _record(
+            delivery, workspace, created, reason="an event Prolific did not deliver", recovered=True
+        )
     except IntegrityError:  # delivered meanwhile
         return False, None
     logger.warning(
         "Prolific event %s (%s %s) was not delivered: recovered from its event log", event_id, event_type, resource_id
     )
-    return True, batch if batch is not None and event_type != HIGH_RETURN_RATE else None
+    return True, batch if job is not None else None
 
 
 @dataclass
