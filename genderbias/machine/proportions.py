@@ -27,7 +27,6 @@ query (a crowd whose errors all lean one way). Elsewhere a share is ``ppi_mean_c
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from statistics import NormalDist
 
@@ -57,7 +56,8 @@ def category_proportions(
 ) -> dict[str, dict]:
     """Share of each category in the whole batch: :func:`audit_share` per label (``predicted_only`` named
     ``machine_only``). human / machine_sample: the labelled sample, in one order; machine_rest: the other queries'
-    machine labels. weights: inverse inclusion probabilities (:func:`stratified_weights`; ``None``: simple random).
+    machine labels. weights: inverse inclusion probabilities (N_s/n_s of the item's stratum,
+    :func:`genderbias.machine.calibration_sample.stratum_weights`; ``None``: simple random).
     lam: ``None`` tunes λ (PPI++), 1 is classic PPI, 0 ignores the machine.
     """
     labels = _validate_labels(labels)
@@ -270,24 +270,6 @@ def _inverted_interval(
         return float(brentq(lambda x: float(rejection(x)[0]), points[j - 1], points[j], xtol=xtol))
 
     return float(theta), outermost(low_end), outermost(high_end), lam_used
-
-
-def stratified_weights(machine_sample: Sequence[str], machine_rest: Sequence[str]) -> list[float]:
-    """Inverse inclusion probability ``N_s/n_s`` of each sample query, stratum = its machine label.
-
-    Right only for a sample drawn at random within each stratum; a stratum with no sampled query is
-    represented by nobody, which no weighting recovers (ValueError).
-    """
-    sampled = Counter(machine_sample)
-    batch = sampled + Counter(machine_rest)
-    missing = sorted(label for label in batch if label not in sampled)
-    if missing:
-        raise ValueError(
-            "Every machine label of the batch needs a sampled query for stratified weights; "
-            + ", ".join(f"{label!r} has {batch[label]} queries and none sampled" for label in missing)
-            + "."
-        )
-    return [batch[label] / sampled[label] for label in machine_sample]
 
 
 def _codes(values: Sequence[str | None], labels: tuple[str, ...]) -> np.ndarray:
