@@ -168,13 +168,8 @@ def bonus_costs(
     parts = [bonus_cost(group, provider, account_fee_rate=account_fee_rate) for group in charges]
     if not parts:
         return bonus_cost([], provider, account_fee_rate=account_fee_rate)
-    return BonusCost(
-        bonuses=sum((c.bonuses for c in parts), Decimal("0.00")),
-        fees=sum((c.fees for c in parts), Decimal("0.00")),
-        total=sum((c.total for c in parts), Decimal("0.00")),
-        fee_rate=parts[0].fee_rate,
-        participants=sum(c.participants for c in parts),
-    )
+    sums = {name: sum((getattr(c, name) for c in parts), Decimal("0.00")) for name in ("bonuses", "fees", "total")}
+    return BonusCost(**sums, fee_rate=parts[0].fee_rate, participants=sum(c.participants for c in parts))
 
 
 @dataclass(frozen=True)
