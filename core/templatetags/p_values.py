@@ -7,6 +7,4 @@ from core.figure_notes import p_value_text
 register = template.Library()
 
 
-@register.filter(name="p_value")
-def p_value(value: float | None) -> str:
-    return p_value_text(value)
+register.filter("p_value", p_value_text)

@@ -31,7 +31,5 @@ def may_act(user, obj=None) -> bool:
     return bool(acting)
 
 
-@register.filter
-def may_manage_connections(user) -> bool:
-    """Whether the Connections page opens for ``user``: the menu links to it for them alone."""
-    return can_manage_connections(user)
+#: Whether the Connections page opens for ``user``: the menu links to it for them alone.
+register.filter("may_manage_connections", can_manage_connections)
