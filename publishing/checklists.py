@@ -166,15 +166,20 @@ def _in(where: str, text: str) -> str:
     return f"In {where}: {text}"
 
 
+def _yes(where: str, text: str, researcher: str = "") -> tuple[str, str, str, str]:
+    """A "Yes" answer: ``text`` said in ``where``, the section it points to."""
+    return "Yes", _in(where, text), researcher, where
+
+
 def _llm_items(facts: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]:
     """E, E1 and 16: an LLM was used only if a language model's labels are in the data."""
     kinds = machine_labeller_kinds(facts)
     if language_model_used(facts):
         text = " ".join(part for part in (machine_tools(facts), kinds) if part)
         return {
-            "E": ("Yes", _in(SECTIONS["method"], text), _ai_writing(), SECTIONS["method"]),
-            "E1": ("Yes", _in(SECTIONS["method"], text), "", SECTIONS["method"]),
-            "16": ("Yes", _in(SECTIONS["method"], text), "", SECTIONS["method"]),
+            "E": _yes(SECTIONS["method"], text, _ai_writing()),
+            "E1": _yes(SECTIONS["method"], text),
+            "16": _yes(SECTIONS["method"], text),
         }
     if kinds:
         unused = machine_unused(facts)
@@ -211,25 +216,15 @@ def _artifact_items(facts: Mapping[str, Any], settings: Mapping[str, Any]) -> di
         "were created (the dataset publish_dataset writes)."
     )
     if origin:
-        b1 = (
-            "Yes",
-            _in(
-                method,
-                f"the query text's source, {origin['short']}, is cited ({origin['citation_key']}), "
-                "and every method the text names is cited (references.bib).",
-            ),
-            "",
+        b1 = _yes(
             method,
+            f"the query text's source, {origin['short']}, is cited ({origin['citation_key']}), "
+            "and every method the text names is cited (references.bib).",
         )
-        b2 = (
-            "Yes",
-            _in(
-                method,
-                f"the query text's licence is stated ({origin['licence']}, {origin['url']}); "
-                f"{card_section('License')} states the dataset's licence, chosen when it is published.",
-            ),
-            "",
+        b2 = _yes(
             method,
+            f"the query text's licence is stated ({origin['licence']}, {origin['url']}); "
+            f"{card_section('License')} states the dataset's licence, chosen when it is published.",
         )
     else:
         b1 = (
@@ -248,40 +243,28 @@ def _artifact_items(facts: Mapping[str, Any], settings: Mapping[str, Any]) -> di
         )
     counts = ", ".join(f"{name} {labels['counts'][code]}" for code, name in labels["names"].items())
     return {
-        "B": ("Yes", _in(method, used), "", method),
+        "B": _yes(method, used),
         "B1": b1,
         "B2": b2,
-        "B3": (
-            "Yes",
-            _in(card_section("Uses", "Out-of-scope use"), " ".join(use_cases(facts) + out_of_scope(facts))),
-            f"{TO_ANSWER} whether the use of the query set and the runs is consistent with their intended use.",
+        "B3": _yes(
             card_section("Uses", "Out-of-scope use"),
+            " ".join(use_cases(facts) + out_of_scope(facts)),
+            f"{TO_ANSWER} whether the use of the query set and the runs is consistent with their intended use.",
         ),
-        "B4": (
-            "Yes",
-            _in(card_section("Personal information"), personal_information(facts)),
-            f"{TO_ANSWER} whether the query text was checked for offensive content (the platform does not check).",
+        "B4": _yes(
             card_section("Personal information"),
+            personal_information(facts),
+            f"{TO_ANSWER} whether the query text was checked for offensive content (the platform does not check).",
         ),
-        "B5": (
-            "Yes",
-            _in(
-                card_section("How the queries were chosen", "Biases and limitations"),
-                collection(facts) + " English queries only; four gender categories.",
-            ),
-            "",
+        "B5": _yes(
             card_section("How the queries were chosen", "Biases and limitations"),
+            collection(facts) + " English queries only; four gender categories.",
         ),
-        "B6": (
-            "Yes",
-            _in(
-                method,
-                f"{count(labels['queries'], 'query')}, {labels['labelled']} labelled ({counts}); "
-                f"{card_section('Configurations')} gives each configuration's rows. The data is one split "
-                "(train): no test or development split was made.",
-            ),
-            "",
+        "B6": _yes(
             method,
+            f"{count(labels['queries'], 'query')}, {labels['labelled']} labelled ({counts}); "
+            f"{card_section('Configurations')} gives each configuration's rows. The data is one split "
+            "(train): no test or development split was made.",
         ),
     }
 
@@ -300,7 +283,7 @@ def _experiment_items(settings: Mapping[str, Any]) -> dict[str, tuple[str, str, 
     policy = settings.get("policy") or {}
     tests = f"; each run compared with the baseline by a {policy['test']}" if policy else ""
     return {
-        "C": ("Yes", _in(f"{method} and {results}", measured), "", f"{method} and {results}"),
+        "C": _yes(f"{method} and {results}", measured),
         "C1": (
             TO_ANSWER,
             "The runs were given as run files: the platform measured their rankings and ran no ranking model, so it "
@@ -308,28 +291,19 @@ def _experiment_items(settings: Mapping[str, Any]) -> dict[str, tuple[str, str, 
             f"{TO_ANSWER} the ranking models' number of parameters, the compute budget and the infrastructure.",
             "",
         ),
-        "C2": (
-            "Yes",
-            _in(
-                method,
-                f"cutoffs {cutoffs}, the {settings.get('tokenizer')} tokenizer, the word lists and the "
-                "measures' settings are stated; no hyperparameter search was run by the platform.",
-            ),
-            f"{TO_ANSWER} the ranking models' hyperparameters, if the paper trained them.",
+        "C2": _yes(
             method,
+            f"cutoffs {cutoffs}, the {settings.get('tokenizer')} tokenizer, the word lists and the "
+            "measures' settings are stated; no hyperparameter search was run by the platform.",
+            f"{TO_ANSWER} the ranking models' hyperparameters, if the paper trained them.",
         ),
-        "C3": (
-            "Yes",
-            _in(
-                f"{method} and {results}",
-                f"each value is a mean over the queries of one run per system, with 95% "
-                f"percentile bootstrap intervals ({settings.get('bootstrap_samples')} resamples, seed "
-                f"{settings.get('seed')}){tests}.",
-            ),
-            "",
+        "C3": _yes(
             f"{method} and {results}",
+            f"each value is a mean over the queries of one run per system, with 95% "
+            f"percentile bootstrap intervals ({settings.get('bootstrap_samples')} resamples, seed "
+            f"{settings.get('seed')}){tests}.",
         ),
-        "C4": ("Yes", _in(method, "; ".join(packages) + "."), "", method),
+        "C4": _yes(method, "; ".join(packages) + "."),
     }
 
 
@@ -373,7 +347,7 @@ def checklist_items(
             f"{TO_ANSWER} any disclaimer of risks given to annotators: the task page states none.",
             appendix if page else "",
         ),
-        "D2": ("Yes", _in(SECTIONS["method"], pay_text + spent_text), adequacy, SECTIONS["method"]),
+        "D2": _yes(SECTIONS["method"], pay_text + spent_text, adequacy),
         "D3": (
             TO_ANSWER,
             "No consent text is configured on the platform: the task page shows the instructions only, and they do "
