@@ -100,28 +100,11 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-class Conflict(exceptions.APIException):
-    status_code = 409
-    default_detail = "The object's state refuses this action."
-    default_code = "conflict"
-
-
-class PayloadTooLarge(exceptions.APIException):
-    status_code = 413
-    default_detail = "The request body is too large."
-    default_code = "payload_too_large"
-
-
-class TooManyRequests(exceptions.APIException):
-    status_code = 429
-    default_detail = "Too many jobs in flight; ask again when one has finished."
-    default_code = "too_many_jobs"
-
-
-class BadGateway(exceptions.APIException):
-    status_code = 502
-    default_detail = "The crowd provider failed to answer."
-    default_code = "bad_gateway"
+def _refusal(status: int, detail: str, code: str) -> exceptions.APIException:
+    """A refusal DRF answers with ``status`` and ``{"detail": detail}``."""
+    refusal = exceptions.APIException(detail, code)
+    refusal.status_code = status
+    return refusal
 
 
 def exception_handler(exc, context) -> Response | None:
@@ -134,20 +117,22 @@ def exception_handler(exc, context) -> Response | None:
     a 413; one nested too deeply or with too many fields a 400. Anything else stays a 500: a bug.
     """
     if isinstance(exc, RequestDataTooBig):
-        exc = PayloadTooLarge(
+        exc = _refusal(
+            413,
             f"the request body is larger than the {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes this site accepts "
-            "(DATA_UPLOAD_MAX_MEMORY_SIZE); send files as uploads (multipart), not in the body"
+            "(DATA_UPLOAD_MAX_MEMORY_SIZE); send files as uploads (multipart), not in the body",
+            "payload_too_large",
         )
     elif isinstance(exc, (TooManyFieldsSent, TooManyFilesSent)):
         exc = ValidationError({"detail": str(exc)})
     elif isinstance(exc, RecursionError) and _raised_by_a_parser(exc):
         exc = exceptions.ParseError("JSON parse error - the body is nested too deeply")
     elif isinstance(exc, ProviderError) and exc.upstream:
-        exc = BadGateway(str(exc))
+        exc = _refusal(502, str(exc), "bad_gateway")
     elif isinstance(exc, TooManyJobs):
-        exc = TooManyRequests(str(exc))
+        exc = _refusal(429, str(exc), "too_many_jobs")
     elif isinstance(exc, StateError):
-        exc = Conflict(str(exc))
+        exc = _refusal(409, str(exc), "conflict")
     elif isinstance(exc, FieldError):
         exc = ValidationError({exc.field: [exc.problem]})
     elif isinstance(exc, (ServiceError, InputError)):
