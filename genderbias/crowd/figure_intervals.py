@@ -46,32 +46,22 @@ def interval_choice(
     if audit_size < 0 or audit_of_class < 0 or audit_of_class > audit_size:
         raise ValueError(f"audit_of_class ({audit_of_class}) must be within 0 and audit_size ({audit_size}).")
     if audit_of_class >= 2:
-        return {
-            "kind": AUDIT,
-            "sentence": f"PPI++ on an audit sample of {audit_size} expert labels: rests on no crowd model",
-            "audit_size": audit_size,
-            "suggested_audit": None,
-        }
-    small = (
-        f"an audit sample of {audit_size} holds {audit_of_class} non-gendered quer{'y' if audit_of_class == 1 else 'ies'}, "
-        "fewer than the 2 a PPI++ interval needs"
-        if audit_size
-        else "no audit sample"
-    )
-    if shared and shared.get("fires"):
+        kind, suggested = AUDIT, None
+        sentence = f"PPI++ on an audit sample of {audit_size} expert labels: rests on no crowd model"
+    elif shared and shared.get("fires"):
         size = shared["suggested_audit"]
-        return {
-            "kind": MAY_NOT_COVER,
-            "sentence": f"may not cover: errors shared by query; an audit sample of about {size} would settle it",
-            "audit_size": audit_size,
-            "suggested_audit": int(size),
-        }
-    return {
-        "kind": CROWD,
-        "sentence": f"crowd model ({crowd_model}): assumes independent errors; {small}",
-        "audit_size": audit_size,
-        "suggested_audit": None,
-    }
+        kind, suggested = MAY_NOT_COVER, int(size)
+        sentence = f"may not cover: errors shared by query; an audit sample of about {size} would settle it"
+    else:
+        small = (
+            f"an audit sample of {audit_size} holds {audit_of_class} non-gendered quer{'y' if audit_of_class == 1 else 'ies'}, "
+            "fewer than the 2 a PPI++ interval needs"
+            if audit_size
+            else "no audit sample"
+        )
+        kind, suggested = CROWD, None
+        sentence = f"crowd model ({crowd_model}): assumes independent errors; {small}"
+    return {"kind": kind, "sentence": sentence, "audit_size": audit_size, "suggested_audit": suggested}
 
 
 def shared_errors_verdict(model: LabelModel | None) -> dict | None:
@@ -139,20 +129,17 @@ def audit_summary(
         run, column = key[0], index.get(key[1:])
         if column is None or run not in aligned:
             continue
-        point, low, high, _ = figure(aligned[run][:, column], None)
-        row = {"corrected": point, "combined_low": low, "combined_high": high}
+        row = dict(zip(_CORRECTED[:3], figure(aligned[run][:, column], None), strict=False))
         if has_baseline and run != baseline:
-            d, d_low, d_high, p = figure(aligned[run][:, column], aligned[baseline][:, column])
-            row |= {"difference_corrected": d, "difference_combined_low": d_low, "difference_combined_high": d_high}
+            *difference, p = figure(aligned[run][:, column], aligned[baseline][:, column])
+            row |= dict(zip(_DIFFERENCE[:3], difference, strict=True))
             if p is not None:
                 tests[key] = p
         rows[key] = row
     adjusted = _holm_by_family(tests)
-    for column in ("corrected", "combined_low", "combined_high"):
+    for column in (*_CORRECTED[:3], *(_DIFFERENCE[:3] if has_baseline else ())):
         out[column] = [_finite(rows.get(key, {}).get(column)) for key in keys]
     if has_baseline:
-        for column in ("difference_corrected", "difference_combined_low", "difference_combined_high"):
-            out[column] = [_finite(rows.get(key, {}).get(column)) for key in keys]
         out["difference_label_share"] = [
             _finite(x)
             for x in label_share(
