@@ -365,12 +365,11 @@ PLOT_CACHE_MAX_BYTES = env_int("PLOT_CACHE_MAX_BYTES", 512 * 1024**2, minimum=10
 PER_QUERY_CACHE_MAX_BYTES = env_int("PER_QUERY_CACHE_MAX_BYTES", 4 * 1024**3, minimum=1024)
 
 
-def _shared_backend(table: str, redis: bool = True) -> dict:
-    """Redis at SHARED_CACHE_URL (unless ``redis`` is false), or the database table ``table`` (a
-    database cache culls a third of its table past MAX_ENTRIES: one table per cache keeps one
-    cache's load from culling the other's entries)."""
-    if SHARED_CACHE_URL and redis:
-        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": SHARED_CACHE_URL}
+def _cache(url: str, table: str) -> dict:
+    """Redis at ``url``, or the database table ``table`` (a database cache culls a third of its table
+    past MAX_ENTRIES: one table per cache keeps one cache's load from culling the other's entries)."""
+    if url:
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
     return {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": table,
@@ -380,14 +379,9 @@ def _shared_backend(table: str, redis: bool = True) -> dict:
 
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "shared": _shared_backend("shared_cache") | {"KEY_PREFIX": "shared"},
+    "shared": _cache(SHARED_CACHE_URL, "shared_cache") | {"KEY_PREFIX": "shared"},
     "results": (
-        (
-            {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": RESULTS_CACHE_URL}
-            if RESULTS_CACHE_URL
-            else _shared_backend("results_cache", redis=False)
-        )
-        | {"TIMEOUT": RESULTS_CACHE_SECONDS, "KEY_PREFIX": "results"}
+        _cache(RESULTS_CACHE_URL, "results_cache") | {"TIMEOUT": RESULTS_CACHE_SECONDS, "KEY_PREFIX": "results"}
         if RESULTS_CACHE_SECONDS
         else {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
     ),
