@@ -16,6 +16,8 @@ docs/quality.md, "Audit samples". Pure library (no Django).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import multiprocessing
 import time
 from pathlib import Path
@@ -63,13 +65,28 @@ def study(rng, answers, gold, votes: int, audits: tuple[int, ...]) -> list[dict]
     said_g = np.array([p == "n" for p in predicted])
     truths = {"share": is_g.mean(), "mean": a[is_g].mean(), "difference": (b - a)[is_g].mean()}
     plugins = {"share": said_g.mean(), "mean": a[said_g].mean(), "difference": (b - a)[said_g].mean()}
-    rows = []
+    return [
+        row | {"plugin_error": plugins[row["figure"]] - truths[row["figure"]]}
+        for *_, row in _audits(rng, audits, list(gold), predicted, a, b, truths)
+    ]
+
+
+def _audits(rng, audits: tuple[int, ...], labels: list[str], predicted, a, b, truths: dict):
+    """Per audit size and figure (class n's share, run A's mean, the paired difference B − A): the audited
+    rows, their true labels, the interval's bounds and the row of its coverage, width and λ."""
     for size in audits:
-        audited = rng.choice(len(sites), size=size, replace=False)
-        truth = [gold.iloc[i] for i in audited]
-        for figure, result in _intervals(truth, predicted, audited, a, b).items():
+        audited = rng.choice(len(labels), size=size, replace=False)
+        truth = [labels[i] for i in audited]
+        for figure, result in {
+            "share": audit_share(truth, predicted, audited, label="n"),
+            "mean": audit_class_mean(truth, predicted, audited, a, label="n"),
+            "difference": audit_difference(truth, predicted, audited, a, b, label="n"),
+        }.items():
             low, high = result["ci"]
-            rows.append(
+            yield (
+                audited,
+                truth,
+                (low, high),
                 {
                     "audit": size,
                     "figure": figure,
@@ -77,32 +94,25 @@ def study(rng, answers, gold, votes: int, audits: tuple[int, ...]) -> list[dict]
                     "width": high - low,
                     "sample_width": result["sample_ci"][1] - result["sample_ci"][0],
                     "lam": result["lam"],
-                    "plugin_error": plugins[figure] - truths[figure],
-                }
+                },
             )
-    return rows
-
-
-def _intervals(truth, predicted, audited, a, b) -> dict[str, dict]:
-    """Each figure's audit interval for class n: its share, run A's mean, the paired difference B − A."""
-    return {
-        "share": audit_share(truth, predicted, audited, label="n"),
-        "mean": audit_class_mean(truth, predicted, audited, a, label="n"),
-        "difference": audit_difference(truth, predicted, audited, a, b, label="n"),
-    }
 
 
 def table(rows: pd.DataFrame) -> pd.DataFrame:
-    grouped = rows.groupby(["audit", "figure"], sort=False)
-    out = grouped.agg(
-        resamplings=("covered", "size"),
+    return _coverage(rows, ["audit", "figure"], "resamplings", plugin_error=("plugin_error", "mean"))
+
+
+def _coverage(rows: pd.DataFrame, keys: list[str], count: str, **more: tuple) -> pd.DataFrame:
+    """Per ``keys``: how many (``count``), the coverage ± its Monte-Carlo s.e., the median widths and λ, ``more``."""
+    out = rows.groupby(keys, sort=False).agg(
+        **{count: ("covered", "size")},
         coverage=("covered", "mean"),
         median_width=("width", "median"),
         sample_alone_width=("sample_width", "median"),
         median_lam=("lam", "median"),
-        plugin_error=("plugin_error", "mean"),
+        **more,
     )
-    out.insert(2, "mc_se", np.sqrt(out["coverage"] * (1 - out["coverage"]) / out["resamplings"]))
+    out.insert(2, "mc_se", np.sqrt(out["coverage"] * (1 - out["coverage"]) / out[count]))
     return out.reset_index()
 
 
@@ -130,28 +140,15 @@ def simulated_study(
     difference = drawn.b - drawn.a
     truths = {"share": is_n.mean(), "mean": drawn.a[is_n].mean(), "difference": difference[is_n].mean()}
     compared = max((size for size in audits if size <= 100), default=None)
+    labels = [cs.LABELS[t] for t in drawn.truth]
     rows = []
-    for size in audits:
-        audited = rng.choice(len(drawn.truth), size=size, replace=False)
-        truth = [cs.LABELS[t] for t in drawn.truth[audited]]
-        for figure, result in _intervals(truth, predicted, audited, drawn.a, drawn.b).items():
-            low, high = result["ci"]
-            row = {
-                "crowd": name,
-                "queries": queries,
-                "audit": size,
-                "figure": figure,
-                "covered": low <= truths[figure] <= high,
-                "width": high - low,
-                "sample_width": result["sample_ci"][1] - result["sample_ci"][0],
-                "lam": result["lam"],
-                "to_ppi_py": np.nan,
-            }
-            if reference and size == compared:
-                # ppi_py's interval has no width where the audit holds one side of the class only: infinitely wider.
-                reference_width = _ppi_py_width(figure, low, high, drawn, said_n, audited, truth)
-                row["to_ppi_py"] = (high - low) / reference_width if reference_width > 0 else np.inf
-            rows.append(row)
+    for audited, truth, (low, high), row in _audits(rng, audits, labels, predicted, drawn.a, drawn.b, truths):
+        row = {"crowd": name, "queries": queries} | row | {"to_ppi_py": np.nan}
+        if reference and row["audit"] == compared:
+            # ppi_py's interval has no width where the audit holds one side of the class only: infinitely wider.
+            reference_width = _ppi_py_width(row["figure"], low, high, drawn, said_n, audited, truth)
+            row["to_ppi_py"] = (high - low) / reference_width if reference_width > 0 else np.inf
+        rows.append(row)
     return rows
 
 
@@ -169,25 +166,16 @@ def _ppi_py_width(figure: str, low: float, high: float, drawn, said_n, audited, 
     return ref_high - ref_low
 
 
-def _simulated_job(args: tuple) -> list[dict]:
-    return simulated_study(*args)
-
-
 def simulated_table(rows: pd.DataFrame) -> pd.DataFrame:
-    grouped = rows.groupby(["crowd", "queries", "audit", "figure"], sort=False)
-    out = grouped.agg(
-        studies=("covered", "size"),
-        coverage=("covered", "mean"),
-        median_width=("width", "median"),
-        sample_alone_width=("sample_width", "median"),
-        median_lam=("lam", "median"),
+    return _coverage(
+        rows,
+        ["crowd", "queries", "audit", "figure"],
+        "studies",
         to_ppi_py_median=("to_ppi_py", "median"),
         to_ppi_py_max=("to_ppi_py", "max"),
         compared=("to_ppi_py", "count"),
         over_1_1=("to_ppi_py", lambda ratios: int((ratios > 1.1).sum())),
     )
-    out.insert(2, "mc_se", np.sqrt(out["coverage"] * (1 - out["coverage"]) / out["studies"]))
-    return out.reset_index()
 
 
 def compact(frame: pd.DataFrame) -> pd.DataFrame:
@@ -208,11 +196,17 @@ def compact(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def run_simulated(o: argparse.Namespace, audits: tuple[int, ...]) -> None:
-    names = SIMULATED if o.crowds == "all" else tuple(o.crowds.split(","))
+def simulated_crowds(text: str) -> tuple[str, ...]:
+    """``--crowds``: simulated crowds' names, comma-separated, or ``all``."""
+    names = SIMULATED if text == "all" else tuple(text.split(","))
     unknown = [name for name in names if name not in SIMULATED]
     if unknown:
         raise SystemExit(f"--crowds: no simulated crowd {', '.join(unknown)} (known: {', '.join(SIMULATED)})")
+    return names
+
+
+def run_simulated(o: argparse.Namespace, audits: tuple[int, ...]) -> None:
+    names = simulated_crowds(o.crowds)
     sizes = tuple(int(s) for s in o.queries.split(","))
     jobs = [
         (name, queries, o.seed, i, audits, i < o.reference_studies)
@@ -225,26 +219,14 @@ def run_simulated(o: argparse.Namespace, audits: tuple[int, ...]) -> None:
         f"audits {', '.join(map(str, audits))}; prediction: the majority vote"
     )
     results = []
-    with multiprocessing.Pool(o.processes) if o.processes > 1 else _Serial() as pool:
+    with multiprocessing.Pool(o.processes) if o.processes > 1 else contextlib.nullcontext() as pool:
+        starmap = pool.starmap if pool else itertools.starmap
         for start in range(0, len(jobs), o.studies):  # one crowd and size at a time, kept as it ends
-            cell = [row for rows in pool.map(_simulated_job, jobs[start : start + o.studies]) for row in rows]
+            cell = [row for rows in starmap(simulated_study, jobs[start : start + o.studies]) for row in rows]
             results += cell
             if o.rows:
                 pd.DataFrame(cell).to_csv(o.rows, mode="a", header=not Path(o.rows).exists(), index=False)
     print_simulated(pd.DataFrame(results))
-
-
-class _Serial:
-    """``multiprocessing.Pool``'s ``map`` in this process (``--processes 1``)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def map(self, function, jobs):
-        return [function(job) for job in jobs]
 
 
 #: The coverage issue 81 asks of every cell; a cell more than 2 Monte-Carlo s.e. below it is counted as short.

@@ -21,12 +21,10 @@ import time
 import numpy as np
 import pandas as pd
 
-from benchmarks.audit_coverage import markdown
+from benchmarks.audit_coverage import SIMULATED, markdown
 from genderbias.crowd.simulation import studies as cs
 from genderbias.crowd.simulation.coverage import coverage_study
 
-#: Every simulated crowd (``crowd_coverage --crowd``'s names).
-SIMULATED = (*cs.CROWDS, *cs.SIZED)
 FIGURES = ("value", "difference")
 
 

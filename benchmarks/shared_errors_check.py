@@ -22,14 +22,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.audit_coverage import markdown, read_crowd, resample
+from benchmarks.audit_coverage import SIMULATED, markdown, read_crowd, resample, simulated_crowds
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
 from genderbias.crowd.label_uncertainty import CorrectedFit
 from genderbias.crowd.shared_errors import crowd_shared_errors
 from genderbias.crowd.simulation import studies as cs
 
-SIMULATED = (*cs.CROWDS, *cs.SIZED)
 #: Share of adultcontent2's gold sites that serve as the batch's gold questions (every answer kept).
 GOLD_SHARE = 0.1
 
@@ -149,10 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         job = real_study
         print(f"adultcontent2: {len(gold)} gold sites, {len(answers)} answers; {o.resamplings} resamplings each")
     else:
-        names = SIMULATED if o.crowds == "all" else tuple(o.crowds.split(","))
-        unknown = [name for name in names if name not in SIMULATED]
-        if unknown:
-            raise SystemExit(f"--crowds: no simulated crowd {', '.join(unknown)} (known: {', '.join(SIMULATED)})")
+        names = simulated_crowds(o.crowds)
         # Interleaved (study 0 of every crowd, then study 1, ...): a run stopped early has every crowd alike.
         jobs = [(name, o.queries, o.samples, o.seed, i) for i in range(o.studies) for name in names]
         job = simulated_study
