@@ -102,14 +102,7 @@ def qualification_requirements(
     ``live``: Masters has another id in the sandbox."""
     requirements: list[dict] = []
     if locales:
-        requirements.append(
-            {
-                "QualificationTypeId": LOCALE_QUALIFICATION,
-                "Comparator": "In",
-                "LocaleValues": [_locale(value) for value in locales],
-                "ActionsGuarded": "Accept",
-            }
-        )
+        requirements.append(_requirement(LOCALE_QUALIFICATION, "In", LocaleValues=[_locale(v) for v in locales]))
     if min_approval_rate is not None:
         if not 0 <= int(min_approval_rate) <= 100:
             raise ValueError(f"min_approval_rate must be a percentage (0-100), not {min_approval_rate!r}")
@@ -120,22 +113,17 @@ def qualification_requirements(
         requirements.append(_at_least(NUMBER_APPROVED_QUALIFICATION, int(min_approved_hits)))
     if masters:
         requirements.append(
-            {
-                "QualificationTypeId": MASTERS_QUALIFICATION_LIVE if live else MASTERS_QUALIFICATION_SANDBOX,
-                "Comparator": "Exists",
-                "ActionsGuarded": "Accept",
-            }
+            _requirement(MASTERS_QUALIFICATION_LIVE if live else MASTERS_QUALIFICATION_SANDBOX, "Exists")
         )
     return requirements
 
 
+def _requirement(type_id: str, comparator: str, **values: list) -> dict:
+    return {"QualificationTypeId": type_id, "Comparator": comparator, **values, "ActionsGuarded": "Accept"}
+
+
 def _at_least(type_id: str, value: int) -> dict:
-    return {
-        "QualificationTypeId": type_id,
-        "Comparator": "GreaterThanOrEqualTo",
-        "IntegerValues": [value],
-        "ActionsGuarded": "Accept",
-    }
+    return _requirement(type_id, "GreaterThanOrEqualTo", IntegerValues=[value])
 
 
 def _locale(value: str) -> dict[str, str]:
@@ -285,14 +273,10 @@ class MTurk:
                 raise
             hit_id = existing_hit_id(error.detail, exclude=(hit_type_id, unique_request_token))
             if hit_id is None:
-                raise MTurkError(
+                raise error.reworded(
                     f"MTurk already created a HIT for request token {unique_request_token!r}, but its id "
                     f"could not be read from the answer ({error.detail!r}). No second HIT was created; find "
-                    f"the HIT by its annotation {requester_annotation!r} and record its id by hand.",
-                    operation=error.operation,
-                    code=error.code,
-                    turk_code=error.turk_code,
-                    detail=error.detail,
+                    f"the HIT by its annotation {requester_annotation!r} and record its id by hand."
                 ) from error
             return hit_id
         return response["HIT"]["HITId"]
@@ -320,15 +304,19 @@ class MTurk:
 
     def add_assignments(self, hit_id: str, count: int, unique_request_token: str) -> None:
         """Ask ``count`` more workers; a repeat with the same token is a success, not a second extension."""
+        self._call_once(
+            "create_additional_assignments_for_hit",
+            HITId=hit_id,
+            NumberOfAdditionalAssignments=int(count),
+            UniqueRequestToken=unique_request_token,
+        )
+
+    def _call_once(self, method: str, **params: Any) -> None:
+        """A call with a ``UniqueRequestToken``: MTurk's "already done" for that token is a success."""
         try:
-            self._call(
-                "create_additional_assignments_for_hit",
-                HITId=hit_id,
-                NumberOfAdditionalAssignments=int(count),
-                UniqueRequestToken=unique_request_token,
-            )
+            self._call(method, **params)
         except MTurkError as error:
-            if not is_duplicate_request(error, unique_request_token):
+            if not is_duplicate_request(error, params["UniqueRequestToken"]):
                 raise
 
     def iter_hits(self) -> Iterator[dict]:
@@ -393,12 +381,8 @@ class MTurk:
                 raise
             status = self._assignment_status(params["AssignmentId"])
             if status != done_status:
-                raise MTurkError(
-                    f"{error} (the assignment is {status or 'in an unknown state'}, not {done_status})",
-                    operation=error.operation,
-                    code=error.code,
-                    turk_code=error.turk_code,
-                    detail=error.detail,
+                raise error.reworded(
+                    f"{error} (the assignment is {status or 'in an unknown state'}, not {done_status})"
                 ) from error
             return False
         return True
@@ -415,18 +399,14 @@ class MTurk:
         self, *, worker_id: str, assignment_id: str, amount: Decimal, reason: str, unique_request_token: str
     ) -> None:
         """Pay a bonus once: a repeat with the same token is a success, not a second payment."""
-        try:
-            self._call(
-                "send_bonus",
-                WorkerId=worker_id,
-                AssignmentId=assignment_id,
-                BonusAmount=_money(amount, "bonus"),
-                Reason=reason,
-                UniqueRequestToken=unique_request_token,
-            )
-        except MTurkError as error:
-            if not is_duplicate_request(error, unique_request_token):
-                raise
+        self._call_once(
+            "send_bonus",
+            WorkerId=worker_id,
+            AssignmentId=assignment_id,
+            BonusAmount=_money(amount, "bonus"),
+            Reason=reason,
+            UniqueRequestToken=unique_request_token,
+        )
 
     def block_worker(self, worker_id: str, reason: str) -> None:
         """Keep a worker from all of this requester's HITs (MTurk shows them ``reason``)."""

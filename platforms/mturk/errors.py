@@ -42,6 +42,12 @@ class MTurkError(ProviderError):
         self.status = status
         self.upstream = upstream if upstream is not None else (code in _UPSTREAM_CODES or (status or 0) >= 500)
 
+    def reworded(self, message: str) -> MTurkError:
+        """The same refusal with a message that says more (its codes and detail kept)."""
+        return MTurkError(
+            message, operation=self.operation, code=self.code, turk_code=self.turk_code, detail=self.detail
+        )
+
     @classmethod
     def from_botocore(cls, exc: Exception, operation: str) -> MTurkError:
         if isinstance(exc, ClientError):

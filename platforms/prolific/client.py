@@ -17,7 +17,7 @@ import json
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -114,38 +114,29 @@ def cents(amount: Decimal) -> int:
     return int(value)
 
 
+@dataclass(eq=False)
 class Prolific:
     """Prolific's API at ``base_url`` with ``token``; ``sleep`` is injectable so back-off is testable."""
 
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        *,
-        max_attempts: int = 6,
-        base_delay: float = 0.5,
-        max_delay: float = 30.0,
-        timeout: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
-        deadline: float = CALL_DEADLINE,
-        max_bytes: int = MAX_RESPONSE_BYTES,
-        pace: Callable[[float], float | None] | None = None,
-    ) -> None:
-        if not token:
+    base_url: str
+    token: str
+    _: KW_ONLY
+    max_attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    timeout: float = 30.0
+    sleep: Callable[[float], None] = time.sleep
+    deadline: float = CALL_DEADLINE
+    max_bytes: int = MAX_RESPONSE_BYTES
+    pace: Callable[[float], float | None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.token:
             raise ProlificError(
                 "PROLIFIC_API_TOKEN is not set (in the environment or on the Connections page): create a token in "
                 "Prolific's settings (API tokens)"
             )
-        self.base_url = base_url.rstrip("/") + "/"
-        self.token = token
-        self.max_attempts = max_attempts
-        self.base_delay = base_delay
-        self.max_delay = max_delay
-        self.timeout = timeout
-        self.sleep = sleep
-        self.deadline = deadline
-        self.max_bytes = max_bytes
-        self.pace = pace
+        self.base_url = self.base_url.rstrip("/") + "/"
 
     # -- transport --------------------------------------------------------------------
     def transport(self) -> JsonClient:
@@ -166,6 +157,10 @@ class Prolific:
     def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
         """Send one call; every failure is a :class:`ProlificError`. Not ``repeatable``: retried only on 429
         and 503 with Retry-After; a 5xx, a lost or unreadable answer is :class:`ProlificUnknownOutcome`."""
+        return self._send(method, path, body, repeatable)[0]
+
+    def _send(self, method: str, path: str, body: Any, repeatable: bool) -> tuple[Any, dict]:
+        """:meth:`request`'s answer and the answer's headers."""
         try:
             transport = self.transport()
         except ValueError as exc:
@@ -174,7 +169,7 @@ class Prolific:
             answer = transport.request(method, path, body, repeatable=repeatable)
         except HttpError as exc:
             raise _prolific_error(method, path, exc) from None
-        return {} if answer is None else answer
+        return ({} if answer is None else answer), transport.last_headers
 
     def pages(self, path: str) -> Iterator[dict]:
         """Every item of a list endpoint (:func:`core.http.list_pages`: ``_links.next``, else offsets)."""
@@ -194,10 +189,7 @@ class Prolific:
 
     def find_study(self, project_id: str, internal_name: str) -> dict | None:
         """The project's study with this internal name (how a study is found again), or ``None``."""
-        for study in self.pages(f"projects/{project_id}/studies/"):
-            if study.get("internal_name") == internal_name:
-                return study
-        return None
+        return named(self.pages(f"projects/{project_id}/studies/"), internal_name, key="internal_name")
 
     def get_study(self, study_id: str) -> dict:
         return self.request("GET", f"studies/{study_id}/")
@@ -230,7 +222,7 @@ class Prolific:
         """Whose session this is, in which study (``None``: unknown): the arrival's check, as anyone can type
         the study URL's id."""
         try:
-            item = self.request("GET", f"submissions/{urllib.parse.quote(submission_id, safe='')}/")
+            item = self.request("GET", f"submissions/{quote_id(submission_id)}/")
         except ProlificError as exc:
             if exc.status == 404:
                 return None
@@ -266,10 +258,7 @@ class Prolific:
 
     # -- participant groups -------------------------------------------------------------
     def find_group(self, workspace_id: str, name: str) -> dict | None:
-        for group in self.pages(f"participant-groups/?workspace_id={urllib.parse.quote(workspace_id)}"):
-            if group.get("name") == name:
-                return group
-        return None
+        return named(self.pages(f"participant-groups/?workspace_id={urllib.parse.quote(workspace_id)}"), name)
 
     def create_group(self, workspace_id: str, name: str) -> dict:
         """A participant group of the workspace; callers look it up by name first (see ``find_group``)."""
@@ -316,13 +305,7 @@ class Prolific:
     def create_hook_subscription(self, workspace_id: str, event_type: str, target_url: str) -> tuple[dict, str]:
         """(the subscription, its ``X-Hook-Secret``), from a ``results`` list or the subscription itself."""
         body = {"event_type": event_type, "target_url": target_url, "workspace_id": workspace_id}
-        try:
-            transport = self.transport()
-            answer = transport.request("POST", "hooks/subscriptions/", body, repeatable=False)
-        except ValueError as exc:
-            raise ProlificError(f"PROLIFIC_API_URL: {exc}") from None
-        except HttpError as exc:
-            raise _prolific_error("POST", "hooks/subscriptions/", exc) from None
+        answer, headers = self._send("POST", "hooks/subscriptions/", body, repeatable=False)
         items = answer.get("results", [answer]) if isinstance(answer, dict) else []
         mine = [
             s
@@ -332,14 +315,14 @@ class Prolific:
             and s.get("event_type", event_type) == event_type
             and s.get("target_url", target_url) == target_url
         ]
-        hook_secret = transport.last_headers.get("x-hook-secret", "")
+        hook_secret = headers.get("x-hook-secret", "")
         if not mine or not hook_secret:
             raise ProlificUnknownOutcome("Prolific POST hooks/subscriptions/: no subscription id or X-Hook-Secret")
         return mine[-1], hook_secret
 
     def confirm_hook_subscription(self, subscription_id: str, hook_secret: str) -> dict:
         """Start its deliveries (repeatable); an answer showing it not enabled is a :class:`ProlificError`."""
-        path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/"
+        path = f"hooks/subscriptions/{quote_id(subscription_id)}/"
         answer = self.request("POST", path, {"secret": hook_secret})
         if isinstance(answer, dict) and answer.get("is_enabled") is False:
             raise ProlificError(f"Prolific answered the confirmation of subscription {subscription_id} as not enabled")
@@ -348,7 +331,7 @@ class Prolific:
     def subscription_events(self, subscription_id: str, statuses: tuple[str, ...] = ()) -> Iterator[dict]:
         """The subscription's event log filtered by ``statuses``, read at growing offsets until an empty page
         (pages carry no link nor count, and a server may cap ``limit``)."""
-        path = f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/events/"
+        path = f"hooks/subscriptions/{quote_id(subscription_id)}/events/"
         query = {"status": json.dumps(list(statuses))} if statuses else {}
         offset = 0
         for _ in range(10_000):  # a bound on a server that never answers an empty page
@@ -369,24 +352,18 @@ class Prolific:
 
     def create_test_study(self, study_id: str) -> dict:
         """A test study made from the *draft* study, for the workspace's test participants."""
-        return self.request(
-            "POST", f"studies/{urllib.parse.quote(study_id, safe='')}/test-study", None, repeatable=False
-        )
+        return self.request("POST", f"studies/{quote_id(study_id)}/test-study", None, repeatable=False)
 
     def delete_hook_subscription(self, subscription_id: str) -> bool:
-        return _unless_gone(
-            lambda: self.request("DELETE", f"hooks/subscriptions/{urllib.parse.quote(subscription_id, safe='')}/")
-        )
+        return _unless_gone(lambda: self.request("DELETE", f"hooks/subscriptions/{quote_id(subscription_id)}/"))
 
     def delete_group(self, group_id: str) -> bool:
-        return _unless_gone(
-            lambda: self.request("DELETE", f"participant-groups/{urllib.parse.quote(group_id, safe='')}/")
-        )
+        return _unless_gone(lambda: self.request("DELETE", f"participant-groups/{quote_id(group_id)}/"))
 
     def submission_bonuses(self, submission_id: str) -> list[int]:
         """The bonuses (cents) Prolific shows on a submission: how a lost pay answer is reconciled (they
         may show minutes after the call)."""
-        item = self.request("GET", f"submissions/{urllib.parse.quote(submission_id, safe='')}/")
+        item = self.request("GET", f"submissions/{quote_id(submission_id)}/")
         found = item.get("bonus_payments") if isinstance(item, dict) else None
         if found is None:
             return []
@@ -396,6 +373,16 @@ class Prolific:
             return [round(float(value)) for value in found]
         except (TypeError, ValueError):
             raise ProlificError("Prolific answered bonus_payments that are not amounts", 502) from None
+
+
+def quote_id(value: str) -> str:
+    """An id as one segment of a path."""
+    return urllib.parse.quote(str(value), safe="")
+
+
+def named(items: Iterator[dict], name: str, *, key: str = "name") -> dict | None:
+    """The first of ``items`` whose ``key`` is ``name`` (how a made resource is found again), or ``None``."""
+    return next((item for item in items if item.get(key) == name), None)
 
 
 def _unless_gone(call: Callable[[], Any]) -> bool:

@@ -11,11 +11,19 @@ through its batch. Responses are tied to queries by ``metadata``, which the refe
 from __future__ import annotations
 
 import http.client
-import urllib.parse
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from core.backoff import backoff_delay, retry_after_seconds
-from platforms.prolific.client import PAGE_SIZE, Prolific, ProlificError, ProlificUnknownOutcome, cents
+from platforms.prolific.client import (
+    PAGE_SIZE,
+    Prolific,
+    ProlificError,
+    ProlificUnknownOutcome,
+    cents,
+    named,
+    quote_id,
+)
 
 __all__ = [
     "DATASET_DONE",
@@ -37,11 +45,11 @@ TaskBuilderError = ProlificError
 TaskBuilderUnknownOutcome = ProlificUnknownOutcome
 
 
+@dataclass(eq=False)
 class TaskBuilder(Prolific):
     """Prolific's client with Task Builder's calls added."""
 
-    def __init__(self, base_url: str, token: str, *, max_bytes: int = MAX_RESPONSE_BYTES, **options) -> None:
-        super().__init__(base_url, token, max_bytes=max_bytes, **options)
+    max_bytes: int = field(default=MAX_RESPONSE_BYTES, kw_only=True)
 
     # -- datasets ---------------------------------------------------------------------------
     def create_dataset(self, workspace_id: str, name: str, schema: dict) -> dict:
@@ -50,12 +58,12 @@ class TaskBuilder(Prolific):
 
     def dataset_status(self, dataset_id: str) -> str:
         """``UNINITIALISED`` (no file received), ``PROCESSING``, ``READY`` or ``ERROR``."""
-        answer = self.request("GET", f"data-collection/datasets/{_q(dataset_id)}/status")
+        answer = self.request("GET", f"data-collection/datasets/{quote_id(dataset_id)}/status")
         return str(answer.get("status") or "") if isinstance(answer, dict) else ""
 
     def upload_url(self, dataset_id: str, filename: str) -> dict:
         """A presigned URL for one file (``upload_url``): repeatable (an unused URL changes nothing)."""
-        answer = self.request("GET", f"data-collection/datasets/{_q(dataset_id)}/upload-url/{_q(filename)}")
+        answer = self.request("GET", f"data-collection/datasets/{quote_id(dataset_id)}/upload-url/{quote_id(filename)}")
         if not isinstance(answer, dict) or not isinstance(answer.get("upload_url"), str):
             raise TaskBuilderError("Prolific answered an upload URL request without upload_url", 502)
         return answer
@@ -94,21 +102,21 @@ class TaskBuilder(Prolific):
         return self.request("POST", "data-collection/batches", fields, repeatable=False)
 
     def find_batch(self, workspace_id: str, name: str) -> dict | None:
-        return _named(self.pages(f"data-collection/batches?workspace_id={_q(workspace_id)}"), name)
+        return named(self.pages(f"data-collection/batches?workspace_id={quote_id(workspace_id)}"), name)
 
     def set_up_batch(self, batch_id: str, dataset_id: str) -> None:
         """Start making the batch's tasks (asynchronous; not repeatable: the status says whether it began)."""
         body = {"dataset_id": dataset_id}
-        self.request("POST", f"data-collection/batches/{_q(batch_id)}/setup", body, repeatable=False)
+        self.request("POST", f"data-collection/batches/{quote_id(batch_id)}/setup", body, repeatable=False)
 
     def batch_status(self, batch_id: str) -> str:
-        answer = self.request("GET", f"data-collection/batches/{_q(batch_id)}/status")
+        answer = self.request("GET", f"data-collection/batches/{quote_id(batch_id)}/status")
         return str(answer.get("status", "")) if isinstance(answer, dict) else ""
 
     def responses(self, batch_id: str) -> Iterator[dict]:
         """Every response listed now, each once (by ``id``), read by offset until ``meta.count`` (or a given
         ``_links.next``); a page that adds nothing ends the read."""
-        path = f"data-collection/batches/{_q(batch_id)}/responses"
+        path = f"data-collection/batches/{quote_id(batch_id)}/responses"
         seen: set[str] = set()
         offset = 0
         url: str | None = f"{path}?limit={PAGE_SIZE}&offset=0"
@@ -138,12 +146,4 @@ class TaskBuilder(Prolific):
     def set_annotators_per_task(self, study_id: str, annotators: int) -> dict:
         """Absolute, so repeatable: the study's places are every task group times this (only grows once published)."""
         body = {"data_collection_metadata": {"annotators_per_task": annotators}}
-        return self.request("PATCH", f"studies/{_q(study_id)}/", body)
-
-
-def _q(value: str) -> str:
-    return urllib.parse.quote(str(value), safe="")
-
-
-def _named(items: Iterator[dict], name: str) -> dict | None:
-    return next((item for item in items if item.get("name") == name), None)
+        return self.request("PATCH", f"studies/{quote_id(study_id)}/", body)
