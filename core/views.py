@@ -107,14 +107,11 @@ def offline_redoc():
 REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 
 
+@functools.cache
 def _redoc_bundle() -> bytes:
-    cached = getattr(_redoc_bundle, "cached", None)
-    if cached is None:
-        path = finders.find("drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js")
-        with open(path, "rb") as handle:
-            # "data:," is no image: the logo's own onError hides it, and nothing is requested.
-            cached = _redoc_bundle.cached = handle.read().replace(REDOC_CDN_LOGO.encode(), b"data:,")
-    return cached
+    with open(finders.find("drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js"), "rb") as handle:
+        # "data:," is no image: the logo's own onError hides it, and nothing is requested.
+        return handle.read().replace(REDOC_CDN_LOGO.encode(), b"data:,")
 
 
 def _json_safe_only(view):

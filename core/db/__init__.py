@@ -16,20 +16,18 @@ from django.db.models import Model
 
 def _insert_into(model: type[Model], columns: Sequence[str]) -> tuple[str, str]:
     """``("INSERT INTO table (columns) VALUES ", "(%s, …)")``: the statement's head and one row's placeholders."""
+    return f"INSERT INTO {_table(model, columns)} VALUES ", "(" + ", ".join(["%s"] * len(columns)) + ")"
+
+
+def _table(model: type[Model], columns: Sequence[str]) -> str:
     quote = connection.ops.quote_name
-    names = ", ".join(quote(c) for c in columns)
-    return f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES ", "(" + ", ".join(["%s"] * len(columns)) + ")"
+    return f"{quote(model._meta.db_table)} ({', '.join(quote(c) for c in columns)})"
 
 
 def insert_rows(model: type[Model], columns: Sequence[str], rows: Iterable[Sequence]) -> None:
     """INSERT ``rows`` (tuples in ``columns`` order; column names as in the database)."""
     if connection.vendor == "postgresql":
-        quote = connection.ops.quote_name
-        names = ", ".join(quote(c) for c in columns)
-        with (
-            connection.cursor() as cursor,
-            cursor.cursor.copy(f"COPY {quote(model._meta.db_table)} ({names}) FROM STDIN") as copy,
-        ):
+        with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {_table(model, columns)} FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
         return

@@ -76,20 +76,13 @@ def release(key: str, owner: str) -> None:
 @contextmanager
 def exclusive(key: str, purpose: str, ttl: timedelta = DEFAULT_TTL) -> Iterator[None]:
     """Run the block holding the lease on ``key`` (re-entrant within a thread)."""
-    depth = getattr(_held, "keys", None)
-    if depth is None:
-        depth = _held.keys = {}
-    if key in depth:
-        depth[key] += 1
-        try:
-            yield
-        finally:
-            depth[key] -= 1
-        return
-    owner = acquire(key, purpose, ttl)
-    depth[key] = 1
+    depth = _held.__dict__.setdefault("keys", {})
+    owner = None if key in depth else acquire(key, purpose, ttl)
+    depth[key] = depth.get(key, 0) + 1
     try:
         yield
     finally:
-        del depth[key]
-        release(key, owner)
+        depth[key] -= 1
+        if owner is not None:
+            del depth[key]
+            release(key, owner)
