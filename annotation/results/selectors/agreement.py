@@ -63,29 +63,11 @@ def _agreement(batch: Batch, answers: BatchAnswers, bootstrap: int, seed: int) -
     from genderbias.crowd.agreement import agreement_report
 
     frame = answers.frame
-    if frame.empty:
-        report: dict[str, Any] = {
-            "krippendorff_alpha": None,
-            "alpha_ci": [None, None],
-            "bootstrap_resamples": 0,
-            "per_category_alpha": dict.fromkeys(LABELS),
-            "gwet_ac1": None,
-            "per_category_ac1": dict.fromkeys(LABELS),
-            "percent_agreement": None,
-            "fleiss_kappa": None,
-            "queries": 0,
-            "judgments": 0,
-            "workers": 0,
-            "judgments_per_query": {},
-            "labels": dict.fromkeys(LABELS, 0),
-            "disputed": [],
-            "per_worker": [],
-            "confusion": {"labels": list(LABELS), "matrix": [[0] * len(LABELS) for _ in LABELS]},
-        }
-        disagreements: list[dict[str, Any]] = []
-        worker_confusion: list[dict[str, Any]] = []
-    else:
-        report = agreement_report(frame, bootstrap=bootstrap, seed=seed)
+    # No judgments: every figure undefined, counts zero (the library's report of an empty frame).
+    report = agreement_report(frame, bootstrap=0 if frame.empty else bootstrap, seed=seed)
+    disagreements: list[dict[str, Any]] = []
+    worker_confusion: list[dict[str, Any]] = []
+    if not frame.empty:
         estimate = answers.dawid_skene
         compared = compare_methods(majority_vote(frame), estimate)
         worker_confusion = [
