@@ -104,6 +104,11 @@ class ConnectionState:
         return self.value(name)
 
     @property
+    def configured(self) -> bool:
+        """Whether every plain field has a value (the chat pre-labeller runs with an endpoint and a model)."""
+        return all(self._values.get(f.name) for f in self.kind.fields if not f.secret)
+
+    @property
     def last_test(self):
         return self.row.last_test if self.row is not None else None
 
@@ -154,38 +159,10 @@ def connection_states() -> list[ConnectionState]:
     return [connection_state(kind) for kind in KINDS]
 
 
-@dataclass(frozen=True)
-class ChatSettings:
-    """The OpenAI-compatible chat endpoint and model; ``api_key`` is opened when read."""
-
-    api_url: str
-    model: str
-    _api_key: Callable[[], str] = field(repr=False)
-    #: the request field that caps each answer's length (``max_tokens`` or ``max_completion_tokens``)
-    token_limit: str = "max_tokens"
-    #: how each answer is asked to be written (``text``, ``json_schema`` or ``json_object``)
-    answer_format: str = "text"
-
-    @property
-    def api_key(self) -> str:
-        return self._api_key()
-
-    @property
-    def configured(self) -> bool:
-        """Whether the chat pre-labeller can run: it needs an endpoint and a model name."""
-        return bool(self.api_url and self.model)
-
-
-def chat_settings() -> ChatSettings:
-    """The language-model connection in force: the chat pre-labeller reads it here, at use time."""
-    state = connection_state(CHAT.kind)
-    return ChatSettings(
-        state.value("api_url"),
-        state.value("model"),
-        state.secret("api_key"),
-        state.value("token_limit"),
-        state.value("answer_format"),
-    )
+def chat_settings() -> ConnectionState:
+    """The language-model connection in force (``api_url``, ``model``, ``api_key``, ``token_limit``,
+    ``answer_format``): the chat pre-labeller reads it here, at use time."""
+    return connection_state(CHAT.kind)
 
 
 def huggingface_settings() -> ConnectionState:
