@@ -20,7 +20,7 @@ from genderbias.crowd.label_probabilities import LabelModel
 from genderbias.crowd.label_uncertainty import _finite, _holm_by_family, label_share
 from genderbias.labels import LABELS
 from genderbias.machine.proportions import audit_class_mean, audit_difference
-from genderbias.stats.significance import LEVEL
+from genderbias.ranking.defaults import LEVEL
 
 #: The interval kinds (:func:`interval_choice`): PPI++ on an audit sample, the crowd model's, or none printed.
 AUDIT, CROWD, MAY_NOT_COVER = "audit", "crowd", "may_not_cover"

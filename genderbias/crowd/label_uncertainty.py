@@ -24,9 +24,9 @@ import pandas as pd
 from genderbias.crowd import resampling
 from genderbias.crowd.class_means import class_means, design, design_draws
 from genderbias.crowd.label_probabilities import LabelModel
-from genderbias.ranking.defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LABEL_UNCERTAINTY_COLUMNS
+from genderbias.ranking.defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LABEL_UNCERTAINTY_COLUMNS, LEVEL
 from genderbias.stats import intervals
-from genderbias.stats.significance import ALPHA, LEVEL, bootstrap_ci, holm, resampling_weights
+from genderbias.stats.significance import ALPHA, bootstrap_ci, holm, resampling_weights
 
 #: Fewer usable draws than this share and the combined interval is undefined (too few queries).
 MIN_USABLE_DRAWS = 0.9

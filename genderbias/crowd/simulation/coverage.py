@@ -23,8 +23,9 @@ from genderbias.crowd.simulation.studies import (
     study,
     synthetic_truth,
 )
+from genderbias.ranking.defaults import LEVEL
 from genderbias.stats import intervals, plan_inputs, power
-from genderbias.stats.significance import LEVEL, bootstrap_ci, resampling_weights
+from genderbias.stats.significance import bootstrap_ci, resampling_weights
 
 #: What :func:`coverage_study` checks, in the order the coverage table prints them.
 COVERED = ("value", "difference", "denoised")

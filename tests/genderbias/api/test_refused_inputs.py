@@ -10,7 +10,7 @@ import pytest
 
 import genderbias
 from genderbias.api.inputs import MissingTextsError
-from genderbias.ranking.ties import TIES
+from genderbias.ranking.defaults import TIES
 
 # The usual reading: pd.read_csv without dtype=str makes the document ids ints.
 COLLECTION = "docid,text\n1,He said it.\n2,She and she\n3,no gendered word\n"

@@ -13,12 +13,12 @@ import pytest
 from scipy.special import expit, logit
 from scipy.stats import binom
 
+from genderbias.crowd.audit_size import suggested_audit_size
 from genderbias.crowd.shared_errors import (
     CROWD_CHECK_LEVEL,
     crowd_shared_errors,
     shared_errors,
     shared_errors_sentence,
-    suggested_audit_size,
 )
 
 
