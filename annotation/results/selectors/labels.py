@@ -247,12 +247,8 @@ class BatchAnswers:
     @cached_property
     def votes(self) -> pd.DataFrame:
         """Majority vote per judged query; ``label`` is None (``disputed`` True) for ties and too few votes."""
-        import pandas as pd
-
         from genderbias.crowd.aggregation import majority_vote
 
-        if self.frame.empty:
-            return majority_vote(pd.DataFrame({"item": [], "worker": [], "label": []}, dtype=object))
         votes = majority_vote(self.frame)
         votes["too_few_votes"] = votes["votes"] < min_votes(self.batch)
         votes.loc[votes["too_few_votes"], "label"] = None
