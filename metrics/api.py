@@ -171,13 +171,12 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"detail": str(exc)}, status=400)
         if not report.on_batch:
             return Response({"detail": f"report {report.name!r} is not on a batch's labels"}, status=400)
-        try:
-            found = report_contributions(
+        # A refusal (ServiceError) is the exception handler's 400 with its detail.
+        return Response(
+            report_contributions(
                 report, params.get("run", ""), params.get("metric", ""), params.get("variant", ""), cutoff, limit
             )
-        except ServiceError as exc:
-            return Response({"detail": str(exc)}, status=400)
-        return Response(found)
+        )
 
     @extend_schema(
         parameters=[
@@ -211,16 +210,13 @@ class ReportViewSet(viewsets.ReadOnlyModelViewSet):
             )
         except NumberError as exc:
             return Response({"detail": str(exc)}, status=400)
-        try:
-            table = report_table(
-                self.get_object(),
-                params.get("layout", TABLE_LAYOUTS[0]),
-                cutoff=cutoff,
-                baseline=params.get("baseline") or None,
-                correlate=params.get("correlate") or None,
-            )
-        except ServiceError as exc:
-            return Response({"detail": str(exc)}, status=400)
+        table = report_table(  # a refusal (ServiceError): the exception handler's 400 with its detail
+            self.get_object(),
+            params.get("layout", TABLE_LAYOUTS[0]),
+            cutoff=cutoff,
+            baseline=params.get("baseline") or None,
+            correlate=params.get("correlate") or None,
+        )
         return Response(table)
 
 
