@@ -190,14 +190,6 @@ def api_token_page(request: HttpRequest) -> HttpResponse:
 # --- connections to outside services (core.selectors, core.services.connections) -------------------
 
 
-def _connection_cards(forms: dict | None = None) -> list[dict]:
-    forms = forms or {}
-    return [
-        {"state": state, "form": forms.get(state.kind.kind) or ConnectionForm(state.kind, state=state)}
-        for state in connection_states()
-    ]
-
-
 @never_cache
 @connections_manager_required
 def connections_page(request: HttpRequest) -> HttpResponse:
@@ -225,7 +217,10 @@ def connections_page(request: HttpRequest) -> HttpResponse:
         forms[kind] = form
         status = 400
     context = {
-        "cards": _connection_cards(forms),
+        "cards": [
+            {"state": state, "form": forms.get(state.kind.kind) or ConnectionForm(state.kind, state=state)}
+            for state in connection_states()
+        ],
         "key_set": bool(connections_key()),
         "key_file": connections_key_file(),
     }
