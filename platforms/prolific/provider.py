@@ -54,12 +54,10 @@ def validate_options(options: dict) -> None:
             BY_NAME[name].parse(options.get(name))
         except OptionError as exc:
             raise ServiceError(str(exc)) from None
-    for name in options.get("exclude_batches", []):
-        if not Batch.objects.filter(name=name).exists():
-            raise ServiceError(f"--exclude-batch {name!r}: no such batch")
-    for name in options.get("allow_batches", []):
-        if not Batch.objects.filter(name=name).exists():
-            raise ServiceError(f"--allow-batch {name!r}: no such batch")
+    for key, flag in (("exclude_batches", "--exclude-batch"), ("allow_batches", "--allow-batch")):
+        for name in options.get(key, []):
+            if not Batch.objects.filter(name=name).exists():
+                raise ServiceError(f"{flag} {name!r}: no such batch")
     both = set(options.get("allow_batches", [])) & set(options.get("exclude_batches", []))
     if both:
         raise ServiceError(f"a batch cannot be both allowed and excluded: {', '.join(sorted(both))}")

@@ -34,10 +34,8 @@ from platforms.prolific.client import ProlificError, moment
 from platforms.prolific.groups.services import clean_up_groups, record_gold_failures, refill_groups
 from platforms.prolific.models import ProlificSession, ProlificSubmission
 from platforms.prolific.provider import (
-    BLOCKED_GROUP,
     CONTACT,
     NO_WORK_MESSAGE,
-    group_id,
     raise_places,
     total_places,
 )
@@ -73,8 +71,7 @@ def block_participant(worker: Worker, provider: CrowdProvider | None = None) -> 
     if worker.provider != Provider.PROLIFIC:
         raise ServiceError(f"worker {worker.pseudonym} is not a Prolific participant")
     Worker.objects.filter(pk=worker.pk).update(blocked=True)
-    provider = provider or get_provider(Provider.PROLIFIC)
-    provider.client.add_to_group(group_id(provider, BLOCKED_GROUP), [worker.identity.external_id])
+    (provider or get_provider(Provider.PROLIFIC)).block_worker(worker.identity.external_id, "")
 
 
 def arrive(batch: Batch, session: ProlificSession) -> Assignment | None:
@@ -253,18 +250,14 @@ def sync_prolific(
     result.completed = complete_if_done(batch)  # first: a batch done needs no place (its study is stopped)
     result.places = fit_places(batch, provider, submissions).total
     # Last, never in the way of the work above: a failed group call is logged and tried at the next sync.
-    try:
-        result.gold_failures_blocked = record_gold_failures(batch, provider)
-    except ProlificError as exc:
-        logger.warning(
-            "batch %s: the failed-gold block-list could not be updated (next sync retries): %s", batch.name, exc
-        )
-    try:
-        result.group_members_added = refill_groups(batch, provider)
-    except ProlificError as exc:
-        logger.warning(
-            "batch %s: its participant groups could not be refilled (next sync retries): %s", batch.name, exc
-        )
+    for count, step, failed in (
+        ("gold_failures_blocked", record_gold_failures, "the failed-gold block-list could not be updated"),
+        ("group_members_added", refill_groups, "its participant groups could not be refilled"),
+    ):
+        try:
+            setattr(result, count, step(batch, provider))
+        except ProlificError as exc:
+            logger.warning("batch %s: %s (next sync retries): %s", batch.name, failed, exc)
     return result
 
 

@@ -239,34 +239,32 @@ def claim_hit(worker: Worker, batches: QuerySet | Sequence[Batch], provider_assi
     # wraps the call in its own atomic block.
     with transaction.atomic(savepoint=False):
         for batch in batches:
-            deadline = now - batch.assignment_duration
-            # One row locked at a time: locking many would let a concurrent claim find them all locked
-            # and answer "No more HITs" although HITs were left.
-            while len(tried) < _CANDIDATES:
-                hit = _first_open_hit(batch.pk, worker.pk, deadline, tried, wait=False)
-                if hit is None:  # all left may be locked by other claims just now: wait for the first
-                    hit = _first_open_hit(batch.pk, worker.pk, deadline, tried, wait=True)
-                    if hit is None:
-                        break  # nothing left in this batch that they have not done
-                # Count again under the lock: the count above may predate another claim's commit.
-                if not serialised and places_held(hit, deadline) >= hit.max_assignments:
-                    tried.append(hit.pk)
-                    continue
+            hit = _free_hit(batch, worker.pk, now - batch.assignment_duration, tried, serialised)
+            if hit is not None:
                 return Assignment.objects.create(
-                    hit=hit,
-                    worker=worker,
-                    provider_assignment_id=provider_assignment_id,
-                    accepted_at=timezone.now(),
+                    hit=hit, worker=worker, provider_assignment_id=provider_assignment_id, accepted_at=timezone.now()
                 )
-            if len(tried) < _CANDIDATES:  # this batch is walked to its end: a retake, if one is due
-                hit = _retake_hit(batch, worker.pk, deadline)
-                if hit is not None:
-                    return Assignment.objects.create(
-                        hit=hit,
-                        worker=worker,
-                        provider_assignment_id=provider_assignment_id,
-                        accepted_at=timezone.now(),
-                    )
+    return None
+
+
+def _free_hit(batch: Batch, worker_id: int, deadline, tried: list[int], serialised: bool) -> Hit | None:
+    """The batch's first open HIT with a free place the worker has not done, locked, else a retake if one is
+    due; ``tried`` collects the HITs found full under their lock."""
+    # One row locked at a time: locking many would let a concurrent claim find them all locked
+    # and answer "No more HITs" although HITs were left.
+    while len(tried) < _CANDIDATES:
+        hit = _first_open_hit(batch.pk, worker_id, deadline, tried, wait=False)
+        if hit is None:  # all left may be locked by other claims just now: wait for the first
+            hit = _first_open_hit(batch.pk, worker_id, deadline, tried, wait=True)
+            if hit is None:
+                break  # nothing left in this batch that they have not done
+        # Count again under the lock: the count above may predate another claim's commit.
+        if not serialised and places_held(hit, deadline) >= hit.max_assignments:
+            tried.append(hit.pk)
+            continue
+        return hit
+    if len(tried) < _CANDIDATES:  # this batch is walked to its end: a retake, if one is due
+        return _retake_hit(batch, worker_id, deadline)
     return None
 
 
