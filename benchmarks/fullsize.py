@@ -26,6 +26,8 @@ from pathlib import Path
 #: MS MARCO passage ranking (v1): collection.tsv's passages, the dev set's queries, and the
 #: design card's 14 rankers, each ranking the top 1,000 passages per query.
 MSMARCO = {"passages": 8_841_823, "queries": 6_980, "runs": 14, "depth": 1_000}
+#: The checkout whose ``manage.py`` the commands run.
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -43,36 +45,59 @@ def write_runs_fast(
     """TREC runs of ``depth`` distinct random passages per query, written in blocks of queries with polars
     (:func:`pooling.synthetic.write_runs` writes a line at a time: too slow at this size)."""
     import numpy as np
-    import polars as pl
 
     qids = np.array([line.split("\t", 1)[0] for line in queries_path.read_text(encoding="utf-8").splitlines()])
     paths = []
     block = 500
     for r in range(runs):
         rng = np.random.default_rng(seed + 100 + r)
-        path = directory / f"run{r + 1}.trec"
-        tag = f"run{r + 1}"
-        with open(path, "wb") as out:
+        paths.append(directory / f"run{r + 1}.trec")
+        with open(paths[-1], "wb") as out:
             for start in range(0, len(qids), block):
                 chunk = qids[start : start + block]
                 docs = rng.integers(0, passages, size=(len(chunk), depth))
                 ordered = np.sort(docs, axis=1)
                 for row in np.flatnonzero((np.diff(ordered, axis=1) == 0).any(axis=1)):
                     docs[row] = rng.choice(passages, size=depth, replace=False)
-                scores = -np.sort(-rng.random((len(chunk), depth)), axis=1) * 30
-                frame = pl.DataFrame(
-                    {
-                        "qid": np.repeat(chunk, depth),
-                        "q0": "Q0",
-                        "docid": docs.ravel(),
-                        "rank": np.tile(np.arange(1, depth + 1), len(chunk)),
-                        "score": scores.ravel(),
-                        "tag": tag,
-                    }
-                )
-                frame.write_csv(out, separator=" ", include_header=False, float_precision=4)
-        paths.append(path)
+                write_trec(out, chunk, docs.ravel(), depth, rng, f"run{r + 1}")
     return paths
+
+
+def write_trec(out, qids, docids, depth: int, rng, tag: str) -> None:
+    """Rankings of ``depth`` documents (``docids``, query by query) as TREC lines, scores falling from 30."""
+    import numpy as np
+    import polars as pl
+
+    scores = -np.sort(-rng.random((len(qids), depth)), axis=1) * 30
+    ranks = np.tile(np.arange(1, depth + 1), len(qids))
+    frame = pl.DataFrame(
+        {"qid": np.repeat(qids, depth), "q0": "Q0", "docid": docids, "rank": ranks, "score": scores.ravel(), "tag": tag}
+    )
+    frame.write_csv(out, separator=" ", include_header=False, float_precision=4)
+
+
+def new_site(work: Path, database_url: str | None = None) -> tuple[Path, dict]:
+    """A new site in ``work/site`` and the environment of its commands: as in production (bin/_bench.sh), debug
+    off and the keys it then requires made for this run; its database a new SQLite file or ``database_url``."""
+    import secrets
+    import shutil
+
+    site = work / "site"
+    shutil.rmtree(site, ignore_errors=True)
+    site.mkdir(parents=True)
+    database = database_url or f"sqlite:///{site / 'db.sqlite3'}"
+    env = dict(os.environ, VAR_DIR=str(site / "var"), DATABASE_URL=database, DJANGO_DEBUG="0")
+    env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
+    env.setdefault("WORKER_PSEUDONYM_KEY", secrets.token_urlsafe(50))
+    return site, env
+
+
+def timed_steps(steps: list[tuple[str, list[str]]], env: dict, disk=lambda: 0.0) -> Iterator[str | Step]:
+    """Each ``(name, manage.py arguments)`` a fresh process: a progress line before it, its :class:`Step` after."""
+    for name, arguments in steps:
+        yield f"  {name} …"
+        seconds, cpu, peak = run_command(arguments, env, ROOT)
+        yield Step(name, seconds, cpu, peak, disk())
 
 
 def write_data(work: Path, sizes: dict) -> Iterator[str | dict]:
@@ -139,27 +164,9 @@ def register_and_pool(
 ) -> Iterator[str | Step]:
     """Every command a user types, in order, on a new SQLite database in ``work/site`` (or on the empty
     PostgreSQL ``database_url``): yields a progress line before each step and its :class:`Step` after it."""
-    site = work / "site"
-    if site.exists():
-        import shutil
-
-        shutil.rmtree(site)
-    site.mkdir(parents=True)
-    database = site / "db.sqlite3"
     if database_url:
         check_empty(database_url)
-    import secrets
-
-    # As in production (bin/_bench.sh): debug off, the keys it then requires made for this run.
-    # Each command is its own process: its peak memory and CPU are its own, which wait4 reads.
-    env = dict(
-        os.environ,
-        VAR_DIR=str(site / "var"),
-        DATABASE_URL=database_url or f"sqlite:///{database}",
-        DJANGO_DEBUG="0",
-    )
-    env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
-    env.setdefault("WORKER_PSEUDONYM_KEY", secrets.token_urlsafe(50))
+    site, env = new_site(work, database_url)
     names = [p.stem for p in files["runs"]]
     steps: list[tuple[str, list[str]]] = [
         ("migrate", ["migrate", "-v", "0"]),
@@ -183,11 +190,7 @@ def register_and_pool(
             ],
         )
     )
-    root = Path(__file__).resolve().parent.parent
-    for name, arguments in steps:
-        yield f"  {name} …"
-        seconds, cpu, peak = run_command(arguments, env, root)
-        yield Step(name, seconds, cpu, peak, _disk_mb(site) + (_database_mb(database_url) if database_url else 0.0))
+    yield from timed_steps(steps, env, lambda: _disk_mb(site) + (_database_mb(database_url) if database_url else 0.0))
 
 
 def check_empty(database_url: str) -> None:
@@ -236,22 +239,13 @@ def reference_on_prefix(work: Path, files: dict, passages: int, cutoff: int = 10
         with open(target, "rb") as f:
             lines += sum(1 for _ in f)
         runs.append(target)
+    arguments = [collection, files["queries"], cutoff, depth, *runs]
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.fullsize",
-            "reference",
-            str(collection),
-            str(files["queries"]),
-            str(cutoff),
-            str(depth),
-            *map(str, runs),
-        ],
+        [sys.executable, "-m", "benchmarks.fullsize", "reference", *map(str, arguments)],
         check=True,
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=ROOT,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result.update(passages=passages, run_lines=lines)

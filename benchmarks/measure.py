@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+from collections.abc import Callable, Iterable
 
 
 def load_average() -> str:
@@ -13,6 +14,17 @@ def load_average() -> str:
             return " ".join(file.read().split()[:3])
     except OSError:
         return "unknown"
+
+
+def shown(items: Iterable, write: Callable[[str], object]) -> list:
+    """A benchmark's steps as they come: its progress lines (``str``) written, the rest returned in order."""
+    kept = []
+    for item in items:
+        if isinstance(item, str):
+            write(item)
+        else:
+            kept.append(item)
+    return kept
 
 
 def peak_memory_mb(pid: int | str = "self") -> float:

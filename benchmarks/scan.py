@@ -17,18 +17,6 @@ from pathlib import Path
 
 from benchmarks.measure import tree_peak_memory_mb
 
-
-def _env(work: Path, broker: str) -> dict:
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
-        VAR_DIR=str(work),
-        DATABASE_URL=f"sqlite:///{work / 'db.sqlite3'}",
-        CELERY_BROKER_URL=broker,
-    )
-    return env
-
-
 #: What is split over the workers, and the in-process reference each is compared with.
 WHAT = {
     "scan": "one pass, in process",
@@ -41,6 +29,7 @@ SAME = {"scan": "counts", "run-import": "run", "v2-texts": "texts"}
 V2_TEXTS_READ = 300_000
 #: The run imported by ``run-import``: 7,000 queries x 1,000 documents (7M lines, ~240 MB).
 RUN_SPEC = {"queries": 7_000, "runs": 1, "depth": 1_000}
+CELERY = [sys.executable, "-m", "celery", "-A", "config"]
 
 
 def run_scan_benchmark(
@@ -84,26 +73,19 @@ def run_scan_benchmark(
     )
     try:
         time.sleep(0.5)
-        env = _env(work, broker)
+        env = dict(
+            os.environ,
+            DJANGO_SETTINGS_MODULE="config.settings",
+            VAR_DIR=str(work),
+            DATABASE_URL=f"sqlite:///{work / 'db.sqlite3'}",
+            CELERY_BROKER_URL=broker,
+        )
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, check=True)
         results = {}
         for n in [0, *workers]:  # 0: one in-process pass, the reference counts
             procs = [
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "config",
-                        "worker",
-                        "-c",
-                        "1",
-                        "-n",
-                        f"scan{i}@%h",
-                        "-l",
-                        "WARNING",
-                    ],
+                    [*CELERY, "worker", "-c", "1", "-n", f"scan{i}@%h", "-l", "WARNING"],
                     env=env,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -113,16 +95,7 @@ def run_scan_benchmark(
             try:
                 _wait_until_ready(env, n)
                 out = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "benchmarks.scan",
-                        what,
-                        str(work),
-                        str(collection),
-                        str(target),
-                        str(n),
-                    ],
+                    [sys.executable, "-m", "benchmarks.scan", what, *map(str, (work, collection, target, n))],
                     env=env,
                     check=True,
                     capture_output=True,
@@ -160,7 +133,7 @@ def _wait_until_ready(env: dict, workers: int, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while workers and time.monotonic() < deadline:
         replies = subprocess.run(
-            [sys.executable, "-m", "celery", "-A", "config", "inspect", "ping", "--timeout", "1", "--json"],
+            [*CELERY, "inspect", "ping", "--timeout", "1", "--json"],
             env=env,
             capture_output=True,
             text=True,
@@ -199,14 +172,8 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
         start = time.perf_counter()
         texts = services.texts_by_reference(collection, docids, chunks=workers or None)
         seconds = time.perf_counter() - start
-        chunks = workers or 1
-        return {
-            "seconds": seconds,
-            "chunks": chunks,
-            "digest": checksum_of_texts(texts),
-            "rows": len(texts),
-            "peak_mb": peak_memory_mb(),
-        }
+        digest, rows = checksum_of_texts(texts), len(texts)
+        return {"seconds": seconds, "chunks": workers or 1, "digest": digest, "rows": rows, "peak_mb": peak_memory_mb()}
     collection = services.import_collection(collection_path, "scan-bench", bar=False).obj
     ScanChunk.objects.all().delete()
     Run.objects.filter(name=f"bench{workers}").delete()

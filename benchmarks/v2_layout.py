@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks.fullsize import Step, run_command
+from benchmarks.fullsize import Step, new_site, timed_steps, write_trec
 
 #: TREC DL on MS MARCO v2: 14 rankers, 4,000 queries, 100 passages each; 70 bundle files.
 V2 = {"runs": 14, "queries": 4_000, "depth": 100, "bundles": 70, "report_runs": 7}
@@ -44,7 +44,6 @@ def write_runs(work: Path, folder: Path, retrieved_from: int, seed: int = 13) ->
     ``retrieved_from / 70`` of each bundle: the same ids in every larger collection); progress lines,
     then ``{"queries", "runs"}``."""
     import numpy as np
-    import polars as pl
 
     from pooling.synthetic import SyntheticSpec, v2_docids, write_queries
 
@@ -64,19 +63,8 @@ def write_runs(work: Path, folder: Path, retrieved_from: int, seed: int = 13) ->
         for r in range(V2["runs"]):
             rng = np.random.default_rng(seed + 100 + r)
             picks = np.stack([rng.choice(len(ids), depth, replace=False) for _ in qids])
-            scores = -np.sort(-rng.random((len(qids), depth)), axis=1) * 30
-            frame = pl.DataFrame(
-                {
-                    "qid": np.repeat(qids, depth),
-                    "q0": "Q0",
-                    "docid": pl.Series(ids[picks.ravel()].tolist(), dtype=pl.String),
-                    "rank": np.tile(np.arange(1, depth + 1), len(qids)),
-                    "score": scores.ravel(),
-                    "tag": f"run{r + 1}",
-                }
-            )
             with open(part / f"run{r + 1}.trec", "wb") as out:
-                frame.write_csv(out, separator=" ", include_header=False, float_precision=4)
+                write_trec(out, qids, ids[picks.ravel()].astype(str), depth, rng, f"run{r + 1}")
         part.rename(target)
         yield f"  done in {time.perf_counter() - start:.0f} s"
     runs = sorted(target.glob("run*.trec"), key=lambda p: int(p.stem[3:]))
@@ -104,15 +92,7 @@ def register_pool_report(work: Path, collection: Path, files: dict, *, tag: str)
     and its :class:`Step` after it (disk not measured). ``collection``: a folder of bundles, registered by
     reference, or a ``pid<TAB>passage`` file, imported with the full scan; the pool and the report are written
     to ``work/pooled-<tag>.tsv`` and ``work/report-<tag>.csv``."""
-    import os
-    import secrets
-
-    site = work / "site"
-    shutil.rmtree(site, ignore_errors=True)
-    site.mkdir(parents=True)
-    env = dict(os.environ, VAR_DIR=str(site / "var"), DATABASE_URL=f"sqlite:///{site / 'db.sqlite3'}", DJANGO_DEBUG="0")
-    env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
-    env.setdefault("WORKER_PSEUDONYM_KEY", secrets.token_urlsafe(50))
+    _site, env = new_site(work)
     names = [p.stem for p in files["runs"]]
     steps = [
         ("migrate", ["migrate", "-v", "0"]),
@@ -146,11 +126,7 @@ def register_pool_report(work: Path, collection: Path, files: dict, *, tag: str)
             ],
         ),
     ]
-    root = Path(__file__).resolve().parent.parent
-    for name, arguments in steps:
-        yield f"  {name} …"
-        seconds, cpu, peak = run_command([*arguments, "-v", "0"], env, root)
-        yield Step(name, seconds, cpu, peak, 0.0)
+    yield from timed_steps([(name, [*arguments, "-v", "0"]) for name, arguments in steps], env)
 
 
 def measured(steps: list[Step]) -> Step:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchmarks.measure import load_average
+from benchmarks.measure import load_average, shown
 from genderbias.numbers import NumberError, parse_counts
 
 
@@ -72,12 +72,7 @@ class Command(BaseCommand):
         work = Path(work).resolve()
         work.mkdir(parents=True, exist_ok=True)
         sizes = {"passages": passages, "queries": queries, "runs": runs, "depth": depth}
-        files = None
-        for item in write_data(work, sizes):
-            if isinstance(item, dict):
-                files = item
-            else:
-                self.stdout.write(item)
+        files = shown(write_data(work, sizes), self.stdout.write)[-1]
         where = "PostgreSQL" if database_url else "SQLite"
         self.stdout.write(
             f"Registration and pool on {where}, as the README types them (load average {load_average()}):"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmarks.measure import shown
 from genderbias.numbers import NumberError, parse_counts
 
 
@@ -54,25 +55,10 @@ class Command(BaseCommand):
         totals = {}
         files = None
         for size in sizes:
-            folder = None
-            for item in write_collection(work, size):
-                if isinstance(item, Path):
-                    folder = item
-                else:
-                    self.stdout.write(item)
-            if files is None:
-                for item in write_runs(work, folder, retrieved_from):
-                    if isinstance(item, dict):
-                        files = item
-                    else:
-                        self.stdout.write(item)
+            folder = shown(write_collection(work, size), self.stdout.write)[-1]
+            files = files or shown(write_runs(work, folder, retrieved_from), self.stdout.write)[-1]
             self.stdout.write(f"{size:,} passages (runs over the first {retrieved_from:,}):")
-            steps = []
-            for item in register_pool_report(work, folder, files, tag=str(size)):
-                if isinstance(item, str):
-                    self.stdout.write(item)
-                else:
-                    steps.append(item)
+            steps = shown(register_pool_report(work, folder, files, tag=str(size)), self.stdout.write)
             total = measured(steps)
             totals[size] = total
             if size == sizes[0]:  # the same passages imported with the full scan: the figures to equal
