@@ -5,6 +5,8 @@ checks a whole set against the database. Pure: no Django.
 
 from __future__ import annotations
 
+from functools import partial
+
 from annotation.crowd.providers.options import MAX_REWARD, BatchOption, OptionError, options_by_name
 from platforms.prolific.client import DEVICES
 
@@ -33,24 +35,23 @@ def read_bonus_rule(text: str) -> dict:
 
 
 #: A Prolific study's options (``Batch.provider_options``), declared once for the form, the API and the command.
+_option = partial(BatchOption, into="provider_options")
 OPTIONS: tuple[BatchOption, ...] = (
-    BatchOption(
+    _option(
         "estimated_minutes",
         "whole",
         "minutes one HIT group takes, shown to participants; 10 when not given.",
         minimum=1,
         maximum=24 * 60,
-        into="provider_options",
     ),
-    BatchOption(
+    _option(
         "devices",
         "choices",
         "devices participants may use (none: any).",
         choices=tuple((d, d) for d in DEVICES),
         flag="--device",
-        into="provider_options",
     ),
-    BatchOption(
+    _option(
         "filters",
         "text",
         "eligibility filter, repeatable: FILTER_ID=value1,value2 (Prolific's filter ids and values)",
@@ -59,49 +60,43 @@ OPTIONS: tuple[BatchOption, ...] = (
         repeat=True,
         on_form=False,
         why="Prolific's filter ids and values are typed on the command line",
-        into="provider_options",
         read_flag=read_filter,
     ),
-    BatchOption(
+    _option(
         "bonus",
         "money",
         "USD to every approved participant, paid at every sync (a flat bonus rule).",
         maximum=MAX_REWARD,
-        into="provider_options",
     ),
-    BatchOption(
+    _option(
         "exclude_batches",
         "batches",
         "exclude everyone who took part in these batches.",
         flag="--exclude-batch",
         metavar="BATCH",
-        into="provider_options",
     ),
-    BatchOption(
+    _option(
         "allow_batches",
         "batches",
         "only those who took part in these batches may take this one.",
         flag="--allow-batch",
         metavar="BATCH",
-        into="provider_options",
     ),
-    BatchOption(
+    _option(
         "admit_gold_failures",
         "flag",
         "let in participants who failed another batch's gold threshold (kept out by default).",
-        into="provider_options",
     ),
-    BatchOption(
+    _option(
         "bonus_rule_kind",
         "choice",
         "a bonus previewed and paid from the batch page (not with the bonus above).",
         choices=(("flat", "flat, per approved participant"), ("per_gold", "per check question right")),
         label="Bonus rule",
         flag=None,
-        into="provider_options",
         key="bonus_rule.kind",
     ),
-    BatchOption(
+    _option(
         "bonus_rule_amount",
         "money",
         "USD.",
@@ -109,10 +104,9 @@ OPTIONS: tuple[BatchOption, ...] = (
         maximum=MAX_REWARD,
         label="Bonus rule amount",
         flag=None,
-        into="provider_options",
         key="bonus_rule.amount",
     ),
-    BatchOption(
+    _option(
         "bonus_rule",
         "text",
         "a bonus rule paid with manage.py prolific_bonus: flat:0.50 (per approved participant) "
@@ -120,15 +114,13 @@ OPTIONS: tuple[BatchOption, ...] = (
         metavar="KIND:USD",
         on_form=False,
         why="the form takes it as bonus_rule_kind and bonus_rule_amount",
-        into="provider_options",
         read_flag=read_bonus_rule,
     ),
-    BatchOption(
+    _option(
         "signed_urls",
         "flag",
         "participants arrive with Prolific's signed study URL, checked on this site with no API call per "
         "arrival (the workspace must have the feature; default PROLIFIC_SIGNED_URLS).",
-        into="provider_options",
     ),
 )
 BY_NAME = options_by_name(OPTIONS)
