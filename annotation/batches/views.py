@@ -414,12 +414,10 @@ def batch_query(request: HttpRequest, name: str, qid: str) -> HttpResponse:
     result = next((r for r in query_results(batch) if r["qid"] == qid), None)
     if result is None:
         raise Http404("no such query in this batch")
-    initial = (
-        {"label": result["adjudication"]["label"], "reason": result["adjudication"]["reason"]}
-        if (result["adjudication"])
-        else None
+    ruling = result["adjudication"]
+    form = AdjudicateForm(
+        request.POST or None, initial=ruling and {"label": ruling["label"], "reason": ruling["reason"]}
     )
-    form = AdjudicateForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             adjudicate(batch, qid, form.cleaned_data["label"], form.cleaned_data["reason"], request.user)

@@ -85,13 +85,12 @@ class ReviewQueue:
         if row is None:
             return None
         part = next(i for i, kept in enumerate(self.rows) if kept["qid"] == row["qid"]) // REVIEW_PART
-        rows = cached_for_answers(
-            self.answers,
-            f"review-rows:{self.key}:{REVIEW_PART}:{part}",
-            lambda: (_kept_review_rows(self.batch, self.answers, escalated_qids(self.batch))[part : part + 1] or [[]])[
-                0
-            ],
-        )
+
+        def kept_part() -> list[dict]:
+            parts = _kept_review_rows(self.batch, self.answers, escalated_qids(self.batch))
+            return parts[part] if part < len(parts) else []
+
+        rows = cached_for_answers(self.answers, f"review-rows:{self.key}:{REVIEW_PART}:{part}", kept_part)
         # Not in its part: the part was made again after the escalations changed under the walk.
         return next((kept for kept in rows if kept["qid"] == row["qid"]), None) or review_row(
             self.batch, row["qid"], self.answers
