@@ -56,24 +56,37 @@ def _ranking(queries: int, docs: int, collection: int, seed: int, run: int) -> d
     return {str(q): [str(d) for d in row] for q, row in enumerate(matrix.tolist())}
 
 
-def naive(queries: int, docs: int, runs: int, collection: int, seed: int) -> dict:
+def _magnitudes(collection: int, seed: int) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per variant (``tf``: log(1 + count), ``bool``: count > 0), ``docid → (female, male)`` as the notebooks held it."""
     counts = synthetic_counts(collection, seed)
-    setup = time.perf_counter()
-    magnitudes = {
-        variant: {
-            str(d): ((math.log(1 + f), math.log(1 + m)) if variant == "tf" else (float(f > 0), float(m > 0)))
-            for d, (f, m) in enumerate(zip(counts["f"].tolist(), counts["m"].tolist(), strict=True))
-        }
-        for variant in ("tf", "bool")
+    pairs = list(enumerate(zip(counts["f"].tolist(), counts["m"].tolist(), strict=True)))
+    return {
+        "tf": {str(d): (math.log(1 + f), math.log(1 + m)) for d, (f, m) in pairs},
+        "bool": {str(d): (float(f > 0), float(m > 0)) for d, (f, m) in pairs},
     }
-    setup = time.perf_counter() - setup
+
+
+def _timed(runs: int, setup: float, make, compute) -> dict:
+    """Per run ``compute(r, make(r))``, only the former timed as ``seconds``; ``setup``: the data's making."""
     seconds = 0.0
-    results = {}
     for r in range(runs):
         t0 = time.perf_counter()
-        ranking = _ranking(queries, docs, collection, seed, r)
-        setup += time.perf_counter() - t0
-        t0 = time.perf_counter()
+        made = make(r)
+        t1 = time.perf_counter()
+        compute(r, made)
+        seconds += time.perf_counter() - t1
+        setup += t1 - t0
+        del made
+    return {"seconds": seconds, "setup": setup}
+
+
+def naive(queries: int, docs: int, runs: int, collection: int, seed: int) -> dict:
+    start = time.perf_counter()
+    magnitudes = _magnitudes(collection, seed)
+    setup = time.perf_counter() - start
+    results = {}
+
+    def compute(r: int, ranking: dict[str, list[str]]) -> None:
         for variant in ("tf", "bool"):
             mags = magnitudes[variant]
             rab_values = {t: [] for t in CUTOFFS}
@@ -91,9 +104,9 @@ def naive(queries: int, docs: int, runs: int, collection: int, seed: int) -> dic
             for t in CUTOFFS:
                 results[f"{r}|RaB|{variant}|{t}"] = sum(rab_values[t]) / len(rab_values[t])
                 results[f"{r}|ARaB|{variant}|{t}"] = sum(arab_values[t]) / len(arab_values[t])
-        seconds += time.perf_counter() - t0
-        del ranking
-    return {"seconds": seconds, "setup": setup, "results": results}
+
+    timed = _timed(runs, setup, lambda r: _ranking(queries, docs, collection, seed, r), compute)
+    return timed | {"results": results}
 
 
 def notebook(queries: int, docs: int, runs: int, collection: int, seed: int) -> dict:
@@ -104,20 +117,12 @@ def notebook(queries: int, docs: int, runs: int, collection: int, seed: int) -> 
     and averages them -- so ARaB@30 recomputes 30 prefix means per query. (The notebook's
     bias component is female − male; we store male − female, the sign this project uses.)
     """
-    counts = synthetic_counts(collection, seed)
-    setup = time.perf_counter()
+    start = time.perf_counter()
     per_document = {
-        variant: {
-            str(d): (
-                (math.log(1 + m) - math.log(1 + f), math.log(1 + f), math.log(1 + m))
-                if variant == "tf"
-                else (float(m > 0) - float(f > 0), float(f > 0), float(m > 0))
-            )
-            for d, (f, m) in enumerate(zip(counts["f"].tolist(), counts["m"].tolist(), strict=True))
-        }
-        for variant in ("tf", "bool")
+        variant: {d: (m - f, f, m) for d, (f, m) in magnitudes.items()}
+        for variant, magnitudes in _magnitudes(collection, seed).items()
     }
-    setup = time.perf_counter() - setup
+    setup = time.perf_counter() - start
 
     def rank_bias_at(bias_list: list, at_rank: int) -> tuple[float, float, float]:
         top = bias_list[:at_rank]
@@ -131,13 +136,9 @@ def notebook(queries: int, docs: int, runs: int, collection: int, seed: int) -> 
         values = [rank_bias_at(bias_list, t + 1)[0] for t in range(at_rank) if len(bias_list) >= t + 1]
         return float(np.mean(values))
 
-    seconds = 0.0
     results = {}
-    for r in range(runs):
-        t0 = time.perf_counter()
-        ranking = _ranking(queries, docs, collection, seed, r)
-        setup += time.perf_counter() - t0
-        t0 = time.perf_counter()
+
+    def compute(r: int, ranking: dict[str, list[str]]) -> None:
         for variant in ("tf", "bool"):
             lists = {qid: [per_document[variant][d] for d in documents] for qid, documents in ranking.items()}
             for t in CUTOFFS:
@@ -145,9 +146,9 @@ def notebook(queries: int, docs: int, runs: int, collection: int, seed: int) -> 
                 arab = [average_rank_bias_at(bias_list, t) for bias_list in lists.values()]
                 results[f"{r}|RaB|{variant}|{t}"] = float(np.mean(rab))
                 results[f"{r}|ARaB|{variant}|{t}"] = float(np.mean(arab))
-        seconds += time.perf_counter() - t0
-        del ranking
-    return {"seconds": seconds, "setup": setup, "results": results}
+
+    timed = _timed(runs, setup, lambda r: _ranking(queries, docs, collection, seed, r), compute)
+    return timed | {"results": results}
 
 
 def _frames(queries: int, docs: int, collection: int, seed: int, run: int):
@@ -183,33 +184,29 @@ def vector(queries: int, docs: int, runs: int, collection: int, seed: int, full:
     t0 = time.perf_counter()
     definitional, representative = _count_frames(counts, collection)
     setup = time.perf_counter() - t0
-    seconds = 0.0
     results = {}
     parts = []
-    for r in range(runs):
-        t0 = time.perf_counter()
-        frame = _frames(queries, docs, collection, seed, r)
-        setup += time.perf_counter() - t0
-        t0 = time.perf_counter()
+
+    def compute(r: int, frame) -> None:
         if full:
             values = measures.evaluate_run(frame, definitional, representative, CUTOFFS)
             values.insert(0, "run", str(r))
             parts.append(values)
-        else:
-            for variant in ("tf", "bool"):
-                table = measures.rank_bias(frame, definitional, CUTOFFS, variant)
-                for t in CUTOFFS:
-                    results[f"{r}|RaB|{variant}|{t}"] = float(table[f"RaB@{t}"].mean())
-                    results[f"{r}|ARaB|{variant}|{t}"] = float(table[f"ARaB@{t}"].mean())
-        seconds += time.perf_counter() - t0
-        del frame
+            return
+        for variant in ("tf", "bool"):
+            table = measures.rank_bias(frame, definitional, CUTOFFS, variant)
+            for t in CUTOFFS:
+                results[f"{r}|RaB|{variant}|{t}"] = float(table[f"RaB@{t}"].mean())
+                results[f"{r}|ARaB|{variant}|{t}"] = float(table[f"ARaB@{t}"].mean())
+
+    timed = _timed(runs, setup, lambda r: _frames(queries, docs, collection, seed, r), compute)
     if full:
         t0 = time.perf_counter()
         summary = significance.summarise(pd.concat(parts, ignore_index=True))
-        seconds += time.perf_counter() - t0
+        timed["seconds"] += time.perf_counter() - t0
         for row in summary.itertuples(index=False):
             results[f"{row.run}|{row.metric}|{row.variant}|{row.cutoff}"] = row.value
-    return {"seconds": seconds, "setup": setup, "results": results}
+    return timed | {"results": results}
 
 
 def main(argv: list[str]) -> None:
