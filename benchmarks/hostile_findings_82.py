@@ -4,7 +4,9 @@ a user or an attacker reaches (the API, a page, a command, the sweeper); kinds a
 
 from __future__ import annotations
 
-from benchmarks.hostile_labs import B_SENSITIVITY, Quiet, client
+from io import StringIO
+
+from benchmarks.hostile_labs import B_SENSITIVITY, client
 from benchmarks.hostile_sweep import tried, verdict
 
 
@@ -272,7 +274,7 @@ def _paper_doi(world, folder) -> list[tuple[str | None, str]]:
     out_folder = folder / "paper"
     with acting_in(world["b"].pk):
         try:
-            call_command("paper", world["b-report"].name, out=str(out_folder), dataset='10.5281/zenodo.1234"}\\input{/etc/passwd}', stdout=Quiet(), stderr=Quiet())  # fmt: skip
+            call_command("paper", world["b-report"].name, out=str(out_folder), dataset='10.5281/zenodo.1234"}\\input{/etc/passwd}', stdout=StringIO(), stderr=StringIO())  # fmt: skip
             return [("Low", "paper --dataset took a DOI with LaTeX after it")]
         except CommandError as exc:
             written = out_folder.exists()

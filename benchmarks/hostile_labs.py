@@ -4,6 +4,8 @@ its own for its viewer's GETs (issue 82: a viewer's GET starts no job)."""
 
 from __future__ import annotations
 
+from io import StringIO  # the output of the commands the round calls is not the round's
+
 from tests.support.url_patterns import site_patterns
 
 SECRETS = {
@@ -46,8 +48,8 @@ def make_labs() -> dict:
     from pooling.models import QuerySet
     from pooling.services import create_query_set
 
-    call_command("research_group", create="Hostile lab A", owner="hr-alice", stdout=Quiet())
-    call_command("research_group", create="Hostile lab B", owner="hr-bob", stdout=Quiet())
+    call_command("research_group", create="Hostile lab A", owner="hr-alice", stdout=StringIO())
+    call_command("research_group", create="Hostile lab B", owner="hr-bob", stdout=StringIO())
     labs = {g.slug: g for g in ResearchGroup.objects.filter(name__startswith="Hostile lab")}
     a, b = labs["hostile-lab-a"], labs["hostile-lab-b"]
     world = {"a": a, "b": b}
@@ -232,13 +234,3 @@ def client(account):
     if account is not None:
         logged_in.force_login(account)
     return logged_in
-
-
-class Quiet:
-    """A stdout for the commands the round calls: their output is not the round's."""
-
-    def write(self, *args, **kwargs) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass

@@ -107,18 +107,16 @@ class Command(ProjectCommand):
             for round_ in range(o["repeat"]):
                 for i, (label, (root, env_of, ours)) in enumerate(projects.items()):
                     env = envs[label]
-                    measured.setdefault((label, "help"), []).append(self._run(root, ["help"], env))
-                    for command in commands if ours else []:
-                        measured.setdefault((label, " ".join(command)), []).append(self._run(root, command, env))
                     # A small command doing its work: a 10-line query file, a new name each time.
                     small = ["import_queries", str(queries), "--name", f"startup-{i}-{round_}", "-v", "0"]
-                    measured.setdefault((label, "import_queries (a 10-line file)"), []).append(
-                        self._run(root, small, env)
-                    )
-                    fresh = env_of(work / f"fresh{i}-{round_}.sqlite3")
-                    measured.setdefault((label, "migrate (new SQLite file)"), []).append(
-                        self._run(root, ["migrate", "-v0"], fresh)
-                    )
+                    runs = [("help", ["help"], env)]
+                    runs += [(" ".join(command), command, env) for command in (commands if ours else [])]
+                    runs += [
+                        ("import_queries (a 10-line file)", small, env),
+                        ("migrate (new SQLite file)", ["migrate", "-v0"], env_of(work / f"fresh{i}-{round_}.sqlite3")),
+                    ]
+                    for name, arguments, run_env in runs:
+                        measured.setdefault((label, name), []).append(self._run(root, arguments, run_env))
                     if o["postgres"] and ours:
                         measured.setdefault((label, "migrate (new PostgreSQL database)"), []).append(
                             self._migrate_postgres(root, env, o["postgres"], f"{i}_{round_}")
