@@ -375,6 +375,17 @@ class Prolific:
             raise ProlificError("Prolific answered bonus_payments that are not amounts", 502) from None
 
 
+def create_or_find(create: Callable[[], dict], find: Callable[[], dict | None]) -> dict:
+    """``create()`` (a call not safe to repeat); after its answer was lost, what ``find()`` finds, else the loss."""
+    try:
+        return create()
+    except ProlificUnknownOutcome:
+        found = find()
+        if found is None:
+            raise
+        return found
+
+
 def quote_id(value: str) -> str:
     """An id as one segment of a path."""
     return urllib.parse.quote(str(value), safe="")

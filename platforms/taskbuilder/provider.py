@@ -21,7 +21,7 @@ from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, reg
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
 from core.errors import ServiceError
 from genderbias.labels import VOCABULARY
-from platforms.prolific.client import moment
+from platforms.prolific.client import create_or_find, moment
 from platforms.prolific.provider import ProlificProvider, api_client, transition_study
 from platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
@@ -231,15 +231,7 @@ class TaskBuilderProvider(CrowdProvider):
     def _once(self, find, create) -> dict:
         """The resource ``find`` finds, else ``create``'s; after a lost answer to ``create``, ``find`` again."""
         found = find()
-        if found is not None:
-            return found
-        try:
-            return create()
-        except TaskBuilderUnknownOutcome:
-            found = find()
-            if found is None:
-                raise
-            return found
+        return found if found is not None else create_or_find(create, find)
 
     def _import(self, dataset_id: str, points: list[dict]) -> None:
         """The batch's queries in the dataset exactly once: Prolific appends every file it receives, so the

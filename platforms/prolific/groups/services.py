@@ -23,7 +23,7 @@ from annotation.crowd.services.hooks import cancelled, preparing
 from annotation.models import Assignment, Batch, Provider
 from core.errors import ServiceError
 from core.services.leases import exclusive
-from platforms.prolific.client import ProlificError, ProlificUnknownOutcome
+from platforms.prolific.client import ProlificError, create_or_find
 from platforms.prolific.connection.selectors import prolific_settings
 from platforms.prolific.models import GroupMember, ParticipantGroup
 from platforms.prolific.provider import GOLD_FAILED_GROUP
@@ -64,12 +64,9 @@ def ensure_group(provider: CrowdProvider, name: str, role: str, batch: Batch | N
         found = client.find_group(workspace, name) if row.create_attempted is not None else None
         if found is None:
             ParticipantGroup.objects.filter(pk=row.pk).update(create_attempted=timezone.now())
-            try:
-                found = client.create_group(workspace, name)
-            except ProlificUnknownOutcome:
-                found = client.find_group(workspace, name)  # the answer was lost: did it happen?
-                if found is None:
-                    raise
+            found = create_or_find(
+                lambda: client.create_group(workspace, name), lambda: client.find_group(workspace, name)
+            )
         ParticipantGroup.objects.filter(pk=row.pk).update(group_id=found["id"], deleted=False, delete_attempted=None)
         row.refresh_from_db()
     return row

@@ -24,7 +24,7 @@ from annotation.crowd.services.hooks import published
 from annotation.models import Batch, Provider
 from core.errors import ServiceError
 from core.services.leases import LeaseHeld, exclusive
-from platforms.prolific.client import Prolific, ProlificError, ProlificUnknownOutcome
+from platforms.prolific.client import Prolific, ProlificError, create_or_find
 from platforms.prolific.models import ProlificHookSecret, ProlificSubscription
 from platforms.prolific.signatures import EVENT_TYPES
 from platforms.prolific.webhooks import STUDY_PROVIDERS
@@ -115,16 +115,11 @@ def ensure_secret(client: Prolific, workspace: str, *, refresh: bool = False) ->
             stored.secret_id, stored.value = str(existing[0].get("id") or ""), existing[0]["value"]
             stored.save(update_fields=["secret_id", "sealed"])
         return stored.value
-    if existing:
-        secret = existing[0]
-    else:
-        try:
-            secret = client.create_hook_secret(workspace)
-        except ProlificUnknownOutcome:
-            existing = client.hook_secrets(workspace)
-            if not existing:
-                raise
-            secret = existing[0]
+    secret = existing[0] if existing else None
+    if secret is None:
+        secret = create_or_find(
+            lambda: client.create_hook_secret(workspace), lambda: next(iter(client.hook_secrets(workspace)), None)
+        )
     row = ProlificHookSecret.objects.filter(workspace_id=workspace).first() or ProlificHookSecret(
         workspace_id=workspace
     )
