@@ -332,21 +332,13 @@ def checklist_items(
     screeners = demographics(facts)
     instructions = _instructions_item(page)
     appendix = SECTIONS["checklists"]
+    disclaimer = f"{TO_ANSWER} any disclaimer of risks given to annotators: the task page states none."
+    shown_and_paid = f"{instructions} Compensation: {pay_text}{spent_text}"
     answers: dict[str, tuple[str, str, str, str]] = {
-        "D": (
-            "Yes" if people else "No",
-            _in(SECTIONS["method"], annotators_sentence(facts))
-            if people
-            else "No person labelled a query: every label is a machine's.",
-            "",
-            SECTIONS["method"] if people else "",
-        ),
-        "D1": (
-            "Yes" if page else "N/A",
-            _in(appendix, instructions) if page else instructions,
-            f"{TO_ANSWER} any disclaimer of risks given to annotators: the task page states none.",
-            appendix if page else "",
-        ),
+        "D": _yes(SECTIONS["method"], annotators_sentence(facts))
+        if people
+        else ("No", "No person labelled a query: every label is a machine's.", "", ""),
+        "D1": _yes(appendix, instructions, disclaimer) if page else ("N/A", instructions, disclaimer, ""),
         "D2": _yes(SECTIONS["method"], pay_text + spent_text, adequacy),
         "D3": (
             TO_ANSWER,
@@ -370,12 +362,7 @@ def checklist_items(
             f"{TO_ANSWER} the annotators' demographic and geographic characteristics, if known.",
             "",
         ),
-        "14": (
-            "Yes" if page else "N/A",
-            (_in(appendix, instructions) if page else instructions) + f" Compensation: {pay_text}{spent_text}",
-            adequacy,
-            appendix if page else "",
-        ),
+        "14": _yes(appendix, shown_and_paid, adequacy) if page else ("N/A", shown_and_paid, adequacy, ""),
         "15": (
             TO_ANSWER,
             "The platform records no ethics review, and the task page describes no risk to participants.",

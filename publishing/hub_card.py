@@ -8,6 +8,7 @@ in, text out; the YAML is written by hand (JSON-quoted strings are valid YAML sc
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -46,19 +47,12 @@ SPDX_LICENSES: dict[str, str | None] = {
 }
 HUB_LICENSES = tuple(SPDX_LICENSES)
 
-#: The Hub's size categories, by number of rows of the main configuration (upper bound, name);
-#: beyond the last bound: ``n>1T``.
-SIZE_CATEGORIES = (
-    (1_000, "n<1K"),
-    (10_000, "1K<n<10K"),
-    (100_000, "10K<n<100K"),
-    (1_000_000, "100K<n<1M"),
-    (10_000_000, "1M<n<10M"),
-    (100_000_000, "10M<n<100M"),
-    (1_000_000_000, "100M<n<1B"),
-    (10_000_000_000, "1B<n<10B"),
-    (100_000_000_000, "10B<n<100B"),
-    (1_000_000_000_000, "100B<n<1T"),
+#: The Hub's size categories, by number of rows of the main configuration (upper bound, name): ``n<1K``,
+#: ``1K<n<10K`` … ``100B<n<1T`` (bounds 10³ to 10¹²); beyond the last bound: ``n>1T``.
+_SIZES = ["", *(f"{n}{unit}" for unit in "KMBT" for n in (1, 10, 100))][:11]
+SIZE_CATEGORIES = tuple(
+    (10 ** (3 + i), f"{low}<n<{high}" if low else f"n<{high}")
+    for i, (low, high) in enumerate(itertools.pairwise(_SIZES))
 )
 LARGEST_SIZE_CATEGORY = "n>1T"
 
