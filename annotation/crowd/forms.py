@@ -121,11 +121,8 @@ def option_form_field(option: BatchOption, owner: str | None) -> forms.Field:
         return forms.BooleanField(**common)
     if option.kind == "batches":
         return forms.ModelMultipleChoiceField(Batch.objects.filter(provider=owner), to_field_name="name", **common)
-    widget = {
-        "whole": lambda: _number_input(option, "1"),
-        "share": lambda: _number_input(option, "any"),
-        "money": lambda: _number_input(option, "0.01"),
-    }.get(option.kind, forms.TextInput)()
+    step = {"whole": "1", "share": "any", "money": "0.01"}.get(option.kind)
+    widget = _number_input(option, step) if step else forms.TextInput()
     return OptionField(option, widget=widget, **common)
 
 
