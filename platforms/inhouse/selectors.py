@@ -123,9 +123,7 @@ class Unfillable:
 def unfillable_places(batch: Batch) -> Unfillable | None:
     """What a published in-house team batch can never finish without help, or ``None``: the free places
     beyond the active members who have not done (or may retake) the HIT, e.g. one added by escalation."""
-    if batch.provider != Provider.LOCAL or batch.status != Batch.Status.PUBLISHED:
-        return None
-    if not batch.team.exists():
+    if batch.provider != Provider.LOCAL or batch.status != Batch.Status.PUBLISHED or not batch.team.exists():
         return None
     rows = (
         Hit.objects.filter(batch=batch, status=Hit.Status.OPEN)

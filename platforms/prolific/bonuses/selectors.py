@@ -76,22 +76,13 @@ def preview_bonuses(batch: Batch) -> BonusPreview:
     new = newly_owed(batch, rule)
     rows = [
         {
-            "participant": r.participant_id,
-            "submission": r.submission_id,
-            "amount": r.amount,
-            "reason": r.reason,
-            "state": r.state,
+            "participant": row.participant_id,
+            "submission": row.submission_id,
+            "amount": row.amount,
+            "reason": row.reason,
+            "state": state,
         }
-        for r in recorded
-    ] + [
-        {
-            "participant": o.participant_id,
-            "submission": o.submission_id,
-            "amount": o.amount,
-            "reason": o.reason,
-            "state": "new",
-        }
-        for o in new
+        for row, state in [*((r, r.state) for r in recorded), *((o, "new") for o in new)]
     ]
     rows.sort(key=lambda row: row["participant"])
     # What a pay would send, bulk by bulk as charged (one fee each): set-up bulks no other pay claimed,

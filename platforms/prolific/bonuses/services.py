@@ -86,6 +86,11 @@ class PayResult:
     recorded: int = 0
 
 
+def _paid(rows) -> int:
+    """Record ``rows`` (a queryset) paid now; how many."""
+    return rows.update(state=State.PAID, paid_at=timezone.now())
+
+
 def _shown_on_prolific(provider: CrowdProvider, row: BonusPayment) -> bool:
     return cents(row.amount) in provider.client.submission_bonuses(row.submission_id)
 
@@ -101,11 +106,7 @@ def reconcile(batch: Batch, provider: CrowdProvider, result: PayResult) -> None:
         paying = [r for r in open_rows if r.state == State.PAYING]
         keys = [r.pk for r in open_rows]
         if len(open_rows) < len(rows) or any(_shown_on_prolific(provider, row) for row in open_rows):
-            result.confirmed += (
-                BonusPayment.objects.filter(pk__in=keys)
-                .exclude(state=State.PAID)
-                .update(state=State.PAID, paid_at=timezone.now())
-            )
+            result.confirmed += _paid(BonusPayment.objects.filter(pk__in=keys).exclude(state=State.PAID))
         else:
             result.unconfirmed += len(open_rows)
             if all(r.pay_attempted is None or timezone.now() - r.pay_attempted >= settle for r in paying):
@@ -170,9 +171,7 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
         except ProlificError:
             BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(state=State.SET_UP, pay_attempted=None)
             raise  # refused before anything was done: the rows can be paid later
-        updated = BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
-            state=State.PAID, paid_at=timezone.now()
-        )
+        updated = _paid(BonusPayment.objects.filter(pk__in=keys, state=State.PAYING))
         if updated != len(keys):
             # Changed during the call (not expected under the lease): Prolific paid it whole, say so loudly.
             logger.warning(
@@ -182,9 +181,7 @@ def _pay_set_up(batch: Batch, provider: CrowdProvider, result: PayResult) -> Non
                 len(keys) - updated,
                 len(keys),
             )
-            BonusPayment.objects.filter(pk__in=keys).exclude(state=State.PAID).update(
-                state=State.PAID, paid_at=timezone.now()
-            )
+            _paid(BonusPayment.objects.filter(pk__in=keys).exclude(state=State.PAID))
         result.paid_now += len(keys)
         result.amount_paid_now += sum((r.amount for r in rows), Decimal("0.00"))
 
@@ -239,7 +236,7 @@ def confirm_bonuses(batch: Batch, *, paid: bool, provider: CrowdProvider | None 
     unconfirmed = batch.bonus_payments.filter(state=State.PAYING)
     result = ConfirmResult()
     if paid:
-        result.paid = unconfirmed.update(state=State.PAID, paid_at=timezone.now())
+        result.paid = _paid(unconfirmed)
         return result
     rows = list(unconfirmed.order_by("pk"))
     settle = dt.timedelta(seconds=settle_seconds())
@@ -261,9 +258,7 @@ def confirm_bonuses(batch: Batch, *, paid: bool, provider: CrowdProvider | None 
                 logger.warning(
                     "batch %s: bulk bonus %s confirmed unpaid, but Prolific shows it paid", batch.name, bulk_id
                 )
-                result.paid += BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
-                    state=State.PAID, paid_at=timezone.now()
-                )
+                result.paid += _paid(BonusPayment.objects.filter(pk__in=keys, state=State.PAYING))
             else:
                 result.unpaid += BonusPayment.objects.filter(pk__in=keys, state=State.PAYING).update(
                     state=State.SET_UP, pay_attempted=None
