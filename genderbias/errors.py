@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+__all__ = ["InputError", "MeasureError", "Skipped", "raise_or_skip"]
+
 
 class InputError(ValueError):
     """Bad input: ``str()`` reads ``path:line: problem`` (or ``path: problem`` for the whole file)."""

@@ -6,6 +6,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = [
+    "ACCEPTED_SPELLINGS",
+    "ALL_CATEGORIES",
+    "CATEGORY_SLUGS",
+    "EXPORT_CATEGORIES",
+    "LABELS",
+    "LABEL_CHOICES",
+    "LABEL_NAMES",
+    "NON_GENDERED",
+    "VOCABULARY",
+    "label_code",
+]
+
 
 @dataclass(frozen=True)
 class Label:

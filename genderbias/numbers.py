@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["DIGITS", "NumberError", "parse_count", "parse_counts", "parse_decimal"]
+
 #: ASCII digits only (``\d`` and ``str.isdigit`` accept every Unicode digit and superscript).
 MAX_DIGITS = 18
 DIGITS = re.compile(rf"[0-9]{{1,{MAX_DIGITS}}}")

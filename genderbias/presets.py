@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+__all__ = ["PRESETS", "REPRESENTATIVE", "preset_lines"]
+
 #: Which word list RaB/ARaB read under a preset: the definitional 32 + 32 or the representative list.
 DEFINITIONAL, REPRESENTATIVE = "definitional", "representative"
 

@@ -26,6 +26,8 @@ from genderbias.ranking.measures import figures
 from genderbias.ranking.rbo import crbo
 from genderbias.ranking.ties import tie_summary
 
+__all__ = ["Figure", "Metric", "calc_aggregate", "iter_calc", "measures_for", "per_query"]
+
 NAN = float("nan")
 
 

@@ -22,6 +22,8 @@ from genderbias.files.runs import read_run
 from genderbias.ranking.ties import check_scores
 from genderbias.text.magnitudes import count_frame
 
+__all__ = ["MissingTextsError", "Texts", "load_run", "load_texts"]
+
 RUN_SCHEMA = {"qid": pl.String, "docid": pl.String, "rank": pl.Int64, "score": pl.Float64}
 _QID = ("qid", "query_id")
 _DOCID = ("docno", "docid", "doc_id")

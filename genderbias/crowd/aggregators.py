@@ -29,6 +29,8 @@ from genderbias.crowd.difficulty import fit_difficulty
 from genderbias.crowd.model_choice import encode
 from genderbias.labels import LABELS
 
+__all__ = ["GLAD", "DawidSkene", "MajorityVote", "Wawa"]
+
 #: crowd-kit's names: the task column, and the aggregated label's Series.
 TASK, AGGREGATED = "task", "agg_label"
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+__all__ = ["AUDIT_CLASS_ITEMS", "MIN_AUDIT", "suggested_audit_size"]
+
 #: Queries of the class of interest an audit needs, and the fewest queries an audit sample has: the prediction-
 #: powered interval covers from 50 audited queries on (docs/quality.md, "Audit samples").
 AUDIT_CLASS_ITEMS, MIN_AUDIT = 25, 50

@@ -12,6 +12,8 @@ from genderbias.crowd.checks import gold_check, predictive_check
 from genderbias.crowd.estimation import Encoded
 from genderbias.crowd.simulation.replicates import replicate_crowds
 
+__all__ = ["TEMPERATURES", "difficulty_spread", "posterior_temperature", "replicate_temperature", "tempered"]
+
 #: Spreads σ :func:`difficulty_spread` tries: error odds × exp(σ·d), d ~ N(0, 1) per item (``Crowd.difficulty``).
 SPREADS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
 #: Replicate crowds per spread, and for the bias at the chosen spread (:func:`.simulation.replicates.replicate_crowds`).

@@ -6,6 +6,8 @@ import numpy as np
 
 from genderbias.crowd.estimation import Encoded
 
+__all__ = ["gold_check", "informativeness", "predictive_check", "worker_accuracy"]
+
 
 def worker_accuracy(confusion: np.ndarray, priors: np.ndarray) -> np.ndarray:
     """Each worker's probability of answering the true label, Σ_t π_t θ_w(t, t) ([W])."""

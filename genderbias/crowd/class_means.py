@@ -14,6 +14,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+__all__ = [
+    "DRAW_BLOCK",
+    "MAX_CONDITION",
+    "MIN_DRAW_MASS",
+    "class_means",
+    "contribution_summary",
+    "contributions",
+    "design",
+    "design_draws",
+    "label_map",
+]
+
 #: The label whose class mean is the report's value.
 NON_GENDERED = "n"
 #: A label other than n gets its own mean only with at least this many queries' worth of probability.

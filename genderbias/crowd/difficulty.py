@@ -22,6 +22,8 @@ import numpy as np
 from genderbias.crowd.coins import FLOOR, PATTERN_PRIOR
 from genderbias.crowd.estimation import CLASS_PRIOR, Encoded, _fix_gold, _incidence, vote_shares
 
+__all__ = ["fit_difficulty", "vote_log_likelihood"]
+
 #: Prior means of a worker's ability α_w and a query's log easiness b_i (both with s.d. 1): crowd-kit's.
 ALPHA_MEAN, EASINESS_MEAN = 1.0, 1.0
 #: Gauss–Hermite nodes of the integral over a left-out query's easiness (:func:`vote_log_likelihood`).

@@ -32,6 +32,18 @@ from genderbias.crowd.coins import (
     skills,
 )
 
+__all__ = [
+    "CLASS_PRIOR",
+    "MODELS",
+    "SHRINKAGE",
+    "Encoded",
+    "Fit",
+    "ModelChoice",
+    "fit",
+    "held_out_posteriors",
+    "vote_shares",
+]
+
 #: Full rows are shrunk to the one-coin rows with this many answers' worth (``Encoded.shrinkage``).
 SHRINKAGE = 16.0
 #: The models by name: ``(label_prior, shrinkage)`` (``auto``: :func:`.model_choice.choose_shrinkage`).

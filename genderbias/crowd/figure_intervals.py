@@ -22,6 +22,8 @@ from genderbias.labels import LABELS
 from genderbias.machine.proportions import audit_class_mean, audit_difference
 from genderbias.ranking.defaults import LEVEL
 
+__all__ = ["AUDIT", "CROWD", "MAY_NOT_COVER", "choose_intervals", "interval_choice", "shared_errors_verdict"]
+
 #: The interval kinds (:func:`interval_choice`): PPI++ on an audit sample, the crowd model's, or none printed.
 AUDIT, CROWD, MAY_NOT_COVER = "audit", "crowd", "may_not_cover"
 #: The class the label-corrected figures are means over (the non-gendered queries).

@@ -17,6 +17,8 @@ import pandas as pd
 from genderbias.crowd.class_means import class_means, label_map
 from genderbias.crowd.label_uncertainty import _finite
 
+__all__ = ["DEPENDENCE_COLUMNS", "answer_rates", "dependence_table", "dependent_fit", "tilted"]
+
 #: Columns of :func:`dependence_table`.
 DEPENDENCE_COLUMNS = [
     "run",

@@ -22,6 +22,17 @@ from genderbias.crowd import calibration, checks, model_choice, resampling
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.labels import LABELS
 
+__all__ = [
+    "MAX_MISFIT_Z",
+    "MAX_SPARSE_SHARE",
+    "MIN_WORKER_ANSWERS",
+    "LabelModel",
+    "band_distributions",
+    "confidence_rows",
+    "crowd_quality",
+    "one_hot",
+]
+
 #: Confidence bands per machine label (quantile bands of the calibration sample).
 BANDS = 4
 #: A band with fewer sample queries than this falls back to every sample query with that machine label.

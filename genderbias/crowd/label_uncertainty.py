@@ -28,6 +28,18 @@ from genderbias.ranking.defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LABEL_UNC
 from genderbias.stats import intervals
 from genderbias.stats.significance import ALPHA, bootstrap_ci, holm, resampling_weights
 
+__all__ = [
+    "COMBINED_POLICY",
+    "FITTING",
+    "MIN_USABLE_DRAWS",
+    "REFITTING",
+    "RESAMPLING",
+    "CorrectedFit",
+    "combined_summary",
+    "label_share",
+    "policy_text",
+]
+
 #: Fewer usable draws than this share and the combined interval is undefined (too few queries).
 MIN_USABLE_DRAWS = 0.9
 

@@ -21,6 +21,8 @@ from genderbias.crowd.estimation import (
     fit,
 )
 
+__all__ = ["MAX_SPARSE_SHARE", "MIN_WORKER_ANSWERS", "choose_difficulty", "choose_shrinkage", "encode", "sparse_share"]
+
 #: The full rows win when their held-out log likelihood beats the one-coin's by this many s.e.
 CHOICE_SE = 2.0
 #: The crowd's accuracy by label wins by this many s.e.: fewer than full rows need, for three parameters for

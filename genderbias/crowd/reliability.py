@@ -23,6 +23,8 @@ from genderbias.crowd.denoised import denoised_fit, refitted_interval
 from genderbias.crowd.resampling import RefitProgress
 from genderbias.labels import LABELS
 
+__all__ = ["crowd_reliability", "crowd_vote", "majority_figures", "majority_outcomes", "quality_sentence"]
+
 
 @cache
 def _compositions(k: int, size: int) -> np.ndarray:

@@ -12,6 +12,8 @@ import numpy as np
 from genderbias.crowd.estimation import Encoded, fit
 from genderbias.stats import intervals
 
+__all__ = ["CHUNK", "RefitProgress", "bootstrap_posteriors", "jackknife_groups", "leave_out_posteriors"]
+
 #: Bootstrap draws refitted together (memory: draws × judgments × labels floats).
 CHUNK = 50
 

@@ -32,6 +32,16 @@ from genderbias.ranking.defaults import (
 )
 from genderbias.stats import significance
 
+__all__ = [
+    "BASELINE",
+    "CSV_COLUMNS",
+    "LabelSensitivity",
+    "aggregated_labels",
+    "non_gendered_sets",
+    "ranking_changes",
+    "sensitivity_table",
+]
+
 BASELINE = ("majority", "drop")
 DEFAULT_THRESHOLD = CONFIDENCE_THRESHOLD
 NON_GENDERED = "n"

@@ -21,6 +21,8 @@ from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.audit_size import AUDIT_CLASS_ITEMS, MIN_AUDIT, suggested_audit_size  # noqa: F401  (re-exported)
 from genderbias.labels import LABELS
 
+__all__ = ["CROWD_CHECK_LEVEL", "crowd_shared_errors", "shared_errors", "shared_errors_sentence"]
+
 #: Permutations of :func:`shared_errors` when the arrangements are too many to enumerate.
 SHARED_ERROR_DRAWS = 10_000
 

@@ -16,6 +16,21 @@ from genderbias.files.queryfiles import read_query_table
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = [
+    "DATA_DIR",
+    "NAMED_SETS",
+    "SOURCE_PREFIX",
+    "NamedQuery",
+    "NamedSet",
+    "SetContents",
+    "bundled_file",
+    "load",
+    "named_set",
+    "read_named_set",
+    "set_of_source",
+    "wording_variants",
+]
+
 #: Where the bundled sets are (each folder with its licence file; ``NOTICE`` names the sources).
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

@@ -12,6 +12,8 @@ from pathlib import Path
 from genderbias.errors import InputError
 from genderbias.files.queryfiles import normalise_text
 
+__all__ = ["Document", "NamedQuery", "SetContents", "read_cpjku", "read_grep_biasir"]
+
 #: The three wordings of a Grep-BiasIR document, as the data set writes them, and as the
 #: project's variant preference names them (``genderbias.ranking.defaults.VARIANT_VERSIONS``: m, f, n).
 WORDINGS = {"F": "f", "M": "m", "N": "n"}

@@ -15,6 +15,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
+__all__ = [
+    "atomic_path",
+    "atomic_write",
+    "atomic_write_bytes",
+    "check_writable",
+    "file_sha256",
+    "replace_folder",
+    "write_parquet_atomic",
+]
+
 
 def check_writable(path: str | os.PathLike) -> Path:
     """Fail early, naming the path, when ``path`` cannot be written: its folder must exist, since folders are never

@@ -25,6 +25,8 @@ from genderbias.files.textfiles import (
     line_too_long,
 )
 
+__all__ = ["BLOCK_SIZE", "UTF8_BOM", "byte_ranges", "is_gzipped", "iter_blocks", "line_numbers_at"]
+
 BLOCK_SIZE = 16 * 1024 * 1024
 UTF8_BOM = b"\xef\xbb\xbf"
 

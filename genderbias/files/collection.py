@@ -18,6 +18,8 @@ from genderbias.errors import InputError, Skipped, raise_or_skip
 from genderbias.files.atomic import atomic_path
 from genderbias.files.blocks import BLOCK_SIZE, is_gzipped, iter_blocks
 
+__all__ = ["parse_passages", "read_passage_texts", "scan_collection"]
+
 
 def parse_passages(
     path: Path, lines: pl.DataFrame, skipped: Skipped | None = None, wanted: pl.Series | None = None

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import numpy as np
     import polars as pl
 
+__all__ = ["V2_DOCID", "V2PassageFiles", "checksum_of_texts", "read_texts", "text_schema"]
+
 # polars is imported inside the functions: the platform's commands import this module at start-up
 # (a collection by reference is read through it), and most of them never read a text.
 

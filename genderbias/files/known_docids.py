@@ -14,6 +14,8 @@ import polars as pl
 
 from genderbias.files.atomic import atomic_path
 
+__all__ = ["KnownDocids", "known_index_source", "load_known_index", "plain_integers", "save_known_index"]
+
 #: The Parquet metadata field of a saved :class:`KnownDocids` index: what it was built from.
 KNOWN_INDEX_SOURCE = "pooling.known_docids.source"
 

@@ -19,6 +19,8 @@ from genderbias.files.textfiles import open_text
 if TYPE_CHECKING:
     import polars as pl
 
+__all__ = ["read_qrels"]
+
 #: Columns of a qrels frame (what the import stores in Parquet).
 QRELS_COLUMNS = ["qid", "docid", "rel"]
 #: The relevance grades accepted (stored as a 32-bit integer; trec_eval reads an ``int``).

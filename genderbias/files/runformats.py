@@ -4,6 +4,8 @@ Commands offer them as choices; importing them must not cost a command's ``--hel
 0.4 s of polars and numpy (tests/core/test_startup.py).
 """
 
+__all__ = ["RUN_FORMATS", "RUN_ORDERS"]
+
 #: ``score``: documents ordered by score (ties as ``trec_eval`` breaks them); ``file``: as listed.
 RUN_ORDERS = ("score", "file")
 #: ``trec``: ``qid Q0 docid rank score tag``; ``msmarco``: ``qid docid rank`` (MS MARCO's

@@ -24,6 +24,16 @@ from genderbias.files.textfiles import (
     MAX_LINE_BYTES,
 )
 
+__all__ = [
+    "RunTable",
+    "check_run_file",
+    "finish_run",
+    "parse_run_lines",
+    "read_regular_run",
+    "read_run",
+    "scan_run_bytes",
+]
+
 _RUN_LINES = {
     "trec": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "q0", "docid", "rank", "score", "tag"]),
     "msmarco": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "docid", "rank"]),

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+__all__ = ["MIN_ANNOTATORS", "MIN_ITEMS", "NOT_INFORMATIVE", "alt_test", "needed_sample"]
+
 #: epsilon recommended by the authors for crowd workers (the default here).
 EPSILON_CROWD = 0.1
 #: epsilon recommended for skilled annotators (students, trained workers).

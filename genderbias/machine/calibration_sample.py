@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = ["Stratum", "random_sample", "stratum_weights"]
+
 
 @dataclass(frozen=True)
 class Stratum:

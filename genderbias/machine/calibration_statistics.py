@@ -19,6 +19,8 @@ import numpy as np
 from genderbias.labels import LABELS
 from genderbias.stats.significance import json_safe
 
+__all__ = ["calibration_figures"]
+
 #: Bootstrap resamples are drawn in chunks of about this many index cells, so memory stays
 #: bounded whatever the sample size and number of resamples.
 _BOOTSTRAP_CELLS = 2_000_000

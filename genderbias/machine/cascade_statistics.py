@@ -17,6 +17,8 @@ import numpy as np
 from genderbias.machine.certification import MAX_CANDIDATES, Certification, certify_threshold
 from genderbias.machine.routing_statistics import tied
 
+__all__ = ["certify_cascade"]
+
 
 @dataclass(frozen=True)
 class Stage:

@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
+__all__ = ["ECHO_Z", "MIN_ANSWERS", "WorkerEcho", "echo_check"]
+
 #: One-sided z a worker's excess agreement with the machine must reach to be flagged (p ≈ 0.001 for one
 #: worker: a sample has a few dozen, so an honest crowd flags none in most studies).
 ECHO_Z = 3.0

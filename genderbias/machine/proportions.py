@@ -37,6 +37,8 @@ from scipy.stats import t as student_t
 from genderbias.labels import LABELS
 from genderbias.ranking.defaults import LEVEL
 
+__all__ = ["audit_class_mean", "audit_difference", "audit_share", "category_proportions"]
+
 #: The error level of every interval here: the project's one confidence level (95%).
 ALPHA = 1 - LEVEL
 #: Grid points between the estimate and each end of the range, where the inverted test's outermost

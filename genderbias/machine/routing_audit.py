@@ -19,6 +19,8 @@ from genderbias.machine.certification import (
 )
 from genderbias.machine.routing_statistics import TOLERANCE, tied
 
+__all__ = ["audit", "oracle_threshold"]
+
 
 @dataclass(frozen=True)
 class Audit:

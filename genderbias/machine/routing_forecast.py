@@ -20,6 +20,8 @@ from genderbias.machine.cascade_statistics import certify_cascade
 from genderbias.machine.certification import certify_threshold
 from genderbias.machine.routing_statistics import TOLERANCE, tied
 
+__all__ = ["observed_profile", "profile_at", "simulate_path", "size_first_draw"]
+
 
 @dataclass(frozen=True)
 class Forecast:

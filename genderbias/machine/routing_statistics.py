@@ -17,6 +17,8 @@ import numpy as np
 
 from genderbias.stats.intervals import wilson_interval
 
+__all__ = ["TOLERANCE", "RoutingSplit", "accuracy_at", "choose_threshold", "split_by_threshold", "tied"]
+
 #: Slack when comparing an estimate with the target (float rounding, not statistics).
 TOLERANCE = 1e-12
 #: Confidences are compared at this many decimals: two that differ only by float rounding (12/16

@@ -14,6 +14,8 @@ from pathlib import Path
 from genderbias.files.atomic import atomic_path
 from genderbias.files.textfiles import MAX_LINE_BYTES, expanded, line_too_long
 
+__all__ = ["HER_CHOICES", "PAIRS", "Swapper", "match_case", "swap_table", "write_counterfactual"]
+
 #: (female, male) pairs swapped in both directions.
 PAIRS: tuple[tuple[str, str], ...] = (
     ("she", "he"),

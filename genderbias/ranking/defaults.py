@@ -12,6 +12,52 @@ from typing import Any
 from genderbias.numbers import NumberError, parse_count, parse_counts, parse_decimal
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
+__all__ = [
+    "AGGREGATIONS",
+    "AWRF_WEIGHTS",
+    "BACKGROUND_DEPTH",
+    "COLLECTION_BACKGROUND",
+    "CONFIDENCE_THRESHOLD",
+    "CRBO_DEPTH",
+    "CRBO_P",
+    "CUTOFFS_RULE",
+    "CUTOFF_RULE",
+    "DEFAULT_AWRF_P",
+    "DEFAULT_AWRF_WEIGHTS",
+    "DEFAULT_CUTOFFS",
+    "DEFAULT_CUT_STEP",
+    "DEFAULT_EXPOSURE_FORM",
+    "DEFAULT_EXPOSURE_TARGET",
+    "DEFAULT_NORMALISER",
+    "DEFAULT_PROTECTED",
+    "DEFAULT_SAMPLES",
+    "DEFAULT_SEED",
+    "DEFAULT_THRESHOLD",
+    "DEFAULT_TIES",
+    "DISPUTED_POLICIES",
+    "EXPOSURE_FORMS",
+    "EXPOSURE_RULES",
+    "LABEL_SOURCE",
+    "LABEL_SOURCES",
+    "LABEL_UNCERTAINTY_COLUMNS",
+    "LEVEL",
+    "LEVEL_PERCENT",
+    "MAX_CUTOFF",
+    "MAX_CUTOFFS",
+    "NORMALISERS",
+    "PROTECTED_GROUPS",
+    "SEED_RULE",
+    "SENSITIVITY_CUTOFFS",
+    "TABLE_LAYOUTS",
+    "TIES",
+    "TIES_RULE",
+    "TIE_DRAWS",
+    "TOKENIZER_RULE",
+    "VARIANT_VERSIONS",
+    "OptionError",
+    "Rule",
+]
+
 #: The confidence level of the library's bootstrap and Wilson intervals (the metrics', the agreement report's
 #: alpha, a plan's shares), and how a text names it. The methods that take a test's alpha (0.05) instead keep it.
 LEVEL = 0.95

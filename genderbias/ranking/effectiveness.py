@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
 
+__all__ = ["DEFAULT_MEASURES", "effectiveness", "measures_depth", "parse_measures", "unreturned_queries"]
+
 #: The measures a report adds when given qrels but no ``--measures``.
 DEFAULT_MEASURES: tuple[str, ...] = ("RR@10", "nDCG@10", "R@10", "P@10")
 

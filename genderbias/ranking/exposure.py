@@ -33,6 +33,18 @@ from genderbias.ranking.defaults import (
 from genderbias.ranking.exposure_reference import reference_awrf, reference_rank_fairness, within
 from genderbias.ranking.vocabulary import EXPOSURE, REFERENCE_TOKEN
 
+__all__ = [
+    "METRICS",
+    "ExposureSettings",
+    "alignment",
+    "awrf",
+    "discounted_sums",
+    "exposure_columns",
+    "group_exposure",
+    "position_weights",
+    "rank_fairness",
+]
+
 #: AWRF's position weights (see the module docstring).
 WEIGHTS = AWRF_WEIGHTS
 #: The metrics this module computes, in the order of tables and plots (the vocabulary's).

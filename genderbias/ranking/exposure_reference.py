@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+__all__ = ["reference_awrf", "reference_rank_fairness", "reference_rank_sums", "within"]
+
 #: The reference code's floor (FairRank ``measures.calculaterKL``): a prefix share of 0 or 1 becomes 0.001.
 KL_FLOOR = 0.001
 

@@ -47,6 +47,8 @@ from genderbias.text.wordlists import GenderWords, default_representative_wordli
 if TYPE_CHECKING:
     from genderbias.crowd.label_probabilities import LabelModel
 
+__all__ = ["evaluate", "evaluate_run", "exposure_fairness", "figures", "over_orders", "rank_bias", "texfair"]
+
 RANK_BIAS_VARIANTS = BY_NAME["RaB"].variants  # ("tf", "bool"), shared by every RaB-like metric
 TEXFAIR_VARIANTS = BY_NAME["TExFAIR"].variants  # ("rbdf", "plain"); the first is the paper's
 

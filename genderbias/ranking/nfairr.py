@@ -36,6 +36,8 @@ from genderbias.ranking.ranked_counts import (
 )
 from genderbias.ranking.ties import FILE, order_run
 
+__all__ = ["neutrality", "nfairr", "nfairr_columns", "nfairr_variant"]
+
 
 def neutrality(f: np.ndarray, m: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
     """ω of documents with ``f`` female and ``m`` male words: 1 when f + m ≤ τ (too few to lean), else

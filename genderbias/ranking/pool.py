@@ -18,6 +18,16 @@ from genderbias.ranking.rank_bias import rank_bias_ranges
 from genderbias.ranking.ranked_counts import ranked_counts
 from genderbias.ranking.ties import RANGE_TOLERANCE
 
+__all__ = [
+    "PoolResult",
+    "pool_provenance",
+    "pool_queries",
+    "rank_bias_by_run",
+    "rank_bias_with_ties",
+    "selection_summary",
+    "sort_qids",
+]
+
 #: RaB values that agree to this many decimal places are ties (broken by qid).
 TIE_DECIMALS = 12
 FEMALE_LIST = "female"

@@ -23,6 +23,8 @@ from genderbias.text.magnitudes import magnitude
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["rank_bias_columns", "rank_bias_columns_by_run", "rank_bias_of", "rank_bias_ranges", "rank_bias_table"]
+
 
 def rank_bias_columns(
     run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]

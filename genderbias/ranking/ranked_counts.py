@@ -30,6 +30,19 @@ from genderbias.ranking.ties import (
     tied_within,
 )
 
+__all__ = [
+    "RankedCounts",
+    "dense",
+    "discounts",
+    "qid_index",
+    "rank_matrices",
+    "ranked_counts",
+    "tie_arrangements",
+    "tie_view",
+    "validate_cutoffs",
+    "with_ties",
+]
+
 
 def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:
     """Sorted distinct cutoffs, or ``ValueError``: the cutoffs' one check

@@ -12,6 +12,8 @@ import polars as pl
 from genderbias.ranking.defaults import CRBO_DEPTH, CRBO_P, DEFAULT_TIES, TIE_DRAWS
 from genderbias.ranking.ties import TIE_AWARE, group_matrix, order_run, tie_orders, tied_within
 
+__all__ = ["crbo", "rbo_table", "tie_aware_rbo", "tied_queries"]
+
 DEFAULT_P = CRBO_P
 DEFAULT_DEPTH = CRBO_DEPTH
 

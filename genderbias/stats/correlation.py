@@ -15,6 +15,8 @@ from scipy import stats
 
 from genderbias.stats.significance import finite
 
+__all__ = ["correlation"]
+
 
 def correlation(a: pd.Series, b: pd.Series) -> dict:
     """Pearson's r and Kendall's τ (τ-b, ``scipy.stats``) with their two-sided p-values over the

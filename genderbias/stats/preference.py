@@ -21,6 +21,8 @@ import polars as pl
 
 from genderbias.ranking.defaults import VARIANT_VERSIONS
 
+__all__ = ["known_versions", "split_versions", "variant_cases", "variant_preference"]
+
 VERSIONS = VARIANT_VERSIONS
 
 

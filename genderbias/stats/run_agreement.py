@@ -18,6 +18,8 @@ import numpy as np
 from genderbias.ranking.defaults import LEVEL
 from genderbias.ranking.vocabulary import BETTER, BY_NAME, HIGHER, LOWER, TOWARDS_ZERO
 
+__all__ = ["SetValues", "compare_sets", "kendall_tau_b"]
+
 
 @dataclass
 class SetValues:

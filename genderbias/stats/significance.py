@@ -16,6 +16,23 @@ from scipy import stats
 
 from genderbias.ranking.defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LEVEL
 
+__all__ = [
+    "ALPHA",
+    "CORRELATION_POLICY",
+    "against_baseline",
+    "bootstrap_ci",
+    "finite",
+    "holm",
+    "json_safe",
+    "paired_t_test",
+    "policy",
+    "policy_text",
+    "resampling_weights",
+    "run_mean",
+    "summarise",
+    "wide_values",
+]
+
 #: p below this is marked ``*`` (comparisons) or ``†`` (correlations).
 ALPHA = 0.05
 

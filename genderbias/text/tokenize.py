@@ -16,6 +16,8 @@ import re
 import unicodedata
 from functools import cache
 
+__all__ = ["DEFAULT_TOKENIZER", "TOKENIZERS", "non_word_character", "tokenize", "tokenizer_key", "word_character"]
+
 TOKENIZERS = ("words", "whitespace")
 DEFAULT_TOKENIZER = "words"
 #: Unicode general categories of word characters (letters, marks, numbers, connector punctuation).

@@ -12,6 +12,17 @@ from pathlib import Path
 from genderbias.errors import InputError
 from genderbias.files.textfiles import open_text
 
+__all__ = [
+    "DEFAULT_FEMALE",
+    "DEFAULT_MALE",
+    "REPRESENTATIVE_WORDLIST",
+    "GenderWords",
+    "default_representative_wordlist",
+    "default_wordlist",
+    "load_wordlist",
+    "wordlist_from_mapping",
+]
+
 FEMALE = "f"
 MALE = "m"
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["deal_hits", "pick", "tilt_errors"]
+
 
 def pick(uniforms: np.ndarray, chances: np.ndarray) -> np.ndarray:
     """Per row of ``chances`` [..., K], the label its uniform falls on (given, so paired draws can share them)."""

@@ -27,6 +27,18 @@ from genderbias.ranking.defaults import LEVEL
 from genderbias.stats import intervals, plan_inputs, power
 from genderbias.stats.significance import bootstrap_ci, resampling_weights
 
+__all__ = [
+    "COVERED",
+    "bias_table",
+    "coverage_study",
+    "coverage_table",
+    "floor_intervals",
+    "known_posteriors",
+    "oracle_intervals",
+    "promised_power",
+    "width_table",
+]
+
 #: What :func:`coverage_study` checks, in the order the coverage table prints them.
 COVERED = ("value", "difference", "denoised")
 

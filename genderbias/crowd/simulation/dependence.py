@@ -14,6 +14,8 @@ from genderbias.crowd.label_dependence import answer_rates, dependent_fit
 from genderbias.crowd.simulation.answers import pick, tilt_errors
 from genderbias.ranking.defaults import DEFAULT_SEED
 
+__all__ = ["dependence_simulation", "simulated_shift"]
+
 
 def simulated_shift(
     answers: pd.DataFrame,

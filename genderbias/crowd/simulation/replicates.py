@@ -13,6 +13,8 @@ import numpy as np
 from genderbias.crowd.estimation import Encoded, Fit, fit
 from genderbias.crowd.simulation.answers import pick, tilt_errors
 
+__all__ = ["replicate_crowds"]
+
 BIAS_REPLICATES = 8
 
 

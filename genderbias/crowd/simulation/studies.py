@@ -18,6 +18,28 @@ import pandas as pd
 
 from genderbias.crowd.simulation.answers import pick, tilt_errors
 
+__all__ = [
+    "CROWDS",
+    "HEAVY",
+    "LABELS",
+    "MACHINE_ACCURACY",
+    "MEAN_A",
+    "MEAN_DIFFERENCE",
+    "MODERATE",
+    "SD_DIFFERENCE",
+    "SIZED",
+    "Crowd",
+    "answered",
+    "crowd_judgments",
+    "crowd_named",
+    "machine_labels",
+    "prolific",
+    "study",
+    "synthetic_truth",
+    "values",
+    "with_dependence",
+]
+
 LABELS = ("n", "f", "m", "o")
 #: The SIGIR 2020 study's shares (1,765 n, 742 f, 1,202 m, 41 o of 3,750).
 SHARES = np.array([1765, 742, 1202, 41]) / 3750

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+__all__ = ["CrowdModel", "crowd_from_dict", "crowd_from_figures", "noisy_crowd", "pooled_crowd"]
+
 
 @dataclass(frozen=True)
 class CrowdModel:
