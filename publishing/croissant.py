@@ -9,8 +9,10 @@ file uses (label classes, data- and dataset-level PROV-O provenance, usage terms
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from genderbias.labels import LABEL_NAMES
@@ -27,55 +29,9 @@ PROV = "http://www.w3.org/ns/prov#"
 #: The record set listing the label's four classes (an ``sc:Enumeration``).
 CLASSES = "label_classes"
 
-#: Croissant 1.1's JSON-LD context (the specification's Appendix 1) with PROV-O's prefix.
-CONTEXT: dict[str, Any] = {
-    "@language": "en",
-    "@vocab": "https://schema.org/",
-    "annotation": "cr:annotation",
-    "arrayShape": "cr:arrayShape",
-    "citeAs": "cr:citeAs",
-    "column": "cr:column",
-    "conformsTo": "dct:conformsTo",
-    "containedIn": "cr:containedIn",
-    "cr": "http://mlcommons.org/croissant/",
-    "rai": "http://mlcommons.org/croissant/RAI/",
-    "prov": PROV,
-    "data": {"@id": "cr:data", "@type": "@json"},
-    "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
-    "dct": "http://purl.org/dc/terms/",
-    "equivalentProperty": "cr:equivalentProperty",
-    "examples": {"@id": "cr:examples", "@type": "@json"},
-    "excludes": "cr:excludes",
-    "extract": "cr:extract",
-    "field": "cr:field",
-    "fileProperty": "cr:fileProperty",
-    "fileObject": "cr:fileObject",
-    "fileSet": "cr:fileSet",
-    "format": "cr:format",
-    "includes": "cr:includes",
-    "isArray": "cr:isArray",
-    "isLiveDataset": "cr:isLiveDataset",
-    "jsonPath": "cr:jsonPath",
-    "key": "cr:key",
-    "md5": "cr:md5",
-    "parentField": "cr:parentField",
-    "path": "cr:path",
-    "readLines": "cr:readLines",
-    "recordSet": "cr:recordSet",
-    "references": "cr:references",
-    "regex": "cr:regex",
-    "repeated": "cr:repeated",
-    "replace": "cr:replace",
-    "samplingRate": "cr:samplingRate",
-    "sc": "https://schema.org/",
-    "sdVersion": "cr:sdVersion",
-    "separator": "cr:separator",
-    "source": "cr:source",
-    "subField": "cr:subField",
-    "transform": "cr:transform",
-    "unArchive": "cr:unArchive",
-    "value": "cr:value",
-}
+#: Croissant 1.1's JSON-LD context (the specification's Appendix 1) with PROV-O's prefix (:data:`PROV`), as
+#: ``croissant_context.json`` beside this module holds it.
+CONTEXT: dict[str, Any] = json.loads(Path(__file__).with_name("croissant_context.json").read_text(encoding="utf-8"))
 
 
 def dataset_name(batch_name: str) -> str:
