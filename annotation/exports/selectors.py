@@ -257,12 +257,8 @@ def study_facts(batch: Batch, answers: BatchAnswers | None = None) -> dict[str, 
         "pool": pool_facts(batch),
         "quality": quality_facts(batch),
         "prolific": (
-            {
-                "filters": list(options.get("filters", [])),
-                "devices": options.get("devices"),
-                "estimated_minutes": options.get("estimated_minutes"),
-                "bonus": options.get("bonus"),
-            }
+            {"filters": list(options.get("filters", []))}
+            | {key: options.get(key) for key in ("devices", "estimated_minutes", "bonus")}
             if batch.provider == "prolific"
             else None
         ),
