@@ -125,17 +125,19 @@ def extra_variance(construction: str, leave_out: Callable[[str], np.ndarray]) ->
 
 
 def _columns(values: np.ndarray) -> np.ndarray:
+    return _as_columns(values)[0]
+
+
+def _as_columns(values) -> tuple[np.ndarray, bool]:
+    """``values`` as float columns ``[N × C]``, and whether they came as one ``[N]`` (a result is then a scalar)."""
     values = np.asarray(values, dtype=np.float64)
-    return values[:, None] if values.ndim == 1 else values
+    return (values[:, None], True) if values.ndim == 1 else (values, False)
 
 
 def jackknife_variance(jackknife: np.ndarray) -> np.ndarray:
     """The delete-a-group jackknife variance (G − 1)/G · Σ_g (θ_(g) − θ̄)² per column of
     ``jackknife`` ``[G × C]`` (or ``[G]``: a scalar), NaN rows left out (G: the rows used)."""
-    values = np.asarray(jackknife, dtype=np.float64)
-    single = values.ndim == 1
-    if single:
-        values = values[:, None]
+    values, single = _as_columns(jackknife)
     used = (~np.isnan(values)).sum(axis=0)
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -149,10 +151,7 @@ def widen(draws: np.ndarray, extra: np.ndarray | float) -> np.ndarray:
     a variance component the resampling left out, keeping their shape. About the median, not the estimate, so
     the percentile interval m + c·(q − m) always holds the bootstrap's (it widens, never moves); a normal one is
     θ̂ ± z·√(v + extra). Columns with NaN ``extra`` or v = 0 are unchanged; NaN draws stay NaN."""
-    values = np.asarray(draws, dtype=np.float64)
-    single = values.ndim == 1
-    if single:
-        values = values[:, None]
+    values, single = _as_columns(draws)
     factor = widening(values, extra)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -164,9 +163,7 @@ def widen(draws: np.ndarray, extra: np.ndarray | float) -> np.ndarray:
 
 def widening(draws: np.ndarray, extra: np.ndarray | float) -> np.ndarray:
     """The factor :func:`widen` stretches each column by: √((v + extra)/v) (1 where undefined)."""
-    values = np.asarray(draws, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
+    values = _columns(draws)
     extra = np.broadcast_to(np.asarray(extra, dtype=np.float64), (values.shape[1],))
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -184,10 +181,7 @@ def jackknife_weights(n: int, blocks: int = JACKKNIFE_BLOCKS) -> np.ndarray:
 def acceleration(jackknife: np.ndarray) -> np.ndarray:
     """The BCa acceleration a = Σ d³ / (6 (Σ d²)^{3/2}), d_g = θ̄ − θ_(g), per column of ``jackknife`` ``[G × C]``
     (or ``[G]``); 0 where the values do not vary, NaN rows left out."""
-    values = np.asarray(jackknife, dtype=np.float64)
-    single = values.ndim == 1
-    if single:
-        values = values[:, None]
+    values, single = _as_columns(jackknife)
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         d = np.nanmean(values, axis=0) - values
@@ -235,10 +229,7 @@ def _prepared(draws, point, construction: str, accel, extra):
         if extra is None:
             raise ValueError(f"the {construction} interval needs the workers' variance (a jackknife over workers)")
         draws, construction = widen(draws, extra), CROSSED[construction][0]
-    values = np.asarray(draws, dtype=np.float64)
-    single = values.ndim == 1
-    if single:
-        values = values[:, None]
+    values, single = _as_columns(draws)
     columns = values.shape[1]
     centre = np.broadcast_to(np.asarray(point, dtype=np.float64), (columns,))
     a = np.broadcast_to(np.asarray(0.0 if accel is None else accel, dtype=np.float64), (columns,))
