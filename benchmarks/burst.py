@@ -15,20 +15,19 @@ import time
 
 from django.conf import settings
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import connection, connections
 
-from annotation.models import Assignment, Judgment
+from annotation.crowd.services.sync import sync_batch
+from annotation.models import Assignment, Batch, Judgment
 from benchmarks.site_load import PREFIX, format_table, percentiles, step_rows
 from benchmarks.site_server import served
 from tests.loopback import free_port
-from tests.platforms.prolific.fake_server import FaultShares
+from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, FaultShares, serve
 from tests.platforms.prolific.launch import GIVE_UP, PLACES, STEPS, Launch, publish_study, run_launch
 
 
 def run_burst(command, o: dict) -> None:
     """N participants over T seconds against gunicorn and a Prolific-compatible server (module docstring)."""
-    from tests.platforms.prolific.fake_server import FakeProlific, serve
-
     n, over, per_hit = o["burst"], o["over"], o["queries_per_hit"]
     if n <= 0 or over < 0:
         raise CommandError("--burst must be positive and --over not negative")
@@ -103,12 +102,8 @@ def run_burst(command, o: dict) -> None:
 def _syncing(batch):
     """The site reading the study (``sync_batch``, as ``poll_prolific`` and the webhooks start it), from this
     process: gunicorn's database is this one."""
-    from annotation.crowd.services.sync import sync_batch
-    from annotation.models import Batch
 
     def sync() -> None:
-        from django.db import connections
-
         try:
             sync_batch(Batch.objects.get(pk=batch.pk))
         finally:
@@ -130,8 +125,6 @@ def fault_shares(text: str) -> FaultShares | None:
 
 def _point_at(fake_url: str, site: str, n: int) -> None:
     """Point gunicorn (through the environment it inherits) and this process at the fake Prolific."""
-    from tests.platforms.prolific.fake_server import TOKEN
-
     env = {
         "PROLIFIC_API_URL": f"{fake_url}/api/v1/",
         "PROLIFIC_API_TOKEN": TOKEN,

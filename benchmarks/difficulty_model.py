@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.audit_coverage import markdown
+from benchmarks.audit_coverage import markdown, read_crowd, resample
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.class_means import class_means
 from genderbias.crowd.difficulty import fit_difficulty
@@ -55,8 +55,6 @@ def simulated(args: tuple) -> dict:
 
 
 def real(args: tuple) -> dict:
-    from benchmarks.audit_coverage import read_crowd, resample
-
     folder, votes, index = args
     answers, gold = read_crowd(Path(folder))
     rng = np.random.default_rng([81, votes, index])

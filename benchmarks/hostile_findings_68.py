@@ -3,8 +3,27 @@ error is Medium; what the finding did (an account made, a name stored, a secret 
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from django.contrib.auth import get_user_model
+from django.db import DatabaseError, connection
+
 from benchmarks.hostile_labs import client
 from benchmarks.hostile_sweep import tried, verdict
+from core.db.scope import acting_in
+from core.errors import ServiceError
+from genderbias.errors import InputError
+from genderbias.files.runs import read_run
+from platforms.prolific.models import ProlificHookSecret
+from platforms.prolific.study_tokens import token_digest
+from pooling.models import Collection, QuerySet, Run
+from pooling.services import PoolSettings, build_pool, import_collection, import_queries, import_run
+from publishing.zenodo.deposit import ZenodoClient, ZenodoError, deposit_folder
+from tests.publishing.zenodo_server import FakeZenodo, serve
 
 
 def findings_of_issue_68(world) -> list[tuple[str | None, str]]:
@@ -15,8 +34,6 @@ def findings_of_issue_68(world) -> list[tuple[str | None, str]]:
 
 def _names(world) -> list[tuple[str | None, str]]:
     """Usernames as stored: a fullwidth name of an existing account, look-alikes, reserved names."""
-    from django.contrib.auth import get_user_model
-
     users = get_user_model().objects
     owner = client(world["b-owner"])
     out = []
@@ -32,17 +49,6 @@ def _names(world) -> list[tuple[str | None, str]]:
 
 def _lengths(world) -> list[tuple[str | None, str]]:
     """A name one past its column, and of 300 and 5,000 characters; a qid of 5,000 characters."""
-    import tempfile
-    from pathlib import Path
-
-    from django.db import DatabaseError
-
-    from core.db.scope import acting_in
-    from core.errors import ServiceError
-    from genderbias.errors import InputError
-    from pooling.models import QuerySet
-    from pooling.services import import_queries
-
     limit = QuerySet._meta.get_field("name").max_length
     researcher = client(world["b-researcher"])
     out = []
@@ -75,12 +81,6 @@ def _lengths(world) -> list[tuple[str | None, str]]:
 
 def _secrets(world) -> list[tuple[str | None, str]]:
     """The webhook secret at rest, and a server's error text echoing the Zenodo token."""
-    from django.db import connection
-
-    from platforms.prolific.models import ProlificHookSecret
-    from publishing.zenodo.deposit import ZenodoClient, ZenodoError
-    from tests.publishing.zenodo_server import FakeZenodo, serve
-
     plain = "hostile-round-webhook-secret-0123456789"
     ProlificHookSecret.objects.update_or_create(workspace_id="hostile-ws", defaults={"value": plain})
     with connection.cursor() as cursor:
@@ -101,12 +101,6 @@ def _secrets(world) -> list[tuple[str | None, str]]:
 
 def _deposit(world) -> list[tuple[str | None, str]]:
     """A hard link and a symlink in the folder; names with #, ? and a space in the bucket URL."""
-    import json
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from publishing.zenodo.deposit import deposit_folder
 
     class Recorder:  # the deposit's calls, answered as Zenodo answers them
         def __init__(self):
@@ -146,7 +140,6 @@ def _deposit(world) -> list[tuple[str | None, str]]:
         (folder / name).write_text(name)
     recorder = Recorder()
     deposit_folder(folder, recorder)
-    from urllib.parse import unquote, urlsplit
 
     keys = [unquote(urlsplit(p).path.rsplit("/", 1)[-1]) for p in recorder.paths if "/files/" in p]
     for name in names:
@@ -156,13 +149,6 @@ def _deposit(world) -> list[tuple[str | None, str]]:
 
 def _downloads(world) -> list[tuple[str | None, str]]:
     """The pool's TSV and CSV downloads of queries that start like formulas."""
-    import tempfile
-    from pathlib import Path
-
-    from core.db.scope import acting_in
-    from pooling.models import Collection, QuerySet, Run
-    from pooling.services import PoolSettings, build_pool, import_collection, import_queries, import_run
-
     folder = Path(tempfile.mkdtemp(prefix="hostile-68-pool-"))
     queries = {"f1": "=1+1 she", "f2": "+31 she", "f3": "-ve she", "f4": "@SUM she"}
     (folder / "c.tsv").write_text("d1\tshe and her sister\nd2\the met his father\n")
@@ -186,12 +172,6 @@ def _downloads(world) -> list[tuple[str | None, str]]:
 
 def _numbers(world) -> list[tuple[str | None, str]]:
     """``seed`` on the batch create and estimate API; a run line with rank -1."""
-    import tempfile
-    from pathlib import Path
-
-    from genderbias.errors import InputError
-    from genderbias.files.runs import read_run
-
     researcher = client(world["b-researcher"])
     out = []
     for value in ('"1_0"', '"\u0663"', '"abc"', "1e400", '"NaN"'):
@@ -211,8 +191,6 @@ def _numbers(world) -> list[tuple[str | None, str]]:
 
 def _tokens(world) -> list[tuple[str | None, str]]:
     """A used signed-URL token with ``==`` appended keys the replay guard as the token itself."""
-    from platforms.prolific.study_tokens import token_digest
-
     token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"
     return [(None if token_digest(token + suffix) == token_digest(token) else "Low", f"token respelled with {suffix!r}")
             for suffix in ("==", "=")]  # fmt: skip

@@ -4,19 +4,44 @@ a user or an attacker reaches (the API, a page, a command, the sweeper); kinds a
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from importlib.util import find_spec
 from io import StringIO
+from pathlib import Path
+from unittest import mock
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+from django.utils import timezone
 
 from benchmarks.hostile_labs import B_SENSITIVITY, client
 from benchmarks.hostile_sweep import tried, verdict
+from core.db.scope import acting_in
+from core.jobs.in_process import inline_jobs
+from core.jobs.sweeper import sweep_jobs
+from core.models import Job
+from core.tasks import task_for, worker_identity
+from platforms.prolific.models import ProlificEvent
+from pooling.models import Collection
+from pooling.services import import_queries, import_run, texts_by_reference, texts_checksum
+from pooling.synthetic import write_v2_bundles
 
 
 def findings_of_issue_82(world, lab_b_paths: list[tuple[str, str]]) -> list[tuple[str | None, str]]:
     """``(kind, line)`` per attempt, kind ``None`` when refused; ``lab_b_paths`` are lab B's viewer's GETs."""
-    import tempfile
-    from pathlib import Path
-
-    from django.test import override_settings
-
     folder = Path(tempfile.mkdtemp(prefix="hostile-82-"))
     out: list[tuple[str | None, str]] = []
     checks = (_sparse_bundle, _linked_bundles, _measure_numbers, _dataset_ids, _webhook_event_types,
@@ -35,14 +60,6 @@ _BUNDLE_GROWTH = 64 * 2**20
 def _sparse_bundle(world, folder) -> list[tuple[str | None, str]]:
     """A newline-free sparse bundle of 400 MB registered by reference, then read by a pool job, both through the
     API: refused (the job failed naming the line), memory bounded."""
-    import resource
-    import tracemalloc
-
-    from core.jobs.in_process import inline_jobs
-    from core.models import Job
-    from pooling.models import Collection
-    from pooling.synthetic import write_v2_bundles
-
     bundles = write_v2_bundles(folder / "root" / "sparse", 20, bundles=2, texts=10)
     with open(bundles / "msmarco_passage_02", "wb") as f:  # the issue's input: a start, then 400 MB of nothing
         f.write(b'{"pid": "msmarco_passage_02_0", "passage": "')
@@ -81,9 +98,6 @@ def _sparse_bundle(world, folder) -> list[tuple[str | None, str]]:
 
 def _lab_b_run(world, folder, collection, pid: str) -> tuple[str, str]:
     """A query set and a run of lab B ranking ``pid`` of ``collection`` (by reference: ids not checked)."""
-    from core.db.scope import acting_in
-    from pooling.services import import_queries, import_run
-
     name = f"hr-82-{collection.name}"
     (folder / f"{name}.tsv").write_text("1\twho is she\n")
     (folder / f"{name}.trec").write_text(f"1 Q0 {pid} 1 9 r\n")
@@ -96,17 +110,6 @@ def _lab_b_run(world, folder, collection, pid: str) -> tuple[str, str]:
 def _linked_bundles(world, folder) -> list[tuple[str | None, str]]:
     """Links out of an import root registered by reference, then a bundle linked back after a registration (the
     same bytes: the fingerprint alone cannot tell); the outside file has a size of its own, to be recognised."""
-    import hashlib
-    import json
-    import os
-    import re
-    from pathlib import Path
-
-    from core.db.scope import acting_in
-    from pooling.models import Collection
-    from pooling.services import texts_by_reference, texts_checksum
-    from pooling.synthetic import write_v2_bundles
-
     secret = "root:x:0:0:root:/root:/bin/bash hostile-82"
     outside = folder / "passwd"
     line = json.dumps({"pid": "msmarco_passage_00_0", "passage": secret})
@@ -158,8 +161,6 @@ def _linked_bundles(world, folder) -> list[tuple[str | None, str]]:
 
 def _measure_numbers(world, folder) -> list[tuple[str | None, str]]:
     """``P@99999999999999999999`` and ``RaB@١٠`` in a report request: a JSON 400 on measures, no job."""
-    from core.models import Job
-
     researcher = client(world["b-researcher"])
     out = []
     for measures in ("P@99999999999999999999", "RaB@١٠", "nDCG@١٠"):
@@ -175,10 +176,6 @@ def _measure_numbers(world, folder) -> list[tuple[str | None, str]]:
 
 def _dataset_ids(world, folder) -> list[tuple[str | None, str]]:
     """``nosuch/dataset`` to the dataset import (API and page): refused on its field, no job, the id unrewritten."""
-    from importlib.util import find_spec
-
-    from core.models import Job
-
     if find_spec("ir_datasets") is None:
         return [(None, "nosuch/dataset: ir_datasets not installed (the import is off)")]
     researcher = client(world["b-researcher"])
@@ -201,17 +198,6 @@ def _dataset_ids(world, folder) -> list[tuple[str | None, str]]:
 
 def _webhook_event_types(world, folder) -> list[tuple[str | None, str]]:
     """A signed Prolific webhook body of an event type the site does not subscribe to: 4xx, no row."""
-    import base64
-    import hashlib
-    import hmac
-    import json
-    import time
-    from unittest import mock
-
-    from django.test import override_settings
-
-    from platforms.prolific.models import ProlificEvent
-
     secret = "hostile-82-webhook-secret-0123456789"
     out = []
     for event_type in ("study.unknown_thing", "Study.Status.Change", "submission.status.change "):
@@ -237,11 +223,6 @@ def _webhook_event_types(world, folder) -> list[tuple[str | None, str]]:
 def _viewer_gets(world, lab_b_paths: list[tuple[str, str]]) -> list[tuple[str | None, str]]:
     """Lab B's viewer GETs every URL pattern of ``lab_b_paths`` with round six's label-sensitivity flood as the
     query string: no Job is made by a viewer."""
-    from urllib.parse import urlencode
-
-    from core.jobs.in_process import inline_jobs
-    from core.models import Job
-
     viewer = client(world["b-viewer"])
     query = urlencode({"batch": world["b-sens"].name, **B_SENSITIVITY})
     out = []
@@ -267,10 +248,6 @@ def _viewer_gets(world, lab_b_paths: list[tuple[str, str]]) -> list[tuple[str | 
 
 def _paper_doi(world, folder) -> list[tuple[str | None, str]]:
     """``paper --dataset`` with ``"}\\input{/etc/passwd}`` after a DOI: refused before anything is written."""
-    from django.core.management import CommandError, call_command
-
-    from core.db.scope import acting_in
-
     out_folder = folder / "paper"
     with acting_in(world["b"].pk):
         try:
@@ -284,16 +261,6 @@ def _paper_doi(world, folder) -> list[tuple[str | None, str]]:
 def _exhausted_job(world, folder) -> list[tuple[str | None, str]]:
     """A job RUNNING under a dead process at its last attempt (``JOB_MAX_ATTEMPTS``): the sweeper fails it
     with the reason, sends it no more and runs nothing inline."""
-    import subprocess
-    import sys
-
-    from django.conf import settings
-    from django.utils import timezone
-
-    from core.jobs.sweeper import sweep_jobs
-    from core.models import Job
-    from core.tasks import task_for, worker_identity
-
     publish_batch_task = task_for("annotation.publish")
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()

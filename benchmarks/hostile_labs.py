@@ -4,8 +4,27 @@ its own for its viewer's GETs (issue 82: a viewer's GET starts no job)."""
 
 from __future__ import annotations
 
+import tempfile
 from io import StringIO  # the output of the commands the round calls is not the round's
+from pathlib import Path
 
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from annotation import services
+from annotation import services as annotation
+from annotation.models import Assignment, AuditItem, AuditSample, Batch, Export, Hit, Judgment
+from core.db.scope import acting_in
+from core.models import Job, Membership, ResearchGroup
+from core.services import groups
+from metrics import services as metrics
+from platforms.inhouse.services.annotators import create_annotator
+from platforms.inhouse.services.handout import next_assignment
+from platforms.inhouse.services.hit_page import submit_local_assignment
+from pooling.models import QuerySet
+from pooling.services import create_query_set, import_collection, import_qrels, import_queries, import_run
 from tests.support.url_patterns import site_patterns
 
 SECRETS = {
@@ -36,18 +55,6 @@ ANY_SEGMENT = {"format": "json", "fmt": "tsv", "part": "data", "app_label": "ann
 def make_labs() -> dict:
     """Both labs, their members added by their owners on /groups/, and an annotator of no group; the
     accounts and objects the round uses, by name."""
-    from django.core.management import call_command
-
-    from annotation import services
-    from core.db.scope import acting_in
-    from core.models import ResearchGroup
-    from core.services import groups
-    from platforms.inhouse.services.annotators import create_annotator
-    from platforms.inhouse.services.handout import next_assignment
-    from platforms.inhouse.services.hit_page import submit_local_assignment
-    from pooling.models import QuerySet
-    from pooling.services import create_query_set
-
     call_command("research_group", create="Hostile lab A", owner="hr-alice", stdout=StringIO())
     call_command("research_group", create="Hostile lab B", owner="hr-bob", stdout=StringIO())
     labs = {g.slug: g for g in ResearchGroup.objects.filter(name__startswith="Hostile lab")}
@@ -97,9 +104,6 @@ def make_labs() -> dict:
 
 def lab_a_state(world) -> tuple:
     """What no other account may change: lab A's batch status, assignments, annotator, members, audit labels."""
-    from annotation.models import Assignment, AuditItem, Batch
-    from core.models import Membership
-
     batch = Batch._base_manager.get(pk=world["batch"].pk)
     audit = AuditItem._base_manager.filter(sample__batch=batch).order_by("pk")
     annotator = type(world["annotator"]).objects.get(pk=world["annotator"].pk)
@@ -115,9 +119,6 @@ def lab_a_state(world) -> tuple:
 
 def url_paths(world, lab: str = "a") -> list[tuple[str, str]]:
     """``(name, path)`` of every URL pattern but the admin's, its parameters naming ``lab``'s objects."""
-    from annotation.models import Assignment, Export, Hit, Judgment
-    from core.models import Job
-
     if lab == "a":
         batch, assignment = world["batch"], world["assignment"]
         names = {"": SECRETS["batch"], "query-sets": SECRETS["query_set"], "collections": SECRETS["collection"]}
@@ -170,10 +171,6 @@ def url_paths(world, lab: str = "a") -> list[tuple[str, str]]:
 
 def _audit_sample(batch) -> None:
     """Lab A's audit sample (issue 81): two queries, each labelled by an expert whose name is a secret."""
-    from django.utils import timezone
-
-    from annotation.models import AuditItem, AuditSample
-
     queries = list(batch.queries.order_by("pk")[:2])
     sample = AuditSample.objects.create(batch=batch, seed=82, size=len(queries), population=batch.queries.count(),
                                         drawn_at=timezone.now())  # fmt: skip
@@ -184,16 +181,6 @@ def _audit_sample(batch) -> None:
 
 def _lab_b_reports() -> dict:
     """Lab B's report and its batch answered by three annotators (called acting in lab B)."""
-    import tempfile
-    from pathlib import Path
-
-    from annotation import services as annotation
-    from metrics import services as metrics
-    from platforms.inhouse.services.annotators import create_annotator
-    from platforms.inhouse.services.handout import next_assignment
-    from platforms.inhouse.services.hit_page import submit_local_assignment
-    from pooling.services import import_collection, import_qrels, import_queries, import_run
-
     folder = Path(tempfile.mkdtemp(prefix="hostile-82-lab-b-"))
     (folder / "c.tsv").write_text("".join(f"{pid}\t{text}\n" for pid, text in _B_PASSAGES.items()))
     (folder / "q.tsv").write_text("".join(f"{qid}\t{text}\n" for qid, text in _B_QUERIES.items()))
@@ -221,15 +208,11 @@ def _lab_b_reports() -> dict:
 
 
 def user(username: str):
-    from django.contrib.auth import get_user_model
-
     return get_user_model().objects.get(username=username)
 
 
 def client(account):
     """A test client logged in as ``account`` that answers a server error rather than raising it."""
-    from django.test import Client
-
     logged_in = Client(raise_request_exception=False, HTTP_HOST="localhost")
     if account is not None:
         logged_in.force_login(account)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import resource
+import sqlite3
+import time
 from collections.abc import Callable, Iterable
 
 
@@ -54,8 +57,6 @@ def tree_peak_memory_mb(pid: int) -> float:
 
 # --- server CPU from /proc (Linux) ------------------------------------------------------------
 def _ticks() -> int:
-    import os
-
     return os.sysconf("SC_CLK_TCK")
 
 
@@ -67,8 +68,6 @@ def _stat_fields(pid: int) -> list[str]:
 
 def children(pid: int) -> list[int]:
     """Live child processes of ``pid`` (its threads' ``children`` lists, else a scan of /proc)."""
-    import os
-
     found: list[int] = []
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -89,8 +88,6 @@ def children(pid: int) -> list[int]:
 
 def process_cpu_seconds(pid: int) -> float:
     """CPU time used so far by a live process, all its threads (``schedstat``: nanoseconds; else ticks)."""
-    import os
-
     try:
         total = 0
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -130,10 +127,6 @@ def sqlite_commit_seconds(
 ) -> float:
     """Wall-clock seconds per small write transaction (one 200-byte row, as a submit writes) in a fresh file,
     to set the SQLite settings the site chooses (config/settings.py) against the alternatives."""
-    import os
-    import sqlite3
-    import time
-
     for suffix in ("", "-wal", "-shm", "-journal"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)

@@ -10,6 +10,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.db import connection, transaction
+from django.db.models.sql import compiler as compilers
+from django.template.base import Template
 from django.test import Client
 from django.utils import timezone
 
@@ -78,9 +80,6 @@ class _Anatomy:
 
     @classmethod
     def measure(cls, into: "_Anatomy | None", request):
-        from django.db.models.sql import compiler as compilers
-        from django.template.base import Template
-
         spent = {"SQL run": 0.0, "SQL compile": 0.0, "templates": 0.0}
         statements: list[str] = []
         depth = {"SQL compile": 0, "templates": 0}

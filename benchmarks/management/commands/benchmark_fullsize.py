@@ -5,7 +5,18 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmarks.fullsize import (
+    MSMARCO,
+    Step,
+    check_empty,
+    reference_on_prefix,
+    register_and_pool,
+    scale_reference,
+    table,
+    write_data,
+)
 from benchmarks.measure import load_average, shown
+from benchmarks.scan import run_scan_benchmark
 from genderbias.numbers import NumberError, parse_counts
 
 
@@ -21,8 +32,6 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        from benchmarks.fullsize import MSMARCO
-
         parser.add_argument("--work", default="var/benchmark-fullsize", help="folder for the data (about 10 GB)")
         parser.add_argument("--passages", type=int, default=MSMARCO["passages"], help="passages (default: MS MARCO's)")
         parser.add_argument("--queries", type=int, default=MSMARCO["queries"], help="queries (default: the dev set's)")
@@ -64,9 +73,6 @@ class Command(BaseCommand):
         expect_pool,
         **options,
     ):
-        from benchmarks.fullsize import Step, reference_on_prefix, register_and_pool, scale_reference, table, write_data
-        from benchmarks.scan import run_scan_benchmark
-
         if expect_pool and not Path(expect_pool).is_file():  # refused before the long run, not after it
             raise CommandError(f"--expect-pool: no such file: {expect_pool}")
         work = Path(work).resolve()
@@ -79,8 +85,6 @@ class Command(BaseCommand):
         )
         steps = []
         if database_url:
-            from benchmarks.fullsize import check_empty
-
             try:
                 check_empty(database_url)
             except ValueError as error:

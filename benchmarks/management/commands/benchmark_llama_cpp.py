@@ -22,7 +22,19 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test.utils import override_settings
 
+from annotation import services
+from annotation.crowd.services.sync import sync_batch
+from annotation.machine.selectors import read_sample
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
+from annotation.machine.services.routing import reference_state
+from annotation.models import PreLabel
 from core.management.cli import ProjectCommand, command_errors
+from platforms.inhouse.services.simulation import simulate_local_annotations
+from pooling.models import QuerySet
+from pooling.services import create_query_set
+from tests.annotation.machine import llama_cpp
+from tests.support.routing_path import truth_queries
 
 
 class Command(ProjectCommand):
@@ -46,19 +58,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
-        from annotation import services
-        from annotation.crowd.services.sync import sync_batch
-        from annotation.machine.selectors import read_sample
-        from annotation.machine.services.calibration import create_calibration_sample
-        from annotation.machine.services.prelabels import prelabel_batch
-        from annotation.machine.services.routing import reference_state
-        from annotation.models import PreLabel
-        from platforms.inhouse.services.simulation import simulate_local_annotations
-        from pooling.models import QuerySet
-        from pooling.services import create_query_set
-        from tests.annotation.machine import llama_cpp
-        from tests.support.routing_path import truth_queries
-
         if o["model"] is None and (why := llama_cpp.missing()) is not None:
             raise CommandError(f"{why}: bin/benchmark-llama-cpp installs both")
 

@@ -1,3 +1,5 @@
+import os
+import signal
 import statistics
 import time
 from pathlib import Path
@@ -9,13 +11,16 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from annotation import services
+from annotation.machine.services.calibration import create_calibration_sample
+from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
-from benchmarks.measure import postmaster_pid, tree_cpu_seconds
+from benchmarks.measure import children, postmaster_pid, tree_cpu_seconds
 from benchmarks.site_load import format_table
-from benchmarks.site_server import analyze, refuse_real_batches, served
+from benchmarks.site_server import analyze, refuse_real_batches, served, site_answers
 from core.management.cli import ProjectCommand, command_errors
 from metrics import services as metrics_services
 from metrics.models import Report
+from platforms.inhouse.services.simulation import simulate_local_annotations
 from pooling.models import QuerySet, Run
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 from tests.support.batches import answered_batch
@@ -151,10 +156,6 @@ class Command(ProjectCommand):
     def _machine_batch(self, crowd: Batch, sample: int) -> Batch:
         """A machine-labelled batch of the same queries (the rules pre-labeller) whose blind
         calibration sample of ``sample`` queries three simulated annotators answered (85% right)."""
-        from annotation.machine.services.calibration import create_calibration_sample
-        from annotation.machine.services.prelabels import prelabel_batch
-        from platforms.inhouse.services.simulation import simulate_local_annotations
-
         name = f"{crowd.name}-machine"
         batch = Batch.objects.filter(name=name).first()
         if batch is not None:
@@ -177,8 +178,6 @@ class Command(ProjectCommand):
         loaded, in a new browser profile (nothing cached) and then again in the same one (what a
         researcher coming back pays: images kept or revalidated). The window is tall enough that
         every lazily loaded image is in view, so all of them load."""
-        import os
-
         from playwright.sync_api import sync_playwright
 
         chromium = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -228,12 +227,6 @@ class Command(ProjectCommand):
         """The first view of ``path`` in a new worker (what a restart or a new worker pays, the
         report computed by another): each time the workers are stopped, gunicorn's master forks
         new ones, and once they answer the login page the view is timed."""
-        import os
-        import signal
-
-        from benchmarks.measure import children
-        from benchmarks.site_server import site_answers
-
         timings = []
         for _ in range(times):
             old = set(children(server.gunicorn))

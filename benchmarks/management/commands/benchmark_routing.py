@@ -11,9 +11,15 @@ from django.test.utils import override_settings
 
 from annotation import services
 from annotation.models import Assignment, Batch
+from annotation.selectors import batch_state, labels_with_sources
 from benchmarks.site_server import annotator_accounts, refuse_real_batches, served
 from core.management.cli import ProjectCommand, command_errors
+from genderbias.crowd.simulation.escalation import ReferenceRule
 from genderbias.labels import LABELS
+from genderbias.machine.routing_forecast import simulate_path
+from pooling.models import QuerySet
+from pooling.services import create_query_set
+from tests.annotation.machine.openai_server import FakeOpenAI, serve
 from tests.support.routing_path import (
     SAMPLES,
     chat_answers,
@@ -82,9 +88,6 @@ class Command(ProjectCommand):
 
     # -- simulated ------------------------------------------------------------------------------------
     def _simulate(self, truth, label, confidence, o) -> dict:
-        from genderbias.crowd.simulation.escalation import ReferenceRule
-        from genderbias.machine.routing_forecast import simulate_path
-
         crowd = platform_crowd(np.bincount(truth, minlength=len(LABELS)) / len(truth))
         size = len(truth)
         started = time.monotonic()
@@ -134,8 +137,6 @@ class Command(ProjectCommand):
 
     # -- over HTTP ------------------------------------------------------------------------------------
     def _over_http(self, rows, truth, answers, o):
-        from tests.annotation.machine.openai_server import FakeOpenAI, serve
-
         crowd = platform_crowd()
         accounts = self._accounts(crowd)
         fake = FakeOpenAI(answers={text: [LABELS[a] for a in answers[:, i]] for i, (_, text, _) in enumerate(rows)})
@@ -181,10 +182,6 @@ class Command(ProjectCommand):
         ]
 
     def _one_run(self, run, rows, truth, crowd, accounts, base_url, o) -> dict:
-        from annotation.selectors import batch_state, labels_with_sources
-        from pooling.models import QuerySet
-        from pooling.services import create_query_set
-
         started = time.monotonic()
         rng = np.random.default_rng(100 + run)
         stamp = time.strftime("%Y%m%d-%H%M%S")

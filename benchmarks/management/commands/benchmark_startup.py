@@ -19,6 +19,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from benchmarks.bare_django import framework_apps, write_bare_project
 from benchmarks.measure import load_average
 from core.management.cli import ProjectCommand
 
@@ -63,8 +64,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, **o):
-        from benchmarks.bare_django import framework_apps, write_bare_project
-
         here = Path(settings.BASE_DIR).resolve()
         commands = [c.split() for c in o["commands"].split(",") if c.strip()]
         measured: dict[tuple[str, str], list[tuple[float, float]]] = {}

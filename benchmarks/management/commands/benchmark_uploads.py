@@ -13,7 +13,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from benchmarks.upload_memory import COLLECTION, write_ordinary_run
 from core.management.cli import ProjectCommand
+from tests.support.compression_bombs import write_repeated
 
 
 class Command(ProjectCommand):
@@ -29,9 +31,6 @@ class Command(ProjectCommand):
         parser.add_argument("--newlines", type=int, default=1024**3, help="the newline bomb's expanded bytes (1 GiB)")
 
     def handle(self, *args, workdir, expanded, newlines, **options):
-        from benchmarks.upload_memory import COLLECTION, write_ordinary_run
-        from tests.support.compression_bombs import write_repeated
-
         work = Path(workdir)
         work.mkdir(parents=True, exist_ok=True)
         bomb = work / f"bomb-{expanded}.trec.gz"

@@ -5,7 +5,16 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmarks.fullsize import Step
 from benchmarks.measure import shown
+from benchmarks.v2_layout import (
+    V2,
+    measured,
+    register_pool_report,
+    write_collection,
+    write_flat_collection,
+    write_runs,
+)
 from genderbias.numbers import NumberError, parse_counts
 
 
@@ -33,16 +42,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, work, sizes, retrieved_from, **options):
-        from benchmarks.fullsize import Step
-        from benchmarks.v2_layout import (
-            V2,
-            measured,
-            register_pool_report,
-            write_collection,
-            write_flat_collection,
-            write_runs,
-        )
-
         try:
             sizes = list(parse_counts(sizes, "--sizes", minimum=V2["bundles"], maximum=200_000_000, most=4))
         except NumberError as exc:

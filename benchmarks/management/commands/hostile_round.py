@@ -16,7 +16,10 @@ Medium was found. Not a test of the suite: it takes minutes, on a loaded machine
 
 from __future__ import annotations
 
+import logging
 import time
+
+from django.contrib.auth import get_user_model
 
 from benchmarks.hostile_findings_68 import findings_of_issue_68
 from benchmarks.hostile_findings_82 import findings_of_issue_82
@@ -39,9 +42,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, rounds: int, limit: int | None, control: bool, **options):
-        import logging
-
-        from django.contrib.auth import get_user_model
 
         for name in ("django.request", "django.security"):  # every refusal is logged: the counts say enough
             logging.getLogger(name).setLevel(logging.CRITICAL)
