@@ -1,9 +1,9 @@
 """The tables of a published dataset folder: each configuration's columns, rows and Parquet file.
 
-:data:`CONFIGS` declares every column once, so the files, the card and the Croissant fields cannot disagree. The
-rows are the per-query results as :func:`annotation.exports.selectors.study_facts` hands them over (nothing is
-recomputed); annotators appear under pseudonyms made for each publication (:func:`pseudonyms`). Pure: pyarrow is
-imported only when writing.
+:data:`CONFIGS` (from ``dataset_tables.toml`` beside this module) declares every column once, so the files, the
+card and the Croissant fields cannot disagree. The rows are the per-query results as
+:func:`annotation.exports.selectors.study_facts` hands them over (nothing is recomputed); annotators appear under
+pseudonyms made for each publication (:func:`pseudonyms`). Pure: pyarrow is imported only when writing.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,97 +74,30 @@ class Config:
         return f"{self.name}.parquet"
 
 
-_QUERY_COLUMNS = (
-    Column("qid", "string", "Query id, as in the source query set (text, never a number)."),
-    Column("query", "string", "Query text, as the annotators saw it."),
-    Column(
-        "label",
-        CLASS,
-        "Final label, a class index: 0 n (Non-gendered), 1 f (Female), 2 m (Male), 3 o (Other or multiple "
-        "genders); empty when set aside.",
-    ),
-    Column("label_name", "string", "The final label's name; empty when set aside."),
-    Column(
-        "label_source",
-        "string",
-        "Where the final label comes from: crowd majority, adjudicated or machine-accepted; empty when set aside.",
-    ),
-    Column("status", "string", "labelled, disputed (tied votes) or too few votes."),
-    Column("adjudicated", "bool", "Whether a researcher's ruling settled the label (it replaces the crowd majority)."),
-    Column(
-        "crowd_label",
-        "string",
-        "The crowd majority's label (empty for a tie or too few votes); differs from label after a ruling.",
-    ),
-    Column(
-        "ds_posterior", "float64", "Dawid-Skene posterior probability of the final label (empty without crowd votes)."
-    ),
-    Column("machine_confidence", "float64", "The machine labeller's confidence, for machine-accepted labels only."),
-    Column(
-        "labelled_by",
-        "string",
-        "Who the final label is attributed to (prov:wasAttributedTo): crowd (a crowd majority), in-house "
-        "(a majority of the site's own annotators), adjudicator (a researcher's ruling) or machine; empty when "
-        "set aside.",
-    ),
-    Column("machine_labeller", "string", "The machine labeller, for machine-accepted labels only."),
-    Column("machine_model", "string", "The machine labeller's model, for machine-accepted labels only."),
-    Column("prompt_version", "string", "The machine's prompt or rules version, for machine-accepted labels only."),
-    Column(
-        "label_guarantee",
-        "string",
-        "What the routing that accepted a machine label promises of it; for machine-accepted labels only.",
-    ),
-)
+def _columns(declared: Mapping[str, Sequence[str]]) -> tuple[Column, ...]:
+    """A configuration's columns as ``dataset_tables.toml`` declares them: a name holding ``{code}`` is a column
+    per label (``{name}`` in its meaning: the label's name)."""
+    return tuple(
+        Column(name.format(code=code), arrow, meaning.format(code=code, name=LABEL_NAMES.get(code, "")))
+        for name, (arrow, meaning) in declared.items()
+        for code in (LABELS if "{code}" in name else [""])
+    )
+
+
+_DECLARED = tomllib.loads(Path(__file__).with_name("dataset_tables.toml").read_text(encoding="utf-8"))
+#: Every configuration, in the order the card lists them (``dataset_tables.toml``); ``queries`` is the default.
+CONFIGS: dict[str, Config] = {
+    name: Config(
+        name,
+        declared["description"],
+        _columns(_DECLARED[declared.get("columns_of", name)]["columns"]),
+        opt_in=declared.get("opt_in", False),
+    )
+    for name, declared in _DECLARED.items()
+}
 
 #: The columns of ``queries`` that say who made each label (the label's provenance in ``croissant.json``).
 PROVENANCE_COLUMNS = ("labelled_by", "machine_labeller", "machine_model", "prompt_version", "label_guarantee")
-
-_AGGREGATED_COLUMNS = (
-    Column("qid", "string", "Query id."),
-    Column("votes", "int64", "Usable crowd votes on the query (gold-failed and rejected work excluded)."),
-    *(Column(f"votes_{code}", "int64", f"Votes for {LABEL_NAMES[code]} ({code}).") for code in LABELS),
-    Column("invalid", "int64", "Invalid answers (no usable label) on the query."),
-    Column(
-        "majority_label", "string", "The crowd majority's label (strict plurality of enough votes); empty otherwise."
-    ),
-    Column("agreement", "float64", "Share of the votes given to the most voted label; empty without votes."),
-    Column("disputed", "bool", "The most voted labels tied."),
-    Column("too_few_votes", "bool", "Fewer votes than a majority label needs."),
-    Column("dawid_skene_label", "string", "Dawid-Skene's most probable label."),
-    *(Column(f"ds_posterior_{code}", "float64", f"Dawid-Skene posterior of {LABEL_NAMES[code]}.") for code in LABELS),
-)
-
-_JUDGMENT_COLUMNS = (
-    Column("qid", "string", "Query id."),
-    Column(
-        "annotator", "string", "The annotator's pseudonym in this dataset (annotator-001, ...), linked to no other id."
-    ),
-    Column("label", CLASS, "The annotator's label, a class index: 0 n, 1 f, 2 m, 3 o."),
-    Column("label_name", "string", "The label's name."),
-)
-
-#: Every configuration, in the order the card lists them; ``queries`` is the default.
-CONFIGS: dict[str, Config] = {
-    c.name: c
-    for c in (
-        Config(
-            "queries", "Every query of the batch with its final label, label source and confidence.", _QUERY_COLUMNS
-        ),
-        Config("non_gendered", "The queries labelled Non-gendered (the set bias measurements use).", _QUERY_COLUMNS),
-        Config(
-            "aggregated",
-            "Per query: the crowd's vote counts, agreement, majority and Dawid-Skene's view.",
-            _AGGREGATED_COLUMNS,
-        ),
-        Config(
-            "judgments",
-            "Every usable crowd judgment, one row per annotator and query, under dataset-local pseudonyms.",
-            _JUDGMENT_COLUMNS,
-            opt_in=True,
-        ),
-    )
-}
 
 
 def configs_for(with_judgments: bool) -> list[Config]:
