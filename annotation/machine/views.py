@@ -24,7 +24,7 @@ from annotation.machine.selectors import calibration_batch, identities, prelabel
 from annotation.machine.services.background import NOT_COMPUTED, report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.echo import hold_out_again, restore_echo_worker
-from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prompt_in_force
+from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prelabel_settings, prompt_in_force
 from annotation.machine.services.routing import (
     DEFAULT_RISK,
     guarantee_text,
@@ -76,21 +76,15 @@ def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
         or CalibrationSampleForm(labellers=[i.labeller for i in identities(batch)]),
         "routing_form": RoutingForm(),
         "openai_ready": openai_configured(),
-        "openai": {
+        "openai": prelabel_settings(
+            "samples max_samples top_logprobs temperature concurrency prompt_price completion_price timeout "
+            "call_deadline job_deadline"
+        )
+        | {
             "url": chat.value("api_url"),
             "model": chat.value("model"),
-            "samples": settings.PRELABEL_SAMPLES,
-            "max_samples": settings.PRELABEL_MAX_SAMPLES,
             "budget": settings.PRELABEL_SAMPLE_BUDGET,
-            "top_logprobs": settings.PRELABEL_TOP_LOGPROBS,
-            "temperature": settings.PRELABEL_TEMPERATURE,
-            "concurrency": settings.PRELABEL_CONCURRENCY,
-            "prompt_price": settings.PRELABEL_PROMPT_PRICE,
-            "completion_price": settings.PRELABEL_COMPLETION_PRICE,
             "key_set": any(f.spec.secret and f.source != UNSET for f in chat.fields),
-            "timeout": settings.PRELABEL_TIMEOUT,
-            "call_deadline": settings.PRELABEL_CALL_DEADLINE,
-            "job_deadline": settings.PRELABEL_JOB_DEADLINE,
             "max_bytes": settings.PRELABEL_MAX_RESPONSE_BYTES,
             "max_failures": settings.PRELABEL_MAX_CONSECUTIVE_FAILURES,
         },

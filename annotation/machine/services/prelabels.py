@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -139,14 +140,12 @@ class _TrainingSource:
         path = Path(str(train))
         if train is None or str(train).startswith(BATCH_PREFIX) or not _kept_upload(path):
             return cls(str(train))
-        digest = hashlib.sha256()
         try:
             with path.open("rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    digest.update(chunk)
+                digest = hashlib.file_digest(handle, "sha256").hexdigest()
         except OSError:  # read and deleted by its job already
-            return cls(_UPLOAD_PREFIX.sub("", path.name), upload=True)
-        return cls(_UPLOAD_PREFIX.sub("", path.name), digest.hexdigest(), upload=True)
+            digest = None
+        return cls(_UPLOAD_PREFIX.sub("", path.name), digest, upload=True)
 
     def same_as(self, other: _TrainingSource) -> bool:
         if self.upload != other.upload or self.name != other.name:
@@ -168,6 +167,11 @@ def prompt_in_force() -> Prompt:
             return Prompt.from_text(handle.read(100_000))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ServiceError(f"PRELABEL_PROMPT_FILE {path}: {exc}") from None
+
+
+def prelabel_settings(names: str) -> dict[str, Any]:
+    """``PRELABEL_<NAME>`` of each space-separated lower-case name, keyed by it (keywords, page figures)."""
+    return {name: getattr(settings, f"PRELABEL_{name.upper()}") for name in names.split()}
 
 
 def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path | None = None) -> PreLabeller:
@@ -193,16 +197,12 @@ def make_prelabeller(name: str, *, samples: int | None = None, train: str | Path
             "openai",
             client=client,
             samples=samples or settings.PRELABEL_SAMPLES,
-            max_samples=settings.PRELABEL_MAX_SAMPLES,
             budget=settings.PRELABEL_SAMPLE_BUDGET,
-            temperature=settings.PRELABEL_TEMPERATURE,
-            concurrency=settings.PRELABEL_CONCURRENCY,
             cache=DatabaseAnswerCache(),
-            prompt_price=settings.PRELABEL_PROMPT_PRICE,
-            completion_price=settings.PRELABEL_COMPLETION_PRICE,
-            job_deadline=settings.PRELABEL_JOB_DEADLINE,
-            max_consecutive_failures=settings.PRELABEL_MAX_CONSECUTIVE_FAILURES,
-            max_failure_share=settings.PRELABEL_MAX_FAILURE_SHARE,
+            **prelabel_settings(
+                "max_samples temperature concurrency prompt_price completion_price job_deadline "
+                "max_consecutive_failures max_failure_share"
+            ),
         )
     if samples is not None:
         raise ValueError(f"the {name} pre-labeller takes no samples")
@@ -226,9 +226,7 @@ def chat_client(connection, *, timeout: float, deadline: float, max_attempts: in
         deadline=deadline,
         max_attempts=max_attempts,
         max_bytes=settings.PRELABEL_MAX_RESPONSE_BYTES,
-        max_answer_chars=settings.PRELABEL_MAX_ANSWER_CHARS,
-        top_logprobs=settings.PRELABEL_TOP_LOGPROBS,
-        max_answer_tokens=settings.PRELABEL_MAX_ANSWER_TOKENS,
+        **prelabel_settings("max_answer_chars top_logprobs max_answer_tokens"),
         token_limit=connection.token_limit,
         answer_format=connection.answer_format,
     )
@@ -302,19 +300,17 @@ def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
         qids = sorted(q for q in labels if q in texts)  # filtered here: no qid__in over a whole batch
         return [texts[q] for q in qids], [labels[q] for q in qids], train
     if train.startswith(LABELLED_SET_PREFIX):  # a labelled query set (imported from a labelled file)
-        queries = read_labelled(train)
-        return [q.text for q in queries], [q.label for q in queries], train
-    path = Path(train)
-    if not _kept_upload(path):
-        queries = read_labelled_file(path)
-        return [q.text for q in queries], [q.label for q in queries], path.name
-    name = _UPLOAD_PREFIX.sub("", path.name)
-    try:
-        queries = read_labelled_file(path)
-    except InputError as exc:  # the uploaded file's own name, not where the server kept it
-        raise InputError(name, exc.line, exc.problem) from None
-    finally:
-        path.unlink(missing_ok=True)
+        queries, name = read_labelled(train), train
+    elif not _kept_upload(path := Path(train)):
+        queries, name = read_labelled_file(path), path.name
+    else:
+        name = _UPLOAD_PREFIX.sub("", path.name)
+        try:
+            queries = read_labelled_file(path)
+        except InputError as exc:  # the uploaded file's own name, not where the server kept it
+            raise InputError(name, exc.line, exc.problem) from None
+        finally:
+            path.unlink(missing_ok=True)
     return [q.text for q in queries], [q.label for q in queries], name
 
 
@@ -350,6 +346,7 @@ def prelabel_batch(
     if isinstance(labeller, str):
         labeller = make_prelabeller(labeller, samples=samples, train=train)
     queries = list(BatchQuery.objects.filter(batch=batch).order_by("is_gold", "position"))
+    machine = {"labeller": labeller.name, "model": labeller.model, "prompt_version": labeller.prompt_version}
     counts: Counter[str] = Counter()
     confidences: list[float] = []
     unlabelled = 0
@@ -361,32 +358,18 @@ def prelabel_batch(
         except PreLabelStopped as exc:  # keep what it did, then say why it stopped
             predictions, stopped = exc.partial, exc
         rows = [
-            PreLabel(
-                batch_query=q,
-                labeller=labeller.name,
-                model=labeller.model,
-                prompt_version=labeller.prompt_version,
-                label=p.label,
-                confidence=p.confidence,
-                detail=p.detail,
-            )
+            PreLabel(batch_query=q, **machine, label=p.label, confidence=p.confidence, detail=p.detail)
             for q, p in zip(chunk, predictions, strict=True)
             if p is not None and p.label is not None
         ]
-        unlabelled += sum(1 for p in predictions if p is not None and p.label is None)
+        # A query that is unlabelled now loses an older label of the same labeller, model and prompt;
+        # one not labelled in this run (``None``: the labeller stopped first) keeps it.
+        empty = [q for q, p in zip(chunk, predictions, strict=True) if p is not None and p.label is None]
+        unlabelled += len(empty)
         counts.update(row.label for row in rows)
         confidences += [row.confidence for row in rows]
         with transaction.atomic():
-            # A query that is unlabelled now loses an older label of the same labeller, model and prompt;
-            # one not labelled in this run (``None``: the labeller stopped first) keeps it.
-            PreLabel.objects.filter(
-                batch_query__in=[
-                    q for q, p in zip(chunk, predictions, strict=True) if p is not None and p.label is None
-                ],
-                labeller=labeller.name,
-                model=labeller.model,
-                prompt_version=labeller.prompt_version,
-            ).delete()
+            PreLabel.objects.filter(batch_query__in=empty, **machine).delete()
             PreLabel.objects.bulk_create(
                 rows,
                 update_conflicts=True,
@@ -404,9 +387,7 @@ def prelabel_batch(
                 upstream=stopped.upstream,
             )
     return PrelabelSummary(
-        labeller=labeller.name,
-        model=labeller.model,
-        prompt_version=labeller.prompt_version,
+        **machine,
         counts={code: counts[code] for code in LABELS},
         unlabelled=unlabelled,
         mean_confidence=sum(confidences) / len(confidences) if confidences else None,
