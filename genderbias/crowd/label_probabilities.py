@@ -24,8 +24,6 @@ from genderbias.labels import LABELS
 
 __all__ = [
     "MAX_MISFIT_Z",
-    "MAX_SPARSE_SHARE",
-    "MIN_WORKER_ANSWERS",
     "LabelModel",
     "band_distributions",
     "confidence_rows",
@@ -242,10 +240,6 @@ class LabelModel:
 #: crowd's labels are not to be trusted; chosen by simulation between the heavy and the moderate crowds'
 #: scores (docs/metrics.md, "When the crowd is too poor").
 MIN_INFORMATION = 0.45
-#: More than :data:`MAX_SPARSE_SHARE` of the answers from workers with under :data:`MIN_WORKER_ANSWERS`
-#: (reliabilities from too few answers): the intervals may be too narrow.
-MIN_WORKER_ANSWERS = model_choice.MIN_WORKER_ANSWERS
-MAX_SPARSE_SHARE = model_choice.MAX_SPARSE_SHARE
 #: :func:`.checks.predictive_check` fails above this z (more split queries than the replicate crowds:
 #: votes not independent given the label, intervals too narrow); one-sided, chosen by simulation
 #: (docs/quality.md "The crowd model").
@@ -257,7 +251,7 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
     per answer, answer-weighted), ``accuracy``, ``uninformative`` (share of answers under 0.1 bit),
     ``workers``, ``answers``, ``model`` (the chosen one), ``misfit`` (largest z of
     :func:`.checks.predictive_check`), ``sparse`` and ``warning`` with its ``reasons``: information below
-    :data:`MIN_INFORMATION`, misfit above :data:`MAX_MISFIT_Z`, sparse above :data:`MAX_SPARSE_SHARE`, or
+    :data:`MIN_INFORMATION`, misfit above :data:`MAX_MISFIT_Z`, sparse above :data:`.model_choice.MAX_SPARSE_SHARE`, or
     ``selected`` (``discarded`` > 0 assignments lost their answers for failing gold).
 
     ``selected`` is a fact of the batch, not a test: whether keeping only passed assignments is harmless is
@@ -282,7 +276,7 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
     if misfit > MAX_MISFIT_Z:
         reasons.append("misfit")
     sparse = model_choice.sparse_share(encoded)
-    if sparse > MAX_SPARSE_SHARE:
+    if sparse > model_choice.MAX_SPARSE_SHARE:
         reasons.append("sparse")
     if discarded > 0:
         reasons.append("selected")
@@ -301,6 +295,6 @@ def crowd_quality(fit: Any, *, discarded: int = 0) -> dict[str, Any]:
         "gold": check["gold"],
         "misfit_threshold": MAX_MISFIT_Z,
         "sparse": sparse,
-        "min_worker_answers": MIN_WORKER_ANSWERS,
+        "min_worker_answers": model_choice.MIN_WORKER_ANSWERS,
         "discarded": int(discarded),
     }

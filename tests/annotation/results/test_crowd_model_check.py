@@ -95,7 +95,7 @@ def test_a_crowd_of_participants_with_few_answers_each_is_warned_and_the_study_c
     """Prolific-like (``genderbias.crowd.simulation.studies.prolific``: 1.5 HITs of 11 answers a participant on average)
     against the study's crowd (40 workers, Zipf activity), 1,000 queries each: the share of answers from
     workers with fewer than 30 answers, counted here from the answers themselves, decides the reason."""
-    from genderbias.crowd.label_probabilities import MAX_SPARSE_SHARE, MIN_WORKER_ANSWERS
+    from genderbias.crowd.model_choice import MAX_SPARSE_SHARE, MIN_WORKER_ANSWERS
     from metrics.formatting import crowd_quality_note
 
     for crowd, warned in ((cs.prolific(1000), True), (cs.MODERATE, False)):
