@@ -16,7 +16,7 @@ class InhouseConfig(app_config.PlatformConfig):
         from core.startup import deferred  # start-up
         from platforms.inhouse.selectors import ANNOTATORS_GROUP, unfillable_places  # start-up
 
-        use_annotator_maker(_new_annotator)
+        use_annotator_maker(deferred("platforms.inhouse.services.annotators.create_annotator"))
         watch_annotators(ANNOTATORS_GROUP, deferred("platforms.inhouse.services.handout.release_held_hits"))
         add_batch_panel("unfillable", unfillable_places)  # a team batch's places no member can take
         add_annotator_home(_annotator_home)
@@ -30,9 +30,3 @@ def _annotator_home(user) -> dict:
     worker = annotator_worker(user)
     last = last_correctable(worker.pk) if worker is not None else None
     return {"annotator": worker is not None, "correctable": last}
-
-
-def _new_annotator(username: str, password: str):
-    from platforms.inhouse.services.annotators import create_annotator  # start-up
-
-    return create_annotator(username, password)

@@ -157,27 +157,21 @@ def assignment_page(request: HttpRequest, pk: int) -> HttpResponse:
                     request,
                     f"Thank you: your answers to HIT {check.hit_number} of {hit.batch.name} were recorded. "
                     f"You have submitted {count} HIT{'s' if count != 1 else ''}.",
-                    extra_tags=correction_tag(assignment.pk),
+                    extra_tags=f"{_CORRECT}{assignment.pk}",
                 )
             return redirect("annotation:next")
         context = unanswered_context(request, hit, form, mode="local", action=action, hit_queries=hit_queries)
-        context["answered_count"], context["progress"] = answered_and_progress(assignment)
-        context["instructions_open"] = context["progress"].number == 1
-        return render(request, "annotation/hit.html", context, status=400)
-    context = hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
+    else:
+        context = hit_page_context(hit, mode="local", action=action, hit_queries=hit_queries)
+        context["correct_url"] = correction_link(request)
     context["answered_count"], context["progress"] = answered_and_progress(assignment)
     # Open on their first HIT of the batch only: after it the first query is in view at once.
     context["instructions_open"] = context["progress"].number == 1
-    context["correct_url"] = correction_link(request)
-    return render(request, "annotation/hit.html", context)
+    return render(request, "annotation/hit.html", context, status=400 if request.method == "POST" else 200)
 
 
 #: The tag of a submit's confirmation that offers to correct it: ``correct-<assignment pk>``.
 _CORRECT = "correct-"
-
-
-def correction_tag(pk: int) -> str:
-    return f"{_CORRECT}{pk}"
 
 
 def correction_link(request: HttpRequest) -> str | None:
@@ -230,17 +224,15 @@ def correction_step(request: HttpRequest, assignment: Assignment, *, mode: str, 
                 messages.success(request, f"Your answers to HIT {hit.position} of {hit.batch.name} {changed}.")
             return redirect(done_url)
         context = unanswered_context(request, hit, form, mode=mode, action=action, hit_queries=hit_queries)
-        status = 400
     else:
         context = hit_page_context(
             hit, mode=mode, action=action, answers=current_answers(assignment), hit_queries=hit_queries
         )
-        status = 200
     context["title"] = f"Correct your answers: {hit.batch.title}"
     context["correcting"] = True
     context["instructions_open"] = False
     context["answered_count"] = answered_count(request.user) if mode == "local" else None
-    return render(request, "annotation/hit.html", context, status=status)
+    return render(request, "annotation/hit.html", context, status=400 if request.method == "POST" else 200)
 
 
 def unanswered_context(request: HttpRequest, hit, form, *, mode: str, action: str, hit_queries) -> dict:
@@ -301,18 +293,16 @@ def _credentials(request: HttpRequest, access: team.Access, *, new: bool) -> Htt
 def team_page(request: HttpRequest) -> HttpResponse:
     """Every annotator; POST adds one and shows their link or password once."""
     form = MemberForm(request.POST or None)
-    status = 200
-    if form.is_bound:
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                access = team.add_member(data["username"], data["email"], access=data["access"])
-            except ServiceError as exc:
-                form.add_error(None, str(exc))
-            else:
-                return _credentials(request, access, new=True)
-        status = 400
-    return render(request, "annotation/team.html", {"form": form, "members": team_overview()}, status=status)
+    if form.is_valid():  # never for the unbound form of a GET
+        data = form.cleaned_data
+        try:
+            access = team.add_member(data["username"], data["email"], access=data["access"])
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return _credentials(request, access, new=True)
+    context = {"form": form, "members": team_overview()}
+    return render(request, "annotation/team.html", context, status=400 if form.is_bound else 200)
 
 
 def _member(username: str):

@@ -57,12 +57,10 @@ def _paid_on_prolific(assignment) -> str | None:
     """Why a participant may no longer correct the assignment: Prolific decided its submission's pay."""
     from platforms.prolific.models import ProlificSubmission  # start-up
 
-    if (
-        assignment.provider_assignment_id
-        and ProlificSubmission.objects.filter(
-            submission_id=assignment.provider_assignment_id, status__in=_PAID_ON_PROLIFIC
-        ).exists()
-    ):
+    decided = ProlificSubmission.objects.filter(
+        submission_id=assignment.provider_assignment_id, status__in=_PAID_ON_PROLIFIC
+    )
+    if assignment.provider_assignment_id and decided.exists():
         return "this HIT was already reviewed (its payment was decided on Prolific)"
     return None
 
