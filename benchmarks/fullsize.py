@@ -69,9 +69,15 @@ def write_trec(out, qids, docids, depth: int, rng, tag: str) -> None:
     import polars as pl
 
     scores = -np.sort(-rng.random((len(qids), depth)), axis=1) * 30
-    ranks = np.tile(np.arange(1, depth + 1), len(qids))
     frame = pl.DataFrame(
-        {"qid": np.repeat(qids, depth), "q0": "Q0", "docid": docids, "rank": ranks, "score": scores.ravel(), "tag": tag}
+        {
+            "qid": np.repeat(qids, depth),
+            "q0": "Q0",
+            "docid": docids,
+            "rank": np.tile(np.arange(1, depth + 1), len(qids)),
+            "score": scores.ravel(),
+            "tag": tag,
+        }
     )
     frame.write_csv(out, separator=" ", include_header=False, float_precision=4)
 

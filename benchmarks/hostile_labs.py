@@ -4,6 +4,7 @@ its own for its viewer's GETs (issue 82: a viewer's GET starts no job)."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from io import StringIO  # the output of the commands the round calls is not the round's
 from pathlib import Path
@@ -152,19 +153,19 @@ def url_paths(world, lab: str = "a") -> list[tuple[str, str]]:
         ("imports", "kind"): "queries",
         **{(segment, "name"): name for segment, name in names.items() if segment},
     }
+
+    def value(param: str, before: str) -> str:  # a parameter's value, by the segment before it
+        return by_segment.get((before, param)) or ANY_SEGMENT.get(param) or values.get(param, "x")
+
     out = []
     for name, template in site_patterns():
         if name.startswith("admin:"):
             continue
-        segments, filled = template.strip("/").split("/"), []
-        for i, segment in enumerate(segments):
-            while "{" in segment:
-                start, end = segment.index("{"), segment.index("}")
-                param = segment[start + 1 : end]
-                before = segments[i - 1] if i else ""
-                value = by_segment.get((before, param)) or ANY_SEGMENT.get(param) or values.get(param, "x")
-                segment = segment[:start] + value + segment[end + 1 :]
-            filled.append(segment)
+        segments = template.strip("/").split("/")
+        filled = [
+            re.sub(r"\{(\w+)\}", lambda m, before=before: value(m[1], before), segment)
+            for before, segment in zip(["", *segments], segments, strict=False)
+        ]
         out.append((name, "/" + "/".join(filled) + ("/" if template.endswith("/") else "")))
     return out
 

@@ -197,15 +197,14 @@ def main(argv: list[str] | None = None) -> None:
           f"its job {float(job):.2f} s CPU, "
           f"next view {float(after):.2f} s CPU, computed again {float(again):.2f} s CPU; the process "
           f"{total:.2f} s CPU, {usage.ru_maxrss / 1024:,.0f} MB", flush=True)  # fmt: skip
-    rows.append(("calibration report, the heavy libraries imported before the fork (gunicorn's master, a Celery "
-                 "worker's main process)", float("nan"), float(preload), 0))  # fmt: skip
-    rows.append(("calibration report, first view: the page answers, the job started (the view's work)",
-                 float("nan"), float(view), 0))  # fmt: skip
-    rows.append(("calibration report, its job: the report finished and kept (in a worker that imported them)",
-                 float("nan"), float(job), 0))  # fmt: skip
-    rows.append(("calibration report, the next view: the kept report shown", float("nan"), float(after), 0))
-    rows.append(("calibration report, computed again in that process (libraries loaded)", float("nan"),
-                 float(again), 0))  # fmt: skip
+    parts = {
+        "the heavy libraries imported before the fork (gunicorn's master, a Celery worker's main process)": preload,
+        "first view: the page answers, the job started (the view's work)": view,
+        "its job: the report finished and kept (in a worker that imported them)": job,
+        "the next view: the kept report shown": after,
+        "computed again in that process (libraries loaded)": again,
+    }
+    rows += [(f"calibration report, {part}", float("nan"), float(cpu), 0) for part, cpu in parts.items()]
     state = _fresh(built, work, "corrected")
     step("`sync_batch crowd`", state, ["sync_batch", "crowd"])
     runs = ",".join(f"run{i + 1}" for i in range(RUNS))

@@ -172,8 +172,13 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
         start = time.perf_counter()
         texts = services.texts_by_reference(collection, docids, chunks=workers or None)
         seconds = time.perf_counter() - start
-        digest, rows = checksum_of_texts(texts), len(texts)
-        return {"seconds": seconds, "chunks": workers or 1, "digest": digest, "rows": rows, "peak_mb": peak_memory_mb()}
+        return {
+            "seconds": seconds,
+            "chunks": workers or 1,
+            "digest": checksum_of_texts(texts),
+            "rows": len(texts),
+            "peak_mb": peak_memory_mb(),
+        }
     collection = services.import_collection(collection_path, "scan-bench", bar=False).obj
     ScanChunk.objects.all().delete()
     Run.objects.filter(name=f"bench{workers}").delete()

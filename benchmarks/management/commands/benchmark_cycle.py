@@ -257,7 +257,12 @@ class Command(ProjectCommand):
             tempfile.mkdtemp(prefix="benchmark-sqlite-", dir=settings.VAR_DIR if settings.VAR_DIR.exists() else None)
         )
         columns = ("journal", "synchronous", "checkpoint pages", "µs per commit")
-        choices = (("delete", "full", 1000), ("wal", "full", 1000), ("wal", "normal", 1000), ("wal", "normal", 10000))
+        choices = (
+            ("delete", "full", 1000),
+            ("wal", "full", 1000),
+            ("wal", "normal", 1000),
+            ("wal", "normal", 10000),
+        )
         path = str(folder / "commit.sqlite3")
         rows = [dict(zip(columns, (*c, 1e6 * sqlite_commit_seconds(path, *c)), strict=True)) for c in choices]
         folder.rmdir()

@@ -190,6 +190,17 @@ def _targets(state: dict) -> tuple[list[tuple[str, str]], list[str]]:
         "/metrics/label-sensitivity/": f"?{sensitivity}",
         "/api/metrics/label-sensitivity/": f"?{sensitivity}",
     }
+    by_prefix = (
+        (("/metrics/{name}", "/api/metrics/reports/{name}"), "name", report.name),
+        # the synthetic collection and query set share the batch's name
+        (("/api/pooling/collections/{name}", "/api/pooling/query-sets/{name}"), "name", batch.name),
+        (("/api/pooling/runs/{name}",), "name", runs[0].name),
+        (("/pooling/import/{kind}", "/api/pooling/imports/{kind}"), "kind", "queries"),
+        (("/api/annotation/hits/{pk}",), "pk", str(hit.pk)),
+        (("/api/annotation/assignments/{pk}",), "pk", str(assignment.pk)),
+        (("/api/annotation/judgments/{pk}",), "pk", str(judgment.pk)),
+        (("/jobs/{pk}", "/api/jobs/{pk}"), "pk", str(state["job"].pk)),
+    )
     targets, left = [], []
     for _name, template in site_patterns():
         if LEFT_OUT.search(template):
@@ -198,22 +209,7 @@ def _targets(state: dict) -> tuple[list[tuple[str, str]], list[str]]:
         values = dict(fill)
         if "calibration" in template or "prelabels" in template or "/machine/" in template:
             values["name"] = state["machine"].name
-        if template.startswith(("/metrics/{name}", "/api/metrics/reports/{name}")):
-            values["name"] = report.name
-        if template.startswith(("/api/pooling/collections/{name}", "/api/pooling/query-sets/{name}")):
-            values["name"] = batch.name  # the synthetic collection and query set share the batch's name
-        if template.startswith("/api/pooling/runs/{name}"):
-            values["name"] = runs[0].name
-        if template.startswith("/pooling/import/{kind}") or template.startswith("/api/pooling/imports/{kind}"):
-            values["kind"] = "queries"
-        if template.startswith("/api/annotation/hits/{pk}"):
-            values["pk"] = str(hit.pk)
-        elif template.startswith("/api/annotation/assignments/{pk}"):
-            values["pk"] = str(assignment.pk)
-        elif template.startswith("/api/annotation/judgments/{pk}"):
-            values["pk"] = str(judgment.pk)
-        elif template.startswith(("/jobs/{pk}", "/api/jobs/{pk}")):
-            values["pk"] = str(state["job"].pk)
+        values |= {key: value for prefixes, key, value in by_prefix if template.startswith(prefixes)}
         placeholders = re.findall(r"\{(\w+)\}", template)
         if any(p not in values for p in placeholders) or template.startswith("/pooling/pools/{name}"):
             left.append(f"{template} (nothing of its kind in the benchmark's state)")

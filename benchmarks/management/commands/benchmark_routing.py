@@ -110,7 +110,6 @@ class Command(ProjectCommand):
         result = forecast.as_dict() | {
             "path_cost": float(path_cost),
             "crowd_only_cost": float(crowd_only),
-            "machine_cost": float(machine),
             "seconds": time.monotonic() - started,
         }
         out = self.stdout.write
@@ -234,17 +233,11 @@ class Command(ProjectCommand):
         result = {
             "batch": batch,
             "kept_share": len(kept) / len(qids),
-            "certified": routing.threshold is not None,
-            "threshold": routing.threshold,
-            "kept_accuracy": kept_truth,
             "below_target": kept_truth is not None and kept_truth < o["target"],
             "export_accuracy": export_accuracy,
             "crowd_only_accuracy": crowd_accuracy,
             "cost": spent + machine,
-            "machine_cost": machine,
             "crowd_only_cost": alone_spent,
-            "sample_rounds": rounds,
-            "sample_reference_accuracy": reference,
             "seconds": time.monotonic() - started,
         }
         self.stdout.write(
@@ -255,11 +248,9 @@ class Command(ProjectCommand):
         )
         return result
 
-    def _annotate(self, clients, accounts, true_label, rng) -> int:
+    def _annotate(self, clients, accounts, true_label, rng) -> None:
         """Every worker takes HITs (the next one chosen by share) until none has anything left to do."""
-        truth_of = {}
         active = list(range(len(clients)))
-        submitted = 0
         while active:
             shares = np.array([accounts[i]["share"] for i in active])
             i = active[int(rng.choice(len(active), p=shares / shares.sum()))]
@@ -267,16 +258,13 @@ class Command(ProjectCommand):
             if hit is None:
                 active.remove(i)
                 continue
-            fields = truth_of.get(hit.assignment) or _fields(hit.assignment)
             form = {
                 field: LABELS[vote(accounts[i]["confusion"], LABELS.index(true_label[qid]), rng)]
-                for field, qid in fields.items()
+                for field, qid in _fields(hit.assignment).items()
                 if field in hit.fields
             }
             if not clients[i].submit(hit, form):
                 raise CommandError(f"the site refused {accounts[i]['name']}'s answers to assignment {hit.assignment}")
-            submitted += 1
-        return submitted
 
     def _until_done(self, batch, clients, accounts, true_label, rng) -> None:
         """Answer, sync (an escalation round each time), again, until the batch asks for nothing more."""

@@ -51,19 +51,21 @@ class Command(ProjectCommand):
             "CELERY_BROKER_URL": "",
         }
         (work / "db.sqlite3").unlink(missing_ok=True)
-        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
-        subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=settings.BASE_DIR)
-        subprocess.run(
-            [*manage, "import_collection", str(collection), "--name", COLLECTION, "-v0"],
-            env=env,
-            check=True,
-            cwd=settings.BASE_DIR,
-        )
         make_user = (
             "from django.contrib.auth import get_user_model; "
             "get_user_model().objects.create_user('bench', password='bench-pw-123', is_staff=True)"
         )
-        subprocess.run([*manage, "shell", "-c", make_user], env=env, check=True, cwd=settings.BASE_DIR)
+        for arguments in (
+            ["migrate", "-v0"],
+            ["import_collection", str(collection), "--name", COLLECTION, "-v0"],
+            ["shell", "-c", make_user],
+        ):
+            subprocess.run(
+                [sys.executable, str(settings.BASE_DIR / "manage.py"), *arguments],
+                env=env,
+                check=True,
+                cwd=settings.BASE_DIR,
+            )
 
         cases = [
             ("ordinary run (baseline)", "run", ordinary),
