@@ -7,8 +7,10 @@ T1 fonts from ``cm-super``, since pdflatex would otherwise draw Type 3 bitmaps, 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from core.figure_notes import p_value_text
 from publishing.checklist_questions import SHORT_SOURCES, SOURCES, TO_ANSWER
@@ -126,47 +128,13 @@ class Template:
     authors: tuple[str, ...]
 
 
-#: The templates of ``paper --template``: ``article`` (LaTeX's own, 11 pt; compiles with
-#: Debian's recommended TeX Live and cm-super), ``acm`` (``acmart`` 1.88 ``sigconf``: 241 pt columns,
-#: two of them 506 pt wide, 626 pt high) and ``lncs`` (``llncs`` 2.22: one 347 pt column, 549 pt high).
+#: The templates of ``paper --template``, as ``latex_templates.toml`` beside this module declares them: ``article``
+#: (LaTeX's own), ``acm`` (``acmart`` ``sigconf``) and ``lncs`` (``llncs``).
 TEMPLATES: dict[str, Template] = {
-    "article": Template(
-        "article",
-        (r"\documentclass[11pt]{article}",),
-        column=360.0,
-        text_width=360.0,
-        text_height=541.4,
-        two_columns=False,
-        bibliography_style="plain",
-        authors=(r"\author{}", r"\date{}"),
-    ),
-    "acm": Template(
-        "acm",
-        (
-            # balance=false: acmart's balance package drops the floats' labels on the last page, as its manual
-            # warns. nonacm: a draft for no venue yet, without acmart's placeholder running heads, ISBN and DOI.
-            r"\documentclass[sigconf,nonacm,balance=false]{acmart}",
-            # No rights form yet: the block ACM's eform fills in later, left out of the draft.
-            r"\setcopyright{none}",
-            r"\settopmatter{printacmref=false}",
-        ),
-        column=241.1,
-        text_width=506.3,
-        text_height=626.0,
-        two_columns=True,
-        bibliography_style="ACM-Reference-Format",
-        authors=(r"\author{Authors}", r"\affiliation{\institution{Institution}\country{Country}}"),
-    ),
-    "lncs": Template(
-        "lncs",
-        (r"\documentclass{llncs}",),
-        column=347.1,
-        text_width=347.1,
-        text_height=549.1,
-        two_columns=False,
-        bibliography_style="splncs04",
-        authors=(r"\author{Authors}", r"\institute{Institution}"),
-    ),
+    name: Template(name, **{key: tuple(value) if isinstance(value, list) else value for key, value in fields.items()})
+    for name, fields in tomllib.loads(
+        Path(__file__).with_name("latex_templates.toml").read_text(encoding="utf-8")
+    ).items()
 }
 #: The template of a bundle unless one is asked for: LaTeX's own class, which compiles without the
 #: publishers' classes (``texlive-publishers``, ``texlive-latex-extra``).
