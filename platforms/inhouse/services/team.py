@@ -91,10 +91,8 @@ def accept_link(user, password: str, *, checked_against: str) -> bool:
 def add_member(username: str, email: str = "", *, access: str = "link") -> Access:
     """A new annotator account, with a one-time link to choose a password or a generated one."""
     _check_access(access)
-    if access == "password":
-        user = create_annotator(username, email=email)  # unusable password until set below
-        return _give_password(user)
-    return one_time_link(create_annotator(username, email=email))
+    user = create_annotator(username, email=email)  # an unusable password until one is given or chosen
+    return _give_password(user) if access == "password" else one_time_link(user)
 
 
 def _give_password(user) -> Access:
@@ -112,9 +110,7 @@ def reset_access(user, *, access: str = "link", by=None) -> Access:
         user = _locked_member(user, by)
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        if access == "password":
-            return _give_password(user)
-        return one_time_link(user)
+        return _give_password(user) if access == "password" else one_time_link(user)
 
 
 def set_active(user, active: bool, *, by=None):
