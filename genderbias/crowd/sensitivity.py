@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 BASELINE = ("majority", "drop")
-DEFAULT_THRESHOLD = CONFIDENCE_THRESHOLD
 NON_GENDERED = "n"
 CSV_COLUMNS = [
     "aggregation",
@@ -109,7 +108,7 @@ def non_gendered_sets(
     labels: Mapping[str, pd.DataFrame],
     *,
     adjudicated: Mapping[str, str] | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float = CONFIDENCE_THRESHOLD,
 ) -> dict[tuple[str, str], list[str]]:
     """The non-gendered qids of every (aggregation, policy), from :func:`aggregated_labels`."""
     if not 0 <= threshold <= 1:

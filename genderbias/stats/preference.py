@@ -23,8 +23,6 @@ from genderbias.ranking.defaults import VARIANT_VERSIONS
 
 __all__ = ["known_versions", "split_versions", "variant_cases", "variant_preference"]
 
-VERSIONS = VARIANT_VERSIONS
-
 
 @dataclass
 class Preference:
@@ -41,7 +39,7 @@ class Preference:
         return self.wins[version] / self.decided if self.decided else float("nan")
 
 
-def split_versions(run: pl.DataFrame, separator: str = "-", versions: Sequence[str] = VERSIONS) -> pd.DataFrame:
+def split_versions(run: pl.DataFrame, separator: str = "-", versions: Sequence[str] = VARIANT_VERSIONS) -> pd.DataFrame:
     """``qid, item, version, score`` (and ``rank``, when the run has it) from a run whose docids end
     in ``<separator><version>``."""
     sep = re.escape(separator)
@@ -56,7 +54,7 @@ def split_versions(run: pl.DataFrame, separator: str = "-", versions: Sequence[s
     return parts.filter(pl.col("version").is_in(list(versions))).to_pandas()
 
 
-def variant_preference(scores: pd.DataFrame, versions: Sequence[str] = VERSIONS) -> Preference:
+def variant_preference(scores: pd.DataFrame, versions: Sequence[str] = VARIANT_VERSIONS) -> Preference:
     """Which version scores highest, per (qid, item) case of ``scores`` (``qid, item, version, score``)."""
     table = scores.pivot_table(index=["qid", "item"], columns="version", values="score", aggfunc="max")
     table = table.reindex(columns=list(versions))
@@ -70,7 +68,7 @@ def variant_preference(scores: pd.DataFrame, versions: Sequence[str] = VERSIONS)
 
 
 def known_versions(
-    run: pl.DataFrame, variants: Mapping[str, tuple[str, str, str]], versions: Sequence[str] = VERSIONS
+    run: pl.DataFrame, variants: Mapping[str, tuple[str, str, str]], versions: Sequence[str] = VARIANT_VERSIONS
 ) -> pd.DataFrame:
     """``qid, item, version, score, rank`` of the documents of ``run`` that ``variants`` knows
     (docid -> ``(query, item, wording)``), each under the query it belongs to: a query's cases are
@@ -92,7 +90,7 @@ def known_versions(
     return mine.select("qid", "item", "version", "score", "rank").to_pandas()
 
 
-def variant_cases(scores: pd.DataFrame, versions: Sequence[str] = VERSIONS) -> pd.DataFrame:
+def variant_cases(scores: pd.DataFrame, versions: Sequence[str] = VARIANT_VERSIONS) -> pd.DataFrame:
     """One row per (qid, item) case: ``winner`` (the single highest-scored version, ``tie`` when two
     or more share the highest score, ``incomplete`` when a version is missing) and each version's
     rank (``rank_<version>``, NaN when the run lacks it)."""
