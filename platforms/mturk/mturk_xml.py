@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from xml.sax.saxutils import escape
 
 HTML_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd"
 ANSWERS_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/QuestionFormAnswers.xsd"
@@ -21,7 +20,8 @@ _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 _DOCTYPE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 
 
-def _check_xml_chars(text: str, what: str) -> None:
+def check_xml_chars(text: str, what: str) -> None:
+    """``ValueError`` naming the first character of ``text`` that XML cannot carry."""
     bad = _NOT_XML.search(text)
     if bad:
         raise ValueError(
@@ -43,7 +43,7 @@ def html_question(html: str, frame_height: int = 0) -> str:
         raise TypeError("html must be a str")
     if int(frame_height) < 0:
         raise ValueError("frame_height cannot be negative")
-    _check_xml_chars(html, "the HIT page")
+    check_xml_chars(html, "the HIT page")
     xml = (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<HTMLQuestion xmlns="{HTML_QUESTION_NS}">'
@@ -91,26 +91,3 @@ def parse_answers(xml: str | bytes) -> dict[str, str]:
         else:
             answers[identifier] = "|".join(e.text or "" for e in answer.findall(f"{ns}SelectionIdentifier"))
     return answers
-
-
-def build_answers_xml(answers: dict[str, str]) -> str:
-    """QuestionFormAnswers XML as MTurk returns it (for test servers): ``parse_answers`` gives ``answers`` back."""
-    parts = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>', f'<QuestionFormAnswers xmlns="{ANSWERS_NS}">']
-    for identifier, value in answers.items():
-        if not identifier:
-            raise ValueError("a QuestionIdentifier cannot be empty")
-        _check_xml_chars(identifier, f"question identifier {identifier!r}")
-        _check_xml_chars(value, f"the answer to {identifier!r}")
-        parts.append(
-            "<Answer>"
-            f"<QuestionIdentifier>{_text(identifier)}</QuestionIdentifier>"
-            f"<FreeText>{_text(value)}</FreeText>"
-            "</Answer>"
-        )
-    parts.append("</QuestionFormAnswers>")
-    return "\n".join(parts)
-
-
-def _text(value: str) -> str:
-    """Escaped element text; ``\\r`` as a reference so parsers keep it."""
-    return escape(value, {"\r": "&#13;"})

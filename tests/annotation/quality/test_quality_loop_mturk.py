@@ -14,8 +14,8 @@ from annotation.models import Assignment, Batch, Hit, Reoffer, WorkerFlag
 from annotation.quality.services.budget import set_extra_budget
 from annotation.quality.services.escalation import plan_escalation
 from platforms.mturk.errors import MTurkError
-from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH
+from tests.platforms.mturk.fake_server import build_answers_xml
 from tests.platforms.mturk.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
 
 

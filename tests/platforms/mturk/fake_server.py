@@ -25,7 +25,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler
+from xml.sax.saxutils import escape
 
+from platforms.mturk.mturk_xml import ANSWERS_NS, check_xml_chars
 from tests.loopback import LoopbackServer, send, serve_in_thread
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
@@ -249,3 +251,26 @@ def serve(fake: FakeMTurk) -> tuple[str, LoopbackServer]:
     """Start serving ``fake`` on a free loopback port; returns its URL and the server."""
     server = serve_in_thread(_Handler, fake)
     return server.base, server
+
+
+def build_answers_xml(answers: dict[str, str]) -> str:
+    """QuestionFormAnswers XML as MTurk returns it (for test servers): ``parse_answers`` gives ``answers`` back."""
+    parts = ['<?xml version="1.0" encoding="UTF-8" standalone="no"?>', f'<QuestionFormAnswers xmlns="{ANSWERS_NS}">']
+    for identifier, value in answers.items():
+        if not identifier:
+            raise ValueError("a QuestionIdentifier cannot be empty")
+        check_xml_chars(identifier, f"question identifier {identifier!r}")
+        check_xml_chars(value, f"the answer to {identifier!r}")
+        parts.append(
+            "<Answer>"
+            f"<QuestionIdentifier>{_text(identifier)}</QuestionIdentifier>"
+            f"<FreeText>{_text(value)}</FreeText>"
+            "</Answer>"
+        )
+    parts.append("</QuestionFormAnswers>")
+    return "\n".join(parts)
+
+
+def _text(value: str) -> str:
+    """Escaped element text; ``\\r`` as a reference so parsers keep it."""
+    return escape(value, {"\r": "&#13;"})

@@ -16,9 +16,8 @@ from annotation import services
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Judgment
 from annotation.results.selectors.labels import BatchAnswers
-from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH
-from tests.platforms.mturk.fake_server import FakeMTurk, serve
+from tests.platforms.mturk.fake_server import FakeMTurk, build_answers_xml, serve
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from annotation import services
 from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment, Hit, Judgment
 from core.errors import ServiceError
-from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH
+from tests.platforms.mturk.fake_server import build_answers_xml
 from tests.platforms.mturk.test_mturk_compatible_server import server  # noqa: F401  (the server fixture)
 
 

@@ -14,10 +14,9 @@ from annotation.crowd.services.sync import sync_batch
 from annotation.models import Assignment
 from core.errors import StateError
 from platforms.mturk import services as mturk_admin
-from platforms.mturk.mturk_xml import build_answers_xml
 from tests.annotation.conftest import TRUTH
 from tests.annotation.spent_figures import shown
-from tests.platforms.mturk.fake_server import FakeMTurk
+from tests.platforms.mturk.fake_server import FakeMTurk, build_answers_xml
 from tests.platforms.mturk.fake_server import serve as serve_mturk
 
 

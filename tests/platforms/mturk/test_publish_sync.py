@@ -19,9 +19,9 @@ from annotation.models import Assignment, Batch, Hit, Judgment, Worker, WorkerId
 from annotation.quality.services.escalation import escalate_batch, plan_escalation
 from core.errors import ServiceError
 from platforms.mturk.client import MTurk, make_client
-from platforms.mturk.mturk_xml import build_answers_xml
 from platforms.mturk.provider import MTurkProvider
 from tests.annotation.conftest import TRUTH
+from tests.platforms.mturk.fake_server import build_answers_xml
 
 HIT_TYPE = "3HITTYPE0000000000000000000001"
 HIT_IDS = ["3HIT00000000000000000000000001", "3HIT00000000000000000000000002"]

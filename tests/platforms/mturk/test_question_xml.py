@@ -10,10 +10,10 @@ from platforms.mturk.mturk_xml import (
     ANSWERS_NS,
     HTML_QUESTION_NS,
     MAX_QUESTION_BYTES,
-    build_answers_xml,
     html_question,
     parse_answers,
 )
+from tests.platforms.mturk.fake_server import build_answers_xml
 
 Q = f"{{{HTML_QUESTION_NS}}}"
 
