@@ -144,12 +144,6 @@ def _instructions_item(page: Mapping[str, Any] | None) -> str:
     )
 
 
-def human_labels(facts: Mapping[str, Any]) -> int:
-    """How many labels people made (crowd or in-house majority, or a ruling)."""
-    by = facts["labels"]["labelled_by"]
-    return by.get("crowd", 0) + by.get("in-house", 0) + by.get("adjudicator", 0)
-
-
 def annotators_sentence(facts: Mapping[str, Any]) -> str:
     """Who labelled, with counts: the card's own wording (:func:`who_labelled`) and the agreement's annotator count."""
     agreement, labels = facts["agreement"], facts["labels"]
@@ -162,13 +156,9 @@ def annotators_sentence(facts: Mapping[str, Any]) -> str:
     return text
 
 
-def _in(where: str, text: str) -> str:
-    return f"In {where}: {text}"
-
-
 def _yes(where: str, text: str, researcher: str = "") -> tuple[str, str, str, str]:
     """A "Yes" answer: ``text`` said in ``where``, the section it points to."""
-    return "Yes", _in(where, text), researcher, where
+    return "Yes", f"In {where}: {text}", researcher, where
 
 
 def _llm_items(facts: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]:
@@ -317,8 +307,11 @@ def checklist_items(
     (:func:`publishing.services.records.crowd_pay`); ``page``: the task page, None if the batch has no task;
     ``settings``: the report's settings, for ACL's sections B and C (left out without them).
     """
-    # People were asked (a crowd batch ran) or answered: the annotator questions apply.
-    people = bool(pay) or human_labels(facts) > 0 or bool(facts["agreement"].get("judgments"))
+    # People were asked (a crowd batch ran) or answered (a crowd or in-house majority, or a ruling, made a label):
+    # the annotator questions apply.
+    by = facts["labels"]["labelled_by"]
+    people = bool(pay) or any(by.get(agent, 0) for agent in ("crowd", "in-house", "adjudicator"))
+    people = people or bool(facts["agreement"].get("judgments"))
     spent = facts["batch"]["spent"]
     pay_text = " ".join(pay_sentence(row) for row in pay) or "No crowd batch was run."
     paid = any(reward_paid(row["provider"]) for row in pay)

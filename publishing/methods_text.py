@@ -55,11 +55,6 @@ def _pool_sentence(pool: dict) -> str:
     )
 
 
-def _crowd_queries(facts: dict) -> int:
-    """How many queries the crowd labelled: all of them, or those no machine label was accepted for."""
-    return facts["labels"]["queries"] - (facts["labels"].get("sources") or {}).get(MACHINE, 0)
-
-
 def _crowd_sentences(facts: dict) -> list[str]:
     batch, quality, labels = facts["batch"], facts["quality"], facts["labels"]
     per_task = batch["queries_per_hit"]
@@ -72,7 +67,7 @@ def _crowd_sentences(facts: dict) -> list[str]:
         paid = f"; estimated cost at creation {escape(estimate)} USD"
     else:
         paid = ""
-    crowd = _crowd_queries(facts)
+    crowd = labels["queries"] - (labels.get("sources") or {}).get(MACHINE, 0)  # those no machine label was accepted for
     who = (
         f"The {crowd} quer{'y' if crowd == 1 else 'ies'} that went to the crowd were each"
         if facts.get("machine")

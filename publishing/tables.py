@@ -210,11 +210,6 @@ def config_rows(
     return rows
 
 
-def hf_features(config: Config) -> dict[str, Any]:
-    """The configuration's Hugging Face ``datasets`` features (``Features.to_dict`` form)."""
-    return {c.name: c.hf_feature() for c in config.columns}
-
-
 def arrow_schema(config: Config):
     """The configuration's explicit Arrow schema (every column nullable), its metadata carrying the Hugging Face
     features as ``datasets`` writes them, so ``datasets`` reads a label column as a ``ClassLabel``."""
@@ -224,7 +219,9 @@ def arrow_schema(config: Config):
 
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
     schema = pa.schema([pa.field(c.name, types[c.storage], nullable=True) for c in config.columns])
-    return schema.with_metadata({"huggingface": json.dumps({"info": {"features": hf_features(config)}})})
+    return schema.with_metadata(
+        {"huggingface": json.dumps({"info": {"features": {c.name: c.hf_feature() for c in config.columns}}})}
+    )
 
 
 def write_parquet(config: Config, rows: Sequence[Mapping[str, Any]], path: str | os.PathLike) -> Path:
