@@ -46,8 +46,11 @@ from core.serializers import JobSerializer
 from core.templatetags.roles import may_act
 
 
-class _BatchView(APIView):
+class _AdminView(APIView):
     permission_classes = [permissions.IsAdminUser]
+
+
+class _BatchView(_AdminView):
     parser_classes = [JSONParser, FormParser]
 
     def batch(self, name: str) -> Batch:
@@ -81,18 +84,14 @@ class PrelabelRunsView(_BatchView):
         return Response(PrelabelRunSerializer(prelabel_runs(self.batch(name)), many=True).data)
 
 
-class PrelabelCacheView(APIView):
-    permission_classes = [permissions.IsAdminUser]
-
+class PrelabelCacheView(_AdminView):
     @extend_schema(responses={200: CachedAnswersSerializer(many=True)})
     def get(self, request, format=None):
         """The chat labeller's cached answers, per model and prompt version (shared by every batch)."""
         return Response(CachedAnswersSerializer(cached_answers(), many=True).data)
 
 
-class PrelabelCacheModelView(APIView):
-    permission_classes = [permissions.IsAdminUser]
-
+class PrelabelCacheModelView(_AdminView):
     @extend_schema(
         parameters=[OpenApiParameter("prompt_version", str, description="Only this prompt version's answers.")],
         responses={200: ClearedCacheSerializer, 404: ErrorSerializer},
@@ -132,20 +131,14 @@ class CalibrationSampleView(_BatchView):
             job = start_publish(child) if data["publish"] else None
         derivation = child.derivation
         extends = Batch.objects.filter(pk=derivation.get("extends")).values_list("name", flat=True).first()
-        answer = {
+        reference = derivation.get("reference")
+        answer = derivation | {
             "batch": child.name,
             "parent": batch.name,
-            "labeller": derivation["labeller"],
-            "model": derivation["model"],
-            "prompt_version": derivation["prompt_version"],
-            "seed": derivation["seed"],
-            "design": derivation["design"],
-            "look": derivation["look"],
             "extends": extends,
             "queries": len(derivation["stratum_of"]),
             "extendable": derivation.get("extendable", True),
-            "reference": rule_record(reference_rule(reference)) if (reference := derivation.get("reference")) else None,
-            "strata": derivation["strata"],
+            "reference": rule_record(reference_rule(reference)) if reference else None,
             "publish_job": job,
         }
         return Response(CalibrationSampleSerializer(answer).data, status=status.HTTP_201_CREATED)

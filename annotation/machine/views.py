@@ -268,36 +268,25 @@ def batch_calibration_echo(request: HttpRequest, name: str) -> HttpResponse:
 def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
     """GET with the form's fields: the plan, nothing created. POST: route and publish the routed queries."""
     batch = get_object_or_404(Batch, name=name)
-    plan = None
-    status = 200
-    if request.method == "POST":
-        form = RoutingForm(request.POST)
-        if form.is_valid():
-            try:
-                routed = route_and_publish(batch, **routing_request(form.cleaned_data))  # the rules checked there
-            except ServiceError as exc:
-                add_service_error(form, exc)
+    posted = request.method == "POST"
+    data = request.POST if posted else request.GET.copy() or None
+    if data is not None and not posted:
+        data.setdefault("risk", str(DEFAULT_RISK))  # shown as used, not as an empty box
+    form, plan = RoutingForm(data), None
+    if form.is_bound and form.is_valid():
+        try:  # the rules checked there
+            done = (route_and_publish if posted else plan_routing)(batch, **routing_request(form.cleaned_data))
+        except ServiceError as exc:
+            add_service_error(form, exc)
+        else:
+            if not posted:
+                plan = done
             else:
-                routing, job = routed.routing, routed.job
+                routing, job = done.routing, done.job
                 sent = f"{routing.to_humans} queries to the crowd in {routing.routed_batch.name}" if job else "none"
                 publishing = f" Publishing them: job {job.pk}." if job else ""
                 messages.success(request, f"Routed: {len(routing.accepted)} machine-accepted, {sent}.{publishing}")
                 return redirect("annotation:batch-routing", name=batch.name)
-        status = 400
-    else:
-        query = None
-        if request.GET:
-            query = request.GET.copy()
-            query.setdefault("risk", str(DEFAULT_RISK))  # shown as used, not as an empty box
-        form = RoutingForm(query)
-        if form.is_bound:
-            if form.is_valid():
-                try:
-                    plan = plan_routing(batch, **routing_request(form.cleaned_data))
-                except ServiceError as exc:
-                    add_service_error(form, exc)
-            if form.errors:
-                status = 400
     routing = latest_routing(batch)
     live = routing is not None and routing.routed_batch is not None
     context = {
@@ -313,7 +302,7 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
         "sample": calibration_batch(batch),
         "calibration_url": reverse("annotation:batch-calibration", args=[batch.name]),
     }
-    return render(request, "annotation/prelabelling/routing.html", context, status=status)
+    return render(request, "annotation/prelabelling/routing.html", context, status=400 if form.errors else 200)
 
 
 def _with_texts(batch: Batch, qids: list[str]) -> list[tuple[str, str]]:

@@ -74,14 +74,7 @@ def refuse_while_waiting(waits: list[dict], awaiting: int) -> None:
         raise StateError(" ".join(line.strip() for line in sample_waits_text(waits, awaiting)))
 
 
-def route_batch(batch: Batch, target_accuracy: float, **options) -> Routing:
-    """:func:`_route_batch`, reading the batch's answers as a use: a correction after it is refused
-    (``annotation.crowd.services.locking.reading_answers``)."""
-    with reading_answers(batch, "A routing"):
-        return _route_batch(batch, target_accuracy, **options)
-
-
-def _route_batch(
+def route_batch(
     batch: Batch,
     target_accuracy: float,
     *,
@@ -98,72 +91,76 @@ def _route_batch(
 
     ``plan``: the one shown and confirmed (the command's), else made here. Under the batch's row lock
     (:mod:`core.services.once`: two requests cannot both pay the crowd) the plan's sample must still be
-    the one in force (not extended or cancelled since), else a ``StateError`` and nothing recorded."""
-    if plan is None:  # bad input is refused as such, before the batch's state
-        check_routing(
-            target_accuracy=target_accuracy, risk=risk, no_guarantee=no_guarantee, budget=budget, cascade=cascade
-        )
-    _check_routable(batch)
-    plan = plan or plan_routing(
-        batch,
-        target_accuracy,
-        budget=budget,
-        risk=risk,
-        no_guarantee=no_guarantee,
-        labeller=labeller,
-        cascade=cascade,
-    )
-    with transaction.atomic():
-        claim(batch, lambda: _live_routing(batch))  # paid work exactly once (core.services.once)
-        locked = Batch.objects.get(pk=batch.pk)
-        _check_routable(locked)
-        sample_batch = _sample_in_force(locked, plan)
-        refuse_while_waiting(plan.waiting, plan.awaiting_votes)  # a plan made on a sample that waited: no
-        # Under the lock, the sample as it is now (votes, escalations and syncs since the plan was shown).
-        now = reference_state(read_sample(locked, plan.labeller, sample_batch=sample_batch))
-        refuse_while_waiting(now["waits"], len(now["pending"]))
-        routed = None
-        if plan.to_humans:
-            routed = create_derived_batch(
-                batch,
-                name or part_name(batch),
-                plan.to_humans,
-                purpose=Batch.Purpose.ROUTED,
-                derivation={
-                    "labeller": plan.labeller,
-                    "model": plan.model,
-                    "prompt_version": plan.prompt_version,
-                    "threshold": plan.threshold,
-                    "risk": plan.risk,
-                    "seed": seed,
-                    "reference": plan.reference_rule or None,
-                },
-                seed=seed,
+    the one in force (not extended or cancelled since), else a ``StateError`` and nothing recorded. The
+    batch's answers are read as a use: a correction after it is refused (``reading_answers``)."""
+    with reading_answers(batch, "A routing"):
+        if plan is None:  # bad input is refused as such, before the batch's state
+            check_routing(
+                target_accuracy=target_accuracy, risk=risk, no_guarantee=no_guarantee, budget=budget, cascade=cascade
             )
-            if plan.reference_rule:  # the crowd that labels the routed queries is the one the machine was measured on
-                follow_reference(routed, plan.reference_rule)
-        return Routing.objects.create(
-            batch=batch,
-            routed_batch=routed,
-            sample_batch=sample_batch,
-            labeller=plan.labeller,
-            model=plan.model,
-            prompt_version=plan.prompt_version,
-            target_accuracy=plan.target_accuracy,
-            risk=plan.risk,
-            threshold=plan.threshold,
-            estimated_accuracy=plan.estimated_accuracy,
-            accuracy_ci=plan.accuracy_ci or [],
-            accepted=plan.accepted,
-            to_humans=len(plan.to_humans),
-            over_budget=len(plan.over_budget),
-            cost=plan.cost,
-            saving=plan.saving,
-            # What "right" meant, with whose answers were held out of it and why (the echo check).
-            reference=plan.reference_rule | ({"echo": _echo_record(plan.echo)} if plan.echo else {}),
-            stages=plan.stages,
-            methods=methods.current(),
+        _check_routable(batch)
+        plan = plan or plan_routing(
+            batch,
+            target_accuracy,
+            budget=budget,
+            risk=risk,
+            no_guarantee=no_guarantee,
+            labeller=labeller,
+            cascade=cascade,
         )
+        with transaction.atomic():
+            claim(batch, lambda: _live_routing(batch))  # paid work exactly once (core.services.once)
+            locked = Batch.objects.get(pk=batch.pk)
+            _check_routable(locked)
+            sample_batch = _sample_in_force(locked, plan)
+            refuse_while_waiting(plan.waiting, plan.awaiting_votes)  # a plan made on a sample that waited: no
+            # Under the lock, the sample as it is now (votes, escalations and syncs since the plan was shown).
+            now = reference_state(read_sample(locked, plan.labeller, sample_batch=sample_batch))
+            refuse_while_waiting(now["waits"], len(now["pending"]))
+            routed = None
+            if plan.to_humans:
+                routed = create_derived_batch(
+                    batch,
+                    name or part_name(batch),
+                    plan.to_humans,
+                    purpose=Batch.Purpose.ROUTED,
+                    derivation={
+                        "labeller": plan.labeller,
+                        "model": plan.model,
+                        "prompt_version": plan.prompt_version,
+                        "threshold": plan.threshold,
+                        "risk": plan.risk,
+                        "seed": seed,
+                        "reference": plan.reference_rule or None,
+                    },
+                    seed=seed,
+                )
+                if (
+                    plan.reference_rule
+                ):  # the crowd that labels the routed queries is the one the machine was measured on
+                    follow_reference(routed, plan.reference_rule)
+            return Routing.objects.create(
+                batch=batch,
+                routed_batch=routed,
+                sample_batch=sample_batch,
+                labeller=plan.labeller,
+                model=plan.model,
+                prompt_version=plan.prompt_version,
+                target_accuracy=plan.target_accuracy,
+                risk=plan.risk,
+                threshold=plan.threshold,
+                estimated_accuracy=plan.estimated_accuracy,
+                accuracy_ci=plan.accuracy_ci or [],
+                accepted=plan.accepted,
+                to_humans=len(plan.to_humans),
+                over_budget=len(plan.over_budget),
+                cost=plan.cost,
+                saving=plan.saving,
+                # What "right" meant, with whose answers were held out of it and why (the echo check).
+                reference=plan.reference_rule | ({"echo": _echo_record(plan.echo)} if plan.echo else {}),
+                stages=plan.stages,
+                methods=methods.current(),
+            )
 
 
 def _echo_record(echo: dict) -> dict:

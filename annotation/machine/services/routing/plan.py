@@ -194,6 +194,10 @@ class RoutingPlan:
         return {k: str(v) if isinstance(v, Decimal) else v for k, v in data.items()}
 
 
+#: The plan's figures taken from the threshold's choice as they are (its accepted and waits are the plan's own).
+_CHOSEN = frozenset(RoutingPlan.__dataclass_fields__) - {"accepted", "awaiting_votes", "undecided"}
+
+
 def plan_routing(
     batch: Batch,
     target_accuracy: float,
@@ -246,10 +250,7 @@ def plan_routing(
         target_accuracy=target_accuracy,
         risk=risk,
         rule=GUARANTEE if risk is not None else ESTIMATE,
-        threshold=chosen["threshold"],
-        estimated_accuracy=chosen["estimated_accuracy"],
-        accuracy_ci=chosen["accuracy_ci"],
-        sample_accepted=chosen["sample_accepted"],
+        **{key: value for key, value in chosen.items() if key in _CHOSEN},
         queries=len(queries),
         gold=gold,
         sampled=len(sampled),
@@ -263,21 +264,12 @@ def plan_routing(
         budget=budget,
         cost=crowd_cost(batch, len(to_humans)),
         calibration_cost=crowd_cost(batch, len(sampled)),
-        certified=chosen["certified"],
-        more_needed=chosen.get("more_needed"),
-        more_reason=chosen.get("more_reason", ""),
-        failed_threshold=chosen.get("failed_threshold"),
-        candidates=chosen["candidates"],
         reference=sample.reference.describe(),
-        undecided=chosen.get("undecided", len(sample.undecided)),
+        undecided=len(sample.undecided),
         awaiting_votes=len(state["pending"]),  # whatever the rule: nothing is routed while the sample waits
         waiting=state["waits"],
-        escalation_spent=chosen.get("escalation_spent", Decimal("0")),
-        escalation_next=chosen.get("escalation_next", Decimal("0")),
-        escalation_limit=chosen.get("escalation_limit", Decimal("0")),
         extendable=sample.extendable,
         reference_rule=rule_record(sample.reference),
-        stages=chosen.get("stages", []),
         echo=sample.echo.as_dict() if sample.echo is not None else {},
         **advice,
     )
