@@ -120,20 +120,9 @@ class ReportForm(forms.Form):
         clean_options(self, data, {name: REPORT_OPTIONS[name] for name in self.OPTIONS})
         return data
 
-    #: The declared settings the form takes (:mod:`core.options`).
-    OPTIONS = (
-        "cutoffs",
-        "tokenizer",
-        "nfairr_normaliser",
-        "awrf_weights",
-        "awrf_p",
-        "exposure_target",
-        "protected_group",
-        "cut_step",
-        "exposure_form",
-        "ties",
-        "preset",
-    )
+    #: The declared settings the form takes (:mod:`core.options`): those of its fields, in their declared order
+    #: (``vars()``: the fields above).
+    OPTIONS = tuple(filter(vars().__contains__, REPORT_OPTIONS))
 
     def start(self) -> Job:
         """Build the report as a background job (page and API alike)."""
