@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from django.forms.models import model_to_dict
+
 from annotation.audit.selectors import audit_facts
 from annotation.crowd.selectors import crowd_batch_ids
 from annotation.machine.prelabellers.interface import is_language_model
@@ -102,18 +104,8 @@ def routing_facts(batch: Batch) -> dict[str, Any] | None:
         calibration = calibration_report(batch, routing.labeller)
     except ServiceError:
         calibration = None
-    decision = {
-        "labeller": routing.labeller,
-        "model": routing.model,
-        "prompt_version": routing.prompt_version,
-        "threshold": routing.threshold,
-        "target_accuracy": routing.target_accuracy,
-        "risk": routing.risk,
-        "conservative": routing.conservative,
-        "estimated_accuracy": routing.estimated_accuracy,
-        "accuracy_ci": routing.accuracy_ci,
+    decision = model_to_dict(routing) | {  # the routing's fields, its accepted qids counted
         "accepted": len(routing.accepted),
-        "reference": routing.reference,
         "stages": [{k: v for k, v in stage.items() if k != "accepted"} for stage in routing.stages],
     }
     return machine_facts(decision, calibration)
