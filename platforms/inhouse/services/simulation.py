@@ -58,10 +58,8 @@ def simulate_local_annotations(
             for hq in assignment.hit.hit_queries.select_related("batch_query"):
                 bq = hq.batch_query
                 truth = bq.gold_label if bq.is_gold else oracle_label(bq.text)
-                if rng.random() < accuracy:
-                    answers[hq.field_name] = truth
-                else:
-                    answers[hq.field_name] = rng.choice([label for label in LABELS if label != truth])
+                wrong = [label for label in LABELS if label != truth]
+                answers[hq.field_name] = truth if rng.random() < accuracy else rng.choice(wrong)
             submit_local_assignment(assignment, answers)
             assignments += 1
             judgments += len(answers)
