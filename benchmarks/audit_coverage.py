@@ -1,9 +1,6 @@
 """Benchmark: the audit-sample intervals (PPI++) on a real crowd with gold and on every simulated crowd (issue 81,
 Done-when's first bullet).
 
-``python -m benchmarks.audit_coverage [--reference ../shared/reference] [--resamplings 200] [--votes 3]``
-``python -m benchmarks.audit_coverage --simulated [--queries 1000,3750] [--studies 80] [--crowds all] [--processes 1]``
-
 On ``crowds/adultcontent2`` (Mechanical Turk workers labelling web sites; Apache-2.0), G, the default class hard
 sites fall into as gendered queries fall into "n", plays n, and P, R, X play f, m, o; each resampling keeps
 ``--votes`` answers a site, their majority the crowd's prediction, and audits random gold sites. ``--simulated``

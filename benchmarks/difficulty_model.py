@@ -1,8 +1,5 @@
 """Benchmark: where the item-difficulty crowd model (GLAD) helps and where it cannot (issue 81, item 4).
 
-``python -m benchmarks.difficulty_model [--studies 16] [--queries 1000] [--crowds moderate,difficulty]
-[--resamplings 16] [--votes 3] [--reference ../shared/reference] [--processes 2]``
-
 Per study (a simulated crowd, or adultcontent2 resampled as :mod:`benchmarks.audit_coverage` does), the product's
 crowd model and GLAD (:func:`genderbias.crowd.difficulty.fit_difficulty`) on the same answers: run A's
 label-corrected mean over the non-gendered queries against the study's truth, the share of labels right, and

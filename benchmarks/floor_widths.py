@@ -1,8 +1,5 @@
 """Benchmark: the crowd-model interval's width against the known-confusion floor and the true labels' (issue 81, item 5).
 
-``python -m benchmarks.floor_widths [--crowds all] [--queries 1000] [--studies 40] [--samples 200] [--processes 2]
-[--constructions] [--out floor.csv] [--read floor.csv]``
-
 Per study, drawn as :func:`genderbias.crowd.simulation.coverage.coverage_study` draws it (seeds ``[2040, study]``):
 the product's interval, the true labels' (``oracle``) and the known-confusion floor
 (:func:`genderbias.crowd.simulation.coverage.floor_intervals`). Prints per crowd and figure the coverages and the

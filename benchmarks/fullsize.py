@@ -196,27 +196,25 @@ def register_and_pool(
             ],
         )
     )
-    yield from timed_steps(steps, env, lambda: _disk_mb(site) + (_database_mb(database_url) if database_url else 0.0))
+    size = "SELECT pg_database_size(current_database())"  # what the database holds on disk
+    yield from timed_steps(
+        steps, env, lambda: _disk_mb(site) + (_one(database_url, size) / 2**20 if database_url else 0)
+    )
 
 
 def check_empty(database_url: str) -> None:
     """Refuse a PostgreSQL database that has tables: the benchmark measures a new site's first commands."""
-    import psycopg
-
-    with psycopg.connect(database_url) as connection:
-        tables = connection.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
-        ).fetchone()[0]
+    tables = _one(database_url, "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()")
     if tables:
         raise ValueError(f"{database_url}: the database has {tables} table(s); give a new, empty one (createdb)")
 
 
-def _database_mb(database_url: str) -> float:
-    """What the PostgreSQL database holds on disk (``pg_database_size``), in MB."""
+def _one(database_url: str, sql: str):
+    """The one value ``sql`` selects in the PostgreSQL database."""
     import psycopg
 
     with psycopg.connect(database_url) as connection:
-        return connection.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20
+        return connection.execute(sql).fetchone()[0]
 
 
 def reference_on_prefix(work: Path, files: dict, passages: int, cutoff: int = 10, depth: int = 500) -> dict:

@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.test import override_settings
+from django.test.client import MULTIPART_CONTENT
 from django.utils import timezone
 
 from benchmarks.hostile_labs import B_SENSITIVITY, client
@@ -180,13 +181,13 @@ def _dataset_ids(world, folder) -> list[tuple[str | None, str]]:
         return [(None, "nosuch/dataset: ir_datasets not installed (the import is off)")]
     researcher = client(world["b-researcher"])
     out = []
-    for path, body in (("/api/pooling/imports/dataset/", {"name": "hr-82-ds", "dataset": "nosuch/dataset"}),
-                       ("/pooling/import/dataset/", {"name": "hr-82-ds", "dataset": "nosuch/dataset"})):  # fmt: skip
+    body = {"name": "hr-82-ds", "dataset": "nosuch/dataset"}
+    for path, kind in (
+        ("/api/pooling/imports/dataset/", "application/json"),
+        ("/pooling/import/dataset/", MULTIPART_CONTENT),
+    ):
         jobs = Job._base_manager.count()
-        if path.startswith("/api/"):
-            answer = researcher.post(path, body, content_type="application/json")
-        else:
-            answer = researcher.post(path, body)
+        answer = researcher.post(path, body, content_type=kind)
         text = answer.content.decode()
         ok = (
             answer.status_code == 400 and "has no dataset &#x27;nosuch/dataset&#x27;" in text

@@ -1,7 +1,5 @@
 """Benchmark: the daily steps after a study's answers come in, each a fresh process (issue 57, item 5).
 
-``python -m benchmarks.labelled_batches --work DIR [--queries 3750] [--sample 300]``
-
 Builds once, in ``DIR`` (kept for reruns), the held-out study's data registered with the commands, a crowd
 batch answered by three simulated annotators and a machine-labelled batch whose calibration sample they
 answered. Then measures each step on a fresh copy of that state (so every step is a *first* one: no results

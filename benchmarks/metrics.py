@@ -5,20 +5,12 @@ Run as ``python manage.py benchmark_metrics``; every mode runs in a fresh proces
 Data are synthetic and identical across modes (same seed): a collection of ``collection``
 documents with gender counts drawn directly (no text), and ``runs`` runs of ``queries``
 queries × ``docs`` documents each. Runs are generated one at a time and only the computation
-is timed (``seconds``); generation is reported apart (``setup``).
-
-Modes:
-- ``notebook``: the SIGIR 2020 notebook's algorithm step for step (``np.mean`` over list
-  prefixes per query and cutoff; ARaB recomputes every prefix);
-- ``naive``: a lean pure-Python loop — dictionaries ``docid → (mag_f, mag_m)`` and
-  ``qid → [docids]``, a running sum per query and cutoff;
-- ``vector``: RaB/ARaB (TF and Boolean) through :mod:`genderbias.ranking.measures`;
-- ``full``: every metric (RaB, ARaB, NFaiRR, TExFAIR) through :func:`genderbias.ranking.measures.evaluate_run`,
-  plus the means with bootstrap CIs (:func:`genderbias.stats.significance.summarise`).
+is timed (``seconds``); generation is reported apart (``setup``). The modes: ``benchmark_metrics``'s MODES.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -81,6 +73,7 @@ def _timed(runs: int, setup: float, make, compute) -> dict:
 
 
 def naive(queries: int, docs: int, runs: int, collection: int, seed: int) -> dict:
+    """A lean pure-Python loop: dictionaries ``docid → (mag_f, mag_m)`` and ``qid → [docids]``, a running sum."""
     start = time.perf_counter()
     magnitudes = _magnitudes(collection, seed)
     setup = time.perf_counter() - start
@@ -175,6 +168,8 @@ def _count_frames(counts: dict, collection: int):
 
 
 def vector(queries: int, docs: int, runs: int, collection: int, seed: int, full: bool = False) -> dict:
+    """RaB/ARaB (TF and Boolean) through :mod:`genderbias.ranking.measures`; ``full``: every metric through
+    :func:`~genderbias.ranking.measures.evaluate_run` and the means' bootstrap CIs (``significance.summarise``)."""
     import pandas as pd
 
     from genderbias.ranking import measures
@@ -211,14 +206,10 @@ def vector(queries: int, docs: int, runs: int, collection: int, seed: int, full:
 
 def main(argv: list[str]) -> None:
     mode, queries, docs, runs, collection, seed = argv[0], *map(int, argv[1:6])
-    if mode == "naive":
-        out = naive(queries, docs, runs, collection, seed)
-    elif mode == "notebook":
-        out = notebook(queries, docs, runs, collection, seed)
-    elif mode in ("vector", "full"):
-        out = vector(queries, docs, runs, collection, seed, full=mode == "full")
-    else:
+    modes = {"naive": naive, "notebook": notebook, "vector": vector, "full": functools.partial(vector, full=True)}
+    if mode not in modes:
         raise SystemExit(f"unknown mode {mode!r}")
+    out = modes[mode](queries, docs, runs, collection, seed)
     out["peak_mb"] = peak_memory_mb()
     json.dump(out, sys.stdout)
 

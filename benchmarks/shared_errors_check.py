@@ -1,8 +1,5 @@
 """Benchmark: the check for errors shared by query, without an audit sample (issue 81, item 3's Done-when).
 
-``python -m benchmarks.shared_errors_check [--queries 1000] [--studies 100] [--crowds all] [--processes 2]``
-``python -m benchmarks.shared_errors_check --real [--reference ../shared/reference] [--resamplings 200] [--votes 3,5]``
-
 Per study: whether the product's crowd-model interval for run A's mean over the non-gendered queries misses the
 truth, and whether :func:`genderbias.crowd.shared_errors.crowd_shared_errors` fires on the same answers and gold.
 Prints, per crowd, the share of studies whose interval misses and the check's firing rate among those and among

@@ -24,6 +24,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from annotation.models import Batch
+from benchmarks.measure import postmaster_pid, tree_cpu_seconds
 from platforms.inhouse.services.annotators import create_annotator
 from tests.loopback import free_port
 
@@ -101,3 +102,20 @@ def stop(server: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
+
+
+class ServerCPU:
+    """The server's CPU seconds from /proc: gunicorn's processes and, on PostgreSQL on this machine, the database's."""
+
+    def __init__(self, gunicorn: int) -> None:
+        self.gunicorn, self.postmaster = gunicorn, postmaster_pid(connection)
+
+    def now(self) -> tuple[float, float]:
+        return tree_cpu_seconds(self.gunicorn), (tree_cpu_seconds(self.postmaster) if self.postmaster else 0.0)
+
+    def spent(self, work: Callable[[], object]) -> tuple[object, float, float, float]:
+        """``work()``'s result, its wall seconds, and the server CPU seconds it took (gunicorn's, the database's)."""
+        before, started = self.now(), time.perf_counter()
+        result = work()
+        wall, after = time.perf_counter() - started, self.now()
+        return result, wall, after[0] - before[0], after[1] - before[1]

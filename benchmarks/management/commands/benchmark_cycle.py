@@ -18,9 +18,9 @@ from django.utils import timezone
 from annotation import services
 from annotation.crowd.services.pseudonyms import worker_for
 from annotation.models import Assignment, Batch, Hit, Judgment, Provider
-from benchmarks.measure import postmaster_pid, sqlite_commit_seconds, tree_cpu_seconds
+from benchmarks.measure import sqlite_commit_seconds
 from benchmarks.site_load import format_table, interleaved_multiple, interleaved_schedule
-from benchmarks.site_server import analyze, annotator_accounts, refuse_real_batches, served
+from benchmarks.site_server import ServerCPU, analyze, annotator_accounts, refuse_real_batches, served
 from core.management.cli import ProjectCommand, command_errors
 from pooling.models import QuerySet
 from pooling.services import create_query_set
@@ -32,20 +32,11 @@ KINDS = ("template page", "login", "next", "HIT page", "submit")
 CYCLE = ("next", "HIT page", "submit")
 
 
-class _Meter:
-    """Server CPU of each request: gunicorn's processes and, on PostgreSQL, the postmaster's, before and after."""
-
-    def __init__(self, gunicorn: int, postmaster: int | None) -> None:
-        self.gunicorn, self.postmaster = gunicorn, postmaster
-
-    def now(self) -> tuple[float, float]:
-        return tree_cpu_seconds(self.gunicorn), (tree_cpu_seconds(self.postmaster) if self.postmaster else 0.0)
-
+class _Meter(ServerCPU):
     def timed(self, cpu: dict, kind: str, work):
-        before = self.now()
-        result = work()
-        after = self.now()
-        cpu[kind].append((after[0] - before[0], after[1] - before[1]))
+        """``work()``, its server CPU (gunicorn's, the database's) added to ``cpu[kind]``."""
+        result, _wall, site, db = self.spent(work)
+        cpu[kind].append((site, db))
         return result
 
 
@@ -204,8 +195,8 @@ class Command(ProjectCommand):
                 f"CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}; log {log}"
             ),
         ) as (port, server):
-            postmaster = postmaster_pid(connection)
-            if connection.vendor == "postgresql" and postmaster is None:
+            meter = _Meter(server.pid)
+            if connection.vendor == "postgresql" and meter.postmaster is None:
                 self.stderr.write("PostgreSQL is not on this machine: its CPU is not counted")
             base = f"http://127.0.0.1:{port}"
             batches = {}
@@ -215,7 +206,6 @@ class Command(ProjectCommand):
             _publish(batches, None)
             clients = [VirtualAnnotator(base, name, PASSWORD, seed=i) for i, name in enumerate(accounts)]
             cpu = {size: {k: [] for k in KINDS} for size in sizes}
-            meter = _Meter(server.pid, postmaster)
             for client in clients:
                 meter.timed(cpu[sizes[0]], "login", client.login)
             for size in sizes[1:]:
@@ -223,8 +213,6 @@ class Command(ProjectCommand):
             # Warm-up, not counted: the first requests of each kind load templates and code.
             _publish(batches, sizes[0])
             self._measure(base, meter, clients, 5, len(clients), {k: [] for k in KINDS})
-            # Small blocks, template pages then HIT cycles, the sizes taking turns (ABBA): a change
-            # of the machine's load mid-run falls on the baseline and on the cycles alike.
             blocks = {size: [] for size in sizes}
             schedule = interleaved_schedule(sizes, o["template_requests"], o["cycles"], o["block"])
             published = None

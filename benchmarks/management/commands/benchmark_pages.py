@@ -14,9 +14,9 @@ from annotation import services
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
-from benchmarks.measure import children, postmaster_pid, tree_cpu_seconds
+from benchmarks.measure import children
 from benchmarks.site_load import format_table
-from benchmarks.site_server import analyze, refuse_real_batches, served, site_answers
+from benchmarks.site_server import ServerCPU, analyze, refuse_real_batches, served, site_answers
 from core.management.cli import ProjectCommand, command_errors
 from metrics import services as metrics_services
 from metrics.models import Report
@@ -115,7 +115,7 @@ class Command(ProjectCommand):
                 ("metric SVG", f"/metrics/{report.name}/metric.svg?metric=ARaB&variant=tf"),
                 ("calibration report", f"/annotation/batches/{machine.name}/calibration/"),
             ]
-            cost = _Server(server.pid, postmaster_pid(connection))
+            cost = _Server(server.pid)
             rows = self._measure(client, probe, cost, pages, o["repeats"])
             base = float(rows[0]["repeat CPU ms"])
             rows.append(self._new_worker(client, cost, port, pages[-1][1], o["new_workers"], base))
@@ -260,22 +260,13 @@ class Command(ProjectCommand):
         return rows
 
 
-class _Server:
-    """The server's CPU (gunicorn's processes and, on PostgreSQL, the database's) spent on a request."""
-
-    def __init__(self, gunicorn: int, postmaster: int | None) -> None:
-        self.gunicorn, self.postmaster = gunicorn, postmaster
-
-    def cpu(self) -> float:
-        return tree_cpu_seconds(self.gunicorn) + (tree_cpu_seconds(self.postmaster) if self.postmaster else 0.0)
-
+class _Server(ServerCPU):
     def timed(self, by: VirtualAnnotator, path: str) -> tuple[float, float]:
         """GET ``path`` (refused unless 200): the server's CPU ms and the wall ms."""
-        before, wall = self.cpu(), time.perf_counter()
-        answer = by.request("GET", path)
+        answer, wall, site, db = self.spent(lambda: by.request("GET", path))
         if answer.status != 200:
             raise CommandError(f"GET {path} answered {answer.status}")
-        return (self.cpu() - before) * 1000, (time.perf_counter() - wall) * 1000
+        return (site + db) * 1000, wall * 1000
 
 
 def _row(page: str, first: float | None, repeat: float | None, base: float, timings) -> dict:

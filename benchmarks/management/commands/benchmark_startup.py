@@ -8,18 +8,15 @@ the bytecode (in the work folder) as it does for a user; one untimed ``help`` pe
 """
 
 import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
 
 from benchmarks.bare_django import framework_apps, write_bare_project
+from benchmarks.fullsize import run_command
 from benchmarks.measure import load_average
 from core.management.cli import ProjectCommand
 
@@ -101,8 +98,8 @@ class Command(ProjectCommand):
             envs = {}
             for i, (label, (root, env_of, _)) in enumerate(projects.items()):
                 envs[label] = env_of(work / f"small{i}.sqlite3")
-                self._run(root, ["help"], envs[label])  # untimed: the bytecode compiled once
-                self._run(root, ["migrate", "-v0"], envs[label])  # the small commands' database
+                run_command(["help"], envs[label], root)  # untimed: the bytecode compiled once
+                run_command(["migrate", "-v0"], envs[label], root)  # the small commands' database
             for round_ in range(o["repeat"]):
                 for i, (label, (root, env_of, ours)) in enumerate(projects.items()):
                     env = envs[label]
@@ -115,7 +112,7 @@ class Command(ProjectCommand):
                         ("migrate (new SQLite file)", ["migrate", "-v0"], env_of(work / f"fresh{i}-{round_}.sqlite3")),
                     ]
                     for name, arguments, run_env in runs:
-                        measured.setdefault((label, name), []).append(self._run(root, arguments, run_env))
+                        measured.setdefault((label, name), []).append(run_command(arguments, run_env, root)[:2])
                     if o["postgres"] and ours:
                         measured.setdefault((label, "migrate (new PostgreSQL database)"), []).append(
                             self._migrate_postgres(root, env, o["postgres"], f"{i}_{round_}")
@@ -150,19 +147,6 @@ class Command(ProjectCommand):
                 f"{c1 / c0:.2f}× ({w1 * 1000:,.0f} against {w0 * 1000:,.0f} ms)"
             )
 
-    def _run(self, root: Path, arguments: list[str], env: dict) -> tuple[float, float]:
-        """Wall seconds and CPU seconds (user + system) of one fresh ``manage.py`` process."""
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "manage.py", *arguments], cwd=root, env=env, capture_output=True, text=True
-        )
-        seconds = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{done.stderr}")
-        return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
     def _migrate_postgres(self, root: Path, env: dict, server: str, tag: str) -> tuple[float, float]:
         import psycopg
 
@@ -171,7 +155,7 @@ class Command(ProjectCommand):
             admin.execute(f'CREATE DATABASE "{name}"')
         try:
             url = server.rsplit("/", 1)[0] + f"/{name}"
-            return self._run(root, ["migrate", "-v0"], dict(env, DATABASE_URL=url))
+            return run_command(["migrate", "-v0"], dict(env, DATABASE_URL=url), root)[:2]
         finally:
             with psycopg.connect(server, autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE "{name}"')

@@ -1,6 +1,11 @@
+import time
+
+import numpy as np
+import pandas as pd
 from django.core.management.base import CommandError
 
 from core.management.cli import ProjectCommand
+from genderbias.crowd.simulation import coverage
 from genderbias.crowd.simulation import studies as cs
 
 
@@ -46,12 +51,6 @@ class Command(ProjectCommand):
         parser.add_argument("--read", help="only print the tables of an --out file (no new studies)")
 
     def handle(self, **o):
-        import time
-
-        import numpy as np
-        import pandas as pd
-
-        from genderbias.crowd.simulation import coverage
 
         crowd = cs.with_dependence(cs.crowd_named(o["crowd"], o["queries"]), o["dependence"])
         started = time.perf_counter()

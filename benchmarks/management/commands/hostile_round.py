@@ -2,12 +2,8 @@
 asked with every method, hostile bodies and query strings, as every kind of account of the second lab and of no
 group, the path's parameters naming the first lab's objects; first, each finding of the fifth and sixth rounds
 (issues 68 and 82) is tried again. What is judged High, Medium and Low: docs/benchmarks.md, "Hostile round".
-``-v 2`` prints every attempt of the rounds' findings, refused or not.
-
-Run on a database of its own (it writes two labs into it)::
-
-    VAR_DIR=$(mktemp -d) DJANGO_DEBUG=1 MANAGE_RESIDENT=off .venv/bin/python manage.py migrate -v0
-    VAR_DIR=... DJANGO_DEBUG=1 MANAGE_RESIDENT=off .venv/bin/python manage.py hostile_round --rounds 2
+``-v 2`` prints every attempt of the rounds' findings, refused or not. Run it on a database of its own (it
+writes two labs into it), as docs/benchmarks.md shows.
 
 It prints the counts after the findings and after each round (flushed: a round stopped early on a loaded
 machine has said what it found), then each finding (at most 50 of each kind), and exits 1 when any High or
