@@ -1,34 +1,13 @@
 """Tied documents: how a run's ties are ordered, and bias figures that no order of ties decides.
 
-Pure (numpy, polars; no Django). A run ranks documents by score; documents of one query with
-equal scores are **tied** and form a *tie group*, which occupies consecutive ranks. Three ways
-of ordering them (:data:`genderbias.ranking.defaults.TIES`, checked by :data:`~genderbias.ranking.defaults.TIES_RULE`):
-
-- ``tie-aware`` (default): every bias figure is the **expectation over all orders** of each tie
-  group (all orders equally likely, independently per group and per query);
-- ``trec_eval``: score descending, ties by docid descending (trec_eval's and ir_measures' rule);
-- ``file``: the run's ranks as stored (``import_run --order file`` keeps the file's order;
-  a run imported by score holds trec_eval's order).
-
-How the expectation is computed (docs/metrics.md, "Tied documents"):
-
-- A measure **linear in per-rank values** (RaB, ARaB, FaiRR and so NFaiRR whose normaliser does
-  not depend on the order): by linearity, E[Σ_r c_r·v(d_r)] = Σ_r c_r·E[v(d_r)], and under a
-  uniformly random order of a group every rank it occupies holds each member with the same
-  chance, so E[v(d_r)] is the mean of v over the group (McSherry & Najork, ECIR 2008). A group
-  that straddles the cutoff is averaged over all its members, those ranked below the cutoff
-  included (:func:`order_run` keeps them): exact, one pass.
-- A measure that is not linear (TExFAIR, AWRF, rKL, rND, rRD): :func:`over_tie_orders` computes
-  it on every arrangement of the top-``depth`` ranks when a query has at most
-  :data:`genderbias.ranking.defaults.TIE_DRAWS` of them (exact), else on that many arrangements drawn
-  uniformly at random with the report's seed (Monte-Carlo; for a measure in [0, 1] the standard
-  error of a query's value is at most ½/√draws, of a mean over queries smaller still).
-
-The **range over tie orders** of a linear measure whose rank coefficients never increase with
-the rank (RaB, ARaB, FaiRR: 1/k, the ARaB weights, 1/log2(r+1)) is exact: by the rearrangement
-inequality the lowest value puts each group's members in ascending order of their value and the
-highest in descending order (:func:`extreme_values`); a mean over queries is lowest (highest) when
-every query is, since the queries' orders are independent.
+Pure (numpy, polars; no Django). Documents of one query with equal scores are **tied** and form a *tie group*,
+which occupies consecutive ranks. The orders (:data:`genderbias.ranking.defaults.TIES`, checked by
+:data:`~genderbias.ranking.defaults.TIES_RULE`): ``tie-aware`` (default: every figure the expectation over all
+orders of each group), ``trec_eval`` (ties by docid descending) and ``file`` (the run's ranks as stored). How the
+expectation is computed (group means for the linear measures, :func:`order_run` keeping a straddling group's
+members below the cutoff; every or :data:`genderbias.ranking.defaults.TIE_DRAWS` drawn arrangements for the
+others, :func:`over_tie_orders`) and why the range of a linear measure is exact (the rearrangement inequality,
+:func:`extreme_values`): docs/metrics.md, "Tied documents".
 """
 
 from __future__ import annotations
