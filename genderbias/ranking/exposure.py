@@ -4,13 +4,9 @@ Definitions, choices and why: docs/metrics.md, "Exposure-based group fairness". 
 ``[queries × depth]`` representative counts ``f``, ``m`` (0 past a list's end) and ``n`` of
 :class:`genderbias.ranking.ranked_counts.RankedCounts`, so a run costs a few cumulative sums.
 
-A document with ``f + m > τ`` is gendered, aligned softly (a_f = f/(f+m), a_m = m/(f+m)); a neutral one is
-excluded from the groups but keeps its rank. **AWRF** = 1 − JSD (nats) between the exposure distribution
-ε_g = Σ w_r·a_g(d_r) and the target (t, 1 − t), with the weights :data:`WEIGHTS`. **rKL, rND, rRD** (Yang &
-Stoyanovich 2017): each cut point's protected share P_i = S_i/G_i of the gendered documents against the target's
-share q, discounted by δ_i = 1/log2(i) and divided by the exact most unfair list's sum. A list without a gendered
-document is fair (AWRF 1, the others 0). This is the **adapted** form (default); the **reference** form, as the
-cited papers' code computes them, is :mod:`genderbias.ranking.exposure_reference`.
+A document with ``f + m > τ`` is gendered, aligned softly; a list without a gendered document is fair (AWRF 1,
+the others 0). This is the **adapted** form (default); the **reference** form, as the cited papers' code computes
+them, is :mod:`genderbias.ranking.exposure_reference`.
 """
 
 from __future__ import annotations
