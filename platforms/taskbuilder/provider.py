@@ -21,7 +21,7 @@ from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, reg
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
 from core.errors import ServiceError
 from genderbias.labels import VOCABULARY
-from platforms.prolific.client import create_or_find, moment
+from platforms.prolific.client import DEVICES, create_or_find, moment
 from platforms.prolific.provider import ProlificProvider, api_client, transition_study
 from platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
@@ -47,8 +47,6 @@ OPTIONS: tuple[BatchOption, ...] = (
 )
 _BY_NAME = options_by_name(OPTIONS)
 OPTION_KEYS = {"taskbuilder_minutes"}
-#: The devices a study allows: Task Builder's pages are Prolific's own.
-STUDY_DEVICES = ("desktop", "tablet", "mobile")
 #: The statuses of a study's submissions whose answers are final, as this site's assignment statuses.
 FINISHED = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": "rejected"}
 #: How often, and how long apart, publishing asks whether Prolific finished an import or a setup.
@@ -295,7 +293,7 @@ class TaskBuilderProvider(CrowdProvider):
             "estimated_completion_time": minutes,
             "maximum_allowed_time": max(minutes * 3, int(batch.assignment_duration.total_seconds() // 60)),
             "reward": cents(batch.reward),
-            "device_compatibility": list(STUDY_DEVICES),
+            "device_compatibility": list(DEVICES),  # Task Builder's pages are Prolific's own
             "project": project,
         }
 
