@@ -11,7 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from genderbias.labels import LABEL_NAMES, LABELS
@@ -19,32 +21,10 @@ from publishing import statements
 from publishing.tables import CLASS, CLASS_NAMES, Config
 from publishing.zenodo.metadata import AUTHORS_TO_FILL, zenodo_metadata
 
-#: The Hub's license identifiers (https://huggingface.co/docs/hub/repositories-licenses), each with its SPDX
-#: identifier for CITATION.cff's ``license`` (None: not in CFF 1.2.0's enum, so left out of the file).
-SPDX_LICENSES: dict[str, str | None] = {
-    "cc0-1.0": "CC0-1.0",
-    "cc-by-4.0": "CC-BY-4.0",
-    "cc-by-sa-4.0": "CC-BY-SA-4.0",
-    "cc-by-nc-4.0": "CC-BY-NC-4.0",
-    "cc-by-nc-sa-4.0": "CC-BY-NC-SA-4.0",
-    "cc-by-nd-4.0": "CC-BY-ND-4.0",
-    "cc-by-nc-nd-4.0": "CC-BY-NC-ND-4.0",
-    "cc-by-3.0": "CC-BY-3.0",
-    "cc-by-sa-3.0": "CC-BY-SA-3.0",
-    "cc-by-nc-3.0": "CC-BY-NC-3.0",
-    "cc-by-nc-sa-3.0": "CC-BY-NC-SA-3.0",
-    "odc-by": "ODC-By-1.0",
-    "odbl": "ODbL-1.0",
-    "pddl": "PDDL-1.0",
-    "cdla-permissive-1.0": "CDLA-Permissive-1.0",
-    "cdla-permissive-2.0": None,
-    "cdla-sharing-1.0": "CDLA-Sharing-1.0",
-    "c-uda": "C-UDA-1.0",
-    "apache-2.0": "Apache-2.0",
-    "mit": "MIT",
-    "unlicense": "Unlicense",
-    "other": None,
-}
+_DATA = tomllib.loads(Path(__file__).with_suffix(".toml").read_text(encoding="utf-8"))
+#: The Hub's license identifiers, each with its SPDX identifier for CITATION.cff's ``license`` (None: not in CFF
+#: 1.2.0's enum, so left out of the file); ``hub_card.toml`` beside this module lists them.
+SPDX_LICENSES: dict[str, str | None] = {hub: spdx or None for hub, spdx in _DATA["spdx_licenses"].items()}
 HUB_LICENSES = tuple(SPDX_LICENSES)
 
 #: The Hub's size categories, by number of rows of the main configuration (upper bound, name): ``n<1K``,
@@ -376,19 +356,7 @@ def card(
 
 
 #: The method the annotation follows (:data:`annotation.results.selectors.labels.CITATION`) as a CFF reference.
-METHOD_REFERENCE: dict[str, Any] = {
-    "type": "conference-paper",
-    "title": "Do Neural Ranking Models Intensify Gender Bias?",
-    "authors": [
-        {"family-names": "Rekabsaz", "given-names": "Navid"},
-        {"family-names": "Schedl", "given-names": "Markus"},
-    ],
-    "collection-title": "Proceedings of SIGIR 2020",
-    "year": 2020,
-    "start": 2065,
-    "end": 2068,
-    "doi": "10.1145/3397271.3401280",
-}
+METHOD_REFERENCE: dict[str, Any] = _DATA["method_reference"]
 
 
 def citation_key(facts: Mapping[str, Any], published: str) -> str:
