@@ -1,16 +1,11 @@
 """The item-difficulty crowd model (GLAD, Whitehill et al. 2009): worker ability α_w, query easiness β_i.
 
-Dawid–Skene (:mod:`.estimation`) reads a query's answers as independent given its true label. Where some
-queries are hard for everyone their answers err together, and a per-worker model reads agreeing wrong
-answers as sure evidence (docs/quality.md, "The item-difficulty model"). GLAD gives each query an easiness:
-
-    P(answer = t | T_i = t) = a_wi = σ(α_w β_i),   P(answer = g ≠ t | T_i = t) = (1 − a_wi) E(t, g),
-
-β_i = exp(b_i), α_w ~ N(:data:`ALPHA_MEAN`, 1), b_i ~ N(b̄, 1) (crowd-kit fixes b̄ at :data:`EASINESS_MEAN`; estimated
-here unless fixed); E the crowd's error pattern (``pattern="crowd"``, :mod:`.coins`' prior) or even
-(``"even"``, crowd-kit's and the paper's). Class shares estimated unless given; gold queries keep their label.
-EM: Dawid–Skene's E-step; the M-step sets π and E from soft counts and (α, b) by L-BFGS on a weighted
-logistic regression of "the answer is right".
+Dawid–Skene (:mod:`.estimation`) reads a query's answers as independent given its true label; where some
+queries are hard for everyone their answers err together. GLAD gives each query an easiness, P(right) = σ(α_w β_i),
+β_i = exp(b_i), with the priors :data:`ALPHA_MEAN` and :data:`EASINESS_MEAN` (crowd-kit's fixed b̄; estimated here
+unless fixed) and wrong answers along the crowd's pattern (``"crowd"``) or even (``"even"``, crowd-kit's):
+docs/quality.md, "The item-difficulty model". EM: Dawid–Skene's E-step; the M-step sets π and E from soft counts
+and (α, b) by L-BFGS on a weighted logistic regression of "the answer is right".
 """
 
 from __future__ import annotations

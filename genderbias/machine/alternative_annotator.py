@@ -1,16 +1,10 @@
 """The Alternative Annotator Test: may a machine pre-labeller (rules, a classifier or an LLM) replace the crowd?
 
-Pure numpy/scipy; the procedure and its choices: docs/prelabelling.md, "The Alternative Annotator Test". Calderon,
-Reichart & Dror, ACL 2025 (arXiv 2501.10970), as their reference code (``nitaytech/AltTest``), with the accuracy
-alignment score. Leaving out annotator ``j``, on each item ``i`` they labelled, with ``H(i, -j)`` the others' labels::
-
-    S(x, i, j) = |{y in H(i, -j) : y == x}| / |H(i, -j)|
-    W_f = 1[S(machine_i) >= S(h_j(i))]    W_h = 1[S(h_j(i)) >= S(machine_i)]    d_i = W_h - W_f
-
-a one-sided ``ttest_1samp(d, epsilon, alternative="less")`` per annotator, Benjamini–Yekutieli at ``alpha``; the
-*winning rate* is the share rejected (pass at ≥ 0.5), the *advantage probability* the mean of rho_f^j = mean_i W_f.
-Below :data:`MIN_ANNOTATORS` tested annotators the verdict is "not informative", with the sample size at which
-they would qualify, ceil(min_items / r_(k)), r_(k) the k-th largest rate of items labelled.
+Pure numpy/scipy. Calderon, Reichart & Dror, ACL 2025 (arXiv 2501.10970), as their reference code
+(``nitaytech/AltTest``) with the accuracy alignment score: the scores W_f, W_h, the per-annotator t-test, the
+Benjamini–Yekutieli step, the winning rate and advantage probability, and the sample size at which
+:data:`MIN_ANNOTATORS` annotators would qualify (:func:`needed_sample`): docs/prelabelling.md, "The Alternative
+Annotator Test".
 """
 
 from __future__ import annotations
