@@ -1,13 +1,10 @@
 """Label sensitivity: would the ranking of the models change had the non-gendered set been built otherwise?
 
-The SIGIR 2020 pipeline kept the majority label and dropped the queries without one. Here every
-*aggregation* (majority vote, Dawid-Skene, Wawa) × *policy for disputed queries* builds a non-gendered set
-(the queries whose chosen label is ``n``), summarised as a bias report does:
-
-- **Disputed**: no strict majority of at least ``min_votes`` votes (what the export sets aside).
-- ``drop``: disputed left out; ``aggregation``: they take the aggregation's label (for majority vote the same
-  as ``drop``); ``adjudicated``: a researcher's label where one exists, else left out; ``confident``: every
-  query whose label's confidence is at least ``threshold``.
+The SIGIR 2020 pipeline kept the majority label and dropped the queries without one. Here every *aggregation*
+(majority vote, Dawid-Skene, Wawa) × *policy for disputed queries* (``drop``, ``aggregation``, ``adjudicated``,
+``confident`` at ``threshold``; each defined in docs/metrics.md, "Label sensitivity: how labelling choices move
+the results") builds a non-gendered set (the queries whose chosen label is ``n``), summarised as a bias report
+does.
 
 The per-query values do not depend on the set (NFaiRR's normaliser depends on the background and runs
 only), so they are computed once and only subset here: majority/drop equals ``bias_report`` on the export.

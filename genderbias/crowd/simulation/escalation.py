@@ -1,13 +1,8 @@
 """A crowd simulated as the platform runs it, and the reference label routing is held to.
 
-Routing's guarantee (:mod:`.routing_statistics`) is stated against the **reference label**, the
-calibration sample's final crowd label. A noisy crowd's three-vote majority often splits, which counts
-against any machine, so undecided queries get more votes (:class:`ReferenceRule`): a query is *decisive*
-with a strict majority whose posterior under the crowd model is at least ``posterior`` (when set); an
-undecided query's HIT gets one more assignment a round up to ``cap``; still undecided, it has no
-reference label (an error for any machine). The rule reads the votes alone, never the machine's label
-or the sample, so the sample's reference labels are a simple random sample of the population's, and
-the routed queries get the same crowd the machine was measured against.
+Routing's guarantee (:mod:`.routing_statistics`) is stated against the **reference label**, the calibration
+sample's final crowd label after the sample's undecided queries got more votes (:class:`ReferenceRule`; the rule,
+and why it reads the votes alone: docs/prelabelling.md, "The reference label: what "right" means").
 
 :func:`simulate_crowd` runs the platform's process on a :class:`.workers.CrowdModel`;
 :func:`reference_outcomes` is its exact per-query law; :func:`routing_ceiling` the best agreement with
