@@ -56,10 +56,6 @@ def tree_peak_memory_mb(pid: int) -> float:
 
 
 # --- server CPU from /proc (Linux) ------------------------------------------------------------
-def _ticks() -> int:
-    return os.sysconf("SC_CLK_TCK")
-
-
 def _stat_fields(pid: int) -> list[str]:
     """Fields of /proc/PID/stat after the command name (which may hold spaces): [0] is the state."""
     with open(f"/proc/{pid}/stat") as stat:
@@ -97,28 +93,23 @@ def process_cpu_seconds(pid: int) -> float:
             return total / 1e9
     except (OSError, ValueError):
         pass
+    return _stat_seconds(pid, 11)  # utime + stime
+
+
+def _stat_seconds(pid: int, first: int) -> float:
+    """Two clock-tick fields of /proc/PID/stat from ``first`` on, in seconds: 11 utime + stime, 13 the children's
+    ``pid`` has already waited for (cutime + cstime)."""
     try:
         fields = _stat_fields(pid)
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / _ticks()  # utime + stime
-
-
-def reaped_children_cpu_seconds(pid: int) -> float:
-    """CPU time of the children ``pid`` has already waited for (cutime + cstime)."""
-    try:
-        fields = _stat_fields(pid)
-    except OSError:
-        return 0.0
-    return (int(fields[13]) + int(fields[14])) / _ticks()
+    return (int(fields[first]) + int(fields[first + 1])) / os.sysconf("SC_CLK_TCK")
 
 
 def tree_cpu_seconds(pid: int) -> float:
     """CPU time of a server process and its children, live and gone (gunicorn's master, PostgreSQL's postmaster)."""
     return (
-        process_cpu_seconds(pid)
-        + reaped_children_cpu_seconds(pid)
-        + sum(process_cpu_seconds(child) for child in children(pid))
+        process_cpu_seconds(pid) + _stat_seconds(pid, 13) + sum(process_cpu_seconds(child) for child in children(pid))
     )
 
 

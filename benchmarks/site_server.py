@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.core.management.base import CommandError
 from django.db import connection
+from django.test import Client
 
 from annotation.models import Batch
 from benchmarks.measure import postmaster_pid, tree_cpu_seconds
@@ -41,6 +42,17 @@ def annotator_accounts(names: list[str], password: str, *, reuse: bool = False) 
         create_annotator(name, reuse=reuse)
     get_user_model().objects.filter(username__in=names).update(password=make_password(password))
     return names
+
+
+def researcher_client(username: str, password: str) -> Client:
+    """Django's test client logged in as the benchmark's researcher (a staff account, made on the first run)."""
+    model = get_user_model()
+    user = model.objects.filter(username=username).first() or model.objects.create_user(
+        username, password=password, is_staff=True
+    )
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    return client
 
 
 def analyze() -> None:

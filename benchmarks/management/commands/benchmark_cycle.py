@@ -237,7 +237,13 @@ class Command(ProjectCommand):
                 multiples[size] = self._report(
                     size, cpu[size], blocks[size], {k: a.statements_per_request for k, a in found.items()}
                 )
-                self._anatomy(found)
+                self.stdout.write(
+                    "What each request does (this process, Django's test client; CPU ms per request, median; "
+                    "'SQL run': the database call (on PostgreSQL its client side only), 'SQL compile': the ORM "
+                    "turning querysets into SQL):"
+                )
+                for kind, anatomy in found.items():
+                    self.stdout.write(f"  {kind}: {anatomy.describe()}")
             self._flatness(sizes, multiples)
 
     def _sqlite_settings(self) -> None:
@@ -359,16 +365,6 @@ class Command(ProjectCommand):
             form = {name: "n" for name in fields}
             _Anatomy.measure(found["submit"] if keep else None, lambda w=where, f=form: browser.post(w, f))
         return found
-
-    def _anatomy(self, found: dict[str, "_Anatomy"]) -> None:
-        """Per request kind: its statements (in order) and its CPU in this process, split by where it goes."""
-        self.stdout.write(
-            "What each request does (this process, Django's test client; CPU ms per request, median; "
-            "'SQL run': the database call (on PostgreSQL its client side only), 'SQL compile': the ORM turning "
-            "querysets into SQL):"
-        )
-        for kind, anatomy in found.items():
-            self.stdout.write(f"  {kind}: {anatomy.describe()}")
 
     def _report(self, size: int, cpu: dict, blocks, sql: dict):
         """One table per batch size; ``x template``: CPU over the template pages interleaved with this size."""

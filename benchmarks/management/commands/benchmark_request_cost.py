@@ -15,12 +15,10 @@ import re
 import shutil
 import statistics
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.cache import caches
 from django.core.management.base import CommandError
 from django.db import connection
@@ -30,7 +28,7 @@ from annotation.models import Assignment, Batch, Hit, Judgment
 from benchmarks.management.commands.benchmark_pages import Command as Pages
 from benchmarks.management.commands.benchmark_pages import registered_study
 from benchmarks.site_load import format_table
-from benchmarks.site_server import analyze, refuse_real_batches
+from benchmarks.site_server import analyze, refuse_real_batches, researcher_client
 from core.management.cli import ProjectCommand, command_errors
 from core.models import Job
 from metrics import services as metrics_services
@@ -82,16 +80,11 @@ class Command(ProjectCommand):
         refuse_real_batches(PREFIX)
         with command_errors():
             states = {n: self._state(n, o["answers"], o["runs"], o["passages"], o["sample"]) for n in sizes}
-        model = get_user_model()
-        user = model.objects.filter(username=f"{PREFIX}researcher").first() or model.objects.create_user(
-            f"{PREFIX}researcher", password="request-cost-password", is_staff=True
-        )
-        client = Client(SERVER_NAME="localhost")
-        client.force_login(user)
+        client = researcher_client(f"{PREFIX}researcher", "request-cost-password")
         only = re.compile(o["only"]) if o["only"] else None
         figures: dict[str, dict[int, tuple[int, float, float, int]]] = {}
         skipped: list[str] = []
-        with _jobs_not_sent():
+        with mock.patch("core.tasks.send_job"):  # jobs a request starts are recorded (its cost), not run here
             for _label, path in _targets(states[min(sizes)])[0]:  # untimed: imports and first-use costs
                 _consume(client.get(path, secure=True))
             for n, state in states.items():
@@ -242,10 +235,3 @@ def _empty_caches() -> None:
     plots = Path(settings.CACHE_DIR) / "plots"
     if plots.exists():
         shutil.rmtree(plots)
-
-
-@contextmanager
-def _jobs_not_sent():
-    """Jobs a request starts are recorded (the request's own cost) but their work is not run here."""
-    with mock.patch("core.tasks.send_job"):
-        yield

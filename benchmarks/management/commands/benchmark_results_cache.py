@@ -11,14 +11,12 @@ throw-away database.
 import time
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.db import connection
-from django.test import Client
 
 from annotation import services
 from annotation.models import Batch
-from benchmarks.site_server import refuse_real_batches
+from benchmarks.site_server import refuse_real_batches, researcher_client
 from core.db import bounded_cache
 from core.management.cli import ProjectCommand
 from core.models import CacheEntry
@@ -55,13 +53,7 @@ class Command(ProjectCommand):
         annotators = [
             create_annotator(f"{PREFIX}ann-{i}-{time.time_ns()}", password="cache-bench-pw-1") for i in range(3)
         ]
-        user = get_user_model().objects.filter(
-            username=f"{PREFIX}researcher"
-        ).first() or get_user_model().objects.create_user(
-            f"{PREFIX}researcher", password="cache-bench-pw-1", is_staff=True
-        )
-        client = Client(SERVER_NAME="localhost")
-        client.force_login(user)
+        client = researcher_client(f"{PREFIX}researcher", "cache-bench-pw-1")
         limit = settings.RESULTS_CACHE_MAX_BYTES
         self.stdout.write(
             f"batch {name}: {queries:,} queries; bound RESULTS_CACHE_MAX_BYTES = {limit:,} bytes; {connection.vendor}"
