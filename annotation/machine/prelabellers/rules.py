@@ -54,14 +54,10 @@ class RulesPreLabeller(PreLabeller):
 
     def predict(self, text: str) -> Prediction:
         tokens = set(tokenize(text))
-        side, matched = _side(tokens, self.words)
-        if side:
-            rule = f"{side}_words"
-            return Prediction(_LABEL[side], CONFIDENCE[rule], {"rule": rule, "matched": matched})
-        if self.first_names is not None:
-            side, matched = _side(tokens, self.first_names)
+        for kind, words in (("words", self.words), ("names", self.first_names)):
+            side, matched = _side(tokens, words) if words is not None else (None, [])
             if side:
-                rule = f"{side}_names"
+                rule = f"{side}_{kind}"
                 return Prediction(_LABEL[side], CONFIDENCE[rule], {"rule": rule, "matched": matched})
         return Prediction("n", CONFIDENCE["none"], {"rule": "none"})
 

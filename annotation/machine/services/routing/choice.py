@@ -93,7 +93,15 @@ def choose_threshold_on(
         result = replace(result, more_reason=_pending_reason(state))
     earlier = earlier_guarantee(sample)
     if result.threshold is not None and earlier is not None and earlier != (target, risk):
-        return no_certificate(result, reuse_refusal(earlier))
+        return {
+            "threshold": None,
+            "estimated_accuracy": None,
+            "accuracy_ci": None,
+            "sample_accepted": 0,
+            "certified": False,
+            "more_reason": reuse_refusal(earlier),
+            "candidates": result.candidates,
+        }
     estimate, ci, accepted = (None, None, 0)
     if result.threshold is not None:
         estimate, ci, accepted = accuracy_at(confidence, correct, None, result.threshold)
@@ -154,15 +162,13 @@ def reference_state(sample: CalibrationSample) -> dict[str, Any]:
         for hit in hits:
             qids = {hq.batch_query.qid for hq in hit.hit_queries.all()} & drawn
             on_hits |= qids
-            free = max(0, hit.max_assignments - hit.held)
             can_take = None if takers is None else takers[hit.pk]
             if hit.status == Hit.Status.PENDING:
                 if qids & pending:
                     waits.append(_wait(link, hit, qids & pending, "not published yet: publish the sample"))
             elif hit.answered < hit.max_assignments:
                 pending |= qids
-                retake = 0 if fresh is None else max(0, min(free, can_take) - fresh[hit.pk])
-                waits.append(_open_wait(link, hit, qids, free, hit.held - hit.answered, can_take, retake, members or 0))
+                waits.append(_open_wait(link, hit, qids, can_take, fresh, members or 0))
             elif (
                 qids & undecided
                 and link.escalate_until
@@ -221,17 +227,11 @@ def _wait(
     }
 
 
-def _open_wait(
-    link: Batch,
-    hit,
-    qids: set[str],
-    free: int,
-    out: int,
-    can_take: int | None,
-    retake: int = 0,
-    team: int = 0,
-) -> dict[str, Any]:
-    """A HIT of the sample that still gets votes: its places handed out, open, or that nobody can take."""
+def _open_wait(link: Batch, hit, qids: set[str], can_take: int | None, fresh: dict | None, team: int) -> dict[str, Any]:
+    """A HIT of the sample that still gets votes: its places handed out, open, or that nobody can take
+    (``fresh``: :func:`place_takers` without retakes)."""
+    out, free = hit.held - hit.answered, max(0, hit.max_assignments - hit.held)
+    retake = 0 if fresh is None else max(0, min(free, can_take) - fresh[hit.pk])
     parts = []
     if out > 0:
         parts.append(f"{out} handed out, awaiting the answers")
@@ -286,20 +286,6 @@ def reuse_refusal(earlier: tuple[float, float]) -> str:
         "seeing the labels; each extra look costs its risk). Route at that target and risk, with no guarantee, "
         "or draw a new sample"
     )
-
-
-def no_certificate(result, reason: str) -> dict[str, Any]:
-    return {
-        "threshold": None,
-        "estimated_accuracy": None,
-        "accuracy_ci": None,
-        "sample_accepted": 0,
-        "certified": False,
-        "more_needed": None,
-        "more_reason": reason,
-        "failed_threshold": None,
-        "candidates": result.candidates,
-    }
 
 
 #: Escalation caps the plan tries when a target is out of reach with the sample's crowd.
