@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db.models import Count, Max
+from django.forms.models import model_to_dict
 
 from annotation.crowd.selectors import (
     WORK_KEYS,
@@ -69,14 +70,7 @@ def latest_routing(batch: Batch) -> Routing | None:
 
 def routing_stages(routing: Routing) -> list[dict[str, Any]]:
     """The routing's stages (a cascade's ``Routing.stages``), a single labeller's as one stage."""
-    return routing.stages or [
-        {
-            "labeller": routing.labeller,
-            "model": routing.model,
-            "prompt_version": routing.prompt_version,
-            "accepted": routing.accepted,
-        }
-    ]
+    return routing.stages or [model_to_dict(routing, fields=("labeller", "model", "prompt_version", "accepted"))]
 
 
 def machine_accepted(batch: Batch) -> dict[str, LabelSource]:
