@@ -13,6 +13,7 @@ Pure orchestration (no Django at module level): the measured commands run as sub
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -222,27 +223,14 @@ def reference_on_prefix(work: Path, files: dict, passages: int, cutoff: int = 10
     rank them, in a fresh process; its phases' seconds, its peak memory and the sizes to scale by."""
     prefix = work / f"reference-{passages}"
     prefix.mkdir(exist_ok=True)
-    collection = prefix / "collection.tsv"
-    if not collection.exists():
-        with open(files["collection"], "rb") as source, open(collection.with_suffix(".part"), "wb") as out:
-            for i, line in enumerate(source):
-                if i == passages:
-                    break
-                out.write(line)
-        collection.with_suffix(".part").rename(collection)
-    runs = []
-    lines = 0
-    for path in files["runs"]:
-        target = prefix / path.name
-        if not target.exists():
-            with open(path, "rb") as source, open(target.with_suffix(".part"), "wb") as out:
-                for line in source:
-                    if int(line.split(b" ", 3)[2]) < passages:
-                        out.write(line)
-            target.with_suffix(".part").rename(target)
-        with open(target, "rb") as f:
-            lines += sum(1 for _ in f)
-        runs.append(target)
+    collection = _written_once(prefix / "collection.tsv", files["collection"], lambda s: itertools.islice(s, passages))
+    runs = [
+        _written_once(
+            prefix / path.name, path, lambda s: (line for line in s if int(line.split(b" ", 3)[2]) < passages)
+        )
+        for path in files["runs"]
+    ]
+    lines = sum(target.read_bytes().count(b"\n") for target in runs)
     arguments = [collection, files["queries"], cutoff, depth, *runs]
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.fullsize", "reference", *map(str, arguments)],
@@ -254,6 +242,15 @@ def reference_on_prefix(work: Path, files: dict, passages: int, cutoff: int = 10
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result.update(passages=passages, run_lines=lines)
     return result
+
+
+def _written_once(target: Path, source: Path, kept) -> Path:
+    """``target``: the lines ``kept(lines)`` keeps of ``source`` (written once, through a ``.part`` file)."""
+    if not target.exists():
+        with open(source, "rb") as lines, open(target.with_suffix(".part"), "wb") as out:
+            out.writelines(kept(lines))
+        target.with_suffix(".part").rename(target)
+    return target
 
 
 def scale_reference(measured: dict, passages: int, run_lines: int) -> dict:

@@ -17,6 +17,7 @@ from benchmarks.fullsize import (
 )
 from benchmarks.measure import load_average, shown
 from benchmarks.scan import run_scan_benchmark
+from core.management.cli import command_errors
 from genderbias.numbers import NumberError, parse_counts
 
 
@@ -85,10 +86,8 @@ class Command(BaseCommand):
         )
         steps = []
         if database_url:
-            try:
+            with command_errors(ValueError):
                 check_empty(database_url)
-            except ValueError as error:
-                raise CommandError(str(error)) from None
         for item in register_and_pool(work, files, database_url=database_url):
             if isinstance(item, Step):
                 steps.append(item)
@@ -114,10 +113,8 @@ class Command(BaseCommand):
             reference = reference_on_prefix(work, files, reference_passages)
             scaled = scale_reference(reference, passages, run_lines)
             self.stdout.write("\n" + "\n".join(table(steps, reference, scaled, sizes, run_lines)))
-        try:
+        with command_errors(NumberError):
             worker_counts = [n for n in parse_counts(workers, "--workers", maximum=16, most=4) if n]
-        except NumberError as error:
-            raise CommandError(str(error)) from None
         if worker_counts:
             for what in ("scan", "run-import"):
                 self.stdout.write(f"\n{what} over {', '.join(map(str, worker_counts))} Celery worker(s):")

@@ -15,6 +15,7 @@ from benchmarks.v2_layout import (
     write_flat_collection,
     write_runs,
 )
+from core.management.cli import command_errors
 from genderbias.numbers import NumberError, parse_counts
 
 
@@ -42,10 +43,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, work, sizes, retrieved_from, **options):
-        try:
+        with command_errors(NumberError):
             sizes = list(parse_counts(sizes, "--sizes", minimum=V2["bundles"], maximum=200_000_000, most=4))
-        except NumberError as exc:
-            raise CommandError(str(exc)) from None
         retrieved_from = retrieved_from or sizes[0]
         if retrieved_from > sizes[0]:
             raise CommandError(f"--retrieved-from {retrieved_from:,} exceeds the smallest size {sizes[0]:,}")
