@@ -78,16 +78,6 @@ def _groups_with_roles_query(user_id: int):
 _prepared_groups_with_roles = Prepared(_groups_with_roles_query, scope=None)
 
 
-def _groups_with_roles(user, *, read_with_user: bool = False) -> list[tuple[int, str | None]]:
-    """Every group's id with ``user``'s role in it (``None``: not a member), in one query;
-    ``read_with_user``: from the user's own statement when it read them (:func:`group_roles_column`)."""
-    if read_with_user:
-        text = getattr(user, GROUP_ROLES, _NOT_READ)
-        if text is not _NOT_READ:
-            return _parse_group_roles(text)
-    return _prepared_groups_with_roles(user_id=user.pk)
-
-
 #: The column :func:`group_roles_column` adds to a user's row, and its marker when not read.
 GROUP_ROLES = "research_group_roles"
 _NOT_READ = object()
@@ -126,9 +116,12 @@ def roles_of(user) -> dict[int, str]:
 
 
 def _roles_and_groups(user, *, read_with_user: bool = False) -> tuple[dict[int, str], frozenset[int]]:
+    """``(`` :func:`roles_of` ``, every group's id)`` in one query; ``read_with_user``: from the user's own
+    statement when it read them (:func:`group_roles_column`)."""
     if user is None or not user.is_authenticated:
         return {}, frozenset()
-    groups = _groups_with_roles(user, read_with_user=read_with_user)
+    text = getattr(user, GROUP_ROLES, _NOT_READ) if read_with_user else _NOT_READ
+    groups = _prepared_groups_with_roles(user_id=user.pk) if text is _NOT_READ else _parse_group_roles(text)
     every = frozenset(pk for pk, _ in groups)
     if user.is_superuser:
         return dict.fromkeys(every or [default_group().pk], Membership.Role.OWNER), every
