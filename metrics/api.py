@@ -91,15 +91,12 @@ class _PerQueryRows:
         import math
 
         return [
-            {
-                "run": run,
-                "qid": qid,
-                "metric": m,
-                "variant": variant,
-                "cutoff": int(cutoff),
-                "value": None if value is None or math.isnan(value) else float(value),
-            }
-            for run, qid, m, variant, cutoff, value in self.frame.iloc[rows].itertuples(index=False, name=None)
+            dict(
+                zip(self.COLUMNS[:4], key, strict=True),  # run, qid, metric, variant
+                cutoff=int(cutoff),
+                value=None if value is None or math.isnan(value) else float(value),
+            )
+            for *key, cutoff, value in self.frame.iloc[rows].itertuples(index=False, name=None)
         ]
 
 

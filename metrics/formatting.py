@@ -150,6 +150,11 @@ def tie_lines(tied_queries: dict | None, summary: pd.DataFrame, *, ranges: bool 
     return lines
 
 
+def figure_text(value, spec: str = ".4f") -> str:
+    """A figure as the terminal prints it, ``–`` where undefined (None or NaN)."""
+    return "–" if value is None or pd.isna(value) else format(value, spec)
+
+
 def p_mark(p: float | None, alpha: float = 0.05) -> str:
     """``*`` when ``p`` is below ``alpha``: the one rule of the text and LaTeX uncertainty tables."""
     return "*" if p is not None and not pd.isna(p) and p < alpha else ""
@@ -170,12 +175,6 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05, k
             return "may not cover"
         return "–" if low is None or pd.isna(low) else f"[{low:.4f}, {high:.4f}]"
 
-    def number(value) -> str:
-        return "–" if value is None or pd.isna(value) else f"{value:.4f}"
-
-    def share(value) -> str:
-        return "–" if value is None or pd.isna(value) else f"{value:.0%}"
-
     width = max(10, *(len(r) for r in rows["run"])) + 2
     header = (
         f"{'run':<{width}}{'value':>8} {'query-only 95%':>20} {'corrected':>10} {heading:>20} {'labels':>7}"
@@ -188,12 +187,12 @@ def uncertainty_table(summary: pd.DataFrame, cutoff: int, alpha: float = 0.05, k
             p = r.p_value
             mark = p_mark(p, alpha) or " "
             lines.append(
-                f"{r.run:<{width}}{number(r.value):>8} {interval(r.ci_low, r.ci_high, False):>20} "
-                f"{number(r.corrected):>10} "
-                f"{interval(r.combined_low, r.combined_high):>20} {share(r.label_share):>7}"
+                f"{r.run:<{width}}{figure_text(r.value):>8} {interval(r.ci_low, r.ci_high, False):>20} "
+                f"{figure_text(r.corrected):>10} "
+                f"{interval(r.combined_low, r.combined_high):>20} {figure_text(r.label_share, '.0%'):>7}"
                 f"   {interval(r.difference_low, r.difference_high, False):>20} "
                 f"{interval(r.difference_combined_low, r.difference_combined_high):>20} "
-                f"{number(p):>7}{mark}"
+                f"{figure_text(p):>7}{mark}"
             )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
@@ -402,9 +401,9 @@ def rankings_text(result: LabelSensitivity) -> str:
     else:
         lines.append("Rankings that change against majority/drop (Kendall's tau; pairs that swap):")
         for row in changed.itertuples(index=False):
-            tau = "–" if pd.isna(row.kendall_tau) else f"{row.kendall_tau:+.3f}"
             lines.append(
-                f"  {row.aggregation}/{row.disputed} {row.metric}[{row.variant}]@{row.cutoff}: tau {tau}; {row.swapped}"
+                f"  {row.aggregation}/{row.disputed} {row.metric}[{row.variant}]@{row.cutoff}: "
+                f"tau {figure_text(row.kendall_tau, '+.3f')}; {row.swapped}"
             )
     return "\n".join(lines)
 
@@ -425,16 +424,13 @@ def dependence_text(result: LabelSensitivity) -> str:
         "probabilities are tilted instead, which understates it more.",
         f"  {'run':<12} {'metric':<18} {'D':>6} {'difference':>11} {'shift':>9}  interval",
     ]
-
-    def number(value) -> str:
-        return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.4f}"
-
     for row in table.itertuples(index=False):
         metric = f"{row.metric}[{row.variant}]@{row.cutoff}"
         mark = {True: "*", False: ""}.get(row.significant, "–")
         lines.append(
-            f"  {row.run:<12} {metric:<18} {row.dependence:>6.2f} {number(row.difference_corrected):>11} "
-            f"{row.shift:>+9.4f}  [{number(row.difference_combined_low)}, {number(row.difference_combined_high)}] {mark}"
+            f"  {row.run:<12} {metric:<18} {row.dependence:>6.2f} {figure_text(row.difference_corrected, '+.4f'):>11} "
+            f"{row.shift:>+9.4f}  [{figure_text(row.difference_combined_low, '+.4f')}, "
+            f"{figure_text(row.difference_combined_high, '+.4f')}] {mark}"
         )
     return "\n".join(lines)
 
