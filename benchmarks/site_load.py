@@ -161,11 +161,6 @@ def format_table(rows: Sequence[dict[str, object]]) -> str:
 
 
 # --- benchmark_cycle: the baseline and the thing measured, interleaved ------------------------
-def split_evenly(total: int, parts: int) -> list[int]:
-    """``total`` in ``parts`` whole shares that differ by at most one (the larger first)."""
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
-
-
 def interleaved_schedule(sizes: Sequence[int], templates: int, cycles: int, block: int) -> list[tuple[int, int, int]]:
     """The blocks ``benchmark_cycle`` runs, in order: ``(size, template pages, HIT cycles)``.
 
@@ -176,7 +171,10 @@ def interleaved_schedule(sizes: Sequence[int], templates: int, cycles: int, bloc
     then falls on a size's baseline and on its cycles alike, and on every size alike.
     """
     blocks = max(1, -(-cycles // max(1, block)))
-    template_shares, cycle_shares = split_evenly(templates, blocks), split_evenly(cycles, blocks)
+    # each total in whole shares that differ by at most one (the larger first)
+    template_shares, cycle_shares = (
+        [n // blocks + (i < n % blocks) for i in range(blocks)] for n in (templates, cycles)
+    )
     schedule = []
     for i in range(blocks):
         for size in sizes if i % 2 == 0 else reversed(sizes):

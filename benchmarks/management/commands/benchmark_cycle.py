@@ -244,7 +244,14 @@ class Command(ProjectCommand):
                 )
                 for kind, anatomy in found.items():
                     self.stdout.write(f"  {kind}: {anatomy.describe()}")
-            self._flatness(sizes, multiples)
+            first = multiples[sizes[0]]  # each size's CPU per HIT cycle against the first size's
+            for size in sizes[1:]:
+                change = multiples[size].value / first.value - 1
+                raw = multiples[size].measured / first.measured - 1
+                self.stdout.write(
+                    f"{size:,} HITs against {sizes[0]:,}: {change:+.1%} per HIT cycle in multiples of the template "
+                    f"page ({first.value:.2f}x -> {multiples[size].value:.2f}x; in CPU ms {raw:+.1%})"
+                )
 
     def _sqlite_settings(self) -> None:
         folder = Path(
@@ -393,17 +400,6 @@ class Command(ProjectCommand):
             f"per block median {mid:.2f}x, middle half {low:.2f}-{high:.2f}x"
         )
         return cycle
-
-    def _flatness(self, sizes: list[int], multiples: dict) -> None:
-        """Each size's CPU per HIT cycle against the first size's, both as multiples of their own baseline."""
-        first = multiples[sizes[0]]
-        for size in sizes[1:]:
-            change = multiples[size].value / first.value - 1
-            raw = multiples[size].measured / first.measured - 1
-            self.stdout.write(
-                f"{size:,} HITs against {sizes[0]:,}: {change:+.1%} per HIT cycle in multiples of the template page "
-                f"({first.value:.2f}x -> {multiples[size].value:.2f}x; in CPU ms {raw:+.1%})"
-            )
 
 
 def _publish(batches: dict, size: int | None) -> None:
