@@ -299,54 +299,48 @@ class Command(ProjectCommand):
     def _criteria(self, simulated: dict, runs: list[dict], audit: dict | None, o) -> None:
         out = self.stdout.write
         out("")
-        risk = o["risk"]
-        checks = [
-            (
-                "machine-kept share ≥ 0.40 (simulated mean)",
-                simulated["kept_share"] >= 0.40,
-                f"{simulated['kept_share']:.3f}",
-            ),
-            (
-                "export at least as accurate as crowd only (simulated)",
-                simulated["export_accuracy"] >= simulated["crowd_only_accuracy"],
-                f"{simulated['export_accuracy']:.4f} vs {simulated['crowd_only_accuracy']:.4f}",
-            ),
-            (
-                "cost ≤ 60% of crowd only (simulated)",
-                simulated["path_cost"] <= 0.6 * simulated["crowd_only_cost"],
-                f"{simulated['path_cost'] / simulated['crowd_only_cost']:.3f}",
-            ),
+
+        def shared(where: str, kept: float, kept_text: str, export: float, alone: float, cost: float) -> list:
+            """The checks the simulation and the runs over HTTP both answer (``where``: theirs, and how averaged)."""
+            return [
+                (f"machine-kept share ≥ 0.40 ({where[0]} mean)", kept >= 0.40, kept_text),
+                (
+                    f"export at least as accurate as crowd only ({where[1]})",
+                    export >= alone,
+                    f"{export:.4f} vs {alone:.4f}",
+                ),
+                (f"cost ≤ 60% of crowd only ({where[0]})", cost <= 0.6, f"{cost:.3f}"),
+            ]
+
+        s = simulated
+        checks = shared(
+            ("simulated", "simulated"),
+            s["kept_share"],
+            f"{s['kept_share']:.3f}",
+            s["export_accuracy"],
+            s["crowd_only_accuracy"],
+            s["path_cost"] / s["crowd_only_cost"],
+        )
+        checks.append(
             (
                 "runs below the target against the truth ≤ δ (simulated)",
-                simulated["violation_rate_truth"] <= risk,
-                f"{simulated['violation_rate_truth']:.4f} (s.e. {simulated['violation_se']:.4f})",
-            ),
-        ]
+                s["violation_rate_truth"] <= o["risk"],
+                f"{s['violation_rate_truth']:.4f} (s.e. {s['violation_se']:.4f})",
+            )
+        )
         if runs:
-            kept = float(np.mean([r["kept_share"] for r in runs]))
+            kept, export, alone = (
+                float(np.mean([r[k] for r in runs])) for k in ("kept_share", "export_accuracy", "crowd_only_accuracy")
+            )
             kept_se = (
                 float(np.std([r["kept_share"] for r in runs], ddof=1) / np.sqrt(len(runs))) if len(runs) > 1 else 0.0
             )
             cost = sum(r["cost"] for r in runs) / sum(r["crowd_only_cost"] for r in runs)
-            checks += [
-                (
-                    "machine-kept share ≥ 0.40 (HTTP mean)",
-                    kept >= 0.40,
-                    f"{kept:.3f} ± {kept_se:.3f} over {len(runs)} runs",
-                ),
-                (
-                    "export at least as accurate as crowd only (HTTP mean)",
-                    np.mean([r["export_accuracy"] for r in runs]) >= np.mean([r["crowd_only_accuracy"] for r in runs]),
-                    f"{np.mean([r['export_accuracy'] for r in runs]):.4f} vs "
-                    f"{np.mean([r['crowd_only_accuracy'] for r in runs]):.4f}",
-                ),
-                ("cost ≤ 60% of crowd only (HTTP)", cost <= 0.6, f"{cost:.3f}"),
-                (
-                    "runs below the target against the truth (HTTP)",
-                    True,
-                    f"{sum(r['below_target'] for r in runs)} of {len(runs)}",
-                ),
-            ]
+            checks += shared(
+                ("HTTP", "HTTP mean"), kept, f"{kept:.3f} ± {kept_se:.3f} over {len(runs)} runs", export, alone, cost
+            )
+            below = sum(r["below_target"] for r in runs)
+            checks.append(("runs below the target against the truth (HTTP)", True, f"{below} of {len(runs)}"))
         if audit is not None:
             gap = abs(audit["machine_labelled_share"] - simulated["kept_share"])
             checks.append(
