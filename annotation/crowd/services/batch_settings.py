@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any
 
@@ -208,34 +208,7 @@ def validate_thresholds(values: dict[str, Any]) -> None:
         raise ServiceError("the minimum number of answers before judging a worker must be at least 1")
 
 
-@dataclass(frozen=True)
-class Offered:
-    """Where the shells take one setting: the batch form's field and the command's option; ``None``:
-    not offered there (the default applies), for the reason ``why_not``."""
-
-    form: str | None
-    option: str | None
-    why_not: str = ""
-
-
-def _offered() -> dict[str, Offered]:
-    """Where each shell offers each field of :class:`BatchSettings`, read off the options' declarations."""
-    from dataclasses import fields
-
-    offered: dict[str, Offered] = {}
-    for option, _owner in all_batch_options().values():
-        into = option.store_key if option.into == "settings" else option.into
-        if into in offered:  # a dict's first option stands for it (the others are beside it)
-            continue
-        why = option.why if option.into == "settings" else f"form and command: one field per {into} option"
-        offered[into] = Offered(option.name if option.on_form else None, option.cli, why)
-    offered["gold_pass_fraction"] = Offered(
-        None, None, "every gold question must be right (1.0) unless set through the services"
-    )
-    return {f.name: offered[f.name] for f in fields(BatchSettings)}
-
-
-#: Every field of :class:`BatchSettings`, and where each shell offers it. Stored on ``Batch`` under the
-#: same name, except ``seed`` (used once, to shuffle the queries into HITs).
-OFFERED: dict[str, Offered] = _offered()
+#: Every field of :class:`BatchSettings` (where each shell offers it: tests/annotation/crowd/test_batch_settings.py).
+#: Stored on ``Batch`` under the same name, except ``seed`` (used once, to shuffle the queries into HITs).
+OFFERED = tuple(f.name for f in fields(BatchSettings))
 NOT_STORED = frozenset({"seed"})

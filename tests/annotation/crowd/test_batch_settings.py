@@ -1,12 +1,41 @@
 """The batch settings are declared once (annotation.crowd.services.batch_settings); the model, the form and the command follow it."""
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
 from django.core.management import load_command_class
 
 from annotation.crowd.forms import BatchForm
+from annotation.crowd.providers.base import all_batch_options
 from annotation.crowd.services.batch_settings import NOT_STORED, OFFERED, BatchSettings
 from annotation.models import Batch
+
+
+@dataclass(frozen=True)
+class Offered:
+    """Where the shells take one setting: the batch form's field and the command's option; ``None``:
+    not offered there (the default applies), for the reason ``why_not``."""
+
+    form: str | None
+    option: str | None
+    why_not: str = ""
+
+
+def _offered() -> dict[str, Offered]:
+    """Where each shell offers each setting, read off the options' declarations (a dict's first option
+    stands for it); ``gold_pass_fraction`` is set through the services only."""
+    offered: dict[str, Offered] = {}
+    for option, _owner in all_batch_options().values():
+        into = option.store_key if option.into == "settings" else option.into
+        if into not in offered:
+            why = option.why if option.into == "settings" else f"form and command: one field per {into} option"
+            offered[into] = Offered(option.name if option.on_form else None, option.cli, why)
+    offered["gold_pass_fraction"] = Offered(
+        None, None, "every gold question must be right (1.0) unless set through the services"
+    )
+    return offered
+
+
+OFFERS = _offered()
 
 
 def _command_options() -> set[str]:
@@ -15,7 +44,7 @@ def _command_options() -> set[str]:
 
 
 def test_every_setting_is_declared_with_where_it_is_offered():
-    assert set(OFFERED) == {f.name for f in fields(BatchSettings)}
+    assert set(OFFERS) == set(OFFERED) == {f.name for f in fields(BatchSettings)}
 
 
 def test_every_stored_setting_is_a_batch_column_of_the_same_name():
@@ -26,7 +55,7 @@ def test_every_stored_setting_is_a_batch_column_of_the_same_name():
 
 def test_the_form_and_the_command_offer_what_the_declaration_says():
     options = _command_options()
-    for name, offered in OFFERED.items():
+    for name, offered in OFFERS.items():
         assert offered.form is None or offered.form in BatchForm.base_fields, name
         assert offered.option is None or offered.option in options, name
         assert (offered.form and offered.option) or offered.why_not, f"{name}: say why a shell leaves it out"
