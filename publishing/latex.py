@@ -75,10 +75,8 @@ def escape(text: object) -> str:
     accented Latin letters kept and any other character ``?``, so a name never breaks a compile."""
     out = []
     for char in str(text):
-        if char in _SPECIAL:
-            out.append(_SPECIAL[char])
-        elif char in _UNICODE:
-            out.append(_UNICODE[char])
+        if escaped := _SPECIAL.get(char) or _UNICODE.get(char):
+            out.append(escaped)
         elif ord(char) < 0x20:
             out.append(" ")
         elif ord(char) > 0x7E and char not in _LATIN:

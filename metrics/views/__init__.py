@@ -81,7 +81,10 @@ def report_detail(request: HttpRequest, name: str) -> HttpResponse:
         "significance": selectors.report_policy_text(report),
         "ties": formatting.tie_lines(report.tied_queries, summary, ranges=False),
         "undecided_signs": sum(figure_notes(r).sign_undecided for r in summary.itertuples(index=False)),
-        "distribution_size": _distribution_size(report),
+        # The per-query distribution PNG's size when drawn, so the browser lays it out once.
+        "distribution_size": png_size(report, "distribution", {"cutoff": str(report.cutoffs[-1])})
+        if report.cutoffs
+        else None,
         "method_changes": selectors.method_changes(report),
         "rebuilt_reports": selectors.rebuilt_reports(report),
     }
@@ -118,11 +121,6 @@ def _drawn_svg(report: Report, kind: str, params: dict, label: str, element_id: 
     if "<svg" not in svg or not svg.rstrip().endswith("</svg>"):
         return None  # not a whole figure (a damaged file): an image, as if never drawn
     return mark_safe(inline(svg, f"f{key[:8]}-", label, element_id=element_id))
-
-
-def _distribution_size(report: Report) -> tuple[int, int] | None:
-    """The page's per-query distribution PNG's size when drawn, so the browser lays it out once."""
-    return png_size(report, "distribution", {"cutoff": str(report.cutoffs[-1])}) if report.cutoffs else None
 
 
 def _number(value):
