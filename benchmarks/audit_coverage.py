@@ -302,24 +302,22 @@ def main(argv: list[str] | None = None) -> None:
     if o.table_from:
         print_simulated(kept_rows(o.table_from.split(",")))
         return
-    if o.simulated:
-        started = time.perf_counter()
-        run_simulated(o, audits)
-        print(f"{time.perf_counter() - started:.0f} s")
-        return
     folder = Path(o.reference) / "crowds" / "adultcontent2"
-    if not (folder / "gold.txt").is_file():
+    if not o.simulated and not (folder / "gold.txt").is_file():
         parser.error(f"--reference {o.reference}: no crowds/adultcontent2/gold.txt there")
     started = time.perf_counter()
-    answers, gold = read_crowd(folder)
-    print(
-        f"adultcontent2: {len(gold)} gold sites with answers ({gold.eq('n').sum()} G), {len(answers)} answers "
-        f"by {answers['worker'].nunique()} workers; {o.votes} answers a site, {o.resamplings} resamplings"
-    )
-    rows = []
-    for r in range(o.resamplings):
-        rows += study(np.random.default_rng([o.seed, r]), answers, gold, o.votes, audits)
-    print(markdown(table(pd.DataFrame(rows))))
+    if o.simulated:
+        run_simulated(o, audits)
+    else:
+        answers, gold = read_crowd(folder)
+        print(
+            f"adultcontent2: {len(gold)} gold sites with answers ({gold.eq('n').sum()} G), {len(answers)} answers "
+            f"by {answers['worker'].nunique()} workers; {o.votes} answers a site, {o.resamplings} resamplings"
+        )
+        rows = []
+        for r in range(o.resamplings):
+            rows += study(np.random.default_rng([o.seed, r]), answers, gold, o.votes, audits)
+        print(markdown(table(pd.DataFrame(rows))))
     print(f"{time.perf_counter() - started:.0f} s")
 
 

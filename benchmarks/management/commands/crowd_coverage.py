@@ -51,7 +51,6 @@ class Command(ProjectCommand):
         parser.add_argument("--read", help="only print the tables of an --out file (no new studies)")
 
     def handle(self, **o):
-
         crowd = cs.with_dependence(cs.crowd_named(o["crowd"], o["queries"]), o["dependence"])
         started = time.perf_counter()
         if o["read"]:

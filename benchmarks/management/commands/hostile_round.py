@@ -38,7 +38,6 @@ class Command(ProjectCommand):
         )
 
     def handle(self, rounds: int, limit: int | None, control: bool, **options):
-
         for name in ("django.request", "django.security"):  # every refusal is logged: the counts say enough
             logging.getLogger(name).setLevel(logging.CRITICAL)
         started = time.monotonic()
