@@ -1,17 +1,10 @@
 """Turning crowd judgments into one gender label per query (pure pandas/numpy).
 
-A judgments frame has one row per answer: ``item`` (query id), ``worker`` and ``label`` (one of
-:data:`LABELS`). Three aggregators (Rekabsaz & Schedl, SIGIR 2020, used majority vote):
-
-* :func:`majority_vote` -- a strict plurality wins; ties are disputed, not broken at random, so
-  they can go to more workers or an expert.
-* :func:`dawid_skene` -- Dawid & Skene (1979) EM: one confusion matrix per worker down-weights
-  spammers and biased workers; gold items can seed it.
-* :func:`wawa` -- crowd-kit's "worker agreement with aggregate": votes weighted by agreement with
-  majority vote.
-
-Each gives a labelled item a confidence in ``[0, 1]`` that label sensitivity thresholds. (crowd-kit
-has these too but pulls in transformers, nltk and scikit-learn.)
+A judgments frame has one row per answer: ``item`` (query id), ``worker`` and ``label`` (one of :data:`LABELS`).
+Three aggregators, :func:`majority_vote` (a tie is disputed, never broken at random), :func:`dawid_skene` and
+:func:`wawa` (docs/metrics.md, "Label sensitivity: how labelling choices move the results"), each giving a labelled
+item a confidence in ``[0, 1]`` that label sensitivity thresholds. (crowd-kit has these too but pulls in
+transformers, nltk and scikit-learn.)
 """
 
 from __future__ import annotations
