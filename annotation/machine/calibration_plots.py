@@ -13,19 +13,32 @@ from core.svg_plots import INK, PALETTE, SVG_STYLE, ink, svg_bytes
 from genderbias.labels import LABEL_NAMES, LABELS
 
 
-def inline_svg(figure) -> str:
-    """The figure as inline SVG in ``currentColor``: the ``<style>`` :func:`core.svg_plots.svg_bytes` adds
-    for an ``<img>`` and the XML prolog dropped, as inline SVG inherits the page's colour."""
+def _figure(size: tuple[float, float], title: str, xlabel: str) -> tuple[Any, Any]:
+    """A figure of ``size`` inches and its axes, the x axis a share in [0, 1]."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=size, layout="constrained")
+    axes = figure.add_subplot()
+    axes.set_xlim(0, 1)
+    axes.set_title(title, fontsize=11)
+    axes.set_xlabel(xlabel, fontsize=9)
+    return figure, axes
+
+
+def inline_svg(figure, axes, legend) -> str:
+    """The figure, its ``axes`` and ``legend`` inked, as inline SVG in ``currentColor``: the ``<style>``
+    :func:`core.svg_plots.svg_bytes` adds for an ``<img>`` and the XML prolog dropped, as inline SVG
+    inherits the page's colour."""
+    ink(axes)
+    for text in legend.get_texts():
+        text.set_color(INK)
     text = svg_bytes(figure).decode("utf-8").replace(SVG_STYLE, "")
     return text[text.index("<svg") :]
 
 
 def reliability_svg(reliability: list[dict[str, float]]) -> str:
     """The reliability diagram: per confidence bin, how often the machine was right, against the diagonal."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(3.7, 3.2), layout="constrained")
-    axes = figure.add_subplot()
+    figure, axes = _figure((3.7, 3.2), "Reliability", "machine's confidence")
     axes.plot([0, 1], [0, 1], color=INK, linewidth=0.8, alpha=0.6, linestyle="--", label="perfectly calibrated")
     for b in reliability:
         axes.bar(
@@ -37,24 +50,14 @@ def reliability_svg(reliability: list[dict[str, float]]) -> str:
             [b["confidence"] for b in reliability], [b["accuracy"] for b in reliability],
             marker="o", markersize=4, color=PALETTE[1], linewidth=1.2, label="mean confidence of a bin",
         )  # fmt: skip
-    axes.set_xlim(0, 1)
     axes.set_ylim(0, 1)
-    axes.set_title("Reliability", fontsize=11)
-    axes.set_xlabel("machine's confidence", fontsize=9)
     axes.set_ylabel("share right (crowd's label)", fontsize=9)
-    ink(axes)
-    legend = axes.legend(loc="upper left", fontsize=8, frameon=False)
-    for text in legend.get_texts():
-        text.set_color(INK)
-    return inline_svg(figure)
+    return inline_svg(figure, axes, axes.legend(loc="upper left", fontsize=8, frameon=False))
 
 
 def proportions_svg(proportions: dict[str, dict[str, Any]]) -> str:
     """Each category's share of the batch: the PPI++ estimate with its CI, and the machine's share alone."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(3.9, 3.0), layout="constrained")
-    axes = figure.add_subplot()
+    figure, axes = _figure((3.9, 3.0), "Share of the batch", "share of the batch's queries")
     y = list(range(len(LABELS)))[::-1]
     for row, label in zip(y, LABELS, strict=True):
         p = proportions.get(label) or {}
@@ -71,12 +74,5 @@ def proportions_svg(proportions: dict[str, dict[str, Any]]) -> str:
             )  # fmt: skip
     # Full names, wrapped to stay narrow ("Other or / multiple genders"), never shortened to a code or a word.
     axes.set_yticks(y, [textwrap.fill(LABEL_NAMES[label], 14) for label in LABELS], fontsize=8)
-    axes.set_xlim(0, 1)
     axes.set_ylim(-0.6, len(LABELS) - 0.4)
-    axes.set_title("Share of the batch", fontsize=11)
-    axes.set_xlabel("share of the batch's queries", fontsize=9)
-    ink(axes)
-    legend = figure.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
-    for text in legend.get_texts():
-        text.set_color(INK)
-    return inline_svg(figure)
+    return inline_svg(figure, axes, figure.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False))

@@ -28,17 +28,11 @@ class PreLabelError(ProviderError):
 
 class PreLabelStopped(PreLabelError):
     """A labeller stopped before labelling every query; ``partial`` holds, in the order asked, the
-    predictions it did make (``None``: not labelled in this run), so that what it did is kept."""
+    predictions it did make (``None``: not labelled in this run), so that what it did is kept; ``status``
+    and ``upstream`` as :class:`PreLabelError`'s."""
 
-    def __init__(
-        self,
-        message: str,
-        partial: list[Prediction | None],
-        status: int | None = None,
-        *,
-        upstream: bool | None = None,
-    ) -> None:
-        super().__init__(message, status, upstream=upstream)
+    def __init__(self, message: str, partial: list[Prediction | None], *args: Any, **kwargs: Any) -> None:
+        super().__init__(message, *args, **kwargs)
         self.partial = partial
 
 

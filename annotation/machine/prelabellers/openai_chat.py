@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import KW_ONLY, dataclass
 from decimal import Decimal
 from typing import Protocol
 
@@ -56,51 +57,44 @@ class MemoryCache:
 
 
 @register("openai")
+@dataclass(eq=False)
 class ChatPreLabeller(PreLabeller):
     """``max_samples`` defaults to ``samples`` (no second draw), ``budget`` to ``max_samples``."""
 
     prompt_version = PROMPT_VERSION
     language_model = True
 
-    def __init__(
-        self,
-        client: ChatClient,
-        *,
-        samples: int = 5,
-        max_samples: int | None = None,
-        budget: float | None = None,
-        temperature: float = 1.0,
-        concurrency: int = 4,
-        cache: AnswerCache | None = None,
-        prompt_price: Decimal = Decimal("0"),
-        completion_price: Decimal = Decimal("0"),
-        job_deadline: float | None = None,
-        max_consecutive_failures: int = 5,
-        max_failure_share: float = 0.25,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    client: ChatClient
+    _: KW_ONLY
+    samples: int = 5
+    max_samples: int | None = None
+    budget: float | None = None
+    temperature: float = 1.0
+    concurrency: int = 4
+    cache: AnswerCache | None = None
+    prompt_price: Decimal = Decimal("0")
+    completion_price: Decimal = Decimal("0")
+    job_deadline: float | None = None
+    max_consecutive_failures: int = 5
+    max_failure_share: float = 0.25
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
         super().__init__()
-        if samples < 1:
+        if self.samples < 1:
             raise ValueError("samples must be at least 1")
-        if not temperature > 0:
+        if not self.temperature > 0:
             raise ValueError("temperature must be above 0: the samples are meant to differ")
-        self.client = client
-        self.model = client.model
-        self.prompt_version = client.prompt_version
-        self.samples = samples
-        self.max_samples = max(samples, max_samples or samples)
-        self.budget = float(budget) if budget is not None else float(self.max_samples)
+        self.model = self.client.model
+        self.prompt_version = self.client.prompt_version
+        self.max_samples = max(self.samples, self.max_samples or self.samples)
+        self.budget = float(self.budget) if self.budget is not None else float(self.max_samples)
         if not self.budget > 0:
             raise ValueError("budget must be above 0 answers per query")
-        self.temperature = temperature
-        self.concurrency = max(1, concurrency)
-        self.cache = cache if cache is not None else MemoryCache()
-        self.prompt_price = Decimal(prompt_price)
-        self.completion_price = Decimal(completion_price)
-        self.job_deadline = job_deadline
-        self.max_consecutive_failures = max(1, max_consecutive_failures)
-        self.max_failure_share = max_failure_share
-        self.clock = clock
+        self.concurrency = max(1, self.concurrency)
+        self.cache = self.cache if self.cache is not None else MemoryCache()
+        self.prompt_price, self.completion_price = Decimal(self.prompt_price), Decimal(self.completion_price)
+        self.max_consecutive_failures = max(1, self.max_consecutive_failures)
         self.started: float | None = None  # the first label(): the job's deadline counts from it
         self.asked = self.failed = self.failed_in_a_row = 0
         self.stopped: str | None = None  # why the circuit breaker tripped
@@ -237,10 +231,9 @@ class ChatPreLabeller(PreLabeller):
             self.started = self.clock()
         texts = list(dict.fromkeys(text for _, text in queries))
         known = self.cache.get_many(self.model, self.prompt_version, texts)
+        held = {t: known[t].answers if t in known else [] for t in texts}
         # A query whose answers held carry log-probabilities is settled (a server that ignores n gave one).
-        first = {t: 0 if t in known and settled(known[t].answers) else self.samples for t in texts}
-        first = {t: n - (len(known[t].answers) if t in known else 0) for t, n in first.items()}
-        first = {t: n for t, n in first.items() if n > 0}
+        first = {t: self.samples - len(a) for t, a in held.items() if len(a) < self.samples and not settled(a)}
         failures, unasked = self._ask(first, known)
         second: dict[str, int] = {}
         if self.stopped is None:
@@ -269,6 +262,7 @@ class ChatPreLabeller(PreLabeller):
         message = f"{why} (first: {failure})" if failure else why
         if unasked:
             message += f"; {len(unasked)} not asked"
-        status = failure.status if failure else None
-        upstream = failure.upstream if failure else True
-        raise PreLabelStopped(message, [predictions.get(text) for _, text in queries], status, upstream=upstream)
+        partial = [predictions.get(text) for _, text in queries]
+        raise PreLabelStopped(
+            message, partial, failure and failure.status, upstream=failure.upstream if failure else True
+        )

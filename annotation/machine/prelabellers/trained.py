@@ -78,14 +78,8 @@ def cross_validate(
     counts = Counter(labels)
     rare = sorted(label for label, count in counts.items() if count < 2)
     if rare:
-        return (
-            None,
-            None,
-            0,
-            "not cross-validated: "
-            + ", ".join(f"label {label!r} has 1 training query" for label in rare)
-            + " (at least 2 of each label are needed)",
-        )
+        ones = ", ".join(f"label {label!r} has 1 training query" for label in rare)
+        return None, None, 0, f"not cross-validated: {ones} (at least 2 of each label are needed)"
     n_splits = max(2, min(folds, min(counts.values())))
     splitter = StratifiedKFold(n_splits, shuffle=True, random_state=seed)
     with warnings.catch_warnings():

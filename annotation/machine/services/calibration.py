@@ -120,19 +120,15 @@ def part_name(parent: Batch) -> str:
     return f"{parent.name}-part-{number}"
 
 
-def _check_parent(batch: Batch) -> None:
-    if batch.parent_id is not None:
-        raise StateError(f"batch {batch.name!r} is itself derived from {batch.parent.name!r}; use that one")
-    if batch.status != Batch.Status.DRAFT:
-        raise StateError(
-            f"batch {batch.name!r} is {batch.status}: machine labels with a calibration sample are for a batch "
-            "that has not gone to the crowd (its crowd work goes through derived batches)"
-        )
-
-
 def _locked_parent(batch: Batch) -> Batch:
     locked = Batch.objects.select_for_update().get(pk=batch.pk)
-    _check_parent(locked)
+    if locked.parent_id is not None:
+        raise StateError(f"batch {locked.name!r} is itself derived from {locked.parent.name!r}; use that one")
+    if locked.status != Batch.Status.DRAFT:
+        raise StateError(
+            f"batch {locked.name!r} is {locked.status}: machine labels with a calibration sample are for a batch "
+            "that has not gone to the crowd (its crowd work goes through derived batches)"
+        )
     return locked
 
 
