@@ -1,12 +1,7 @@
 """The label-corrected class means: the runs' means per true label, from every query's label probabilities
-(what :mod:`.label_uncertainty` builds its intervals on).
-
-Estimator (method of moments under non-differential label noise): if the errors do not depend on the
-ranking given the true label T and π_q is calibrated, E[v_q | evidence] = Σ_c π_qc μ_c, μ_c = E[v | T = c]:
-the values are a linear mixture of the class means with known weights. β = (PᵀP)⁻¹ Pᵀ v over all judged
-queries (P: N × K probabilities); β_n is the *corrected* value. (Weighting S's queries by π_n, or drawing
-memberships from π, is biased when gendered queries are more biased: E[π v] mixes in Σ π(1 − π) of their
-values.) Which labels get a mean of their own: :func:`label_map`.
+(what :mod:`.label_uncertainty` builds its intervals on). The estimator, β = (PᵀP)⁻¹ Pᵀ v over all judged queries
+(P: N × K probabilities, β_n the *corrected* value), and why not π-weighting: docs/metrics.md, "The label-corrected
+value". Which labels get a mean of their own: :func:`label_map`.
 """
 
 from __future__ import annotations

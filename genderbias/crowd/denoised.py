@@ -1,14 +1,8 @@
-"""The machine's accuracy against the true label, de-noised through the crowd model.
-
-Agreement with the crowd's majority is not accuracy against the truth (the crowd errs too). The
-machine is one more annotator of a gold-seeded Dawid–Skene fit (:func:`denoised_fit`; why:
-:mod:`.reliability`). With sample items i, machine label m_i, stratum weight w_i and *held-out*
-posterior p_i(t) (:func:`.estimation.held_out_posteriors`; the in-sample one is over-confident):
-
-- **de-noised accuracy** A_true = Σ_i w_i p_i(m_i) / Σ_i w_i, every sampled item with a vote counting
-  (disputed ones too). Its interval (:func:`refitted_interval`) bootstraps the items within strata with
-  the crowd model *refitted in every draw*, so the fitted matrices' uncertainty is in it. Measured
-  coverage: docs/quality.md, "The crowd model".
+"""The machine's accuracy against the true label, de-noised through the crowd model:
+A_true = Σ_i w_i p_i(m_i) / Σ_i w_i over the sample items with a vote, the machine one more annotator of a
+gold-seeded Dawid–Skene fit (:func:`denoised_fit`) and p_i its *held-out* posteriors (:func:`.estimation.held_out_posteriors`); its interval
+(:func:`refitted_interval`) refits the crowd model in every draw. Defined and measured: docs/prelabelling.md,
+"Against the crowd, against the truth".
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Every labelled query's probability of each label, whichever source its label came from
-(what :mod:`.label_uncertainty` reads):
-
-- **crowd**: the gold-seeded Dawid–Skene posterior;
-- **ruling**: a researcher's adjudication, certain (one-hot);
-- **machine-accepted**: the crowd's label shares in the blind calibration sample among the machine's
-  labels of the same label and *confidence band* (:data:`BANDS` equal-count quantile bands, so each has
-  data; under :data:`MIN_BAND` sample queries the label's whole sample). Counts are the sample's design
-  weights plus :data:`PRIOR_COUNT` per label (Jeffreys-like: no certainty from a finite sample). A label
-  the sample never shows falls back to the machine's own confidence (:func:`confidence_rows`).
+"""Every labelled query's probability of each label, whichever source its label came from (what
+:mod:`.label_uncertainty` reads): the crowd's gold-seeded Dawid–Skene posterior, a researcher's ruling (one-hot), or
+for a machine-accepted label the crowd's label shares in the calibration sample within its confidence band
+(:data:`BANDS`, :data:`MIN_BAND`, :data:`PRIOR_COUNT`; the machine's own confidence where the sample never shows the
+label, :func:`confidence_rows`): docs/metrics.md, "Each query's label probabilities".
 """
 
 from __future__ import annotations
