@@ -1,8 +1,8 @@
 """The machine's accuracy against the true label, de-noised through the crowd model:
 A_true = Σ_i w_i p_i(m_i) / Σ_i w_i over the sample items with a vote, the machine one more annotator of a
-gold-seeded Dawid–Skene fit (:func:`denoised_fit`) and p_i its *held-out* posteriors (:func:`.estimation.held_out_posteriors`); its interval
-(:func:`refitted_interval`) refits the crowd model in every draw. Defined and measured: docs/prelabelling.md,
-"Against the crowd, against the truth".
+gold-seeded Dawid–Skene fit (:func:`denoised_fit`), p_i its *held-out* posteriors
+(:func:`.estimation.held_out_posteriors`); its interval (:func:`refitted_interval`) refits the crowd model in every
+draw. Defined and measured: docs/prelabelling.md, "Against the crowd, against the truth".
 """
 
 from __future__ import annotations
