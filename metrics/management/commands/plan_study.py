@@ -108,8 +108,7 @@ class Command(ProjectCommand):
         if o["json"]:
             self.stdout.write(json.dumps(plan, indent=2))
             return
-        for line in describe(plan):
-            self.stdout.write(line)
+        self.stdout.write("\n".join(describe(plan)))
 
 
 def describe(plan: dict) -> list[str]:
@@ -173,17 +172,13 @@ def describe(plan: dict) -> list[str]:
                     "crowd: "
                     + ", ".join(f"{PROVIDER_NAMES.get(p, p)} ${usd:,.2f}" for p, usd in machine["cost"].items())
                 )
-    lines.append(audit_sentence(plan["audit"]))
-    return lines
-
-
-def audit_sentence(audit: dict) -> str:
-    """The audit sample's line of the plan."""
+    audit = plan["audit"]
     whole = " (the whole batch: audit it all, the crowd adds nothing)" if audit["whole_batch"] else ""
-    return (
+    lines.append(
         f"Audit sample: {audit['size']} queries labelled by an expert{whole}, about {audit['hours']:.1f} h at "
         f"{audit['seconds_per_query']:g} s a query, for a 95% interval of the difference {audit['target_width']:g} "
         f"wide ({audit['target_width_source']}; {audit['size_for_width']} for the width, at least "
         f"{audit['minimum']}, the site's default audit; share {audit['non_gendered_share']:.3f}, "
         f"{audit['non_gendered_share_source']})."
     )
+    return lines
