@@ -9,7 +9,6 @@ Pure: writes files (standard library only); the project runs as its own ``manage
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 _MANAGE = """\
@@ -124,12 +123,6 @@ class Migration(migrations.Migration):
         ),
     ]
 """
-
-
-def framework_apps(installed_apps: Iterable[str], own: Iterable[str]) -> list[str]:
-    """``installed_apps`` without the project's own apps (``own``: their top-level packages)."""
-    mine = set(own)
-    return [app for app in installed_apps if app.split(".", 1)[0] not in mine]
 
 
 def write_bare_project(folder: Path, apps: list[str]) -> Path:

@@ -138,16 +138,6 @@ def write_data(work: Path, sizes: dict) -> Iterator[str | dict]:
     yield {"collection": collection, "queries": queries, "runs": runs[: sizes["runs"]]}
 
 
-def _disk_mb(*paths: Path) -> float:
-    total = 0
-    for path in paths:
-        if path.is_file():
-            total += path.stat().st_size
-        elif path.is_dir():
-            total += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    return total / 2**20
-
-
 def run_command(arguments: list[str], env: dict, cwd: Path) -> tuple[float, float, float]:
     """Run ``python manage.py ARGUMENTS`` as a user does, a fresh process: its wall seconds, CPU seconds (user +
     system, its own and its children's, from ``wait4``: on a shared machine the steadier figure) and peak memory
@@ -197,10 +187,14 @@ def register_and_pool(
             ],
         )
     )
-    size = "SELECT pg_database_size(current_database())"  # what the database holds on disk
-    yield from timed_steps(
-        steps, env, lambda: _disk_mb(site) + (_one(database_url, size) / 2**20 if database_url else 0)
-    )
+
+    def disk_mb() -> float:  # what the site's files and its database hold on disk
+        held = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
+        return (
+            held + (_one(database_url, "SELECT pg_database_size(current_database())") if database_url else 0)
+        ) / 2**20
+
+    yield from timed_steps(steps, env, disk_mb)
 
 
 def check_empty(database_url: str) -> None:

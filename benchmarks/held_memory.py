@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-import django
+from benchmarks.measure import peak_memory_mb, setup_django
 
 
 def _lines(kind: str):
@@ -26,13 +26,11 @@ def _lines(kind: str):
 
 
 def main(kind: str, work: str) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
+    setup_django()
     import numpy  # noqa: F401  (loaded in a worker anyway: not counted as the import's)
     import polars  # noqa: F401
     from django.conf import settings
 
-    from benchmarks.measure import peak_memory_mb
     from genderbias.files.qrelfiles import read_qrels
     from genderbias.files.textfiles import HELD_LINE_BYTES
     from pooling import services

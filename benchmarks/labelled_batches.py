@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks.fullsize import run_command
-from benchmarks.measure import load_average
+from benchmarks.measure import load_average, setup_django
 
 RUNS = 7
 CUTOFFS = "5,10,20,30"
@@ -40,10 +40,7 @@ def _env(state: Path) -> dict[str, str]:
 def build(state: Path, queries: int, sample: int) -> None:
     """The registered study with its two batches answered (in this process; ``state`` is new)."""
     os.environ.update(_env(state))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
+    setup_django()
     from django.core.management import call_command
 
     from annotation import services
@@ -89,11 +86,8 @@ def calibration_view() -> None:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["JOB_LOCAL_RUNNER"] = "inline"  # the job in this thread, at the commit: its CPU measured apart
-    import django
-
-    django.setup()
+    setup_django()
     from config.celery import import_heavy_libraries
 
     before = cpu()

@@ -19,6 +19,14 @@ def load_average() -> str:
         return "unknown"
 
 
+def setup_django() -> None:
+    """Django in a benchmark's own process (the site's settings unless its environment names others)."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+
+
 def shown(items: Iterable, write: Callable[[str], object]) -> list:
     """A benchmark's steps as they come: its progress lines (``str``) written, the rest returned in order."""
     kept = []

@@ -16,6 +16,8 @@ import os
 import tempfile
 import time
 
+from benchmarks.measure import setup_django
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -23,10 +25,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--queries", type=int, default=5000)
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
+    setup_django()
     import matplotlib  # noqa: F401  (a warm server has them loaded)
     import numpy as np
     import pandas as pd

@@ -149,11 +149,9 @@ def _measure(what: str, work: Path, collection_path: Path, target: Path, workers
     or import the run at ``target`` (``run-import``); cold, every chunk read again."""
     import hashlib
 
-    import django
+    from benchmarks.measure import peak_memory_mb, setup_django
 
-    from benchmarks.measure import peak_memory_mb
-
-    django.setup()
+    setup_django()
     from genderbias.files.blocks import byte_ranges
     from genderbias.text import magnitudes as mag
     from genderbias.text.wordlists import default_wordlist

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-from benchmarks.measure import peak_memory_mb
+from benchmarks.measure import peak_memory_mb, setup_django
 
 COLLECTION = "bench-collection"
 
@@ -67,11 +66,8 @@ def _site(kind: str, path: str, name: str) -> str:
 
 
 def main(argv: list[str]) -> None:
-    import django
-
     mode, kind, path, name = argv
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()
+    setup_django()
     started = time.perf_counter()
     outcome = (_cli if mode == "cli" else _site)(kind, path, name)
     seconds = time.perf_counter() - started
