@@ -33,6 +33,11 @@ logger = logging.getLogger(__name__)
 #: A batch's own groups are named after it (names are unique in the workspace and find a group again).
 EXCLUDE_NAME = "took part before {batch}"
 ALLOW_NAME = "may take part in {batch}"
+#: The batch option naming other batches, the role of the group it makes, and that group's name.
+WAVES = (
+    ("exclude_batches", ParticipantGroup.Role.EXCLUDE, EXCLUDE_NAME),
+    ("allow_batches", ParticipantGroup.Role.ALLOW, ALLOW_NAME),
+)
 
 
 def _workspace() -> str:
@@ -106,10 +111,7 @@ def prepare_groups(batch: Batch, provider: CrowdProvider | None = None) -> list[
     provider = _provider(provider)
     options = batch.provider_options or {}
     made = []
-    for key, role, name in (
-        ("exclude_batches", ParticipantGroup.Role.EXCLUDE, EXCLUDE_NAME),
-        ("allow_batches", ParticipantGroup.Role.ALLOW, ALLOW_NAME),
-    ):
+    for key, role, name in WAVES:
         names = options.get(key) or []
         if not names:
             continue
@@ -126,10 +128,7 @@ def refill_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
         return 0  # its study is closed: its groups are, or are about to be, deleted
     options = batch.provider_options or {}
     sent = 0
-    for key, role in (
-        ("exclude_batches", ParticipantGroup.Role.EXCLUDE),
-        ("allow_batches", ParticipantGroup.Role.ALLOW),
-    ):
+    for key, role, _ in WAVES:
         names = options.get(key) or []
         group = ParticipantGroup.objects.filter(batch=batch, role=role, deleted=False).exclude(group_id="").first()
         if not names or group is None:
