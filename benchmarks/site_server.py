@@ -67,16 +67,31 @@ def analyze() -> None:
 def served(
     name: str, *, workers: int, threads: int, say: Callable[[int, Path], object], port: int | None = None
 ) -> Iterator[tuple[int, subprocess.Popen]]:
-    """``(port, server)``: gunicorn on loopback (a free port unless given), its log a new file; ``say(port, log)``
-    before it starts, stopped whatever happens."""
+    """``(port, server)``: gunicorn with the shipped configuration on loopback (a free port unless given), its
+    log a new file, once it answers (60 s at most); ``say(port, log)`` before it starts. Stopped whatever
+    happens: politely, then for good after 30 s."""
     log = Path(tempfile.mkstemp(prefix=f"benchmark-{name}-gunicorn-", suffix=".log")[1])
     port = port or free_port()
     say(port, log)
-    server = start_gunicorn(port, workers=workers, threads=threads, log=log)
+    args = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"]
+    args += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads)]
+    with open(log, "ab") as out:
+        server = subprocess.Popen(args, cwd=settings.BASE_DIR, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not site_answers(port):
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise CommandError(f"gunicorn did not start; see {log}")
+        time.sleep(0.2)
     try:
         yield port, server
     finally:
-        stop(server)
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def site_answers(port: int) -> bool:
@@ -89,31 +104,6 @@ def site_answers(port: int) -> bool:
         return False
     finally:
         site.close()
-
-
-def start_gunicorn(port: int, *, workers: int, threads: int, log: Path) -> subprocess.Popen:
-    """gunicorn with the shipped configuration on loopback, once it answers (60 s at most)."""
-    args = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"]
-    args += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads)]
-    with open(log, "ab") as out:
-        server = subprocess.Popen(args, cwd=settings.BASE_DIR, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not site_answers(port):
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            raise CommandError(f"gunicorn did not start; see {log}")
-        time.sleep(0.2)
-    return server
-
-
-def stop(server: subprocess.Popen) -> None:
-    """Stop a server: politely, then for good after 30 s."""
-    server.terminate()
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
 
 
 class ServerCPU:
