@@ -17,11 +17,6 @@ from core.services.uploads import keep_upload, upload_too_large_message
 from pooling.models import QuerySet
 
 
-def openai_configured() -> bool:
-    """Whether the chat pre-labeller can run here: it needs an endpoint and a model name."""
-    return chat_settings().configured
-
-
 class _SelectWithDisabled(forms.Select):
     """A select whose ``disabled_choices`` are shown but cannot be picked (the page says why)."""
 
@@ -58,15 +53,16 @@ class PrelabelForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.batch = batch
         self.too_large = too_large
-        names = prelabeller_names()
-        self.fields["labeller"].choices = [(name, name) for name in names]
+        self.fields["labeller"].choices = [(name, name) for name in prelabeller_names()]
         self.fields["labeller"].initial = "rules"
-        self.fields["labeller"].widget.disabled_choices = frozenset() if openai_configured() else frozenset({"openai"})
+        self.fields["labeller"].widget.disabled_choices = (
+            frozenset() if chat_settings().configured else frozenset({"openai"})
+        )
 
     def clean(self):
         data = super().clean()
         labeller = data.get("labeller")
-        if labeller == "openai" and not openai_configured():
+        if labeller == "openai" and not chat_settings().configured:
             self.add_error("labeller", OPENAI_UNCONFIGURED)
         if data.get("samples") is not None and labeller and labeller != "openai":
             self.add_error("samples", "only the openai pre-labeller takes samples")

@@ -289,18 +289,14 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         identity = Identity(first["labeller"], first["model"], first["prompt_version"])
     else:
         identity = identity_for(batch, labeller)
-    stratum_of: dict[str, str] = {}
-    for link in chain:
-        stratum_of |= link.derivation["stratum_of"]
+    stratum_of = {q: stratum for link in chain for q, stratum in link.derivation["stratum_of"].items()}
     order = drawn_order(chain)
     machine = machine_labels(batch, identity)
     rule = reference_rule(first.get("reference"), batch.assignments_per_query)
-    crowd: dict[str, str] = {}
-    frames = []
     links = [BatchAnswers(link) for link in chain]
+    frames = [answers.frame for answers in links]
     settled: set[str] = set()  # enough votes for a majority (labelled or a final split)
     for answers in links:
-        frames.append(answers.frame)
         votes_of = answers.votes
         if len(votes_of):
             settled |= {str(q) for q in votes_of.index[~votes_of["too_few_votes"]]}
@@ -310,6 +306,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
     # The echo check: workers who follow this machine more than people do are held out of the reference.
     echo = sample_echo(batch, votes, {q: population[q].label for q in drawn})
     held = frozenset(echo.held_out)
+    crowd: dict[str, str] = {}
     every_vote: dict[str, str] = {}
     for answers in links:
         if held:

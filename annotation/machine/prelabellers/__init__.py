@@ -1,8 +1,5 @@
-"""Pre-labellers: machines that label a batch's queries before (or beside) the crowd.
-
-:mod:`.interface` (the interface and the registry), :mod:`.rules`, :mod:`.trained`, :mod:`.openai_chat`.
-Like the crowd providers, they never write to the database: ``annotation.machine.services.prelabels``
-stores what they return (and gives the chat labeller its database-backed answer cache).
+"""Pre-labellers: machines that label a batch's queries before (or beside) the crowd. Like the crowd
+providers, they never write to the database: ``annotation.machine.services.prelabels`` stores what they return.
 """
 
 from annotation.machine.prelabellers.interface import (

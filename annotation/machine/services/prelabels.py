@@ -84,6 +84,7 @@ def cached_answers() -> list[dict]:
     return [dict(row) for row in rows]
 
 
+@transaction.atomic
 def clear_answer_cache(model: str, prompt_version: str | None = None) -> int:
     """Forget the cached answers of ``model`` (of one prompt version, or all), shared by every batch;
     how many queries' answers went. Stored pre-labels are kept. Nothing cached is refused (a typo must

@@ -1,8 +1,5 @@
-"""Routing: accept the machine's labels where it is sure enough, send the rest to the crowd.
-
-:mod:`.plan` (nothing written) on :mod:`.choice` (the sample's state, the threshold), :mod:`.act`
-(recording and publishing), :mod:`.audit`; their words are :mod:`annotation.machine.routing_text`'s.
-The names the shells and the facade use are re-exported here.
+"""Routing: accept the machine's labels where it is sure enough, send the rest to the crowd. The names
+the shells and the facade use, re-exported (the modules: docs/architecture.md).
 """
 
 from annotation.machine.routing_text import guarantee_text, plan_summary

@@ -142,9 +142,7 @@ def _audit_crowd(batch: Batch, crowd: str | None, escalation_cap: int | None, un
     """(crowd model or None, what it is in words, the reference rule) for :func:`audit_routing`."""
     from genderbias.crowd.simulation.workers import crowd_from_dict, crowd_from_figures
 
-    sample = None
-    if calibration_batch(batch) is not None:
-        sample = read_sample(batch)
+    sample = read_sample(batch) if calibration_batch(batch) is not None else None
     if sample is not None and sample.reference is not None and escalation_cap is None and until == "majority":
         rule = sample.reference
     else:
