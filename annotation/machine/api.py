@@ -32,7 +32,7 @@ from annotation.machine.serializers import (
     RoutingRequestSerializer,
     RoutingSerializer,
 )
-from annotation.machine.services.background import NOT_COMPUTED, report_or_job, start_prelabel
+from annotation.machine.services.background import report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.echo import hold_out_again, restore_echo_worker
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
@@ -40,8 +40,7 @@ from annotation.machine.services.routing import plan_routing, plan_summary, rout
 from annotation.machine.services.routing.plan import QID_LISTS
 from annotation.models import Batch
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
-from core.errors import ServiceError, StateError
-from core.models import Job
+from core.errors import ServiceError
 from core.serializers import JobSerializer
 from core.templatetags.roles import may_act
 
@@ -99,11 +98,10 @@ class PrelabelCacheModelView(_AdminView):
     def delete(self, request, model: str, format=None):
         """Forget a model's cached answers: the next run with it asks the endpoint (and pays) again."""
         version = request.query_params.get("prompt_version") or None
-        with transaction.atomic():
-            try:
-                deleted = clear_answer_cache(model, version)
-            except ServiceError as exc:
-                raise NotFound(str(exc)) from None
+        try:
+            deleted = clear_answer_cache(model, version)
+        except ServiceError as exc:
+            raise NotFound(str(exc)) from None
         return Response({"model": model, "prompt_version": version, "deleted": deleted})
 
 
@@ -161,13 +159,7 @@ class CalibrationReportView(_BatchView):
         if labeller is not None:
             return Response(calibration_report(batch, labeller))
         figures, job = report_or_job(batch, may_start=may_act(request.user, batch))
-        if figures is not None:
-            return Response(figures["report"])
-        if job is None:
-            raise StateError(NOT_COMPUTED)
-        if job.status == Job.Status.FAILED:
-            raise StateError(job.message or "the calibration report's computation failed")
-        return job_started(job)
+        return Response(figures["report"]) if figures is not None else job_started(job)
 
 
 class EchoReviewView(_BatchView):

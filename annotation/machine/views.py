@@ -6,6 +6,7 @@ confirmed by POST). Thin shells: a refusal is a message on the page, never a 500
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
@@ -19,9 +20,9 @@ from django.views.decorators.http import require_POST
 
 from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
-from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm, openai_configured
+from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm
 from annotation.machine.selectors import calibration_batch, identities, prelabel_runs
-from annotation.machine.services.background import NOT_COMPUTED, report_or_job, start_prelabel
+from annotation.machine.services.background import report_or_job, start_prelabel
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.echo import hold_out_again, restore_echo_worker
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prelabel_settings, prompt_in_force
@@ -38,7 +39,6 @@ from annotation.results.selectors.labels import latest_routing
 from core import methods
 from core.errors import ServiceError
 from core.forms import add_service_error
-from core.models import Job
 from core.selectors import UNSET, connection_state
 from core.services.uploads import staged_uploads
 from core.templatetags.roles import may_act
@@ -52,13 +52,7 @@ def chat_prompt() -> dict[str, str]:
         prompt = prompt_in_force()
     except ServiceError as exc:
         return {"error": str(exc)}
-    return {
-        "version": prompt.version,
-        "system": prompt.system,
-        "user": prompt.user,
-        "sha256": prompt.sha256,
-        "file": settings.PRELABEL_PROMPT_FILE,
-    }
+    return asdict(prompt) | {"sha256": prompt.sha256, "file": settings.PRELABEL_PROMPT_FILE}
 
 
 def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
@@ -75,7 +69,7 @@ def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
         "calibration_form": forms.get("calibration_form")
         or CalibrationSampleForm(labellers=[i.labeller for i in identities(batch)]),
         "routing_form": RoutingForm(),
-        "openai_ready": openai_configured(),
+        "openai_ready": chat.configured,
         "openai": prelabel_settings(
             "samples max_samples top_logprobs temperature concurrency prompt_price completion_price timeout "
             "call_deadline job_deadline"
@@ -130,8 +124,7 @@ def batch_prelabel_cache(request: HttpRequest, name: str) -> HttpResponse:
     model = request.POST.get("model", "").strip()
     version = request.POST.get("prompt_version", "").strip() or None
     try:
-        with transaction.atomic():
-            deleted = clear_answer_cache(model, version)
+        deleted = clear_answer_cache(model, version)
     except ServiceError as exc:
         messages.error(request, str(exc))
     else:
@@ -187,42 +180,31 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
     except ServiceError as exc:
         context["waiting"] = str(exc)
         return context
-    if figures is None:
-        if job is not None and job.status == Job.Status.FAILED:
-            context["waiting"] = job.message or "the report's computation failed"
-        elif job is not None:
-            context["job"] = job
-            context["percent"] = round(100 * (job.fraction or 0.0))
-            context["polling"] = True  # until the job is done
-        else:
-            context["waiting"] = NOT_COMPUTED
-        return context
+    if figures is None:  # polling until the job is done
+        return context | {"job": job, "percent": round(100 * (job.fraction or 0.0)), "polling": True}
     report = figures["report"]
-    names = [LABEL_NAMES[code] for code in LABELS]
-    per_category = report["per_category"]
-    proportions = report["proportions"]
+    truth = report.get("against_truth") or {}
+    vote = truth.get("vote") or {}  # true label -> given label -> probability
     # numpy's modules: not loaded as the URLconf loads this view
     from genderbias.crowd.reliability import quality_sentence  # start-up
     from genderbias.crowd.shared_errors import shared_errors_sentence  # start-up
 
-    vote = (report.get("against_truth") or {}).get("vote") or {}  # true label -> given label -> probability
-    context |= {
+    return context | {
         "report": report,
-        "label_names": names,
-        "per_category": [(LABEL_NAMES[code], per_category.get(code, {})) for code in LABELS],
+        "label_names": [LABEL_NAMES[code] for code in LABELS],
+        "per_category": [(LABEL_NAMES[code], report["per_category"].get(code, {})) for code in LABELS],
         "confusion": [
             (LABEL_NAMES[code], row)
             for code, row in zip(report.get("labels", LABELS), report["confusion"], strict=True)
         ],
-        "proportions": [(LABEL_NAMES[code], proportions.get(code, {})) for code in LABELS],
+        "proportions": [(LABEL_NAMES[code], report["proportions"].get(code, {})) for code in LABELS],
         "crowd_vote": [(LABEL_NAMES[code], [vote[code][given] for given in LABELS]) for code in LABELS if code in vote],
-        "shared_errors": shared_errors_sentence((report.get("against_truth") or {}).get("shared_errors")),
-        "denoised_quality": quality_sentence((report.get("against_truth") or {}).get("quality")),
+        "shared_errors": shared_errors_sentence(truth.get("shared_errors")),
+        "denoised_quality": quality_sentence(truth.get("quality")),
         "reliability_svg": mark_safe(figures["reliability_svg"]),  # drawn by matplotlib: no user text
         "proportions_svg": mark_safe(figures["proportions_svg"]),
         "methods_used": _methods_used(figures.get("methods")),
     }
-    return context
 
 
 def _methods_used(stored: dict[str, str] | None) -> dict[str, str]:

@@ -15,6 +15,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from annotation.machine.prelabellers.chat_answers import (
@@ -80,13 +81,14 @@ class Slots:
             self._changed.notify_all()
 
 
-def wants_other_limit_field(text: str, sent: str) -> bool:
-    """Whether an HTTP 400's text refuses the cap's field ``sent`` and names the other one (OpenAI's
-    "Use 'max_completion_tokens' instead"): the request is then sent again with the other field."""
+def wanted_limit_field(text: str, sent: str) -> str | None:
+    """The other cap's field when an HTTP 400's text refuses the field ``sent`` and names the other one
+    (OpenAI's "Use 'max_completion_tokens' instead"): the request is then sent again with it."""
     other = TOKEN_LIMIT_FIELDS[1 - TOKEN_LIMIT_FIELDS.index(sent)]
-    return sent in text and other in text
+    return other if sent in text and other in text else None
 
 
+@dataclass(eq=False, repr=False)  # no repr: the key stays out of tracebacks
 class ChatClient:
     """An OpenAI-compatible endpoint at ``base_url`` (``.../v1/``); ``sleep`` injectable for tests.
 
@@ -96,53 +98,45 @@ class ChatClient:
     ignores ``n`` is asked the missing answers one call each (``separate_calls``), only while
     log-probabilities do not settle the query."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str,
-        model: str,
-        *,
-        max_attempts: int = 6,
-        base_delay: float = 0.5,
-        max_delay: float = 30.0,
-        timeout: float = 60.0,
-        deadline: float = 300.0,
-        max_bytes: int = 1_000_000,
-        sleep: Callable[[float], None] = time.sleep,
-        prompt: Prompt = DEFAULT_PROMPT,
-        max_answer_chars: int = MAX_ANSWER_CHARS,
-        top_logprobs: int = DEFAULT_TOP_LOGPROBS,
-        max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS,
-        token_limit: str = TOKEN_LIMIT_FIELDS[0],
-        answer_format: str = ANSWER_FORMATS[0],
-    ) -> None:
-        if not model:
+    base_url: str
+    api_key: str
+    model: str
+    _: KW_ONLY
+    max_attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    timeout: float = 60.0
+    deadline: float = 300.0
+    max_bytes: int = 1_000_000
+    sleep: Callable[[float], None] = time.sleep
+    prompt: Prompt = DEFAULT_PROMPT
+    max_answer_chars: int = MAX_ANSWER_CHARS
+    top_logprobs: int = DEFAULT_TOP_LOGPROBS
+    max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS
+    token_limit: str = TOKEN_LIMIT_FIELDS[0]
+    answer_format: str = ANSWER_FORMATS[0]
+
+    def __post_init__(self) -> None:
+        if not self.model:
             raise PreLabelError("PRELABEL_MODEL is not set: name the model the endpoint serves")
-        self.url = urllib.parse.urljoin(base_url.rstrip("/") + "/", "chat/completions")
-        self.api_key = api_key
-        self.model = model
-        self.deadline = deadline
-        self.prompt = prompt
-        self.max_answer_chars = max_answer_chars
-        if not 0 <= top_logprobs <= 20:
-            raise PreLabelError(f"PRELABEL_TOP_LOGPROBS: from 0 to 20 (the API's range), got {top_logprobs}")
-        self.top_logprobs = top_logprobs
+        self.url = urllib.parse.urljoin(self.base_url.rstrip("/") + "/", "chat/completions")
+        if not 0 <= self.top_logprobs <= 20:
+            raise PreLabelError(f"PRELABEL_TOP_LOGPROBS: from 0 to 20 (the API's range), got {self.top_logprobs}")
         self.logprobs_refused = False
-        if isinstance(max_answer_tokens, bool) or not isinstance(max_answer_tokens, int) or max_answer_tokens < 1:
-            raise PreLabelError(f"PRELABEL_MAX_ANSWER_TOKENS: at least 1 token, got {max_answer_tokens!r}")
-        if token_limit not in TOKEN_LIMIT_FIELDS:
-            raise PreLabelError(
-                f"PRELABEL_TOKEN_LIMIT_FIELD: one of {', '.join(TOKEN_LIMIT_FIELDS)}, got {token_limit!r}"
-            )
-        if answer_format not in ANSWER_FORMATS:
-            raise PreLabelError(f"PRELABEL_ANSWER_FORMAT: one of {', '.join(ANSWER_FORMATS)}, got {answer_format!r}")
-        self.max_answer_tokens = max_answer_tokens
-        self.token_limit = token_limit
-        self.answer_format = answer_format
-        self.response_format = response_format(answer_format)
+        tokens = self.max_answer_tokens
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+            raise PreLabelError(f"PRELABEL_MAX_ANSWER_TOKENS: at least 1 token, got {tokens!r}")
+        for setting, value, allowed in (
+            ("TOKEN_LIMIT_FIELD", self.token_limit, TOKEN_LIMIT_FIELDS),
+            ("ANSWER_FORMAT", self.answer_format, ANSWER_FORMATS),
+        ):
+            if value not in allowed:
+                raise PreLabelError(f"PRELABEL_{setting}: one of {', '.join(allowed)}, got {value!r}")
+        self.response_format = response_format(self.answer_format)
         #: the answers' version (the cache's and the labels' key): the prompt's, and the format when
         #: structured, as constrained answers are drawn otherwise than free ones and are never mixed with them
-        self.prompt_version = prompt.version if self.response_format is None else f"{prompt.version}+{answer_format}"
+        version = self.prompt.version
+        self.prompt_version = version if self.response_format is None else f"{version}+{self.answer_format}"
         self.token_limit_switched = False
         self.format_refused = False  #: the server refused the answer format (``response_format``)
         self.n_ignored = False  #: the server answered fewer choices than ``n`` asked: it ignores ``n``
@@ -156,14 +150,14 @@ class ChatClient:
         try:
             self.transport = JsonClient(
                 self.url,
-                {"Authorization": f"Bearer {api_key}"} if api_key else {},
-                timeout=timeout,
-                deadline=deadline,
-                max_attempts=max_attempts,
-                base_delay=base_delay,
-                max_delay=max_delay,
-                max_bytes=max_bytes,
-                sleep=sleep,
+                {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
+                timeout=self.timeout,
+                deadline=self.deadline,
+                max_attempts=self.max_attempts,
+                base_delay=self.base_delay,
+                max_delay=self.max_delay,
+                max_bytes=self.max_bytes,
+                sleep=self.sleep,
             )
         except ValueError as exc:
             raise PreLabelError(f"PRELABEL_API_URL: {exc}") from None
@@ -220,9 +214,8 @@ class ChatClient:
             if exc.kind == "refused":
                 error = PreLabelError(f"chat completions: HTTP {exc.status}: {exc.text[:300]}", exc.status)
             else:
-                said = (
-                    f" ({' '.join(exc.text.split())[:300]})" if exc.text else ""
-                )  # llama-cpp-python: a 500 naming the field
+                # What the server said (llama-cpp-python: a 500 naming the field).
+                said = f" ({' '.join(exc.text.split())[:300]})" if exc.text else ""
                 error = PreLabelError(f"chat completions: {exc}{said}", exc.status, upstream=True)
             error.http = exc  # type: ignore[attr-defined]  # the transport's own account (the Connections page's test)
             raise error from None
@@ -261,18 +254,16 @@ class ChatClient:
             try:
                 answer = self.complete(body, deadline=left)
             except PreLabelError as exc:
-                if exc.status == 400 and "n" in body and refuses_n(str(exc)):  # llama-server: n above its slots
-                    most = refuses_n(str(exc))
+                if exc.status == 400 and "n" in body and (most := refuses_n(str(exc))):  # llama-server: n > its slots
                     with self._state:
                         self.n_max = min(most, self.n_max or most, body["n"] - 1)
                         self.refusals.append(f"n = {body['n']} (asked again with at most {self.n_max}: {exc})")
                     continue
-                if exc.status == 400 and wants_other_limit_field(str(exc), limit):  # the server wants the other
-                    body_limit = limit
-                    limit = TOKEN_LIMIT_FIELDS[1 - TOKEN_LIMIT_FIELDS.index(limit)]
+                if exc.status == 400 and (other := wanted_limit_field(str(exc), limit)):  # the server wants it
                     with self._state:
-                        self.token_limit, self.token_limit_switched = limit, True
-                        self.refusals.append(f"{body_limit} (asked again with {limit})")
+                        self.token_limit, self.token_limit_switched = other, True
+                        self.refusals.append(f"{limit} (asked again with {other})")
+                    limit = other
                     continue
                 if self.response_format is not None and exc.status and "response_format" in str(exc):
                     self.format_refused = True  # every query would be refused alike: the job stops

@@ -157,8 +157,7 @@ def calibration_report(
     step(REPORT_STEPS[4])
     rest_labels = [m.label for m in sample.rest.values()]
     report["proportions"] = category_proportions(sample.human, sample.machine, rest_labels, weights=sample.weights)
-    report["echo"] = sample.echo.as_dict() if sample.echo is not None else None
-    return report
+    return report | {"echo": sample.echo.as_dict() if sample.echo is not None else None}
 
 
 def routing_ceiling_of(batch: Batch, sample: CalibrationSample, figures: dict[str, Any]) -> dict[str, Any]:
@@ -202,8 +201,7 @@ def _alt_test(batch: Batch, sample: CalibrationSample) -> dict[str, Any]:
     for item, worker, label in sample.votes.itertuples(index=False):
         if item in machine:
             humans.setdefault(str(worker), {})[str(item)] = label
-    size = len(sample.stratum_of)
-    return alt_test(humans, machine, sample_size=size).as_dict()
+    return alt_test(humans, machine, sample_size=len(sample.stratum_of)).as_dict()
 
 
 def _gold_votes(chain: list[Batch]) -> tuple[Any, dict[str, str]]:
@@ -313,9 +311,8 @@ def label_probabilities(batch: Batch) -> LabelProbabilities:
         gold = gold_labels(batch)
         frame = frame if not gold else pd.concat([frame, gold_judgments(batch)], ignore_index=True)
         discarded = gold_discarded_assignments(batch)
-    parts = []
     rulings = sorted(q for q, s in final.items() if s.source == ADJUDICATED)
-    parts.append(pd.DataFrame(lp.one_hot(LABELS, [final[q].label for q in rulings]), index=rulings, columns=LABELS))
+    parts = [pd.DataFrame(lp.one_hot(LABELS, [final[q].label for q in rulings]), index=rulings, columns=LABELS)]
     accepted = sorted(q for q, s in final.items() if s.source == MACHINE)
     calibrated = True
     if accepted:

@@ -10,6 +10,7 @@ names are stored in ``Job`` rows: never change them.
 from __future__ import annotations
 
 from dataclasses import asdict
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -35,7 +36,7 @@ from annotation.machine.services.prelabels import (
 from annotation.models import Batch
 from annotation.results.selectors.cache import remembered
 from core import methods
-from core.errors import ServiceError
+from core.errors import ServiceError, StateError
 from core.jobs import background_job
 from core.models import Job
 from core.progress import Progress
@@ -50,9 +51,7 @@ from genderbias.errors import InputError
 )
 def prelabel_job(job: Job, batch_id: int, labeller: str, samples: int | None = None, train: str | None = None) -> dict:
     batch = Batch.objects.get(pk=batch_id)
-    # ``train`` only when given: only the trained labeller takes it.
-    extra = {} if train is None else {"train": train}
-    summary = prelabel_batch(batch, labeller, samples=samples, **extra)
+    summary = prelabel_batch(batch, labeller, samples=samples, train=train)
     usage, cv_accuracy = summary.usage, summary.cv_accuracy
     job.result = {
         "batch": batch.name,
@@ -81,9 +80,7 @@ def start_prelabel(batch: Batch, labeller: str, *, samples: int | None = None, t
         raise ServiceError("samples: only the openai pre-labeller takes samples, at least 1")
     if labeller == "openai" and not chat_settings().configured:
         raise ServiceError(OPENAI_UNCONFIGURED)
-    args: list = [batch.pk, labeller, samples]
-    if train is not None:
-        args.append(train)
+    args = [batch.pk, labeller, samples, *([] if train is None else [train])]  # train: the trained labeller's only
     with transaction.atomic():  # one job per batch and machine at a time (decided under the batch's row lock)
         claim(batch, lambda: live_prelabel(batch, labeller, train))
         return prelabel_job.start(f"Pre-label {batch.name} with {labeller}", *args, of=batch)
@@ -110,17 +107,14 @@ def report_with_figures(batch: Batch, progress=None) -> dict[str, Any]:
     }
 
 
-class _Steps:
-    """A job's progress through named steps (:class:`core.progress.Progress`); a step that refits the
-    crowd model says how many of its bootstrap draws are refitted."""
-
-    def __init__(self, job: Job, names: tuple[str, ...]) -> None:
-        self.job, self.names = job, names
-
-    def __call__(self, name: str, refitted: int | None = None, bootstrap: int | None = None) -> None:
-        done, total = self.names.index(name), len(self.names)
-        said = name if refitted is None else f"{name}: {refitted:,} of {bootstrap:,} refits"
-        Progress(f"{said} (step {done + 1} of {total})", total, job=self.job, bar=False, done=done)
+def _step(
+    job: Job, names: tuple[str, ...], name: str, refitted: int | None = None, bootstrap: int | None = None
+) -> None:
+    """``job``'s progress at the step ``name`` of ``names`` (:class:`core.progress.Progress`); a step that
+    refits the crowd model says how many of its bootstrap draws are refitted."""
+    done, total = names.index(name), len(names)
+    said = name if refitted is None else f"{name}: {refitted:,} of {bootstrap:,} refits"
+    Progress(f"{said} (step {done + 1} of {total})", total, job=job, bar=False, done=done)
 
 
 # StateError (a ServiceError): too few crowd labels yet; the page shows the job's message as why.
@@ -131,7 +125,7 @@ def calibration_report_job(job: Job, batch_id: int, version: str) -> dict:
     batch = Batch.objects.get(pk=batch_id)
     remembered(
         report_key(batch, version),
-        lambda: report_with_figures(batch, _Steps(job, (*REPORT_STEPS, DRAWING))),
+        lambda: report_with_figures(batch, partial(_step, job, (*REPORT_STEPS, DRAWING))),
         generation=report_generation(batch, version),
     )
     url = reverse("annotation:batch-calibration", args=[batch.name])
@@ -157,17 +151,16 @@ def start_calibration_report(batch: Batch, version: str | None = None) -> Job | 
         return None
     with transaction.atomic():
         claim(batch, lambda: None)  # the lock: a concurrent start commits its Job before this reads
-        live = live_job(CALIBRATION_REPORT_KIND, [batch.pk, version])
-        if live is not None:
-            return live
-        return calibration_report_job.start(f"Calibration report of {batch.name}", batch.pk, version, of=batch)
+        return live_job(CALIBRATION_REPORT_KIND, [batch.pk, version]) or calibration_report_job.start(
+            f"Calibration report of {batch.name}", batch.pk, version, of=batch
+        )
 
 
 def report_or_job(batch: Batch, *, may_start: bool) -> tuple[dict[str, Any] | None, Job | None]:
     """What the page and the API show of ``batch``'s calibration report: ``(figures, None)`` as kept for
     the sample's state now, else ``(None, job)``: the job computing it (started here when ``may_start``:
-    a viewer only waits) or the one that refused it (failed), or ``(None, None)``. With the results cache
-    off nothing can be kept: computed here. No sample: ``calibration_report``'s ``StateError``."""
+    a viewer only waits). With the results cache off nothing can be kept: computed here. A ``StateError``
+    without a sample (``calibration_report``'s), with no job (:data:`NOT_COMPUTED`) or a failed one."""
     version = report_version(batch)
     if version is None or not settings.RESULTS_CACHE_SECONDS:
         return report_with_figures(batch), None
@@ -183,4 +176,8 @@ def report_or_job(batch: Batch, *, may_start: bool) -> tuple[dict[str, Any] | No
             figures = kept_report(batch, version)
             if figures is not None:
                 return figures, None
+    if job is None:
+        raise StateError(NOT_COMPUTED)
+    if job.status == Job.Status.FAILED:
+        raise StateError(job.message or "the calibration report's computation failed")
     return None, job

@@ -47,10 +47,8 @@ def reoffer_held_out(batch: Batch, provider: Any, result: Any) -> None:
     """Offer each held-out answer's place again once the round is in, within the extra budget, through a
     :class:`Reoffer` committed before the provider is called (an interrupted run's are finished first);
     counted in ``result.reoffered`` (and ``reoffer_over_budget``)."""
-    if batch.purpose != Batch.Purpose.CALIBRATION or batch.status not in (
-        Batch.Status.PUBLISHED,
-        Batch.Status.COMPLETED,
-    ):
+    live = (Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
+    if batch.purpose != Batch.Purpose.CALIBRATION or batch.status not in live:
         return
     for reoffer in batch.reoffers.filter(applied=False).exclude(assignment__status=Assignment.Status.REJECTED):
         provider.add_assignments(reoffer.hit, 1, reoffer.unique_token)

@@ -187,9 +187,7 @@ class RoutingPlan:
         data = asdict(self)
         for key in QID_LISTS:
             data[f"{key}_count"] = len(data[key])
-        data["saving"] = self.saving
-        data["labelled"] = self.labelled
-        data["ready"] = self.ready
+        data |= {"saving": self.saving, "labelled": self.labelled, "ready": self.ready}
         data["unlabelled"] = len(self.over_budget)
         return {k: str(v) if isinstance(v, Decimal) else v for k, v in data.items()}
 
@@ -234,16 +232,13 @@ def plan_routing(
         split = replace(split_by_threshold(rest, None), accepted=sorted(kept))
     sampled = set(sample.drawn) | set(sample.stratum_of)
     queries = dict(batch.queries.values_list("qid", "is_gold"))
-    gold = sum(queries.values())
     routable = set(sample.population) | set(sample.in_training)
     no_label = sorted(q for q, is_gold in queries.items() if not is_gold and q not in routable and q not in sampled)
     training = [q for q in sample.in_training if q not in sampled]
     # The machine's label cannot be trusted on these: they go to the crowd first, then the least sure.
     wanted = training + no_label + split.to_humans
-    to_humans, over_budget = wanted, []
-    if budget is not None:
-        fits = affordable_queries(batch, budget, len(wanted))
-        to_humans, over_budget = wanted[:fits], wanted[fits:]
+    fits = len(wanted) if budget is None else affordable_queries(batch, budget, len(wanted))
+    to_humans, over_budget = wanted[:fits], wanted[fits:]
     plan = RoutingPlan(
         batch=batch.name,
         **sample.identity.as_dict(),
@@ -252,7 +247,7 @@ def plan_routing(
         rule=GUARANTEE if risk is not None else ESTIMATE,
         **{key: value for key, value in chosen.items() if key in _CHOSEN},
         queries=len(queries),
-        gold=gold,
+        gold=sum(queries.values()),
         sampled=len(sampled),
         calibrated=len(sample.qids),
         sample_batch=sample.sample_batch.name,
@@ -319,16 +314,15 @@ def _choose_cascade(
     identities = [identity_for(batch, name) for name, _ in stages]
     labels = []
     confidence = np.full((len(stages), len(qids)), np.nan)
+    correct = np.zeros_like(confidence, dtype=bool)
     for i, identity in enumerate(identities):
         mine = {q: m for q, m in machine_labels(batch, identity).items() if not m.in_training and q in index}
         labels.append({q: m.label for q, m in mine.items()})
         for q, m in mine.items():
             confidence[i, index[q]] = m.confidence
-    drawn = [index[q] for q in sample.drawn]
-    correct = np.zeros_like(confidence, dtype=bool)
-    for i in range(len(stages)):
         for q in sample.drawn:
             correct[i, index[q]] = sample.crowd.get(q) is not None and labels[i].get(q) == sample.crowd[q]
+    drawn = [index[q] for q in sample.drawn]
     result = certify_cascade(
         confidence,
         correct,
