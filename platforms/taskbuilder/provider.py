@@ -13,10 +13,8 @@ import contextlib
 import json
 from collections import defaultdict
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
 from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
 from core.errors import ServiceError
@@ -139,14 +137,10 @@ class TaskBuilderProvider(CrowdProvider):
     assignments_per_participant = 1
     bonus_charges = "bulk"
 
-    @classmethod
-    def work_cost(cls, reward: Decimal, count: int, **kwargs: object) -> Cost:
-        """A Task Builder study is Prolific's: Prolific's fees."""
-        return ProlificProvider.work_cost(reward, count, **kwargs)
-
-    @classmethod
-    def bonus_fees(cls, paid: list[Decimal], **kwargs: object) -> tuple[Decimal, Decimal]:
-        return ProlificProvider.bonus_fees(paid, **kwargs)
+    # A Task Builder study is Prolific's: Prolific's fees, and its submissions approved alike.
+    work_cost = ProlificProvider.work_cost
+    bonus_fees = ProlificProvider.bonus_fees
+    approve = ProlificProvider.approve
 
     @classmethod
     def check_settings(cls, batch_settings) -> None:
@@ -384,10 +378,6 @@ class TaskBuilderProvider(CrowdProvider):
                 )
             )
         return by_hit
-
-    def approve(self, assignment: Assignment, feedback: str = "") -> bool:
-        self.client.approve(assignment.provider_assignment_id)
-        return True
 
     def reject(self, assignment: Assignment, feedback: str) -> bool:
         if assignment.gold_passed is False:
