@@ -68,10 +68,8 @@ class MTurkProvider(CrowdProvider):
         """20% of each bonus, at least $0.01, rounded per bonus."""
         return prices.bonus_fees(paid)
 
-    @classmethod
-    def extension_limit(cls, assignments_per_hit: int) -> int | None:
-        """A HIT created with fewer than 10 assignments never reaches 10 (:func:`.prices.extension_limit`)."""
-        return prices.extension_limit(assignments_per_hit)
+    #: A HIT created with fewer than 10 assignments never reaches 10.
+    extension_limit = staticmethod(prices.extension_limit)
 
     @classmethod
     def extra_assignments_cost(
