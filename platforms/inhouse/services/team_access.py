@@ -12,21 +12,16 @@ from django.db.models import Exists, OuterRef, Q
 from annotation.models import Batch, Worker
 
 
-def _open(batch, worker) -> Q:
-    """The rule itself, for ``batch`` given as a column reference (``OuterRef``) or an id."""
-    members = Batch.team.through.objects.filter(batch=batch)
+def batch_open_to(batch_id: int | OuterRef, worker: Worker | int | OuterRef) -> Q:
+    """The rule itself, as a condition on any table's rows, the batch and worker named by id (one assignment:
+    two ``EXISTS``, no join) or by reference (many: ``OuterRef("hit__batch_id")``, ``OuterRef("worker_id")``)."""
+    members = Batch.team.through.objects.filter(batch=batch_id)
     return ~Exists(members) | Exists(members.filter(user__annotation_identity__worker=worker))
 
 
 def open_to(worker: Worker | int) -> Q:
     """A filter on batches: the batch has no team, or ``worker``'s account is on it."""
-    return _open(OuterRef("pk"), worker)
-
-
-def batch_open_to(batch_id: int | OuterRef, worker: Worker | int | OuterRef) -> Q:
-    """The rule as a condition on any table's rows, the batch and worker named by id (one assignment: two
-    ``EXISTS``, no join) or by reference (many: ``OuterRef("hit__batch_id")``, ``OuterRef("worker_id")``)."""
-    return _open(batch_id, worker)
+    return batch_open_to(OuterRef("pk"), worker)
 
 
 def assignment_open() -> Q:
