@@ -7,17 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "ACCEPTED_SPELLINGS",
-    "ALL_CATEGORIES",
-    "CATEGORY_SLUGS",
-    "EXPORT_CATEGORIES",
-    "LABELS",
-    "LABEL_CHOICES",
-    "LABEL_NAMES",
-    "NON_GENDERED",
-    "VOCABULARY",
-    "label_code",
-]
+    "ACCEPTED_SPELLINGS", "ALL_CATEGORIES", "CATEGORY_SLUGS", "EXPORT_CATEGORIES", "LABELS", "LABEL_CHOICES",
+    "LABEL_NAMES", "NON_GENDERED", "VOCABULARY", "label_code",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -40,23 +40,9 @@ from genderbias.ranking.group_measure import GroupMeasure
 from genderbias.ranking.vocabulary import BY_NAME, VOCABULARY
 
 __all__ = [
-    "AWRF",
-    "CRBO",
-    "EE",
-    "GFR",
-    "MEASURES",
-    "MEASURE_PARAMETERS",
-    "ARaB",
-    "BiasMeasure",
-    "MeasureError",
-    "NFaiRR",
-    "RaB",
-    "TExFAIR",
-    "parse_measure",
-    "rKL",
-    "rND",
-    "rRD",
-]
+    "AWRF", "CRBO", "EE", "GFR", "MEASURES", "MEASURE_PARAMETERS", "ARaB", "BiasMeasure", "MeasureError", "NFaiRR",
+    "RaB", "TExFAIR", "parse_measure", "rKL", "rND", "rRD",
+]  # fmt: skip
 
 #: RaB/ARaB's gender magnitude and TExFAIR's variant (a report computes both, the paper's first).
 MAGNITUDE_RULE = Rule("magnitude", BY_NAME["RaB"].variants[0], choices=tuple((v, v) for v in BY_NAME["RaB"].variants))

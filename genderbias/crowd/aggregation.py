@@ -19,19 +19,9 @@ from genderbias.crowd import estimation, model_choice
 from genderbias.labels import CATEGORY_SLUGS, LABEL_NAMES, LABELS  # noqa: F401  (one definition, re-exported)
 
 __all__ = [
-    "DS_SMOOTHING",
-    "DawidSkeneResult",
-    "compare_methods",
-    "count_validated",
-    "dawid_skene",
-    "label_counts",
-    "majority_of_counts",
-    "majority_vote",
-    "one_answer_per_worker",
-    "validate_judgments",
-    "wawa",
-    "wawa_weights",
-]
+    "DS_SMOOTHING", "DawidSkeneResult", "compare_methods", "count_validated", "dawid_skene", "label_counts",
+    "majority_of_counts", "majority_vote", "one_answer_per_worker", "validate_judgments", "wawa", "wawa_weights",
+]  # fmt: skip
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("item", "worker", "label")
 

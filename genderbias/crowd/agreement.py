@@ -22,20 +22,10 @@ from genderbias.ranking.defaults import LEVEL
 from genderbias.stats.significance import json_safe
 
 __all__ = [
-    "agreement_report",
-    "annotator_confusion",
-    "bootstrap_alpha",
-    "fleiss_kappa",
-    "fleiss_kappa_from_counts",
-    "gwet_ac1",
-    "krippendorff_alpha",
-    "nominal_alpha_from_counts",
-    "per_category_ac1",
-    "per_category_alpha",
-    "percent_agreement",
-    "reliability_matrix",
-    "worker_agreement",
-]
+    "agreement_report", "annotator_confusion", "bootstrap_alpha", "fleiss_kappa", "fleiss_kappa_from_counts",
+    "gwet_ac1", "krippendorff_alpha", "nominal_alpha_from_counts", "per_category_ac1", "per_category_alpha",
+    "percent_agreement", "reliability_matrix", "worker_agreement",
+]  # fmt: skip
 
 
 def reliability_matrix(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> tuple[np.ndarray, list, list]:

@@ -10,16 +10,9 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "DRAW_BLOCK",
-    "MAX_CONDITION",
-    "MIN_DRAW_MASS",
-    "class_means",
-    "contribution_summary",
-    "contributions",
-    "design",
-    "design_draws",
-    "label_map",
-]
+    "DRAW_BLOCK", "MAX_CONDITION", "MIN_DRAW_MASS", "class_means", "contribution_summary", "contributions", "design",
+    "design_draws", "label_map",
+]  # fmt: skip
 
 #: The label whose class mean is the report's value.
 NON_GENDERED = "n"

@@ -9,17 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "FLOOR",
-    "LABEL_PRIOR",
-    "ONE_COIN",
-    "PATTERN_PRIOR",
-    "SKILL_PRIOR",
-    "accuracy_by_label",
-    "coins",
-    "one_coin_rows",
-    "pooled_accuracy",
-    "skills",
-]
+    "FLOOR", "LABEL_PRIOR", "ONE_COIN", "PATTERN_PRIOR", "SKILL_PRIOR", "accuracy_by_label", "coins", "one_coin_rows",
+    "pooled_accuracy", "skills",
+]  # fmt: skip
 
 #: Full rows not offered, or one accuracy for every label: an infinite prior (``Encoded.shrinkage``,
 #: ``Encoded.label_prior``).

@@ -20,13 +20,8 @@ from genderbias.labels import LABELS
 from genderbias.stats import intervals
 
 __all__ = [
-    "denoised_accuracy",
-    "denoised_bias",
-    "denoised_fit",
-    "leave_out_estimates",
-    "refitted_draws",
-    "refitted_interval",
-]
+    "denoised_accuracy", "denoised_bias", "denoised_fit", "leave_out_estimates", "refitted_draws", "refitted_interval",
+]  # fmt: skip
 
 #: Chunk size of the bootstrap's index matrices (cells), so memory stays bounded.
 _BOOTSTRAP_CELLS = 2_000_000

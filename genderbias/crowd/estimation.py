@@ -33,16 +33,8 @@ from genderbias.crowd.coins import (
 )
 
 __all__ = [
-    "CLASS_PRIOR",
-    "MODELS",
-    "SHRINKAGE",
-    "Encoded",
-    "Fit",
-    "ModelChoice",
-    "fit",
-    "held_out_posteriors",
-    "vote_shares",
-]
+    "CLASS_PRIOR", "MODELS", "SHRINKAGE", "Encoded", "Fit", "ModelChoice", "fit", "held_out_posteriors", "vote_shares",
+]  # fmt: skip
 
 #: Full rows are shrunk to the one-coin rows with this many answers' worth (``Encoded.shrinkage``).
 SHRINKAGE = 16.0

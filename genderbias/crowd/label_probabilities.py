@@ -18,13 +18,8 @@ from genderbias.crowd.aggregation import dawid_skene
 from genderbias.labels import LABELS
 
 __all__ = [
-    "MAX_MISFIT_Z",
-    "LabelModel",
-    "band_distributions",
-    "confidence_rows",
-    "crowd_quality",
-    "one_hot",
-]
+    "MAX_MISFIT_Z", "LabelModel", "band_distributions", "confidence_rows", "crowd_quality", "one_hot",
+]  # fmt: skip
 
 #: Confidence bands per machine label (quantile bands of the calibration sample).
 BANDS = 4

@@ -29,16 +29,9 @@ from genderbias.stats import intervals
 from genderbias.stats.significance import ALPHA, bootstrap_ci, holm, resampling_weights
 
 __all__ = [
-    "COMBINED_POLICY",
-    "FITTING",
-    "MIN_USABLE_DRAWS",
-    "REFITTING",
-    "RESAMPLING",
-    "CorrectedFit",
-    "combined_summary",
-    "label_share",
-    "policy_text",
-]
+    "COMBINED_POLICY", "FITTING", "MIN_USABLE_DRAWS", "REFITTING", "RESAMPLING", "CorrectedFit", "combined_summary",
+    "label_share", "policy_text",
+]  # fmt: skip
 
 #: Fewer usable draws than this share and the combined interval is undefined (too few queries).
 MIN_USABLE_DRAWS = 0.9

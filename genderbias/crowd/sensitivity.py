@@ -30,14 +30,9 @@ from genderbias.ranking.defaults import (
 from genderbias.stats import significance
 
 __all__ = [
-    "BASELINE",
-    "CSV_COLUMNS",
-    "LabelSensitivity",
-    "aggregated_labels",
-    "non_gendered_sets",
-    "ranking_changes",
+    "BASELINE", "CSV_COLUMNS", "LabelSensitivity", "aggregated_labels", "non_gendered_sets", "ranking_changes",
     "sensitivity_table",
-]
+]  # fmt: skip
 
 BASELINE = ("majority", "drop")
 NON_GENDERED = "n"

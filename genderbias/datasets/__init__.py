@@ -17,19 +17,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "DATA_DIR",
-    "NAMED_SETS",
-    "SOURCE_PREFIX",
-    "NamedQuery",
-    "NamedSet",
-    "SetContents",
-    "bundled_file",
-    "load",
-    "named_set",
-    "read_named_set",
-    "set_of_source",
-    "wording_variants",
-]
+    "DATA_DIR", "NAMED_SETS", "SOURCE_PREFIX", "NamedQuery", "NamedSet", "SetContents", "bundled_file", "load",
+    "named_set", "read_named_set", "set_of_source", "wording_variants",
+]  # fmt: skip
 
 #: Where the bundled sets are (each folder with its licence file; ``NOTICE`` names the sources).
 DATA_DIR = Path(__file__).resolve().parent / "data"

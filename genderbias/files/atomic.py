@@ -16,14 +16,9 @@ from pathlib import Path
 from typing import IO
 
 __all__ = [
-    "atomic_path",
-    "atomic_write",
-    "atomic_write_bytes",
-    "check_writable",
-    "file_sha256",
-    "replace_folder",
+    "atomic_path", "atomic_write", "atomic_write_bytes", "check_writable", "file_sha256", "replace_folder",
     "write_parquet_atomic",
-]
+]  # fmt: skip
 
 
 def check_writable(path: str | os.PathLike) -> Path:

@@ -22,17 +22,9 @@ from genderbias.labels import ACCEPTED_SPELLINGS, label_code
 from genderbias.numbers import DIGITS
 
 __all__ = [
-    "MAX_QID_CHARS",
-    "ROLES",
-    "ColumnChoiceError",
-    "first_table",
-    "normalise_text",
-    "read_queries",
-    "read_query_table",
-    "single_line",
-    "with_columns",
-    "write_queries",
-]
+    "MAX_QID_CHARS", "ROLES", "ColumnChoiceError", "first_table", "normalise_text", "read_queries", "read_query_table",
+    "single_line", "with_columns", "write_queries",
+]  # fmt: skip
 
 #: What :func:`normalise_text` replaces: C0 controls (tab and line breaks included), DEL, C1
 #: controls (U+0085 among them) and the line and paragraph separators.

@@ -25,14 +25,8 @@ from genderbias.files.textfiles import (
 )
 
 __all__ = [
-    "RunTable",
-    "check_run_file",
-    "finish_run",
-    "parse_run_lines",
-    "read_regular_run",
-    "read_run",
-    "scan_run_bytes",
-]
+    "RunTable", "check_run_file", "finish_run", "parse_run_lines", "read_regular_run", "read_run", "scan_run_bytes",
+]  # fmt: skip
 
 _RUN_LINES = {
     "trec": (r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", ["qid", "q0", "docid", "rank", "score", "tag"]),

@@ -25,28 +25,10 @@ from typing import BinaryIO
 from genderbias.errors import InputError
 
 __all__ = [
-    "DECOMPRESSED",
-    "EXPANSION",
-    "GZIP_MAGIC",
-    "HELD",
-    "HELD_LINE_BYTES",
-    "MAX_BLANK_LINES",
-    "MAX_LINE_BYTES",
-    "BlankRun",
-    "GunzipStream",
-    "InputLimit",
-    "SizeCounter",
-    "bounded_line",
-    "check_line_lengths",
-    "configure_limits",
-    "csv_records",
-    "decode_utf8",
-    "expanded",
-    "line_too_long",
-    "open_regular",
-    "open_text",
-    "safe_basename",
-]
+    "DECOMPRESSED", "EXPANSION", "GZIP_MAGIC", "HELD", "HELD_LINE_BYTES", "MAX_BLANK_LINES", "MAX_LINE_BYTES",
+    "BlankRun", "GunzipStream", "InputLimit", "SizeCounter", "bounded_line", "check_line_lengths", "configure_limits",
+    "csv_records", "decode_utf8", "expanded", "line_too_long", "open_regular", "open_text", "safe_basename",
+]  # fmt: skip
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: The longest line any reader accepts, in bytes without its line ending. Generous (the

@@ -19,15 +19,9 @@ import numpy as np
 from genderbias.machine.routing_statistics import TOLERANCE, _arrays, tied
 
 __all__ = [
-    "DEFAULT_RISK",
-    "MAX_CANDIDATES",
-    "NOT_EXTENDABLE",
-    "Certification",
-    "candidate_thresholds",
-    "certify_threshold",
-    "null_errors",
-    "perfect_record",
-]
+    "DEFAULT_RISK", "MAX_CANDIDATES", "NOT_EXTENDABLE", "Certification", "candidate_thresholds", "certify_threshold",
+    "null_errors", "perfect_record",
+]  # fmt: skip
 
 # --- the guarantee: fixed-sequence testing with a betting test per threshold ---------------
 

@@ -30,16 +30,9 @@ from genderbias.ranking.exposure_reference import reference_awrf, reference_rank
 from genderbias.ranking.vocabulary import EXPOSURE, REFERENCE_TOKEN
 
 __all__ = [
-    "METRICS",
-    "ExposureSettings",
-    "alignment",
-    "awrf",
-    "discounted_sums",
-    "exposure_columns",
-    "group_exposure",
-    "position_weights",
-    "rank_fairness",
-]
+    "METRICS", "ExposureSettings", "alignment", "awrf", "discounted_sums", "exposure_columns", "group_exposure",
+    "position_weights", "rank_fairness",
+]  # fmt: skip
 
 #: AWRF's position weights (see the module docstring).
 WEIGHTS = AWRF_WEIGHTS

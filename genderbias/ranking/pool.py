@@ -19,14 +19,9 @@ from genderbias.ranking.ranked_counts import ranked_counts
 from genderbias.ranking.ties import RANGE_TOLERANCE
 
 __all__ = [
-    "PoolResult",
-    "pool_provenance",
-    "pool_queries",
-    "rank_bias_by_run",
-    "rank_bias_with_ties",
-    "selection_summary",
+    "PoolResult", "pool_provenance", "pool_queries", "rank_bias_by_run", "rank_bias_with_ties", "selection_summary",
     "sort_qids",
-]
+]  # fmt: skip
 
 #: RaB values that agree to this many decimal places are ties (broken by qid).
 TIE_DECIMALS = 12

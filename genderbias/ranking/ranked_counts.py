@@ -31,17 +31,9 @@ from genderbias.ranking.ties import (
 )
 
 __all__ = [
-    "RankedCounts",
-    "dense",
-    "discounts",
-    "qid_index",
-    "rank_matrices",
-    "ranked_counts",
-    "tie_arrangements",
-    "tie_view",
-    "validate_cutoffs",
-    "with_ties",
-]
+    "RankedCounts", "dense", "discounts", "qid_index", "rank_matrices", "ranked_counts", "tie_arrangements", "tie_view",
+    "validate_cutoffs", "with_ties",
+]  # fmt: skip
 
 
 def validate_cutoffs(cutoffs: Sequence[int]) -> list[int]:

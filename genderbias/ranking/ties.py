@@ -23,21 +23,9 @@ import polars as pl
 from genderbias.ranking.defaults import DEFAULT_TIES, TIE_DRAWS, TIES
 
 __all__ = [
-    "FILE",
-    "RANGE_TOLERANCE",
-    "TIE_AWARE",
-    "TIE_COLUMNS",
-    "Orders",
-    "check_scores",
-    "extreme_values",
-    "group_matrix",
-    "group_means",
-    "order_run",
-    "over_tie_orders",
-    "tie_orders",
-    "tie_summary",
-    "tied_within",
-]
+    "FILE", "RANGE_TOLERANCE", "TIE_AWARE", "TIE_COLUMNS", "Orders", "check_scores", "extreme_values", "group_matrix",
+    "group_means", "order_run", "over_tie_orders", "tie_orders", "tie_summary", "tied_within",
+]  # fmt: skip
 
 TIE_AWARE, TREC_EVAL, FILE = TIES
 

@@ -15,30 +15,11 @@ from genderbias.ranking.defaults import EXPOSURE_FORMS
 from genderbias.ranking.group_measure import BETTER, HIGHER, LOWER, TOWARDS_ZERO, GroupMeasure, registered
 
 __all__ = [
-    "BETTER",
-    "BY_NAME",
-    "EFFECTIVENESS",
-    "EXPOSURE",
-    "FORM_DEFINITIONS",
-    "GROUP_MEASURES",
-    "HIGHER",
-    "LOWER",
-    "MEASURE_ALIASES",
-    "METRICS",
-    "PRIMARY_VARIANTS",
-    "RAB_LIKE",
-    "REFERENCE_TOKEN",
-    "TOWARDS_ZERO",
-    "VOCABULARY",
-    "ExposureForm",
-    "Measure",
-    "form_statement",
-    "is_rab_like",
-    "metric_position",
-    "note",
-    "variant_form",
+    "BETTER", "BY_NAME", "EFFECTIVENESS", "EXPOSURE", "FORM_DEFINITIONS", "GROUP_MEASURES", "HIGHER", "LOWER",
+    "MEASURE_ALIASES", "METRICS", "PRIMARY_VARIANTS", "RAB_LIKE", "REFERENCE_TOKEN", "TOWARDS_ZERO", "VOCABULARY",
+    "ExposureForm", "Measure", "form_statement", "is_rab_like", "metric_position", "note", "variant_form",
     "variant_position",
-]
+]  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -23,25 +23,10 @@ import numpy as np
 from genderbias.ranking.defaults import LEVEL
 
 __all__ = [
-    "CONSTRUCTIONS",
-    "DESCRIPTIONS",
-    "JACKKNIFE_BLOCKS",
-    "LABEL_INTERVAL",
-    "acceleration",
-    "bootstrap_interval",
-    "bootstrap_p",
-    "describe",
-    "extended",
-    "extra_variance",
-    "jackknife_variance",
-    "jackknife_weights",
-    "needs_jackknife",
-    "needs_workers",
-    "unit_groups",
-    "widen",
-    "widening",
-    "wilson_interval",
-]
+    "CONSTRUCTIONS", "DESCRIPTIONS", "JACKKNIFE_BLOCKS", "LABEL_INTERVAL", "acceleration", "bootstrap_interval",
+    "bootstrap_p", "describe", "extended", "extra_variance", "jackknife_variance", "jackknife_weights",
+    "needs_jackknife", "needs_workers", "unit_groups", "widen", "widening", "wilson_interval",
+]  # fmt: skip
 
 #: The constructions :func:`bootstrap_interval` knows, in the order the coverage table prints them.
 CONSTRUCTIONS = (

@@ -14,16 +14,9 @@ from typing import Any
 from genderbias.ranking.defaults import LEVEL
 
 __all__ = [
-    "SIGIR2020_NON_GENDERED",
-    "audit_hours",
-    "audit_size_for_width",
-    "label_width_factor",
-    "paired_differences",
-    "pilot_moments",
-    "pooled_to_annotate",
-    "share_interval",
-    "tested_difference",
-]
+    "SIGIR2020_NON_GENDERED", "audit_hours", "audit_size_for_width", "label_width_factor", "paired_differences",
+    "pilot_moments", "pooled_to_annotate", "share_interval", "tested_difference",
+]  # fmt: skip
 
 #: SIGIR 2020's annotated MS MARCO dev queries (Rekabsaz & Schedl 2020; the GenderBias_IR
 #: repository's ``queries_gender_annotated.csv``): 1,765 of 3,750 non-gendered. The share a plan

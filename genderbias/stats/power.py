@@ -18,19 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
-    "CHECK_STREAM",
-    "DEFAULT_DRAWS",
-    "SEARCH_STREAM",
-    "PowerCurve",
-    "minimum_detectable_difference",
-    "monte_carlo_se",
-    "normal_mdd",
-    "normal_power",
-    "normal_quantiles",
-    "normal_sample_size",
-    "sample_size",
-    "simulated_power",
-]
+    "CHECK_STREAM", "DEFAULT_DRAWS", "SEARCH_STREAM", "PowerCurve", "minimum_detectable_difference", "monte_carlo_se",
+    "normal_mdd", "normal_power", "normal_quantiles", "normal_sample_size", "sample_size", "simulated_power",
+]  # fmt: skip
 
 #: Simulated studies, each read at every size (Monte-Carlo s.e. ≈ 0.009 at power 0.8).
 DEFAULT_DRAWS = 2000

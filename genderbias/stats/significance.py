@@ -17,21 +17,9 @@ from scipy import stats
 from genderbias.ranking.defaults import DEFAULT_SAMPLES, DEFAULT_SEED, LEVEL
 
 __all__ = [
-    "ALPHA",
-    "CORRELATION_POLICY",
-    "against_baseline",
-    "bootstrap_ci",
-    "finite",
-    "holm",
-    "json_safe",
-    "paired_t_test",
-    "policy",
-    "policy_text",
-    "resampling_weights",
-    "run_mean",
-    "summarise",
-    "wide_values",
-]
+    "ALPHA", "CORRELATION_POLICY", "against_baseline", "bootstrap_ci", "finite", "holm", "json_safe", "paired_t_test",
+    "policy", "policy_text", "resampling_weights", "run_mean", "summarise", "wide_values",
+]  # fmt: skip
 
 #: p below this is marked ``*`` (comparisons) or ``†`` (correlations).
 ALPHA = 0.05

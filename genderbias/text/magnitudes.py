@@ -21,14 +21,9 @@ from genderbias.text.tokenize import TOKENIZERS, non_word_character, word_charac
 from genderbias.text.wordlists import GenderWords
 
 __all__ = [
-    "COUNT_SCHEMA",
-    "count_frame",
-    "document_counts",
-    "document_counts_at",
-    "document_counts_at_each",
-    "magnitude",
+    "COUNT_SCHEMA", "count_frame", "document_counts", "document_counts_at", "document_counts_at_each", "magnitude",
     "magnitudes_frame",
-]
+]  # fmt: skip
 
 COUNT_SCHEMA = {"docid": pl.String, "f": pl.Int64, "m": pl.Int64, "length": pl.Int64}
 

@@ -13,15 +13,9 @@ from genderbias.errors import InputError
 from genderbias.files.textfiles import open_text
 
 __all__ = [
-    "DEFAULT_FEMALE",
-    "DEFAULT_MALE",
-    "REPRESENTATIVE_WORDLIST",
-    "GenderWords",
-    "default_representative_wordlist",
-    "default_wordlist",
-    "load_wordlist",
-    "wordlist_from_mapping",
-]
+    "DEFAULT_FEMALE", "DEFAULT_MALE", "REPRESENTATIVE_WORDLIST", "GenderWords", "default_representative_wordlist",
+    "default_wordlist", "load_wordlist", "wordlist_from_mapping",
+]  # fmt: skip
 
 FEMALE = "f"
 MALE = "m"

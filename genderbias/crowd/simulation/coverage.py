@@ -28,16 +28,9 @@ from genderbias.stats import intervals, plan_inputs, power
 from genderbias.stats.significance import bootstrap_ci, resampling_weights
 
 __all__ = [
-    "COVERED",
-    "bias_table",
-    "coverage_study",
-    "coverage_table",
-    "floor_intervals",
-    "known_posteriors",
-    "oracle_intervals",
-    "promised_power",
-    "width_table",
-]
+    "COVERED", "bias_table", "coverage_study", "coverage_table", "floor_intervals", "known_posteriors",
+    "oracle_intervals", "promised_power", "width_table",
+]  # fmt: skip
 
 #: What :func:`coverage_study` checks, in the order the coverage table prints them.
 COVERED = ("value", "difference", "denoised")

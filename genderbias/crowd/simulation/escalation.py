@@ -20,13 +20,8 @@ from genderbias.crowd.simulation.answers import deal_hits, pick
 from genderbias.crowd.simulation.workers import CrowdModel
 
 __all__ = [
-    "DEFAULT_CAP",
-    "ReferenceRule",
-    "ceiling_by_label",
-    "reference_outcomes",
-    "routing_ceiling",
-    "simulate_crowd",
-]
+    "DEFAULT_CAP", "ReferenceRule", "ceiling_by_label", "reference_outcomes", "routing_ceiling", "simulate_crowd",
+]  # fmt: skip
 
 #: Most assignments a sample HIT gets by default (``Batch.escalation_cap``'s default).
 DEFAULT_CAP = 7

@@ -19,26 +19,10 @@ import pandas as pd
 from genderbias.crowd.simulation.answers import pick, tilt_errors
 
 __all__ = [
-    "CROWDS",
-    "HEAVY",
-    "LABELS",
-    "MACHINE_ACCURACY",
-    "MEAN_A",
-    "MEAN_DIFFERENCE",
-    "MODERATE",
-    "SD_DIFFERENCE",
-    "SIZED",
-    "Crowd",
-    "answered",
-    "crowd_judgments",
-    "crowd_named",
-    "machine_labels",
-    "prolific",
-    "study",
-    "synthetic_truth",
-    "values",
-    "with_dependence",
-]
+    "CROWDS", "HEAVY", "LABELS", "MACHINE_ACCURACY", "MEAN_A", "MEAN_DIFFERENCE", "MODERATE", "SD_DIFFERENCE", "SIZED",
+    "Crowd", "answered", "crowd_judgments", "crowd_named", "machine_labels", "prolific", "study", "synthetic_truth",
+    "values", "with_dependence",
+]  # fmt: skip
 
 LABELS = ("n", "f", "m", "o")
 #: The SIGIR 2020 study's shares (1,765 n, 742 f, 1,202 m, 41 o of 3,750).
