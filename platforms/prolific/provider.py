@@ -369,16 +369,13 @@ class ProlificProvider(CrowdProvider):
 
     def launch(self, batch: Batch) -> None:
         """Publish the study unless it already is (a repeated publish after a lost answer is skipped)."""
-        self._transition(batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
-
-    def _transition(self, study_id: str, action: str, *, when: tuple[str, ...]) -> bool:
-        return transition_study(self.client, study_id, action, when=when)
+        transition_study(self.client, batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
 
     def stop_study(self, study_id: str) -> bool:
         """Stop the study (once, and only if it is running); whether this call stopped it."""
         if study_id in self._stopped:
             return False
-        stopped = self._transition(study_id, "STOP", when=("ACTIVE", "PAUSED"))
+        stopped = transition_study(self.client, study_id, "STOP", when=("ACTIVE", "PAUSED"))
         self._stopped.add(study_id)
         return stopped
 

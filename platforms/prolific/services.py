@@ -38,6 +38,7 @@ from platforms.prolific.provider import (
     NO_WORK_MESSAGE,
     raise_places,
     total_places,
+    transition_study,
 )
 from platforms.prolific.selectors import FREED_REMOTELY, PlaceCount
 
@@ -145,7 +146,7 @@ def fit_places(batch: Batch, provider: CrowdProvider | None = None, submissions=
     if status == "ACTIVE" and count.open(total) > count.for_newcomers:
         return Places(total, count, "PAUSE" if _pause(batch, provider) else "")
     if status == "PAUSED" and _paused_here(batch) and 0 < count.open(total) <= count.for_newcomers:
-        if provider._transition(study_id, "START", when=("PAUSED",)):
+        if transition_study(provider.client, study_id, "START", when=("PAUSED",)):
             _mark_paused(batch, False)
             return Places(total, count, "START")
         _mark_paused(batch, False)  # started by someone else meanwhile
@@ -162,7 +163,7 @@ def pause_for_tasks(batch: Batch, provider: CrowdProvider | None = None) -> bool
 def _pause(batch: Batch, provider: CrowdProvider) -> bool:
     """``PAUSE`` (the study ``ACTIVE``), marked first so that a lost answer still lets the site start it again."""
     _mark_paused(batch, True)
-    return provider._transition(batch.hit_type_id, "PAUSE", when=("ACTIVE",))
+    return transition_study(provider.client, batch.hit_type_id, "PAUSE", when=("ACTIVE",))
 
 
 def _paused_here(batch: Batch) -> bool:
