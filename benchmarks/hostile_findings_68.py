@@ -18,8 +18,6 @@ from core.db.scope import acting_in
 from core.errors import ServiceError
 from genderbias.errors import InputError
 from genderbias.files.runs import read_run
-from platforms.prolific.models import ProlificHookSecret
-from platforms.prolific.study_tokens import token_digest
 from pooling.models import Collection, QuerySet, Run
 from pooling.services import PoolSettings, build_pool, import_collection, import_queries, import_run
 from publishing.zenodo.deposit import ZenodoClient, ZenodoError, deposit_folder
@@ -81,6 +79,8 @@ def _lengths(world) -> list[tuple[str | None, str]]:
 
 def _secrets(world) -> list[tuple[str | None, str]]:
     """The webhook secret at rest, and a server's error text echoing the Zenodo token."""
+    from platforms.prolific.models import ProlificHookSecret  # the platform may be removed (test_platform_removal)
+
     plain = "hostile-round-webhook-secret-0123456789"
     ProlificHookSecret.objects.update_or_create(workspace_id="hostile-ws", defaults={"value": plain})
     with connection.cursor() as cursor:
@@ -191,6 +191,8 @@ def _numbers(world) -> list[tuple[str | None, str]]:
 
 def _tokens(world) -> list[tuple[str | None, str]]:
     """A used signed-URL token with ``==`` appended keys the replay guard as the token itself."""
+    from platforms.prolific.study_tokens import token_digest  # the platform may be removed
+
     token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"
     return [(None if token_digest(token + suffix) == token_digest(token) else "Low", f"token respelled with {suffix!r}")
             for suffix in ("==", "=")]  # fmt: skip

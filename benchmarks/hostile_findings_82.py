@@ -35,7 +35,6 @@ from core.jobs.in_process import inline_jobs
 from core.jobs.sweeper import sweep_jobs
 from core.models import Job
 from core.tasks import task_for, worker_identity
-from platforms.prolific.models import ProlificEvent
 from pooling.models import Collection
 from pooling.services import import_queries, import_run, texts_by_reference, texts_checksum
 from pooling.synthetic import write_v2_bundles
@@ -199,6 +198,8 @@ def _dataset_ids(world, folder) -> list[tuple[str | None, str]]:
 
 def _webhook_event_types(world, folder) -> list[tuple[str | None, str]]:
     """A signed Prolific webhook body of an event type the site does not subscribe to: 4xx, no row."""
+    from platforms.prolific.models import ProlificEvent  # the platform may be removed (test_platform_removal)
+
     secret = "hostile-82-webhook-secret-0123456789"
     out = []
     for event_type in ("study.unknown_thing", "Study.Status.Change", "submission.status.change "):
