@@ -14,24 +14,22 @@ import re
 from dataclasses import dataclass
 
 _CROWD = "one accuracy per worker and the crowd's error pattern, or full confusion matrices shrunk to them, as held-out queries' votes chose"
+_SPARSE = f"{_CROWD}; one accuracy per worker on a sparse crowd"
+_CHECKED = f"{_SPARSE}; where the crowd check warns, the intervals reaching as far as the posteriors proved too sure on crowds drawn from the model"
+_REFIT = f"{_CHECKED}; each bootstrap refit of the crowd model stopped by its own convergence"
 
 #: Every version of every method, oldest first, each in the words a page and a paper describe it with.
 METHODS: dict[str, dict[str, str | None]] = {
     "crowd_model": {
         "2026-11-22": "full confusion matrices per worker",
         "2026-11-25.1": _CROWD,
-        "2026-11-25.2": f"{_CROWD}; one accuracy per worker on a sparse crowd",
-        "2026-11-25.3": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the model misfits, the "
-        "intervals joined with themselves moved by the bias item difficulty makes",
-        "2026-11-26": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
-        "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model",
-        "2026-11-26.2": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
-        "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model; each bootstrap "
-        "refit of the crowd model stopped by its own convergence",
-        "2026-11-26.3": f"{_CROWD}; one accuracy per worker on a sparse crowd; where the crowd check warns, the "
-        "intervals reaching as far as the posteriors proved too sure on crowds drawn from the model; each bootstrap "
-        "refit of the crowd model stopped by its own convergence; the crowd's accuracy by true label, each worker's "
-        "one skill on it, where held-out queries' votes chose it",
+        "2026-11-25.2": _SPARSE,
+        "2026-11-25.3": f"{_SPARSE}; where the model misfits, the intervals joined with themselves moved by the bias "
+        "item difficulty makes",
+        "2026-11-26": _CHECKED,
+        "2026-11-26.2": _REFIT,
+        "2026-11-26.3": f"{_REFIT}; the crowd's accuracy by true label, each worker's one skill on it, where held-out "
+        "queries' votes chose it",
     },
     # Which interval a label-corrected figure gets (genderbias.crowd.figure_intervals, issue 81).
     "figure_interval": {
