@@ -101,8 +101,8 @@ def exhausted_message(job: Job) -> str:
 
 
 def fail_exhausted(job: Job) -> bool:
-    """Record FAILED a Job whose claimer died at its last attempt, unless it changed hands meanwhile
-    (compare and set, as a claim); whether it did. Else an OOM-killing job kills every next worker."""
+    """Record FAILED a Job whose claimer died at its last attempt (see the module docstring), unless it
+    changed hands meanwhile (compare and set, as a claim); whether it did."""
     with transaction.atomic():
         failed = Job.objects.filter(pk=job.pk, status=job.status, worker=job.worker, attempts=job.attempts).update(
             status=Job.Status.FAILED, message=exhausted_message(job)[:5000], updated=timezone.now()

@@ -8,8 +8,7 @@ Two kinds of Job are stuck:
   queued, or under a process of this host that no longer exists (known at once: such a Job is
   handed back, pending, before it is sent).
 
-A running Job abandoned after ``JOB_MAX_ATTEMPTS`` claims is recorded failed instead
-(:func:`core.tasks.fail_exhausted`): a job that kills its worker would kill one after another.
+A running Job abandoned after ``JOB_MAX_ATTEMPTS`` claims is recorded failed instead (:func:`core.tasks.fail_exhausted`).
 Without a broker, sending is running it here (:mod:`core.jobs.in_process`), within the same attempts.
 
 Sending again is always safe (:mod:`core.tasks`); looking into the broker only saves needless
