@@ -128,15 +128,13 @@ class CalibrationSampleView(_BatchView):
             )
             job = start_publish(child) if data["publish"] else None
         derivation = child.derivation
-        extends = Batch.objects.filter(pk=derivation.get("extends")).values_list("name", flat=True).first()
-        reference = derivation.get("reference")
         answer = derivation | {
             "batch": child.name,
             "parent": batch.name,
-            "extends": extends,
+            "extends": Batch.objects.filter(pk=derivation.get("extends")).values_list("name", flat=True).first(),
             "queries": len(derivation["stratum_of"]),
             "extendable": derivation.get("extendable", True),
-            "reference": rule_record(reference_rule(reference)) if reference else None,
+            "reference": rule_record(reference_rule(derivation["reference"])) if derivation.get("reference") else None,
             "publish_job": job,
         }
         return Response(CalibrationSampleSerializer(answer).data, status=status.HTTP_201_CREATED)

@@ -56,7 +56,6 @@ def chat_prompt() -> dict[str, str]:
 
 
 def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
-    sample = calibration_batch(batch)
     runs = prelabel_runs(batch)
     chat = connection_state("chat")  # the connection in force (core.selectors.chat_settings' source)
     for run in runs:
@@ -84,7 +83,7 @@ def _machine_context(batch: Batch, **forms: Any) -> dict[str, Any]:
         },
         "cached": cached_answers(),
         "prompt": chat_prompt(),
-        "sample": sample,
+        "sample": calibration_batch(batch),
         "routing": latest_routing(batch),
     }
 
@@ -178,8 +177,7 @@ def _calibration_context(request: HttpRequest, batch: Batch) -> dict[str, Any]:
     try:
         figures, job = report_or_job(batch, may_start=may_act(request.user, batch))
     except ServiceError as exc:
-        context["waiting"] = str(exc)
-        return context
+        return context | {"waiting": str(exc)}
     if figures is None:  # polling until the job is done
         return context | {"job": job, "percent": round(100 * (job.fraction or 0.0)), "polling": True}
     report = figures["report"]
@@ -270,24 +268,18 @@ def batch_routing(request: HttpRequest, name: str) -> HttpResponse:
                 messages.success(request, f"Routed: {len(routing.accepted)} machine-accepted, {sent}.{publishing}")
                 return redirect("annotation:batch-routing", name=batch.name)
     routing = latest_routing(batch)
-    live = routing is not None and routing.routed_batch is not None
+    unlabelled = plan.over_budget[:20] if plan else []  # the first queries left unlabelled, each with its text
+    texts = query_texts(batch, unlabelled)
     context = {
         "batch": batch,
         "form": form,
         "plan": plan,
         "summary": plan_summary(plan) if plan else [],
-        # The first queries left unlabelled, each with its text.
-        "over_budget": _with_texts(batch, plan.over_budget[:20]) if plan else [],
+        "over_budget": [(qid, texts.get(qid, "")) for qid in unlabelled],
         "routing": routing,
-        "routed_live": live,
+        "routed_live": routing is not None and routing.routed_batch is not None,
         "guarantee": guarantee_text(routing.risk, routing.target_accuracy) if routing and routing.risk else "",
         "sample": calibration_batch(batch),
         "calibration_url": reverse("annotation:batch-calibration", args=[batch.name]),
     }
     return render(request, "annotation/prelabelling/routing.html", context, status=400 if form.errors else 200)
-
-
-def _with_texts(batch: Batch, qids: list[str]) -> list[tuple[str, str]]:
-    """``qids`` in their order, each with its text (:func:`annotation.crowd.selectors.query_texts`)."""
-    texts = query_texts(batch, qids)
-    return [(qid, texts.get(qid, "")) for qid in qids]
