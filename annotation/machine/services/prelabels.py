@@ -12,7 +12,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +64,7 @@ class DatabaseAnswerCache:
             model=model,
             prompt_version=prompt_version,
             text_sha256=_sha(text),
-            defaults={
-                "text": text,
-                "answers": sampled.answers,
-                "prompt_tokens": sampled.prompt_tokens,
-                "completion_tokens": sampled.completion_tokens,
-                "requests": sampled.requests,
-            },
+            defaults={"text": text} | asdict(sampled),
         )
 
 
@@ -315,6 +309,10 @@ def training_data(train: str | Path) -> tuple[list[str], list[str], str]:
     return [q.text for q in queries], [q.label for q in queries], name
 
 
+#: What a trained labeller measured of itself, carried into its run's summary.
+TRAINED_FIGURES = ("cv_accuracy", "cv_accuracy_std", "cv_folds", "cv_note", "training_size")
+
+
 @dataclass
 class PrelabelSummary:
     """What one run stored: counts per label, queries left unlabelled, mean confidence, spending."""
@@ -393,9 +391,5 @@ def prelabel_batch(
         unlabelled=unlabelled,
         mean_confidence=sum(confidences) / len(confidences) if confidences else None,
         usage=labeller.usage,
-        cv_accuracy=getattr(labeller, "cv_accuracy", None),
-        cv_accuracy_std=getattr(labeller, "cv_accuracy_std", None),
-        cv_folds=getattr(labeller, "cv_folds", None),
-        cv_note=getattr(labeller, "cv_note", ""),
-        training_size=getattr(labeller, "training_size", None),
+        **{key: getattr(labeller, key) for key in TRAINED_FIGURES if hasattr(labeller, key)},
     )
