@@ -384,17 +384,12 @@ def prelabel_runs(batch: Batch) -> list[dict[str, Any]]:
         run["labelled"] += row["count"]
         run["mean_confidence"] += row["mean"] * row["count"]
         run["created"] = max(run["created"], row["latest"])
-    for (labeller, model, prompt_version), run in runs.items():
+    for key, run in runs.items():
         run["mean_confidence"] = run["mean_confidence"] / run["labelled"] if run["labelled"] else None
-        cv = (
-            PreLabel.objects.filter(
-                batch_query__batch=batch, labeller=labeller, model=model, prompt_version=prompt_version
-            )
-            .filter(detail__cv_accuracy__isnull=False)
-            .values_list("detail__cv_accuracy", flat=True)
-            .first()
+        trained = PreLabel.objects.filter(
+            batch_query__batch=batch, detail__cv_accuracy__isnull=False, **Identity(*key).as_dict()
         )
-        run["cv_accuracy"] = cv
+        run["cv_accuracy"] = trained.values_list("detail__cv_accuracy", flat=True).first()
     return sorted(runs.values(), key=lambda run: run["created"], reverse=True)
 
 

@@ -322,10 +322,9 @@ def vote(answers: Sequence[Any]) -> Prediction:
     confidence"). No parseable answer and no distribution: no label."""
     parsed = [parse_answer(answer) for answer in answers]
     counts = Counter(code for code in parsed if code)
-    unparseable = sum(code is None for code in parsed)
     detail: dict[str, Any] = {
         "votes": {c: counts[c] for c in LABELS if counts[c]},
-        "unparseable": unparseable,
+        "unparseable": sum(code is None for code in parsed),
         "samples": len(parsed),
     }
     dists = [distribution(answer) for answer in answers]
