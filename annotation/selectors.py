@@ -24,26 +24,8 @@ from annotation.results.selectors.labels import (
 from annotation.results.selectors.state import batch_of_query_set, batch_overview, batch_state
 
 __all__ = [
-    "CITATION",
-    "adjudicated_labels",
-    "answers_version",
-    "audit_labels",
-    "batch_of_query_set",
-    "batch_overview",
-    "batch_state",
-    "batches",
-    "dashboard_panels",
-    "gold_judgments",
-    "gold_labels",
-    "is_machine_labelled",
-    "judgments_frame",
-    "label_probabilities",
-    "labels_with_sources",
-    "latest_routing",
-    "min_votes",
-    "non_gendered_by_source",
-    "pay_figures",
-    "query_texts",
-    "remembered",
-    "study_facts",
-]
+    "CITATION", "adjudicated_labels", "answers_version", "audit_labels", "batch_of_query_set", "batch_overview",
+    "batch_state", "batches", "dashboard_panels", "gold_judgments", "gold_labels", "is_machine_labelled",
+    "judgments_frame", "label_probabilities", "labels_with_sources", "latest_routing", "min_votes",
+    "non_gendered_by_source", "pay_figures", "query_texts", "remembered", "study_facts",
+]  # fmt: skip

@@ -13,15 +13,9 @@ from genderbias.text import DEFAULT_MAGNITUDE, MAGNITUDES
 from genderbias.text.tokenize import DEFAULT_TOKENIZER, TOKENIZERS
 
 __all__ = [
-    "DEFAULT_MAGNITUDE",
-    "DEFAULT_TOKENIZER",
-    "MAGNITUDES",
-    "TOKENIZERS",
-    "check_at_least_one",
-    "check_magnitude",
-    "check_same_collection",
-    "check_tokenizer",
-]
+    "DEFAULT_MAGNITUDE", "DEFAULT_TOKENIZER", "MAGNITUDES", "TOKENIZERS", "check_at_least_one", "check_magnitude",
+    "check_same_collection", "check_tokenizer",
+]  # fmt: skip
 
 
 class _RankingRun(Protocol):

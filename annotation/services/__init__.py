@@ -15,17 +15,7 @@ from annotation.machine.services.routing import audit_routing, plan_routing, rou
 from annotation.quality.services import background as quality_jobs  # noqa: F401  (escalating)
 
 __all__ = [
-    "BatchSettings",
-    "audit_routing",
-    "create_batch",
-    "create_calibration_sample",
-    "estimate_cost",
-    "follow_reference",
-    "plan_routing",
-    "prelabel_batch",
-    "publish_batch",
-    "read_labelled_file",
-    "render_hit_html",
-    "route_batch",
+    "BatchSettings", "audit_routing", "create_batch", "create_calibration_sample", "estimate_cost", "follow_reference",
+    "plan_routing", "prelabel_batch", "publish_batch", "read_labelled_file", "render_hit_html", "route_batch",
     "sync_batch",
-]
+]  # fmt: skip

@@ -13,71 +13,15 @@ from pathlib import Path
 
 from genderbias.files.atomic import atomic_path
 from genderbias.files.textfiles import MAX_LINE_BYTES, expanded, line_too_long
+from genderbias.text.wordlists import DATA
 
 __all__ = ["HER_CHOICES", "PAIRS", "Swapper", "match_case", "swap_table", "write_counterfactual"]
 
 #: (female, male) pairs swapped in both directions.
-PAIRS: tuple[tuple[str, str], ...] = (
-    ("she", "he"),
-    ("herself", "himself"),
-    ("woman", "man"),
-    ("women", "men"),
-    ("girl", "boy"),
-    ("girls", "boys"),
-    ("mother", "father"),
-    ("mothers", "fathers"),
-    ("daughter", "son"),
-    ("daughters", "sons"),
-    ("sister", "brother"),
-    ("sisters", "brothers"),
-    ("female", "male"),
-    ("females", "males"),
-    ("lady", "gentleman"),
-    ("ladies", "gentlemen"),
-    ("madam", "sir"),
-    ("mom", "dad"),
-    ("moms", "dads"),
-    ("mommy", "daddy"),
-    ("mama", "papa"),
-    ("grandmother", "grandfather"),
-    ("grandmothers", "grandfathers"),
-    ("grandma", "grandpa"),
-    ("granddaughter", "grandson"),
-    ("granddaughters", "grandsons"),
-    ("stepmother", "stepfather"),
-    ("stepdaughter", "stepson"),
-    ("fiancee", "fiance"),
-    ("gal", "guy"),
-    ("gals", "guys"),
-    ("lass", "lad"),
-    ("lasses", "lads"),
-    ("godmother", "godfather"),
-    ("wife", "husband"),
-    ("wives", "husbands"),
-    ("aunt", "uncle"),
-    ("aunts", "uncles"),
-    ("niece", "nephew"),
-    ("nieces", "nephews"),
-    ("queen", "king"),
-    ("queens", "kings"),
-    ("princess", "prince"),
-    ("princesses", "princes"),
-    ("actress", "actor"),
-    ("actresses", "actors"),
-    ("girlfriend", "boyfriend"),
-    ("girlfriends", "boyfriends"),
-    ("bride", "groom"),
-    ("brides", "grooms"),
-    ("heroine", "hero"),
-    ("waitress", "waiter"),
-    ("duchess", "duke"),
-    ("empress", "emperor"),
-    ("widow", "widower"),
-    ("mrs", "mr"),
-    ("motherhood", "fatherhood"),
-    ("sisterhood", "brotherhood"),
-    ("maternal", "paternal"),
-    ("feminine", "masculine"),
+PAIRS: tuple[tuple[str, str], ...] = tuple(
+    tuple(line.split(","))
+    for line in (DATA / "counterfactual_pairs.txt").read_text().splitlines()
+    if line[:1] not in ("#", "")
 )
 
 #: Pronouns whose counterpart depends on the sentence; ``her`` is set by :func:`swap_table`.

@@ -26,13 +26,8 @@ from platforms.prolific.client import (
 )
 
 __all__ = [
-    "DATASET_DONE",
-    "DATA_COLLECTION_METHOD",
-    "TaskBuilder",
-    "TaskBuilderError",
-    "TaskBuilderUnknownOutcome",
-    "cents",
-]
+    "DATASET_DONE", "DATA_COLLECTION_METHOD", "TaskBuilder", "TaskBuilderError", "TaskBuilderUnknownOutcome", "cents",
+]  # fmt: skip
 
 #: The largest answer read (a page of 200 responses, each with its metadata).
 MAX_RESPONSE_BYTES = 20 * 1024 * 1024

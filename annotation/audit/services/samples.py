@@ -240,9 +240,5 @@ def trust_labeller(batch: Batch, username: str, *, by=None, trusted: bool = True
 
 
 __all__ = [
-    "draw_audit_sample",
-    "import_audit_labels",
-    "label_audit_query",
-    "read_audit_labels",
-    "trust_labeller",
-]
+    "draw_audit_sample", "import_audit_labels", "label_audit_query", "read_audit_labels", "trust_labeller",
+]  # fmt: skip

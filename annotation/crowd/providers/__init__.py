@@ -12,10 +12,5 @@ from annotation.crowd.providers.base import (
 )
 
 __all__ = [
-    "CrowdProvider",
-    "RemoteAssignment",
-    "get_provider",
-    "provider_class",
-    "provider_names",
-    "register",
-]
+    "CrowdProvider", "RemoteAssignment", "get_provider", "provider_class", "provider_names", "register",
+]  # fmt: skip
