@@ -94,20 +94,11 @@ def route_batch(
     the one in force (not extended or cancelled since), else a ``StateError`` and nothing recorded. The
     batch's answers are read as a use: a correction after it is refused (``reading_answers``)."""
     with reading_answers(batch, "A routing"):
+        request = {"budget": budget, "risk": risk, "no_guarantee": no_guarantee, "cascade": cascade}
         if plan is None:  # bad input is refused as such, before the batch's state
-            check_routing(
-                target_accuracy=target_accuracy, risk=risk, no_guarantee=no_guarantee, budget=budget, cascade=cascade
-            )
+            check_routing(target_accuracy=target_accuracy, **request)
         _check_routable(batch)
-        plan = plan or plan_routing(
-            batch,
-            target_accuracy,
-            budget=budget,
-            risk=risk,
-            no_guarantee=no_guarantee,
-            labeller=labeller,
-            cascade=cascade,
-        )
+        plan = plan or plan_routing(batch, target_accuracy, labeller=labeller, **request)
         with transaction.atomic():
             claim(batch, lambda: _live_routing(batch))  # paid work exactly once (core.services.once)
             locked = Batch.objects.get(pk=batch.pk)
