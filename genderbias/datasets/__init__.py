@@ -88,6 +88,18 @@ _MSMARCO_NEEDS = (
     "imported against that collection"
 )
 
+#: What the two sets of CPJKU/FairnessRetrievalResults share.
+_CPJKU = dict(
+    folder="cpjku-fair",
+    source="CPJKU/FairnessRetrievalResults@81693da",
+    url="https://github.com/CPJKU/FairnessRetrievalResults",
+    licence="MIT",
+    citation_key="rekabsaz2021",
+    citation=_REKABSAZ2021,
+    has=("queries", "categories"),
+    needs=_MSMARCO_NEEDS,
+)
+
 NAMED_SETS: dict[str, NamedSet] = {
     s.key: s
     for s in (
@@ -109,32 +121,18 @@ NAMED_SETS: dict[str, NamedSet] = {
             key="cpjku-msmarco",
             title="The 215 bias-sensitive MS MARCO dev queries with their categories",
             short="the bias-sensitive MS MARCO dev queries of Rekabsaz, Kopeinik and Schedl",
-            folder="cpjku-fair",
             files=("msmarco_passage.dev.fair.FULL_ANNOTATION.tsv",),
-            source="CPJKU/FairnessRetrievalResults@81693da",
-            url="https://github.com/CPJKU/FairnessRetrievalResults",
-            licence="MIT",
-            citation_key="rekabsaz2021",
-            citation=_REKABSAZ2021,
-            has=("queries", "categories"),
-            needs=_MSMARCO_NEEDS,
             queries=215,
+            **_CPJKU,
         ),
         NamedSet(
             key="cpjku-trecdl",
             # 30 in both of the repository's files (the reference README and issue 52 say 29).
             title="The 30 bias-sensitive TREC DL 2019 passage queries with their categories",
             short="the bias-sensitive TREC DL 2019 queries of Rekabsaz, Kopeinik and Schedl",
-            folder="cpjku-fair",
             files=("trecdeep19_passage.fair.FULL_ANNOTATION.tsv",),
-            source="CPJKU/FairnessRetrievalResults@81693da",
-            url="https://github.com/CPJKU/FairnessRetrievalResults",
-            licence="MIT",
-            citation_key="rekabsaz2021",
-            citation=_REKABSAZ2021,
-            has=("queries", "categories"),
-            needs=_MSMARCO_NEEDS,
             queries=30,
+            **_CPJKU,
         ),
         NamedSet(
             key="rekabsaz-3750",
