@@ -16,54 +16,10 @@ from core.figure_notes import p_value_text
 from publishing.checklist_questions import SHORT_SOURCES, SOURCES, TO_ANSWER
 from publishing.screenshot import PRINT_POINTS_PER_PIXEL, WINDOW
 
-#: LaTeX's special characters and their text-mode escapes (brackets too: ``[`` after ``\\`` is read
-#: as the row's optional argument).
-_SPECIAL = {
-    "\\": r"$\backslash$",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"$\$$",  # math's dollar is the Computer Modern Type 1 one; text's \$ would pull a TS1 bitmap font
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\~{}",
-    "^": r"\^{}",
-    "[": "{[}",
-    "]": "{]}",
-    "<": "$<$",
-    ">": "$>$",
-    "|": "$|$",
-}
-#: The Unicode signs the platform's texts use, as LaTeX.
-_UNICODE = {
-    "τ": r"$\tau$",
-    "α": r"$\alpha$",
-    "κ": r"$\kappa$",
-    "δ": r"$\delta$",
-    "μ": r"$\mu$",
-    "β": r"$\beta$",
-    "π": r"$\pi$",
-    "Σ": r"$\Sigma$",
-    "ε": r"$\varepsilon$",
-    "†": r"$^{\dagger}$",
-    "–": "--",
-    "—": "---",
-    "−": "$-$",
-    "≥": r"$\geq$",
-    "≤": r"$\leq$",
-    "±": r"$\pm$",
-    "×": r"$\times$",
-    "→": r"$\rightarrow$",
-    "≈": r"$\approx$",
-    "·": r"$\cdot$",
-    "…": r"\ldots{}",
-    "‘": "`",
-    "’": "'",
-    "“": "``",
-    "”": "''",
-    "\u00a0": "~",
-}
+#: LaTeX's special characters and the Unicode signs the platform's texts use, as ``latex_escapes.toml`` beside this
+#: module maps them to text-mode LaTeX.
+_ESCAPES = tomllib.loads(Path(__file__).with_name("latex_escapes.toml").read_text(encoding="utf-8"))
+_SPECIAL, _UNICODE = _ESCAPES["special"], _ESCAPES["unicode"]
 
 
 #: The accented letters of Latin-1 that LaTeX's default (OT1) fonts compose (not Ð, Þ, ð, þ).
