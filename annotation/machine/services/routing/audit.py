@@ -89,19 +89,12 @@ def audit_routing(
         "extendable": extendable,
         "cascade": [name for name, _ in stages],
     }
+    common = {"target": target_accuracy, "risk": risk, "progress": progress}
     if model is None and not stages:
         confidence = [population[q].confidence for q in qids]
         correct = [population[q].label == truth[q] for q in qids]
         result = audit(
-            confidence,
-            correct,
-            samples,
-            target=target_accuracy,
-            risk=risk,
-            batch_size=batch_size,
-            planned=sample,
-            progress=progress,
-            extendable=extendable,
+            confidence, correct, samples, batch_size=batch_size, planned=sample, extendable=extendable, **common
         )
         return base | result.as_dict()
     names = [name for name, _ in stages] or [identity.labeller]
@@ -121,12 +114,10 @@ def audit_routing(
         rule=rule,
         sample_of=lambda r: samples[r],
         redraws=redraws,
-        target=target_accuracy,
-        risk=risk,
         extendable=extendable and not stages,
         queries_per_hit=batch.queries_per_hit,
-        progress=progress,
         floors=[floor for _, floor in stages] or None,
+        **common,
     )
     scale = len(qids) / batch_size if batch_size else 1.0
     figures = forecast.as_dict()
