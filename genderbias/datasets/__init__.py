@@ -6,6 +6,7 @@ repair the sets' known faults and note each with file and line (:class:`Notes`) 
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -21,7 +22,8 @@ __all__ = [
     "named_set", "read_named_set", "set_of_source", "wording_variants",
 ]  # fmt: skip
 
-#: Where the bundled sets are (each folder with its licence file; ``NOTICE`` names the sources).
+#: Where the bundled sets are (each folder with its licence file; ``NOTICE`` names the sources, ``sets.toml``
+#: describes them: :data:`NAMED_SETS`).
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
@@ -52,105 +54,21 @@ class NamedSet:
 #: How a query set's or collection's ``source`` names the set it came from.
 SOURCE_PREFIX = "named-set:"
 
-_KRIEG = """@inproceedings{krieg2023grep,
-  author    = {Klara Krieg and Emilia Parada-Cabaleiro and Gertraud Medicus and Oleg Lesota and Markus Schedl and Navid Rekabsaz},
-  title     = {Grep-BiasIR: A Dataset for Investigating Gender Representation Bias in Information Retrieval Results},
-  booktitle = {Proceedings of the 2023 Conference on Human Information Interaction and Retrieval (CHIIR '23)},
-  publisher = {Association for Computing Machinery},
-  address   = {New York, NY, USA},
-  year      = {2023},
-  doi       = {10.1145/3576840.3578295}
-}"""
-_REKABSAZ2021 = """@inproceedings{rekabsaz2021,
-  author    = {Navid Rekabsaz and Simone Kopeinik and Markus Schedl},
-  title     = {Societal Biases in Retrieved Contents: Measurement Framework and Adversarial Mitigation of {BERT} Rankers},
-  booktitle = {Proceedings of the 44th International ACM SIGIR Conference on Research and Development in Information Retrieval},
-  pages     = {306--316},
-  publisher = {Association for Computing Machinery},
-  address   = {New York, NY, USA},
-  year      = {2021},
-  doi       = {10.1145/3404835.3462949}
-}"""
-_REKABSAZ2020 = """@inproceedings{rekabsaz2020,
-  author    = {Navid Rekabsaz and Markus Schedl},
-  title     = {Do Neural Ranking Models Intensify Gender Bias?},
-  booktitle = {Proceedings of the 43rd International ACM SIGIR Conference on Research and Development in Information Retrieval},
-  pages     = {2065--2068},
-  publisher = {Association for Computing Machinery},
-  address   = {New York, NY, USA},
-  year      = {2020},
-  doi       = {10.1145/3397271.3401280}
-}"""
-_MSMARCO_NEEDS = (
-    "the MS MARCO passage collection (collection.tsv, 8,841,823 passages), which Microsoft's terms do not "
-    "let the product ship: give your copy with --collection PATH (the page: a path on the server), or register "
-    "it once with `manage.py import_collection` or `manage.py import_dataset msmarco-passage`; its runs are "
-    "imported against that collection"
-)
 
-#: What the two sets of CPJKU/FairnessRetrievalResults share.
-_CPJKU = dict(
-    folder="cpjku-fair",
-    source="CPJKU/FairnessRetrievalResults@81693da",
-    url="https://github.com/CPJKU/FairnessRetrievalResults",
-    licence="MIT",
-    citation_key="rekabsaz2021",
-    citation=_REKABSAZ2021,
-    has=("queries", "categories"),
-    needs=_MSMARCO_NEEDS,
-)
+def _registry(path: Path) -> dict[str, NamedSet]:
+    """The sets of ``sets.toml`` (beside their folders): its ``citations`` and ``needs`` filled in by key."""
+    with path.open("rb") as file:
+        table = tomllib.load(file)
+    sets = {}
+    for key, fields in table["sets"].items():
+        fields |= {name: tuple(fields[name]) for name in ("files", "has")}
+        citation = table["citations"][fields["citation_key"]]
+        needs = table["needs"][fields["needs"]] if "needs" in fields else ""
+        sets[key] = NamedSet(key=key, citation=citation, **(fields | {"needs": needs}))
+    return sets
 
-NAMED_SETS: dict[str, NamedSet] = {
-    s.key: s
-    for s in (
-        NamedSet(
-            key="grep-biasir",
-            title="Grep-BiasIR: 117 bias-sensitive queries, 702 documents in male, female and neutral wording",
-            short="Grep-BiasIR",
-            folder="grep-biasir",
-            files=("queries.csv", "queries-documents_<Category>.csv"),
-            source="KlaraKrieg/GrepBiasIR@ed44a46",
-            url="https://github.com/KlaraKrieg/GrepBiasIR",
-            licence="CC0-1.0",
-            citation_key="krieg2023grep",
-            citation=_KRIEG,
-            has=("queries", "categories", "documents", "wordings", "qrels"),
-            queries=117,
-        ),
-        NamedSet(
-            key="cpjku-msmarco",
-            title="The 215 bias-sensitive MS MARCO dev queries with their categories",
-            short="the bias-sensitive MS MARCO dev queries of Rekabsaz, Kopeinik and Schedl",
-            files=("msmarco_passage.dev.fair.FULL_ANNOTATION.tsv",),
-            queries=215,
-            **_CPJKU,
-        ),
-        NamedSet(
-            key="cpjku-trecdl",
-            # 30 in both of the repository's files (the reference README and issue 52 say 29).
-            title="The 30 bias-sensitive TREC DL 2019 passage queries with their categories",
-            short="the bias-sensitive TREC DL 2019 queries of Rekabsaz, Kopeinik and Schedl",
-            files=("trecdeep19_passage.fair.FULL_ANNOTATION.tsv",),
-            queries=30,
-            **_CPJKU,
-        ),
-        NamedSet(
-            key="rekabsaz-3750",
-            title="3,750 MS MARCO dev queries with the study's gender labels",
-            short="the gender-annotated MS MARCO dev queries of Rekabsaz and Schedl",
-            folder="rekabsaz-3750",
-            files=("queries_gender_annotated.csv",),
-            source="navid-rekabsaz/GenderBias_IR",
-            url="https://github.com/navid-rekabsaz/GenderBias_IR",
-            licence="MIT",
-            citation_key="rekabsaz2020",
-            citation=_REKABSAZ2020,
-            has=("queries", "labels"),
-            needs=_MSMARCO_NEEDS,
-            queries=3750,
-        ),
-    )
-}
+
+NAMED_SETS: dict[str, NamedSet] = _registry(DATA_DIR / "sets.toml")
 
 
 def named_set(key: str) -> NamedSet:
