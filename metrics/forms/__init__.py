@@ -48,6 +48,14 @@ def option_field(option: ReportOption) -> forms.Field:
     return forms.CharField(initial=option.default_text, **common)
 
 
+def named(queryset, missing: str | None = None, **kwargs) -> forms.ModelChoiceField:
+    """A choice of a row by its ``name``, as the pages and the API name them; ``missing`` the refusal of an unknown
+    name (``%(value)s`` the name given)."""
+    if missing:
+        kwargs["error_messages"] = {"invalid_choice": missing}
+    return forms.ModelChoiceField(queryset, to_field_name="name", **kwargs)
+
+
 def clean_options(form: forms.Form, data: dict, options: dict[str, ReportOption]) -> None:
     """The form's declared settings: the default where left empty, else the declaration's one check
     (cutoffs read from their text); a refusal is the field's error."""
@@ -66,10 +74,9 @@ def clean_options(form: forms.Form, data: dict, options: dict[str, ReportOption]
 
 class ReportForm(forms.Form):
     name = forms.SlugField(max_length=100)
-    queries = forms.ModelChoiceField(QuerySet.objects.all(), to_field_name="name", label="Query set", required=False)
-    batch = forms.ModelChoiceField(
+    queries = named(QuerySet.objects.all(), label="Query set", required=False)
+    batch = named(
         annotation_selectors.batches(),
-        to_field_name="name",
         required=False,
         label="…or a batch's labels",
         help_text="Its non-gendered queries, with intervals that carry the labels' uncertainty.",
@@ -77,14 +84,11 @@ class ReportForm(forms.Form):
     runs = forms.ModelMultipleChoiceField(Run.objects.all(), to_field_name="name", widget=forms.CheckboxSelectMultiple)
     cutoffs = option_field(CUTOFFS_OPTION)
     tokenizer = option_field(TOKENIZER_OPTION)
-    background = forms.ModelChoiceField(
-        Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
-    )
+    background = named(Run.objects.all(), required=False, empty_label="the collection", label="NFaiRR background")
     nfairr_normaliser = option_field(NORMALISER_OPTION)
-    baseline = forms.ModelChoiceField(Run.objects.all(), to_field_name="name", required=False, empty_label="none")
-    qrels = forms.ModelChoiceField(
+    baseline = named(Run.objects.all(), required=False, empty_label="none")
+    qrels = named(
         Qrels.objects.all(),
-        to_field_name="name",
         required=False,
         empty_label="none (bias metrics only)",
         label="Relevance judgments",

@@ -29,19 +29,18 @@ from pooling.models import Collection, Pool, QuerySet, Run, WordList
 from .. import services
 from ..models import Report
 from ..services.planning import DEFAULT_ALPHA, DEFAULT_AUDIT_SECONDS, DEFAULT_CUTOFF, DEFAULT_POWER
-from . import clean_options, option_field
+from . import clean_options, named, option_field
 
 
 class LabelSensitivityForm(forms.Form):
     """What the label-sensitivity page (POST) and API (GET parameters) take to ask for it: a batch and runs by name
     (the API's ``runs`` may be one comma-separated value: :meth:`from_query`)."""
 
-    batch = forms.ModelChoiceField(
+    batch = named(
         annotation_selectors.batches().order_by("name"),
-        to_field_name="name",
+        "no batch named %(value)s",
         empty_label="choose a batch",
         help_text="The annotation batch whose labels are varied.",
-        error_messages={"invalid_choice": "no batch named %(value)s"},
     )
     runs = forms.ModelMultipleChoiceField(
         Run.objects.all(),
@@ -57,9 +56,7 @@ class LabelSensitivityForm(forms.Form):
         max_value=1,
         help_text="'confident': least label confidence.",
     )
-    background = forms.ModelChoiceField(
-        Run.objects.all(), to_field_name="name", required=False, empty_label="the collection", label="NFaiRR background"
-    )
+    background = named(Run.objects.all(), required=False, empty_label="the collection", label="NFaiRR background")
     bootstrap = CountField(initial=DEFAULT_SAMPLES, required=False, min_value=1, max_value=2000)
     ties = option_field(TIES_OPTION)
 
@@ -103,12 +100,8 @@ class LabelSensitivityForm(forms.Form):
 class CrboForm(forms.Form):
     """CRBO of a run against the same ranker's run on the counterfactual collection."""
 
-    run = forms.ModelChoiceField(
-        Run.objects.all(), to_field_name="name", help_text="The ranker's run on the collection."
-    )
-    counterfactual_run = forms.ModelChoiceField(
-        Run.objects.all(), to_field_name="name", help_text="The same ranker's run on the counterfactual collection."
-    )
+    run = named(Run.objects.all(), help_text="The ranker's run on the collection.")
+    counterfactual_run = named(Run.objects.all(), help_text="The same ranker's run on the counterfactual collection.")
     depth = CountField(min_value=1, max_value=10000, initial=CRBO_DEPTH, help_text="Ranks compared.")
     p = DecimalNumberField(min_value=0.0, max_value=1.0, initial=CRBO_P, help_text="RBO persistence, in (0, 1).")
     ties = option_field(TIES_OPTION)
@@ -132,7 +125,7 @@ class CrboForm(forms.Form):
 class PreferenceForm(forms.Form):
     """Paired-variant preference of a run over male, female and neutral document versions."""
 
-    run = forms.ModelChoiceField(Run.objects.all(), to_field_name="name")
+    run = named(Run.objects.all())
     separator = forms.CharField(max_length=5, initial="-", strip=False, help_text="Before the version suffix.")
     versions = forms.CharField(initial=",".join(VARIANT_VERSIONS), help_text="Comma-separated version suffixes.")
 
@@ -159,12 +152,11 @@ class PreferenceForm(forms.Form):
 class CounterfactualForm(forms.Form):
     """A counterfactual collection: every gendered word and first name swapped, registered under a new name."""
 
-    collection = forms.ModelChoiceField(Collection.objects.all(), to_field_name="name")
+    collection = named(Collection.objects.all())
     name = forms.SlugField(max_length=100, help_text="Name of the counterfactual collection (e.g. msmarco-cf).")
-    wordlist = forms.ModelChoiceField(
+    wordlist = named(
         WordList.objects.order_by("name"),
         required=False,
-        to_field_name="name",
         empty_label="built-in representative list",
         help_text="Whose first names are swapped.",
     )
@@ -186,46 +178,29 @@ class CounterfactualForm(forms.Form):
 class PlanForm(forms.Form):
     """A study plan's inputs (defaults as ``manage.py plan_study``'s)."""
 
-    report = forms.ModelChoiceField(
+    report = named(
         Report.objects.all(),
-        to_field_name="name",
+        "no report named %(value)s",
         required=False,
         empty_label="the newest on the query set",
         label="Pilot report",
-        error_messages={"invalid_choice": "no report named %(value)s"},
     )
-    queries = forms.ModelChoiceField(
+    queries = named(
         QuerySet.objects.all(),
-        to_field_name="name",
+        "no query set named %(value)s",
         required=False,
         label="Pilot query set",
         help_text="Without a report: its newest report holding both runs, else values computed now.",
-        error_messages={"invalid_choice": "no query set named %(value)s"},
     )
-    run_a = forms.ModelChoiceField(
-        Run.objects.all(),
-        to_field_name="name",
-        label="Run A",
-        error_messages={"invalid_choice": "unknown run: %(value)s"},
-    )
-    run_b = forms.ModelChoiceField(
-        Run.objects.all(),
-        to_field_name="name",
-        label="Run B",
-        error_messages={"invalid_choice": "unknown run: %(value)s"},
-    )
+    run_a = named(Run.objects.all(), "unknown run: %(value)s", label="Run A")
+    run_b = named(Run.objects.all(), "unknown run: %(value)s", label="Run B")
     metric = forms.ChoiceField(choices=[(m, m) for m in METRICS], initial="ARaB")
     variant = forms.CharField(required=False, help_text="Default: the paper's (tf, rbdf).")
     cutoff = CountField(min_value=1, max_value=MAX_CUTOFF, initial=DEFAULT_CUTOFF, required=False)
     delta = DecimalNumberField(label="Δ", help_text="The difference A − B to detect.")
     power = DecimalNumberField(min_value=0.5, max_value=0.99, initial=DEFAULT_POWER, required=False)
     alpha = DecimalNumberField(min_value=0.001, max_value=0.5, initial=DEFAULT_ALPHA, required=False, label="α")
-    pool = forms.ModelChoiceField(
-        Pool.objects.all(),
-        to_field_name="name",
-        required=False,
-        error_messages={"invalid_choice": "no pool named %(value)s"},
-    )
+    pool = named(Pool.objects.all(), "no pool named %(value)s", required=False)
     # A page or API request simulates at most DEFAULT_DRAWS studies (the command: up to 20,000).
     draws = CountField(min_value=100, max_value=DEFAULT_DRAWS, initial=DEFAULT_DRAWS, required=False)
     reward = MoneyField(name="reward", minimum="0.01", required=False)
