@@ -10,28 +10,36 @@ from core.models import GroupScopedManager
 from genderbias.labels import LABEL_CHOICES
 
 
-class Escalation(BatchPart):
-    """Extra assignments requested for a HIT with disputed queries, committed before the provider is asked
-    (with a deterministic request token): an interrupted escalation is finished, not repeated."""
+class HitRequest(BatchPart):
+    """More answers to a HIT asked of the provider, committed before it is asked: ``unique_token`` (the
+    HIT's, then ``token_suffix`` and the row's id) makes an interrupted request finished, not repeated."""
+
+    cost = models.DecimalField(max_digits=10, decimal_places=2)
+    applied = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+    token_suffix = ""
+
+    class Meta:
+        abstract = True
+        ordering = ["batch", "created", "pk"]
+
+    @property
+    def unique_token(self) -> str:
+        return f"{self.hit.unique_token[:40]}-{self.token_suffix}{self.pk}"
+
+
+class Escalation(HitRequest):
+    """Extra assignments requested for a HIT with disputed queries."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="escalations")
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="escalations")
     added = models.PositiveSmallIntegerField()
     assignments_before = models.PositiveSmallIntegerField()
     disputed = models.JSONField(default=list, help_text="qids that were disputed")
-    cost = models.DecimalField(max_digits=10, decimal_places=2)
-    applied = models.BooleanField(default=False)
-    created = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["batch", "created", "pk"]
+    token_suffix = "esc"
 
     def __str__(self) -> str:
         return f"{self.hit}: +{self.added}"
-
-    @property
-    def unique_token(self) -> str:
-        return f"{self.hit.unique_token[:40]}-esc{self.pk}"
 
 
 class TrainingQuery(FormPosition, BatchPart):
@@ -74,27 +82,18 @@ class Qualification(BatchPart):
         return f"{self.worker} on {self.batch.name}: {self.correct}/{self.total}"
 
 
-class Reoffer(BatchPart):
-    """A rejected assignment's place offered again (:mod:`annotation.quality.services.reoffers`), committed
-    before the provider is asked, one per assignment. Also the place of a calibration sample's answer
-    the echo check holds out of the reference, on any platform: the HIT wants one answer more."""
+class Reoffer(HitRequest):
+    """A rejected assignment's place offered again (:mod:`annotation.quality.services.reoffers`), one per
+    assignment. Also the place of a calibration sample's answer the echo check holds out of the
+    reference, on any platform: the HIT wants one answer more."""
 
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="reoffers")
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="reoffers")
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="reoffer")
-    cost = models.DecimalField(max_digits=10, decimal_places=2)
-    applied = models.BooleanField(default=False)
-    created = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["batch", "created", "pk"]
+    token_suffix = "re"
 
     def __str__(self) -> str:
         return f"{self.hit}: place of {self.assignment.provider_assignment_id} offered again"
-
-    @property
-    def unique_token(self) -> str:
-        return f"{self.hit.unique_token[:40]}-re{self.pk}"
 
 
 class WorkerFlag(BatchPart):
