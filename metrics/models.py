@@ -36,6 +36,13 @@ def _option_field(option: ReportOption, max_length: int = 20) -> models.CharFiel
     )
 
 
+def _optional(to: type[models.Model] | str, help_text: str, related_name: str = "+") -> models.ForeignKey:
+    """An optional reference of a report, whose row may not be deleted while a report names it."""
+    return models.ForeignKey(
+        to, on_delete=models.PROTECT, null=True, blank=True, related_name=related_name, help_text=help_text
+    )
+
+
 class Report(GroupOwned):
     name = models.SlugField(max_length=100, unique=True)
     query_set = models.ForeignKey(QuerySet, on_delete=models.PROTECT, related_name="reports")
@@ -50,14 +57,7 @@ class Report(GroupOwned):
     tokenizer = models.CharField(max_length=20, choices=TOKENIZER_OPTION.choices, help_text=TOKENIZER_OPTION.help)
     cutoffs = models.JSONField(help_text="Sorted list of rank cutoffs.")
     threshold = models.FloatField(default=THRESHOLD_OPTION.default, help_text=THRESHOLD_OPTION.help)
-    background_run = models.ForeignKey(
-        Run,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="NFaiRR's background; empty means the whole collection.",
-    )
+    background_run = _optional(Run, "NFaiRR's background; empty means the whole collection.")
     # Each setting's choices, default and help are its declaration's (core.options).
     nfairr_normaliser = _option_field(NORMALISER_OPTION)
     awrf_weights = _option_field(AWRF_WEIGHTS_OPTION)
@@ -75,22 +75,8 @@ class Report(GroupOwned):
         help_text="Per run name, per cutoff: how many of its queries' top k hold a tied document "
         "(null: built before ties were counted).",
     )
-    baseline = models.ForeignKey(
-        Run,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="Run the others are tested against.",
-    )
-    qrels = models.ForeignKey(
-        Qrels,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="reports",
-        help_text="Relevance judgments of the effectiveness measures; empty: bias metrics only.",
-    )
+    baseline = _optional(Run, "Run the others are tested against.")
+    qrels = _optional(Qrels, "Relevance judgments of the effectiveness measures; empty: bias metrics only.", "reports")
     measures = models.JSONField(default=list, blank=True, help_text="Effectiveness measures (ir_measures names).")
     unjudged = models.JSONField(
         default=list,
@@ -117,13 +103,9 @@ class Report(GroupOwned):
         null=True, help_text="A collection by reference: how many texts the checksum covers."
     )
     per_query = models.CharField(max_length=1000, help_text="Parquet file of per-query values.")
-    label_batch = models.ForeignKey(
+    label_batch = _optional(
         "annotation.Batch",
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="A report on a batch's labels: the batch whose non-gendered queries are the query set; "
+        "A report on a batch's labels: the batch whose non-gendered queries are the query set; "
         "its intervals carry the labels' uncertainty (genderbias.crowd.label_uncertainty).",
     )
     labels_file = models.CharField(
