@@ -16,34 +16,17 @@ import importlib.util
 import sys
 from typing import Any
 
-#: Public name → the module defining it.
+#: Public name → the module defining it (each module's names space-separated).
 _PUBLIC = {
-    "calc_aggregate": "genderbias.api.calc",
-    "iter_calc": "genderbias.api.calc",
-    "per_query": "genderbias.api.calc",
-    "measures_for": "genderbias.api.calc",
-    "Figure": "genderbias.api.calc",
-    "Metric": "genderbias.api.calc",
-    "parse_measure": "genderbias.api.notation",
-    "MeasureError": "genderbias.api.notation",
-    "MEASURES": "genderbias.api.notation",
-    "RaB": "genderbias.api.notation",
-    "ARaB": "genderbias.api.notation",
-    "NFaiRR": "genderbias.api.notation",
-    "TExFAIR": "genderbias.api.notation",
-    "AWRF": "genderbias.api.notation",
-    "rKL": "genderbias.api.notation",
-    "rND": "genderbias.api.notation",
-    "rRD": "genderbias.api.notation",
-    "CRBO": "genderbias.api.notation",
-    "EE": "genderbias.api.notation",
-    "GFR": "genderbias.api.notation",
-    "load_run": "genderbias.api.inputs",
-    "load_texts": "genderbias.api.inputs",
-    "Texts": "genderbias.api.inputs",
-    "MissingTextsError": "genderbias.api.inputs",
-    "GenderWords": "genderbias.text.wordlists",
-    "load_wordlist": "genderbias.text.wordlists",
+    name: module
+    for module, names in {
+        "genderbias.api.calc": "calc_aggregate iter_calc per_query measures_for Figure Metric",
+        "genderbias.api.notation": "parse_measure MeasureError MEASURES "
+        "RaB ARaB NFaiRR TExFAIR AWRF rKL rND rRD CRBO EE GFR",
+        "genderbias.api.inputs": "load_run load_texts Texts MissingTextsError",
+        "genderbias.text.wordlists": "GenderWords load_wordlist",
+    }.items()
+    for name in names.split()
 }
 __all__ = sorted(_PUBLIC)
 
