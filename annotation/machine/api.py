@@ -114,19 +114,11 @@ class CalibrationSampleView(_BatchView):
         """Draw the blind sample as a batch of its own and publish it (unless ``publish`` is false). 409
         while the batch has a sample, unless ``extend``: a further draw that continues it."""
         batch = self.batch(name)
-        data = checked(CalibrationSampleRequestSerializer, body_object(request))
+        options = checked(CalibrationSampleRequestSerializer, body_object(request))  # named as the service's keywords
+        sample, publish = options.pop("sample"), options.pop("publish")
         with transaction.atomic():  # a publishing job that cannot start leaves no sample behind
-            child = create_calibration_sample(
-                batch,
-                data["sample"],
-                labeller=data.get("labeller"),
-                seed=data["seed"],
-                extend=data["extend"],
-                extendable=data["extendable"],
-                escalation_cap=data.get("escalation_cap"),
-                until=data["until"],
-            )
-            job = start_publish(child) if data["publish"] else None
+            child = create_calibration_sample(batch, sample, **options)
+            job = start_publish(child) if publish else None
         derivation = child.derivation
         answer = derivation | {
             "batch": child.name,
