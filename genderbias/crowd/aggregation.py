@@ -43,13 +43,11 @@ def validate_judgments(
     missing = [c for c in REQUIRED_COLUMNS if c not in judgments.columns]
     if missing:
         raise ValueError(f"judgments lack column(s): {', '.join(missing)}")
-    frame = judgments.loc[:, list(REQUIRED_COLUMNS)].copy()
+    frame = judgments.loc[:, list(REQUIRED_COLUMNS)]
     if frame.isna().to_numpy().any():
         bad = [c for c in REQUIRED_COLUMNS if frame[c].isna().any()]
         raise ValueError(f"judgments have missing values in column(s): {', '.join(bad)}")
-    frame["item"] = frame["item"].astype(str)
-    frame["worker"] = frame["worker"].astype(str)
-    frame["label"] = frame["label"].astype(str)
+    frame = frame.astype(str)
     unknown = sorted(set(frame["label"].unique()) - set(labels))
     if unknown:
         raise ValueError(
@@ -86,12 +84,11 @@ def count_validated(frame: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.D
     items, names = pd.factorize(frame["item"], sort=True)
     codes = pd.Categorical(frame["label"], categories=labels).codes.astype(np.int64)
     flat = np.bincount(items * len(labels) + codes, minlength=len(names) * len(labels))
-    counts = pd.DataFrame(
+    return pd.DataFrame(
         flat.reshape(len(names), len(labels)).astype(np.int64),
         index=pd.Index(names, name="item"),
         columns=pd.Index(labels, name=None),
     )
-    return counts
 
 
 def majority_vote(judgments: pd.DataFrame, labels: Sequence[str] = LABELS) -> pd.DataFrame:
