@@ -197,7 +197,7 @@ def croissant(
         "datePublished": published,
         "version": "1.0.0",
         "keywords": ["gender bias", "information retrieval", "query annotation", "crowdsourcing"],
-        # The method the labels follow; the dataset's own citation is the researcher's (see RESEARCHER_FIELDS).
+        # The method the labels follow; the dataset's own citation is the researcher's (see hub_card.RESEARCHER_FIELDS).
         "citation": citation.strip(),
         # Croissant 1.1's data use conditions: the source text's terms beside the license.
         "usageInfo": statements.source_terms(facts),

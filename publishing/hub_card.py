@@ -26,6 +26,8 @@ _DATA = tomllib.loads(Path(__file__).with_suffix(".toml").read_text(encoding="ut
 #: 1.2.0's enum, so left out of the file); ``hub_card.toml`` beside this module lists them.
 SPDX_LICENSES: dict[str, str | None] = {hub: spdx or None for hub, spdx in _DATA["spdx_licenses"].items()}
 HUB_LICENSES = tuple(SPDX_LICENSES)
+#: What no platform can know and the researcher writes before publishing: Croissant's RAI fields left empty, and why.
+RESEARCHER_FIELDS: dict[str, str] = _DATA["researcher_fields"]
 
 #: The Hub's size categories, by number of rows of the main configuration (upper bound, name): ``n<1K``,
 #: ``1K<n<10K`` … ``100B<n<1T`` (bounds 10³ to 10¹²); beyond the last bound: ``n>1T``.
@@ -320,7 +322,7 @@ def card(
         "information, use cases). The researcher fills in before publishing:",
         "",
     ]
-    lines += [f"- `{field}`: {why}" for field, why in statements.RESEARCHER_FIELDS.items()]
+    lines += [f"- `{field}`: {why}" for field, why in RESEARCHER_FIELDS.items()]
     lines += ["", "## License", ""]
     if terms:
         lines.append(

@@ -10,21 +10,6 @@ from typing import Any
 
 from genderbias.labels import LABEL_NAMES, LABELS
 
-#: What no platform can know and the researcher writes before publishing: Croissant's RAI
-#: fields left empty, and why (listed in the card and by the command).
-RESEARCHER_FIELDS: dict[str, str] = {
-    "rai:dataCollectionType": "how the source queries were collected (e.g. a search engine's log)",
-    "rai:dataCollectionTimeframe": "when the source queries were issued",
-    "rai:dataCollectionRawData": "where the raw source data is and on what terms",
-    "rai:dataCollectionMissingData": "what of the source was left out before pooling, if anything",
-    "rai:dataPreprocessingProtocol": "any cleaning of the query text before annotation",
-    "rai:dataSocialImpact": "the dataset's expected social impact",
-    "rai:dataReleaseMaintenancePlan": "who maintains the dataset and how errors are reported",
-    "citeAs": "the dataset's own citation (the card cites the method it follows)",
-    "creator": "the dataset's authors",
-    "url": "the dataset's address once uploaded",
-}
-
 
 def number(value: Any, digits: int = 3) -> str:
     if value is None:

@@ -29,7 +29,7 @@ from annotation.selectors import CITATION, study_facts
 from annotation.services import reading_answers
 from core.errors import ProviderError, ServiceError
 from genderbias.files.atomic import file_sha256, replace_folder
-from publishing import croissant, hub_card, statements, tables
+from publishing import croissant, hub_card, tables
 
 CROISSANT = "croissant.json"
 #: The dataset's citation (Citation File Format) and Zenodo deposit metadata, beside the card.
@@ -58,7 +58,7 @@ class Publication:
     license: str
     #: Files of the folder this publication left in place (only with ``force``: the others' files).
     kept: list[str] = field(default_factory=list)
-    researcher_fields: dict[str, str] = field(default_factory=lambda: dict(statements.RESEARCHER_FIELDS))
+    researcher_fields: dict[str, str] = field(default_factory=lambda: dict(hub_card.RESEARCHER_FIELDS))
 
 
 def _write_folder(

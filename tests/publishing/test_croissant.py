@@ -8,8 +8,8 @@ import pytest
 from annotation.exports.selectors import study_facts
 from genderbias.files.atomic import file_sha256
 from publishing.croissant import CONFORMS_TO, CONTEXT
+from publishing.hub_card import RESEARCHER_FIELDS
 from publishing.services.dataset import publish_dataset
-from publishing.statements import RESEARCHER_FIELDS
 from publishing.tables import CONFIGS
 from tests.publishing.test_dataset_folder import _kept_annotated, annotated  # noqa: F401 (fixture)
 
