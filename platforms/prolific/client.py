@@ -141,17 +141,9 @@ class Prolific:
     # -- transport --------------------------------------------------------------------
     def transport(self) -> JsonClient:
         """The shared client (:class:`core.http.JsonClient`) with this client's settings as they are now."""
+        settings = ("timeout", "deadline", "max_attempts", "base_delay", "max_delay", "max_bytes", "sleep", "pace")
         return JsonClient(
-            self.base_url,
-            {"Authorization": f"Token {self.token}"},
-            timeout=self.timeout,
-            deadline=self.deadline,
-            max_attempts=self.max_attempts,
-            base_delay=self.base_delay,
-            max_delay=self.max_delay,
-            max_bytes=self.max_bytes,
-            sleep=self.sleep,
-            pace=self.pace,
+            self.base_url, {"Authorization": f"Token {self.token}"}, **{name: getattr(self, name) for name in settings}
         )
 
     def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
