@@ -2,7 +2,7 @@
 on everything, annotators reach only their own assignments and judgments; workers appear by pseudonym."""
 
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
-from rest_framework import permissions, status, viewsets
+from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -40,15 +40,15 @@ from annotation.quality.selectors import worker_quality
 from annotation.quality.services import adjudication as adjudication_services
 from annotation.quality.services.background import start_escalate
 from annotation.quality.services.escalation import plan_escalation
+from annotation.results.export_formats import DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS
 from annotation.results.selectors import agreement as agreement_selectors
 from annotation.results.selectors import state as state_selectors
 from annotation.results.selectors.labels import query_results
-from annotation.results.serializers import ExportRequestSerializer
 from annotation.results.views import export_file_response
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
 from core.errors import StateError
 from core.serializers import JobSerializer
-from genderbias.labels import LABELS
+from genderbias.labels import EXPORT_CATEGORIES, LABELS
 
 #: Filters of the per-query rows: ``?q=`` (qid or text) and ``?label=`` (a label, or ``none``: set aside).
 QUERY_FILTERS = [
@@ -107,6 +107,13 @@ def _refuse_command_line_option(key: str, value) -> None:
         raise ValidationError({key: [str(exc)]}) from None
     if given is not None and given != option.default:
         raise ValidationError({key: [f"{option.field}: {option.why}; create_batch takes another ({option.cli})"]})
+
+
+#: The API's export request: a category of labelled queries in one of the export formats.
+class ExportRequestSerializer(serializers.Serializer):
+    category = serializers.ChoiceField(choices=list(EXPORT_CATEGORIES))
+    format = serializers.ChoiceField(choices=list(EXPORT_FORMATS), default=DEFAULT_EXPORT_FORMAT)
+    as_query_set = serializers.SlugField(required=False, allow_blank=True)
 
 
 class BatchViewSet(StagedUploadsMixin, viewsets.ReadOnlyModelViewSet):

@@ -3,6 +3,7 @@ The batch list doubles as the annotators' home."""
 
 from __future__ import annotations
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -35,7 +36,7 @@ from annotation.quality.services.adjudication import adjudicate
 from annotation.quality.services.background import start_escalate
 from annotation.quality.services.budget import extra_spent
 from annotation.quality.services.escalation import plan_escalation
-from annotation.results.forms import ExportForm
+from annotation.results.export_formats import EXPORT_FORMATS
 from annotation.results.selectors.agreement import SetAsidePages, agreement, agreement_summary, set_aside_rows
 from annotation.results.selectors.labels import BatchAnswers, cached_for_answers, query_results
 from annotation.results.selectors.state import batch_state
@@ -46,7 +47,7 @@ from core.services.uploads import staged_uploads
 from core.web import paging
 from core.web.paging import TablePage, table_page
 from core.web.permissions import researcher_required
-from genderbias.labels import LABEL_NAMES, LABELS
+from genderbias.labels import EXPORT_CATEGORIES, LABEL_NAMES, LABELS
 from genderbias.ranking.defaults import LEVEL_PERCENT
 
 
@@ -244,6 +245,16 @@ def batch_escalate(request: HttpRequest, name: str) -> HttpResponse:
     if not form.is_bound:
         form = EscalateForm(initial={"max_assignments": cap, "until": until})
     return render(request, "annotation/batch_escalate.html", {"batch": batch, "plan": plan, "form": form})
+
+
+class ExportForm(forms.Form):
+    """The batch page's export request: a category of labelled queries in one of the export formats."""
+
+    category = forms.ChoiceField(choices=[(c, c) for c in EXPORT_CATEGORIES], initial="non-gendered")
+    format = forms.ChoiceField(choices=[(f.name, f.description) for f in EXPORT_FORMATS.values()])
+    as_query_set = forms.SlugField(
+        required=False, label="Also register as query set", help_text="e.g. to measure the runs' bias on it"
+    )
 
 
 @researcher_required

@@ -187,10 +187,10 @@ def test_dataset_card_omits_sections_without_facts():
 
 def test_export_vocabulary_is_the_one_the_model_form_api_and_command_use():
     """Formats and categories are declared once (export_formats, labels); every shell offers exactly those."""
+    from annotation.batches.api import ExportRequestSerializer
+    from annotation.batches.views import ExportForm
     from annotation.models import Export
     from annotation.results.export_formats import EXPORT_FORMATS, format_for_path
-    from annotation.results.forms import ExportForm
-    from annotation.results.serializers import ExportRequestSerializer
     from genderbias.labels import EXPORT_CATEGORIES
 
     assert set(Export.Format.values) == set(EXPORT_FORMATS)
