@@ -11,6 +11,8 @@ from metrics.services import CostSettings, plan_study
 from metrics.services.planning import DEFAULT_ALPHA, DEFAULT_AUDIT_SECONDS, DEFAULT_POWER
 
 PROVIDER_NAMES = {"local": "in-house", "mturk": "MTurk", "prolific": "Prolific"}
+#: The options passed to :func:`metrics.services.plan_study` under their own names.
+_SAME_NAMED = ("cutoff", "variant", "report", "pool", "alpha", "draws", "seed", "audit_width", "audit_seconds")
 
 
 def _money(text: str) -> Decimal:
@@ -90,20 +92,12 @@ class Command(ProjectCommand):
                 runs[1],
                 o["metric"],
                 o["delta"],
-                cutoff=o["cutoff"],
-                variant=o["variant"],
                 query_set=o["queries"],
-                report=o["report"],
-                pool=o["pool"],
                 power_target=o["power"],
-                alpha=o["alpha"],
-                draws=o["draws"],
-                seed=o["seed"],
                 cost_settings=CostSettings(o["reward"], o["assignments"], o["queries_per_hit"]),
-                audit_width=o["audit_width"],
-                audit_seconds=o["audit_seconds"],
                 on_step=step,
                 bar=not o["json"],
+                **{key: o[key] for key in _SAME_NAMED},
             )
         if o["json"]:
             self.stdout.write(json.dumps(plan, indent=2))
