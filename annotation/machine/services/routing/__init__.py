@@ -18,19 +18,7 @@ from annotation.machine.services.routing.plan import (
 )
 
 __all__ = [
-    "DEFAULT_RISK",
-    "ESTIMATE",
-    "GUARANTEE",
-    "audit_routing",
-    "check_routing",
-    "guarantee_text",
-    "parse_cascade",
-    "plan_routing",
-    "plan_summary",
-    "reference_state",
-    "refuse_while_waiting",
-    "route_and_publish",
-    "route_batch",
-    "routing_request",
-    "size_sample",
-]
+    "DEFAULT_RISK", "ESTIMATE", "GUARANTEE", "audit_routing", "check_routing", "guarantee_text", "parse_cascade",
+    "plan_routing", "plan_summary", "reference_state", "refuse_while_waiting", "route_and_publish", "route_batch",
+    "routing_request", "size_sample",
+]  # fmt: skip
