@@ -8,6 +8,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from annotation.batches.views import export_file_response
 from annotation.crowd.forms import BatchForm
 from annotation.crowd.providers.base import all_batch_options, provider_option
 from annotation.crowd.providers.options import OptionError
@@ -44,7 +45,6 @@ from annotation.results.export_formats import DEFAULT_EXPORT_FORMAT, EXPORT_FORM
 from annotation.results.selectors import agreement as agreement_selectors
 from annotation.results.selectors import state as state_selectors
 from annotation.results.selectors.labels import query_results
-from annotation.results.views import export_file_response
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
 from core.errors import StateError
 from core.serializers import JobSerializer

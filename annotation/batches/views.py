@@ -40,7 +40,6 @@ from annotation.results.export_formats import EXPORT_FORMATS
 from annotation.results.selectors.agreement import SetAsidePages, agreement, agreement_summary, set_aside_rows
 from annotation.results.selectors.labels import BatchAnswers, cached_for_answers, query_results
 from annotation.results.selectors.state import batch_state
-from annotation.results.views import export_file_response
 from core.errors import ServiceError
 from core.natural import natural_key, natural_sorted
 from core.services.uploads import staged_uploads
@@ -274,6 +273,22 @@ def batch_export(request: HttpRequest, name: str) -> HttpResponse:
         return redirect("annotation:batch-detail", name=batch.name)
     messages.success(request, f"Exported {export.queries} {export.category} queries.")
     return redirect("annotation:export-download", pk=export.pk, part="file")
+
+
+def export_file_response(export: Export, part: str) -> FileResponse:
+    """The export's file or its dataset card (pages and API), named by batch, category and format (never the
+    server's path) and streamed as an attachment, so a large export never sits in memory."""
+    if part == "card":
+        path, filename = export.card_path, f"{export.batch.name}-{export.category}.{export.format}.md"
+        content_type = "text/markdown; charset=utf-8"
+    else:
+        path, filename = export.path, f"{export.batch.name}-{export.category}.{export.format}"
+        content_type = EXPORT_FORMATS[export.format].content_type + "; charset=utf-8"
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (FileResponse closes it)
+    except FileNotFoundError:
+        raise Http404("the exported file is gone from the server; export again") from None
+    return FileResponse(handle, as_attachment=True, filename=filename, content_type=content_type)
 
 
 @researcher_required
