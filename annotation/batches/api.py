@@ -39,8 +39,7 @@ from annotation.exports.services import export_for_download
 from annotation.models import Assignment, Batch, Export, Hit, Judgment
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services import adjudication as adjudication_services
-from annotation.quality.services.background import start_escalate
-from annotation.quality.services.escalation import plan_escalation
+from annotation.quality.services.escalation import plan_escalation, start_escalate
 from annotation.results.export_formats import DEFAULT_EXPORT_FORMAT, EXPORT_FORMATS
 from annotation.results.selectors import agreement as agreement_selectors
 from annotation.results.selectors import state as state_selectors

@@ -33,9 +33,8 @@ from annotation.models import Assignment, Batch, Export, Hit, Worker
 from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.quality.selectors import worker_quality
 from annotation.quality.services.adjudication import adjudicate
-from annotation.quality.services.background import start_escalate
 from annotation.quality.services.budget import extra_spent
-from annotation.quality.services.escalation import plan_escalation
+from annotation.quality.services.escalation import plan_escalation, start_escalate
 from annotation.results.export_formats import EXPORT_FORMATS
 from annotation.results.selectors.agreement import SetAsidePages, agreement, agreement_summary, set_aside_rows
 from annotation.results.selectors.labels import BatchAnswers, cached_for_answers, query_results

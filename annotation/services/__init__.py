@@ -12,7 +12,7 @@ from annotation.machine.services import background as machine_jobs  # noqa: F401
 from annotation.machine.services.calibration import create_calibration_sample, follow_reference
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.machine.services.routing import audit_routing, plan_routing, route_batch
-from annotation.quality.services import background as quality_jobs  # noqa: F401  (escalating)
+from annotation.quality.services import escalation as quality_jobs  # noqa: F401  (escalating)
 
 __all__ = [
     "BatchSettings", "audit_routing", "create_batch", "create_calibration_sample", "estimate_cost", "follow_reference",

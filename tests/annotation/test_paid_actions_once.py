@@ -19,7 +19,7 @@ from annotation.crowd.services.background import start_publish, start_sync
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.prelabels import prelabel_batch
 from annotation.models import Batch
-from annotation.quality.services.background import start_escalate
+from annotation.quality.services.escalation import start_escalate
 from core.errors import StateError
 from core.models import Job
 from pooling.models import QuerySet

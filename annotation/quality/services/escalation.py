@@ -20,6 +20,7 @@ from annotation.crowd.costs import Cost
 from annotation.crowd.providers import CrowdProvider, get_provider
 from annotation.crowd.providers.base import provider_class
 from annotation.crowd.selectors import place_takers
+from annotation.crowd.services.background import _batch_url, _require_status
 from annotation.crowd.services.locking import one_per_batch
 from annotation.crowd.services.statuses import settle_hit_statuses
 from annotation.models import Assignment, Batch, Escalation, Hit
@@ -27,6 +28,9 @@ from annotation.models.crowd import DEFAULT_MAX_ASSIGNMENTS
 from annotation.quality.services.budget import affordable, budget_left, extra_cost
 from annotation.results.selectors.labels import BatchAnswers
 from core.errors import ServiceError
+from core.jobs import background_job
+from core.models import Job
+from core.services.once import start_once
 from genderbias.numbers import NumberError, parse_decimal
 
 UNTIL_CHOICES = "majority or posterior:P (0.5 < P < 1)"
@@ -201,3 +205,25 @@ def set_auto_escalation(batch: Batch, until: str | None, *, max_assignments: int
     Batch.objects.filter(pk=batch.pk).update(**fields)
     for name, value in fields.items():
         setattr(batch, name, value)
+
+
+# -- as a background job (``annotation.escalate``): a redelivery after a crash finishes the work instead of
+# repeating it. The kind and task name are stored in ``Job`` rows: they never change.
+@background_job("annotation.escalate", task="annotation.tasks.escalate_batch_task")
+def escalate_job(
+    job: Job, batch_id: int, max_assignments: int, confirmed_hits: list[int] | None = None, until: str = "majority"
+) -> int:
+    batch = Batch.objects.get(pk=batch_id)
+    added = len(escalate_batch(batch, max_assignments, confirmed_hits=confirmed_hits, until=until))
+    job.result = {"batch": batch.name, "extra_assignments": added, "url": _batch_url(batch)}
+    job.message = f"Added {added} assignment(s)"
+    return added
+
+
+def start_escalate(
+    batch: Batch, *, max_assignments: int, confirmed_hits: list[int] | None = None, until: str = "majority"
+) -> Job:
+    _require_status(batch, Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
+    busy = f"batch {batch.name!r} is being escalated already"
+    args = (batch.pk, max_assignments, confirmed_hits, until)
+    return start_once(escalate_job, batch, f"Escalate {batch.name}", *args, busy=busy)
