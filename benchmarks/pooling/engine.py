@@ -118,8 +118,7 @@ def engine_pool_phases(work: Path, cutoff: int, depth: int) -> dict[str, dict[st
     step("import numpy")
     from django.db import transaction
 
-    from genderbias.ranking.pool import pool_queries, rank_bias_by_run
-    from genderbias.text import magnitudes
+    from genderbias.ranking.pool import pool_queries, rank_bias_with_ties
     from genderbias.text.wordlists import default_wordlist
     from pooling.models import QuerySet, Run
     from pooling.selectors import top_rankings
@@ -132,18 +131,18 @@ def engine_pool_phases(work: Path, cutoff: int, depth: int) -> dict[str, dict[st
     words = default_wordlist()
     texts = dict(query_set.queries.values_list("qid", "text"))
     step("rows and word list read")
-    frames = top_rankings(runs, pl.Series("qid", list(texts), dtype=pl.String), cutoff, "q")
+    frames = top_rankings(runs, pl.Series("qid", list(texts), dtype=pl.String), cutoff, "q", through_ties=True)
     step("top rankings of the runs")
     docids = pl.concat([f["docid"] for f in frames.values()])
     counts = document_counts_for(runs[0].collection, docids, words, "whitespace", lengths=False, bar=False)
     step("counts read (import_run counted them ahead)")
-    rank_bias = rank_bias_by_run(frames, magnitudes.magnitudes_frame(counts, "tf"), cutoff)
+    settings = pools.PoolSettings(cutoff, depth, "tf", "whitespace")
+    rank_bias, ranges = rank_bias_with_ties(frames, counts, cutoff, "tf", settings.ties)
     step("RaB of every query and run")
     result = pool_queries(rank_bias, depth)
     step("lists and their union")
     with transaction.atomic():
-        settings = pools.PoolSettings(cutoff, depth, "tf", "whitespace")
-        pools._store_pool(f"phases{time.time_ns()}", query_set, runs, settings, words, texts, rank_bias, result)
+        pools._store_pool(f"phases{time.time_ns()}", query_set, runs, settings, words, texts, rank_bias, result, ranges)
         step("pool stored (query set, provenance rows)")
         transaction.set_rollback(True)
     return phases

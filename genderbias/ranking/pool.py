@@ -19,7 +19,7 @@ from genderbias.ranking.ranked_counts import ranked_counts
 from genderbias.ranking.ties import RANGE_TOLERANCE
 
 __all__ = [
-    "PoolResult", "pool_provenance", "pool_queries", "rank_bias_by_run", "rank_bias_with_ties", "selection_summary",
+    "PoolResult", "pool_provenance", "pool_queries", "rank_bias_with_ties", "selection_summary",
     "sort_qids",
 ]  # fmt: skip
 
@@ -95,20 +95,6 @@ def pool_queries(rank_bias_by_run: Mapping[str, Mapping[str, float]], depth: int
             )
     selections = pl.concat(parts)
     return PoolResult(selections, sort_qids(selections["qid"].unique(maintain_order=True)))
-
-
-def rank_bias_by_run(
-    frames: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoff: int
-) -> dict[str, dict[str, float]]:
-    """run → qid → RaB@``cutoff`` from each run's ``qid, docid, rank`` and the passages' ``magnitudes``
-    (:func:`genderbias.text.magnitudes.magnitudes_frame`): the input of :func:`pool_queries`."""
-    from genderbias.ranking.rank_bias import rank_bias_columns_by_run
-
-    column = f"RaB@{cutoff}"
-    return {
-        run: dict(zip(qids, columns[column].tolist(), strict=True))
-        for run, (qids, columns) in rank_bias_columns_by_run(frames, magnitudes, [cutoff]).items()
-    }
 
 
 def pool_provenance(

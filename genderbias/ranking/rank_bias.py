@@ -11,74 +11,15 @@ cumulative sums: no Python loop per query.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
 
-from genderbias.ranking.ranked_counts import RankedCounts, rank_matrices, tie_view, with_ties
+from genderbias.ranking.ranked_counts import RankedCounts, tie_view, with_ties
 from genderbias.text.magnitudes import magnitude
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-__all__ = ["rank_bias_columns", "rank_bias_columns_by_run", "rank_bias_of", "rank_bias_ranges", "rank_bias_table"]
-
-
-def rank_bias_columns(
-    run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]
-) -> tuple[list[str], dict[str, np.ndarray]]:
-    """``(qids, columns)``: RaB@t and ARaB@t per cutoff and ``n`` for every query of ``run``, from ``magnitudes``
-    (``docid, f, m`` of one magnitude variant)."""
-    depth = _depth(cutoffs)
-    qids, matrices, n = rank_matrices(run, _differences(magnitudes), depth)
-    return qids, rank_bias_of(matrices["value"], n, cutoffs)
-
-
-def rank_bias_columns_by_run(
-    runs: Mapping[str, pl.DataFrame], magnitudes: pl.DataFrame, cutoffs: Sequence[int]
-) -> dict[str, tuple[list[str], dict[str, np.ndarray]]]:
-    """:func:`rank_bias_columns` of every run (name → ``(qids, columns)``), joined to the magnitudes at once."""
-    depth = _depth(cutoffs)
-    if not runs:
-        return {}
-    tops = pl.concat(
-        run.select("qid", "docid", "rank", pl.lit(i, dtype=pl.UInt32).alias("run")).filter(pl.col("rank") <= depth)
-        for i, run in enumerate(runs.values())
-    )
-    joined = tops.join(_differences(magnitudes), on="docid", how="left", maintain_order="left")
-    union = joined["qid"].unique(maintain_order=True)
-    joined = joined.join(union.to_frame().with_row_index("code"), on="qid", how="left", maintain_order="left")
-    union_qids = union.to_list()
-    codes = joined["code"].to_numpy().astype(np.int64)
-    cols = joined["rank"].to_numpy().astype(np.int64) - 1
-    data = joined["value"].fill_null(0).cast(pl.Float64).to_numpy()
-    bounds = np.searchsorted(joined["run"].to_numpy(), np.arange(len(runs) + 1))  # runs are in order
-    row_of = np.empty(len(union_qids), dtype=np.int64)
-    result = {}
-    for i, name in enumerate(runs):
-        part = slice(bounds[i], bounds[i + 1])
-        found, first = np.unique(codes[part], return_index=True)
-        present = found[np.argsort(first)]  # the run's queries in order of first appearance
-        row_of[present] = np.arange(len(present))
-        rows = row_of[codes[part]]
-        matrix = np.zeros((len(present), depth), dtype=np.float64)
-        matrix[rows, cols[part]] = data[part]
-        n = np.bincount(rows, minlength=len(present))
-        result[name] = ([union_qids[code] for code in present.tolist()], rank_bias_of(matrix, n, cutoffs))
-    return result
-
-
-def _depth(cutoffs: Sequence[int]) -> int:
-    if not cutoffs or min(cutoffs) < 1:
-        raise ValueError("cutoffs must be positive integers")
-    return max(cutoffs)
-
-
-def _differences(magnitudes: pl.DataFrame) -> pl.DataFrame:
-    """``docid, value``: each passage's ``m − f``, the value RaB averages."""
-    return magnitudes.select("docid", (pl.col("m") - pl.col("f")).cast(pl.Float64).alias("value"))
+__all__ = ["rank_bias_of", "rank_bias_ranges"]
 
 
 def rank_bias_of(matrix: np.ndarray, n: np.ndarray, cutoffs: Sequence[int]) -> dict[str, np.ndarray]:
@@ -116,14 +57,6 @@ def rank_bias_ranges(
     lowest, highest = rank_bias_of(low, tied.n, cutoffs), rank_bias_of(high, tied.n, cutoffs)
     linear = {name: (lowest[name], highest[name]) for name in columns if name != "n"}
     return with_ties(columns, tied, cutoffs, linear)
-
-
-def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: Sequence[int]) -> pd.DataFrame:
-    """:func:`rank_bias_columns` as a pandas frame indexed by ``qid`` (for the metrics' tables)."""
-    import pandas as pd
-
-    qids, columns = rank_bias_columns(run, magnitudes, cutoffs)
-    return pd.DataFrame(columns, index=pd.Index(qids, name="qid"))
 
 
 def _per_rank_differences(ranked: RankedCounts, variant: str) -> np.ndarray:

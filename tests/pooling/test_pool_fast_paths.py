@@ -1,7 +1,6 @@
 """The pool's fast paths give exactly what the paths they replace give.
 
-RaB of all runs with one join (``rank_bias_columns_by_run``) against ``rank_bias_columns``
-run by run, bit for bit and in the same query order; the command's summary read from the
+The command's summary read from the
 selected entries only (``pool_summary``) against ``summarise_pool`` of the whole table; the
 cycle collector paused around a pool and given back as it was.
 """
@@ -9,60 +8,14 @@ cycle collector paused around a pool and given back as it was.
 import gc
 import random
 
-import numpy as np
 import polars as pl
 import pytest
 from django.core.management import call_command
 
-from genderbias.ranking.rank_bias import rank_bias_columns, rank_bias_columns_by_run
 from genderbias.text.tokenize import tokenizer_key
 from pooling import selectors
 from pooling.models import Pool
 from pooling.services.common import collector_paused
-
-
-def _run(rng: random.Random, qids: list[str], docids: list[str], depth: int) -> pl.DataFrame:
-    """Rankings ``qid, docid, rank`` in a shuffled query order, each query 1..depth documents deep."""
-    rows = []
-    for qid in rng.sample(qids, k=len(qids) - 2):  # some queries missing from each run
-        for rank, docid in enumerate(rng.sample(docids, k=rng.randint(1, depth)), start=1):
-            rows.append((qid, docid, rank))
-    rng.shuffle(rows)  # rows of a query need not be together
-    return pl.DataFrame(rows, schema={"qid": pl.String, "docid": pl.String, "rank": pl.Int64}, orient="row")
-
-
-def test_rank_bias_of_all_runs_at_once_equals_run_by_run_bit_for_bit():
-    rng = random.Random(3)
-    # "1" and "01" (and "1.0") share a numeric sort key: the query order must not change either
-    qids = ["1", "01", "1.0", "2", "10", "x", "ü", *(str(i) for i in range(20, 60))]
-    docids = [f"d{i}" for i in range(300)]
-    magnitudes = pl.DataFrame(
-        {
-            "docid": docids[:250],  # the last 50 passages have no counts: value 0
-            "f": [np.log(1.0 + rng.randint(0, 4)) for _ in range(250)],
-            "m": [np.log(1.0 + rng.randint(0, 4)) for _ in range(250)],
-        }
-    )
-    runs = {name: _run(rng, qids, docids, 14) for name in ["b", "a", "c"]}
-    cutoffs = [1, 5, 10, 20]
-    together = rank_bias_columns_by_run(runs, magnitudes, cutoffs)
-    assert list(together) == ["b", "a", "c"]
-    for name, run in runs.items():
-        qids_alone, alone = rank_bias_columns(run, magnitudes, cutoffs)
-        qids_together, columns = together[name]
-        assert qids_together == qids_alone
-        assert alone.keys() == columns.keys()
-        for column in alone:
-            assert columns[column].dtype == alone[column].dtype
-            assert columns[column].tobytes() == alone[column].tobytes(), column
-
-
-def test_rank_bias_of_no_runs_is_empty_and_bad_cutoffs_are_refused():
-    magnitudes = pl.DataFrame({"docid": ["d"], "f": [0.0], "m": [1.0]})
-    assert rank_bias_columns_by_run({}, magnitudes, [10]) == {}
-    run = pl.DataFrame({"qid": ["1"], "docid": ["d"], "rank": [1]})
-    with pytest.raises(ValueError):
-        rank_bias_columns_by_run({"r": run}, magnitudes, [0])
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3])

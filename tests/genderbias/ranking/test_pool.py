@@ -6,8 +6,8 @@ import pandas as pd
 import polars as pl
 import pytest
 
+from genderbias.ranking.measures import rank_bias
 from genderbias.ranking.pool import pool_queries, sort_qids
-from genderbias.ranking.rank_bias import rank_bias_table
 
 
 def run_frame(rankings: dict[str, list[str]]) -> pl.DataFrame:
@@ -23,6 +23,11 @@ MAGS = pl.DataFrame(
         "m": [0.0, 1.0, 3.0, 0.0],
     }
 )
+
+
+def rank_bias_table(run: pl.DataFrame, magnitudes: pl.DataFrame, cutoffs: list[int]) -> pd.DataFrame:
+    """The library's RaB with the magnitudes given as they are (``tc``) and the run's stored order."""
+    return rank_bias(run, magnitudes.with_columns(length=pl.lit(0)), cutoffs, "tc", ties="file")
 
 
 def test_rab_and_arab_by_hand():
