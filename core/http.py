@@ -87,6 +87,15 @@ class _Retry(Exception):
     sent: bool = True  # the request may have reached the server
 
 
+#: The transport settings a service's client passes on to :class:`JsonClient` (each client keeps its own defaults).
+TRANSPORT_SETTINGS = ("timeout", "deadline", "max_attempts", "base_delay", "max_delay", "max_bytes", "sleep", "pace")
+
+
+def transport_settings(client: object) -> dict[str, Any]:
+    """The :data:`TRANSPORT_SETTINGS` ``client`` declares, as :class:`JsonClient`'s keywords."""
+    return {name: getattr(client, name) for name in TRANSPORT_SETTINGS if hasattr(client, name)}
+
+
 @dataclass
 class JsonClient:
     """JSON calls to ``base_url`` (its origin is the only one ``headers`` are sent to); see the module docstring."""

@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from core.errors import ProviderError
-from core.http import HttpError, JsonClient
+from core.http import HttpError, JsonClient, transport_settings
 
 #: Documented rejection categories of ``POST /submissions/{id}/transition/``.
 REJECTION_CATEGORIES = frozenset(
@@ -141,10 +141,7 @@ class Prolific:
     # -- transport --------------------------------------------------------------------
     def transport(self) -> JsonClient:
         """The shared client (:class:`core.http.JsonClient`) with this client's settings as they are now."""
-        settings = ("timeout", "deadline", "max_attempts", "base_delay", "max_delay", "max_bytes", "sleep", "pace")
-        return JsonClient(
-            self.base_url, {"Authorization": f"Token {self.token}"}, **{name: getattr(self, name) for name in settings}
-        )
+        return JsonClient(self.base_url, {"Authorization": f"Token {self.token}"}, **transport_settings(self))
 
     def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
         """Send one call; every failure is a :class:`ProlificError`. Not ``repeatable``: retried only on 429

@@ -31,7 +31,7 @@ from annotation.machine.prelabellers.chat_answers import (
 )
 from annotation.machine.prelabellers.interface import PreLabelError
 from core.connection_kinds import CHAT_TOKEN_LIMIT_FIELDS
-from core.http import HttpError, JsonClient
+from core.http import HttpError, JsonClient, transport_settings
 
 #: Alternatives asked for at each token (the API allows 0 to 20): enough to hold the four labels and a stray.
 DEFAULT_TOP_LOGPROBS = 5
@@ -151,13 +151,7 @@ class ChatClient:
             self.transport = JsonClient(
                 self.url,
                 {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
-                timeout=self.timeout,
-                deadline=self.deadline,
-                max_attempts=self.max_attempts,
-                base_delay=self.base_delay,
-                max_delay=self.max_delay,
-                max_bytes=self.max_bytes,
-                sleep=self.sleep,
+                **transport_settings(self),
             )
         except ValueError as exc:
             raise PreLabelError(f"PRELABEL_API_URL: {exc}") from None
