@@ -85,39 +85,24 @@ def _write_folder(
     counts = {config.name: len(rows[config.name]) for config in configs}
     published = timezone.now().date().isoformat()
     title = f"{batch.name}: gender-annotated queries"
-    card = hub_card.card(
-        facts,
-        configs,
-        counts,
-        license_id=license_id,
-        pretty_name=title,
-        citation=CITATION,
-        published=published,
-        license_terms=license_terms,
-        sizes=sizes,
-    )
-    (folder / README).write_text(card, encoding="utf-8")
-    metadata = croissant.croissant(
-        facts,
-        configs,
-        digests,
-        license_id=license_id,
-        title=title,
-        published=published,
-        citation=CITATION,
-        license_terms=license_terms,
-    )
-    (folder / CROISSANT).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (folder / CITATION_CFF).write_text(
-        hub_card.citation_cff(facts, title, published, license_id, CITATION), encoding="utf-8"
-    )
-    zenodo = hub_card.zenodo_json(facts, title, published, license_id, paper)
-    (folder / ZENODO).write_text(json.dumps(zenodo, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    files = [c.file_name for c in configs] + [README, CROISSANT, CITATION_CFF, ZENODO]
-    digests |= {name: file_sha256(folder / name) for name in (README, CROISSANT, CITATION_CFF, ZENODO)}
+    shared = {"license_id": license_id, "published": published, "citation": CITATION, "license_terms": license_terms}
+    texts = {
+        README: hub_card.card(facts, configs, counts, pretty_name=title, sizes=sizes, **shared),
+        CROISSANT: _json(croissant.croissant(facts, configs, digests, title=title, **shared)),
+        CITATION_CFF: hub_card.citation_cff(facts, title, published, license_id, CITATION),
+        ZENODO: _json(hub_card.zenodo_json(facts, title, published, license_id, paper)),
+    }
+    for name, text in texts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    files = [c.file_name for c in configs] + list(texts)
+    digests |= {name: file_sha256(folder / name) for name in texts}
     manifest = {"written_by": "publish_dataset", "batch": batch.name, "files": {name: digests[name] for name in files}}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return files, counts
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
 def _manifest(folder: Path) -> dict[str, str]:
