@@ -45,18 +45,17 @@ def _search(queryset, request, *fields: str):
 
 class StaffReadOnly(viewsets.ReadOnlyModelViewSet):
     permission_classes = [permissions.IsAdminUser]
+    lookup_field = "name"
 
 
 class CollectionViewSet(StaffReadOnly):
     queryset = Collection.objects.all()
     serializer_class = CollectionSerializer
-    lookup_field = "name"
 
 
 class QuerySetViewSet(StaffReadOnly):
     queryset = QuerySet.objects.all()
     serializer_class = QuerySetSerializer
-    lookup_field = "name"
 
     @extend_schema(parameters=[SEARCH], responses=QuerySerializer(many=True))
     @action(detail=True)
@@ -70,7 +69,6 @@ class QuerySetViewSet(StaffReadOnly):
 class RunViewSet(StaffReadOnly):
     queryset = Run.objects.select_related("collection")
     serializer_class = RunSerializer
-    lookup_field = "name"
 
 
 class PoolRequestSerializer(serializers.Serializer):
@@ -92,7 +90,6 @@ class PoolRequestSerializer(serializers.Serializer):
 class PoolViewSet(StaffReadOnly):
     queryset = Pool.objects.select_related("source", "queries", "wordlist").prefetch_related("runs")
     serializer_class = PoolSerializer
-    lookup_field = "name"
 
     @extend_schema(request=PoolRequestSerializer, responses={202: JobSerializer})
     def create(self, request, *args, **kwargs):

@@ -15,6 +15,15 @@ from genderbias.datasets import set_of_source
 from genderbias.files.queryfiles import MAX_QID_CHARS
 
 
+class _Named:
+    """A model known by its ``name``, in pages, the admin and messages."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class _FromSource:
     """What a collection's or query set's ``source`` says of where it came from."""
 
@@ -32,7 +41,7 @@ class _FromSource:
         return set_of_source(self.source)
 
 
-class Collection(_FromSource, GroupOwned):
+class Collection(_Named, _FromSource, GroupOwned):
     """A passage collection: a file (``pid<TAB>passage`` lines, optionally gzipped), scanned whole
     when registered, or a collection by reference, whose texts are read by docid when needed."""
 
@@ -67,16 +76,13 @@ class Collection(_FromSource, GroupOwned):
     class Meta:
         ordering = ["name"]
 
-    def __str__(self) -> str:
-        return self.name
-
     @property
     def by_reference(self) -> bool:
         """Whether its texts are read by docid (never scanned whole)."""
         return self.kind != self.Kind.FILE
 
 
-class QuerySet(_FromSource, GroupOwned):
+class QuerySet(_Named, _FromSource, GroupOwned):
     """A named set of queries: imported from a file, made by a pool, or exported by annotation."""
 
     class Origin(models.TextChoices):
@@ -97,9 +103,6 @@ class QuerySet(_FromSource, GroupOwned):
 
     class Meta:
         ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class Query(models.Model):
@@ -131,7 +134,7 @@ class Query(models.Model):
         return f"{self.qid}: {self.text}"
 
 
-class Run(GroupOwned):
+class Run(_Named, GroupOwned):
     """A TREC run file of one ranker over one collection."""
 
     class Order(models.TextChoices):
@@ -159,11 +162,8 @@ class Run(GroupOwned):
     class Meta:
         ordering = ["name"]
 
-    def __str__(self) -> str:
-        return self.name
 
-
-class Qrels(GroupOwned):
+class Qrels(_Named, GroupOwned):
     """Relevance judgments (a TREC qrels file) of queries of a query set over a collection, normalised
     once into a Parquet file (``qid, docid, rel``) named by content, as runs are."""
 
@@ -182,11 +182,8 @@ class Qrels(GroupOwned):
         ordering = ["name"]
         verbose_name_plural = "qrels"
 
-    def __str__(self) -> str:
-        return self.name
 
-
-class WordList(models.Model):
+class WordList(_Named, models.Model):
     """A gender word list (``word,f|m``), registered by content so results name what they used."""
 
     name = models.CharField(max_length=200)
@@ -194,11 +191,8 @@ class WordList(models.Model):
     words = models.JSONField(help_text="{word: 'f' | 'm'}")
     created = models.DateTimeField(auto_now_add=True)
 
-    def __str__(self) -> str:
-        return self.name
 
-
-class Pool(GroupOwned):
+class Pool(_Named, GroupOwned):
     """The union of the top ``depth`` queries of every run's female- and male-leaning list."""
 
     name = models.SlugField(max_length=100, unique=True)
@@ -223,9 +217,6 @@ class Pool(GroupOwned):
 
     class Meta:
         ordering = ["-created"]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class PoolEntry(models.Model):
