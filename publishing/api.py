@@ -43,13 +43,7 @@ class PublishDatasetView(APIView):
         """Write the dataset folder for ``name`` and answer it as a zip (``license`` required, no default)."""
         batch = get_object_or_404(Batch, name=name)
         data = checked(PublishDatasetRequestSerializer, body_object(request))
-        file_name, archive = publication_zip(
-            batch,
-            data["license"],
-            data["with_judgments"],
-            license_name=data.get("license_name"),
-            license_link=data.get("license_link"),
-        )
+        file_name, archive = publication_zip(batch, **data)
         return zip_response(file_name, archive)
 
 

@@ -36,14 +36,7 @@ def batch_publish_dataset(request: HttpRequest, name: str) -> HttpResponse:
         messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         return redirect("annotation:batch-detail", name=batch.name)
     try:
-        fields = form.cleaned_data
-        file_name, data = publication_zip(
-            batch,
-            fields["license"],
-            fields["with_judgments"],
-            license_name=fields["license_name"],
-            license_link=fields["license_link"],
-        )
+        file_name, data = publication_zip(batch, **form.cleaned_data)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("annotation:batch-detail", name=batch.name)

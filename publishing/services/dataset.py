@@ -228,18 +228,19 @@ def publish_dataset(
 
 def publication_zip(
     batch: Batch,
-    license_id: str,
+    license: str,
     with_judgments: bool = False,
     license_name: str | None = None,
     license_link: str | None = None,
 ) -> tuple[str, bytes]:
-    """The dataset folder as a zip (file name, bytes) for download: written in a temporary folder, then zipped."""
+    """The dataset folder as a zip (file name, bytes) for download: written in a temporary folder, then zipped.
+    The keywords are the page's form's and the API's fields (``publication_zip(batch, **fields)``)."""
     with tempfile.TemporaryDirectory(prefix="publish-") as tmp:
         name = croissant.dataset_name(batch.name)
         publication = publish_dataset(
             batch,
             Path(tmp) / name,
-            license_id,
+            license,
             with_judgments,
             license_name=license_name,
             license_link=license_link,
