@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PoolSettings:
+    """How a pool is built: its fields are the :class:`~pooling.models.Pool` fields of the same names."""
+
     rank_cutoff: int = 10
     depth: int = 500
     magnitude: str = "tf"
@@ -164,15 +166,7 @@ def _store_pool(
             description=f"Top {pool_settings.depth} of the female- and male-leaning lists of {len(runs)} run(s)",
         )
         pool = Pool.objects.create(
-            name=name,
-            source=query_set,
-            queries=pooled,
-            wordlist=register_wordlist(words),
-            rank_cutoff=pool_settings.rank_cutoff,
-            depth=pool_settings.depth,
-            magnitude=pool_settings.magnitude,
-            tokenizer=pool_settings.tokenizer,
-            ties=pool_settings.ties,
+            name=name, source=query_set, queries=pooled, wordlist=register_wordlist(words), **asdict(pool_settings)
         )
         pool.runs.set(runs)
         ranges = ranges or {}
