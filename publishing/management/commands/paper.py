@@ -37,16 +37,10 @@ class Command(ProjectCommand):
             help="the dataset the paper goes with (its Zenodo DOI or address): a related identifier in .zenodo.json",
         )
 
-    def handle(self, *args, **options):
-        report = get_named(Report.objects.all(), options["report"], "report")
+    def handle(self, report, out, template, title, dataset, **options):
+        report = get_named(Report.objects.all(), report, "report")
         with command_errors():
-            folder = write_paper_bundle(
-                report,
-                options["out"],
-                title=options.get("title"),
-                dataset=options.get("dataset"),
-                template=options["template"],
-            )
+            folder = write_paper_bundle(report, out, title=title, dataset=dataset, template=template)
         names = sorted(path.name for path in folder.iterdir())
         self.stdout.write(self.style.SUCCESS(f"Paper bundle of {report.name} in {folder}: {', '.join(names)}"))
         for warning in paper_warnings(report):
