@@ -107,7 +107,6 @@ def write_dataset_files(
 ) -> DatasetFiles:
     """Write the documents (unless ``docs=False``), queries and qrels of ``dataset_id`` (those it has)
     into ``folder``; ``progress(n)`` gets the number of records written so far."""
-    write_docs = docs
     dataset = load_dataset(dataset_id)
     folder.mkdir(parents=True, exist_ok=True)
     written = [0]
@@ -119,28 +118,19 @@ def write_dataset_files(
             if progress is not None and written[0] % 10_000 == 0:
                 progress(written[0])
 
-    docs = queries = qrels = None
-    if dataset.has_docs() and write_docs:
-        docs = _write(
-            folder / "docs.tsv",
-            (f"{_clean(d.doc_id)}\t{_clean(_text(d))}\n" for d in count(_guarded(dataset.docs_iter, dataset_id))),
-        )
-    if dataset.has_queries():
-        queries = _write(
-            folder / "queries.tsv",
-            (f"{_clean(q.query_id)}\t{_clean(_text(q))}\n" for q in count(_guarded(dataset.queries_iter, dataset_id))),
-        )
-    if dataset.has_qrels():
-        qrels = _write(
-            folder / "qrels.txt",
-            (
-                f"{_clean(j.query_id)} 0 {_clean(j.doc_id)} {int(j.relevance)}\n"
-                for j in count(_guarded(dataset.qrels_iter, dataset_id))
-            ),
-        )
+    files: dict[str, Path | None] = {}
+    for part, file_name, line in (
+        ("docs", "docs.tsv", lambda d: f"{_clean(d.doc_id)}\t{_clean(_text(d))}\n"),
+        ("queries", "queries.tsv", lambda q: f"{_clean(q.query_id)}\t{_clean(_text(q))}\n"),
+        ("qrels", "qrels.txt", lambda j: f"{_clean(j.query_id)} 0 {_clean(j.doc_id)} {int(j.relevance)}\n"),
+    ):
+        files[part] = None
+        if getattr(dataset, f"has_{part}")() and (docs or part != "docs"):  # has_docs() and docs_iter(), …
+            records = count(_guarded(getattr(dataset, f"{part}_iter"), dataset_id))
+            files[part] = _write(folder / file_name, map(line, records))
     if progress is not None:
         progress(written[0])
-    return DatasetFiles(check_dataset_id(dataset_id), ir_datasets_version(), docs, queries, qrels)
+    return DatasetFiles(check_dataset_id(dataset_id), ir_datasets_version(), **files)
 
 
 class DatasetTexts:
