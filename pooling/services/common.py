@@ -59,23 +59,37 @@ class ImportResult:
         return held if counts["lines_read"] == 0 else f"{held}; {read}"
 
 
-@dataclass
-class DatasetImport:
-    """What an ir_datasets import registered (``None``: a part the dataset lacks or could not be tied)."""
+@dataclass(kw_only=True)
+class ImportedParts:
+    """What an import of several parts registered, each through the import of its kind (``None``: a part it
+    lacks): :meth:`add` takes a part's result, counting in whether it made anything and the lines it skipped."""
 
-    dataset_id: str
-    version: str
     collection: object = None
     query_set: object = None
     qrels: object = None
+    created: bool = False
+    skipped: Skipped = field(default_factory=Skipped)
 
     def parts(self) -> list:
         return [part for part in (self.collection, self.query_set, self.qrels) if part is not None]
 
+    def add(self, result: ImportResult) -> object:
+        self.created = self.created or result.created
+        self.skipped.errors.extend(result.skipped.errors)
+        return result.obj
+
+
+@dataclass
+class DatasetImport(ImportedParts):
+    """What an ir_datasets import registered (``None``: a part the dataset lacks or could not be tied)."""
+
+    dataset_id: str
+    version: str
+
 
 def _records(obj) -> int:
     """Rows an import made (a dataset's or a named set's: its parts' together)."""
-    if isinstance(obj, DatasetImport) or hasattr(obj, "named"):  # a dataset's or a named set's parts
+    if isinstance(obj, ImportedParts):
         return sum(_records(part) for part in obj.parts())
     if isinstance(obj, Collection):  # a collection by reference is not read: no row made (ImportResult.counts)
         return 0 if obj.by_reference else obj.passages or 0

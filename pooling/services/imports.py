@@ -211,28 +211,19 @@ def import_dataset(
     folder = cache_dir("datasets") / folder_name(dataset_id)
     with Progress(f"Reading {dataset_id} through ir_datasets", unit="records", job=job, bar=bar) as progress:
         files = write_dataset_files(dataset_id, folder, progress.update_to, docs=not by_reference)
-    found = DatasetImport(files.dataset_id, files.version)
-    skipped, created, notes = Skipped(), False, []
+    found, notes = DatasetImport(files.dataset_id, files.version), []
     if by_reference:
-        result = register_collection_by_reference(
-            dataset_id, name, kind=Collection.Kind.IR_DATASETS, source=files.source
+        found.collection = found.add(
+            register_collection_by_reference(dataset_id, name, kind=Collection.Kind.IR_DATASETS, source=files.source)
         )
-        found.collection, created = result.obj, result.created
     if not (files.docs or files.queries or files.qrels or found.collection):
         raise ServiceError(f"dataset: {dataset_id} has no documents, queries or qrels to import")
-
-    def add(result: ImportResult) -> object:
-        nonlocal created
-        created = created or result.created
-        skipped.errors.extend(result.skipped.errors)
-        return result.obj
-
     if files.docs:
-        found.collection = add(
+        found.collection = found.add(
             import_collection(files.docs, name, skip_bad_lines=skip_bad_lines, job=job, bar=bar, source=files.source)
         )
     if files.queries:
-        found.query_set = add(
+        found.query_set = found.add(
             import_queries(
                 files.queries,
                 name,
@@ -242,7 +233,7 @@ def import_dataset(
             )
         )
     if files.qrels and found.collection is not None and found.query_set is not None:
-        found.qrels = add(
+        found.qrels = found.add(
             import_qrels(files.qrels, name, found.collection, found.query_set, skip_bad_lines=skip_bad_lines)
         )
     elif files.qrels:
@@ -254,7 +245,7 @@ def import_dataset(
     ):
         if part is None:
             notes.append(f"the dataset has no {what}")
-    return ImportResult(found, created, skipped, notes)
+    return ImportResult(found, found.created, found.skipped, notes)
 
 
 def create_query_set(

@@ -31,27 +31,21 @@ from genderbias.errors import InputError, Skipped
 from genderbias.files.atomic import atomic_path, atomic_write, file_sha256
 
 from ..models import Collection, QuerySet
-from .common import ImportResult
+from .common import ImportedParts, ImportResult
 from .imports import create_query_set, import_collection
 from .pools import write_query_file
 from .qrels import import_qrels
 
 
 @dataclass
-class NamedSetImport:
+class NamedSetImport(ImportedParts):
     """What a named set's import registered (``None``: a part the set lacks or the user did not bring)."""
 
     named: NamedSet
-    collection: object = None
-    query_set: object = None
-    qrels: object = None
     #: Each known fault repaired or set aside, ``file:line: what``.
     faults: list[str] = field(default_factory=list)
     #: What the set needs that the product cannot ship and the user did not give.
     missing: list[str] = field(default_factory=list)
-
-    def parts(self) -> list:
-        return [part for part in (self.collection, self.query_set, self.qrels) if part is not None]
 
 
 def check_named_set(key: str) -> NamedSet:
@@ -89,30 +83,23 @@ def import_named_set(
     named = check_named_import(key, name, collection, qrels)
     name = name or named.key
     found = NamedSetImport(named)
-    created = False
-
-    def add(result: ImportResult) -> object:
-        nonlocal created
-        created = created or result.created
-        return result.obj
-
     contents = read_named_set(named.key)
     found.faults = list(contents.notes)
     if named.key == "grep-biasir":
         folder = cache_dir("named_sets") / named.key
         documents, judgments = _write_grep_files(contents, folder)
-        found.collection = add(import_collection(documents, name, job=job, bar=bar, source=named.source_text))
-    found.query_set = add(_import_query_set(named, name, contents.queries))
+        found.collection = found.add(import_collection(documents, name, job=job, bar=bar, source=named.source_text))
+    found.query_set = found.add(_import_query_set(named, name, contents.queries))
     if named.key == "grep-biasir":
-        found.qrels = add(import_qrels(judgments, name, found.collection, found.query_set))
-        return ImportResult(found, created, Skipped(), _notes(found))
+        found.qrels = found.add(import_qrels(judgments, name, found.collection, found.query_set))
+        return ImportResult(found, found.created, found.skipped, _notes(found))
     if collection:
-        found.collection = add(_user_collection(collection, name, job=job, bar=bar))
+        found.collection = found.add(_user_collection(collection, name, job=job, bar=bar))
         if qrels:
-            found.qrels = add(import_qrels(qrels, name, found.collection, found.query_set))
+            found.qrels = found.add(import_qrels(qrels, name, found.collection, found.query_set))
     else:
         found.missing.append(named.needs)
-    return ImportResult(found, created, Skipped(), _notes(found))
+    return ImportResult(found, found.created, found.skipped, _notes(found))
 
 
 def write_named_set_files(found: NamedSetImport, out: str | Path) -> list[Path]:
