@@ -131,17 +131,13 @@ def import_create(request: HttpRequest, kind: str) -> HttpResponse:
     """Upload a file (streamed into the staging folder) or register a path; the import runs as a job."""
     if kind not in services.IMPORT_KINDS:
         raise Http404("import kinds: " + ", ".join(services.IMPORT_KINDS))
-    if request.method == "POST":
-        form = ImportForm(kind, request.POST, request.FILES, too_large=getattr(request, "upload_too_large", None))
-        if form.is_valid():
-            try:
-                job = form.start()
-            except ServiceError as exc:
-                form.add_error(None, str(exc))
-            else:
-                return redirect("core:job-detail", pk=job.pk)
-    else:
-        form = ImportForm(kind)
+    posted = (request.POST, request.FILES) if request.method == "POST" else ()
+    form = ImportForm(kind, *posted, too_large=getattr(request, "upload_too_large", None))
+    if form.is_bound and form.is_valid():
+        try:
+            return redirect("core:job-detail", pk=form.start().pk)
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
     what = services.IMPORT_KINDS[kind]
     status = 400 if form.is_bound else 200
     context = {"form": form, "kind": kind, "what": what, "preview_bytes": PREVIEW_BYTES}
