@@ -172,6 +172,13 @@ def job_started(job) -> Response:
     return response
 
 
+def form_job_started(form) -> Response:
+    """:func:`job_started` for the job a page's form starts (``form.start()``), its rules the API's: errors a 400."""
+    if not form.is_valid():
+        raise form_errors(form)
+    return job_started(form.start())
+
+
 # --- connections to outside services ------------------------------------------------------------
 
 

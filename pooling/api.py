@@ -10,7 +10,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.views import APIView
 
-from core.api import StagedUploadsMixin, body_object, form_data, form_errors, job_started
+from core.api import StagedUploadsMixin, body_object, form_data, form_job_started
 from core.options import TIES_OPTION
 from core.serializers import CountField, JobSerializer
 from genderbias.datasets import NAMED_SETS
@@ -94,10 +94,7 @@ class PoolViewSet(StaffReadOnly):
     @extend_schema(request=PoolRequestSerializer, responses={202: JobSerializer})
     def create(self, request, *args, **kwargs):
         """Build a pool as a background job (the pool page's rules); poll ``/api/jobs/<id>/``."""
-        form = PoolForm(form_data(request, PoolRequestSerializer))
-        if not form.is_valid():
-            raise form_errors(form)
-        return job_started(form.start())
+        return form_job_started(PoolForm(form_data(request, PoolRequestSerializer)))
 
     @extend_schema(parameters=[SEARCH], responses=PoolEntrySerializer(many=True))
     @action(detail=True)
@@ -164,10 +161,7 @@ class ImportView(StagedUploadsMixin, APIView):
             raise ValidationError({"kind": f"choose one of {', '.join(services.IMPORT_KINDS)}"})
         data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
         too_large = getattr(request._request, "upload_too_large", None)
-        form = ImportForm(kind, data, files, too_large=too_large)
-        if not form.is_valid():
-            raise form_errors(form)
-        return job_started(form.start())
+        return form_job_started(ImportForm(kind, data, files, too_large=too_large))
 
 
 class NamedSetRequestSerializer(serializers.Serializer):
@@ -193,7 +187,4 @@ class NamedSetView(APIView):
 
     @extend_schema(request=NamedSetRequestSerializer, responses={202: JobSerializer})
     def post(self, request, format=None):
-        form = NamedSetForm(form_data(request, NamedSetRequestSerializer))
-        if not form.is_valid():
-            raise form_errors(form)
-        return job_started(form.start())
+        return form_job_started(NamedSetForm(form_data(request, NamedSetRequestSerializer)))
