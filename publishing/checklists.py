@@ -182,9 +182,14 @@ def _llm_items(facts: Mapping[str, Any]) -> dict[str, tuple[str, str, str, str]]
         text = "No machine labelled any query: every label comes from people."
     return {
         "E": (TO_ANSWER, text, _ai_writing(), ""),
-        "E1": (TO_ANSWER, text, f"{TO_ANSWER} the section of the paper that states any use of AI assistants.", ""),
+        "E1": _ask(text, "the section of the paper that states any use of AI assistants."),
         "16": ("N/A", text, "", ""),
     }
+
+
+def _ask(text: str, researcher: str) -> tuple[str, str, str, str]:
+    """An answer only the researcher can give: ``text`` what the records say, ``researcher`` what they must add."""
+    return TO_ANSWER, text, f"{TO_ANSWER} {researcher}", ""
 
 
 def _ai_writing() -> str:
@@ -217,19 +222,15 @@ def _artifact_items(facts: Mapping[str, Any], settings: Mapping[str, Any]) -> di
             f"{card_section('License')} states the dataset's licence, chosen when it is published.",
         )
     else:
-        b1 = (
-            TO_ANSWER,
+        b1 = _ask(
             f"The methods text cites every method it names (references.bib); the query set {source} "
             "has no recorded origin, so its creators are not cited.",
-            f"{TO_ANSWER} the citation of the query set's creators.",
-            "",
+            "the citation of the query set's creators.",
         )
-        b2 = (
-            TO_ANSWER,
+        b2 = _ask(
             f"{card_section('License')} states the dataset's licence, chosen when it is published; the "
             f"query set {source} has no recorded licence.",
-            f"{TO_ANSWER} the terms of use of the query text.",
-            "",
+            "the terms of use of the query text.",
         )
     counts = ", ".join(f"{name} {labels['counts'][code]}" for code, name in labels["names"].items())
     return {
@@ -274,12 +275,10 @@ def _experiment_items(settings: Mapping[str, Any]) -> dict[str, tuple[str, str, 
     tests = f"; each run compared with the baseline by a {policy['test']}" if policy else ""
     return {
         "C": _yes(f"{method} and {results}", measured),
-        "C1": (
-            TO_ANSWER,
+        "C1": _ask(
             "The runs were given as run files: the platform measured their rankings and ran no ranking model, so it "
             "records no parameter count, compute budget or infrastructure.",
-            f"{TO_ANSWER} the ranking models' number of parameters, the compute budget and the infrastructure.",
-            "",
+            "the ranking models' number of parameters, the compute budget and the infrastructure.",
         ),
         "C2": _yes(
             method,
@@ -333,34 +332,25 @@ def checklist_items(
         else ("No", "No person labelled a query: every label is a machine's.", "", ""),
         "D1": _yes(appendix, instructions, disclaimer) if page else ("N/A", instructions, disclaimer, ""),
         "D2": _yes(SECTIONS["method"], pay_text + spent_text, adequacy),
-        "D3": (
-            TO_ANSWER,
+        "D3": _ask(
             "No consent text is configured on the platform: the task page shows the instructions only, and they do "
             "not say how the answers will be used.",
-            f"{TO_ANSWER} whether and how consent was obtained (e.g. on the recruiting platform, or in an information "
-            "sheet).",
-            "",
+            "whether and how consent was obtained (e.g. on the recruiting platform, or in an information sheet).",
         ),
-        "D4": (
-            TO_ANSWER,
+        "D4": _ask(
             "The platform records no ethics review.",
-            f"{TO_ANSWER} the board that approved the protocol or determined it exempt, or why none was sought.",
-            "",
+            "the board that approved the protocol or determined it exempt, or why none was sought.",
         ),
-        "D5": (
-            TO_ANSWER,
+        "D5": _ask(
             (screeners or "No demographic or geographic characteristic of the annotators was collected.")
             + " "
             + annotators_sentence(facts),
-            f"{TO_ANSWER} the annotators' demographic and geographic characteristics, if known.",
-            "",
+            "the annotators' demographic and geographic characteristics, if known.",
         ),
         "14": _yes(appendix, shown_and_paid, adequacy) if page else ("N/A", shown_and_paid, adequacy, ""),
-        "15": (
-            TO_ANSWER,
+        "15": _ask(
             "The platform records no ethics review, and the task page describes no risk to participants.",
-            f"{TO_ANSWER} the risks to participants, whether they were disclosed, and the IRB (or equivalent) approval.",
-            "",
+            "the risks to participants, whether they were disclosed, and the IRB (or equivalent) approval.",
         ),
     } | _llm_items(facts)
     if settings is not None:
