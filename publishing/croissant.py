@@ -46,19 +46,15 @@ def rai_fields(facts: Mapping[str, Any]) -> dict[str, Any]:
         "rai:dataAnnotationProtocol": [statements.protocol(facts)],
         "rai:dataAnnotationPlatform": [statements.platform(facts)],
         "rai:annotationsPerItem": statements.annotations_per_item(facts),
-        "rai:annotatorDemographics": statements.demographics(facts),
-        "rai:machineAnnotationTools": statements.machine_tools(facts),
+        "rai:annotatorDemographics": [statements.demographics(facts)],
+        "rai:machineAnnotationTools": [statements.machine_tools(facts)],
         "rai:dataAnnotationAnalysis": [statements.analysis(facts)],
         "rai:dataBiases": statements.biases(facts),
         "rai:dataLimitations": statements.limitations(facts),
         "rai:personalSensitiveInformation": [statements.personal_information(facts)],
         "rai:dataUseCases": statements.use_cases(facts),
     }
-    if fields["rai:annotatorDemographics"] is not None:
-        fields["rai:annotatorDemographics"] = [fields["rai:annotatorDemographics"]]
-    if fields["rai:machineAnnotationTools"] is not None:
-        fields["rai:machineAnnotationTools"] = [fields["rai:machineAnnotationTools"]]
-    return {key: value for key, value in fields.items() if value is not None}
+    return {key: value for key, value in fields.items() if value is not None and value != [None]}
 
 
 def file_object(config: Config, sha256: str) -> dict[str, Any]:
