@@ -278,6 +278,8 @@ def decisive_labels(answers: BatchAnswers, posterior: float | None) -> dict[str,
 def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batch | None = None) -> CalibrationSample:
     """The calibration sample of ``batch`` with the crowd's labels and ``labeller``'s (default: the
     sample's machine); ``sample_batch``: the link a routing recorded, not the one in force."""
+    import pandas as pd
+
     from genderbias.machine.calibration_sample import Stratum, stratum_weights
 
     sample_batch = sample_batch or calibration_batch(batch)
@@ -300,7 +302,7 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         votes_of = answers.votes
         if len(votes_of):
             settled |= {str(q) for q in votes_of.index[~votes_of["too_few_votes"]]}
-    votes = frames[0] if len(frames) == 1 else _concat(frames)
+    votes = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     population = {q: m for q, m in machine.items() if not m.in_training}
     drawn = [q for q in order if q in population]
     # The echo check: workers who follow this machine more than people do are held out of the reference.
@@ -348,12 +350,6 @@ def read_sample(batch: Batch, labeller: str | None = None, *, sample_batch: Batc
         held_undecided=[q for q in drawn if q not in crowd and q in every_vote],
         stratum_of=stratum_of,
     )
-
-
-def _concat(frames: list) -> Any:
-    import pandas as pd
-
-    return pd.concat(frames, ignore_index=True)
 
 
 def prelabel_runs(batch: Batch) -> list[dict[str, Any]]:

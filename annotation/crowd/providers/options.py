@@ -218,6 +218,12 @@ def _threshold(name: str, flag: str, help: str) -> BatchOption:
     return BatchOption(name, "share", help, flag=flag, metavar="SHARE", group=QUALITY)
 
 
+def _duration(name: str, help: str, default: dt.timedelta, kept: str, **limits: Any) -> BatchOption:
+    """A duration the command line sets and the form keeps at its default (``kept``: which)."""
+    limits = {"minimum": MIN_LIFETIME, "maximum": MAX_LIFETIME} | limits
+    return BatchOption(name, "duration", help, default=default, on_form=False, why=f"the form keeps {kept}", **limits)
+
+
 #: What every platform takes (``provider`` is added with the registry's names as its choices).
 COMMON_OPTIONS: tuple[BatchOption, ...] = (
     BatchOption(
@@ -233,36 +239,16 @@ COMMON_OPTIONS: tuple[BatchOption, ...] = (
         label="Queries per HIT",
     ),
     BatchOption("reward", "money", "USD per assignment.", default=Decimal("0.05"), minimum="0.01", maximum=MAX_REWARD),
-    BatchOption(
-        "lifetime",
-        "duration",
-        "how long HITs are offered",
-        default=dt.timedelta(days=7),
-        minimum=MIN_LIFETIME,
-        maximum=MAX_LIFETIME,
-        on_form=False,
-        why="the form keeps the default HIT lifetime (7 days)",
-    ),
-    BatchOption(
-        "assignment_duration",
-        "duration",
-        "time a worker has for a HIT",
-        default=dt.timedelta(minutes=30),
-        minimum=MIN_LIFETIME,
-        maximum=MAX_LIFETIME,
-        on_form=False,
-        why="the form keeps the default 30 minutes",
-    ),
-    BatchOption(
+    _duration("lifetime", "how long HITs are offered", dt.timedelta(days=7), "the default HIT lifetime (7 days)"),
+    _duration("assignment_duration", "time a worker has for a HIT", dt.timedelta(minutes=30), "the default 30 minutes"),
+    _duration(
         "auto_approval_delay",
-        "duration",
         "a platform that approves by itself approves submitted work after this",
-        default=dt.timedelta(days=3),
+        dt.timedelta(days=3),
+        "the default 3 days",
         minimum=0,
         maximum=MAX_AUTO_APPROVAL_DELAY,
         flag="--auto-approve",
-        on_form=False,
-        why="the form keeps the default 3 days",
     ),
     BatchOption("gold_per_hit", "whole", "Gold questions in every HIT.", default=0, minimum=0, maximum=20),
     BatchOption(
