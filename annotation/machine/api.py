@@ -32,14 +32,14 @@ from annotation.machine.serializers import (
     RoutingRequestSerializer,
     RoutingSerializer,
 )
-from annotation.machine.services.background import report_or_job, start_prelabel
+from annotation.machine.services.background import report_or_job
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.echo import hold_out_again, restore_echo_worker
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache
 from annotation.machine.services.routing import plan_routing, plan_summary, route_and_publish, routing_request
 from annotation.machine.services.routing.plan import QID_LISTS
 from annotation.models import Batch
-from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_errors, job_started
+from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked, form_job_started, job_started
 from core.errors import ServiceError
 from core.serializers import JobSerializer
 from core.templatetags.roles import may_act
@@ -68,12 +68,7 @@ class PrelabelView(StagedUploadsMixin, _BatchView):
         batch = self.batch(name)
         data, files = body_object(request), request.FILES  # parse the body first: it sets upload_too_large
         form = PrelabelForm(data, files, batch=batch, too_large=getattr(request._request, "upload_too_large", None))
-        if not form.is_valid():
-            raise form_errors(form)
-        cleaned = form.cleaned_data
-        return job_started(
-            start_prelabel(batch, cleaned["labeller"], samples=cleaned.get("samples"), train=form.train_source())
-        )
+        return form_job_started(form)
 
 
 class PrelabelRunsView(_BatchView):

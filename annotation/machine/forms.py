@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from django import forms
 
 from annotation.machine.prelabellers import prelabeller_names
+from annotation.machine.services.background import start_prelabel
 from annotation.machine.services.calibration import DEFAULT_SAMPLE
 from annotation.machine.services.prelabels import OPENAI_UNCONFIGURED
 from annotation.machine.services.routing import DEFAULT_RISK
 from annotation.models import Batch
 from core.forms import CountField, DecimalNumberField, MoneyField
+from core.models import Job
 from core.selectors import chat_settings
 from core.services.uploads import keep_upload, upload_too_large_message
 from pooling.models import QuerySet
@@ -86,14 +88,14 @@ class PrelabelForm(forms.Form):
                 )
         return data
 
-    def train_source(self) -> str | None:
-        """What ``prelabel_batch(train=...)`` gets: None unless the labeller is ``trained``."""
+    def start(self) -> Job:
+        """Start pre-labelling as a job (the page and the API); training data only for ``trained``."""
         data = self.cleaned_data
-        if data["labeller"] != "trained":
-            return None
-        if data.get("train_file"):
-            return str(keep_upload(data["train_file"]))
-        return data.get("train") or f"batch:{self.batch.name}"
+        train = None
+        if data["labeller"] == "trained":
+            upload = data.get("train_file")
+            train = str(keep_upload(upload)) if upload else data.get("train") or f"batch:{self.batch.name}"
+        return start_prelabel(self.batch, data["labeller"], samples=data.get("samples"), train=train)
 
 
 class CalibrationSampleForm(forms.Form):

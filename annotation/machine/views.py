@@ -22,7 +22,7 @@ from annotation.crowd.selectors import query_texts
 from annotation.crowd.services.background import start_publish
 from annotation.machine.forms import CalibrationSampleForm, PrelabelForm, RoutingForm
 from annotation.machine.selectors import calibration_batch, identities, prelabel_runs
-from annotation.machine.services.background import report_or_job, start_prelabel
+from annotation.machine.services.background import report_or_job
 from annotation.machine.services.calibration import create_calibration_sample
 from annotation.machine.services.echo import hold_out_again, restore_echo_worker
 from annotation.machine.services.prelabels import cached_answers, clear_answer_cache, prelabel_settings, prompt_in_force
@@ -104,9 +104,8 @@ def batch_prelabel(request: HttpRequest, name: str) -> HttpResponse:
     files = request.FILES  # parsing the body sets upload_too_large
     form = PrelabelForm(request.POST, files, batch=batch, too_large=getattr(request, "upload_too_large", None))
     if form.is_valid():
-        data = form.cleaned_data
         try:
-            job = start_prelabel(batch, data["labeller"], samples=data.get("samples"), train=form.train_source())
+            job = form.start()
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
