@@ -25,6 +25,12 @@ from annotation.models import Batch
 from core.api import ErrorSerializer, StagedUploadsMixin, body_object, checked
 
 
+def _posts(request, answer=AuditSampleSerializer):
+    """The schema of an audit action: its request, its answer, and its refusals (bad input, not allowed, state)."""
+    refusals = dict.fromkeys((400, 403, 409), ErrorSerializer)
+    return extend_schema(request=request, responses={200: answer, **refusals})
+
+
 class _AuditView(APIView):
     permission_classes = [permissions.IsAuthenticated]
     parser_classes = [JSONParser, FormParser]
@@ -59,10 +65,7 @@ class AuditSampleView(_AuditView):
 
 
 class AuditLabelView(_AuditView):
-    @extend_schema(
-        request=LabelRequestSerializer,
-        responses={200: AuditItemSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
-    )
+    @_posts(LabelRequestSerializer, AuditItemSerializer)
     def post(self, request, name: str, format=None):
         """Record the caller's expert label of one audited query."""
         batch = self.batch(request, name)
@@ -75,10 +78,7 @@ class AuditLabelView(_AuditView):
 class AuditImportView(StagedUploadsMixin, _AuditView):
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(
-        request={"multipart/form-data": AuditImportRequestSerializer},
-        responses={200: AuditSampleSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
-    )
+    @_posts({"multipart/form-data": AuditImportRequestSerializer})
     def post(self, request, name: str, format=None):
         """Import expert labels from a file: every line or none."""
         batch = self.batch(request, name)
@@ -89,10 +89,7 @@ class AuditImportView(StagedUploadsMixin, _AuditView):
 
 
 class AuditTrustView(_AuditView):
-    @extend_schema(
-        request=TrustRequestSerializer,
-        responses={200: AuditSampleSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
-    )
+    @_posts(TrustRequestSerializer)
     def post(self, request, name: str, format=None):
         """Name (or un-name) a member of the group as trusted to label the audit sample."""
         batch = self.batch(request, name)
