@@ -284,9 +284,8 @@ def query_results(batch: Batch, answers: BatchAnswers | None = None) -> list[dic
     """Per query of the batch (gold excluded, batch order): ``label`` (``crowd_label``: the majority's),
     pseudonymous votes and Dawid-Skene's posteriors (``ds_posterior``: the largest)."""
     answers = answers or BatchAnswers(batch)
-    return answers_cached(
-        answers, "query_results:v2", lambda: _query_results(batch, answers)
-    )  # v2: machine, agreement, signals
+    # v2: with the machine's opinion, the agreement and the hand signals
+    return answers_cached(answers, "query_results:v2", lambda: _query_results(batch, answers))
 
 
 def _query_results(batch: Batch, answers: BatchAnswers) -> list[dict[str, Any]]:

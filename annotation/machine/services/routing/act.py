@@ -126,9 +126,8 @@ def route_batch(
                     },
                     seed=seed,
                 )
-                if (
-                    plan.reference_rule
-                ):  # the crowd that labels the routed queries is the one the machine was measured on
+                # The crowd that labels the routed queries is the one the machine was measured on.
+                if plan.reference_rule:
                     follow_reference(routed, plan.reference_rule)
             return Routing.objects.create(
                 batch=batch,
