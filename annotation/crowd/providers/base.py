@@ -15,10 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotation.crowd.pay_rate import hourly_rate, median_or_none, seconds_taken
 from annotation.crowd.providers.options import COMMON_OPTIONS, BatchOption
-from annotation.crowd.providers.registry import BUILT_IN as BUILT_IN
-from annotation.crowd.providers.registry import PLATFORMS as PLATFORMS
-from annotation.crowd.providers.registry import REGISTRY as _PLATFORM_REGISTRY
-from annotation.crowd.providers.registry import platform_choices as platform_choices
+from annotation.crowd.providers.registry import PLATFORMS, REGISTRY
 from annotation.crowd.providers.registry import platform_label as platform_label
 from core.lazy_registry import LazyRegistry
 
@@ -239,7 +236,7 @@ class CrowdProvider(ABC):
         return None
 
 
-_REGISTRY: LazyRegistry[CrowdProvider] = _PLATFORM_REGISTRY
+_REGISTRY: LazyRegistry[CrowdProvider] = REGISTRY
 #: Class decorator: make a provider available as ``get_provider(name)``.
 register: Callable[[str], Callable[[type[CrowdProvider]], type[CrowdProvider]]] = _REGISTRY.register
 provider_class: Callable[[str], type[CrowdProvider]] = _REGISTRY.get_class
