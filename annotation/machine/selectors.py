@@ -254,13 +254,7 @@ def reference_rule(recorded: dict[str, Any] | None, votes: int = 0) -> Any:
 
 def rule_record(rule: Any) -> dict[str, Any]:
     """A reference rule as a routing and the API record it, with the sentence that states it."""
-    return {
-        "votes": rule.votes,
-        "cap": rule.cap,
-        "until": rule.until,
-        "posterior": rule.posterior,
-        "text": rule.describe(),
-    }
+    return {key: getattr(rule, key) for key in ("votes", "cap", "until", "posterior")} | {"text": rule.describe()}
 
 
 def decisive_labels(answers: BatchAnswers, posterior: float | None) -> dict[str, str]:
