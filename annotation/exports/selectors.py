@@ -30,6 +30,7 @@ from annotation.results.selectors.state import batch_state
 from core.errors import ServiceError
 from genderbias.labels import LABEL_NAMES, LABELS
 from genderbias.ranking.defaults import LEVEL
+from genderbias.stats import plan_inputs
 from pooling.selectors import named_set_facts
 
 #: Who labelled the queries, by provider, as every published text names them ("by 3 ...").
@@ -145,12 +146,9 @@ def quality_facts(batch: Batch) -> dict[str, Any]:
 
 def share_interval(count: int, total: int) -> dict[str, Any]:
     """A share with its Wilson score interval at :data:`LEVEL` (``estimate`` and ``ci`` None for no data)."""
-    from genderbias.stats.intervals import wilson_interval
-
     estimate, ci = None, [None, None]
     if total > 0:
-        estimate = round(count / total, 4)
-        ci = [round(float(v), 4) for v in wilson_interval(count / total, total, level=LEVEL)]
+        estimate, *ci = (round(value, 4) for value in plan_inputs.share_interval(count, total, level=LEVEL))
     return {"count": count, "total": total, "estimate": estimate, "ci": ci, "method": "Wilson score"}
 
 
