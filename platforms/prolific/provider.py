@@ -15,7 +15,7 @@ from django.conf import settings
 
 from annotation.crowd.costs import Cost
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
-from annotation.crowd.providers.options import OptionError
+from annotation.crowd.providers.options import BatchOption, OptionError
 from annotation.models import Assignment, Batch, Hit, Provider, WorkerIdentity
 from core.errors import ServiceError
 from platforms.prolific import prices
@@ -44,16 +44,22 @@ NO_WORK_MESSAGE = (
 )
 
 
-def validate_options(options: dict) -> None:
-    """Refuse Prolific settings the API would refuse, before the batch is created."""
-    unknown = set(options) - OPTION_KEYS
+def check_known(options: dict, what: str, keys: set[str], checked: tuple[BatchOption, ...]) -> None:
+    """Refuse keys none of a platform's options has, and values the ``checked`` options' own checks refuse,
+    whoever built the options (Prolific's and Task Builder's)."""
+    unknown = set(options) - keys
     if unknown:
-        raise ServiceError(f"unknown Prolific option(s): {', '.join(sorted(unknown))}")
-    for name in ("estimated_minutes", "devices"):  # the declared option's own check, whoever built the options
+        raise ServiceError(f"unknown {what} option(s): {', '.join(sorted(unknown))}")
+    for option in checked:
         try:
-            BY_NAME[name].parse(options.get(name))
+            option.parse(options.get(option.name))
         except OptionError as exc:
             raise ServiceError(str(exc)) from None
+
+
+def validate_options(options: dict) -> None:
+    """Refuse Prolific settings the API would refuse, before the batch is created."""
+    check_known(options, "Prolific", OPTION_KEYS, (BY_NAME["estimated_minutes"], BY_NAME["devices"]))
     for key, flag in (("exclude_batches", "--exclude-batch"), ("allow_batches", "--allow-batch")):
         for name in options.get(key, []):
             if not Batch.objects.filter(name=name).exists():

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from annotation.crowd.providers.base import CrowdProvider, RemoteAssignment, register
-from annotation.crowd.providers.options import BatchOption, OptionError, options_by_name
+from annotation.crowd.providers.options import BatchOption
 from core.errors import ServiceError
 from genderbias.labels import VOCABULARY
 from platforms.prolific.client import DEVICES, create_or_find, moment
-from platforms.prolific.provider import ProlificProvider, api_client, transition_study
+from platforms.prolific.provider import ProlificProvider, api_client, check_known
 from platforms.taskbuilder.client import (
     DATA_COLLECTION_METHOD,
     DATASET_DONE,
@@ -43,7 +43,6 @@ OPTIONS: tuple[BatchOption, ...] = (
         into="provider_options",
     ),
 )
-_BY_NAME = options_by_name(OPTIONS)
 OPTION_KEYS = {"taskbuilder_minutes"}
 #: The statuses of a study's submissions whose answers are final, as this site's assignment statuses.
 FINISHED = {"AWAITING REVIEW": "submitted", "APPROVED": "approved", "REJECTED": "rejected"}
@@ -137,21 +136,18 @@ class TaskBuilderProvider(CrowdProvider):
     assignments_per_participant = 1
     bonus_charges = "bulk"
 
-    # A Task Builder study is Prolific's: Prolific's fees, and its submissions approved alike.
+    # A Task Builder study is Prolific's: Prolific's fees, its submissions approved, and the study
+    # published and stopped alike.
     work_cost = ProlificProvider.work_cost
     bonus_fees = ProlificProvider.bonus_fees
     approve = ProlificProvider.approve
+    launch = ProlificProvider.launch
+    stop_study = ProlificProvider.stop_study
+    expire = ProlificProvider.expire
 
     @classmethod
     def check_settings(cls, batch_settings) -> None:
-        options = dict(batch_settings.provider_options or {})
-        unknown = set(options) - OPTION_KEYS
-        if unknown:
-            raise ServiceError(f"unknown Task Builder option(s): {', '.join(sorted(unknown))}")
-        try:
-            _BY_NAME["taskbuilder_minutes"].parse(options.get("taskbuilder_minutes"))
-        except OptionError as exc:
-            raise ServiceError(str(exc)) from None
+        check_known(dict(batch_settings.provider_options or {}), "Task Builder", OPTION_KEYS, OPTIONS)
 
     def __init__(
         self,
@@ -291,10 +287,6 @@ class TaskBuilderProvider(CrowdProvider):
             "project": project,
         }
 
-    def launch(self, batch: Batch) -> None:
-        """Publish the study unless it is published already (after a lost answer, its status says)."""
-        transition_study(self.client, batch.hit_type_id, "PUBLISH", when=("UNPUBLISHED",))
-
     def publish_hit(self, hit: Hit, question_html: str) -> str:
         """Nothing to send: the HIT is a task group of the dataset uploaded at :meth:`prepare`."""
         return f"taskbuilder-{hit.unique_token}"
@@ -395,10 +387,3 @@ class TaskBuilderProvider(CrowdProvider):
         current = (study.get("data_collection_metadata") or {}).get("annotators_per_task") or 1
         if wanted > int(current):
             self.client.set_annotators_per_task(hit.batch.hit_type_id, wanted)
-
-    def expire(self, hit: Hit) -> None:
-        """Stop the study (once per batch, and only if it runs)."""
-        study_id = hit.batch.hit_type_id
-        if study_id and study_id not in self._stopped:
-            transition_study(self.client, study_id, "STOP", when=("ACTIVE", "PAUSED"))
-            self._stopped.add(study_id)
