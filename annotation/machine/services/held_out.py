@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
-
 from annotation.crowd.selectors import counts_answers
 from annotation.crowd.services.hooks import sync_steps
 from annotation.crowd.services.statuses import ANSWERED, settle_hit_statuses
 from annotation.machine.selectors import read_sample
-from annotation.models import Assignment, Batch, Hit, Reoffer
-from annotation.quality.services.budget import affordable, extra_assignment_price
+from annotation.models import Assignment, Batch, Reoffer
 from annotation.quality.services.escalation import round_in_progress
+from annotation.quality.services.reoffers import offer_again
 from core.errors import ServiceError
 
 
@@ -44,9 +41,8 @@ def held_out_without_reoffer(batch: Batch) -> list[Assignment]:
 
 @sync_steps.register
 def reoffer_held_out(batch: Batch, provider: Any, result: Any) -> None:
-    """Offer each held-out answer's place again once the round is in, within the extra budget, through a
-    :class:`Reoffer` committed before the provider is called (an interrupted run's are finished first);
-    counted in ``result.reoffered`` (and ``reoffer_over_budget``)."""
+    """Offer each held-out answer's place again once the round is in (:func:`offer_again`; an interrupted
+    run's are finished first), counted in ``result.reoffered`` (and ``reoffer_over_budget``)."""
     live = (Batch.Status.PUBLISHED, Batch.Status.COMPLETED)
     if batch.purpose != Batch.Purpose.CALIBRATION or batch.status not in live:
         return
@@ -55,31 +51,11 @@ def reoffer_held_out(batch: Batch, provider: Any, result: Any) -> None:
         Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
     if round_in_progress(batch):
         return
-    waiting = held_out_without_reoffer(batch)
-    if not waiting:
-        return
-    try:
-        price = extra_assignment_price(batch)
-    except ServiceError as exc:
-        result.reoffer_refused = str(exc)
-        return
-    paid_for = affordable(batch, len(waiting))
-    result.reoffer_over_budget += len(waiting) - paid_for
-    offered = 0
-    for assignment in waiting[:paid_for]:
-        try:
-            with transaction.atomic():
-                reoffer = Reoffer.objects.create(batch=batch, hit=assignment.hit, assignment=assignment, cost=price)
-                # The held-out answer still fills its place: the HIT wants one answer more.
-                Hit.objects.filter(pk=assignment.hit_id).update(max_assignments=F("max_assignments") + 1)
-        except IntegrityError:
-            continue  # recorded by a concurrent run, which calls the provider for it
-        assignment.hit.refresh_from_db(fields=["max_assignments"])
-        provider.add_assignments(assignment.hit, 1, reoffer.unique_token)
-        Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
-        offered += 1
-    result.reoffered += offered
-    if offered:
+    done = offer_again(batch, provider, held_out_without_reoffer(batch), widen=True)
+    result.reoffered += done.offered
+    result.reoffer_over_budget += done.over_budget
+    result.reoffer_refused = done.refused or result.reoffer_refused
+    if done.offered:
         settle_hit_statuses(batch)
         if batch.status == Batch.Status.COMPLETED:
             Batch.objects.filter(pk=batch.pk).update(status=Batch.Status.PUBLISHED)

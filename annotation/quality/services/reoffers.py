@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 
 from annotation.crowd.providers import CrowdProvider
 from annotation.crowd.providers.base import provider_class
-from annotation.models import Assignment, Batch, Reoffer
+from annotation.models import Assignment, Batch, Hit, Reoffer
 from annotation.quality.services.budget import affordable, extra_assignment_price
 from core.errors import ServiceError
 
@@ -41,14 +42,25 @@ def rejected_without_reoffer(batch: Batch):
 
 def reoffer_rejected(batch: Batch, provider: CrowdProvider) -> ReofferResult:
     """Offer every rejected MTurk place again, within the budget; finish interrupted re-offers first."""
-    result = ReofferResult()
     if not provider_class(batch.provider).reoffers_rejected or batch.status != Batch.Status.PUBLISHED:
-        return result
+        return ReofferResult()
+    finished = 0
     for reoffer in batch.reoffers.filter(applied=False).select_related("hit"):
         provider.add_assignments(reoffer.hit, 1, reoffer.unique_token)
         Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
-        result.offered += 1
-    waiting = list(rejected_without_reoffer(batch))
+        finished += 1
+    result = offer_again(batch, provider, list(rejected_without_reoffer(batch)))
+    result.offered += finished
+    return result
+
+
+def offer_again(
+    batch: Batch, provider: CrowdProvider, waiting: list[Assignment], *, widen: bool = False
+) -> ReofferResult:
+    """Offer the place of each of ``waiting`` again, within the extra budget, through a ``Reoffer``
+    committed before the provider is called; ``widen``: the answer keeps its place (a calibration sample's
+    held-out one), so its HIT wants one answer more, raised in the same transaction."""
+    result = ReofferResult()
     if not waiting:
         return result
     try:
@@ -62,8 +74,12 @@ def reoffer_rejected(batch: Batch, provider: CrowdProvider) -> ReofferResult:
         try:
             with transaction.atomic():
                 reoffer = Reoffer.objects.create(batch=batch, hit=assignment.hit, assignment=assignment, cost=price)
+                if widen:
+                    Hit.objects.filter(pk=assignment.hit_id).update(max_assignments=F("max_assignments") + 1)
         except IntegrityError:
             continue  # recorded by a concurrent run, which calls the provider for it
+        if widen:
+            assignment.hit.refresh_from_db(fields=["max_assignments"])
         provider.add_assignments(assignment.hit, 1, reoffer.unique_token)
         Reoffer.objects.filter(pk=reoffer.pk).update(applied=True)
         result.offered += 1
