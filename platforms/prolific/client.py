@@ -210,13 +210,8 @@ class Prolific:
     def get_submission(self, submission_id: str) -> Submission | None:
         """Whose session this is, in which study (``None``: unknown): the arrival's check, as anyone can type
         the study URL's id."""
-        try:
-            item = self.request("GET", f"submissions/{quote_id(submission_id)}/")
-        except ProlificError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return Submission.from_api(item)
+        item = _unless_gone(lambda: self.request("GET", f"submissions/{quote_id(submission_id)}/"))
+        return None if item is None else Submission.from_api(item)
 
     def approve(self, submission_id: str) -> dict:
         return self.request("POST", f"submissions/{submission_id}/transition/", {"action": "APPROVE"})
@@ -344,10 +339,11 @@ class Prolific:
         return self.request("POST", f"studies/{quote_id(study_id)}/test-study", None, repeatable=False)
 
     def delete_hook_subscription(self, subscription_id: str) -> bool:
-        return _unless_gone(lambda: self.request("DELETE", f"hooks/subscriptions/{quote_id(subscription_id)}/"))
+        path = f"hooks/subscriptions/{quote_id(subscription_id)}/"
+        return _unless_gone(lambda: self.request("DELETE", path)) is not None
 
     def delete_group(self, group_id: str) -> bool:
-        return _unless_gone(lambda: self.request("DELETE", f"participant-groups/{quote_id(group_id)}/"))
+        return _unless_gone(lambda: self.request("DELETE", f"participant-groups/{quote_id(group_id)}/")) is not None
 
     def submission_bonuses(self, submission_id: str) -> list[int]:
         """The bonuses (cents) Prolific shows on a submission: how a lost pay answer is reconciled (they
@@ -385,15 +381,15 @@ def named(items: Iterator[dict], name: str, *, key: str = "name") -> dict | None
     return next((item for item in items if item.get(key) == name), None)
 
 
-def _unless_gone(call: Callable[[], Any]) -> bool:
-    """Whether ``call`` (a delete) went through; ``False`` on a 404 (already gone)."""
+def _unless_gone(call: Callable[[], Any]) -> Any:
+    """``call``'s answer (never ``None``: :meth:`Prolific.request` answers ``{}`` for nothing); ``None`` on a
+    404 (gone, or never there)."""
     try:
-        call()
+        return call()
     except ProlificError as exc:
         if exc.status == 404:
-            return False
+            return None
         raise
-    return True
 
 
 def _prolific_error(method: str, path: str, exc: HttpError) -> ProlificError:
