@@ -201,14 +201,14 @@ def correct_page(request: HttpRequest, pk: int) -> HttpResponse:
 def correction_step(request: HttpRequest, assignment: Assignment, *, mode: str, done_url: str) -> HttpResponse:
     """The shared HIT page for correcting ``assignment`` (in-house annotators and Prolific participants)."""
     hit = assignment.hit
+
+    def refused(message: str) -> HttpResponse:
+        context = {"heading": "Cannot be corrected", "message": message, "continue_url": done_url}
+        return render(request, "annotation/no_more_hits.html", context, status=409)
+
     reason = why_not_correctable(assignment)
     if reason is not None:
-        context = {
-            "heading": "Cannot be corrected",
-            "message": f"This HIT cannot be corrected: {reason}.",
-            "continue_url": done_url,
-        }
-        return render(request, "annotation/no_more_hits.html", context, status=409)
+        return refused(f"This HIT cannot be corrected: {reason}.")
     hit_queries = list(hit.hit_queries.select_related("batch_query").order_by("position"))
     action = request.path
     if request.method == "POST":
@@ -217,8 +217,7 @@ def correction_step(request: HttpRequest, assignment: Assignment, *, mode: str, 
             try:
                 check = correct_assignment(assignment, form.answers(), hit_queries=hit_queries)
             except NotCorrectable as exc:
-                context = {"heading": "Cannot be corrected", "message": str(exc), "continue_url": done_url}
-                return render(request, "annotation/no_more_hits.html", context, status=409)
+                return refused(str(exc))
             if mode == "local":  # a participant goes back to Prolific, which shows no message of ours
                 changed = "were corrected" if check is not None else "were already as you sent them"
                 messages.success(request, f"Your answers to HIT {hit.position} of {hit.batch.name} {changed}.")

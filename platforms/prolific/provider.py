@@ -316,12 +316,11 @@ class ProlificProvider(CrowdProvider):
     @classmethod
     def new_batch_options(cls, options: dict) -> dict:
         """The study's completion code, random, never derived (:func:`completion_code`), unless given."""
-        if not options.get("completion_code"):
-            options = {**options, "completion_code": new_completion_code()}
-        if not options.get("return_code"):
-            options = {**options, "return_code": new_completion_code()}
+        options = {**options}
+        for code in ("completion_code", "return_code"):
+            options[code] = options.get(code) or new_completion_code()
         if "signed_urls" not in options and settings.PROLIFIC_SIGNED_URLS:
-            options = {**options, "signed_urls": True}
+            options["signed_urls"] = True
         return options
 
     @classmethod

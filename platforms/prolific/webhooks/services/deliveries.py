@@ -111,14 +111,11 @@ def _note_refused(code: str, now: float) -> None:
     if code != "bad_signature":
         return
     key = f"prolific.webhooks.bad_signatures:{int(now // 3600)}"
-    if cache.add(key, 1, timeout=3601):
+    try:
+        count = 1 if cache.add(key, 1, timeout=3601) else cache.incr(key)
+    except ValueError:  # expired in between
+        cache.add(key, 1, timeout=3601)
         count = 1
-    else:
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired in between
-            cache.add(key, 1, timeout=3601)
-            count = 1
     if count in BAD_SIGNATURE_WARNINGS or count % 100 == 0:
         logger.warning(
             "%d Prolific webhook deliveries refused for a bad signature this hour: was the workspace's secret "
