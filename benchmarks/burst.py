@@ -59,14 +59,8 @@ def run_burst(command, o: dict) -> None:
         )
     launches = []
 
-    def say(_port: int, log) -> None:
-        command.stdout.write(
-            f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on {site}, "
-            f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
-        )
-
     try:
-        with served("burst", workers=o["workers"], threads=o["threads"], say=say, port=port):
+        with served("burst", workers=o["workers"], threads=o["threads"], say=command.stdout.write, port=port):
             for (label, shares), (batch, _hits) in zip(runs, studies, strict=True):
                 fake.shares = shares
                 command.stdout.write(

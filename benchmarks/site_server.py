@@ -65,14 +65,15 @@ def analyze() -> None:
 
 @contextmanager
 def served(
-    name: str, *, workers: int, threads: int, say: Callable[[int, Path], object], port: int | None = None
+    name: str, *, workers: int, threads: int, say: Callable[[str], object], port: int | None = None, detail: str = ""
 ) -> Iterator[tuple[int, subprocess.Popen]]:
     """``(port, server)``: gunicorn with the shipped configuration on loopback (a free port unless given), its
-    log a new file, once it answers (60 s at most); ``say(port, log)`` before it starts. Stopped whatever
-    happens: politely, then for good after 30 s."""
+    log a new file, once it answers (60 s at most); ``say`` is told where (the database, ``detail``, the log)
+    before it starts. Stopped whatever happens: politely, then for good after 30 s."""
     log = Path(tempfile.mkstemp(prefix=f"benchmark-{name}-gunicorn-", suffix=".log")[1])
     port = port or free_port()
-    say(port, log)
+    database = f"{connection.vendor} ({connection.settings_dict['NAME']})"
+    say(f"gunicorn {workers}x{threads} on 127.0.0.1:{port}, {database}{detail}; log {log}")
     args = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"]
     args += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads)]
     with open(log, "ab") as out:

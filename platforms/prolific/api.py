@@ -39,10 +39,6 @@ class SubmissionsView(APIView):
 
 
 # -- Prolific bonuses --------------------------------------------------------------------------
-def _prolific_batch(name: str) -> Batch:
-    return get_object_or_404(Batch, name=name)
-
-
 def _preview_data(batch: Batch) -> dict:
     preview = preview_bonuses(batch)
     return {
@@ -64,7 +60,7 @@ class BonusPreviewView(APIView):
     @extend_schema(responses={200: BonusPreviewSerializer, 400: ErrorSerializer, 404: ErrorSerializer})
     def get(self, request, name: str, format=None):
         """The bonuses the rule owes each approved participant, what a pay would send now and its cost with fees."""
-        return Response(BonusPreviewSerializer(_preview_data(_prolific_batch(name))).data)
+        return Response(BonusPreviewSerializer(_preview_data(get_object_or_404(Batch, name=name))).data)
 
     @extend_schema(
         request=BonusRuleRequestSerializer,
@@ -72,7 +68,7 @@ class BonusPreviewView(APIView):
     )
     def put(self, request, name: str, format=None):
         """Set the batch's bonus rule (refused once bonuses were recorded under another); answers the preview."""
-        batch = _prolific_batch(name)
+        batch = get_object_or_404(Batch, name=name)
         data = checked(BonusRuleRequestSerializer, body_object(request))
         prolific_bonuses.set_bonus_rule(batch, data["kind"], data["amount"])
         batch.refresh_from_db()
@@ -93,4 +89,6 @@ class BonusPayView(APIView):
         """Pay what the rule owes and is not paid yet, as a background job (202; its result: ``paid_now``,
         ``confirmed``, ``unconfirmed``, ``needs_person``); a repeat, or a click while a pay runs (409), pays nothing twice."""
         expected = body_object(request).get("expected_total")
-        return job_started(prolific_bonuses.start_pay_bonuses(_prolific_batch(name), expected_total=expected))
+        return job_started(
+            prolific_bonuses.start_pay_bonuses(get_object_or_404(Batch, name=name), expected_total=expected)
+        )

@@ -190,10 +190,8 @@ class Command(ProjectCommand):
             "cycle",
             workers=1,
             threads=1,
-            say=lambda port, log: self.stdout.write(
-                f"gunicorn 1x1 on 127.0.0.1:{port}, {connection.vendor} ({connection.settings_dict['NAME']}), "
-                f"CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}; log {log}"
-            ),
+            say=self.stdout.write,
+            detail=f", CONN_MAX_AGE={connection.settings_dict['CONN_MAX_AGE']}",
         ) as (port, server):
             meter = _Meter(server.pid)
             if connection.vendor == "postgresql" and meter.postmaster is None:

@@ -95,10 +95,7 @@ class Command(ProjectCommand):
             "load",
             workers=o["workers"],
             threads=o["threads"],
-            say=lambda port, log: self.stdout.write(
-                f"gunicorn: {o['workers']} worker(s) x {o['threads']} thread(s) on 127.0.0.1:{port}, "
-                f"{connection.vendor} ({connection.settings_dict['NAME']}); log {log}"
-            ),
+            say=self.stdout.write,
         ) as (port, _server):
             self.stdout.write(f"{o['annotators']} virtual annotators for {o['duration']:g} s ...")
             result = run_annotators(

@@ -8,7 +8,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
 
 from annotation import services
 from annotation.machine.services.calibration import create_calibration_sample
@@ -97,9 +96,7 @@ class Command(ProjectCommand):
             "pages",
             workers=o["workers"],
             threads=o["threads"],
-            say=lambda port, log: self.stdout.write(
-                f"gunicorn {o['workers']}x{o['threads']} on 127.0.0.1:{port}, {connection.vendor}; log {log}"
-            ),
+            say=self.stdout.write,
         ) as (port, server):
             self.stdout.write(f"gunicorn answered after {time.monotonic() - started:.1f} s (master imports included)")
             client = VirtualAnnotator(f"http://127.0.0.1:{port}", user, PASSWORD)

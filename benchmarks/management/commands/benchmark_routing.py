@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 from django.core.management.base import CommandError
-from django.db import connection
 from django.test.utils import override_settings
 
 from annotation import services
@@ -159,10 +158,8 @@ class Command(ProjectCommand):
                     "routing",
                     workers=o["workers"],
                     threads=o["threads"],
-                    say=lambda port, log: self.stdout.write(
-                        f"Over HTTP: gunicorn {o['workers']}x{o['threads']} on 127.0.0.1:{port} ({connection.vendor}), the "
-                        f"chat labeller against a fake OpenAI-compatible server at {api}; log {log}"
-                    ),
+                    say=lambda line: self.stdout.write(f"Over HTTP: {line}"),
+                    detail=f", the chat labeller against a fake OpenAI-compatible server at {api}",
                 ) as (port, _server),
                 override_settings(**settings),
             ):
