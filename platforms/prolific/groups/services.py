@@ -92,11 +92,11 @@ def fill_group(
     return len(pending)
 
 
-def _participants_of(batch_names: Iterable[str]) -> list[str]:
-    """Prolific ids of everyone whose work in these batches Prolific attributed to them (void work excluded)."""
+def _participants(**where) -> list[str]:
+    """Prolific ids of everyone whose work (``where``) Prolific attributed to them (void work excluded)."""
     return sorted(
         set(
-            Assignment.objects.filter(hit__batch__name__in=list(batch_names), worker__provider=Provider.PROLIFIC)
+            Assignment.objects.filter(worker__provider=Provider.PROLIFIC, **where)
             .exclude(status=Assignment.Status.VOID)
             .values_list("worker__identity__external_id", flat=True)
         )
@@ -116,7 +116,7 @@ def prepare_groups(batch: Batch, provider: CrowdProvider | None = None) -> list[
         if not names:
             continue
         group = ensure_group(provider, name.format(batch=batch.name), role, batch)
-        fill_group(provider, group, _participants_of(names), reason=f"{key}: {', '.join(names)}"[:200])
+        fill_group(provider, group, _participants(hit__batch__name__in=names), reason=f"{key}: {', '.join(names)}")
         made.append(group)
     return made
 
@@ -134,7 +134,7 @@ def refill_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
         if not names or group is None:
             continue
         sent += fill_group(
-            _provider(provider), group, _participants_of(names), reason=f"{key}: {', '.join(names)}"[:200]
+            _provider(provider), group, _participants(hit__batch__name__in=names), reason=f"{key}: {', '.join(names)}"
         )
     return sent
 
@@ -142,13 +142,7 @@ def refill_groups(batch: Batch, provider: CrowdProvider | None = None) -> int:
 def record_gold_failures(batch: Batch, provider: CrowdProvider | None = None) -> int:
     """Add the batch's participants who failed its gold threshold to the failed-gold group; how many were new
     (without ``PROLIFIC_WORKSPACE_ID``: none, with a warning)."""
-    failed = sorted(
-        set(
-            Assignment.objects.filter(hit__batch=batch, gold_passed=False, worker__provider=Provider.PROLIFIC)
-            .exclude(status=Assignment.Status.VOID)
-            .values_list("worker__identity__external_id", flat=True)
-        )
-    )
+    failed = _participants(hit__batch=batch, gold_passed=False)
     group = ParticipantGroup.objects.filter(name=GOLD_FAILED_GROUP).first()
     known = set(group.members.filter(added=True).values_list("participant_id", flat=True)) if group else set()
     if not set(failed) - known:
