@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from annotation.crowd.selectors import crowd_batch_ids
 from annotation.models import Adjudication, Assignment, Batch, Judgment
+from annotation.results.selectors.labels import votes_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,21 +33,16 @@ def gold_labels(batch: Batch) -> dict[str, str]:
 def gold_judgments(batch: Batch) -> pd.DataFrame:
     """Every answer to the batch's gold questions (``item``, ``worker``, ``label``), from answered work and
     work rejected for failing them: reading only passed work would rate every worker too well."""
-    import pandas as pd
-
     answered = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED)
     failed = Q(assignment__gold_passed=False, assignment__status=Assignment.Status.REJECTED)
-    rows = (
+    return votes_frame(
         Judgment.objects.filter(
             Q(assignment__status__in=answered) | failed,
             batch_query__batch__in=crowd_batch_ids(batch),
             batch_query__is_gold=True,
             label__isnull=False,
         )
-        .order_by("assignment_id", "pk")
-        .values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
     )
-    return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
 
 def gold_discarded(batch: Batch):

@@ -101,15 +101,17 @@ def usable_judgments(batch: Batch):
 
 
 def judgments_frame(batch: Batch) -> pd.DataFrame:
-    """One row per usable judgment: ``item`` (qid), ``worker`` (pseudonym), ``label``, in the order
-    answered, so that every aggregator counts a worker's latest answer to a query."""
+    """One row per usable judgment (:func:`votes_frame`)."""
+    return votes_frame(usable_judgments(batch))
+
+
+def votes_frame(judgments) -> pd.DataFrame:
+    """``judgments`` as the aggregators read them: ``item`` (qid), ``worker`` (pseudonym), ``label``, in
+    the order answered, so that every aggregator counts a worker's latest answer to a query."""
     import pandas as pd
 
-    rows = (
-        usable_judgments(batch)
-        .order_by("assignment_id", "pk")
-        .values_list("batch_query__qid", "assignment__worker__pseudonym", "label")
-    )
+    fields = ("batch_query__qid", "assignment__worker__pseudonym", "label")
+    rows = judgments.order_by("assignment_id", "pk").values_list(*fields)
     return pd.DataFrame(list(rows), columns=["item", "worker", "label"], dtype=object)
 
 
