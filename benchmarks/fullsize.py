@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.measure import ROOT, run_module
+
 #: MS MARCO passage ranking (v1): collection.tsv's passages, the dev set's queries, and the
 #: design card's 14 rankers, each ranking the top 1,000 passages per query.
 MSMARCO = {"passages": 8_841_823, "queries": 6_980, "runs": 14, "depth": 1_000}
-#: The checkout whose ``manage.py`` the commands run.
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -226,14 +226,7 @@ def reference_on_prefix(work: Path, files: dict, passages: int, cutoff: int = 10
     ]
     lines = sum(target.read_bytes().count(b"\n") for target in runs)
     arguments = [collection, files["queries"], cutoff, depth, *runs]
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.fullsize", "reference", *map(str, arguments)],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = run_module("benchmarks.fullsize", "reference", *arguments)
     result.update(passages=passages, run_lines=lines)
     return result
 

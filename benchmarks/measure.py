@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
+
+#: The project's folder, where ``python -m benchmarks.…`` finds its modules.
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_average() -> str:
@@ -25,6 +32,15 @@ def setup_django() -> None:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
+
+
+def run_module(module: str, *args: object, **options) -> dict:
+    """``python -m module args`` in a fresh process (its own imports and peak memory) from the project's folder:
+    the JSON object its last line prints; a failure is :class:`subprocess.CalledProcessError` (with its stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)], check=True, capture_output=True, text=True, cwd=ROOT, **options
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def shown(items: Iterable, write: Callable[[str], object]) -> list:

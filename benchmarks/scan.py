@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks.measure import tree_peak_memory_mb
+from benchmarks.measure import run_module, tree_peak_memory_mb
 
 #: What is split over the workers, and the in-process reference each is compared with.
 WHAT = {
@@ -94,20 +94,14 @@ def run_scan_benchmark(
             ]
             try:
                 _wait_until_ready(env, n)
-                out = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.scan", what, *map(str, (work, collection, target, n))],
-                    env=env,
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                ).stdout
+                result = run_module("benchmarks.scan", what, work, collection, target, n, env=env)
                 memory = [tree_peak_memory_mb(proc.pid) for proc in procs]
             finally:
                 for proc in procs:
                     proc.terminate()
                 for proc in procs:
                     proc.wait(timeout=60)
-            results[n] = json.loads(out.strip().splitlines()[-1]) | {"worker_mb": memory}
+            results[n] = result | {"worker_mb": memory}
         single = results[0]
         yield (
             f"{'approach':<28}{'seconds':>9}{'speed-up':>10}  same {SAME[what]}"

@@ -1,10 +1,8 @@
-import json
 import subprocess
-import sys
 
-from django.conf import settings
 from django.core.management.base import CommandError
 
+from benchmarks.measure import run_module
 from core.management.cli import ProjectCommand
 
 MODES = {
@@ -43,15 +41,10 @@ class Command(ProjectCommand):
         for mode in MODES:
             if mode in ("notebook", "naive") and o["skip_naive"]:
                 continue
-            done = subprocess.run(
-                [sys.executable, "-m", "benchmarks.metrics", mode, *args],
-                capture_output=True,
-                text=True,
-                cwd=settings.BASE_DIR,
-            )
-            if done.returncode:
-                raise CommandError(f"{mode} failed:\n{done.stderr[-2000:]}")
-            outcomes[mode] = json.loads(done.stdout)
+            try:
+                outcomes[mode] = run_module("benchmarks.metrics", mode, *args)
+            except subprocess.CalledProcessError as exc:
+                raise CommandError(f"{mode} failed:\n{exc.stderr[-2000:]}") from None
         self.stdout.write(f"\n{'mode':<10}{'what':<48}{'seconds':>10}{'peak MB':>10}{'setup s':>10}")
         for mode, out in outcomes.items():
             self.stdout.write(

@@ -1,8 +1,6 @@
-import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -10,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 
 from benchmarks.fullsize import run_command
+from benchmarks.measure import run_module
 from core.management.cli import ProjectCommand
 from pooling.synthetic import SyntheticSpec, write_collection, write_queries, write_runs
 
@@ -91,15 +90,7 @@ class Command(ProjectCommand):
         return {"collection": collection, "queries": queries, "runs": sorted(directory.glob("run*.trec"))}
 
     def _child(self, mode: str, args: list[str]) -> dict:
-        out = subprocess.run(
-            [sys.executable, "-m", "benchmarks.pooling", mode, *args],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd=settings.BASE_DIR,
-            env=_user_env(Path(args[0]), self.bytecode),
-        )
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        return run_module("benchmarks.pooling", mode, *args, env=_user_env(Path(args[0]), self.bytecode))
 
     def _commands(self, work: Path, files: dict, depth: int) -> dict:
         """Registration and pool as the README types them, each command a fresh ``manage.py`` process on a new

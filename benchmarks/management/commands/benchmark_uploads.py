@@ -5,7 +5,6 @@ small ordinary run, and a SQLite database there with a small collection and a re
 import in a fresh process (:mod:`benchmarks.upload_memory`): its outcome, seconds and peak memory.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from benchmarks.measure import run_module
 from benchmarks.upload_memory import COLLECTION, write_ordinary_run
 from core.management.cli import ProjectCommand
 from tests.support.compression_bombs import write_repeated
@@ -77,17 +77,11 @@ class Command(ProjectCommand):
         for index, (label, kind, path) in enumerate(cases):
             for mode in ("cli", "site"):
                 name = f"{kind}-{mode}-{index}"
-                done = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.upload_memory", mode, kind, str(path), name],
-                    env=env,
-                    cwd=settings.BASE_DIR,
-                    capture_output=True,
-                    text=True,
-                )
-                if done.returncode:
-                    self.stdout.write(f"{label:<48} {mode:<5} failed: {done.stderr[-500:]}")
+                try:
+                    result = run_module("benchmarks.upload_memory", mode, kind, path, name, env=env)
+                except subprocess.CalledProcessError as exc:
+                    self.stdout.write(f"{label:<48} {mode:<5} failed: {exc.stderr[-500:]}")
                     continue
-                result = json.loads(done.stdout.strip().splitlines()[-1])
                 outcome = result["outcome"].replace(str(path), path.name)
                 self.stdout.write(
                     f"{label:<48} {mode:<5} {path.stat().st_size / 1e6:>7.2f} {result['seconds']:>8.2f} "
