@@ -29,7 +29,7 @@ def team_members():
 
 def team_overview():
     """The team page's rows: each annotator with the batches they are on and the HITs they answered."""
-    members = (
+    return list(
         team_members()
         .prefetch_related("annotation_team_batches")
         .annotate(
@@ -39,7 +39,6 @@ def team_overview():
             )
         )
     )
-    return list(members)
 
 
 def get_member(username: str):

@@ -4,6 +4,7 @@ site's figures of the same session's work; a study's places against its tasks (:
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -67,11 +68,8 @@ def submissions(batch: Batch) -> Submissions:
         if without_work
         else {}
     )
-    by_status: dict[str, int] = {}
-    times = []
-    for record in records:
-        by_status[record.status] = by_status.get(record.status, 0) + 1
-        times.append(seconds_taken(record.started_at, record.completed_at))
+    by_status = Counter(record.status for record in records)
+    times = [seconds_taken(record.started_at, record.completed_at) for record in records]
     rates = [hourly_rate(batch.reward, seconds) for seconds in times]
     rows = []
     for record, seconds, rate in zip(records[:SHOWN], times, rates, strict=False):
