@@ -281,9 +281,6 @@ class MTurk:
             return hit_id
         return response["HIT"]["HITId"]
 
-    def get_hit(self, hit_id: str) -> dict:
-        return self._call("get_hit", HITId=hit_id)["HIT"]
-
     def expire_hit(self, hit_id: str) -> None:
         """Stop offering a HIT now (workers who accepted it can still submit)."""
         self._update_expiration(hit_id, _PAST)
