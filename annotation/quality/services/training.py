@@ -22,35 +22,30 @@ from genderbias.labels import LABEL_NAMES, LABELS
 FEEDBACK_MISSES = 20
 
 
-def add_training(batch: Batch, queries: Sequence[GoldQuery], pass_fraction: float) -> None:
-    """Give a new batch its training queries (``create_batch`` calls this in its transaction)."""
-    if not queries:
+@created.register
+def store_training(batch: Batch, settings: BatchSettings, *, training: Sequence[GoldQuery]) -> None:
+    """Give a new batch its training queries, if it has any (in ``create_batch``'s transaction)."""
+    if not training:
         return
     if not provider_class(batch.provider).trains_workers:
         raise ServiceError(
             f"the training step runs on this site, and {platform_label(batch.provider)} workers do not come "
             "here before their first HIT: see docs/quality.md"
         )
+    pass_fraction = settings.training_pass_fraction
     if not 0 < pass_fraction <= 1:
         raise ServiceError("the training pass fraction must be in (0, 1]")
-    clashes = {q.qid for q in queries} & set(batch.queries.values_list("qid", flat=True))
+    clashes = {q.qid for q in training} & set(batch.queries.values_list("qid", flat=True))
     if clashes:
         raise ServiceError(f"training qid(s) also asked in the batch: {', '.join(sorted(clashes)[:5])}")
     TrainingQuery.objects.bulk_create(
         [
             TrainingQuery(batch=batch, position=i, qid=q.qid, text=q.text, label=q.label)
-            for i, q in enumerate(queries, start=1)
+            for i, q in enumerate(training, start=1)
         ]
     )
     Batch.objects.filter(pk=batch.pk).update(training_pass_fraction=pass_fraction)
     batch.training_pass_fraction = pass_fraction
-
-
-@created.register
-def store_training(batch: Batch, settings: BatchSettings, *, training: Sequence[GoldQuery]) -> None:
-    """A new batch's training queries, if it has any (in ``create_batch``'s transaction)."""
-    if training:
-        add_training(batch, training, settings.training_pass_fraction)
 
 
 def qualified_batches(batches: QuerySet, worker: Worker) -> QuerySet:
