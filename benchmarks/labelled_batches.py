@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks.fullsize import run_command
-from benchmarks.measure import load_average, setup_django
+from benchmarks.measure import ROOT, load_average, setup_django
 
 RUNS = 7
 CUTOFFS = "5,10,20,30"
@@ -145,7 +145,6 @@ def main(argv: list[str] | None = None) -> None:
     if o.mode == "build":
         build(built, o.queries, o.sample)
         return
-    base = Path(__file__).resolve().parent.parent
     if not (built / "db.sqlite3").exists():
         print(f"Building the study ({o.queries:,} queries, sample {o.sample}) in {built} …", flush=True)
         started = time.perf_counter()
@@ -154,14 +153,14 @@ def main(argv: list[str] | None = None) -> None:
         subprocess.run(
             [sys.executable, "-m", "benchmarks.labelled_batches", "--work", str(work), "--queries", str(o.queries),
              "--sample", str(o.sample), "build"],
-            check=True, cwd=base, env=_env(built),
+            check=True, cwd=ROOT, env=_env(built),
         )  # fmt: skip
         print(f"  built in {time.perf_counter() - started:.0f} s", flush=True)
     print(f"Measuring (load average {load_average()}):", flush=True)
     rows: list[tuple[str, float, float, float]] = []
 
     def step(label: str, state: Path, arguments: list[str]) -> None:
-        seconds, cpu, peak = run_command(arguments, _env(state), base)
+        seconds, cpu, peak = run_command(arguments, _env(state), ROOT)
         rows.append((label, seconds, cpu, peak))
         print(f"  {label}: {seconds:.1f} s, {cpu:.2f} s CPU, {peak:,.0f} MB", flush=True)
 
@@ -174,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.labelled_batches", "--work", str(work), "calibration"],
-        cwd=base, env=_env(state), stdout=subprocess.PIPE, text=True,
+        cwd=ROOT, env=_env(state), stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     output = process.stdout.read()
     _pid, status, usage = os.wait4(process.pid, 0)

@@ -201,17 +201,16 @@ def group_id(provider: ProlificProvider, name: str) -> str:
 
 def exclusion_groups(batch: Batch, provider: ProlificProvider) -> list[str]:
     """Groups whose members may not take the study: blocked participants, and earlier batches' ones."""
-    groups = []
     blocked = list(
         WorkerIdentity.objects.filter(provider=Provider.PROLIFIC, worker__blocked=True).values_list(
             "external_id", flat=True
         )
     )
-    if blocked:
-        group = group_id(provider, BLOCKED_GROUP)
-        provider.client.add_to_group(group, blocked)
-        groups.append(group)
-    return groups
+    if not blocked:
+        return []
+    group = group_id(provider, BLOCKED_GROUP)
+    provider.client.add_to_group(group, blocked)
+    return [group]
 
 
 #: The workspace-wide block-list of participants who failed a batch's gold threshold.
