@@ -10,20 +10,7 @@ from rest_framework.views import APIView
 
 from core.api import ErrorSerializer, form_data, form_errors, job_started
 from core.errors import ServiceError
-from core.options import (
-    AWRF_P_OPTION,
-    AWRF_WEIGHTS_OPTION,
-    CUT_STEP_OPTION,
-    CUTOFFS_OPTION,
-    EXPOSURE_FORM_OPTION,
-    EXPOSURE_TARGET_OPTION,
-    NORMALISER_OPTION,
-    PRESET_OPTION,
-    PROTECTED_OPTION,
-    SENSITIVITY_CUTOFFS_OPTION,
-    TIES_OPTION,
-    TOKENIZER_OPTION,
-)
+from core.options import SENSITIVITY_CUTOFFS_OPTION, TIES_OPTION
 from core.serializers import CountField, DecimalNumberField, JobSerializer, MoneyField
 from core.templatetags.roles import may_act
 from genderbias.numbers import NumberError, parse_count
@@ -33,7 +20,7 @@ from genderbias.ranking.vocabulary import BY_NAME
 from metrics.forms.study_forms import LabelSensitivityForm, PlanForm
 from metrics.selectors import report_contributions, report_per_query, report_table
 
-from .forms import ReportForm
+from .forms import ReportForm, with_options
 from .forms.study_forms import CompareSetsForm, CounterfactualForm, CrboForm, PreferenceForm
 from .models import Report, Result
 from .serializers import (
@@ -45,7 +32,7 @@ from .serializers import (
 )
 
 
-class ReportRequestSerializer(serializers.Serializer):
+class ReportRequestSerializer(with_options(serializers.Serializer, option_field)):
     """What building a report takes (the report list's form)."""
 
     name = serializers.SlugField()
@@ -56,23 +43,12 @@ class ReportRequestSerializer(serializers.Serializer):
         "that carry the labels' uncertainty.",
     )
     runs = serializers.ListField(child=serializers.CharField(), help_text="Names of the runs to measure.")
-    cutoffs = option_field(CUTOFFS_OPTION)
-    tokenizer = option_field(TOKENIZER_OPTION)
     background = serializers.CharField(required=False, help_text="NFaiRR background run (default: the collection).")
     baseline = serializers.CharField(required=False, help_text="Run the others are tested against.")
     qrels = serializers.CharField(required=False, help_text="Imported relevance judgments: adds effectiveness.")
     measures = serializers.CharField(
         required=False, help_text="With qrels: e.g. RR@10,nDCG@10,R@10,P@10 (ir_measures names; MRR = RR)."
     )
-    nfairr_normaliser = option_field(NORMALISER_OPTION)
-    awrf_weights = option_field(AWRF_WEIGHTS_OPTION)
-    awrf_p = option_field(AWRF_P_OPTION)
-    exposure_target = option_field(EXPOSURE_TARGET_OPTION)
-    protected_group = option_field(PROTECTED_OPTION)
-    cut_step = option_field(CUT_STEP_OPTION)
-    exposure_form = option_field(EXPOSURE_FORM_OPTION)
-    ties = option_field(TIES_OPTION)
-    preset = option_field(PRESET_OPTION)
 
 
 class _PerQueryRows:

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django import forms
 
 from annotation import selectors as annotation_selectors
 from core.errors import ServiceError
 from core.forms import CountField, DecimalNumberField
 from core.models import Job
-from core.options import (
-    AWRF_P_OPTION,
-    AWRF_WEIGHTS_OPTION,
-    CUT_STEP_OPTION,
-    CUTOFFS_OPTION,
-    EXPOSURE_FORM_OPTION,
-    EXPOSURE_TARGET_OPTION,
-    NORMALISER_OPTION,
-    PRESET_OPTION,
-    PROTECTED_OPTION,
-    REPORT_OPTIONS,
-    TIES_OPTION,
-    TOKENIZER_OPTION,
-    ReportOption,
-)
+from core.options import REPORT_OPTIONS, ReportOption
 from genderbias.ranking.defaults import OptionError
 from pooling.models import Qrels, QuerySet, Run
 
@@ -46,6 +34,17 @@ def option_field(option: ReportOption) -> forms.Field:
     if option.kind == "count":
         return CountField(initial=option.default, **common)
     return forms.CharField(initial=option.default_text, **common)
+
+
+#: The report settings only the command takes; the form and the API's request take the others.
+COMMAND_ONLY = ("threshold", "bootstrap", "seed", "wordlist", "representative_wordlist")
+
+
+def with_options(base: type, field: Callable[[ReportOption], object]) -> type:
+    """``base`` (a form or a serializer) with a field per declared setting not :data:`COMMAND_ONLY` (``OPTIONS``), each
+    made by ``field`` from its declaration: the page, the API and its schema cannot drift from the declarations."""
+    fields = {name: field(option) for name, option in REPORT_OPTIONS.items() if name not in COMMAND_ONLY}
+    return type(base)(f"Report{base.__name__}Options", (base,), {**fields, "OPTIONS": tuple(fields)})
 
 
 def named(queryset, missing: str | None = None, **kwargs) -> forms.ModelChoiceField:
@@ -72,7 +71,7 @@ def clean_options(form: forms.Form, data: dict, options: dict[str, ReportOption]
             form.add_error(field, exc.problem)
 
 
-class ReportForm(forms.Form):
+class ReportForm(with_options(forms.Form, option_field)):
     name = forms.SlugField(max_length=100)
     queries = named(QuerySet.objects.all(), label="Query set", required=False)
     batch = named(
@@ -82,10 +81,7 @@ class ReportForm(forms.Form):
         help_text="Its non-gendered queries, with intervals that carry the labels' uncertainty.",
     )
     runs = forms.ModelMultipleChoiceField(Run.objects.all(), to_field_name="name", widget=forms.CheckboxSelectMultiple)
-    cutoffs = option_field(CUTOFFS_OPTION)
-    tokenizer = option_field(TOKENIZER_OPTION)
     background = named(Run.objects.all(), required=False, empty_label="the collection", label="NFaiRR background")
-    nfairr_normaliser = option_field(NORMALISER_OPTION)
     baseline = named(Run.objects.all(), required=False, empty_label="none")
     qrels = named(
         Qrels.objects.all(),
@@ -99,14 +95,20 @@ class ReportForm(forms.Form):
         help_text="With judgments: ir_measures names with a cutoff, of RR (MRR), nDCG, R, P, AP "
         "(default RR@10,nDCG@10,R@10,P@10).",
     )
-    awrf_weights = option_field(AWRF_WEIGHTS_OPTION)
-    awrf_p = option_field(AWRF_P_OPTION)
-    exposure_target = option_field(EXPOSURE_TARGET_OPTION)
-    protected_group = option_field(PROTECTED_OPTION)
-    cut_step = option_field(CUT_STEP_OPTION)
-    exposure_form = option_field(EXPOSURE_FORM_OPTION)
-    ties = option_field(TIES_OPTION)
-    preset = option_field(PRESET_OPTION)
+    #: The page's order: the declared settings (``OPTIONS``, first by inheritance) among the others.
+    field_order = [
+        "name",
+        "queries",
+        "batch",
+        "runs",
+        "cutoffs",
+        "tokenizer",
+        "background",
+        "nfairr_normaliser",
+        "baseline",
+        "qrels",
+        "measures",
+    ]
 
     def clean_measures(self):
         try:
@@ -123,10 +125,6 @@ class ReportForm(forms.Form):
             self.add_error("queries", "choose a query set or a batch whose labels to report on (one of them)")
         clean_options(self, data, {name: REPORT_OPTIONS[name] for name in self.OPTIONS})
         return data
-
-    #: The declared settings the form takes (:mod:`core.options`): those of its fields, in their declared order
-    #: (``vars()``: the fields above).
-    OPTIONS = tuple(filter(vars().__contains__, REPORT_OPTIONS))
 
     def start(self) -> Job:
         """Build the report as a background job (page and API alike)."""
