@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from core.errors import ProviderError
-from core.http import HttpError, JsonClient, transport_settings
+from core.http import HttpError, JsonClient, list_pages, transport_settings
 
 #: Documented rejection categories of ``POST /submissions/{id}/transition/``.
 REJECTION_CATEGORIES = frozenset(
@@ -162,8 +162,6 @@ class Prolific:
 
     def pages(self, path: str) -> Iterator[dict]:
         """Every item of a list endpoint (:func:`core.http.list_pages`: ``_links.next``, else offsets)."""
-        from core.http import list_pages
-
         return list_pages(
             lambda url: self.request("GET", url),
             path,
