@@ -55,6 +55,11 @@ def named(queryset, missing: str | None = None, **kwargs) -> forms.ModelChoiceFi
     return forms.ModelChoiceField(queryset, to_field_name="name", **kwargs)
 
 
+def ticked(queryset, **kwargs) -> forms.ModelMultipleChoiceField:
+    """Rows chosen by their ``name`` (as :func:`named`), as boxes to tick."""
+    return forms.ModelMultipleChoiceField(queryset, to_field_name="name", widget=forms.CheckboxSelectMultiple, **kwargs)
+
+
 def clean_options(form: forms.Form, data: dict, options: dict[str, ReportOption]) -> None:
     """The form's declared settings: the default where left empty, else the declaration's one check
     (cutoffs read from their text); a refusal is the field's error."""
@@ -80,7 +85,7 @@ class ReportForm(with_options(forms.Form, option_field)):
         label="…or a batch's labels",
         help_text="Its non-gendered queries, with intervals that carry the labels' uncertainty.",
     )
-    runs = forms.ModelMultipleChoiceField(Run.objects.all(), to_field_name="name", widget=forms.CheckboxSelectMultiple)
+    runs = ticked(Run.objects.all())
     background = named(Run.objects.all(), required=False, empty_label="the collection", label="NFaiRR background")
     baseline = named(Run.objects.all(), required=False, empty_label="none")
     qrels = named(

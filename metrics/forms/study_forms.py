@@ -29,7 +29,7 @@ from pooling.models import Collection, Pool, QuerySet, Run, WordList
 from .. import services
 from ..models import Report
 from ..services.planning import DEFAULT_ALPHA, DEFAULT_AUDIT_SECONDS, DEFAULT_CUTOFF, DEFAULT_POWER
-from . import clean_options, named, option_field
+from . import clean_options, named, option_field, ticked
 
 
 class LabelSensitivityForm(forms.Form):
@@ -42,10 +42,8 @@ class LabelSensitivityForm(forms.Form):
         empty_label="choose a batch",
         help_text="The annotation batch whose labels are varied.",
     )
-    runs = forms.ModelMultipleChoiceField(
+    runs = ticked(
         Run.objects.all(),
-        to_field_name="name",
-        widget=forms.CheckboxSelectMultiple,
         error_messages={"invalid_choice": "unknown run: %(value)s", "required": "choose at least one run"},
     )
     cutoffs = option_field(SENSITIVITY_CUTOFFS_OPTION)
@@ -274,25 +272,19 @@ class PlanForm(forms.Form):
 class CompareSetsForm(forms.Form):
     """The same runs on several query sets: a report per set, one metric to rank the runs by."""
 
-    reports = forms.ModelMultipleChoiceField(
+    reports = ticked(
         Report.objects.select_related("query_set").order_by("-created"),
-        to_field_name="name",
-        widget=forms.CheckboxSelectMultiple,
         required=False,
         help_text="A report per query set, of the same runs (or as many runs of the same rankers, in the same order).",
     )
-    query_sets = forms.ModelMultipleChoiceField(
+    query_sets = ticked(
         QuerySet.objects.order_by("name"),
-        to_field_name="name",
-        widget=forms.CheckboxSelectMultiple,
         required=False,
         label="Or query sets",
         help_text="Query sets to score the runs below on: a report per set is built first (or reused).",
     )
-    runs = forms.ModelMultipleChoiceField(
+    runs = ticked(
         Run.objects.order_by("name"),
-        to_field_name="name",
-        widget=forms.CheckboxSelectMultiple,
         required=False,
         help_text="The runs scored on each query set chosen above.",
     )
