@@ -16,12 +16,8 @@ ESCALATED = "escalated"
 GOLD_FAILED = "gold-failed"
 #: The review's filters, in the order the page shows them.
 REVIEW_STATUSES: tuple[str, ...] = (DISPUTED, SETTLED, ESCALATED, GOLD_FAILED)
-STATUS_NAMES: dict[str, str] = {
-    DISPUTED: "Disputed",
-    SETTLED: "Settled",
-    ESCALATED: "Escalated",
-    GOLD_FAILED: "Gold-failed",
-}
+#: How the page names each status ("Gold-failed").
+STATUS_NAMES: dict[str, str] = {status: status.capitalize() for status in REVIEW_STATUSES}
 
 
 def query_statuses(result: dict[str, Any], escalated: Collection[str], gold_failed: Collection[str]) -> list[str]:
