@@ -38,9 +38,10 @@ PDF_SETTINGS = {"pdf.fonttype": 42}
 
 
 def _pdf(figure: Figure) -> bytes:
-    """A vector PDF for a paper, undated so the same report gives the same bytes."""
+    """A vector PDF for a paper, its type at the paper's size, undated so the same report gives the same bytes."""
     from matplotlib.backends.backend_pdf import FigureCanvasPdf
 
+    _paper_text(figure)
     FigureCanvasPdf(figure)
     buffer = io.BytesIO()
     # No tight crop: the paper places the figure at its natural width, so its type is the size it was drawn at.
@@ -210,8 +211,6 @@ def cutoff_figure(summary: pd.DataFrame, *, format: str = "png", only: list[tupl
         figure.legend(
             handles, labels, loc="outside lower center", ncols=min(len(labels), 2 if paper else 6), frameon=not paper
         )
-    if paper:
-        _paper_text(figure)
     return _save(figure, format)
 
 
@@ -283,8 +282,6 @@ def distribution_figure(
                 axes.tick_params(axis="y", labelleft=False)
         else:
             axes.tick_params(axis="x", labelrotation=30, labelsize="small")
-    if paper:
-        _paper_text(figure)
     return _save(figure, format)
 
 
@@ -378,8 +375,6 @@ def tradeoff_figure(
     axes.set_ylabel(wrap_label(f"{y[0]}@{y[2]} [{y[1]}] ({note(y[0])})", 30), fontsize=9)
     ink(axes)
     _legend(figure, axes, len(runs))
-    if paper:
-        _paper_text(figure)
     return _save(figure, format)
 
 
