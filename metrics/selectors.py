@@ -228,46 +228,30 @@ def report_table(
     page, the API and the paper bundle build a table once, not at every view."""
     if baseline is None and report.baseline_id:
         baseline = report.baseline.name
+
+    def built() -> dict:
+        from . import tables
+
+        frame = report_summary(report) if summary is None else summary
+        try:
+            pairs = [tables.parse_pair(correlate)] if correlate else None
+            table = tables.build_table(
+                report_per_query(report) if per_query is None else per_query,
+                layout,
+                cutoff=cutoff,
+                baseline=baseline or None,
+                summary=frame,
+                correlations=pairs,
+            )
+        except ValueError as exc:
+            raise ServiceError(str(exc)) from None
+        if report.on_batch and report.baseline_id and baseline == report.baseline.name:
+            _combined_marks(table, frame, report_policy(report))
+        return table
+
     version = f"{report.created.isoformat() if report.created else ''}:{report.answers_version}"
     key = f"report-{report.pk}:{version}:table:{layout}:{cutoff}:{baseline or ''}:{correlate or ''}"
-    return remembered(
-        key,
-        lambda: _built_table(report, layout, cutoff, baseline, correlate, summary, per_query),
-        generation=(f"report-{report.pk}", version),
-    )
-
-
-def _built_table(
-    report: Report,
-    layout: str,
-    cutoff: int | None,
-    baseline: str | None,
-    correlate: str | None,
-    summary: pd.DataFrame | None,
-    per_query: pd.DataFrame | None,
-) -> dict:
-    """:func:`report_table` computed (its frames read unless given)."""
-    from . import tables
-
-    if summary is None:
-        summary = report_summary(report)
-    if per_query is None:
-        per_query = report_per_query(report)
-    try:
-        pairs = [tables.parse_pair(correlate)] if correlate else None
-        table = tables.build_table(
-            per_query,
-            layout,
-            cutoff=cutoff,
-            baseline=baseline or None,
-            summary=summary,
-            correlations=pairs,
-        )
-    except ValueError as exc:
-        raise ServiceError(str(exc)) from None
-    if report.on_batch and report.baseline_id and baseline == report.baseline.name:
-        _combined_marks(table, summary, report_policy(report))
-    return table
+    return remembered(key, built, generation=(f"report-{report.pk}", version))
 
 
 def _combined_marks(table: dict, summary: pd.DataFrame, policy: dict) -> None:
