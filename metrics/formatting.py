@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import math
 from typing import IO, TYPE_CHECKING
 
@@ -241,13 +240,6 @@ def crowd_quality_note(quality: dict | None) -> str:
             f"crowds drawn from it and refitted. {said}."
         )
     return said + "."
-
-
-def per_query_csv(per_query: pd.DataFrame, summary: pd.DataFrame | None = None, policy: str = "") -> str:
-    """:func:`write_per_query_csv` into a string (a small report's file, or a test's expectation)."""
-    out = io.StringIO()
-    write_per_query_csv(out, per_query, summary, policy)
-    return out.getvalue()
 
 
 def write_per_query_csv(

@@ -41,7 +41,8 @@ def test_report_csvs_go_through_the_writer():
     """The report's summary and per-query CSVs: run names and qids neutralised, values numeric."""
     import pandas as pd
 
-    from metrics.formatting import per_query_csv, results_csv
+    from metrics.formatting import results_csv
+    from tests.support.per_query_text import per_query_csv
 
     summary = pd.DataFrame(
         [{"run": "=evil()", "metric": "RaB", "variant": "tf", "cutoff": 10, "value": -0.125, "queries": 3}]

@@ -9,6 +9,7 @@ import pytest
 from core.models import Job
 from metrics import formatting, selectors
 from metrics.models import Report
+from tests.support.per_query_text import per_query_csv
 
 
 @pytest.fixture
@@ -21,7 +22,7 @@ def test_the_per_query_csv_is_written_by_one_job_and_then_served_as_a_file(
     researcher, report, django_capture_on_commit_callbacks, monkeypatch
 ):
     # What the file must hold, computed before the view is asked (the formatter and the report's reads).
-    expected = formatting.per_query_csv(
+    expected = per_query_csv(
         selectors.report_per_query_export(report),
         selectors.report_summary(report),
         selectors.report_policy_text(report),
@@ -83,7 +84,7 @@ def test_the_per_query_api_makes_the_rows_of_one_page_only(researcher, report, m
     want = list(frame[["run", "qid", "metric", "variant", "cutoff"]].itertuples(index=False, name=None))
     assert got == [(run, qid, m, v, int(k)) for run, qid, m, v, k in want]
     values = {(r["run"], r["qid"], r["metric"], r["variant"], r["cutoff"]): r["value"] for page in pages for r in page}
-    for row in csv.DictReader(io.StringIO(formatting.per_query_csv(frame))):
+    for row in csv.DictReader(io.StringIO(per_query_csv(frame))):
         key = (row["run"], row["qid"], row["metric"], row["variant"], int(row["cutoff"]))
         assert (values[key] is None) == (row["value"] == "")
         if row["value"]:

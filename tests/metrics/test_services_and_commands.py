@@ -9,9 +9,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.errors import ServiceError
-from metrics import formatting, selectors, services
+from metrics import selectors, services
 from metrics.models import Report, Result
 from pooling.models import QuerySet, Run
+from tests.support.per_query_text import per_query_csv
 
 
 def log2(x):
@@ -88,9 +89,7 @@ def test_per_query_csv_carries_the_reports_cis_and_p_values(world):
         report_settings=services.ReportSettings(cutoffs=(2,), bootstrap_samples=20),
     )
     rows = list(
-        csv.DictReader(
-            io.StringIO(formatting.per_query_csv(selectors.report_per_query(report), selectors.report_summary(report)))
-        )
+        csv.DictReader(io.StringIO(per_query_csv(selectors.report_per_query(report), selectors.report_summary(report))))
     )
     assert list(rows[0]) == [
         "run",
