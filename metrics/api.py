@@ -280,24 +280,17 @@ class PreferenceView(_JobFormView):
     serializer_class, form_class = PreferenceRequestSerializer, PreferenceForm
 
 
+def _names(help_text: str) -> serializers.ListField:
+    """Rows by their names, none by default."""
+    return serializers.ListField(child=serializers.CharField(), required=False, default=list, help_text=help_text)
+
+
 class CompareSetsRequestSerializer(serializers.Serializer):
     """What comparing runs across query sets takes (the Across sets page's form)."""
 
-    reports = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        default=list,
-        help_text="A report per query set (names), of the same runs.",
-    )
-    query_sets = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        default=list,
-        help_text="Or query sets (names) to score ``runs`` on: a report per set is built first (or reused).",
-    )
-    runs = serializers.ListField(
-        child=serializers.CharField(), required=False, default=list, help_text="The runs scored on ``query_sets``."
-    )
+    reports = _names("A report per query set (names), of the same runs.")
+    query_sets = _names("Or query sets (names) to score ``runs`` on: a report per set is built first (or reused).")
+    runs = _names("The runs scored on ``query_sets``.")
     prefix = serializers.SlugField(required=False, default="across", max_length=60)
     metric = serializers.ChoiceField(choices=list(BY_NAME), default="ARaB")
     variant = serializers.CharField(required=False, default="", allow_blank=True, help_text="Empty: the metric's own.")
