@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
 from genderbias.crowd.label_uncertainty import CorrectedFit
 from genderbias.crowd.shared_errors import crowd_shared_errors
 from genderbias.crowd.simulation import studies as cs
+from genderbias.crowd.simulation.answers import tilt_errors
 
 #: Share of adultcontent2's gold sites that serve as the batch's gold questions (every answer kept).
 GOLD_SHARE = 0.1
@@ -60,12 +62,44 @@ def _row(crowd: str, judgments, gold, values, truth, samples: int, seed: int) ->
 
 
 def simulated_study(args: tuple) -> dict:
-    name, queries, samples, seed, index = args
+    name, queries, samples, seed, index, bound = args
     rng = np.random.default_rng([seed, queries, SIMULATED.index(name), index])
     crowd = cs.crowd_named(name, queries)
     drawn = cs.answered(cs.study(rng, cs.synthetic_truth(rng, queries, crowd.label_shares), crowd))
     values = dict(zip(drawn.qids, drawn.a, strict=True))
-    return _row(name, drawn.judgments, drawn.gold, values, cs.MEAN_A[0], samples, index)
+    row = _row(name, drawn.judgments, drawn.gold, values, cs.MEAN_A[0], samples, index)
+    if bound and crowd.difficulty:  # the same design without difficulty: the bound's null distribution
+        null = cs.study(rng, cs.synthetic_truth(rng, queries, crowd.label_shares), replace(crowd, difficulty=0.0))
+        for prefix, study in (("bound", drawn), ("null", null)):
+            gold, answers = _difficulty_log_lr(study, crowd.difficulty)
+            row.update({f"{prefix}_gold": gold, f"{prefix}_both": gold + answers})
+    return row
+
+
+def _difficulty_log_lr(study: cs.Study, difficulty: float) -> tuple[float, float]:
+    """(gold, other queries): the log likelihood ratio of error odds × exp(difficulty · d), d ~ N(0, 1) a query,
+    against none, with every worker's confusion, kind and the class shares known. By Neyman–Pearson no test of the
+    same answers at the same level fires more often (``--bound``)."""
+    frame, k = study.judgments, len(cs.LABELS)
+    rows = np.stack([np.asarray(study.confusions[w]) for w in frame["worker"]])  # [J × K × K]
+    given = frame["label"].map(cs.LABELS.index).to_numpy()
+    tilted = ~np.all(np.isclose(rows, 1 / k), axis=(1, 2)) & ~np.all(rows[:, :, 0] == 1.0, axis=1)  # not spam, lazy
+    nodes, weights = np.polynomial.hermite_e.hermegauss(25)  # odd: the middle node is d = 0, the null
+    truths = np.broadcast_to(np.arange(k), rows.shape[:2])
+    chances = np.stack(
+        [np.where(tilted[:, None, None], tilt_errors(rows, truths, f), rows) for f in np.exp(difficulty * nodes)], -1
+    )[np.arange(len(given)), :, given]  # [J × K × nodes]: P(answer | true label, d)
+    items, item = np.unique(frame["item"].to_numpy(), return_inverse=True)
+    log_chance = np.zeros((len(items), k, len(nodes)))
+    np.add.at(log_chance, item, np.log(chances))
+    is_gold = np.char.startswith(items.astype(str), "g")
+    prior = np.tile(cs.SHARES, (len(items), 1))
+    prior[is_gold] = np.eye(k)[[cs.LABELS.index(study.gold[i]) for i in items[is_gold]]]
+    with np.errstate(divide="ignore"):
+        joint = np.log(prior)[:, :, None] + log_chance
+    alternative = np.logaddexp.reduce(joint + np.log(weights / weights.sum()), axis=(1, 2))
+    ratio = alternative - np.logaddexp.reduce(joint[:, :, len(nodes) // 2], axis=1)
+    return float(ratio[is_gold].sum()), float(ratio[~is_gold].sum())
 
 
 def real_study(args: tuple) -> dict:
@@ -89,11 +123,16 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
         measured = part["misses"].notna().any()
         missed = part[part["misses"].eq(True)]
 
-        def rate(frame: pd.DataFrame) -> str:
+        def rate(frame: pd.DataFrame, fires: str = "fires") -> str:
             if not len(frame):
                 return "–"
-            p = frame["fires"].mean()
+            p = frame[fires].astype(float).mean()
             return f"{p:.2f} ± {np.sqrt(p * (1 - p) / len(frame)):.2f}"
+
+        bounds = [s for s in ("gold", "both") if part.get(f"bound_{s}", pd.Series()).notna().any()]
+        for source in bounds:  # the most powerful level-5% test fires above its null's 95th percentile
+            part = part.assign(**{f"fires_{source}": part[f"bound_{source}"] > part[f"null_{source}"].quantile(0.95)})
+        missed = part[part["misses"].eq(True)]
 
         out.append(
             {
@@ -109,6 +148,10 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
                 if part["gold_dispersion"].notna().any()
                 else "–",
                 "median answers dispersion": f"{part['answers_dispersion'].median():.2f}",
+                **{
+                    f"bound ({s}) among misses; all": f"{rate(missed, f'fires_{s}')}; {rate(part, f'fires_{s}')}"
+                    for s in bounds
+                },
             }
         )
     return pd.DataFrame(out)
@@ -129,6 +172,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=81)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--rows", type=Path, help="also append each study's row to this CSV as it ends")
+    parser.add_argument(
+        "--bound", action="store_true", help="also the most powerful test's rate, every parameter known (difficulty)"
+    )
     parser.add_argument("--table", type=Path, help="only print the table of the rows in this CSV (of --rows)")
     o = parser.parse_args(argv)
     if o.table:
@@ -147,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         names = simulated_crowds(o.crowds)
         # Interleaved (study 0 of every crowd, then study 1, ...): a run stopped early has every crowd alike.
-        jobs = [(name, o.queries, o.samples, o.seed, i) for i in range(o.studies) for name in names]
+        jobs = [(name, o.queries, o.samples, o.seed, i, o.bound) for i in range(o.studies) for name in names]
         job = simulated_study
         print(f"simulated crowds {', '.join(names)}; {o.queries} queries; {o.studies} studies each")
     rows = []
