@@ -34,7 +34,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any
 
 from core.backoff import backoff_delay, retry_after_seconds
@@ -87,21 +87,11 @@ class _Retry(Exception):
     sent: bool = True  # the request may have reached the server
 
 
-#: The transport settings a service's client passes on to :class:`JsonClient` (each client keeps its own defaults).
-TRANSPORT_SETTINGS = ("timeout", "deadline", "max_attempts", "base_delay", "max_delay", "max_bytes", "sleep", "pace")
+@dataclass(kw_only=True, eq=False, repr=False)  # a client's own identity and repr stay its own
+class Transport:
+    """A client's limits and retries, declared once: :class:`JsonClient` and every service client that makes one
+    (each may redeclare a default)."""
 
-
-def transport_settings(client: object) -> dict[str, Any]:
-    """The :data:`TRANSPORT_SETTINGS` ``client`` declares, as :class:`JsonClient`'s keywords."""
-    return {name: getattr(client, name) for name in TRANSPORT_SETTINGS if hasattr(client, name)}
-
-
-@dataclass
-class JsonClient:
-    """JSON calls to ``base_url`` (its origin is the only one ``headers`` are sent to); see the module docstring."""
-
-    base_url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 30.0
     deadline: float = 120.0
     max_attempts: int = 6
@@ -109,10 +99,22 @@ class JsonClient:
     max_delay: float = 30.0
     max_bytes: int = 10 * 1024 * 1024
     sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.monotonic
     #: Asked before each attempt with the seconds left: the seconds to wait for a start of a shared
     #: rate of calls, or ``None`` when none is free within them (see the module docstring).
     pace: Callable[[float], float | None] | None = None
+
+    def transport_settings(self) -> dict[str, Any]:
+        """These settings as :class:`JsonClient`'s keywords."""
+        return {f.name: getattr(self, f.name) for f in fields(Transport)}
+
+
+@dataclass
+class JsonClient(Transport):
+    """JSON calls to ``base_url`` (its origin is the only one ``headers`` are sent to); see the module docstring."""
+
+    base_url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    clock: Callable[[], float] = time.monotonic
     #: The headers (names in lower case) of the last answer read (an answer's header that a caller needs, e.g. Prolific's X-Hook-Secret).
     last_headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 

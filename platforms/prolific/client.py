@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import KW_ONLY, dataclass
@@ -22,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from core.errors import ProviderError
-from core.http import HttpError, JsonClient, list_pages, transport_settings
+from core.http import HttpError, JsonClient, Transport, list_pages
 
 #: Documented rejection categories of ``POST /submissions/{id}/transition/``.
 REJECTION_CATEGORIES = frozenset(
@@ -115,20 +114,14 @@ def cents(amount: Decimal) -> int:
 
 
 @dataclass(eq=False)
-class Prolific:
+class Prolific(Transport):
     """Prolific's API at ``base_url`` with ``token``; ``sleep`` is injectable so back-off is testable."""
 
     base_url: str
     token: str
     _: KW_ONLY
-    max_attempts: int = 6
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    timeout: float = 30.0
-    sleep: Callable[[float], None] = time.sleep
     deadline: float = CALL_DEADLINE
     max_bytes: int = MAX_RESPONSE_BYTES
-    pace: Callable[[float], float | None] | None = None
 
     def __post_init__(self) -> None:
         if not self.token:
@@ -141,7 +134,7 @@ class Prolific:
     # -- transport --------------------------------------------------------------------
     def transport(self) -> JsonClient:
         """The shared client (:class:`core.http.JsonClient`) with this client's settings as they are now."""
-        return JsonClient(self.base_url, {"Authorization": f"Token {self.token}"}, **transport_settings(self))
+        return JsonClient(self.base_url, {"Authorization": f"Token {self.token}"}, **self.transport_settings())
 
     def request(self, method: str, path: str, body: Any = None, *, repeatable: bool = True) -> Any:
         """Send one call; every failure is a :class:`ProlificError`. Not ``repeatable``: retried only on 429

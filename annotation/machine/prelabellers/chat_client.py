@@ -14,7 +14,6 @@ import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
@@ -31,7 +30,7 @@ from annotation.machine.prelabellers.chat_answers import (
 )
 from annotation.machine.prelabellers.interface import PreLabelError
 from core.connection_kinds import CHAT_TOKEN_LIMIT_FIELDS
-from core.http import HttpError, JsonClient, transport_settings
+from core.http import HttpError, JsonClient, Transport
 
 #: Alternatives asked for at each token (the API allows 0 to 20): enough to hold the four labels and a stray.
 DEFAULT_TOP_LOGPROBS = 5
@@ -89,7 +88,7 @@ def wanted_limit_field(text: str, sent: str) -> str | None:
 
 
 @dataclass(eq=False, repr=False)  # no repr: the key stays out of tracebacks
-class ChatClient:
+class ChatClient(Transport):
     """An OpenAI-compatible endpoint at ``base_url`` (``.../v1/``); ``sleep`` injectable for tests.
 
     ``timeout`` bounds each attempt's reads, ``deadline`` one query's call in all (retries included),
@@ -102,13 +101,9 @@ class ChatClient:
     api_key: str
     model: str
     _: KW_ONLY
-    max_attempts: int = 6
-    base_delay: float = 0.5
-    max_delay: float = 30.0
     timeout: float = 60.0
     deadline: float = 300.0
     max_bytes: int = 1_000_000
-    sleep: Callable[[float], None] = time.sleep
     prompt: Prompt = DEFAULT_PROMPT
     max_answer_chars: int = MAX_ANSWER_CHARS
     top_logprobs: int = DEFAULT_TOP_LOGPROBS
@@ -151,7 +146,7 @@ class ChatClient:
             self.transport = JsonClient(
                 self.url,
                 {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
-                **transport_settings(self),
+                **self.transport_settings(),
             )
         except ValueError as exc:
             raise PreLabelError(f"PRELABEL_API_URL: {exc}") from None
