@@ -6,6 +6,7 @@ page's bars carry a legend and its set-aside table sorts all its rows on the ser
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.results.selectors import state as selectors
 from tests.annotation.machine.test_prelabelling_pages import calibrated, machine_batch, sampled  # noqa: F401 (fixtures)
@@ -92,9 +93,10 @@ def test_the_agreement_page_bars_legend_and_server_side_sort(
                 share = bar.evaluate("e => e.getBoundingClientRect().width") / column
                 assert abs(share - min(1.0, max(0.0, value or 0.0))) < 0.03, (code, kind, share, value)
         # Sorting by qid, descending, orders every set-aside row (101, 103, 105), not one page's.
+        # Each click is a navigation: wait for it, then let the assertion wait for the new table.
         page.get_by_role("link", name="qid", exact=True).click()
+        page.wait_for_url(re.compile(r"[?&]sort=qid\b"))
         page.get_by_role("link", name="qid", exact=True).click()
-        assert "sort=-qid" in page.url
-        qids = page.locator("#set-aside tbody tr td:first-child").all_inner_texts()
-        assert qids == ["105", "103", "101"], qids
+        page.wait_for_url(re.compile(r"[?&]sort=-qid\b"))
+        expect(page.locator("#set-aside tbody tr td:first-child")).to_have_text(["105", "103", "101"])
         _fits(page, width)
