@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from metrics import services
 from pooling.models import Run
@@ -62,13 +63,11 @@ def test_labels_section_and_contributions_read_at_desktop_and_phone_width(
         page.screenshot(path=str(shots / f"report-labels-{width}.png"))
 
         page.get_by_role("link", name="what moves it").first.click()
-        page.wait_for_load_state()
-        assert page.locator("h1").inner_text().startswith("What moves")
+        expect(page.locator("h1")).to_have_text(re.compile(r"^What moves"))
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         first = page.locator("#contributions tbody th a").first
         qid = first.inner_text()
         first.click()
-        page.wait_for_load_state()
-        assert "/review/" in page.url and f"qid={qid}" in page.url
+        page.wait_for_url(lambda url: "/review/" in url and f"qid={qid}" in url)
     finally:
         context.close()

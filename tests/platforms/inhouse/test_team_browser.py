@@ -4,6 +4,7 @@ usable once), deactivate one, restrict a batch to a team and follow its members'
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from platforms.inhouse.selectors import get_member
 from platforms.inhouse.services.handout import next_assignment
@@ -84,8 +85,7 @@ def test_researcher_manages_the_team_from_the_site(width, local_batch, annotator
     _shoot(phone, "link-refused", width)
 
     _nav(page, "Team").click()
-    team_page_rows = page.locator("#team-members tbody tr")
-    assert team_page_rows.count() == 5  # ann-a, ann-b, ann-c, invited, pw-made
+    expect(page.locator("#team-members tbody tr")).to_have_count(5)  # ann-a, ann-b, ann-c, invited, pw-made
     assert "active" in page.locator('tr[data-username="invited"]').inner_text()
     _shoot(page, "team", width)
 
