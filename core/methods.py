@@ -37,6 +37,8 @@ METHODS: dict[str, dict[str, str | None]] = {
         "2026-11-27": "with an expert audit sample, the prediction-powered (PPI++) interval, the crowd's label as "
         "the prediction, which rests on no crowd model; without one, the crowd model's interval unless the check "
         "of errors shared by query fires, where no 95% interval is given",
+        "2026-11-28": "as 2026-11-27, the check of errors shared by query against crowds drawn from the crowd model "
+        "and each refitted, so the model's own estimation error does not make it fire",
     },
     # None: the words are the construction's own (genderbias.stats.intervals.DESCRIPTIONS).
     "label_interval": {"percentile": None, "crossed_net": None, "crossed": None},

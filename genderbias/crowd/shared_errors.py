@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from genderbias.crowd import estimation
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.audit_size import AUDIT_CLASS_ITEMS, MIN_AUDIT, suggested_audit_size  # noqa: F401  (re-exported)
 from genderbias.labels import LABELS
@@ -104,8 +105,11 @@ def shared_errors_sentence(shared: Mapping[str, Any] | None) -> str:
 
 # --- The crowd's own errors: concentrated on some queries? (issue 81, item 3) ---------------------------------------
 
-#: Replicate crowds of :func:`crowd_shared_errors`' gold and answers tests (parametric bootstrap).
-CROWD_CHECK_REPLICATES = 400
+#: Replicate crowds of :func:`crowd_shared_errors`' gold and answers tests: each drawn from the fit and refitted
+#: (a parametric bootstrap that carries the fit's own error; docs/quality.md, "Errors shared by query").
+CROWD_CHECK_REPLICATES = 100
+#: Crowds drawn from a model to predict its agreement spread (the answers source's denominator).
+AGREEMENT_DRAWS = 20
 #: The check's level: it fires when either source's p is at most half of it (Bonferroni over the two sources).
 CROWD_CHECK_LEVEL = 0.05
 #: A gold question counts in the gold test with at least this many answers.
@@ -190,10 +194,12 @@ def crowd_shared_errors(
     ``gold``: task → known label; ``labels``: default n, f, m, o (or the answers' own, sorted); ``interest``:
     the class whose share sizes the audit; ``fit``: the caller's gold-seeded Dawid–Skene fit of these answers
     (then ``answers`` and ``gold`` are read from it). Two sources, each against ``replicates`` crowds drawn
-    from the fit (same design, independent answers given the true label):
+    from the fit (same design, independent answers given the true label) and each refitted, so the reference
+    carries the fit's own error (against the fit alone the answers source fired in 7-8% of the colluders' and
+    gold-selected crowds at a level of 2.5%):
 
     - **gold**: per gold question with :data:`MIN_GOLD_ANSWERS` answers, the chi-square of its right answers
-      against its workers' fitted accuracies (:func:`.checks.gold_check`): shared errors scatter them beyond
+      against its workers' accuracies under the fit (:func:`.checks.gold_check`): shared errors scatter them beyond
       the binomial.
     - **answers**: the variance over queries of 3+ answers of their share of agreeing answer pairs: shared
       errors give more unanimous and more split queries.
@@ -215,9 +221,32 @@ def crowd_shared_errors(
     if encoded is None or encoded.n_items == 0:
         raise ValueError("answers: no answer to check")
     posteriors, priors, confusion = fit.arrays()
-    rng = np.random.default_rng(seed)
-    gold_dispersion, gold_p, gold_questions = _gold_test(encoded, confusion, rng, replicates)
-    answers_dispersion, answers_p, queries = _answers_test(encoded, posteriors, confusion, rng, replicates)
+    gold_p = answers_p = gold_dispersion = answers_dispersion = None
+    design = _design(encoded)
+    gold_questions, queries = int(design[2].sum()), int(design[3].sum())
+    if gold_questions >= 3 or queries >= 3:
+        rng = np.random.default_rng(seed)
+
+        def statistics(given: np.ndarray, posteriors: np.ndarray, confusion: np.ndarray) -> tuple[float, float]:
+            gold_chi2 = _gold_chi2(encoded, design, confusion, given) if gold_questions >= 3 else np.nan
+            spread = (
+                _agreement_dispersion(encoded, design, posteriors, confusion, given, rng) if queries >= 3 else np.nan
+            )
+            return gold_chi2, spread
+
+        observed = statistics(encoded.label_idx, posteriors, confusion)
+        reference = []
+        for _ in range(replicates):  # a crowd drawn from the fit, refitted: the fit's own error is in the reference
+            given = _draw(rng, posteriors, confusion, encoded.item_idx, encoded.worker_idx, 1)[0]
+            refit = estimation.fit(
+                replace(encoded, label_idx=given), start=posteriors, max_iter=50, tol=1e-5, held_out=False
+            )
+            reference.append(statistics(given, refit.posteriors[0], refit.confusion[0]))
+        reference = np.array(reference)
+        if gold_questions >= 3:
+            gold_dispersion, gold_p = observed[0] / gold_questions, _p(observed[0], reference[:, 0])
+        if queries >= 3:
+            answers_dispersion, answers_p = observed[1], _p(observed[1], reference[:, 1])
     sources = tuple(name for name, p in (("gold", gold_p), ("answers", answers_p)) if p is not None and p <= level / 2)
     share = float(priors[labels.index(interest)])
     return CrowdSharedErrors(
@@ -240,28 +269,39 @@ def _p(observed: float, simulated: np.ndarray) -> float:
     return float((1 + np.sum(simulated >= observed - 1e-12)) / (len(simulated) + 1))
 
 
-def _gold_test(encoded, confusion: np.ndarray, rng: np.random.Generator, replicates: int):
-    """(dispersion, p, questions) of the gold source; (None, None, n) with fewer than 3 usable gold questions."""
+def _design(encoded) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Who answered what, as both sources read it (the same on every replicate crowd): each item's known label
+    (-1: none), the answers to gold questions, the gold questions with :data:`MIN_GOLD_ANSWERS` answers and the
+    other queries with 3."""
     truth = np.full(encoded.n_items, -1)
     truth[encoded.gold_rows] = encoded.gold_onehot.argmax(axis=1)
     on_gold = truth[encoded.item_idx] >= 0
-    items, workers, given = encoded.item_idx[on_gold], encoded.worker_idx[on_gold], encoded.label_idx[on_gold]
+    used = np.bincount(encoded.item_idx[on_gold], minlength=encoded.n_items) >= MIN_GOLD_ANSWERS
+    scored = (truth < 0) & (np.bincount(encoded.item_idx[~on_gold], minlength=encoded.n_items) >= 3)
+    return truth, on_gold, used, scored
+
+
+def _gold_chi2(encoded, design, confusion: np.ndarray, given: np.ndarray) -> float:
+    """The chi-square of the gold questions' right answers against the binomial of their workers' accuracies
+    under ``confusion`` (each question's term has mean 1 when the answers are independent)."""
+    truth, on_gold, used, _ = design
+    items = encoded.item_idx[on_gold]
     t = truth[items]
-    right_p = np.clip(confusion[workers, t, t], 1e-6, 1 - 1e-6)
-    count = np.bincount(items, minlength=encoded.n_items)
-    used = count >= MIN_GOLD_ANSWERS
-    if used.sum() < 3:
-        return None, None, int(used.sum())
-    expected = np.bincount(items, right_p, minlength=encoded.n_items)[used]
-    variance = np.bincount(items, right_p * (1 - right_p), minlength=encoded.n_items)[used]
+    right_p = np.clip(confusion[encoded.worker_idx[on_gold], t, t], 1e-6, 1 - 1e-6)
 
-    def chi2(right: np.ndarray) -> np.ndarray:  # right [R × J] → [R]
-        observed = np.stack([np.bincount(items, r, minlength=encoded.n_items)[used] for r in right])
-        return (((observed - expected) ** 2) / variance).sum(axis=1)
+    def by_question(values: np.ndarray) -> np.ndarray:
+        return np.bincount(items, values, minlength=encoded.n_items)[used]
 
-    observed = chi2((given == t)[None].astype(np.float64))[0]
-    simulated = chi2((rng.random((replicates, len(items))) < right_p).astype(np.float64))
-    return float(observed / simulated.mean()), _p(observed, simulated), int(used.sum())
+    observed = by_question((given[on_gold] == t).astype(np.float64))
+    return float(((observed - by_question(right_p)) ** 2 / by_question(right_p * (1 - right_p))).sum())
+
+
+def _draw(rng: np.random.Generator, posteriors, confusion, items, workers, r: int) -> np.ndarray:
+    """[r × answers]: the label codes of ``r`` crowds of the same design, each query's truth from its posterior."""
+    k = posteriors.shape[1]
+    truth = (rng.random((r, len(posteriors), 1)) > np.cumsum(posteriors, axis=1)[None]).sum(axis=2).clip(max=k - 1)
+    rows = confusion[workers[None, :], truth[:, items], :].cumsum(axis=2)
+    return (rng.random((r, len(items)))[:, :, None] > rows).sum(axis=2).clip(max=k - 1)
 
 
 def _agreement_variance(items: np.ndarray, labels: np.ndarray, scored: np.ndarray, k: int, n: int) -> np.ndarray:
@@ -275,24 +315,15 @@ def _agreement_variance(items: np.ndarray, labels: np.ndarray, scored: np.ndarra
     return agreement.var(axis=1)
 
 
-def _answers_test(encoded, posteriors: np.ndarray, confusion: np.ndarray, rng: np.random.Generator, replicates: int):
-    """(dispersion, p, queries) of the answers source; (None, None, n) with fewer than 3 queries of 3 answers."""
+def _agreement_dispersion(encoded, design, posteriors, confusion, given: np.ndarray, rng) -> float:
+    """The scored queries' agreement variance over its mean on :data:`AGREEMENT_DRAWS` crowds drawn from the
+    model (in chunks of about 20 MB)."""
+    _, on_gold, _, scored = design
+    items, workers = encoded.item_idx[~on_gold], encoded.worker_idx[~on_gold]
     k, n = len(encoded.labels), encoded.n_items
-    free = np.ones(n, dtype=bool)
-    free[encoded.gold_rows] = False
-    on_free = free[encoded.item_idx]
-    items, workers, given = encoded.item_idx[on_free], encoded.worker_idx[on_free], encoded.label_idx[on_free]
-    scored = free & (np.bincount(items, minlength=n) >= 3)
-    if scored.sum() < 3:
-        return None, None, int(scored.sum())
-    cumulative = np.cumsum(posteriors, axis=1)
-    simulated = np.empty(replicates)
-    chunk = max(1, 20_000_000 // max(1, n * k * 8))
-    for start in range(0, replicates, chunk):
-        r = min(chunk, replicates - start)
-        truth = (rng.random((r, n, 1)) > cumulative[None]).sum(axis=2).clip(max=k - 1)
-        rows = confusion[workers[None, :], truth[:, items], :].cumsum(axis=2)
-        drawn = (rng.random((r, len(items)))[:, :, None] > rows).sum(axis=2).clip(max=k - 1)
-        simulated[start : start + r] = _agreement_variance(items, drawn, scored, k, n)
-    observed = _agreement_variance(items, given[None, :], scored, k, n)[0]
-    return float(observed / simulated.mean()), _p(observed, simulated), int(scored.sum())
+    chunk = max(1, 20_000_000 // max(1, (n + len(items)) * k * 8))
+    drawn = [
+        _agreement_variance(items, _draw(rng, posteriors, confusion, items, workers, r), scored, k, n)
+        for r in np.diff([*range(0, AGREEMENT_DRAWS, chunk), AGREEMENT_DRAWS])
+    ]
+    return float(_agreement_variance(items, given[~on_gold][None], scored, k, n)[0] / np.concatenate(drawn).mean())

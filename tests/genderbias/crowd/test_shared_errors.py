@@ -153,10 +153,10 @@ def test_the_crowd_check_fires_from_the_answers_alone_where_hard_queries_split()
 def test_the_crowd_check_holds_its_level_on_independent_answers():
     """60 crowds of independent answers (no hard query), seeds [81, 100 + r]: the check fires on a crowd without
     shared errors with probability at most its level 0.05 (each source at 0.025), so the count firing is at most
-    Binomial(60, 0.05)'s 99th percentile (6; the count's Monte-Carlo s.d. at the level is 1.7). Measured: 2 of 60.
-    And it has power on the same design: with 30% hard queries it fired in 53 of 60 (asserted: at least 45)."""
-    fired = sum(crowd_shared_errors(*_crowd([81, 100 + r], 0.0), seed=r, replicates=200).fires for r in range(60))
-    hard = sum(crowd_shared_errors(*_crowd([81, 100 + r], 0.3), seed=r, replicates=200).fires for r in range(60))
+    Binomial(60, 0.05)'s 99th percentile (6; the count's Monte-Carlo s.d. at the level is 1.7).
+    And it has power on the same design: with 30% hard queries it fired in 53 of 60 (asserted: at least 45). Measured with the reference crowds refitted: 3 of 60 and 53."""
+    fired = sum(crowd_shared_errors(*_crowd([81, 100 + r], 0.0), seed=r).fires for r in range(60))
+    hard = sum(crowd_shared_errors(*_crowd([81, 100 + r], 0.3), seed=r).fires for r in range(60))
     assert hard >= 45, hard
     assert fired <= binom.ppf(0.99, 60, CROWD_CHECK_LEVEL), fired
 
