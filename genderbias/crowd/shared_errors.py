@@ -110,6 +110,8 @@ def shared_errors_sentence(shared: Mapping[str, Any] | None) -> str:
 CROWD_CHECK_REPLICATES = 100
 #: Crowds drawn from a model to predict its agreement spread (the answers source's denominator).
 AGREEMENT_DRAWS = 20
+#: No more reference crowds once each source has this many at or above its observed statistic.
+SETTLED = 10
 #: The check's level: it fires when either source's p is at most half of it (Bonferroni over the two sources).
 CROWD_CHECK_LEVEL = 0.05
 #: A gold question counts in the gold test with at least this many answers.
@@ -195,8 +197,7 @@ def crowd_shared_errors(
     the class whose share sizes the audit; ``fit``: the caller's gold-seeded Dawid–Skene fit of these answers
     (then ``answers`` and ``gold`` are read from it). Two sources, each against ``replicates`` crowds drawn
     from the fit (same design, independent answers given the true label) and each refitted, so the reference
-    carries the fit's own error (against the fit alone the answers source fired in 7-8% of the colluders' and
-    gold-selected crowds at a level of 2.5%):
+    carries the fit's own error (docs/quality.md, "The reference crowds refitted"):
 
     - **gold**: per gold question with :data:`MIN_GOLD_ANSWERS` answers, the chi-square of its right answers
       against its workers' accuracies under the fit (:func:`.checks.gold_check`): shared errors scatter them beyond
@@ -228,9 +229,9 @@ def crowd_shared_errors(
         rng = np.random.default_rng(seed)
 
         def statistics(given: np.ndarray, posteriors: np.ndarray, confusion: np.ndarray) -> tuple[float, float]:
-            gold_chi2 = _gold_chi2(encoded, design, confusion, given) if gold_questions >= 3 else np.nan
+            gold_chi2 = _gold_chi2(encoded, design, confusion, given) if gold_questions >= 3 else -np.inf
             spread = (
-                _agreement_dispersion(encoded, design, posteriors, confusion, given, rng) if queries >= 3 else np.nan
+                _agreement_dispersion(encoded, design, posteriors, confusion, given, rng) if queries >= 3 else -np.inf
             )
             return gold_chi2, spread
 
@@ -242,6 +243,9 @@ def crowd_shared_errors(
                 replace(encoded, label_idx=given), start=posteriors, max_iter=50, tol=1e-5, held_out=False
             )
             reference.append(statistics(given, refit.posteriors[0], refit.confusion[0]))
+            at_or_above = (np.array(reference) >= np.array(observed) - 1e-12).sum(axis=0).min()
+            if at_or_above >= max(SETTLED, level / 2 * (replicates + 1)):  # no source can fire any more
+                break  # (Besag & Clifford's sequential p: the verdict of all the replicates, sooner)
         reference = np.array(reference)
         if gold_questions >= 3:
             gold_dispersion, gold_p = observed[0] / gold_questions, _p(observed[0], reference[:, 0])

@@ -161,6 +161,21 @@ def test_the_crowd_check_holds_its_level_on_independent_answers():
     assert fired <= binom.ppf(0.99, 60, CROWD_CHECK_LEVEL), fired
 
 
+def test_stopping_early_gives_the_verdict_and_sources_of_all_the_reference_crowds(monkeypatch):
+    """Drawing stops once no source can fire (Besag & Clifford's sequential p): on crowds with and without
+    shared errors, and where only a few reference crowds are asked for, the verdict is the one every reference
+    crowd gives (SETTLED out of reach), from the same draws."""
+    from genderbias.crowd import shared_errors
+
+    cases = [(_crowd([82, r], share), r, replicates) for r, share, replicates in
+             [(0, 0.0, 100), (1, 0.0, 100), (2, 0.3, 100), (3, 0.1, 100), (4, 0.0, 500), (5, 0.05, 40)]]  # fmt: skip
+    early = [crowd_shared_errors(*crowd, seed=r, replicates=n) for crowd, r, n in cases]
+    monkeypatch.setattr(shared_errors, "SETTLED", 10**9)
+    every = [crowd_shared_errors(*crowd, seed=r, replicates=n) for crowd, r, n in cases]
+    assert [(e.fires, e.sources) for e in early] == [(e.fires, e.sources) for e in every]
+    assert not all(e.fires for e in early) and any(e.fires for e in early)
+
+
 @pytest.mark.parametrize(
     ("share", "expected"),
     # 25 / share rounded up, at least 50: 25 / 0.47 = 53.2 → 54; 25 / 0.25 = 100 exactly; 25 / 0.8 = 31.25 → 50.
