@@ -20,6 +20,7 @@ import pandas as pd
 from genderbias.crowd import estimation
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.audit_size import AUDIT_CLASS_ITEMS, MIN_AUDIT, suggested_audit_size  # noqa: F401  (re-exported)
+from genderbias.crowd.checks import gold_check
 from genderbias.labels import LABELS
 
 __all__ = ["CROWD_CHECK_LEVEL", "crowd_shared_errors", "shared_errors", "shared_errors_sentence"]
@@ -224,25 +225,24 @@ def crowd_shared_errors(
     posteriors, priors, confusion = fit.arrays()
     gold_p = answers_p = gold_dispersion = answers_dispersion = None
     design = _design(encoded)
-    gold_questions, queries = int(design[2].sum()), int(design[3].sum())
+    gold_questions, queries = gold_check(encoded, confusion, MIN_GOLD_ANSWERS)["questions"], int(design[1].sum())
     if gold_questions >= 3 or queries >= 3:
         rng = np.random.default_rng(seed)
 
-        def statistics(given: np.ndarray, posteriors: np.ndarray, confusion: np.ndarray) -> tuple[float, float]:
-            gold_chi2 = _gold_chi2(encoded, design, confusion, given) if gold_questions >= 3 else -np.inf
-            spread = (
-                _agreement_dispersion(encoded, design, posteriors, confusion, given, rng) if queries >= 3 else -np.inf
-            )
+        def statistics(crowd, posteriors: np.ndarray, confusion: np.ndarray) -> tuple[float, float]:
+            """(gold chi-square, agreement dispersion) of ``crowd`` (``encoded`` with its own answers)."""
+            gold_chi2 = gold_check(crowd, confusion, MIN_GOLD_ANSWERS)["chi2"] if gold_questions >= 3 else -np.inf
+            spread = _agreement_dispersion(crowd, design, posteriors, confusion, rng) if queries >= 3 else -np.inf
             return gold_chi2, spread
 
-        observed = statistics(encoded.label_idx, posteriors, confusion)
+        observed = statistics(encoded, posteriors, confusion)
         reference = []
         for _ in range(replicates):  # a crowd drawn from the fit, refitted: the fit's own error is in the reference
-            given = _draw(rng, posteriors, confusion, encoded.item_idx, encoded.worker_idx, 1)[0]
-            refit = estimation.fit(
-                replace(encoded, label_idx=given), start=posteriors, max_iter=50, tol=1e-5, held_out=False
+            drawn = replace(
+                encoded, label_idx=_draw(rng, posteriors, confusion, encoded.item_idx, encoded.worker_idx, 1)[0]
             )
-            reference.append(statistics(given, refit.posteriors[0], refit.confusion[0]))
+            refit = estimation.fit(drawn, start=posteriors, max_iter=50, tol=1e-5, held_out=False)
+            reference.append(statistics(drawn, refit.posteriors[0], refit.confusion[0]))
             at_or_above = (np.array(reference) >= np.array(observed) - 1e-12).sum(axis=0).min()
             if at_or_above >= max(SETTLED, level / 2 * (replicates + 1)):  # no source can fire any more
                 break  # (Besag & Clifford's sequential p: the verdict of all the replicates, sooner)
@@ -273,31 +273,13 @@ def _p(observed: float, simulated: np.ndarray) -> float:
     return float((1 + np.sum(simulated >= observed - 1e-12)) / (len(simulated) + 1))
 
 
-def _design(encoded) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Who answered what, as both sources read it (the same on every replicate crowd): each item's known label
-    (-1: none), the answers to gold questions, the gold questions with :data:`MIN_GOLD_ANSWERS` answers and the
-    other queries with 3."""
-    truth = np.full(encoded.n_items, -1)
-    truth[encoded.gold_rows] = encoded.gold_onehot.argmax(axis=1)
-    on_gold = truth[encoded.item_idx] >= 0
-    used = np.bincount(encoded.item_idx[on_gold], minlength=encoded.n_items) >= MIN_GOLD_ANSWERS
-    scored = (truth < 0) & (np.bincount(encoded.item_idx[~on_gold], minlength=encoded.n_items) >= 3)
-    return truth, on_gold, used, scored
-
-
-def _gold_chi2(encoded, design, confusion: np.ndarray, given: np.ndarray) -> float:
-    """The chi-square of the gold questions' right answers against the binomial of their workers' accuracies
-    under ``confusion`` (each question's term has mean 1 when the answers are independent)."""
-    truth, on_gold, used, _ = design
-    items = encoded.item_idx[on_gold]
-    t = truth[items]
-    right_p = np.clip(confusion[encoded.worker_idx[on_gold], t, t], 1e-6, 1 - 1e-6)
-
-    def by_question(values: np.ndarray) -> np.ndarray:
-        return np.bincount(items, values, minlength=encoded.n_items)[used]
-
-    observed = by_question((given[on_gold] == t).astype(np.float64))
-    return float(((observed - by_question(right_p)) ** 2 / by_question(right_p * (1 - right_p))).sum())
+def _design(encoded) -> tuple[np.ndarray, np.ndarray]:
+    """Who answered what, as the sources read it (the same on every replicate crowd): the answers to gold
+    questions, and the other queries with 3 answers."""
+    on_gold = np.isin(encoded.item_idx, encoded.gold_rows)
+    other = np.ones(encoded.n_items, dtype=bool)
+    other[encoded.gold_rows] = False
+    return on_gold, other & (np.bincount(encoded.item_idx[~on_gold], minlength=encoded.n_items) >= 3)
 
 
 def _draw(rng: np.random.Generator, posteriors, confusion, items, workers, r: int) -> np.ndarray:
@@ -319,10 +301,10 @@ def _agreement_variance(items: np.ndarray, labels: np.ndarray, scored: np.ndarra
     return agreement.var(axis=1)
 
 
-def _agreement_dispersion(encoded, design, posteriors, confusion, given: np.ndarray, rng) -> float:
-    """The scored queries' agreement variance over its mean on :data:`AGREEMENT_DRAWS` crowds drawn from the
-    model (in chunks of about 20 MB)."""
-    _, on_gold, _, scored = design
+def _agreement_dispersion(encoded, design, posteriors, confusion, rng) -> float:
+    """The scored queries' agreement variance in ``encoded``'s answers over its mean on :data:`AGREEMENT_DRAWS`
+    crowds drawn from the model (in chunks of about 20 MB)."""
+    on_gold, scored = design
     items, workers = encoded.item_idx[~on_gold], encoded.worker_idx[~on_gold]
     k, n = len(encoded.labels), encoded.n_items
     chunk = max(1, 20_000_000 // max(1, (n + len(items)) * k * 8))
@@ -330,4 +312,5 @@ def _agreement_dispersion(encoded, design, posteriors, confusion, given: np.ndar
         _agreement_variance(items, _draw(rng, posteriors, confusion, items, workers, r), scored, k, n)
         for r in np.diff([*range(0, AGREEMENT_DRAWS, chunk), AGREEMENT_DRAWS])
     ]
-    return float(_agreement_variance(items, given[~on_gold][None], scored, k, n)[0] / np.concatenate(drawn).mean())
+    observed = _agreement_variance(items, encoded.label_idx[~on_gold][None], scored, k, n)[0]
+    return float(observed / np.concatenate(drawn).mean())
