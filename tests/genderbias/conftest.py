@@ -9,6 +9,19 @@ conftest, and gives the one fixture of the suite's the library's tests use, the 
 module here imports Django or an app.
 """
 
+import os
+
+import pytest
+
 from tests.conftest import REFERENCE_DIR, reference_dir
 
 __all__ = ["REFERENCE_DIR", "reference_dir"]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist, slow tests first, as ``tests/conftest.py`` orders the whole suite (which this stage
+    does not load): with ``--dist loadfile --no-loadscope-reorder`` the files holding the minute-long
+    simulations start at once on different workers instead of arriving last on one."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)

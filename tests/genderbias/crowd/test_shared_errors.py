@@ -154,10 +154,12 @@ def test_the_crowd_check_holds_its_level_on_independent_answers():
     """60 crowds of independent answers (no hard query), seeds [81, 100 + r]: the check fires on a crowd without
     shared errors with probability at most its level 0.05 (each source at 0.025), so the count firing is at most
     Binomial(60, 0.05)'s 99th percentile (6; the count's Monte-Carlo s.d. at the level is 1.7).
-    And it has power on the same design: with 30% hard queries it fired in 53 of 60 (asserted: at least 45). Measured with the reference crowds refitted: 3 of 60 and 53."""
+    And it has power on the same design: with 30% hard queries it fired in 53 of 60 (25 of the first 30), so 30
+    of them are asked to fire in at least 21: a check of that power (0.88) fails it with probability 0.002, one of
+    power 0.5 passes it with 0.02. Measured with the reference crowds refitted: 3 of 60 and 53 of 60."""
     fired = sum(crowd_shared_errors(*_crowd([81, 100 + r], 0.0), seed=r).fires for r in range(60))
-    hard = sum(crowd_shared_errors(*_crowd([81, 100 + r], 0.3), seed=r).fires for r in range(60))
-    assert hard >= 45, hard
+    hard = sum(crowd_shared_errors(*_crowd([81, 100 + r], 0.3), seed=r).fires for r in range(30))
+    assert hard >= 21, hard
     assert fired <= binom.ppf(0.99, 60, CROWD_CHECK_LEVEL), fired
 
 
