@@ -30,6 +30,9 @@ METHODS: dict[str, dict[str, str | None]] = {
         "2026-11-26.2": _REFIT,
         "2026-11-26.3": f"{_REFIT}; the crowd's accuracy by true label, each worker's one skill on it, where held-out "
         "queries' votes chose it",
+        "2026-11-28": f"{_REFIT}; the crowd's accuracy by true label, each worker's one skill on it, where held-out "
+        "queries' votes chose it; full confusion matrices shrunk to the coin by 2 to 64 answers' worth, the strength "
+        "held-out queries' votes chose",
     },
     # Which interval a label-corrected figure gets (genderbias.crowd.figure_intervals, issue 81).
     "figure_interval": {

@@ -7,7 +7,7 @@ calibration: :mod:`.calibration`.
 
 Model (Dawid & Skene 1979, MAP): item i has a true label T_i ~ π; each answer on it is drawn from row T_i of its
 worker's confusion matrix θ_w, independently given T_i. Its forms (one coin per worker, one skill on the crowd's
-accuracy by label, full rows shrunk to the coin by :data:`SHRINKAGE` answers), the class shares' prior
+accuracy by label, full rows shrunk to the coin by so many answers, :data:`STRENGTHS`), the class shares' prior
 (:data:`CLASS_PRIOR`) and why: docs/quality.md, "The crowd model". Gold items keep their known label; every
 answer to them counts. EM starts from the vote shares and stops when the log posterior changes by less than
 ``tol`` of its size; the work is vectorised over the judgments (sparse incidence) and over bootstrap draws.
@@ -33,11 +33,15 @@ from genderbias.crowd.coins import (
 )
 
 __all__ = [
-    "CLASS_PRIOR", "MODELS", "SHRINKAGE", "Encoded", "Fit", "ModelChoice", "fit", "held_out_posteriors", "vote_shares",
+    "CLASS_PRIOR", "MODELS", "SHRINKAGE", "STRENGTHS", "Encoded", "Fit", "ModelChoice", "fit", "held_out_posteriors", "vote_shares",
 ]  # fmt: skip
 
-#: Full rows are shrunk to the one-coin rows with this many answers' worth (``Encoded.shrinkage``).
+#: Full rows are shrunk to the one-coin rows with this many answers' worth (``Encoded.shrinkage``) in a named
+#: model (:data:`MODELS`); ``auto`` takes whichever of :data:`STRENGTHS` best predicts held-out votes: workers
+#: who answer one label to everything need rows that leave the coin soon (docs/quality.md, "Shrinkage chosen by
+#: held-out votes").
 SHRINKAGE = 16.0
+STRENGTHS = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 #: The models by name: ``(label_prior, shrinkage)`` (``auto``: :func:`.model_choice.choose_shrinkage`).
 MODELS = {
     "auto": None,
@@ -93,10 +97,12 @@ class ModelChoice:
     label_prior: float = ONE_COIN  #: the chosen coin: one accuracy (:data:`ONE_COIN`) or by label
     by_label: float = 0.0  #: held-out log likelihood under one coin per worker on the crowd's accuracy by label
     label_se: float = 0.0  #: standard error of (by label − one coin)
+    #: Held-out log likelihood of the full rows at each of :data:`STRENGTHS` (empty: full rows not chosen).
+    strengths: tuple[float, ...] = ()
 
     @property
     def model(self) -> str:
-        return next(name for name, form in MODELS.items() if form == (self.label_prior, self.shrinkage))
+        return model_name(self.label_prior, self.shrinkage)
 
     @property
     def coin(self) -> float:
@@ -107,6 +113,12 @@ class ModelChoice:
     def gain(self) -> float:
         """Full − the chosen coin, in standard errors (positive: the full rows predict better)."""
         return (self.full - self.coin) / self.se if self.se > 0 else 0.0
+
+
+def model_name(label_prior: float, shrinkage: float) -> str:
+    """The :data:`MODELS` name of a form, whatever the full rows' strength."""
+    full = SHRINKAGE if shrinkage != ONE_COIN else ONE_COIN
+    return next(name for name, form in MODELS.items() if form == (label_prior, full))
 
 
 @dataclass

@@ -14,11 +14,13 @@ from genderbias.crowd.difficulty import fit_difficulty, vote_log_likelihood
 from genderbias.crowd.estimation import (
     MODELS,
     SHRINKAGE,
+    STRENGTHS,
     Encoded,
     ModelChoice,
     _e_step_items,
     _incidence,
     fit,
+    model_name,
 )
 
 __all__ = ["MAX_SPARSE_SHARE", "MIN_WORKER_ANSWERS", "choose_difficulty", "choose_shrinkage", "encode", "sparse_share"]
@@ -70,6 +72,7 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
        on sparse crowds too, since one accuracy cannot say a crowd that errs by label.
     2. **Full rows** shrunk to the chosen coin's, by :data:`CHOICE_SE`; not on a sparse crowd, where they
        predict held-out votes well yet bias the class means built on the posteriors.
+    3. **How far they may leave it**: of :data:`STRENGTHS`, the one with the highest held-out log likelihood.
 
     Outcomes on the simulated crowds: docs/quality.md, "The crowd model"."""
     sparse = sparse_share(encoded)
@@ -88,9 +91,11 @@ def choose_shrinkage(encoded: Encoded, *, folds: int = FOLDS, seed: int = 0) -> 
         return ModelChoice(ONE_COIN, float(one_coin.sum()), 0.0, 0.0, len(free), sparse, **found)
     full = scored(label_prior, SHRINKAGE)
     chosen, se = better(full, coin)
-    return ModelChoice(
-        SHRINKAGE if chosen else ONE_COIN, float(one_coin.sum()), float(full.sum()), se, len(free), sparse, **found
-    )
+    scores = (float(one_coin.sum()), float(full.sum()), se, len(free), sparse)
+    if not chosen:
+        return ModelChoice(ONE_COIN, *scores, **found)
+    strengths = tuple(float(full.sum()) if k == SHRINKAGE else float(scored(label_prior, k).sum()) for k in STRENGTHS)
+    return ModelChoice(STRENGTHS[int(np.argmax(strengths))], *scores, **found, strengths=strengths)
 
 
 def better(more: np.ndarray, fewer: np.ndarray, margin: float = CHOICE_SE) -> tuple[bool, float]:
@@ -141,8 +146,7 @@ def choose_difficulty(
     """Whether the item-difficulty model (GLAD, :mod:`.difficulty`) beats ``encoded``'s own form by ``margin``
     s.e. on :func:`choose_shrinkage`'s folds (a left-out query's easiness integrated over its prior): one
     parameter a query must be paid for on queries it never saw."""
-
-    model = next(name for name, form in MODELS.items() if form == (encoded.label_prior, encoded.shrinkage))
+    model = model_name(encoded.label_prior, encoded.shrinkage)
     fold, free = held_out_folds(encoded, folds, seed)
     if len(free) < 2 * folds:
         return DifficultyChoice(False, 0.0, 0.0, 0.0, len(free), model)

@@ -208,7 +208,6 @@ def crowd_shared_errors(
 
     ``fires`` when either p is at most ``level`` / 2 (Bonferroni). Calibration: docs/quality.md, "Errors
     shared by query"."""
-
     frame = _answers_frame(answers)
     gold = {str(task): str(label) for task, label in (gold or {}).items()}
     if labels is None:

@@ -207,7 +207,6 @@ def floor_intervals(drawn, weights: np.ndarray, shares: np.ndarray) -> dict:
     :func:`known_posteriors`, the narrowest a crowd-model interval can be when the model is right and its
     parameters known (below what can cover where answers are not independent given the label).
     ``<figure>:floor`` (covers), ``<figure>:floor_width``."""
-
     posteriors = known_posteriors(drawn, shares)
     if posteriors is None:
         return {}
@@ -273,7 +272,6 @@ def width_table(results: pd.DataFrame) -> pd.DataFrame:
 
 def coverage_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per figure, warning and ``<figure>:<construction>``: the share of studies, its MC s.e. and the studies."""
-
     columns = [*(f for f in COVERED if f in results), "warning"]
     columns += ["denoised_warning"] if "denoised_warning" in results else []
     columns += [f"{f}:{c}" for f in COVERED for c in intervals.CONSTRUCTIONS if f"{f}:{c}" in results]
