@@ -191,6 +191,11 @@ def pytest_collection_finish(session) -> None:
     gc.freeze()
 
 
+def slow_first(items) -> None:
+    """Slow tests first, those against a live server first of all (the stable sort keeps the order within)."""
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, "live_server" not in item.fixturenames))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``-n``), slow tests first; ``broker`` tests need a real broker:
@@ -206,7 +211,7 @@ def pytest_collection_modifyitems(config, items):
     server (the API fuzzing) go first of all.
     """
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' collections are what xdist hands out
-        items.sort(key=lambda item: (item.get_closest_marker("slow") is None, "live_server" not in item.fixturenames))
+        slow_first(items)
     if stage := os.environ.get("TEST_STAGE"):
         _leave_to_the_other_stage(config, items, stage)
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from tests.conftest import REFERENCE_DIR, reference_dir
+from tests.conftest import REFERENCE_DIR, reference_dir, slow_first
 
 __all__ = ["REFERENCE_DIR", "reference_dir"]
 
@@ -24,4 +24,4 @@ def pytest_collection_modifyitems(items):
     does not load): with ``--dist loadfile --no-loadscope-reorder`` the files holding the minute-long
     simulations start at once on different workers instead of arriving last on one."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        slow_first(items)
