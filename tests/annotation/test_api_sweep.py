@@ -252,11 +252,11 @@ def test_every_api_url_method_and_body_answers_without_a_server_error(seeded, an
             if not suffixed:  # GET with every documented query parameter set to a hostile value
                 plan.extend((researcher, "GET", f"{path}?{query}", bodies[0]) for query in queries)
         parameters = [p for p in re.findall(r"\{(\w+)\}", template) if p != "format"]
-        if parameters and not suffixed:
+        if parameters and not suffixed:  # hostile path values: each method as the researcher, GET as anyone
             for value in HOSTILE_VALUES:
                 path = _fill(template, {parameters[0]: value, "format": "json"})
-                for method in ("GET", "POST", "PUT", "DELETE"):
-                    plan.extend((caller, method, path, bodies[1]) for caller in (researcher, anonymous))
+                plan.extend((researcher, method, path, bodies[1]) for method in ("GET", "POST", "PUT", "DELETE"))
+                plan.append((anonymous, "GET", path, bodies[1]))
 
     failures: list[str] = []
     kinds: Counter[str] = Counter()

@@ -147,7 +147,10 @@ def fresh_venv(where: Path) -> tuple[Path, float]:
     wheels = os.environ.get("GENDERBIAS_WHEELHOUSE")
     offline = ["--no-index", "--find-links", wheels] if wheels else []
     done = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", *offline, str(source)], capture_output=True, text=True, timeout=1800
+        [str(python), "-m", "pip", "install", "-q", "--no-compile", *offline, str(source)],  # as bin/_setup.sh
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert done.returncode == 0, done.stderr
     return python, time.monotonic() - started

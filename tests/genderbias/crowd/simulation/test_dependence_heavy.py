@@ -24,8 +24,8 @@ def heavy_draws() -> pd.DataFrame:
 def test_the_simulated_shift_keeps_the_sign_on_a_heavy_crowd(heavy_draws):
     """On the heavy crowd (35% spammers) whose crowd erred with D, the shift keeps the truth's sign, at least
     3 MC s.e. from 0, but falls short of its size (about half: docs/metrics.md states it), so only the sign is
-    held here. Measured (6 studies; mean, MC s.e.): the truth −0.0345 (0.0026) and −0.0584 (0.0040), the shift
-    −0.0169 (0.0025) and −0.0305 (0.0025)."""
+    held here. Measured (4 studies; mean, MC s.e.): the truth −0.0335 (0.0043) and −0.0645 (0.0033), the shift
+    −0.0124 (0.0022) and −0.0325 (0.0036)."""
     move, move_se = _means(heavy_draws, "truth_move")
     simulated, simulated_se = _means(heavy_draws, "simulated")
     for d in (1.0, 3.0):
