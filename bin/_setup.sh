@@ -7,8 +7,8 @@ PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 
 # pip installs with --no-compile: byte-compiling every module of every package took more than half of a new venv's
-# time (.venv: 75 s against 34 s; the library alone: 20 s against 8 s); Python compiles and caches what is imported,
-# on first import (docs/development.md, "What `bin/test` does").
+# time, and the tests import a small part of them; Python compiles and caches what is imported, on first import
+# (figures: docs/development.md, "Where the CPU goes").
 ensure_venv() {  # ensure_venv REQUIREMENTS_FILE [PIP_OPTION...] (e.g. --no-deps)
   if [ ! -x .venv/bin/python ]; then
     echo "==> Creating .venv with $($PYTHON --version)"

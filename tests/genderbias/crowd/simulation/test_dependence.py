@@ -161,8 +161,9 @@ def test_the_simulated_shift_moves_with_the_truth(draws):
     batch's fitted crowd) on the studies whose crowd truly erred with D: same sign as the truth's move, and
     within a quarter of it plus 3 Monte-Carlo standard errors (the studies' spread, which includes the
     replicates'). Measured (4 studies; mean, MC s.e.): the truth −0.0143 (0.0021) at D = 1 and −0.0521 (0.0055)
-    at D = 3, the shift −0.0088 (0.0016) and −0.0373 (0.0061) (6 studies gave −0.0137 and −0.0414); before the check refitted the crowd as erring
-    with D (:func:`genderbias.crowd.label_dependence.dependent_fit`) it said −0.004 and +0.025 (docs/quality.md, item 5)."""
+    at D = 3, the shift −0.0088 (0.0016) and −0.0373 (0.0061) (6 studies gave −0.0137 and −0.0414); before the
+    check refitted the crowd as erring with D (:func:`genderbias.crowd.label_dependence.dependent_fit`) it said
+    −0.004 and +0.025 (docs/quality.md, item 5)."""
     move, move_se = _means(draws, "truth_move")
     simulated, simulated_se = _means(draws, "simulated")
     assert simulated[0.0] == 0.0
