@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "FLOOR", "LABEL_PRIOR", "ONE_COIN", "PATTERN_PRIOR", "SKILL_PRIOR", "accuracy_by_label", "coins", "one_coin_rows",
-    "pooled_accuracy", "skills",
+    "FLOOR", "LABEL_PRIOR", "ONE_COIN", "PATTERN_PRIOR", "SKILL_PRIOR", "accuracy_by_label", "coins", "max_last",
+    "one_coin_rows", "pooled_accuracy", "skills", "sum_last",
 ]  # fmt: skip
 
 #: Full rows not offered, or one accuracy for every label: an infinite prior (``Encoded.shrinkage``,
@@ -74,6 +74,27 @@ class Coins:
         return skills(self.right_by_label, self.answers_by_label, crowd, self.prior_answers())[0]
 
 
+def sum_last(x: np.ndarray) -> np.ndarray:
+    """``x.sum(axis=-1)``, bit for bit, without numpy's reduction over a short last axis (the labels), which
+    costs several times an elementwise add there and runs in every EM step: numpy adds an axis of fewer than 8
+    in order, as these adds do (docs/benchmarks.md, "The crowd model's EM")."""
+    if x.shape[-1] >= 8:
+        return x.sum(axis=-1)
+    out = x[..., 0].copy()
+    for j in range(1, x.shape[-1]):
+        out += x[..., j]
+    return out
+
+
+def max_last(x: np.ndarray) -> np.ndarray:
+    """``x.max(axis=-1)``, bit for bit (a maximum is exact in any order), without numpy's slow short-axis
+    reduction."""
+    out = x[..., 0].copy()
+    for j in range(1, x.shape[-1]):
+        np.maximum(out, x[..., j], out=out)
+    return out
+
+
 def pooled_accuracy(right, answers):
     return (right + POOLED_PRIOR * POOLED_RIGHT) / (answers + POOLED_PRIOR)
 
@@ -101,11 +122,11 @@ def skills(right: np.ndarray, answers: np.ndarray, crowd: np.ndarray, prior: np.
     delta = np.zeros(right.shape[:-1])
     for _ in range(SKILL_STEPS):
         sig = 1.0 / (1.0 + np.exp(-(lam + delta[..., None])))
-        gradient = (hits - total * sig).sum(axis=-1)
-        curvature = (total * sig * (1.0 - sig)).sum(axis=-1)
+        gradient = sum_last(hits - total * sig)
+        curvature = sum_last(total * sig * (1.0 - sig))
         delta = np.clip(delta + gradient / np.maximum(curvature, FLOOR), -SKILL_BOUND, SKILL_BOUND)
     sig = 1.0 / (1.0 + np.exp(-(lam + delta[..., None])))
-    return sig, delta, (total * sig * (1.0 - sig)).sum(axis=-1)
+    return sig, delta, sum_last(total * sig * (1.0 - sig))
 
 
 def coins(counts: np.ndarray) -> Coins:

@@ -27,9 +27,11 @@ from genderbias.crowd.coins import (
     SKILL_PRIOR,
     accuracy_by_label,
     coins,
+    max_last,
     one_coin_rows,
     pooled_accuracy,
     skills,
+    sum_last,
 )
 
 __all__ = [
@@ -157,8 +159,8 @@ def _counts(
     b, _, k = posteriors.shape
     soft = posteriors * weights[:, :, None]  # [B × N × K]
     classes = soft.sum(axis=1) + CLASS_PRIOR
-    per_answer = soft[:, encoded.item_idx, :]  # [B × J × K]
-    stacked = per_answer.transpose(1, 0, 2).reshape(len(encoded.item_idx), b * k)
+    # Each answer's item row of [N × B·K], taken whole (a gather of rows, not of scattered cells)
+    stacked = soft.transpose(1, 0, 2).reshape(encoded.n_items, b * k)[encoded.item_idx]  # [J × B·K]
     counts = np.asarray(by_answer_t @ stacked)  # [W·G × B·K]
     return classes, counts.reshape(encoded.n_workers, k, b, k).transpose(2, 0, 3, 1)  # [B × W × T × G]
 
@@ -252,12 +254,14 @@ def _e_step_items(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Posteriors [B × N × K] and each item's log marginal likelihood of its votes [B × N]."""
     b, k = priors.shape
-    log_lik = np.log(confusion[:, encoded.worker_idx, :, encoded.label_idx])  # [J × B × K]
-    summed = np.asarray(by_item_t @ log_lik.reshape(len(encoded.item_idx), b * k))  # [N × B·K]
+    # log θ_w(t, g) once per worker and answer [W·G × B·T], then each answer's row of it
+    log_rows = np.log(confusion.transpose(1, 3, 0, 2).reshape(-1, b * k))
+    log_lik = log_rows[encoded.worker_idx * k + encoded.label_idx]  # [J × B·K]
+    summed = np.asarray(by_item_t @ log_lik)  # [N × B·K]
     log_post = summed.reshape(encoded.n_items, b, k).transpose(1, 0, 2) + np.log(priors)[:, None, :]
-    peak = log_post.max(axis=2, keepdims=True)
+    peak = max_last(log_post)[:, :, None]
     unnormalised = np.exp(log_post - peak)
-    norm = unnormalised.sum(axis=2, keepdims=True)
+    norm = sum_last(unnormalised)[:, :, None]
     return unnormalised / norm, (np.log(norm) + peak)[:, :, 0]
 
 
