@@ -254,7 +254,7 @@ def _e_step_items(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Posteriors [B × N × K] and each item's log marginal likelihood of its votes [B × N]."""
     b, k = priors.shape
-    # log θ_w(t, g) once per worker and answer [W·G × B·T], then each answer's row of it
+    # log θ_w(t, g) once per worker and given label [W·G × B·K], then each answer's row of it
     log_rows = np.log(confusion.transpose(1, 3, 0, 2).reshape(-1, b * k))
     log_lik = log_rows[encoded.worker_idx * k + encoded.label_idx]  # [J × B·K]
     summed = np.asarray(by_item_t @ log_lik)  # [N × B·K]
