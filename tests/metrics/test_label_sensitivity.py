@@ -22,7 +22,7 @@ from platforms.inhouse.services.annotators import create_annotator
 from platforms.inhouse.services.handout import next_assignment
 from platforms.inhouse.services.hit_page import submit_local_assignment
 from pooling.models import QuerySet, Run
-from tests.browser_jobs import open_the_result, wait_for_image
+from tests.browser_jobs import JOB_DEADLINE_MS, open_the_result, wait_for_image
 
 
 def frame(rows):
@@ -321,7 +321,9 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
     image = page.locator("img[alt^='Bias of every run']")
     image.scroll_into_view_if_needed()
     wait_for_image(page, image)
-    page.get_by_role("link", name="@1").click()
+    # The link's page draws its plot in the request: its load has the jobs' deadline (a click's own wait for the
+    # navigation it starts is the 10 s action clock, which a loaded machine outlasted once)
+    page.get_by_role("link", name="@1").click(timeout=JOB_DEADLINE_MS)
     assert "At cutoff 1" in page.get_by_role("heading", name="At cutoff 1").inner_text()
 
 
