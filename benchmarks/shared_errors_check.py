@@ -57,6 +57,8 @@ def _row(crowd: str, judgments, gold, values, truth, samples: int, seed: int) ->
         "quality_warning": warned,
         "gold_dispersion": check.gold_dispersion,
         "answers_dispersion": check.answers_dispersion,
+        "gold_p": check.gold_p,
+        "answers_p": check.answers_p,
         "audit_size": check.audit_size,
     }
 
