@@ -121,7 +121,7 @@ def dependence_simulation(model, seed: int):
     def refit(redrawn: pd.DataFrame) -> pd.DataFrame:
         # The batch's own crowd model (its form and strength, as chosen on the batch), refitted on the replicate's
         # answers: ``redrawn`` holds ``answers``' rows in their order. Choosing again for each replicate would add
-        # the choice's own noise to a paired difference (and cost three quarters of the check's time).
+        # the choice's own noise to a paired difference, at most of the check's cost (docs/benchmarks.md).
         codes = redrawn["label"].map(position).to_numpy(dtype=np.int64)
         held_out = estimation.fit(replace(encoded, label_idx=codes)).held_out[0]
         out = table.copy()

@@ -1,8 +1,8 @@
 """``label_sensitivity --dependence`` on the heavy crowd (35% spammers): test_dependence.py's studies and truth,
 on a crowd whose shift keeps the sign of the truth's move but not its size.
 
-A module of its own so that its studies (about 10 s of CPU) are drawn on one worker while the moderate crowd's are drawn
-on the other (bin/test's library stage hands out whole files: ``--dist loadfile``).
+A module of its own so that its studies are drawn on one worker while the moderate crowd's are drawn on the other
+(bin/test's library stage hands out whole files: ``--dist loadfile``).
 """
 
 from __future__ import annotations
