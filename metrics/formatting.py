@@ -413,7 +413,9 @@ def dependence_text(result: LabelSensitivity) -> str:
         "and answers redrawn from that refit with every answer's error odds x exp(D*z) and without, refitted "
         "(mean of a few replicates). On simulated crowds that erred so it has the truth's sign and about 0.7 of "
         "its size, half with many spammers: a lower bound (docs/metrics.md). Without a crowd fit, the label "
-        "probabilities are tilted instead, which understates it more.",
+        "probabilities are tilted instead, which understates it more. A shift of – is undefined: a replicate batch "
+        "left one of the labels the report gives a mean of its own less than half a query's worth of probability "
+        "(a report's bootstrap leaves such a draw out).",
         f"  {'run':<12} {'metric':<18} {'D':>6} {'difference':>11} {'shift':>9}  interval",
     ]
     for row in table.itertuples(index=False):
@@ -421,7 +423,7 @@ def dependence_text(result: LabelSensitivity) -> str:
         mark = {True: "*", False: ""}.get(row.significant, "–")
         lines.append(
             f"  {row.run:<12} {metric:<18} {row.dependence:>6.2f} {figure_text(row.difference_corrected, '+.4f'):>11} "
-            f"{row.shift:>+9.4f}  [{figure_text(row.difference_combined_low, '+.4f')}, "
+            f"{figure_text(row.shift, '+.4f'):>9}  [{figure_text(row.difference_combined_low, '+.4f')}, "
             f"{figure_text(row.difference_combined_high, '+.4f')}] {mark}"
         )
     return "\n".join(lines)

@@ -446,3 +446,23 @@ def test_label_sensitivity_takes_the_order_of_ties_as_a_report_does(batch, tmp_p
     assert float(rab["value"]) == pytest.approx(expected, abs=1e-12)
     with pytest.raises(CommandError):
         call_command("label_sensitivity", "sens", runs="tied", ties="random", out=str(out), verbosity=0)
+
+
+def test_an_undefined_shift_is_printed_as_undefined_and_said_why():
+    """A replicate batch whose label-corrected difference is undefined (a label of its own below half a query's
+    worth of probability: ``class_means`` gives NaN) leaves the shift undefined: the text prints – there, as it
+    does for the interval, never ``nan``, and its note says when that happens."""
+    from genderbias.crowd.label_dependence import DEPENDENCE_COLUMNS
+    from genderbias.crowd.sensitivity import LabelSensitivity
+    from metrics.formatting import dependence_text
+
+    table = pd.DataFrame(
+        [["b", "rRD", "female", 10, 0.5, 0.01, -0.02, 0.04, 0.003, False],
+         ["b", "rRD", "female", 10, 1.0, None, None, None, float("nan"), None]],
+        columns=DEPENDENCE_COLUMNS,
+    )  # fmt: skip
+    result = LabelSensitivity("s", ["a", "b"], [10], 0.5, pd.DataFrame(), pd.DataFrame(), {}, "", table, "a")
+    lines = dependence_text(result).splitlines()
+    assert "nan" not in "\n".join(lines).lower()
+    assert lines[-2].split()[4] == "+0.0030" and lines[-1].split()[3:6] == ["–", "–", "[–,"]
+    assert "A shift of – is undefined" in lines[1]
