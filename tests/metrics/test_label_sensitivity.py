@@ -449,9 +449,9 @@ def test_label_sensitivity_takes_the_order_of_ties_as_a_report_does(batch, tmp_p
 
 
 def test_an_undefined_shift_is_printed_as_undefined_and_said_why():
-    """A replicate batch whose label-corrected difference is undefined (a label of its own below half a query's
-    worth of probability: ``class_means`` gives NaN) leaves the shift undefined: the text prints – there, as it
-    does for the interval, never ``nan``, and its note says when that happens."""
+    """A replicate batch whose label-corrected difference is undefined (``class_means`` gives NaN: no query with a
+    value, or an ill-conditioned fit) leaves the shift undefined: the text prints – there, as it does for the
+    interval, never ``nan``, and its note says what it means."""
     from genderbias.crowd.label_dependence import DEPENDENCE_COLUMNS
     from genderbias.crowd.sensitivity import LabelSensitivity
     from metrics.formatting import dependence_text

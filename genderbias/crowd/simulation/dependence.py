@@ -58,7 +58,6 @@ def simulated_shift(
     reading, rows_at_d = dependent_fit(answers, gold, probabilities, z, dependence, fitted)
     pi = reading.to_numpy(dtype=np.float64)
     rates = answer_rates(answers, {**confusion, **rows_at_d}, labels)  # answers × true label × answer
-    t, weighted = label_map(probabilities)
     every = np.arange(len(answers))
     truths = np.broadcast_to(np.arange(len(labels)), (len(answers), len(labels)))  # each row's true label
     tilted_rates = {
@@ -76,7 +75,9 @@ def simulated_shift(
             chances = tilted_rates[tilt][every, true_label]
             given = pick(uniforms, chances)
             refitted = refit(answers.assign(label=[labels[i] for i in given]))
-            fitted_pi = refitted.reindex(index=probabilities.index, columns=labels).to_numpy(dtype=np.float64)
+            replicate = refitted.reindex(index=probabilities.index, columns=labels)
+            t, weighted = label_map(replicate)  # the columns a report on this replicate batch would give its labels
+            fitted_pi = replicate.to_numpy(dtype=np.float64)
             p, w = (np.ones((len(fitted_pi), 1)), fitted_pi @ t[:, 0]) if weighted else (fitted_pi @ t, None)
             corrected.append(class_means(p, matrix, row_weights=w)[0])
         shifts.append(corrected[0] - corrected[1])

@@ -25,7 +25,7 @@ def test_the_simulated_shift_keeps_the_sign_on_a_heavy_crowd(heavy_draws):
     """On the heavy crowd (35% spammers) whose crowd erred with D, the shift keeps the truth's sign, at least
     3 MC s.e. from 0, but falls short of its size (about half: docs/metrics.md states it), so only the sign is
     held here. Measured (4 studies; mean, MC s.e.): the truth −0.0335 (0.0043) and −0.0645 (0.0033), the shift
-    −0.0140 (0.0037) and −0.0275 (0.0022) (with each replicate's crowd model chosen again, before 2026-11-28:
+    −0.0139 (0.0038) and −0.0275 (0.0022) (with each replicate's crowd model chosen again, before 2026-11-28:
     −0.0124 (0.0022) and −0.0325 (0.0036))."""
     move, move_se = _means(heavy_draws, "truth_move")
     simulated, simulated_se = _means(heavy_draws, "simulated")
