@@ -413,8 +413,8 @@ def dependence_text(result: LabelSensitivity) -> str:
         "and answers redrawn from that refit with every answer's error odds x exp(D*z) and without, refitted "
         "(mean of a few replicates). On simulated crowds that erred so it has the truth's sign and about 0.7 of "
         "its size, half with many spammers: a lower bound (docs/metrics.md). Without a crowd fit, the label "
-        "probabilities are tilted instead, which understates it more. A shift of – is undefined: a replicate batch's "
-        "label-corrected difference was, as a report's is where no query has a value.",
+        "probabilities are tilted instead, which understates it more. A shift printed – is undefined: a replicate "
+        "batch gave no label-corrected difference (as a report gives none where no query has a value).",
         f"  {'run':<12} {'metric':<18} {'D':>6} {'difference':>11} {'shift':>9}  interval",
     ]
     for row in table.itertuples(index=False):

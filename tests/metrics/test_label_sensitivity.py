@@ -465,4 +465,4 @@ def test_an_undefined_shift_is_printed_as_undefined_and_said_why():
     lines = dependence_text(result).splitlines()
     assert "nan" not in "\n".join(lines).lower()
     assert lines[-2].split()[4] == "+0.0030" and lines[-1].split()[3:6] == ["–", "–", "[–,"]
-    assert "A shift of – is undefined" in lines[1]
+    assert "A shift printed – is undefined" in lines[1]
