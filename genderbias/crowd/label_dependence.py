@@ -17,7 +17,10 @@ import pandas as pd
 from genderbias.crowd.class_means import class_means, label_map
 from genderbias.crowd.label_uncertainty import _finite
 
-__all__ = ["DEPENDENCE_COLUMNS", "answer_rates", "dependence_table", "dependent_fit", "tilted"]
+__all__ = ["CHECKING", "DEPENDENCE_COLUMNS", "answer_rates", "dependence_table", "dependent_fit", "tilted"]
+
+#: :func:`dependence_table`'s step, as its ``progress`` names it.
+CHECKING = "checking labelling errors that depend on the rankings"
 
 #: Columns of :func:`dependence_table`.
 DEPENDENCE_COLUMNS = [
@@ -68,6 +71,7 @@ def dependence_table(
     baseline: str,
     dependences: list[float],
     simulate: Callable[[np.ndarray, np.ndarray, float], np.ndarray] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> pd.DataFrame:
     """How far each label-corrected paired difference (run − ``baseline``) and its combined interval move
     at each of ``dependences`` (:data:`DEPENDENCE_COLUMNS`): a sensitivity check, not an estimate.
@@ -78,7 +82,8 @@ def dependence_table(
     ``simulate``: ``(z [N], differences [N × runs], D) → shifts [runs]`` as D is defined
     (:func:`.simulation.dependence.simulated_shift`); without it, the posterior :func:`tilted`.
     ``wide``, ``probabilities`` and ``combined``: :func:`.label_uncertainty.combined_summary`'s input,
-    label table and output.
+    label table and output. ``progress``: told ``(CHECKING, done, total)`` per metric column and D (each a
+    simulation of its own: minutes on a large batch).
     """
     qids = list(probabilities.index.astype(str))
     t, weighted = label_map(probabilities)
@@ -90,12 +95,16 @@ def dependence_table(
         run: wide[run].reindex(index=qids, columns=columns).to_numpy(dtype=np.float64) - base for run in others
     }
     shifts: dict[tuple[int, float], dict[str, float]] = {}
-    for j, key in enumerate(columns):
-        if not any((run, key[0], key[1], int(key[2])) in indexed.index for run in others):
-            continue
+    checked = [
+        j for j, key in enumerate(columns) if any((run, key[0], key[1], int(key[2])) in indexed.index for run in others)
+    ]
+    say = progress or (lambda step, done, total: None)
+    total = len(checked) * len(dependences)
+    say(CHECKING, 0, total)
+    for n, j in enumerate(checked):
         z = standardised(base[:, j])
         matrix = np.column_stack([differences[run][:, j] for run in others]) if others else np.zeros((len(qids), 0))
-        for d in dependences:
+        for i_d, d in enumerate(dependences):
             if simulate is not None:
                 moved = np.asarray(simulate(z, matrix, float(d)), dtype=np.float64)
                 shifts[j, float(d)] = dict(zip(others, moved.tolist(), strict=True))
@@ -105,6 +114,7 @@ def dependence_table(
                     - _tilted_mean(probabilities, z, 0.0, matrix[:, i], t, weighted)
                     for i, run in enumerate(others)
                 }
+            say(CHECKING, n * len(dependences) + i_d + 1, total)
     rows = []
     for run in others:
         for j, key in enumerate(columns):

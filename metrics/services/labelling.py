@@ -27,7 +27,7 @@ from genderbias.numbers import NumberError, parse_decimal
 from genderbias.ranking.defaults import CONFIDENCE_THRESHOLD, DEFAULT_CUTOFFS, LABEL_SOURCE
 from genderbias.text.wordlists import GenderWords
 from metrics.models import LabelSensitivityResult
-from metrics.services.reports import compute_batch_report
+from metrics.services.reports import StepProgress, compute_batch_report
 from pooling.models import Run
 
 from .report_settings import DEFAULT_REPORT_SETTINGS, ReportSettings
@@ -155,6 +155,7 @@ def _label_sensitivity(
         dependence_rows = label_dependence.dependence_table(
             significance.wide_values(computed.per_query), computed.labels.table, computed.summary, base.name,
             [float(d) for d in dependence], simulate=simulated_dependence.dependence_simulation(computed.labels.model, report_settings.seed),
+            progress=StepProgress(job, bar),
         )  # fmt: skip
     return sensitivity.LabelSensitivity(
         batch=batch.name,

@@ -128,7 +128,7 @@ def _compute(
         audit=audit,
         baseline=baseline.name if baseline else None,
         samples=report_settings.bootstrap_samples,
-        progress=_StepProgress(job, bar),
+        progress=StepProgress(job, bar),
         **settings,
     )
     return Computed(
@@ -200,7 +200,7 @@ class _CountCache:
         return pooling_services.texts_checksum(self.collection, pl.concat(self.read))
 
 
-class _StepProgress:
+class StepProgress:
     """``progress(step, done, total)`` of pure code shown as :class:`core.progress.Progress`, one per step."""
 
     def __init__(self, job: Job | None, bar: bool) -> None:

@@ -72,6 +72,28 @@ def test_the_shift_is_monotone_in_the_stated_direction():
     assert moved["significant"].tolist() == [True, False]
 
 
+def test_progress_counts_each_column_and_dependence_it_simulates():
+    """A large batch's check is a simulation per metric column and D (minutes): ``progress`` is told each one as
+    it ends, from 0 to their number, the columns no report row asks for left out of the count."""
+    wide, probabilities, combined = _case()
+    other = ("RaB", "tf", 10)  # a column of the runs with no row in the report: not checked
+    for run, table in wide.items():
+        wide[run] = table.assign(**{"other": table.iloc[:, 0]}).set_axis(
+            pd.MultiIndex.from_tuples([KEY, other], names=table.columns.names), axis=1
+        )
+    simulated, told = [], []
+
+    def simulate(z, differences, d):
+        simulated.append(d)
+        return np.zeros(differences.shape[1])
+
+    label_dependence.dependence_table(
+        wide, probabilities, combined, "A", [0.0, 1.0, 2.0], simulate=simulate, progress=lambda *args: told.append(args)
+    )
+    assert len(simulated) == 3
+    assert told == [(label_dependence.CHECKING, done, 3) for done in range(4)]
+
+
 def test_tilt_keeps_rows_summing_to_one_and_certain_rows_certain():
     probabilities = pd.DataFrame([[0.6, 0.3, 0.1, 0.0], [0.0, 0.0, 1.0, 0.0]], columns=["n", "f", "m", "o"])
     out = label_dependence.tilted(probabilities, np.array([1.0, 1.0]), 1.0)
