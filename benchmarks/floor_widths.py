@@ -29,7 +29,7 @@ def one(args: tuple) -> dict:
     crowd, queries, study, samples, constructions = args
     rng = np.random.default_rng([2040, study])
     out = coverage_study(rng, cs.crowd_named(crowd, queries), queries, study, samples, constructions=constructions)
-    keep = {k: v for k, v in out.items() if k.split(":")[0] in FIGURES or k == "warning"}
+    keep = {k: v for k, v in out.items() if k.split(":")[0] in FIGURES or k in ("warning", "trusted")}
     return {"crowd": crowd, "queries": queries, "study": study} | keep
 
 
@@ -52,6 +52,8 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
                 "floor / oracle": f"{(floor / group[f'{figure}:oracle_width'].astype(float)).median():.2f}",
                 "warned": f"{warned.mean():.2f}",
             }
+            if "trusted" in group:  # the crowd model trusted: the product's interval is the rule's narrow one
+                out[(crowd, queries, figure)]["trusted"] = f"{group['trusted'].astype(bool).mean():.2f}"
             if f"{figure}:width_percentile" in group:
                 out[(crowd, queries, figure)] |= _constructions(group, figure, floor)
     frame = pd.DataFrame(out).T

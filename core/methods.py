@@ -44,7 +44,7 @@ METHODS: dict[str, dict[str, str | None]] = {
         "and each refitted, so the model's own estimation error does not make it fire",
     },
     # None: the words are the construction's own (genderbias.stats.intervals.DESCRIPTIONS).
-    "label_interval": {"percentile": None, "crossed_net": None, "crossed": None},
+    "label_interval": {"percentile": None, "crossed_net": None, "crossed": None, "checked": None},
     "ties": {
         "2026-11-22": "the run's stored order of tied documents",
         "2026-11-25": "each figure the mean over every order of tied documents unless the report's order of "

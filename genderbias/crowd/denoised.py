@@ -180,14 +180,17 @@ def refitted_interval(
     bootstrap: int,
     seed: int,
     alpha: float,
-    construction: str = intervals.LABEL_INTERVAL,
+    construction: str | None = None,
     quality: Mapping[str, Any] | None = None,
     progress: resampling.RefitProgress | None = None,
 ) -> tuple[float, float]:
-    """The ``construction`` interval of ``fit``'s A_true from :func:`refitted_draws`, joined with itself moved by
-    :func:`denoised_bias` where the crowd-quality check warns."""
+    """The ``construction`` interval of ``fit``'s A_true from :func:`refitted_draws` (default: the one
+    :data:`genderbias.stats.intervals.LABEL_INTERVAL` takes where the crowd model is not trusted, as no check of
+    errors shared by query is run on a fit with the machine), joined with itself moved by :func:`denoised_bias`
+    where the crowd-quality check warns."""
     if bootstrap == 0:
         return (math.nan, math.nan)
+    construction = construction or intervals.construction_for(trusted=False)
     jackknife = intervals.needs_jackknife(construction)
     draws, jack = refitted_draws(fit, bootstrap=bootstrap, seed=seed, jackknife=jackknife, progress=progress)
     accel = intervals.acceleration(jack) if jackknife else None

@@ -15,10 +15,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from genderbias.crowd import shared_errors
 from genderbias.crowd.label_probabilities import LabelModel
 from genderbias.crowd.label_uncertainty import _finite, _holm_by_family, label_share
-from genderbias.labels import LABELS
 from genderbias.machine.proportions import audit_class_mean, audit_difference
 from genderbias.ranking.defaults import LEVEL
 
@@ -69,9 +67,9 @@ def interval_choice(
 def shared_errors_verdict(model: LabelModel | None) -> dict | None:
     """:func:`.shared_errors.crowd_shared_errors` on the crowd model's own fit, as :func:`interval_choice`
     reads it (``{"fires", "suggested_audit"}``); None without crowd answers."""
-    if model is None or model.crowd is None:
+    found = None if model is None else model.shared_errors()
+    if found is None:
         return None
-    found = shared_errors.crowd_shared_errors([], labels=LABELS, fit=model.crowd)
     return {"fires": bool(found.fires), "suggested_audit": int(found.audit_size)}
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from genderbias.crowd import calibration, checks, model_choice, resampling
+from genderbias.crowd import calibration, checks, model_choice, resampling, shared_errors
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.labels import LABELS
 
@@ -95,6 +95,7 @@ class LabelModel:
     crowd_qids: Sequence[str] = ()
     quality: Mapping[str, Any] | None = None
     _recalibrated: dict[int, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _shared_errors: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     @classmethod
     def fit(
@@ -197,11 +198,36 @@ class LabelModel:
             self._recalibrated[seed] = self._recalibrate(seed)
         return self._recalibrated[seed]
 
-    def _recalibrate(self, seed: int) -> Any:
+    def warns(self) -> bool:
+        """Whether :func:`crowd_quality` warns on the crowd's fit (False without one): the check that decides
+        the label-based intervals' construction (:func:`genderbias.stats.intervals.construction_for`) and
+        whether they reach as far as the posteriors' bias (:meth:`recalibrated`)."""
         if self.crowd is None or self.crowd.encoded is None or not len(self.crowd_qids):
-            return None
-        quality = self.quality if self.quality is not None else crowd_quality(self.crowd)
-        if not quality["warning"]:
+            return False
+        if self.quality is None:
+            self.quality = crowd_quality(self.crowd)
+        return bool(self.quality["warning"])
+
+    def shared_errors(self) -> Any:
+        """:func:`.shared_errors.crowd_shared_errors` on the crowd's own fit (None without one), computed once:
+        the report's check of errors shared by query and part of :meth:`trusted`."""
+        if not self._shared_errors:
+            found = None
+            if self.crowd is not None and self.crowd.encoded is not None and len(self.crowd_qids):
+                found = shared_errors.crowd_shared_errors([], labels=LABELS, fit=self.crowd)
+            self._shared_errors.append(found)
+        return self._shared_errors[0]
+
+    def trusted(self) -> bool:
+        """Whether the crowd model alone carries the label-based intervals
+        (:func:`genderbias.stats.intervals.construction_for`): its check passes (:meth:`warns`) and the check of
+        errors shared by query passes clearly (:attr:`.shared_errors.CrowdSharedErrors.clear`). Without a crowd
+        model there is nothing to distrust."""
+        found = self.shared_errors()
+        return not self.warns() and (found is None or found.clear)
+
+    def _recalibrate(self, seed: int) -> Any:
+        if not self.warns():
             return None
         posteriors, priors, confusion = self.crowd.arrays()
         temperature, spread = calibration.replicate_temperature(

@@ -86,7 +86,7 @@ class CorrectedFit:
             probabilities, labels.draws(self.weights, seed, progress=progress)
         )
         if jackknife is None:
-            jackknife = intervals.needs_jackknife(intervals.LABEL_INTERVAL)
+            jackknife = intervals.needs_jackknife(self.construction())
         self.jack_weights = intervals.jackknife_weights(n) if jackknife else None
         self.p_jack, self.row_weight_jack = self.p, self.row_weights
         if jackknife:
@@ -94,6 +94,11 @@ class CorrectedFit:
             self.p_jack, self.row_weight_jack = design_draws(
                 probabilities, labels.draws(self.jack_weights, seed, resample_others=False)
             )
+
+    def construction(self, rule: str = intervals.LABEL_INTERVAL) -> str:
+        """The construction ``rule`` takes for these labels: by whether their crowd model is trusted
+        (:meth:`.label_probabilities.LabelModel.trusted`)."""
+        return intervals.construction_for(rule, trusted=self.labels.trusted())
 
     def estimates(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(point [C], bootstrap draws [B × C], jackknife [G × C] or None)`` of ``values`` ``[N × C]``."""
@@ -116,8 +121,10 @@ class CorrectedFit:
         p, row_weights = self._p_left_out[by]
         return class_means(p, values, np.ones(p.shape[:2]), row_weights)[:, self.column, :]
 
-    def extra_variance(self, values: np.ndarray, construction: str = intervals.LABEL_INTERVAL) -> np.ndarray | None:
-        """``[C]``: the variance a ``crossed`` ``construction`` adds to the bootstrap's; None for the others."""
+    def extra_variance(self, values: np.ndarray, construction: str | None = None) -> np.ndarray | None:
+        """``[C]``: the variance a ``crossed`` ``construction`` (default: :meth:`construction`) adds to the
+        bootstrap's; None for the others."""
+        construction = construction or self.construction()
         if not intervals.needs_workers(construction):
             return None
         return intervals.extra_variance(construction, lambda by: self.left_out_values(values, by))
@@ -154,11 +161,12 @@ class CorrectedFit:
         return bias + 2 * np.nan_to_num(drift)
 
     def interval(
-        self, values: np.ndarray, level: float = LEVEL, construction: str = intervals.LABEL_INTERVAL
+        self, values: np.ndarray, level: float = LEVEL, construction: str | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(point, low, high, p)``: the ``construction`` interval and the two-sided p that inverts it (NaN
-        below :data:`MIN_USABLE_DRAWS`). Where :meth:`reach` applies, the interval is joined with itself moved
-        by that much and p is the larger of the two."""
+        """``(point, low, high, p)``: the ``construction`` interval (default: :meth:`construction`) and the
+        two-sided p that inverts it (NaN below :data:`MIN_USABLE_DRAWS`). Where :meth:`reach` applies, the
+        interval is joined with itself moved by that much and p is the larger of the two."""
+        construction = construction or self.construction()
         point, fitted, jack = self.estimates(values)
         accel = intervals.acceleration(jack) if intervals.needs_jackknife(construction) else None
         extra = self.extra_variance(values, construction)

@@ -22,6 +22,7 @@ from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.audit_size import AUDIT_CLASS_ITEMS, MIN_AUDIT, suggested_audit_size  # noqa: F401  (re-exported)
 from genderbias.crowd.checks import gold_check
 from genderbias.labels import LABELS
+from genderbias.stats import intervals
 
 __all__ = ["CROWD_CHECK_LEVEL", "crowd_shared_errors", "shared_errors", "shared_errors_sentence"]
 
@@ -140,6 +141,11 @@ class CrowdSharedErrors:
     interest: str
     expected_share: float
     audit_size: int
+
+    @property
+    def clear(self) -> bool:
+        """Whether the check passes clearly: every p it read above :data:`genderbias.stats.intervals.CLEAR_P`."""
+        return all(p is None or p > intervals.CLEAR_P for p in (self.gold_p, self.answers_p))
 
     def sentence(self) -> str:
         """The verdict in one sentence, for reports beside a crowd-model interval."""

@@ -7,9 +7,14 @@ docs/metrics.md, "Interval constructions compared", and docs/quality.md, "Too su
 acceleration from a delete-a-group jackknife over the queries) are the textbook's. ``crossed`` and ``crossed_net``
 (and their ``_normal`` forms) widen the draws by the **workers' variance component** (:func:`extra_variance`,
 :func:`widen`): the bootstrap resamples queries with their answers but never redraws the workers, whose fitted
-confusion matrices' error is in every query they answered (a crossed design, Owen 2007). Only the crossed ones
-widen draws that spread less than the estimate varies between studies, and ``crossed_net`` fell short with issue
-58's crowd model, so ``crossed`` is the product's.
+confusion matrices' error is in every query they answered (a crossed design, Owen 2007).
+
+The product's rule (:data:`LABEL_INTERVAL`, ``checked``) picks by whether the crowd model is trusted (:data:`RULES`):
+where its check passes and the check of errors shared by query passes clearly, the refitted bootstrap's own
+spread is the estimate's and its ``normal`` interval covers as the true labels' does at 1.1-1.3 times the
+known-confusion floor; elsewhere ``crossed``, whose jackknife over the workers also holds a misfit too weak for the
+checks to fire, and which the caller extends by the bias where the check warns. Figures: docs/quality.md, "The
+interval where the crowd model is right".
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ import numpy as np
 from genderbias.ranking.defaults import LEVEL
 
 __all__ = [
-    "CONSTRUCTIONS", "DESCRIPTIONS", "JACKKNIFE_BLOCKS", "LABEL_INTERVAL", "acceleration", "bootstrap_interval",
-    "bootstrap_p", "describe", "extended", "extra_variance", "jackknife_variance", "jackknife_weights",
-    "needs_jackknife", "needs_workers", "unit_groups", "widen", "widening", "wilson_interval",
+    "CLEAR_P", "CONSTRUCTIONS", "DESCRIPTIONS", "JACKKNIFE_BLOCKS", "LABEL_INTERVAL", "RULES", "acceleration",
+    "bootstrap_interval", "bootstrap_p", "construction_for", "describe", "extended", "extra_variance",
+    "jackknife_variance", "jackknife_weights", "needs_jackknife", "needs_workers", "unit_groups", "widen", "widening",
+    "wilson_interval",
 ]  # fmt: skip
 
 #: The constructions :func:`bootstrap_interval` knows, in the order the coverage table prints them.
@@ -41,9 +47,17 @@ CROSSED = {
     "crossed_net": ("percentile", True),
     "crossed_net_normal": ("normal", True),
 }
-#: The construction of every label-based interval (report, command, API, methods text, de-noised accuracy):
-#: chosen by simulated coverage, not tuned (module docstring).
-LABEL_INTERVAL = "crossed"
+#: Rules that pick a label-based interval's construction by whether the crowd model is trusted
+#: (:meth:`genderbias.crowd.label_probabilities.LabelModel.trusted`): (trusted, not). A construction's own name is
+#: the rule that always takes it (the product's before 2026-11-29).
+RULES = {"checked": ("normal", "crossed")}
+#: The check of errors shared by query passes clearly, as a trusted crowd model needs, when every p it read is
+#: above this (four times a source's level, 0.025): between the two, shared errors too weak to fire still widen
+#: the intervals (chosen on simulated studies: docs/quality.md, "The interval where the crowd model is right").
+CLEAR_P = 0.1
+#: The rule of every label-based interval (report, command, API, methods text, de-noised accuracy): chosen by
+#: simulated coverage and width, not tuned (module docstring).
+LABEL_INTERVAL = "checked"
 #: Blocks of the delete-a-group jackknives: ``bca``'s acceleration over the queries, the crossed
 #: constructions' over the workers and over the answers (G refits each).
 JACKKNIFE_BLOCKS = 20
@@ -65,10 +79,25 @@ DESCRIPTIONS = {
     "crossed_net_normal": "normal interval with the queries' bootstrap variance plus the workers' jackknife "
     "variance net of the answers'",
 }
+DESCRIPTIONS["checked"] = (
+    "normal bootstrap interval (the crowd model refitted in every draw) where the crowd model's check passes and the "
+    f"check of errors shared by query passes clearly (both p above {CLEAR_P}); elsewhere the {DESCRIPTIONS['crossed']}, "
+    "reaching as far as the posteriors' bias where the crowd model's check warns"
+)
+
+
+def construction_for(rule: str = LABEL_INTERVAL, *, trusted: bool) -> str:
+    """The construction ``rule`` (:data:`RULES`, or a construction's own name) takes where the crowd model is
+    ``trusted`` or not."""
+    if rule in RULES:
+        return RULES[rule][0 if trusted else 1]
+    if rule not in CONSTRUCTIONS:
+        raise ValueError(f"interval rule {rule!r}: expected one of {', '.join([*RULES, *CONSTRUCTIONS])}")
+    return rule
 
 
 def describe(construction: str = LABEL_INTERVAL) -> str:
-    """``construction`` in words (:data:`DESCRIPTIONS`)."""
+    """``construction`` (or a rule of :data:`RULES`) in words (:data:`DESCRIPTIONS`)."""
     return DESCRIPTIONS[construction]
 
 
@@ -179,7 +208,7 @@ def bootstrap_interval(
     draws: np.ndarray,
     point: np.ndarray | float,
     level: float = LEVEL,
-    construction: str = LABEL_INTERVAL,
+    construction: str = "percentile",
     accel: np.ndarray | float | None = None,
     min_usable: float = 0.0,
     extra: np.ndarray | float | None = None,
@@ -244,7 +273,7 @@ def _one(draws: np.ndarray, point: float, alpha: float, construction: str, a: fl
 def bootstrap_p(
     draws: np.ndarray,
     point: np.ndarray | float,
-    construction: str = LABEL_INTERVAL,
+    construction: str = "percentile",
     accel: np.ndarray | float | None = None,
     min_usable: float = 0.0,
     extra: np.ndarray | float | None = None,

@@ -37,7 +37,8 @@ SAMPLES = 100
 
 @pytest.mark.slow
 def test_moderate_crowd_coverage_and_heavy_crowd_warning():
-    """10 moderate and 3 heavy studies of 1,000 queries, 100 resamples each (issue 55: 24 and 5 before, 2.4×
+    """10 moderate and 3 heavy studies of 1,000 queries, 100 resamples each, with the product's interval (since
+    2026-11-29 the rule ``checked``: ``normal`` where the crowd model is trusted, else what follows) (issue 55: 24 and 5 before, 2.4×
     the CPU for bounds that only catch a gross failure either way), with the product's interval
     (:data:`genderbias.stats.intervals.LABEL_INTERVAL`, ``crossed``: its jackknife over the workers costs 20 refits a
     figure; when it was ``crossed_net``, with the answers' too, about 1.7 s a study (3.6 → 5.3 s), so the studies
@@ -119,10 +120,14 @@ def test_every_construction_from_the_same_draws_and_the_reports_own_interval():
 
     out = coverage.coverage_study(np.random.default_rng([9, 0]), cs.MODERATE, 300, 0, samples=40)
     for figure in coverage.COVERED:
-        # The product's interval is its construction's, joined with a moved copy where the check warns.
-        assert out[figure] >= out[f"{figure}:{intervals.LABEL_INTERVAL}"]
+        # The product's interval is the construction its rule takes by the check of the figure's own fit, joined
+        # with a moved copy where that check warns.
+        product = intervals.construction_for(trusted=figure != "denoised" and out["trusted"])
+        assert out[figure] >= out[f"{figure}:{product}"]
+        assert out[f"{figure}:width"] >= out[f"{figure}:width_{product}"] - 1e-12
         if not out.get(f"{figure}:reach"):
-            assert out[figure] == out[f"{figure}:{intervals.LABEL_INTERVAL}"]
+            assert out[figure] == out[f"{figure}:{product}"]
+            assert out[f"{figure}:width"] == pytest.approx(out[f"{figure}:width_{product}"])
         assert all(isinstance(out[f"{figure}:{c}"], bool) for c in intervals.CONSTRUCTIONS)
         assert out[f"{figure}:sd"] > 0 and np.isfinite(out[f"{figure}:error"]) and np.isfinite(out[f"{figure}:shift"])
     table = coverage.coverage_table(pd.DataFrame([out, out]))
@@ -328,7 +333,9 @@ def test_the_plan_promises_the_power_the_reports_interval_delivers():
 
     The promise is paired with the delivery per study: delivered − promised over the 100, with its Monte-Carlo
     s.e. (about 0.045). Asserted: within 3 s.e. (a promise that is exact fails with probability 0.003); the plan
-    of before (the t-test at Δ, labels taken as known) beyond 3 s.e. above it, so the test tells the two apart.
+    of before (the t-test at Δ, labels taken as known) above it. With ``crossed`` it was beyond 3 s.e. above; with
+    the normal interval a trusted crowd model now gets (label_interval ``checked``) the delivered power is 0.60,
+    between the plan's 0.51 and the labels-known 0.68, and 100 studies no longer tell those two apart at 3 s.e.
     The 12 crowds at 1,000 queries, 40 studies each: docs/quality.md, "What the plan promises, delivered"."""
     results = pd.DataFrame(
         [
@@ -343,4 +350,4 @@ def test_the_plan_promises_the_power_the_reports_interval_delivers():
         row[["power", "promised", "promised_gap", "promised_gap_se", "promised_query_only", "promised_query_only_gap"]]
     )
     assert abs(row["promised_gap"]) <= 3 * row["promised_gap_se"], row
-    assert row["promised_query_only_gap"] < -3 * row["promised_query_only_gap_se"], row
+    assert row["promised_query_only_gap"] < 0, row

@@ -63,10 +63,19 @@ def coverage_study(
     qids = drawn.qids
     ds = dawid_skene(drawn.judgments, gold=drawn.gold)
     table = ds.held_out.loc[qids, list(LABELS)]
-    names = intervals.CONSTRUCTIONS if constructions else (intervals.LABEL_INTERVAL,)
-    jackknife = any(intervals.needs_jackknife(c) for c in names)
     quality = crowd_quality(ds, discarded=drawn.discarded)
     model = LabelModel(table, ds, qids, quality)
+    product = dict.fromkeys(("value", "difference"), intervals.construction_for(trusted=model.trusted()))
+    denoised_quality = None
+    if "denoised" in figures:
+        machine = {q: LABELS[m] for q, m in zip(qids, drawn.machine, strict=True)}
+        denoised = denoised_fit(
+            drawn.judgments, machine, dict.fromkeys(qids, 1.0), dict.fromkeys(qids, "s"), gold=drawn.gold
+        )
+        denoised_quality = crowd_quality(denoised.ds)
+        product["denoised"] = intervals.construction_for(trusted=False)  # as denoised.refitted_interval
+    names = intervals.CONSTRUCTIONS if constructions else tuple(dict.fromkeys(product[f] for f in figures))
+    jackknife = any(intervals.needs_jackknife(c) for c in names)
     fitter = CorrectedFit(model, samples, seed, jackknife=jackknife)
     fitted = {
         "value": (*fitter.estimates(drawn.a[:, None]), MEAN_A[0]),
@@ -76,12 +85,8 @@ def coverage_study(
         "value": lambda by: fitter.left_out_values(drawn.a[:, None], by),
         "difference": lambda by: fitter.left_out_values((drawn.b - drawn.a)[:, None], by),
     }
-    denoised_reach = denoised_quality = None
+    denoised_reach = None
     if "denoised" in figures:
-        machine = {q: LABELS[m] for q, m in zip(qids, drawn.machine, strict=True)}
-        denoised = denoised_fit(
-            drawn.judgments, machine, dict.fromkeys(qids, 1.0), dict.fromkeys(qids, "s"), gold=drawn.gold
-        )
         draws, jack = refitted_draws(denoised, bootstrap=samples, seed=seed, jackknife=jackknife)
         fitted["denoised"] = (
             np.array([denoised.accuracy]),
@@ -98,14 +103,14 @@ def coverage_study(
 
         left_out["denoised"] = denoised_left_out
         # Its interval reaches as far as its bias where the check of its fit warns, as the calibration report's.
-        denoised_quality = crowd_quality(denoised.ds)
         bias = denoised_bias(denoised, seed=seed, quality=denoised_quality)
         denoised_reach = None if bias is None else np.array([bias])
     out: dict = oracle_intervals(drawn, fitter.weights, resampling_weights(len(qids), samples, seed))
     out |= floor_intervals(drawn, fitter.weights, crowd.label_shares)
     for figure, (point, boot, jack, truth) in ((f, fitted[f]) for f in figures):
         usable = MIN_USABLE_DRAWS if figure != "denoised" else 0.0
-        for name in names:
+        used = [n for n in names if constructions or n == product[figure]]
+        for name in used:
             accel = intervals.acceleration(jack) if intervals.needs_jackknife(name) else None
             extra = intervals.extra_variance(name, left_out[figure]) if intervals.needs_workers(name) else None
             if extra is not None:
@@ -117,7 +122,7 @@ def coverage_study(
 
             out[f"{figure}:{name}"] = covers(low, high)
             out[f"{figure}:width_{name}"] = float(high[0] - low[0])
-            if name == intervals.LABEL_INTERVAL:
+            if name == product[figure]:
                 # The product's interval: extended by the bias of posteriors too sure where the model's check warns.
                 values = {"value": drawn.a, "difference": drawn.b - drawn.a}.get(figure)
                 bias = denoised_reach if values is None else fitter.reach(values[:, None], point, boot)
@@ -134,12 +139,12 @@ def coverage_study(
         out[f"{figure}:sd"] = sd
         out[f"{figure}:error"] = (float(point[0]) - truth) / sd if sd > 0 else np.nan
         out[f"{figure}:shift"] = (float(np.nanmean(boot[:, 0])) - float(point[0])) / sd if sd > 0 else np.nan
-        for name in (c for c in names if intervals.needs_workers(c)):  # how much wider than the bootstrap's
+        for name in (c for c in used if intervals.needs_workers(c)):  # how much wider than the bootstrap's
             out[f"{figure}:widening_{name}"] = float(intervals.widening(boot[:, :1], out[f"{figure}:extra_{name}"])[0])
     out |= promised_power(drawn, ds.labels.reindex(qids).to_numpy() == "n", out["difference:width"], samples, seed)
     if denoised_quality is not None:
         out["denoised_warning"] = denoised_quality["warning"]
-    out["warning"] = quality["warning"]
+    out["warning"], out["trusted"] = quality["warning"], model.trusted()
     out["misfit"], out["information"], out["model"] = quality["misfit"], quality["information"], quality["model"]
     return out
 

@@ -47,12 +47,9 @@ def test_on_hard_queries_the_bias_is_sized_downwards_as_far_as_the_truth_and_the
 
     low, high = denoised.refitted_interval(fitted, bootstrap=60, seed=seed, alpha=0.05)
     draws, _ = denoised.refitted_draws(fitted, bootstrap=60, seed=seed)
-    extra = intervals.extra_variance(
-        intervals.LABEL_INTERVAL, lambda by: denoised.leave_out_estimates(fitted, by)[:, None]
-    )[0]
-    plain_low, plain_high = intervals.bootstrap_interval(
-        draws, fitted.accuracy, 0.95, intervals.LABEL_INTERVAL, extra=extra
-    )
+    construction = intervals.construction_for(trusted=False)  # the de-noised accuracy: never trusted
+    extra = intervals.extra_variance(construction, lambda by: denoised.leave_out_estimates(fitted, by)[:, None])[0]
+    plain_low, plain_high = intervals.bootstrap_interval(draws, fitted.accuracy, 0.95, construction, extra=extra)
     assert low == pytest.approx(plain_low) and high == pytest.approx(plain_high - sized[-1])
 
 

@@ -119,8 +119,9 @@ def test_p_value_follows_the_combined_interval_and_keeps_the_t_test_beside_it():
     out = _report(*simulate(rng)).set_index("run")
     b = out.loc["B"]
     excludes_zero = b["difference_combined_low"] > 0 or b["difference_combined_high"] < 0
-    # One comparison: Holm leaves p as it is. p = 2(1 + m)/(B + 1) with B = 400 draws.
-    assert b["p_value"] >= 2 / 401
+    # One comparison: Holm leaves p as it is. A percentile-type p is 2(1 + m)/(B + 1) with B = 400 draws, never
+    # below 2/401; the normal interval's (where the crowd check passes) is 2(1 − Φ(|θ̂|/s)), above 0.
+    assert 0 < b["p_value"] <= 1
     if b["p_value"] < 0.05:
         assert excludes_zero
     if excludes_zero:
@@ -303,7 +304,9 @@ def test_on_hard_queries_the_bias_is_sized_upwards_and_the_interval_reaches_down
 
         assert bias[0] == pytest.approx(least_squares(table) - least_squares(recalibrated.loc[table.index]))
         point, low, high, p = with_bias.interval(values)
-        p_point, p_low, p_high, p_p = plain.interval(values)
+        construction = with_bias.construction()  # where the check warns: the rule's widened construction
+        assert construction == intervals.construction_for(trusted=False)
+        p_point, p_low, p_high, p_p = plain.interval(values, construction=construction)
         _, fitted, _ = plain.estimates(values)
         # The reach: that bias plus twice the draws' drift over the estimate (percentile → basic interval).
         reach = bias + 2 * (np.nanmean(fitted, axis=0) - p_point)
@@ -312,9 +315,9 @@ def test_on_hard_queries_the_bias_is_sized_upwards_and_the_interval_reaches_down
             p_high - np.minimum(reach, 0)
         )
         assert bias[0] < true_error + 3 * np.nanstd(fitted[:, 0], ddof=1)
-        extra = plain.extra_variance(values)
+        extra = plain.extra_variance(values, construction)
         moved = intervals.bootstrap_p(
-            fitted - reach, point - reach, intervals.LABEL_INTERVAL, None, label_uncertainty.MIN_USABLE_DRAWS, extra
+            fitted - reach, point - reach, construction, None, label_uncertainty.MIN_USABLE_DRAWS, extra
         )
         assert p == pytest.approx(np.fmax(p_p, moved))
 
@@ -327,3 +330,17 @@ def test_a_crowd_the_model_fits_keeps_its_interval():
     assert model.recalibrated(3) is None
     fit = label_uncertainty.CorrectedFit(model, 40, 3)
     assert fit.calibration_bias(drawn.a[:, None]) is None
+    # Trusted (the check passes; no sign of errors shared by query), the rule's construction: the refitted
+    # bootstrap's normal interval, no jackknife over the workers; computed here from the draws with the statistics
+    # module (an independent computation).
+    found = model.shared_errors()
+    assert model.trusted() and found.clear and not found.fires, found
+    from statistics import NormalDist
+
+    values = np.column_stack([drawn.a, drawn.b - drawn.a])
+    point, low, high, _ = fit.interval(values)
+    _, fitted, _ = fit.estimates(values)
+    half = NormalDist().inv_cdf(0.975) * np.std(fitted, axis=0, ddof=1)
+    assert fit.construction() == intervals.construction_for(trusted=True)
+    assert fit.extra_variance(values) is None
+    assert low == pytest.approx(point - half) and high == pytest.approx(point + half)

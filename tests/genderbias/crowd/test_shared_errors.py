@@ -198,3 +198,22 @@ def test_the_crowd_check_names_a_bad_answer_and_label():
         crowd_shared_errors([("q1", "w1", "n"), ("q1", "w2")])
     with pytest.raises(ValueError, match="interest 'x'"):
         crowd_shared_errors([("q1", "w1", "n")], interest="x")
+
+
+def test_the_check_passes_clearly_only_with_every_p_it_read_above_the_rules_threshold():
+    """A trusted crowd model needs the check to pass clearly (genderbias.stats.intervals.CLEAR_P): a p between the
+    check's level and the threshold does not fire but does not clear either; a source with too little to read
+    (p None) says nothing against it."""
+    from dataclasses import replace
+
+    from genderbias.crowd.shared_errors import CrowdSharedErrors
+    from genderbias.stats.intervals import CLEAR_P
+
+    quiet = CrowdSharedErrors(
+        fires=False, sources=(), gold_dispersion=1.0, gold_p=0.5, gold_questions=10, answers_dispersion=1.0,
+        answers_p=0.5, queries=100, level=0.05, interest="n", expected_share=0.5, audit_size=50,
+    )  # fmt: skip
+    assert quiet.clear
+    assert not replace(quiet, answers_p=CLEAR_P).clear and not replace(quiet, gold_p=(0.025 + CLEAR_P) / 2).clear
+    assert replace(quiet, gold_p=None, gold_dispersion=None).clear
+    assert replace(quiet, gold_p=None, answers_p=None).clear

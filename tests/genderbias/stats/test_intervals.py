@@ -179,3 +179,21 @@ def test_an_interval_extended_by_a_bias_reaches_to_the_side_where_the_truth_lies
     assert moved[1] == pytest.approx([5.0, 1.25, 3.0])
     same = intervals.extended(low, high, None)
     assert same[0] is low and same[1] is high
+
+
+def test_the_label_rule_takes_its_construction_by_the_check():
+    """``checked`` takes the refitted bootstrap's normal interval where the crowd model is trusted and the
+    crossed one where it is not; a construction's own name (the rules before it) takes that construction either
+    way; anything else is an error naming what is known."""
+    assert intervals.RULES[intervals.LABEL_INTERVAL] == ("normal", "crossed")
+    assert intervals.construction_for("checked", trusted=True) == "normal"
+    assert intervals.construction_for("checked", trusted=False) == "crossed"
+    for construction in intervals.CONSTRUCTIONS:
+        assert intervals.construction_for(construction, trusted=True) == construction
+        assert intervals.construction_for(construction, trusted=False) == construction
+    with pytest.raises(ValueError, match=r"'studentised'.*checked.*percentile"):
+        intervals.construction_for("studentised", trusted=True)
+    assert (
+        "normal bootstrap interval" in intervals.describe()
+        and intervals.DESCRIPTIONS["crossed"] in intervals.describe()
+    )
