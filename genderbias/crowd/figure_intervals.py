@@ -19,6 +19,7 @@ from genderbias.crowd.label_probabilities import LabelModel
 from genderbias.crowd.label_uncertainty import _finite, _holm_by_family, label_share
 from genderbias.machine.proportions import audit_class_mean, audit_difference
 from genderbias.ranking.defaults import LEVEL
+from genderbias.stats import intervals
 
 __all__ = ["AUDIT", "CROWD", "MAY_NOT_COVER", "choose_intervals", "interval_choice", "shared_errors_verdict"]
 
@@ -41,7 +42,8 @@ def interval_choice(
 
     PPI++ when the audit sample holds at least 2 queries of :data:`FIGURE_CLASS` (``audit_of_class`` of
     ``audit_size``); else the crowd model's, unless ``shared`` (:func:`shared_errors_verdict`; None: not run)
-    fires: then "may not cover", with the audit size that would settle it. Returns ``{"kind", "sentence",
+    fires: then "may not cover", with the audit size that would settle it. The crowd model's sentence names the
+    construction its figures took where ``shared`` says whether the model is ``trusted``. Returns ``{"kind", "sentence",
     "audit_size", "suggested_audit"}`` (``suggested_audit`` None unless the figure may not cover)."""
     if audit_size < 0 or audit_of_class < 0 or audit_of_class > audit_size:
         raise ValueError(f"audit_of_class ({audit_of_class}) must be within 0 and audit_size ({audit_size}).")
@@ -61,16 +63,20 @@ def interval_choice(
         )
         kind, suggested = CROWD, None
         sentence = f"crowd model ({crowd_model}): assumes independent errors; {small}"
+        if shared and "trusted" in shared:  # which of the rule's constructions the figures took, and why
+            construction = intervals.describe(intervals.construction_for(trusted=shared["trusted"]))
+            why = "trusted, no warning and no sign of errors shared by query" if shared["trusted"] else "not trusted"
+            sentence += f"; {why}: {construction}"
     return {"kind": kind, "sentence": sentence, "audit_size": audit_size, "suggested_audit": suggested}
 
 
 def shared_errors_verdict(model: LabelModel | None) -> dict | None:
     """:func:`.shared_errors.crowd_shared_errors` on the crowd model's own fit, as :func:`interval_choice`
-    reads it (``{"fires", "suggested_audit"}``); None without crowd answers."""
+    reads it (``{"fires", "suggested_audit", "trusted"}``); None without crowd answers."""
     found = None if model is None else model.shared_errors()
     if found is None:
         return None
-    return {"fires": bool(found.fires), "suggested_audit": int(found.audit_size)}
+    return {"fires": bool(found.fires), "suggested_audit": int(found.audit_size), "trusted": model.trusted()}
 
 
 #: The columns :func:`audit_summary` and :func:`withheld_summary` replace.

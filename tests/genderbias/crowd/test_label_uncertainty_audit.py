@@ -116,6 +116,18 @@ def test_no_audit_no_warning_keeps_the_crowd_models_interval():
     pd.testing.assert_frame_equal(out, summary)
 
 
+def test_the_crowd_models_sentence_names_the_construction_its_trust_took():
+    """Where the report knows whether the crowd model is trusted, its sentence says so and names the
+    construction in the words the methods text uses (genderbias.stats.intervals.describe)."""
+    from genderbias.stats import intervals
+
+    plain = fi.interval_choice(shared={"fires": False})["sentence"]
+    for trusted, construction in ((True, "normal"), (False, "crossed")):
+        sentence = fi.interval_choice(shared={"fires": False, "trusted": trusted})["sentence"]
+        assert sentence.startswith(plain + "; ") and sentence.endswith(intervals.DESCRIPTIONS[construction])
+        assert ("not trusted" in sentence) is not trusted
+
+
 def test_an_audit_with_fewer_than_two_of_the_class_is_not_used():
     choice = fi.interval_choice(audit_size=10, audit_of_class=1)
     assert choice["kind"] == fi.CROWD
