@@ -119,6 +119,7 @@ django.setup()
 from core.models import Job
 from metrics.models import Report, Result
 from metrics.services.reports import start_rebuild
+from core import methods
 
 FIGURES = [field.name for field in Result._meta.get_fields() if field.get_internal_type() == "FloatField"]
 # What a method changed since moves (CHANGELOG.md, crowd_model 2026-11-26.2: each bootstrap refit of the crowd
@@ -128,8 +129,12 @@ REFITTED = {"combined_low", "combined_high", "label_share", "difference_combined
             "difference_label_share", "p_value"}
 ADDED_SINCE = {"EE", "GFR"}
 old_reports = list(Report.objects.order_by("pk"))
-compared, differing, refitted = 0, [], 0
+compared, differing, refitted, by_method = 0, [], 0, 0
 for old in old_reports:
+    # A report whose label interval's method has changed since (CHANGELOG.md, label_interval checked) gets today's
+    # interval when rebuilt: its label-interval figures are the new method's, not the old code's, so they are
+    # not compared (the points and every other figure still are).
+    moved = bool(old.label_batch_id) and (old.methods or {}).get("label_interval") != methods.CURRENT["label_interval"]
     job = start_rebuild(old)
     job.refresh_from_db()
     assert job.status == Job.Status.DONE, (old.name, job.status, job.error)
@@ -145,6 +150,9 @@ for old in old_reports:
         continue
     for key, values in before.items():
         for name, a, b in zip(FIGURES, values, after[key]):
+            if moved and name in REFITTED:
+                by_method += 1
+                continue
             compared += 1
             tolerance = 1e-3 if name in REFITTED else 1e-12
             same = (a is None and b is None) or (a is not None and b is not None and (
@@ -153,7 +161,7 @@ for old in old_reports:
             if not same:
                 differing.append([old.name, list(map(str, key)), name, a, b])
 print(json.dumps({"reports": len(old_reports), "compared": compared, "differing": differing[:20],
-                  "refitted": refitted}))
+                  "refitted": refitted, "by_method": by_method}))
 """
 
 
@@ -301,6 +309,9 @@ def test_an_earlier_mains_demo_database_upgrades_as_the_docs_say_keeping_every_r
     rebuilt = json.loads(
         _run(ROOT, environment | {"JOB_LOCAL_RUNNER": "inline"}, "-c", REBUILD).strip().splitlines()[-1]
     )
-    print(f"rebuilt {rebuilt['reports']} reports, {rebuilt['compared']} figures compared, {rebuilt['refitted']} moved")
+    print(
+        f"rebuilt {rebuilt['reports']} reports, {rebuilt['compared']} figures compared, {rebuilt['refitted']} moved, "
+        f"{rebuilt['by_method']} label-interval figures of a method changed since left out"
+    )
     assert rebuilt["reports"] >= 2 and rebuilt["compared"] > 100, rebuilt
     assert rebuilt["differing"] == [], rebuilt["differing"]
