@@ -223,8 +223,10 @@ class LabelModel:
         (:func:`genderbias.stats.intervals.construction_for`): its check passes (:meth:`warns`) and the check of
         errors shared by query passes clearly (:attr:`.shared_errors.CrowdSharedErrors.clear`). Without a crowd
         model there is nothing to distrust."""
+        if self.warns():  # first: the check of errors shared by query is not run for it
+            return False
         found = self.shared_errors()
-        return not self.warns() and (found is None or found.clear)
+        return found is None or found.clear
 
     def _recalibrate(self, seed: int) -> Any:
         if not self.warns():
