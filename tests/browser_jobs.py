@@ -31,4 +31,6 @@ def wait_for_image(page, image) -> None:
 def open_the_result(page) -> None:
     """On a job's page: wait for the job to end, then follow its link to the result."""
     wait_for_job(page)
-    page.get_by_role("link", name="Open the result").click()
+    # The result's page may compute in its request: its load has the jobs' deadline, not the 10 s action clock
+    # (a CI run's click outlasted it, stop 93)
+    page.get_by_role("link", name="Open the result").click(timeout=JOB_DEADLINE_MS)
