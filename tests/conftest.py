@@ -130,10 +130,15 @@ def _no_throttle_history():
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's chromium driven by Playwright (no browser download: ``executable_path``)."""
+    """Debian's chromium driven by Playwright (no browser download: ``executable_path``); Playwright's
+    ``expect`` waits on the suite's action clock too (its own default is 5 s)."""
     if not Path(CHROMIUM).exists():
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.browser_jobs import ACTION_MS
+
+    expect.set_options(timeout=ACTION_MS)
 
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -155,14 +160,14 @@ def browser():
 
 @pytest.fixture
 def page(browser, live_server):
-    """A fresh browser page; ``page.base_url`` is the live server's address. An element is looked for
-    10 s; a page load waits for the server's answer, which with the inline job runner holds the job a
-    form started, so it has the jobs' deadline (tests/browser_jobs.py), not a clock."""
-    from tests.browser_jobs import JOB_DEADLINE_MS
+    """A fresh browser page; ``page.base_url`` is the live server's address. An action has the suite's action
+    clock (tests/browser_jobs.py, ``ACTION_MS``); a page load waits for the server's answer, which with the
+    inline job runner holds the job a form started, so it has the jobs' deadline, not a clock."""
+    from tests.browser_jobs import ACTION_MS, JOB_DEADLINE_MS
 
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(ACTION_MS)
     page.set_default_navigation_timeout(JOB_DEADLINE_MS)
     yield page
     context.close()

@@ -36,7 +36,7 @@ from core.sealing import new_key
 from metrics.models import Report
 from platforms.prolific.models import ProlificSubmission
 from pooling.models import Collection, Pool, QuerySet, Run
-from tests.browser_jobs import open_the_result, wait_for_job
+from tests.browser_jobs import ACTION_MS, open_the_result, wait_for_job
 from tests.platforms.prolific.fake_server import TOKEN, FakeProlific, hexid, serve
 
 #: README's screenshots are refreshed only on request (``UPDATE_SCREENSHOTS=1``): they hold
@@ -228,7 +228,7 @@ def annotators_answer(path: Path) -> None:
     for name, screen in SCREENS.items():
         context = path.browser.new_context(base_url=path.live_url, viewport=screen)
         annotator = path.annotators[name] = context.new_page()
-        annotator.set_default_timeout(10_000)
+        annotator.set_default_timeout(ACTION_MS)
         annotator.goto("/accounts/login/")
         annotator.get_by_label("Username").fill(name)
         annotator.get_by_label("Password").fill(path.passwords[name])

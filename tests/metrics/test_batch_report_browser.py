@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from metrics import services
 from pooling.models import Run
-from tests.browser_jobs import wait_for_image
+from tests.browser_jobs import ACTION_MS, wait_for_image
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_labels_section_and_contributions_read_at_desktop_and_phone_width(
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     context = browser.new_context(base_url=live_server.url, viewport={"width": width, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(ACTION_MS)
     try:
         page.goto("/accounts/login/")
         page.get_by_label("Username").fill("researcher")

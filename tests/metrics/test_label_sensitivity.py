@@ -323,8 +323,7 @@ def test_label_sensitivity_from_the_page_in_a_browser(batch, page, login, django
     image = page.locator("img[alt^='Bias of every run']")
     image.scroll_into_view_if_needed()
     wait_for_image(page, image)
-    # The link's page draws its plot in the request: its load has the jobs' deadline (a click's own wait for the
-    # navigation it starts is the 10 s action clock, which a loaded machine outlasted once)
+    # The link's page draws its plot in the request: its load has the jobs' deadline, not the action clock
     page.get_by_role("link", name="@1").click(timeout=JOB_DEADLINE_MS)
     assert "At cutoff 1" in page.get_by_role("heading", name="At cutoff 1").inner_text()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from tests.browser_jobs import wait_for_image
+from tests.browser_jobs import ACTION_MS, wait_for_image
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def test_report_page_reads_at_desktop_and_phone_width(
         base_url=live_server.url, viewport={"width": width, "height": 900}, color_scheme=scheme
     )
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(ACTION_MS)
     try:
         page.goto("/accounts/login/")
         page.get_by_label("Username").fill("researcher")

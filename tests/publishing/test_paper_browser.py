@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from core.models import Job
-from tests.browser_jobs import JOB_DEADLINE_MS
+from tests.browser_jobs import ACTION_MS, JOB_DEADLINE_MS
 
 QRELS = "1 0 d1 2\n1 0 d3 0\n2 0 d4 1\n3 0 d2 1\n"
 
@@ -55,7 +55,7 @@ def test_downloaded_bundle_compiles_and_its_first_page_shows(report, browser, li
     django_user_model.objects.create_user("researcher", password="pw-secret-123", is_staff=True)
     context = browser.new_context(base_url=live_server.url, accept_downloads=True)
     page = context.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(ACTION_MS)
     try:
         page.goto("/accounts/login/")
         page.get_by_label("Username").fill("researcher")
