@@ -33,20 +33,21 @@ GOLD_SHARE = 0.1
 
 
 def _interval_misses(judgments: pd.DataFrame, gold: dict, values: dict, truth: float, samples: int, seed: int):
-    """(misses, the fit's crowd-quality warning): the product's crowd-model interval for the mean of ``values``
-    (qid → value) over the class n, against ``truth``."""
+    """(misses, the fit's crowd-quality warning, whether the model was trusted, the fit): the product's
+    crowd-model interval for the mean of ``values`` (qid → value) over the class n, against ``truth``; trusted,
+    it is the narrow construction (``intervals.construction_for``)."""
     model = LabelModel.fit(judgments, gold)
     qids = list(model.table.index)
     low, high = CorrectedFit(model, samples, seed).interval(np.array([values[q] for q in qids])[:, None])[1:3]
-    return not (low[0] <= truth <= high[0]), bool(model.quality["warning"]), model.crowd
+    return not (low[0] <= truth <= high[0]), model.warns(), model.trusted(), model.crowd
 
 
 def _row(crowd: str, judgments, gold, values, truth, samples: int, seed: int) -> dict:
     if samples:
-        misses, warned, fit = _interval_misses(judgments, gold, values, truth, samples, seed)
+        misses, warned, trusted, fit = _interval_misses(judgments, gold, values, truth, samples, seed)
     else:  # --samples 0: the check alone (its firing rate among all studies), no interval
         fit = dawid_skene(judgments, gold=gold)
-        misses, warned = None, bool(crowd_quality(fit)["warning"])
+        misses, warned, trusted = None, bool(crowd_quality(fit)["warning"]), None
     check = crowd_shared_errors(judgments, gold, seed=seed, fit=fit)
     return {
         "crowd": crowd,
@@ -55,6 +56,7 @@ def _row(crowd: str, judgments, gold, values, truth, samples: int, seed: int) ->
         "gold": "gold" in check.sources,
         "answers": "answers" in check.sources,
         "quality_warning": warned,
+        "trusted": trusted,
         "gold_dispersion": check.gold_dispersion,
         "answers_dispersion": check.answers_dispersion,
         "gold_p": check.gold_p,
@@ -146,6 +148,10 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
                 "by gold": f"{part['gold'].mean():.2f}",
                 "by answers": f"{part['answers'].mean():.2f}",
                 "quality warning": f"{part['quality_warning'].mean():.2f}",
+                # the narrow interval taken (label_interval ``checked``), and its misses
+                "trusted (misses)": f"{part['trusted'].astype(float).mean():.2f} ({int(missed['trusted'].eq(True).sum())})"
+                if part.get("trusted", pd.Series()).notna().any()
+                else "–",
                 "median gold dispersion": f"{part['gold_dispersion'].median():.2f}"
                 if part["gold_dispersion"].notna().any()
                 else "–",

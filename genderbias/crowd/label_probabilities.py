@@ -81,6 +81,10 @@ def one_hot(labels: Sequence[str], chosen: Sequence[str]) -> np.ndarray:
     return out
 
 
+#: :attr:`LabelModel._shared_errors` before the check has run (its result may be None: no crowd model).
+_NOT_RUN = object()
+
+
 @dataclass
 class LabelModel:
     """Every judged query's label probabilities and how they move when the crowd model is refitted.
@@ -95,7 +99,7 @@ class LabelModel:
     crowd_qids: Sequence[str] = ()
     quality: Mapping[str, Any] | None = None
     _recalibrated: dict[int, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _shared_errors: list = field(default_factory=list, init=False, repr=False, compare=False)
+    _shared_errors: Any = field(default=_NOT_RUN, init=False, repr=False, compare=False)
 
     @classmethod
     def fit(
@@ -211,12 +215,12 @@ class LabelModel:
     def shared_errors(self) -> Any:
         """:func:`.shared_errors.crowd_shared_errors` on the crowd's own fit (None without one), computed once:
         the report's check of errors shared by query and part of :meth:`trusted`."""
-        if not self._shared_errors:
+        if self._shared_errors is _NOT_RUN:
             found = None
             if self.crowd is not None and self.crowd.encoded is not None and len(self.crowd_qids):
                 found = shared_errors.crowd_shared_errors([], labels=LABELS, fit=self.crowd)
-            self._shared_errors.append(found)
-        return self._shared_errors[0]
+            self._shared_errors = found
+        return self._shared_errors
 
     def trusted(self) -> bool:
         """Whether the crowd model alone carries the label-based intervals
