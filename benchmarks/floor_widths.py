@@ -82,18 +82,27 @@ def _constructions(group: pd.DataFrame, figure: str, floor: pd.Series) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--crowds", default="all")
-    parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--studies", type=int, default=40)
-    parser.add_argument("--first", type=int, default=0)
-    parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--processes", type=int, default=2)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--crowds", default="all", help=f"comma-separated simulated crowds ({', '.join(SIMULATED)}) or all"
+    )
+    parser.add_argument("--queries", type=int, default=1000, help="queries a study")
+    parser.add_argument("--studies", type=int, default=40, help="studies a crowd")
+    parser.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="the first study's number (its seed is [2040, number]): seeds apart per run",
+    )
+    parser.add_argument("--samples", type=int, default=200, help="bootstrap draws a study (a report takes 1,000)")
+    parser.add_argument("--processes", type=int, default=2, help="studies computed side by side")
     parser.add_argument(
         "--constructions", action="store_true", help="also the bootstrap's own and crossed_net intervals (slower)"
     )
-    parser.add_argument("--out")
-    parser.add_argument("--read")
+    parser.add_argument("--out", metavar="CSV", help="also write each study's row to this file")
+    parser.add_argument("--read", metavar="CSV", help="only print the table of the rows kept in this file (of --out)")
     options = parser.parse_args()
     if options.read:
         print(markdown(table(pd.read_csv(options.read)).reset_index()))
