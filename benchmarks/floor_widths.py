@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import sys
 import time
 
 import numpy as np
@@ -114,10 +115,15 @@ def main() -> None:
         for s in range(options.first, options.first + options.studies)
     ]
     started = time.time()
+    done = []
     with multiprocessing.Pool(options.processes) as pool:
-        rows = pd.DataFrame(pool.map(one, jobs, chunksize=1))
-    if options.out:
-        rows.to_csv(options.out, index=False)
+        for row in pool.imap(one, jobs, chunksize=1):
+            done.append(row)
+            # Written whole again as each study ends (a trusted study has no crossed columns): a stopped run keeps them
+            if options.out:
+                pd.DataFrame(done).to_csv(options.out, index=False)
+            print(f"{len(done)} of {len(jobs)} studies, {time.time() - started:.0f} s", file=sys.stderr, flush=True)
+    rows = pd.DataFrame(done)
     print(markdown(table(rows).reset_index()))
     print(f"\n{len(jobs)} studies in {time.time() - started:.0f} s")
 
