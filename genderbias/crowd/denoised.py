@@ -20,7 +20,8 @@ from genderbias.labels import LABELS
 from genderbias.stats import intervals
 
 __all__ = [
-    "denoised_accuracy", "denoised_bias", "denoised_fit", "leave_out_estimates", "refitted_draws", "refitted_interval",
+    "denoised_accuracy", "denoised_bias", "denoised_fit", "interval_construction", "leave_out_estimates",
+    "refitted_draws", "refitted_interval",
 ]  # fmt: skip
 
 #: Chunk size of the bootstrap's index matrices (cells), so memory stays bounded.
@@ -174,6 +175,13 @@ def denoised_bias(fit: DenoisedFit, *, seed: int = 0, quality: Mapping[str, Any]
     return float(np.mean(errors))
 
 
+def interval_construction() -> str:
+    """The construction of the de-noised accuracy's interval: the one :data:`genderbias.stats.intervals.LABEL_INTERVAL`
+    takes where the crowd model is not trusted, as no check of errors shared by query is run on a fit with the
+    machine."""
+    return intervals.construction_for(trusted=False)
+
+
 def refitted_interval(
     fit: DenoisedFit,
     *,
@@ -184,13 +192,12 @@ def refitted_interval(
     quality: Mapping[str, Any] | None = None,
     progress: resampling.RefitProgress | None = None,
 ) -> tuple[float, float]:
-    """The ``construction`` interval of ``fit``'s A_true from :func:`refitted_draws` (default: the one
-    :data:`genderbias.stats.intervals.LABEL_INTERVAL` takes where the crowd model is not trusted, as no check of
-    errors shared by query is run on a fit with the machine), joined with itself moved by :func:`denoised_bias`
-    where the crowd-quality check warns."""
+    """The ``construction`` interval of ``fit``'s A_true from :func:`refitted_draws` (default:
+    :func:`interval_construction`), joined with itself moved by :func:`denoised_bias` where the crowd-quality
+    check warns."""
     if bootstrap == 0:
         return (math.nan, math.nan)
-    construction = construction or intervals.construction_for(trusted=False)
+    construction = construction or interval_construction()
     jackknife = intervals.needs_jackknife(construction)
     draws, jack = refitted_draws(fit, bootstrap=bootstrap, seed=seed, jackknife=jackknife, progress=progress)
     accel = intervals.acceleration(jack) if jackknife else None

@@ -10,7 +10,13 @@ import pandas as pd
 
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.class_means import class_means
-from genderbias.crowd.denoised import denoised_bias, denoised_fit, leave_out_estimates, refitted_draws
+from genderbias.crowd.denoised import (
+    denoised_bias,
+    denoised_fit,
+    interval_construction,
+    leave_out_estimates,
+    refitted_draws,
+)
 from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
 from genderbias.crowd.label_uncertainty import MIN_USABLE_DRAWS, CorrectedFit
 from genderbias.crowd.simulation.studies import (
@@ -73,7 +79,7 @@ def coverage_study(
             drawn.judgments, machine, dict.fromkeys(qids, 1.0), dict.fromkeys(qids, "s"), gold=drawn.gold
         )
         denoised_quality = crowd_quality(denoised.ds)
-        product["denoised"] = intervals.construction_for(trusted=False)  # as denoised.refitted_interval
+        product["denoised"] = interval_construction()
     names = intervals.CONSTRUCTIONS if constructions else tuple(dict.fromkeys(product[f] for f in figures))
     jackknife = any(intervals.needs_jackknife(c) for c in names)
     fitter = CorrectedFit(model, samples, seed, jackknife=jackknife)
