@@ -166,19 +166,30 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--real", action="store_true", help="adultcontent2 resampled, not the simulator")
-    parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--studies", type=int, default=100)
-    parser.add_argument("--crowds", default="all", help="comma-separated simulated crowds, or all")
-    parser.add_argument("--reference", type=Path, default=Path("../shared/reference"))
-    parser.add_argument("--resamplings", type=int, default=200)
-    parser.add_argument("--votes", default="3,5")
+    parser.add_argument("--queries", type=int, default=1000, help="queries a simulated study")
+    parser.add_argument("--studies", type=int, default=100, help="simulated studies a crowd")
+    parser.add_argument(
+        "--crowds", default="all", help=f"comma-separated simulated crowds ({', '.join(SIMULATED)}) or all"
+    )
+    parser.add_argument(
+        "--reference", type=Path, default=Path("../shared/reference"), help="the reference folder (--real)"
+    )
+    parser.add_argument("--resamplings", type=int, default=200, help="resamplings of adultcontent2 a vote count")
+    parser.add_argument("--votes", default="3,5", help="comma-separated answers kept a site (--real)")
     parser.add_argument(
         "--samples", type=int, default=200, help="bootstrap draws of the crowd-model interval (0: the check alone)"
     )
-    parser.add_argument("--seed", type=int, default=81)
-    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=81,
+        help="a study's seed is [seed, queries, the crowd's place in that list, study]; a resampling's [seed, votes, resampling]",
+    )
+    parser.add_argument("--processes", type=int, default=1, help="studies computed side by side")
     parser.add_argument("--rows", type=Path, help="also append each study's row to this CSV as it ends")
     parser.add_argument(
         "--bound", action="store_true", help="also the most powerful test's rate, every parameter known (difficulty)"
