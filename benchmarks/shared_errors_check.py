@@ -187,7 +187,10 @@ def main(argv: list[str] | None = None) -> None:
         "--seed",
         type=int,
         default=81,
-        help="a study's seed is [seed, queries, the crowd's place in that list, study]; a resampling's [seed, votes, resampling]",
+        help=(
+            "a study's seed is [seed, queries, the crowd's place in that list, study]; "
+            "a resampling's [seed, votes, resampling]"
+        ),
     )
     parser.add_argument("--processes", type=int, default=1, help="studies computed side by side")
     parser.add_argument("--rows", type=Path, help="also append each study's row to this CSV as it ends")
