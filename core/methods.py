@@ -42,6 +42,9 @@ METHODS: dict[str, dict[str, str | None]] = {
         "of errors shared by query fires, where no 95% interval is given",
         "2026-11-28": "as 2026-11-27, the check of errors shared by query against crowds drawn from the crowd model "
         "and each refitted, so the model's own estimation error does not make it fire",
+        "2026-11-29": "as 2026-11-28; where the audit sample holds fewer than z² (3.84) queries the crowd put on the "
+        "wrong side of the class, a class mean's and a paired difference's PPI++ variance counts z²/2 more of them "
+        "(Agresti–Coull's pseudo-counts)",
     },
     # None: the words are the construction's own (genderbias.stats.intervals.DESCRIPTIONS).
     "label_interval": {"percentile": None, "crossed_net": None, "crossed": None, "checked": None},

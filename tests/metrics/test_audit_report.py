@@ -63,7 +63,7 @@ def audited_report(batch, world):
 def test_a_report_with_an_audit_sample_gives_the_ppi_interval_on_every_surface(audited_report, client, admin_user):
     report = Report.objects.get(name="audited")
     assert report.label_interval["kind"] == "audit" and report.interval_sentence == SENTENCE
-    assert report.methods["figure_interval"] == "2026-11-28"
+    assert report.methods["figure_interval"] == "2026-11-29"
     labels = report_labels(report).set_index("qid")
     qids = list(labels.index)
     predicted = [None if pd.isna(labels.loc[q, "label"]) else labels.loc[q, "label"] for q in qids]
