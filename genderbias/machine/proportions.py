@@ -175,10 +175,10 @@ def _class_mean(truth_codes, predicted_codes, audited, v, k, label, w, alpha, la
     b = members.astype(float)
     bhat = (predicted_codes == k).astype(float)
     span = (float(v.min()), float(v.max()))
-    moments = _Moments(v[audited] * b, b, v * bhat, bhat, audited, w, df=int(members.sum()) - 1)
     z2 = NormalDist().inv_cdf(1 - alpha / 2) ** 2
-    if (members != bhat[audited].astype(bool)).sum() < z2:  # few errors on the audit: see "Small audits"
-        moments.pseudo_errors(v[audited][members], members, (z2 / 2) / (len(members) + z2))
+    few_errors = (members != bhat[audited].astype(bool)).sum() < z2
+    pseudo = (z2 / 2) / (len(members) + z2) if few_errors else 0.0
+    moments = _Moments(v[audited] * b, b, v * bhat, bhat, audited, w, df=int(members.sum()) - 1, pseudo=pseudo)
     return _figure(moments, span, alpha, lam, float(v[bhat == 1].mean()) if bhat.any() else None)
 
 
@@ -202,12 +202,14 @@ class _Moments:
 
     a, b: A and B on the audit (n); ahat, bhat: on the batch (N); audited: the audit's positions in the batch.
     known: a constant part of B (a share's B = 1), tested as E[A − θB] − θ · known, since estimating a known
-    constant from a weighted sample only adds variance. floor, df, :meth:`pseudo_errors`: see "Small audits" (df
-    None: normal quantile).
+    constant from a weighted sample only adds variance. floor, df: see "Small audits" (df None: normal quantile);
+    pseudo: the share of pseudo-errors there, each the mean over the audit's members (B = 1) of (w · (v − θ))².
     """
 
-    def __init__(self, a, b, ahat, bhat, audited, w, known=0.0, floor=0.0, df: int | None = None) -> None:
-        self.known, self.floor, self.df = known, floor, df
+    def __init__(
+        self, a, b, ahat, bhat, audited, w, known=0.0, floor=0.0, df: int | None = None, pseudo: float = 0.0
+    ) -> None:
+        self.known, self.floor, self.df, self.pseudo = known, floor, df, pseudo
         self.a, self.b = a[:, None], b[:, None]
         self.ahat, self.bhat = ahat[audited][:, None], bhat[audited][:, None]
         self.n, self.big_n = len(a), len(ahat)
@@ -218,12 +220,6 @@ class _Moments:
         self.cov_ab = float(np.mean((ahat - self.mean_a) * (bhat - self.mean_b)))
         # A prediction constant over the batch carries nothing, and PPI++'s λ would be 0/0: the sample alone.
         self.uninformative = np.ptp(ahat) == 0 and np.ptp(bhat) == 0
-        self.pseudo_values, self.pseudo_weights, self.pseudo_share = np.zeros(0), np.zeros(0), 0.0
-
-    def pseudo_errors(self, values: np.ndarray, members: np.ndarray, share: float) -> None:
-        """Add ``share`` · mean over the class's audited ``values`` of (w · (v − θ))² to the rectifier's variance
-        at every θ (``members``: the class's positions in the audit)."""
-        self.pseudo_values, self.pseudo_weights, self.pseudo_share = values, self.w[members, 0], share
 
     def test(self, theta: np.ndarray, lam: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(PPI++ mean of Y_θ, its standard error, the λ used) at each θ of ``theta`` (1-d)."""
@@ -249,9 +245,9 @@ class _Moments:
         rectifier = w * (y - lam_t * yhat)
         estimate = lam_t * mean_u + rectifier.mean(axis=0) - theta * self.known
         variance = np.maximum(rectifier.var(axis=0), self.floor)
-        if self.pseudo_share:
-            deviations = self.pseudo_weights[:, None] * (self.pseudo_values[:, None] - theta[None, :])
-            variance = variance + self.pseudo_share * (deviations**2).mean(axis=0)
+        if self.pseudo:  # the members' (w · (v − θ))²: A = v · B, so (A − θB) is v − θ on them
+            members = self.b[:, 0] == 1
+            variance = variance + self.pseudo * ((w * y)[members] ** 2).mean(axis=0)
         se = np.sqrt(np.maximum(lam_t**2 * var_u / big_n + variance / n, 0.0))
         return estimate, se, lam_t
 
