@@ -19,14 +19,13 @@ the estimate is the root of the test's centre. For a share this is ``ppi_mean_ci
 Small audits (issue 81). A class mean's variance and λ rest on the audit's members of the class: its quantile
 is Student's t with (members − 1) degrees of freedom. Where the prediction is mostly right, λ is near 1 and the
 rectifier is about zero but on the audited queries the prediction puts on the wrong side of the class: its
-variance rests on those few. Where they are fewer than z² (3.84), as Agresti–Coull's count, z²/2 more of them are
-added, each of the members' mean (v − θ)²: variance ``(z²/2)/(n + z²) · mean((v − θ)²)`` over the members, on top
-(an audit of 50 at 3,750 queries covered 0.81-0.89 where it held 3 or fewer, ppi_py's interval less;
-docs/quality.md, "Five times the studies"). A share's rectifier variance is floored at
-``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)`` (Agresti–Coull's for an audit holding none of the class), only where
-the audit cannot show that variance: fewer than ``n · p₀`` audited queries of the class or of the rest (else
-an audit without a gendered query gives an interval of no width), or a prediction right on every audited
-query (a crowd whose errors all lean one way). Elsewhere a share is ``ppi_mean_ci``'s interval exactly.
+variance rests on those few, and under-covers where they are few (ppi_py's interval too). Where they are fewer
+than z² (3.84), as Agresti–Coull's count, z²/2 more of them are added, each of the members' mean (v − θ)²:
+variance ``p₀ · mean((v − θ)²)`` over the members, on top (docs/quality.md, "Five times the studies"). A
+share's rectifier variance is floored at ``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)`` (Agresti–Coull's for an
+audit holding none of the class), only where the audit cannot show that variance: fewer than ``n · p₀``
+audited queries of the class or of the rest (else an audit without a gendered query gives an interval of no
+width), or a prediction right on every audited query (a crowd whose errors all lean one way). Elsewhere a share is ``ppi_mean_ci``'s interval exactly.
 """
 
 from __future__ import annotations
@@ -149,13 +148,19 @@ def audit_difference(
     )
 
 
+def _agresti_coull(n: int, alpha: float) -> tuple[float, float]:
+    """(z², p₀ = (z²/2)/(n + z²)): Agresti–Coull's pseudo-counts on an audit of ``n``, the one rule behind both
+    small-audit corrections ("Small audits")."""
+    z2 = NormalDist().inv_cdf(1 - alpha / 2) ** 2
+    return z2, (z2 / 2) / (n + z2)
+
+
 def _share(in_truth, in_predicted, audited, w, alpha, lam) -> dict:
     """The share of a class: A = 1[T = c], B = 1, known on every query (``in_truth`` over the audit,
     ``in_predicted`` over the batch): the test is ``ppi_mean_ci`` of A shifted by θ, weights or not."""
     a = in_truth.astype(float)
     ahat = in_predicted.astype(float)
-    z2 = NormalDist().inv_cdf(1 - alpha / 2) ** 2
-    p0 = (z2 / 2) / (len(a) + z2)
+    _, p0 = _agresti_coull(len(a), alpha)
     members = float(a.sum())
     one_sided = min(members, len(a) - members) < len(a) * p0  # fewer than Agresti-Coull's z²/2 on a side
     never_wrong = not (a != ahat[audited]).any()  # the audit shows no error of the prediction
@@ -175,9 +180,8 @@ def _class_mean(truth_codes, predicted_codes, audited, v, k, label, w, alpha, la
     b = members.astype(float)
     bhat = (predicted_codes == k).astype(float)
     span = (float(v.min()), float(v.max()))
-    z2 = NormalDist().inv_cdf(1 - alpha / 2) ** 2
-    few_errors = (members != bhat[audited].astype(bool)).sum() < z2
-    pseudo = (z2 / 2) / (len(members) + z2) if few_errors else 0.0
+    z2, p0 = _agresti_coull(len(members), alpha)
+    pseudo = p0 if (members != bhat[audited].astype(bool)).sum() < z2 else 0.0  # few errors: "Small audits"
     moments = _Moments(v[audited] * b, b, v * bhat, bhat, audited, w, df=int(members.sum()) - 1, pseudo=pseudo)
     return _figure(moments, span, alpha, lam, float(v[bhat == 1].mean()) if bhat.any() else None)
 
