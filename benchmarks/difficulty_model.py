@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.audit_coverage import markdown, read_crowd, resample
+from benchmarks.audit_coverage import markdown
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.class_means import class_means
 from genderbias.crowd.difficulty import fit_difficulty
 from genderbias.crowd.model_choice import choose_difficulty
 from genderbias.crowd.simulation import studies as cs
+from tests.support.real_crowds import read_crowd, resample
 
 
 def _measure(judgments: pd.DataFrame, gold: dict, truth: np.ndarray, a: np.ndarray, qids: list[str]) -> dict:

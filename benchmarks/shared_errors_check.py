@@ -20,13 +20,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.audit_coverage import SIMULATED, markdown, read_crowd, resample, simulated_crowds
+from benchmarks.audit_coverage import SIMULATED, markdown, simulated_crowds
 from genderbias.crowd.aggregation import dawid_skene
 from genderbias.crowd.label_probabilities import LabelModel, crowd_quality
 from genderbias.crowd.label_uncertainty import CorrectedFit
 from genderbias.crowd.shared_errors import crowd_shared_errors
 from genderbias.crowd.simulation import studies as cs
 from genderbias.crowd.simulation.answers import tilt_errors
+from tests.support.real_crowds import read_crowd, resample
 
 #: Share of adultcontent2's gold sites that serve as the batch's gold questions (every answer kept).
 GOLD_SHARE = 0.1
