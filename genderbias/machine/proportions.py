@@ -25,7 +25,8 @@ variance ``p₀ · mean((v − θ)²)`` over the members, on top (docs/quality.m
 share's rectifier variance is floored at ``p₀(1 − p₀)``, ``p₀ = (z²/2)/(n + z²)`` (Agresti–Coull's for an
 audit holding none of the class), only where the audit cannot show that variance: fewer than ``n · p₀``
 audited queries of the class or of the rest (else an audit without a gendered query gives an interval of no
-width), or a prediction right on every audited query (a crowd whose errors all lean one way). Elsewhere a share is ``ppi_mean_ci``'s interval exactly.
+width), or a prediction right on every audited query (a crowd whose errors all lean one way). Elsewhere a share
+is ``ppi_mean_ci``'s interval exactly.
 """
 
 from __future__ import annotations

@@ -238,7 +238,8 @@ def _mostly_right(seed: int, queries: int = 3750, audit: int = 50):
     a, _ = cs.values(rng, truth)
     rows = MOSTLY_RIGHT / MOSTLY_RIGHT.sum(axis=1, keepdims=True)
     said = (rng.random(queries)[:, None] > rows.cumsum(axis=1)[truth]).sum(axis=1)
-    predicted = [[*LABELS, None][min(i, 4)] for i in said]
+    outcomes = [*LABELS, None]
+    predicted = [outcomes[min(i, len(outcomes) - 1)] for i in said]
     audited = rng.choice(queries, size=audit, replace=False)
     return truth, a, predicted, audited, [LABELS[t] for t in truth[audited]]
 
